@@ -1,0 +1,299 @@
+"""Kubernetes objects (lightkube models) to the core's plain types.
+
+``hpa_from_dict`` reads an autoscaling/v2 HorizontalPodAutoscaler the way the API server
+would store it (API defaults applied: minReplicas 1, a CPU 80 % metric when there are no
+metrics, behavior defaults per SetDefaults_HorizontalPodAutoscalerBehavior);
+``pod_from_dict`` reads a v1 Pod. Validation follows the API server's rules; with
+``lenient=True`` objects the API server would refuse but a controller can still meet
+(unknown metric types, a target type the source does not allow, minReplicas 0 without
+the HPAScaleToZero gate) are passed on, and the core reports them as upstream does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from lightkube import codecs
+from lightkube.models.autoscaling_v2 import HorizontalPodAutoscaler as _HPAModel  # noqa: F401 (type reference)
+
+from ..core.model import (
+    ALLOWED_TARGETS,
+    AVERAGE_VALUE,
+    METRIC_SOURCE_TYPES,
+    UTILIZATION,
+    VALUE,
+    Behavior,
+    Condition,
+    HPA,
+    MetricSpec,
+    Pod,
+    ScalingPolicy,
+    ScalingRules,
+)
+from .errors import InputError
+from .parse import milli, timestamp, tolerance_float
+
+_SOURCE_KEY = {
+    "Resource": "resource",
+    "ContainerResource": "containerResource",
+    "Pods": "pods",
+    "Object": "object",
+    "External": "external",
+}
+DEFAULT_CPU_METRIC = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}
+
+
+def decode(d: dict, kind_label: str = "") -> Any:
+    """A lightkube resource object from a dict; schema errors become InputError with the field path."""
+    try:
+        return codecs.from_dict(d)
+    except msgspec.ValidationError as err:
+        text = str(err)
+        msg, _, path = text.partition(" - at `")
+        field = path.rstrip("`").removeprefix("$.") if path else ""
+        raise InputError(msg, obj=kind_label or object_label(d), field=field) from None
+    except (LoadResourceError, ValueError, KeyError, TypeError, AttributeError) as err:
+        raise InputError(f"not a Kubernetes object: {err}", obj=kind_label or object_label(d)) from None
+
+
+try:  # lightkube names its "unknown kind" error differently across versions
+    from lightkube.core.exceptions import LoadResourceError
+except ImportError:  # pragma: no cover
+    class LoadResourceError(Exception):
+        pass
+
+
+def object_label(d: Any) -> str:
+    """``Kind namespace/name`` of a dict-shaped object, for error messages."""
+    if not isinstance(d, dict):
+        return "object"
+    meta = d.get("metadata") or {}
+    ns = meta.get("namespace")
+    name = meta.get("name", "?")
+    return f"{d.get('kind', 'object')} {ns + '/' if ns else ''}{name}"
+
+
+def selector_text(sel: Any) -> str:
+    """A metav1.LabelSelector (model or dict) as selector text (``a=b,c in (x,y)``)."""
+    if sel is None:
+        return ""
+    if not isinstance(sel, dict):
+        sel = sel.to_dict()
+    parts = [f"{k}={v}" for k, v in sorted((sel.get("matchLabels") or {}).items())]
+    for e in sel.get("matchExpressions") or []:
+        op, key, values = e.get("operator"), e.get("key"), e.get("values") or []
+        if op == "In":
+            parts.append(f"{key} in ({','.join(values)})")
+        elif op == "NotIn":
+            parts.append(f"{key} notin ({','.join(values)})")
+        elif op == "Exists":
+            parts.append(key)
+        elif op == "DoesNotExist":
+            parts.append(f"!{key}")
+    return ",".join(parts)
+
+
+def _target(t: Any, field: str) -> tuple[str, int | None, int | None, int | None]:
+    """(type, utilization %, averageValue milli, value milli) of a MetricTarget."""
+    if t is None:
+        raise InputError("a metric target is required", field=field)
+    avg = milli(t.averageValue, f"{field}.averageValue") if t.averageValue is not None else None
+    val = milli(t.value, f"{field}.value") if t.value is not None else None
+    return t.type, t.averageUtilization, avg, val
+
+
+def _metric(m: Any, i: int, lenient: bool) -> MetricSpec:
+    field = f"spec.metrics[{i}]"
+    mtype = m.type
+    if mtype not in METRIC_SOURCE_TYPES:
+        if lenient:
+            return MetricSpec(type=mtype)
+        raise InputError(
+            f"unknown metric type {mtype!r} (want one of {', '.join(METRIC_SOURCE_TYPES)})", field=f"{field}.type"
+        )
+    key = _SOURCE_KEY[mtype]
+    src = getattr(m, key)
+    if src is None:
+        raise InputError(f"metric type {mtype} needs the {key!r} field", field=f"{field}.{key}")
+    ttype, util, avg, val = _target(src.target, f"{field}.{key}.target")
+    _check_target(mtype, ttype, util, avg, val, f"{field}.{key}.target", lenient)
+    if mtype in ("Resource", "ContainerResource"):
+        return MetricSpec(mtype, src.name, ttype, util, avg, None, getattr(src, "container", "") or "")
+    metric = src.metric
+    sel = selector_text(metric.selector)
+    obj = None
+    if mtype == "Object":
+        obj = (src.describedObject.kind, src.describedObject.name)
+    return MetricSpec(mtype, metric.name, ttype, util, avg, val, "", sel, obj)
+
+
+def _check_target(mtype, ttype, util, avg, val, field, lenient) -> None:
+    allowed = ALLOWED_TARGETS[mtype]
+    if lenient:
+        return
+    if ttype not in allowed:
+        raise InputError(
+            f"target type {ttype!r} is not allowed for {mtype} metrics (allowed: {', '.join(allowed)})",
+            field=f"{field}.type",
+        )
+    need = {UTILIZATION: ("averageUtilization", util), AVERAGE_VALUE: ("averageValue", avg), VALUE: ("value", val)}
+    name, value = need[ttype]
+    if value is None:
+        raise InputError(f"target type {ttype} needs {name}", field=f"{field}.{name}")
+    if ttype == UTILIZATION and value <= 0:
+        raise InputError("averageUtilization must be greater than 0", field=f"{field}.averageUtilization")
+
+
+def _rules(r: Any, up: bool, field: str) -> ScalingRules:
+    """HPAScalingRules with the API defaults (GenerateHPAScaleUpRules / GenerateHPAScaleDownRules)."""
+    if up:
+        window, policies = 0, (ScalingPolicy("Pods", 4, 15), ScalingPolicy("Percent", 100, 15))
+    else:
+        window, policies = None, (ScalingPolicy("Percent", 100, 15),)
+    select, tol = "Max", None
+    if r is not None:
+        if r.selectPolicy is not None:
+            select = r.selectPolicy
+            if select not in ("Max", "Min", "Disabled"):
+                raise InputError(f"selectPolicy {select!r} is not Max, Min or Disabled", field=f"{field}.selectPolicy")
+        if r.stabilizationWindowSeconds is not None:
+            window = r.stabilizationWindowSeconds
+        if r.policies is not None:
+            policies = tuple(_policy(p, f"{field}.policies[{i}]") for i, p in enumerate(r.policies))
+        if r.tolerance is not None:
+            tol = tolerance_float(r.tolerance, f"{field}.tolerance")
+    return ScalingRules(window, select, policies, tol)
+
+
+def _policy(p: Any, field: str) -> ScalingPolicy:
+    if p.type not in ("Pods", "Percent"):
+        raise InputError(f"policy type {p.type!r} is not Pods or Percent", field=f"{field}.type")
+    return ScalingPolicy(p.type, p.value, p.periodSeconds)
+
+
+def _conditions(status: Any) -> tuple[Condition, ...]:
+    if status is None or not status.conditions:
+        return ()
+    out = []
+    for c in status.conditions:
+        t = timestamp(c.lastTransitionTime) if c.lastTransitionTime is not None else None
+        out.append(Condition(c.type, c.status, c.reason or "", c.message or "", t))
+    return tuple(out)
+
+
+def hpa_from_model(h: Any, lenient: bool = False, scale_to_zero: bool = False) -> HPA:
+    """A core HPA from a lightkube autoscaling/v2 HorizontalPodAutoscaler; raises InputError."""
+    spec = h.spec
+    label = f"HorizontalPodAutoscaler {h.metadata.namespace or 'default'}/{h.metadata.name}"
+    try:
+        min_r = 1 if spec.minReplicas is None else spec.minReplicas
+        _check_bounds(min_r, spec.maxReplicas, lenient, scale_to_zero)
+        metrics_raw = spec.metrics or []
+        metrics = tuple(_metric(m, i, lenient) for i, m in enumerate(metrics_raw))
+        if not metrics:
+            metrics = (MetricSpec("Resource", "cpu", UTILIZATION, 80),)
+        if min_r == 0 and not lenient and not any(m.type in ("Object", "External") for m in metrics):
+            raise InputError("minReplicas 0 needs at least one Object or External metric", field="spec.minReplicas")
+        behavior = None
+        if spec.behavior is not None:
+            b = spec.behavior
+            behavior = Behavior(_rules(b.scaleUp, True, "spec.behavior.scaleUp"),
+                                _rules(b.scaleDown, False, "spec.behavior.scaleDown"))
+        status = h.status
+        last = timestamp(status.lastScaleTime) if status is not None and status.lastScaleTime else None
+        desired = status.desiredReplicas if status is not None else None
+        return HPA(h.metadata.namespace or "default", h.metadata.name, min_r, spec.maxReplicas, metrics,
+                   behavior, _conditions(status), last, desired)
+    except InputError as err:
+        raise err.at(obj=label) from None
+
+
+def _check_bounds(min_r: int, max_r: int, lenient: bool, scale_to_zero: bool) -> None:
+    if max_r < 1:
+        raise InputError("maxReplicas must be at least 1", field="spec.maxReplicas")
+    if min_r < 0:
+        raise InputError("minReplicas must not be negative", field="spec.minReplicas")
+    if min_r > max_r:
+        raise InputError(f"minReplicas ({min_r}) is greater than maxReplicas ({max_r})", field="spec.minReplicas")
+    if min_r == 0 and not (lenient or scale_to_zero):
+        raise InputError("minReplicas 0 needs the HPAScaleToZero feature gate", field="spec.minReplicas")
+
+
+def hpa_from_dict(d: dict, lenient: bool = False, scale_to_zero: bool = False) -> tuple[HPA, Any]:
+    """(core HPA, lightkube model) from an autoscaling/v2 HorizontalPodAutoscaler dict."""
+    if not isinstance(d, dict):
+        raise InputError("expected a HorizontalPodAutoscaler object (a mapping)")
+    if d.get("kind") != "HorizontalPodAutoscaler" or d.get("apiVersion") != "autoscaling/v2":
+        raise InputError(
+            f"expected apiVersion autoscaling/v2, kind HorizontalPodAutoscaler; got {d.get('apiVersion')}/{d.get('kind')}",
+            obj=object_label(d), field="kind",
+        )
+    model = decode(d)
+    return hpa_from_model(model, lenient, scale_to_zero), model
+
+
+def pod_from_model(p: Any) -> Pod:
+    """A core Pod from a lightkube v1 Pod: phase, deletion, start time, Ready condition and
+    the requests of regular and restartable init (sidecar) containers (calculatePodRequests)."""
+    meta, spec, status = p.metadata, p.spec, p.status
+    label = f"Pod {meta.namespace or 'default'}/{meta.name}"
+    try:
+        requests, missing = _pod_requests(spec)
+    except InputError as err:
+        raise err.at(obj=label) from None
+    ready, ready_t = None, None
+    phase, start = "", None
+    if status is not None:
+        phase = status.phase or ""
+        start = timestamp(status.startTime) if status.startTime is not None else None
+        for c in status.conditions or []:
+            if c.type == "Ready":
+                ready = c.status == "True"
+                ready_t = timestamp(c.lastTransitionTime) if c.lastTransitionTime is not None else None
+    return Pod(
+        meta.name, phase, dict(meta.labels or {}), meta.deletionTimestamp is not None, start, ready,
+        ready_t if ready_t is not None else -62135596800.0, requests, missing,
+    )
+
+
+def _pod_requests(spec: Any) -> tuple[dict, dict]:
+    containers = list(spec.containers or []) if spec is not None else []
+    for c in (spec.initContainers or []) if spec is not None else []:
+        if c.restartPolicy == "Always":
+            containers.append(c)
+    resources: set[str] = set()
+    per: list[tuple[str, dict[str, int]]] = []
+    for i, c in enumerate(containers):
+        reqs = (c.resources.requests if c.resources is not None else None) or {}
+        values = {r: milli(q, f"spec.containers[{i}].resources.requests.{r}") for r, q in reqs.items()}
+        resources.update(values)
+        per.append((c.name, values))
+    requests: dict[tuple[str, str], int | None] = {}
+    missing: dict[tuple[str, str], str] = {}
+    for r in resources:
+        total = 0
+        for name, values in per:
+            if r in values:
+                requests[(r, name)] = values[r]
+                if total is not None:
+                    total += values[r]
+            else:
+                requests[(r, name)] = None
+                missing.setdefault((r, ""), name)
+                missing[(r, name)] = name
+                total = None
+        requests[(r, "")] = total
+    if per:
+        missing[("*", "")] = per[0][0]
+    return requests, missing
+
+
+def pod_from_dict(d: dict) -> Pod:
+    """A core Pod from a v1 Pod dict; raises InputError."""
+    if not isinstance(d, dict) or d.get("kind") not in (None, "Pod"):
+        raise InputError("expected a v1 Pod object", obj=object_label(d))
+    d = dict(d)
+    d.setdefault("apiVersion", "v1")
+    d.setdefault("kind", "Pod")
+    return pod_from_model(decode(d))

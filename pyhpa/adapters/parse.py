@@ -1,0 +1,106 @@
+"""Parsing at the edge: quantities, timestamps, durations, tolerances.
+
+Quantities use lightkube's parser (``lightkube.utils.quantity.parse_quantity``), extended
+with the ``n``/``u`` suffixes that metrics-server writes (e.g. ``"12345678n"`` CPU).
+``MilliValue`` is upstream's ``Quantity.MilliValue()``: the value in thousandths, rounded
+up.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime, timezone
+from decimal import Decimal, InvalidOperation
+
+from lightkube.utils.quantity import parse_quantity
+
+from .errors import InputError
+
+_SMALL = {"n": Decimal("1e-9"), "u": Decimal("1e-6")}
+_PLAIN = re.compile(r"^([+-]?)(\d*)(?:\.(\d*))?(m|k|M|G|T|P|E|)$")
+_SI_EXP = {"m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_DUR_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def quantity(text, field: str = "") -> Decimal:
+    """Parse a Kubernetes quantity (``"500m"``, ``"1Gi"``, ``"12n"``, or a number) to a Decimal.
+
+    Raises InputError naming ``field``.
+    """
+    if isinstance(text, bool) or text is None:
+        raise InputError(f"expected a quantity, got {text!r}", field=field)
+    if isinstance(text, (int, float)):
+        text = repr(text) if isinstance(text, float) else str(text)
+    s = str(text).strip()
+    try:
+        if s and s[-1] in _SMALL and s[:-1].replace(".", "", 1).lstrip("+-").isdigit():
+            return Decimal(s[:-1]) * _SMALL[s[-1]]
+        value = parse_quantity(s)
+    except (ValueError, InvalidOperation):
+        value = None
+    if value is None:
+        raise InputError(f"malformed quantity {str(text)!r}", field=field)
+    return value
+
+
+def milli(text, field: str = "") -> int:
+    """A quantity in milli-units, rounded up like upstream ``MilliValue()``."""
+    return math.ceil(quantity(text, field) * 1000)
+
+
+def tolerance_float(text, field: str = "") -> float:
+    """A tolerance quantity as float64 the way upstream ``AsApproximateFloat64`` computes it:
+    the written mantissa times ``10**exponent`` (so ``"0.05"`` is ``5 * 0.01``)."""
+    quantity(text, field)  # validate
+    m = _PLAIN.match(str(text).strip())
+    if not m:
+        return float(quantity(text, field))
+    sign, whole, frac, suffix = m.groups()
+    frac = frac or ""
+    mantissa = int((whole or "0") + frac) * (-1 if sign == "-" else 1)
+    exp = _SI_EXP[suffix] - len(frac)
+    if exp == 0:
+        return float(mantissa)
+    return float(mantissa) * (10.0**exp if exp > 0 else 1.0 / 10.0 ** (-exp))
+
+
+def timestamp(value, field: str = "") -> float:
+    """An RFC 3339 time (string or datetime) as epoch seconds; ``0001-01-01T00:00:00Z`` is valid."""
+    if isinstance(value, datetime):
+        dt = value
+    else:
+        try:
+            dt = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        except ValueError:
+            raise InputError(f"malformed timestamp {value!r} (want RFC 3339, e.g. 2026-01-01T00:00:00Z)", field=field) from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.timestamp()
+
+
+def duration(value, field: str = "") -> float:
+    """A Go duration (``"1m0s"``, ``"30s"``, ``"500ms"``) or a number of seconds, as seconds."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    text = str(value).strip()
+    if text == "0":
+        return 0.0
+    pos, total = 0, 0.0
+    for m in _DURATION.finditer(text):
+        if m.start() != pos:
+            break
+        total += float(m.group(1)) * _DUR_UNIT[m.group(2)]
+        pos = m.end()
+    if pos != len(text) or not text:
+        raise InputError(f"malformed duration {value!r} (want e.g. 30s or 1m0s)", field=field)
+    return total
+
+
+def format_time(ts: float | None) -> str | None:
+    """Epoch seconds as RFC 3339 UTC (``...Z``), None stays None."""
+    if ts is None:
+        return None
+    dt = datetime.fromtimestamp(ts, tz=timezone.utc)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S") + ("Z" if dt.microsecond == 0 else f".{dt.microsecond:06d}Z")

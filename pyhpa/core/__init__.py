@@ -1,0 +1,34 @@
+"""The pure HPA decision core: no I/O, no wall clock, no global state.
+
+``decide`` runs one sync of one HPA exactly as upstream Kubernetes'
+HorizontalController does (replica calculator, normalization, conditions, events);
+``explain``, ``simulate`` and the live controller all call it. Inputs and outputs are the
+plain types of ``pyhpa.core.model``; ``pyhpa.adapters`` builds them from Kubernetes
+objects.
+"""
+
+from .model import (
+    Behavior,
+    Condition,
+    ControllerConfig,
+    Decision,
+    Event,
+    HPA,
+    Memory,
+    MetricSamples,
+    MetricSpec,
+    Pod,
+    PodSample,
+    Proposal,
+    Scale,
+    ScalingPolicy,
+    ScalingRules,
+    Step,
+)
+from .reconcile import decide, rescale_failed, tolerances
+
+__all__ = [
+    "Behavior", "Condition", "ControllerConfig", "Decision", "Event", "HPA", "Memory", "MetricSamples",
+    "MetricSpec", "Pod", "PodSample", "Proposal", "Scale", "ScalingPolicy", "ScalingRules", "Step",
+    "decide", "rescale_failed", "tolerances",
+]

@@ -1,0 +1,348 @@
+"""The replica calculator: one metric's replica proposal.
+
+Follows upstream's ReplicaCalculator (pkg/controller/podautoscaler/replica_calculator.go)
+as documented in "Horizontal Pod Autoscaling" (algorithm details): pods are grouped into
+ready, unready (pending, not ready, CPU still initializing), missing (no sample) and
+ignored (deleted or failed); the usage ratio of the ready pods decides unless missing or
+unready pods must be filled in, in which case the ratio is recomputed conservatively and
+the proposal never changes direction. Arithmetic is upstream's: integer milli-values,
+utilization truncated to an integer percent before the ratio, ``ceil`` of float64,
+replica counts saturating at 2^31-1 and sums at 2^63-1.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .model import (
+    MAX_INT32,
+    MAX_INT64,
+    ControllerConfig,
+    MetricSamples,
+    Pod,
+    PodGroups,
+    PodSample,
+)
+
+
+class MetricError(Exception):
+    """A metric could not be computed; the message is upstream's error text."""
+
+
+def saturate_int32(x: float | int) -> int:
+    """``int32(x)`` for an integral value that upstream clamps into int32."""
+    if x >= MAX_INT32:
+        return MAX_INT32
+    if x <= -MAX_INT32 - 1:
+        return -MAX_INT32 - 1
+    return int(x)
+
+
+def saturate_int64(x: float | int) -> int:
+    """``int64(x)`` clamped into int64."""
+    if x >= MAX_INT64:
+        return MAX_INT64
+    if x <= -MAX_INT64 - 1:
+        return -MAX_INT64 - 1
+    return int(x)
+
+
+def add_int64(a: int, b: int) -> int:
+    """Saturating int64 addition (upstream caps metric sums at MaxInt64)."""
+    return saturate_int64(a + b)
+
+
+def within(ratio: float, down: float, up: float) -> bool:
+    """Upstream Tolerances.isWithin: ``1-down <= ratio <= 1+up`` in float64."""
+    return (1.0 - down) <= ratio <= (1.0 + up)
+
+
+def ceil_replicas(ratio: float, count: int) -> int:
+    """``int32(math.Ceil(ratio * float64(count)))`` with saturation."""
+    return _ceil_saturate(ratio * float(count), MAX_INT32)
+
+
+def group_pods(
+    pods: list[Pod],
+    samples: dict[str, PodSample],
+    is_cpu: bool,
+    now: float,
+    config: ControllerConfig,
+) -> PodGroups:
+    """Sort pods into ready / unready / missing / ignored (upstream: groupPods).
+
+    Deleted or Failed pods are ignored; Pending pods are unready; pods without a sample
+    are missing. For CPU only: a pod without a Ready condition or start time is unready;
+    within ``cpu_initialization_period_seconds`` of its start a pod is unready if it is not
+    Ready or its sample does not cover a full window since the Ready transition; after it,
+    a pod is unready only if it is not Ready and has never been ready (the transition came
+    within ``initial_readiness_delay_seconds`` of start).
+    """
+    groups = PodGroups()
+    init_period = config.cpu_initialization_period_seconds
+    delay = config.initial_readiness_delay_seconds
+    for pod in pods:
+        name = pod.name
+        if pod.deleted or pod.phase == "Failed":
+            groups.ignored.append(name)
+            continue
+        if pod.phase == "Pending":
+            groups.unready.append(name)
+            groups.unready_why[name] = "Pending"
+            continue
+        sample = samples.get(name)
+        if sample is None:
+            groups.missing.append(name)
+            continue
+        if is_cpu:
+            why = _cpu_unready(pod, sample, now, init_period, delay)
+            if why:
+                groups.unready.append(name)
+                groups.unready_why[name] = why
+                continue
+        groups.ready += 1
+    return groups
+
+
+def _cpu_unready(pod: Pod, sample: PodSample, now: float, init_period: float, delay: float) -> str:
+    """Why a running pod's CPU sample is not trusted, or "" when it is."""
+    if pod.ready is None or pod.start_time is None:
+        return "no Ready condition or start time"
+    if pod.start_time + init_period > now:
+        if pod.ready is False:
+            return "not Ready during the CPU initialization period"
+        if sample.timestamp < pod.ready_transition_time + sample.window:
+            return "sample older than one window after becoming Ready (CPU initialization period)"
+        return ""
+    if pod.ready is False and pod.start_time + delay > pod.ready_transition_time:
+        return "not Ready and never ready since start (initial readiness delay)"
+    return ""
+
+
+def pod_requests(pods: list[Pod], resource: str, container: str) -> dict[str, int]:
+    """Request per pod in milli-units (upstream: calculatePodRequests).
+
+    Raises MetricError "missing request for <resource> in container <c> of Pod <p>".
+    """
+    key = (resource, container)
+    out: dict[str, int] = {}
+    for pod in pods:
+        value = pod.requests.get(key, 0 if container or not pod.missing_request else None)
+        if value is None:
+            cname = pod.missing_request.get(key) or pod.missing_request.get(("*", ""), container)
+            raise MetricError(f"missing request for {resource} in container {cname} of Pod {pod.name}")
+        out[pod.name] = value
+    return out
+
+
+def trunc_div(a: int, b: int) -> int:
+    """Go integer division (truncates toward zero)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def fdiv(a: float, b: float) -> float:
+    """Go float64 division: x/0 is +-Inf, 0/0 is NaN (Python would raise)."""
+    if b == 0.0:
+        if a == 0.0 or a != a:
+            return math.nan
+        return math.inf if a > 0 else -math.inf
+    return a / b
+
+
+def utilization_ratio(values: dict[str, int], requests: dict[str, int], target: int) -> tuple[float, int, int]:
+    """(ratio, utilization %, average raw milli) over pods with a request (GetResourceUtilizationRatio)."""
+    total = 0
+    req_total = 0
+    n = 0
+    for name, value in values.items():
+        req = requests.get(name)
+        if req is None:
+            continue
+        total += value
+        req_total += req
+        n += 1
+    if req_total == 0:
+        raise MetricError("no metrics returned matched known pods")
+    utilization = saturate_int32(trunc_div(total * 100, req_total))
+    return float(utilization) / float(target), utilization, trunc_div(total, n)
+
+
+def usage_ratio(values: dict[str, int], target: int) -> tuple[float, int]:
+    """(ratio, average milli) of plain per-pod values (GetMetricUsageRatio)."""
+    total = 0
+    for value in values.values():
+        total += value
+    avg = trunc_div(total, len(values))
+    return fdiv(float(avg), float(target)), avg
+
+
+class _Calc:
+    """Shared inputs of one metric computation (keeps the per-metric functions short)."""
+
+    __slots__ = ("pods", "samples", "current", "down", "up", "now", "config", "groups", "namespace")
+
+    def __init__(self, pods, samples, current, down, up, now, config, namespace=""):
+        self.namespace = namespace
+        self.pods = pods
+        self.samples = samples
+        self.current = current
+        self.down = down
+        self.up = up
+        self.now = now
+        self.config = config
+        self.groups: PodGroups | None = None
+
+    def grouped_values(self, is_cpu: bool) -> dict[str, int]:
+        """Group pods and return the values of the pods that count (ready, sampled)."""
+        if not self.pods:
+            raise MetricError("no pods returned by selector while calculating replica count")
+        groups = group_pods(self.pods, self.samples, is_cpu, self.now, self.config)
+        self.groups = groups
+        values = {n: s.value for n, s in self.samples.items()}
+        for name in groups.ignored:
+            values.pop(name, None)
+        for name in groups.unready:
+            values.pop(name, None)
+        if not values:
+            raise MetricError("did not receive metrics for targeted pods (pods might be unready)")
+        return values
+
+    def finish(self, ratio: float, values: dict[str, int], fill_missing, recompute):
+        """Fill-in and direction guard shared by resource and plain per-pod metrics.
+
+        Returns (replicas, new ratio or None, filled values or None). ``fill_missing``
+        sets the assumed value of missing pods in ``values`` for this ratio and returns
+        them; ``recompute`` gives the ratio of ``values``.
+        """
+        groups = self.groups
+        scale_up_unready = bool(groups.unready) and ratio > 1.0
+        if not scale_up_unready and not groups.missing:
+            if within(ratio, self.down, self.up):
+                return self.current, None, None
+            return ceil_replicas(ratio, groups.ready), None, None
+        filled = fill_missing(ratio, values) if groups.missing else {}
+        if scale_up_unready:
+            for name in groups.unready:
+                values[name] = filled[name] = 0
+        new_ratio = recompute(values)
+        if (
+            within(new_ratio, self.down, self.up)
+            or (ratio > 1.0 and new_ratio < 1.0)
+            or (ratio < 1.0 and new_ratio > 1.0)
+        ):
+            return self.current, new_ratio, filled
+        replicas = ceil_replicas(new_ratio, len(values))
+        if (new_ratio < 1.0 and replicas > self.current) or (new_ratio > 1.0 and replicas < self.current):
+            return self.current, new_ratio, filled
+        return replicas, new_ratio, filled
+
+
+def resource_utilization_replicas(calc: _Calc, resource: str, container: str, target: int):
+    """Utilization target: (replicas, utilization %, raw avg milli, ratio, new ratio, filled).
+
+    Upstream: GetResourceReplicas. Missing pods count as 0 % on scale-up and as
+    ``max(100, target)`` % of their request on scale-down; unready pods count as 0 % on
+    scale-up. Raises MetricError.
+    """
+    values = calc.grouped_values(resource == "cpu")
+    requests = pod_requests(calc.pods, resource, container)
+    ratio, utilization, raw = utilization_ratio(values, requests, target)
+
+    def fill_missing(r: float, vals: dict[str, int]) -> dict[str, int]:
+        filled: dict[str, int] = {}
+        if r < 1.0:
+            fallback = max(100, target)
+            for name in calc.groups.missing:
+                vals[name] = filled[name] = trunc_div(requests.get(name, 0) * fallback, 100)
+        elif r > 1.0:
+            for name in calc.groups.missing:
+                vals[name] = filled[name] = 0
+        return filled
+
+    def recompute(vals: dict[str, int]) -> float:
+        return utilization_ratio(vals, requests, target)[0]
+
+    replicas, new_ratio, filled = calc.finish(ratio, values, fill_missing, recompute)
+    return replicas, utilization, raw, ratio, new_ratio, filled
+
+
+def plain_replicas(calc: _Calc, target_milli: int, is_cpu: bool):
+    """Per-pod average target: (replicas, avg milli, ratio, new ratio, filled).
+
+    Upstream: calcPlainMetricReplicas (Pods metrics and Resource AverageValue). Missing
+    pods count as exactly the target on scale-down and as 0 on scale-up. Raises MetricError.
+    """
+    values = calc.grouped_values(is_cpu)
+    ratio, usage = usage_ratio(values, target_milli)
+
+    def fill_missing(r: float, vals: dict[str, int]) -> dict[str, int]:
+        filled: dict[str, int] = {}
+        if r == 1.0:
+            return filled
+        value = target_milli if r < 1.0 else 0
+        for name in calc.groups.missing:
+            vals[name] = filled[name] = value
+        return filled
+
+    def recompute(vals: dict[str, int]) -> float:
+        return usage_ratio(vals, target_milli)[0]
+
+    replicas, new_ratio, filled = calc.finish(ratio, values, fill_missing, recompute)
+    return replicas, usage, ratio, new_ratio, filled
+
+
+def ready_pod_count(pods: list[Pod]) -> int:
+    """Running pods whose Ready condition is True (getReadyPodsCount)."""
+    if not pods:
+        raise MetricError("no pods returned by selector while calculating replica count")
+    return sum(1 for p in pods if p.phase == "Running" and p.ready is True)
+
+
+def usage_ratio_replicas(calc: _Calc, ratio: float) -> int:
+    """Replicas for a whole-object ratio (getUsageRatioReplicaCount).
+
+    At 0 current replicas (scale from zero) tolerance is ignored: ``ceil(ratio)``.
+    """
+    if calc.current != 0:
+        if within(ratio, calc.down, calc.up):
+            return calc.current
+        try:
+            ready = ready_pod_count(calc.pods)
+        except MetricError as err:
+            raise MetricError(f"unable to calculate ready pods: {err}") from None
+        return ceil_replicas(ratio, ready)
+    return _ceil_saturate(ratio, MAX_INT32)
+
+
+def per_pod_replicas(calc: _Calc, usage: int, target_milli: int, status_replicas: int) -> tuple[int, int, float]:
+    """AverageValue over the whole object: (replicas, usage per replica, ratio).
+
+    Upstream: GetObjectPerPodMetricReplicas / GetExternalPerPodMetricReplicas; the ratio
+    is against ``target * status.replicas``.
+    """
+    replicas = status_replicas
+    ratio = fdiv(float(usage), float(target_milli) * float(status_replicas))
+    if not within(ratio, calc.down, calc.up):
+        replicas = _ceil_saturate(fdiv(float(usage), float(target_milli)), MAX_INT32)
+    per_replica = _ceil_saturate(fdiv(float(usage), float(status_replicas)), MAX_INT64)
+    return replicas, per_replica, ratio
+
+
+def _ceil_saturate(x: float, limit: int) -> int:
+    """ceil(x) converted to an integer type of max ``limit`` (NaN gives 0)."""
+    if x != x:
+        return 0
+    if x >= limit:
+        return limit
+    if x <= -limit - 1:
+        return -limit - 1
+    return math.ceil(x)
+
+
+def sum_values(samples: MetricSamples) -> int:
+    """Saturating sum of External series values (milli)."""
+    total = 0
+    for value in samples.values or ():
+        total = add_int64(total, value)
+    return total

@@ -1,0 +1,297 @@
+"""Plain input and output types of the decision core.
+
+Everything here is already parsed: quantities are integer milli-units (millicores for CPU,
+milli-bytes for memory, milli-units for custom metrics, as upstream's ``MilliValue()``),
+times are float seconds since the Unix epoch (UTC; the Kubernetes zero time
+``0001-01-01T00:00:00Z`` is ``ZERO_TIME``), durations are float seconds. Adapters
+(``pyhpa.adapters``) build these from Kubernetes objects; the core never parses text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+#: ``0001-01-01T00:00:00Z`` in epoch seconds: a real time, long ago (not "unset").
+ZERO_TIME = -62135596800.0
+#: Largest int32: upstream saturates replica counts here.
+MAX_INT32 = 2**31 - 1
+#: Largest int64: upstream saturates metric sums here.
+MAX_INT64 = 2**63 - 1
+
+# Metric source types (autoscaling/v2 MetricSourceType).
+RESOURCE = "Resource"
+CONTAINER_RESOURCE = "ContainerResource"
+PODS = "Pods"
+OBJECT = "Object"
+EXTERNAL = "External"
+METRIC_SOURCE_TYPES = (RESOURCE, CONTAINER_RESOURCE, PODS, OBJECT, EXTERNAL)
+
+# Target types (autoscaling/v2 MetricTargetType) and the ones each source allows.
+UTILIZATION = "Utilization"
+AVERAGE_VALUE = "AverageValue"
+VALUE = "Value"
+ALLOWED_TARGETS = {
+    RESOURCE: (UTILIZATION, AVERAGE_VALUE),
+    CONTAINER_RESOURCE: (UTILIZATION, AVERAGE_VALUE),
+    PODS: (AVERAGE_VALUE,),
+    OBJECT: (VALUE, AVERAGE_VALUE),
+    EXTERNAL: (VALUE, AVERAGE_VALUE),
+}
+
+
+@dataclass(slots=True, frozen=True)
+class ControllerConfig:
+    """kube-controller-manager flags of the HPA controller, upstream defaults.
+
+    ``tolerance`` is a fraction (0.1 = 10 %), periods and windows are seconds,
+    ``scale_up_limit_factor``/``scale_up_limit_minimum`` cap scale-up without
+    ``spec.behavior`` at ``max(factor * current, minimum)`` replicas.
+    """
+
+    tolerance: float = 0.1
+    cpu_initialization_period_seconds: float = 300.0
+    initial_readiness_delay_seconds: float = 30.0
+    downscale_stabilization_window_seconds: float = 300.0
+    scale_up_limit_factor: float = 2.0
+    scale_up_limit_minimum: float = 4.0
+    scale_to_zero: bool = False  # feature gate HPAScaleToZero
+    configurable_tolerance: bool = True  # feature gate HPAConfigurableTolerance
+
+
+@dataclass(slots=True, frozen=True)
+class ScalingPolicy:
+    """One ``HPAScalingPolicy``: ``type`` "Pods" or "Percent", ``value`` pods or percent."""
+
+    type: str
+    value: int
+    period_seconds: int
+
+
+@dataclass(slots=True, frozen=True)
+class ScalingRules:
+    """``HPAScalingRules`` after API defaulting.
+
+    ``stabilization_window_seconds`` None means "controller default" (only scale-down
+    leaves it unset); ``select_policy`` is "Max", "Min" or "Disabled"; ``tolerance`` is a
+    fraction or None (controller-wide tolerance applies).
+    """
+
+    stabilization_window_seconds: int | None
+    select_policy: str
+    policies: tuple[ScalingPolicy, ...]
+    tolerance: float | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class Behavior:
+    """``spec.behavior`` with both directions defaulted (SetDefaults_HorizontalPodAutoscalerBehavior)."""
+
+    scale_up: ScalingRules
+    scale_down: ScalingRules
+
+
+@dataclass(slots=True, frozen=True)
+class MetricSpec:
+    """One ``spec.metrics[]`` item.
+
+    ``type`` is the source type (an unknown string is kept: upstream reports
+    InvalidMetricSourceType). ``name`` is the resource name (cpu, memory) or the metric
+    name. ``target_type`` is the declared target type; ``target_utilization`` is percent of
+    request, ``target_milli`` the AverageValue/Value in milli-units. ``selector`` is the
+    metric label selector as text (for messages), ``described_object`` (kind, name) for
+    Object metrics, ``container`` for ContainerResource.
+    """
+
+    type: str
+    name: str = ""
+    target_type: str = ""
+    target_utilization: int | None = None
+    target_average_milli: int | None = None
+    target_value_milli: int | None = None
+    container: str = ""
+    selector: str = ""
+    described_object: tuple[str, str] | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class Condition:
+    """An HPA status condition; ``last_transition_time`` in epoch seconds or None."""
+
+    type: str
+    status: str
+    reason: str
+    message: str = ""
+    last_transition_time: float | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class HPA:
+    """What the core needs of a HorizontalPodAutoscaler (spec and the status it carries)."""
+
+    namespace: str
+    name: str
+    min_replicas: int
+    max_replicas: int
+    metrics: tuple[MetricSpec, ...]
+    behavior: Behavior | None = None
+    conditions: tuple[Condition, ...] = ()
+    last_scale_time: float | None = None
+    status_desired_replicas: int | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class Scale:
+    """The target's autoscaling/v1 Scale: ``spec.replicas``, ``status.replicas``, ``status.selector``."""
+
+    spec_replicas: int
+    status_replicas: int
+    selector: str
+
+
+@dataclass(slots=True, frozen=True)
+class Pod:
+    """A pod as the HPA sees it.
+
+    ``requests`` maps ``(resource, container)`` to the request in milli-units, with
+    ``(resource, "")`` the pod total over regular containers and restartable init
+    containers; a value of None means some counted container has no request for that
+    resource (upstream: "missing request for ..."); the string in ``missing_request``
+    names that container. ``ready`` is the Ready condition status (None: no condition).
+    """
+
+    name: str
+    phase: str
+    labels: dict[str, str]
+    deleted: bool = False
+    start_time: float | None = None
+    ready: bool | None = None
+    ready_transition_time: float = ZERO_TIME
+    requests: dict[tuple[str, str], int | None] = field(default_factory=dict)
+    missing_request: dict[tuple[str, str], str] = field(default_factory=dict)
+
+
+@dataclass(slots=True, frozen=True)
+class PodSample:
+    """One pod's metric: ``value`` milli-units, ``timestamp`` epoch s, ``window`` s."""
+
+    value: int
+    timestamp: float
+    window: float
+
+
+@dataclass(slots=True)
+class MetricSamples:
+    """What the metrics API answered for one ``spec.metrics[]`` item.
+
+    Per-pod sources (Resource, ContainerResource, Pods) fill ``pods``; Object fills
+    ``values`` with one value; External fills ``values`` with each series' value (milli).
+    ``error`` is the API's error message when the call failed.
+    """
+
+    pods: dict[str, PodSample] | None = None
+    values: list[int] | None = None
+    timestamp: float | None = None
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class Memory:
+    """The controller's memory of one HPA.
+
+    ``recommendations``: (epoch s, replicas) pairs, None when there is no memory yet (the
+    controller then seeds it with the current replica count at ``now``);
+    ``scale_up_events``/``scale_down_events``: (epoch s, replica change) pairs.
+    """
+
+    recommendations: list[tuple[float, int]] | None = None
+    scale_up_events: list[tuple[float, int]] = field(default_factory=list)
+    scale_down_events: list[tuple[float, int]] = field(default_factory=list)
+
+    def copy(self) -> Memory:
+        recs = None if self.recommendations is None else list(self.recommendations)
+        return Memory(recs, list(self.scale_up_events), list(self.scale_down_events))
+
+
+@dataclass(slots=True)
+class PodGroups:
+    """How the replica calculator grouped the pods of one metric (for ``explain``)."""
+
+    ready: int = 0
+    ignored: list[str] = field(default_factory=list)  # deleted or failed
+    unready: list[str] = field(default_factory=list)  # pending, unready or CPU initializing
+    missing: list[str] = field(default_factory=list)  # no metric sample
+    unready_why: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Proposal:
+    """One metric's replica proposal (upstream: computeReplicasForMetric).
+
+    ``replicas`` is None when the metric could not be computed (``error`` says why).
+    ``utilization`` is percent of request (Utilization targets), ``raw_milli`` the current
+    average/value in milli-units as written to ``status.currentMetrics``. ``ratio`` is the
+    usage ratio compared with the tolerance band ``band`` = (low, high); ``new_ratio`` is
+    the ratio after missing/unready pods were filled in (None when no fill-in happened),
+    ``filled`` maps pod name to the value (milli) assumed for it.
+    """
+
+    metric: str
+    spec: MetricSpec
+    replicas: int | None = None
+    utilization: int | None = None
+    raw_milli: int | None = None
+    error: str | None = None
+    reason: str = ""
+    ratio: float | None = None
+    new_ratio: float | None = None
+    band: tuple[float, float] | None = None
+    groups: PodGroups | None = None
+    filled: dict[str, int] | None = None
+    note: str = ""
+    status: dict | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class Step:
+    """A normalization step that may change the number: stabilization, rate limit, bounds."""
+
+    stage: str
+    before: int
+    after: int
+    reason: str
+    message: str
+
+
+@dataclass(slots=True, frozen=True)
+class Event:
+    """A Kubernetes Event the sync emits: ``type`` Normal/Warning, upstream ``reason``."""
+
+    type: str
+    reason: str
+    message: str
+
+
+@dataclass(slots=True)
+class Decision:
+    """Everything one sync decides (upstream: reconcileAutoscaler).
+
+    ``desired_replicas`` is what the target should be scaled to (equal to current when
+    there is no rescale); ``status`` is the autoscaling/v2 status as a JSON-shaped dict;
+    ``memory`` the controller memory after the sync, assuming the rescale succeeds (see
+    ``pyhpa.core.rescale_failed``).
+    """
+
+    current_replicas: int
+    desired_replicas: int
+    rescale: bool
+    rescale_reason: str
+    proposals: list[Proposal]
+    prenormalized: int | None
+    steps: list[Step]
+    conditions: list[Condition]
+    events: list[Event]
+    memory: Memory
+    status: dict
+    error: str | None = None
+    metric_name: str = ""
+    memory_without_event: Memory | None = None
