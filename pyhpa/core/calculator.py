@@ -81,26 +81,33 @@ def group_pods(
     groups = PodGroups()
     init_period = config.cpu_initialization_period_seconds
     delay = config.initial_readiness_delay_seconds
+    ignored, unready, missing, why = groups.ignored, groups.unready, groups.missing, groups.unready_why
+    get = samples.get
+    ready = 0
     for pod in pods:
-        name = pod.name
-        if pod.deleted or pod.phase == "Failed":
-            groups.ignored.append(name)
+        phase = pod.phase
+        if pod.deleted or phase == "Failed":
+            ignored.append(pod.name)
             continue
-        if pod.phase == "Pending":
-            groups.unready.append(name)
-            groups.unready_why[name] = "Pending"
+        if phase == "Pending":
+            unready.append(pod.name)
+            why[pod.name] = "Pending"
             continue
-        sample = samples.get(name)
+        sample = get(pod.name)
         if sample is None:
-            groups.missing.append(name)
+            missing.append(pod.name)
             continue
         if is_cpu:
-            why = _cpu_unready(pod, sample, now, init_period, delay)
-            if why:
-                groups.unready.append(name)
-                groups.unready_why[name] = why
-                continue
-        groups.ready += 1
+            start = pod.start_time
+            # fast path: Ready and past the initialization period is always counted
+            if not (pod.ready is True and start is not None and not start + init_period > now):
+                reason = _cpu_unready(pod, sample, now, init_period, delay)
+                if reason:
+                    unready.append(pod.name)
+                    why[pod.name] = reason
+                    continue
+        ready += 1
+    groups.ready = ready
     return groups
 
 
@@ -125,9 +132,10 @@ def pod_requests(pods: list[Pod], resource: str, container: str) -> dict[str, in
     Raises MetricError "missing request for <resource> in container <c> of Pod <p>".
     """
     key = (resource, container)
+    default = 0 if container else None
     out: dict[str, int] = {}
     for pod in pods:
-        value = pod.requests.get(key, 0 if container or not pod.missing_request else None)
+        value = pod.requests.get(key, default if pod.missing_request else 0)
         if value is None:
             cname = pod.missing_request.get(key) or pod.missing_request.get(("*", ""), container)
             raise MetricError(f"missing request for {resource} in container {cname} of Pod {pod.name}")

@@ -63,6 +63,10 @@ def parse_selector(text: str) -> tuple:
 def matches(requirements: tuple, labels: dict[str, str]) -> bool:
     """Whether ``labels`` satisfy every requirement."""
     for op, key, value in requirements:
+        if op == "=":
+            if labels.get(key) != value:
+                return False
+            continue
         have = labels.get(key)
         if op == "=":
             ok = have == value

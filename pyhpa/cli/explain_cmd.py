@@ -1,0 +1,159 @@
+"""``pyhpa explain``: why an HPA decided what it decided ("why didn't it scale?")."""
+
+from __future__ import annotations
+
+import json
+import time
+from enum import Enum
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ..adapters.errors import InputError
+from ..adapters.kubectl import snapshot_from_kubectl
+from ..adapters.parse import format_time, timestamp
+from ..adapters.snapshot import Snapshot, decision_json, load_snapshots, run_snapshot
+from ..core import Decision, Proposal, tolerances
+from ..core.quantity import format_milli
+
+
+class Output(str, Enum):
+    text = "text"
+    json = "json"
+
+
+def explain(
+    snapshots: Optional[list[Path]] = typer.Argument(None, help="Snapshot files (JSON or YAML, FORMAT.md); a file may hold {\"cases\": [...]}."),
+    output: Output = typer.Option(Output.text, "--output", "-o", help="text for people, json: one object per snapshot per line."),
+    recommendation: Optional[int] = typer.Option(None, "--recommendation", help="Skip metrics: normalize this recommended replica count."),
+    hpa: Optional[Path] = typer.Option(None, "--hpa", help="HPA manifest (kubectl get hpa NAME -o yaml)."),
+    pods: Optional[Path] = typer.Option(None, "--pods", help="Pods of the target (kubectl get pods -l SELECTOR -o yaml)."),
+    pod_metrics: Optional[Path] = typer.Option(None, "--pod-metrics", help="kubectl get --raw /apis/metrics.k8s.io/v1beta1/namespaces/NS/pods"),
+    replicas: Optional[int] = typer.Option(None, "--replicas", help="The target's current replicas (default: the HPA's status.currentReplicas)."),
+    selector: Optional[str] = typer.Option(None, "--selector", help="The target's pod selector (default: the labels all given pods share)."),
+    now: Optional[str] = typer.Option(None, "--now", help="The controller's clock, RFC 3339 (default: the wall clock)."),
+    lenient: bool = typer.Option(False, "--lenient", help="Accept objects the API server would refuse (as upstream's unit tests do); the controller then reports them in conditions."),
+) -> None:
+    """Explain the decision of one HPA sync, per metric and per normalization step."""
+    snaps = _gather(snapshots or [], hpa, pods, pod_metrics, replicas, selector, now, lenient)
+    console = Console(highlight=False)
+    for snap in snaps:
+        decision = run_snapshot(snap, recommendation)
+        if output == Output.json:
+            typer.echo(json.dumps(decision_json(snap.name, decision), separators=(",", ":")))
+        else:
+            render(console, snap, decision)
+
+
+def _gather(files, hpa, pods, pod_metrics, replicas, selector, now, lenient) -> list[Snapshot]:
+    snaps: list[Snapshot] = []
+    for f in files:
+        snaps.extend(load_snapshots(f, lenient=lenient))
+    if hpa is not None:
+        clock = timestamp(now, "--now") if now else time.time()
+        snaps.append(snapshot_from_kubectl(hpa, pods, pod_metrics, replicas, selector, clock, lenient))
+    elif pods is not None or pod_metrics is not None:
+        raise InputError("--pods and --pod-metrics go with --hpa", field="--hpa")
+    if not snaps:
+        raise InputError("give snapshot files, or --hpa with --pods and --pod-metrics", field="SNAPSHOT")
+    return snaps
+
+
+def _value(p: Proposal, milli: int | None) -> str:
+    return "-" if milli is None else format_milli(milli)
+
+
+def _target_text(p: Proposal) -> str:
+    s = p.spec
+    if s.target_type == "Utilization":
+        return f"{s.target_utilization}% of request"
+    if s.target_type == "AverageValue" and s.target_average_milli is not None:
+        return f"{format_milli(s.target_average_milli)} average"
+    if s.target_value_milli is not None:
+        return f"{format_milli(s.target_value_milli)} value"
+    return "-"
+
+
+def _current_text(p: Proposal) -> str:
+    if p.utilization is not None:
+        return f"{p.utilization}% of request (average {_value(p, p.raw_milli)})"
+    return _value(p, p.raw_milli)
+
+
+def _ratio_line(p: Proposal) -> str:
+    lo, hi = p.band or (0.0, 0.0)
+    inside = p.ratio is not None and lo <= p.ratio <= hi
+    verdict = "inside the tolerance band: no change" if inside else "outside the tolerance band"
+    return f"ratio {p.ratio:.4f} vs band [{lo:.4f}, {hi:.4f}] -> {verdict}"
+
+
+def _pod_lines(p: Proposal) -> list[str]:
+    g = p.groups
+    if g is None:
+        return []
+    lines = [f"pods counted: {g.ready} ready with metrics"]
+    if g.ignored:
+        lines.append(f"left out (deleted or Failed): {', '.join(g.ignored)}")
+    for name in g.unready:
+        lines.append(f"left out as unready: {name} ({g.unready_why.get(name, 'unready')})")
+    if g.missing:
+        lines.append(f"no metric sample: {', '.join(g.missing)}")
+    if p.filled:
+        assumed = ", ".join(f"{n}={format_milli(v)}" for n, v in p.filled.items())
+        direction = "scale-up: assumed 0" if p.ratio and p.ratio > 1.0 else "scale-down: assumed at target/request"
+        lines.append(f"filled in ({direction}): {assumed}")
+        if p.new_ratio is not None:
+            lines.append(f"ratio after fill-in {p.new_ratio:.4f} (a fill-in never reverses the direction)")
+    return lines
+
+
+def render(console: Console, snap: Snapshot, d: Decision) -> None:
+    """The human explanation of one decision."""
+    h = snap.hpa
+    down, up = tolerances(h, snap.config)
+    console.rule(f"[bold]{snap.name}[/]")
+    console.print(f"HPA {h.namespace}/{h.name}   now {format_time(snap.now)}   source {snap.source}")
+    console.print(
+        f"current replicas {d.current_replicas} (min {h.min_replicas}, max {h.max_replicas}); "
+        f"tolerance: scale-down {down:g}, scale-up {up:g}"
+    )
+    if d.prenormalized is not None and not d.proposals:
+        console.print(f"recommendation given: {d.prenormalized} (metrics not evaluated)")
+    for i, p in enumerate(d.proposals, 1):
+        console.print(f"\n[bold]metric {i}:[/] {p.metric}")
+        if p.error:
+            console.print(f"  [red]cannot compute[/]: {p.error}", markup=True)
+            for line in _pod_lines(p):
+                console.print(f"  {line}")
+            continue
+        console.print(f"  current {_current_text(p)}  target {_target_text(p)}")
+        if p.ratio is not None:
+            console.print(f"  {_ratio_line(p)}")
+        for line in _pod_lines(p):
+            console.print(f"  {line}")
+        console.print(f"  proposes [bold]{p.replicas}[/] replicas")
+    _render_result(console, d)
+
+
+def _render_result(console: Console, d: Decision) -> None:
+    if d.prenormalized is not None:
+        console.print(f"\nrecommendation before normalization: {d.prenormalized} ({d.metric_name})")
+    for s in d.steps:
+        console.print(f"  {s.stage}: {s.before} -> {s.after}  [{s.reason}] {s.message}", markup=False)
+    if d.prenormalized is not None and not d.steps:
+        console.print("  normalization changed nothing (no stabilization, rate limit or min/max applied)")
+    if d.rescale:
+        console.print(f"\n[bold green]scale {d.current_replicas} -> {d.desired_replicas}[/]: {d.rescale_reason}")
+    else:
+        console.print(f"\n[bold]no rescale[/]: stays at {d.current_replicas}")
+    if d.error:
+        console.print(f"error: {d.error}", markup=False)
+    table = Table("condition", "status", "reason", "message", show_lines=False)
+    for c in d.conditions:
+        table.add_row(c.type, c.status, c.reason, c.message)
+    console.print(table)
+    for e in d.events:
+        console.print(f"event {e.type} {e.reason}: {e.message}", markup=False)

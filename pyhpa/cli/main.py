@@ -1,0 +1,60 @@
+"""The ``pyhpa`` command line (typer + rich).
+
+Every command turns bad input into one line on stderr naming the file, object and field,
+and exit code 2 (``InputError``); nothing prints a traceback for user mistakes.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+
+import typer
+from rich.console import Console
+
+from ..adapters.errors import InputError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="The Kubernetes Horizontal Pod Autoscaler, rebuilt in Python: explain, rehearse and run HPA decisions.",
+)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def input_errors(fn):
+    """Decorator: InputError -> one line on stderr and exit code 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except InputError as err:
+            err_console.print(f"error: {err}", markup=False)
+            raise typer.Exit(2) from None
+
+    return wrapper
+
+
+def _register() -> None:
+    from . import explain_cmd, thresholds_cmd
+
+    app.command("explain")(input_errors(explain_cmd.explain))
+    app.command("thresholds")(input_errors(thresholds_cmd.thresholds))
+    try:
+        from . import simulate_cmd
+    except ImportError:  # under construction
+        pass
+    else:
+        app.command("simulate")(input_errors(simulate_cmd.simulate))
+
+
+_register()
+
+
+def main() -> None:  # pragma: no cover - console entry point
+    app(prog_name="pyhpa")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""``pyhpa thresholds``: the measured value at which each replica count scales up or down."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ..adapters.errors import InputError
+from ..adapters.objects import hpa_from_dict
+from ..adapters.snapshot import read_document
+from ..core import ControllerConfig, tolerances
+from ..core.metrics import describe
+from ..core.quantity import format_milli
+from ..core.thresholds import metric_target, thresholds as threshold_rows
+from .explain_cmd import Output
+
+
+def _fmt(value: int | None, unit: str) -> str | int | None:
+    if value is None:
+        return None
+    return value if unit == "percent" else format_milli(value)
+
+
+def thresholds(
+    hpa_file: Path = typer.Argument(..., metavar="HPA.yaml", help="autoscaling/v2 HorizontalPodAutoscaler manifest."),
+    output: Output = typer.Option(Output.text, "--output", "-o", help="text table or json (one object)."),
+    tolerance: float = typer.Option(0.1, "--tolerance", help="Controller-wide tolerance (--horizontal-pod-autoscaler-tolerance)."),
+    no_configurable_tolerance: bool = typer.Option(False, "--no-configurable-tolerance", help="Ignore behavior.*.tolerance (HPAConfigurableTolerance off)."),
+) -> None:
+    """For each metric and replica count: scale up at (>=) / scale down at (<=), and to how many."""
+    if not 0.0 <= tolerance < 1.0:
+        raise InputError("must be in [0, 1)", field="--tolerance")
+    config = ControllerConfig(tolerance=tolerance, configurable_tolerance=not no_configurable_tolerance)
+    try:
+        hpa, _ = hpa_from_dict(read_document(hpa_file))
+    except InputError as err:
+        raise err.at(file=str(hpa_file)) from None
+    down, up = tolerances(hpa, config)
+    result = {"hpa": f"{hpa.namespace}/{hpa.name}", "tolerance": {"scaleDown": down, "scaleUp": up}, "metrics": []}
+    for spec in hpa.metrics:
+        target, unit = metric_target(spec)
+        rows = threshold_rows(spec, hpa.min_replicas, hpa.max_replicas, down, up)
+        result["metrics"].append({
+            "metric": describe(spec),
+            "target": _fmt(target, unit),
+            "unit": "percent of request" if unit == "percent" else "quantity",
+            "rows": [
+                {"replicas": r.replicas, "scale_up_at": _fmt(r.scale_up_at, unit), "scale_up_to": r.scale_up_to,
+                 "scale_down_at": _fmt(r.scale_down_at, unit), "scale_down_to": r.scale_down_to}
+                for r in rows
+            ],
+        })
+    if output == Output.json:
+        typer.echo(json.dumps(result, separators=(",", ":")))
+        return
+    _render(result)
+
+
+def _render(result: dict) -> None:
+    console = Console(highlight=False)
+    tol = result["tolerance"]
+    console.print(f"HPA {result['hpa']}  tolerance: scale-down {tol['scaleDown']:g}, scale-up {tol['scaleUp']:g}")
+    for m in result["metrics"]:
+        suffix = "%" if m["unit"] == "percent of request" else ""
+        table = Table(title=f"{m['metric']} (target {m['target']}{suffix})", title_justify="left")
+        for col in ("replicas", "scale up at (>=)", "to", "scale down at (<=)", "to"):
+            table.add_column(col, justify="right")
+        for r in m["rows"]:
+            def cell(v):
+                return "-" if v is None else f"{v}{suffix}"
+            table.add_row(str(r["replicas"]), cell(r["scale_up_at"]), str(r["scale_up_to"] or "-"),
+                          cell(r["scale_down_at"]), str(r["scale_down_to"] or "-"))
+        console.print(table)

@@ -1,0 +1,86 @@
+"""Where an HPA flips: the measured value at which each replica count scales up or down.
+
+For one metric with every pod ready and reporting the same value, the proposal at
+``replicas`` pods is the core's own arithmetic (``within`` and ``ceil_replicas``):
+unchanged inside the tolerance band, else ``ceil(ratio * replicas)``; Object/External
+AverageValue targets use ``ceil(usage / target)``. Values are searched exactly over the
+integers the controller measures: utilization percent (already truncated) or milli-units.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .calculator import _ceil_saturate, ceil_replicas, fdiv, within
+from .model import AVERAGE_VALUE, EXTERNAL, MAX_INT32, OBJECT, UTILIZATION, MetricSpec
+
+
+@dataclass(slots=True, frozen=True)
+class Threshold:
+    """One row: at ``replicas`` pods, measured >= ``scale_up_at`` proposes ``scale_up_to``;
+    measured <= ``scale_down_at`` proposes ``scale_down_to`` (None: cannot happen within min/max).
+    Units: percent of request for Utilization targets, milli-units otherwise."""
+
+    replicas: int
+    scale_up_at: int | None
+    scale_up_to: int | None
+    scale_down_at: int | None
+    scale_down_to: int | None
+
+
+def metric_target(spec: MetricSpec) -> tuple[int, str]:
+    """(target value, unit) of a metric: percent for Utilization, milli-units otherwise."""
+    if spec.target_type == UTILIZATION:
+        return spec.target_utilization, "percent"
+    if spec.target_type == AVERAGE_VALUE:
+        return spec.target_average_milli, "milli"
+    return spec.target_value_milli, "milli"
+
+
+def proposal(spec: MetricSpec, value: int, replicas: int, down: float, up: float) -> int:
+    """The proposal for ``replicas`` pods when the metric measures ``value`` (see module doc)."""
+    target, _ = metric_target(spec)
+    if spec.type in (OBJECT, EXTERNAL) and spec.target_type == AVERAGE_VALUE:
+        ratio = fdiv(float(value), float(target) * float(replicas))
+        if within(ratio, down, up):
+            return replicas
+        return _ceil_saturate(fdiv(float(value), float(target)), MAX_INT32)
+    ratio = float(value) / float(target)
+    if within(ratio, down, up):
+        return replicas
+    return ceil_replicas(ratio, replicas)
+
+
+def _first_true(lo: int, hi: int, pred) -> int | None:
+    """Smallest v in [lo, hi] with pred(v) (pred monotonic False..True), or None."""
+    if not pred(hi):
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if pred(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def thresholds(spec: MetricSpec, min_replicas: int, max_replicas: int, down: float, up: float) -> list[Threshold]:
+    """The threshold table of one metric for each replica count from min to max (min >= 1)."""
+    target, _ = metric_target(spec)
+    rows = []
+    for r in range(max(min_replicas, 1), max_replicas + 1):
+        scale = r if spec.type in (OBJECT, EXTERNAL) and spec.target_type == AVERAGE_VALUE else 1
+
+        def clamp(v: int, r=r) -> int:
+            return min(max(proposal(spec, v, r, down, up), min_replicas), max_replicas)
+
+        hi = int(target * scale * (1.0 + up) * 4) + 4
+        up_at = _first_true(0, hi, lambda v, r=r: clamp(v) > r)
+        top = int(target * scale) + 1
+        first_not_down = _first_true(0, top, lambda v, r=r: clamp(v) >= r)
+        down_at = None if first_not_down == 0 else (top if first_not_down is None else first_not_down - 1)
+        rows.append(Threshold(
+            r, up_at, clamp(up_at) if up_at is not None else None,
+            down_at, clamp(down_at) if down_at is not None else None,
+        ))
+    return rows

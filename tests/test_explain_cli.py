@@ -1,0 +1,182 @@
+"""``pyhpa explain`` and ``pyhpa thresholds`` from the command line, including bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from pyhpa.cli.main import app
+from pyhpa.core import ControllerConfig, Memory, decide
+from pyhpa.core.thresholds import thresholds
+from pyhpa.core.model import MetricSpec
+from tests.builders import NOW, cpu_hpa, cpu_pods, scale
+
+EX = Path(__file__).parent.parent / "examples" / "explain"
+CONF = Path(__file__).parent / "data" / "conformance"
+runner = CliRunner()
+
+
+def invoke(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def test_explain_text_tells_why():
+    r = invoke("explain", EX / "snapshot.yaml")
+    assert r.exit_code == 0, r.output
+    assert "left out as unready: php-apache-7d4b9-c" in r.output
+    assert "filled in (scale-up: assumed 0)" in r.output
+    assert "scale 3 -> 4" in r.output
+
+
+def test_explain_json_one_line_per_snapshot_in_order():
+    r = invoke("explain", "-o", "json", "--lenient", CONF / "behavior.json", EX / "snapshot.yaml")
+    assert r.exit_code == 0, r.output
+    lines = [json.loads(x) for x in r.output.splitlines()]
+    names = [c["name"] for c in json.loads((CONF / "behavior.json").read_text())["cases"]]
+    assert [x["name"] for x in lines] == names + ["php-apache-scale-up-with-a-starting-pod"]
+    last = lines[-1]
+    assert set(last) == {"name", "proposals", "desiredReplicas", "conditions"}
+    assert last["proposals"] == [{"metric": "cpu resource utilization (percentage of request)", "replicas": 4,
+                                  "utilization": 84, "rawValue": "168m", "error": None}]
+    assert last["desiredReplicas"] == 4
+
+
+def test_recommendation_skips_metrics_and_normalizes():
+    r = invoke("explain", "-o", "json", "--recommendation", "1", EX / "snapshot.yaml")
+    out = json.loads(r.output)
+    assert out["proposals"] == []
+    # recommendations of 3 within the 300 s window hold the scale-down
+    assert out["desiredReplicas"] == 3
+    able = {c["type"]: c for c in out["conditions"]}["AbleToScale"]
+    assert able["reason"] == "ScaleDownStabilized"
+    r = invoke("explain", "--recommendation", "40", EX / "snapshot.yaml")
+    assert "limit: 40 -> 6  [ScaleUpLimit]" in r.output
+
+
+def test_kubectl_inputs_give_the_same_decision_as_the_snapshot():
+    snap = json.loads(invoke("explain", "-o", "json", EX / "snapshot.yaml").output)
+    r = invoke("explain", "-o", "json", "--hpa", EX / "hpa.yaml", "--pods", EX / "pods.yaml",
+               "--pod-metrics", EX / "podmetrics.json", "--now", "2026-11-21T10:00:00Z")
+    assert r.exit_code == 0, r.output
+    kubectl = json.loads(r.output)
+    assert kubectl["proposals"] == snap["proposals"]
+    assert kubectl["desiredReplicas"] == snap["desiredReplicas"]
+
+
+def _write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def _hpa(**spec):
+    base = {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "minReplicas": 1,
+            "maxReplicas": 5, "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {
+                "type": "Utilization", "averageUtilization": 50}}}]}
+    base.update(spec)
+    return {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "web", "namespace": "prod"}, "spec": base}
+
+
+BAD = [
+    ("malformed-yaml", "hpa.yaml", "spec:\n  maxReplicas: [1,\n", ["hpa.yaml:", "malformed YAML"]),
+    ("unknown-metric", "hpa.yaml", yaml.safe_dump(_hpa(metrics=[{"type": "Cheese"}])),
+     ["HorizontalPodAutoscaler prod/web", "spec.metrics[0].type", "unknown metric type"]),
+    ("bad-target-type", "hpa.yaml", yaml.safe_dump(_hpa(metrics=[{"type": "Pods", "pods": {
+        "metric": {"name": "qps"}, "target": {"type": "Utilization", "averageUtilization": 5}}}])),
+     ["spec.metrics[0].pods.target.type", "not allowed for Pods"]),
+    ("min-gt-max", "hpa.yaml", yaml.safe_dump(_hpa(minReplicas=7)), ["spec.minReplicas", "greater than maxReplicas"]),
+    ("missing-max", "hpa.yaml", yaml.safe_dump({k: v for k, v in _hpa().items()} | {"spec": {
+        "scaleTargetRef": {"kind": "Deployment", "name": "web"}}}), ["spec", "maxReplicas"]),
+    ("bad-quantity", "hpa.yaml", yaml.safe_dump(_hpa(metrics=[{"type": "Pods", "pods": {
+        "metric": {"name": "qps"}, "target": {"type": "AverageValue", "averageValue": "12 apples"}}}])),
+     ["spec.metrics[0].pods.target.averageValue", "malformed quantity"]),
+]
+
+
+@pytest.mark.parametrize("case,fname,text,needles", BAD, ids=[b[0] for b in BAD])
+def test_bad_hpa_is_one_line_and_exit_2(tmp_path, case, fname, text, needles):
+    path = _write(tmp_path, fname, text)
+    r = invoke("thresholds", path)
+    assert r.exit_code == 2
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1, r.output
+    assert "Traceback" not in r.output
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+def test_malformed_json_snapshot_names_line(tmp_path):
+    path = _write(tmp_path, "snap.json", '{"name": "x",\n "now": }\n')
+    r = invoke("explain", path)
+    assert r.exit_code == 2
+    assert "snap.json:2: malformed JSON" in r.output
+
+
+def test_malformed_timestamp_in_snapshot(tmp_path):
+    snap = yaml.safe_load((EX / "snapshot.yaml").read_text())
+    snap["pods"][0]["status"]["startTime"] = "yesterday"
+    path = _write(tmp_path, "snap.yaml", yaml.safe_dump(snap))
+    r = invoke("explain", path)
+    assert r.exit_code == 2
+    out = r.output.strip()
+    assert len(out.splitlines()) == 1
+    assert "snap.yaml" in out and "Pod default/php-apache-7d4b9-a" not in out or "pods[0]" in out
+    assert "status.startTime" in out
+
+
+def test_lenient_passes_api_invalid_objects_to_the_controller(tmp_path):
+    snap = yaml.safe_load((EX / "snapshot.yaml").read_text())
+    snap["hpa"]["spec"]["metrics"].append({"type": "Cheese"})
+    path = _write(tmp_path, "snap.yaml", yaml.safe_dump(snap))
+    assert invoke("explain", path).exit_code == 2
+    r = invoke("explain", "-o", "json", "--lenient", path)
+    out = json.loads(r.output)
+    assert out["proposals"][1]["error"] == 'unknown metric source type "Cheese"'
+    assert out["desiredReplicas"] == 4  # an invalid metric does not block a scale-up
+
+
+def test_thresholds_table_matches_the_seed_example(tmp_path):
+    hpa = _hpa(maxReplicas=4)
+    hpa["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"] = 75
+    r = invoke("thresholds", "-o", "json", _write(tmp_path, "h.yaml", yaml.safe_dump(hpa)))
+    rows = {row["replicas"]: row for row in json.loads(r.output)["metrics"][0]["rows"]}
+    assert rows[1]["scale_up_at"] == 83 and rows[1]["scale_up_to"] == 2
+    assert (rows[4]["scale_down_at"], rows[4]["scale_down_to"]) == (56, 3)
+    assert (rows[3]["scale_down_at"], rows[3]["scale_down_to"]) == (50, 2)
+    assert (rows[2]["scale_down_at"], rows[2]["scale_down_to"]) == (37, 1)
+    assert rows[1]["scale_down_at"] is None and rows[4]["scale_up_at"] is None
+
+
+def test_per_direction_tolerance_moves_only_its_thresholds(tmp_path):
+    hpa = _hpa(maxReplicas=6, behavior={"scaleUp": {"tolerance": "0.05"}})
+    out = json.loads(invoke("thresholds", "-o", "json", _write(tmp_path, "h.yaml", yaml.safe_dump(hpa))).output)
+    base = json.loads(invoke("thresholds", "-o", "json", _write(tmp_path, "b.yaml", yaml.safe_dump(_hpa(maxReplicas=6)))).output)
+    for a, b in zip(out["metrics"][0]["rows"], base["metrics"][0]["rows"]):
+        assert a["scale_down_at"] == b["scale_down_at"]
+        if a["scale_up_at"] is not None:
+            assert a["scale_up_at"] < b["scale_up_at"]
+
+
+@pytest.mark.parametrize("target", [30, 50, 75, 90, 150])
+def test_thresholds_agree_with_the_decision_core(target):
+    spec = MetricSpec("Resource", "cpu", "Utilization", target)
+    cfg = ControllerConfig()
+    for row in thresholds(spec, 1, 8, 0.1, 0.1):
+        r = row.replicas
+
+        def desired(util):
+            pods, samples = cpu_pods([util * 10] * r)  # request 1000m: util % == util*10 milli
+            mem = Memory([(NOW - 3600, r)])
+            return decide(cpu_hpa(target, 1, 8), scale(r), pods, [samples], mem, NOW, cfg).desired_replicas
+
+        if row.scale_up_at is not None:
+            assert desired(row.scale_up_at) == row.scale_up_to > r
+            assert desired(row.scale_up_at - 1) <= r
+        if row.scale_down_at is not None:
+            assert desired(row.scale_down_at) == row.scale_down_to < r
+            assert desired(row.scale_down_at + 1) >= r
