@@ -1,0 +1,150 @@
+"""Prometheus as a metric source, for users without a metrics adapter.
+
+A pyhpa metric of type ``Prometheus`` is an instant PromQL query (Prometheus HTTP API
+``GET /api/v1/query``), read through httpx with a timeout. Two shapes:
+
+- per pod (``podLabel`` set, e.g. ``pod``): each series' value is that pod's value; the
+  metric then behaves exactly like a ``Pods`` metric (AverageValue target, missing and
+  unready pods handled by the core as upstream does);
+- a single value (no ``podLabel``): the query must return one series or a scalar; the metric
+  behaves like an ``External`` metric (Value or AverageValue target).
+
+Values are converted to milli-units like ``Quantity.MilliValue()`` (rounded up).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+import httpx
+
+from ..core.model import AVERAGE_VALUE, EXTERNAL, PODS, VALUE, MetricSamples, MetricSpec, PodSample
+from .errors import InputError
+from .parse import milli
+
+DEFAULT_WINDOW_SECONDS = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class PromQuery:
+    """One PromQL metric: ``server`` base URL, ``query``, ``pod_label`` (None: single value),
+    ``timeout_seconds`` for the whole HTTP call."""
+
+    server: str
+    query: str
+    pod_label: str | None = None
+    timeout_seconds: float = 5.0
+
+
+def metric_from_dict(d: dict, field: str, default_server: str | None = None) -> tuple[MetricSpec, PromQuery]:
+    """(core MetricSpec, PromQuery) from a ``{"type": "Prometheus", "prometheus": {...}}`` metric.
+
+    ``prometheus``: ``name`` (for messages and status), ``query``, ``server`` (default
+    ``default_server``), ``podLabel``, ``timeoutSeconds`` (default 5), ``target`` (a
+    MetricTarget: AverageValue for per-pod queries; Value or AverageValue otherwise).
+    Raises InputError naming ``field``.
+    """
+    p = d.get("prometheus")
+    if not isinstance(p, dict):
+        raise InputError("a Prometheus metric needs the 'prometheus' field", field=f"{field}.prometheus")
+    f = f"{field}.prometheus"
+    query, server = p.get("query"), p.get("server") or default_server
+    if not isinstance(query, str) or not query.strip():
+        raise InputError("needs a PromQL 'query'", field=f"{f}.query")
+    if not server:
+        raise InputError("needs a 'server' (or the controller's --prometheus-url)", field=f"{f}.server")
+    timeout = p.get("timeoutSeconds", 5)
+    if not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise InputError("must be a positive number of seconds", field=f"{f}.timeoutSeconds")
+    pod_label = p.get("podLabel")
+    target = p.get("target") or {}
+    ttype = target.get("type")
+    allowed = (AVERAGE_VALUE,) if pod_label else (VALUE, AVERAGE_VALUE)
+    if ttype not in allowed:
+        raise InputError(f"target type {ttype!r} not allowed here (allowed: {', '.join(allowed)})", field=f"{f}.target.type")
+    key = "averageValue" if ttype == AVERAGE_VALUE else "value"
+    if key not in target:
+        raise InputError(f"target type {ttype} needs {key}", field=f"{f}.target.{key}")
+    value = milli(target[key], f"{f}.target.{key}")
+    name = str(p.get("name") or query)
+    if pod_label:
+        spec = MetricSpec(PODS, name, AVERAGE_VALUE, None, value)
+    elif ttype == AVERAGE_VALUE:
+        spec = MetricSpec(EXTERNAL, name, AVERAGE_VALUE, None, value, None, "", "promql")
+    else:
+        spec = MetricSpec(EXTERNAL, name, VALUE, None, None, value, "", "promql")
+    return spec, PromQuery(server.rstrip("/"), query, pod_label, float(timeout))
+
+
+def _milli(text: str) -> int | None:
+    try:
+        v = Decimal(text)
+    except InvalidOperation:
+        return None
+    if not v.is_finite():
+        return None
+    return math.ceil(v * 1000)
+
+
+def samples_from_answer(answer: dict, q: PromQuery) -> MetricSamples:
+    """MetricSamples from a Prometheus ``/api/v1/query`` JSON answer."""
+    if not isinstance(answer, dict) or answer.get("status") != "success":
+        err = answer.get("error") if isinstance(answer, dict) else None
+        return MetricSamples(error=f"prometheus query failed: {err or 'malformed answer'}")
+    data = answer.get("data") or {}
+    rtype, result = data.get("resultType"), data.get("result")
+    if rtype == "scalar":
+        result = [{"metric": {}, "value": result}]
+    elif rtype != "vector":
+        return MetricSamples(error=f"prometheus query returned a {rtype}, want an instant vector or scalar")
+    if not result:
+        return MetricSamples(error="prometheus query returned no series")
+    if q.pod_label:
+        return _per_pod(result, q.pod_label)
+    if len(result) != 1:
+        return MetricSamples(error=f"prometheus query returned {len(result)} series, want one (or set podLabel)")
+    ts, text = result[0]["value"]
+    value = _milli(text)
+    if value is None:
+        return MetricSamples(error=f"prometheus query returned a non-finite value {text!r}")
+    return MetricSamples(values=[value], timestamp=float(ts))
+
+
+def _per_pod(result: list, label: str) -> MetricSamples:
+    pods: dict[str, PodSample] = {}
+    first = None
+    for series in result:
+        name = (series.get("metric") or {}).get(label)
+        ts, text = series["value"]
+        value = _milli(text)
+        if name is None or value is None:
+            continue  # a series without the pod label or with NaN is no pod's sample (reported as missing)
+        pods[name] = PodSample(value, float(ts), DEFAULT_WINDOW_SECONDS)
+        first = float(ts) if first is None else first
+    if not pods:
+        return MetricSamples(error=f"prometheus query returned no series with label {label!r} and a finite value")
+    return MetricSamples(pods=pods, timestamp=first)
+
+
+async def query_samples(client: httpx.AsyncClient, q: PromQuery, at: float | None = None) -> MetricSamples:
+    """Run the instant query (at epoch ``at``, or Prometheus' now) within its timeout.
+
+    Never raises for server trouble: timeouts, HTTP and PromQL errors become
+    ``MetricSamples.error`` (the core then reports the metric as upstream does).
+    """
+    params = {"query": q.query}
+    if at is not None:
+        params["time"] = f"{at:.3f}"
+    try:
+        r = await client.get(f"{q.server}/api/v1/query", params=params, timeout=q.timeout_seconds)
+    except httpx.TimeoutException:
+        return MetricSamples(error=f"prometheus query timed out after {q.timeout_seconds:g}s")
+    except httpx.HTTPError as err:
+        return MetricSamples(error=f"prometheus unreachable: {err}")
+    try:
+        answer = r.json()
+    except ValueError:
+        return MetricSamples(error=f"prometheus answered HTTP {r.status_code} without JSON")
+    return samples_from_answer(answer, q)
