@@ -20,7 +20,7 @@ from ..core.selector import SelectorError, matches, parse_selector
 from .errors import InputError
 from .metrics_api import external_samples, object_samples, pods_samples, resource_samples
 from .objects import hpa_from_dict, object_label, pod_from_dict
-from .parse import timestamp
+from .parse import format_time, timestamp
 
 
 @dataclass(slots=True)
@@ -117,6 +117,20 @@ def memory_from_dict(d: Any) -> Memory:
 
     recs = pairs("recommendations", "replicas") if "recommendations" in d else None
     return Memory(recs, pairs("scaleUpEvents", "replicaChange"), pairs("scaleDownEvents", "replicaChange"))
+
+
+def memory_to_dict(m: Memory) -> dict:
+    """Controller memory in the snapshot ``history`` shape (also kept in the autoscaler's status)."""
+    def pairs(items, key):
+        return [{"timestamp": format_time(ts), key: v} for ts, v in items]
+
+    out = {
+        "scaleUpEvents": pairs(m.scale_up_events, "replicaChange"),
+        "scaleDownEvents": pairs(m.scale_down_events, "replicaChange"),
+    }
+    if m.recommendations is not None:
+        out = {"recommendations": pairs(m.recommendations, "replicas"), **out}
+    return out
 
 
 def samples_for(hpa: HPA, metrics: dict) -> list[MetricSamples]:

@@ -1,0 +1,165 @@
+"""Object storage with a global resourceVersion, retained watch history and live watchers."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from .errors import expired
+from .selectors import Requirement, fields_match, labels_match
+
+Key = tuple[str, str]  # (group, plural)
+
+CUT = "cut"          # watcher control messages (everything else in a queue is an Event)
+ABORT = "abort"
+STOP = "stop"
+BOOKMARK = "bookmark"
+
+
+@dataclass
+class Event:
+    """One write: ``type`` is ADDED/MODIFIED/DELETED; ``old`` is the previous object for MODIFIED."""
+
+    rv: int
+    type: str
+    key: Key
+    namespace: Optional[str]
+    obj: dict
+    old: Optional[dict] = None
+
+
+@dataclass(eq=False)
+class Watcher:
+    """An open watch stream: its filter, its HTTP path and the queue its handler drains."""
+
+    key: Key
+    namespace: Optional[str]
+    labels: list[Requirement]
+    fields: list[Requirement]
+    path: str
+    bookmarks: bool
+    loop: asyncio.AbstractEventLoop
+    queue: asyncio.Queue = field(default_factory=asyncio.Queue)
+
+    def deliver(self, item: Any) -> None:
+        """Queue an event or control message; safe from any thread, preserves call order."""
+        try:
+            self.loop.call_soon_threadsafe(self.queue.put_nowait, item)
+        except RuntimeError:  # loop already closed
+            pass
+
+    def _matches(self, obj: Optional[dict]) -> bool:
+        if obj is None:
+            return False
+        meta = obj.get("metadata") or {}
+        return labels_match(self.labels, meta.get("labels")) and fields_match(self.fields, obj)
+
+    def translate(self, ev: Event) -> Optional[str]:
+        """The event type this watcher sees (selector transitions become ADDED/DELETED), or None."""
+        if ev.key != self.key or (self.namespace and ev.namespace != self.namespace):
+            return None
+        now = self._matches(ev.obj)
+        if ev.type != "MODIFIED":
+            return ev.type if now else None
+        before = self._matches(ev.old)
+        if now:
+            return "MODIFIED" if before else "ADDED"
+        return "DELETED" if before else None
+
+
+class Store:
+    """Thread-safe dict store; every write gets the next global resourceVersion and a watch event."""
+
+    def __init__(self, history_limit: int = 10000):
+        self.lock = threading.RLock()
+        self.rv = 0
+        self.compacted = 0  # a watch from rv < compacted gets 410 Expired
+        self.history_limit = history_limit
+        self._objects: dict[Key, dict[tuple[str, str], dict]] = {}
+        self._history: deque[Event] = deque()
+        self.watchers: list[Watcher] = []
+
+    def get(self, key: Key, ns: Optional[str], name: str) -> Optional[dict]:
+        """A deep copy of the stored object, or None."""
+        with self.lock:
+            obj = self._objects.get(key, {}).get((ns or "", name))
+            return copy.deepcopy(obj)
+
+    def list(self, key: Key, ns: Optional[str] = None) -> list[dict]:
+        """Deep copies of all objects of ``key`` (in ``ns`` if given), sorted by namespace/name."""
+        with self.lock:
+            bucket = self._objects.get(key, {})
+            return [copy.deepcopy(bucket[k]) for k in sorted(bucket) if ns is None or k[0] == ns]
+
+    def put(self, key: Key, obj: dict) -> dict:
+        """Store ``obj`` with a fresh resourceVersion; emits ADDED or MODIFIED. Returns a copy."""
+        with self.lock:
+            meta = obj["metadata"]
+            slot = (meta.get("namespace") or "", meta["name"])
+            old = self._objects.setdefault(key, {}).get(slot)
+            self.rv += 1
+            meta["resourceVersion"] = str(self.rv)
+            self._objects[key][slot] = copy.deepcopy(obj)
+            self._record(Event(self.rv, "MODIFIED" if old else "ADDED", key, meta.get("namespace"),
+                               copy.deepcopy(obj), old))
+            return copy.deepcopy(obj)
+
+    def delete(self, key: Key, ns: Optional[str], name: str) -> Optional[dict]:
+        """Remove an object; emits DELETED carrying the deletion's resourceVersion. Returns it or None."""
+        with self.lock:
+            obj = self._objects.get(key, {}).pop((ns or "", name), None)
+            if obj is None:
+                return None
+            self.rv += 1
+            obj["metadata"]["resourceVersion"] = str(self.rv)
+            self._record(Event(self.rv, "DELETED", key, ns, copy.deepcopy(obj)))
+            return obj
+
+    def _record(self, ev: Event) -> None:
+        self._history.append(ev)
+        while len(self._history) > self.history_limit:
+            self.compacted = self._history.popleft().rv
+        for w in list(self.watchers):
+            if w.translate(ev):
+                w.deliver(ev)
+
+    def expire_history(self) -> None:
+        """Forget all retained events: watches from any older resourceVersion now get 410 Expired."""
+        with self.lock:
+            self._history.clear()
+            self.compacted = self.rv
+
+    def open_watch(self, w: Watcher, since: Optional[int]) -> list[tuple[str, dict]]:
+        """Register ``w`` atomically and return the events it must see first.
+
+        ``since`` None → synthetic ADDED for every current matching object (a watch without resourceVersion);
+        otherwise the retained events after ``since``; raises 410 when ``since`` predates the history.
+        """
+        with self.lock:
+            if since is None:
+                first = [("ADDED", o) for o in self.list(w.key, w.namespace) if w._matches(o)]
+            elif since < self.compacted:
+                raise expired(f"too old resource version: {since} ({self.compacted + 1})")
+            else:
+                first = [(t, copy.deepcopy(ev.obj)) for ev in self._history
+                         if ev.rv > since and (t := w.translate(ev))]
+            self.watchers.append(w)
+            return first
+
+    def close_watch(self, w: Watcher) -> None:
+        """Unregister a watcher."""
+        with self.lock:
+            if w in self.watchers:
+                self.watchers.remove(w)
+
+    def broadcast(self, item: Any, match: Callable[[Watcher], bool] = lambda w: True) -> int:
+        """Send a control message to matching watchers; returns how many got it."""
+        with self.lock:
+            chosen = [w for w in self.watchers if match(w)]
+        for w in chosen:
+            w.deliver(item)
+        return len(chosen)

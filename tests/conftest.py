@@ -1,0 +1,22 @@
+"""Shared pytest fixtures."""
+
+import pytest
+
+from kubedouble import KubeDouble
+
+
+@pytest.fixture
+async def kube_double():
+    """A Kubernetes API double serving on the test's event loop (use lightkube's AsyncClient with it)."""
+    async with KubeDouble() as kd:
+        yield kd
+
+
+@pytest.fixture
+def kube_double_thread():
+    """A Kubernetes API double serving from a background thread (use lightkube's sync Client with it)."""
+    kd = KubeDouble.start_in_thread()
+    try:
+        yield kd
+    finally:
+        kd.stop()
