@@ -1,0 +1,213 @@
+"""``pyhpa simulate``: replay a load trace through the exact HPA decision core.
+
+``run_simulation`` parses the inputs once (HPA manifests, the target Deployment or
+StatefulSet, the trace CSV, the workload profile), runs one simulated cluster per HPA on
+the same load, and returns a ``Simulation``; ``pyhpa.simulate.report`` writes
+timeline.csv, summary.json and plot.png. With no HPA, target and trace it runs the
+bundled example: the php-apache HPA of the Kubernetes walkthrough on two days of the
+NASA 1995 web trace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Callable, Sequence
+
+from ..adapters.errors import InputError
+from ..adapters.objects import hpa_from_dict, object_label
+from ..adapters.snapshot import read_document
+from ..core import HPA, ControllerConfig
+from .cluster import Cluster
+from .metrics import columns_needed, metric_views
+from .profile import MetricSource, Profile, load_profile, metric_source
+from .report import summarize
+from .target import Target, load_target
+from .trace import Trace, load_trace
+
+__all__ = ["BUNDLED", "Run", "Settings", "Simulation", "bundled_path", "display_path", "run_simulation"]
+
+#: The bundled example (files under pyhpa/data/).
+BUNDLED = {
+    "hpa": "examples/php-apache-hpa.yaml",
+    "target": "examples/php-apache.yaml",
+    "profile": "examples/php-apache-profile.yaml",
+    "trace": "traces/nasa_http_1995-07-12_13_per_minute.csv",
+    "column": "requests_per_second",
+}
+
+
+def bundled_path(key: str) -> Path:
+    """Path of a bundled example file (``hpa``, ``target``, ``profile``, ``trace``)."""
+    return Path(str(resources.files("pyhpa") / "data" / BUNDLED[key]))
+
+
+def display_path(path) -> str:
+    """A bundled file as ``pyhpa/data/...`` (the same in every clone and install), others as given."""
+    if not path:
+        return ""
+    data = Path(str(resources.files("pyhpa") / "data")).resolve()
+    try:
+        return "pyhpa/data/" + Path(str(path)).resolve().relative_to(data).as_posix()
+    except ValueError:
+        return str(path)
+
+
+@dataclass(slots=True, frozen=True)
+class Settings:
+    """Simulation settings: HPA sync period (s, upstream ``--horizontal-pod-autoscaler-sync-period``),
+    seed, controller flags, and the window (s) in which a reversed scale counts as a flap."""
+
+    sync_period_seconds: float = 15.0
+    seed: int = 0
+    config: ControllerConfig = field(default_factory=ControllerConfig)
+    flap_window_seconds: float = 600.0
+
+
+@dataclass(slots=True)
+class Run:
+    """One HPA's run: its label (file stem), the finished cluster, the summary figures."""
+
+    label: str
+    hpa_file: str
+    cluster: Cluster
+    summary: dict
+
+
+@dataclass(slots=True)
+class Simulation:
+    """All runs over one trace; ``inputs`` says which file each input came from."""
+
+    runs: list[Run]
+    trace: Trace
+    target: Target
+    profile: Profile
+    settings: Settings
+    inputs: dict[str, str]
+
+
+def run_simulation(
+    hpa: Sequence[str | Path] = (),
+    target: str | Path | None = None,
+    trace: str | Path | None = None,
+    column: str | None = None,
+    *,
+    profile: str | Path | None = None,
+    time_column: str | None = None,
+    where: Sequence[str] = (),
+    start: str | None = None,
+    end: str | None = None,
+    load_scale: float = 1.0,
+    gaps: str = "error",
+    metric_columns: Sequence[str] = (),
+    settings: Settings | None = None,
+    progress: Callable[[str, float, float], None] | None = None,
+) -> Simulation:
+    """Simulate each HPA in ``hpa`` on the same trace and target.
+
+    ``column`` is the load column (requests/s unless the profile's ``load_unit`` says
+    otherwise), multiplied by ``load_scale``; ``metric_columns`` items are
+    ``METRIC=COLUMN`` sources for Pods/Object/External metrics (overriding the
+    profile's). ``progress(label, simulated_seconds, total_seconds)`` is called during
+    each run. Raises InputError for any bad input.
+    """
+    settings = settings or Settings()
+    _check_settings(settings)
+    files = _input_files(list(hpa), target, trace, column, profile)
+    prof = load_profile(files["profile"] or None)
+    prof = _with_metric_columns(prof, metric_columns)
+    tgt = load_target(files["target"], prof.container)
+    hpas = [_load_hpa(f, tgt, settings.config) for f in files["hpa"]]
+    extra = tuple(dict.fromkeys(c for h, f in hpas for c in columns_needed(_views(h, tgt, prof, f))))
+    tr = load_trace(files["trace"], files["column"], extra_columns=extra, time_column=time_column, where=tuple(where),
+                    start=start, end=end, load_scale=load_scale, gaps=gaps)
+    tr.report.file = display_path(files["trace"])
+    rps = prof.load_to_rps(tr.values[files["column"]])
+    runs = []
+    for (h, f), label in zip(hpas, _labels(files["hpa"])):
+        f = display_path(f)
+        cluster = Cluster(h, tgt, prof, settings.config, tr.times, rps, tr.values, tr.start, tr.end,
+                          settings.sync_period_seconds, settings.seed)
+        total = tr.end - tr.start
+        cluster.run(None if progress is None else (lambda s, lab=label: progress(lab, s, total)))
+        runs.append(Run(label, f, cluster, summarize(label, f, cluster, tr, settings)))
+    inputs = {k: (", ".join(map(display_path, v)) if isinstance(v, list) else display_path(v)) for k, v in files.items()}
+    return Simulation(runs, tr, tgt, prof, settings, inputs)
+
+
+def _check_settings(s: Settings) -> None:
+    if not s.sync_period_seconds > 0:
+        raise InputError(f"must be > 0, got {s.sync_period_seconds!r}", field="--sync-period")
+    if not s.flap_window_seconds >= 0:
+        raise InputError(f"must be >= 0, got {s.flap_window_seconds!r}", field="--flap-window")
+    c = s.config
+    for name, value in (("--tolerance", c.tolerance), ("--downscale-stabilization", c.downscale_stabilization_window_seconds),
+                        ("--cpu-initialization-period", c.cpu_initialization_period_seconds),
+                        ("--initial-readiness-delay", c.initial_readiness_delay_seconds)):
+        if not value >= 0:
+            raise InputError(f"must be >= 0, got {value!r}", field=name)
+
+
+def _input_files(hpa: list, target, trace, column, profile) -> dict:
+    """The files to read: all given, or (none given) the bundled example."""
+    if not hpa and target is None and trace is None:
+        return {"hpa": [bundled_path("hpa")], "target": bundled_path("target"), "trace": bundled_path("trace"),
+                "column": column or BUNDLED["column"], "profile": profile or bundled_path("profile")}
+    for option, value in (("--hpa", hpa), ("--target", target), ("--trace", trace), ("--column", column)):
+        if not value:
+            raise InputError(f"{option} is required with --hpa/--target/--trace "
+                             "(give none of them to run the bundled example)", field=option)
+    return {"hpa": hpa, "target": target, "trace": trace, "column": column, "profile": profile or ""}
+
+
+def _with_metric_columns(prof: Profile, items: Sequence[str]) -> Profile:
+    if not items:
+        return prof
+    metrics: dict[str, MetricSource] = dict(prof.metrics)
+    for item in items:
+        name, sep, col = item.partition("=")
+        if not sep or not name.strip() or not col.strip():
+            raise InputError(f"want METRIC=COLUMN, got {item!r}", field="--metric-column")
+        metrics[name.strip()] = metric_source({"column": col.strip()}, "--metric-column")
+    return Profile(**{**{k: getattr(prof, k) for k in Profile.__dataclass_fields__}, "metrics": metrics})
+
+
+def _load_hpa(path, target: Target, config: ControllerConfig) -> tuple[HPA, str]:
+    file = str(path)
+    doc = read_document(path)
+    docs = doc if isinstance(doc, list) else [doc]
+    found = [d for d in docs if isinstance(d, dict) and d.get("kind") == "HorizontalPodAutoscaler"]
+    if len(found) != 1:
+        raise InputError(f"expected exactly one HorizontalPodAutoscaler, found {len(found)}", file=file)
+    try:
+        hpa, model = hpa_from_dict(found[0], scale_to_zero=config.scale_to_zero)
+        _check_ref(model, hpa, target)
+    except InputError as err:
+        raise err.at(file=file, obj=object_label(found[0])) from None
+    return hpa, file
+
+
+def _check_ref(model, hpa: HPA, target: Target) -> None:
+    ref = model.spec.scaleTargetRef
+    if (ref.kind, ref.name) != (target.kind, target.name) or hpa.namespace != target.namespace:
+        raise InputError(f"scaleTargetRef is {ref.kind} {hpa.namespace}/{ref.name} but --target is {target.label}",
+                         field="spec.scaleTargetRef")
+
+
+def _views(hpa: HPA, target: Target, prof: Profile, file: str):
+    try:
+        return metric_views(hpa, target, prof)
+    except InputError as err:
+        raise err.at(file=file, obj=f"HorizontalPodAutoscaler {hpa.namespace}/{hpa.name}") from None
+
+
+def _labels(files: list) -> list[str]:
+    labels: list[str] = []
+    for f in files:
+        base = Path(str(f)).stem or "hpa"
+        label, n = base, 2
+        while label in labels:
+            label, n = f"{base}-{n}", n + 1
+        labels.append(label)
+    return labels

@@ -1,0 +1,508 @@
+"""A simulated cluster on a virtual clock: pods, a metrics-server, and the HPA sync loop.
+
+Time advances from one breakpoint to the next (a trace row, an HPA sync, a metrics
+scrape, a pod transition); between breakpoints everything is constant, so CPU and
+served requests are integrated exactly. Each pod keeps cumulative CPU (millicore-seconds)
+as the kubelet does; metrics-server turns two scrapes into a rate. Every sync calls the
+decision core ``pyhpa.core.decide`` with plain core types; its memory carries over and a
+rescale changes the target's replicas.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ..adapters.errors import InputError
+from ..core import HPA, ControllerConfig, Decision, Memory, MetricSamples, Pod, PodSample, Scale, decide
+from ..core.model import ZERO_TIME
+from .metrics import MetricView, metric_views
+from .profile import Profile
+from .target import Target
+
+INF = math.inf
+LONG_AGO = 86400.0  # initial pods started this many seconds before the simulation
+
+
+@dataclass(slots=True)
+class Stats:
+    """Accumulated over the simulated span (seconds, requests, millicore-seconds)."""
+
+    pod_seconds: float = 0.0
+    ready_pod_seconds: float = 0.0
+    requested_requests: float = 0.0
+    unserved_requests: float = 0.0
+    overloaded_seconds: float = 0.0
+    cpu_millicore_seconds: float = 0.0
+    running_pod_seconds: float = 0.0
+    episodes: list[tuple[float, float, float | None]] = field(default_factory=list)  # start, seconds, reaction
+
+
+class _Group:
+    """Steady pods of one traffic weight share one CPU and served-requests integral."""
+
+    __slots__ = ("count", "cpu", "served", "sample")
+
+    def __init__(self):
+        self.count = 0
+        self.cpu = 0.0
+        self.served = 0.0
+        self.sample = None
+
+
+class SimPod:
+    """One simulated pod: its transition times (epoch s), state flags and integrals.
+
+    ``cpu``/``served`` are cumulative CPU (millicore-seconds) and served requests; a
+    steady pod (running, serving, Ready, start-up boost over) reads them from its group.
+    """
+
+    __slots__ = ("name", "created", "bound_at", "weight", "events", "bound", "running", "app_up", "ready",
+                 "boosting", "steady_since", "core", "cpu", "served", "group", "g_cpu", "g_served",
+                 "prev_t", "prev_cpu", "prev_served", "ready_at")
+
+    def __init__(self, name: str, created: float, weight: float):
+        self.name = name
+        self.created = created
+        self.bound_at = INF
+        self.weight = weight
+        self.events: list[tuple[float, str]] = []
+        self.bound = self.running = self.app_up = self.ready = self.boosting = False
+        self.steady_since = INF
+        self.core: Pod | None = None
+        self.cpu = self.served = 0.0
+        self.group: _Group | None = None
+        self.g_cpu = self.g_served = 0.0
+        self.prev_t: float | None = None
+        self.prev_cpu = self.prev_served = 0.0
+        self.ready_at = INF
+
+    def totals(self) -> tuple[float, float]:
+        """Cumulative (CPU millicore-seconds, served requests) now."""
+        g = self.group
+        if g is None:
+            return self.cpu, self.served
+        return self.cpu + g.cpu - self.g_cpu, self.served + g.served - self.g_served
+
+
+def _cpu_limit_error(target: Target, baseline: float) -> None:
+    raise InputError(f"the CPU limit of container {target.container!r} ({target.cpu_limit_millicores:g}m) is not above "
+                     f"the profile's cpu_baseline_millicores ({baseline:g}): pods could serve nothing",
+                     obj=target.label, field="resources.limits.cpu")
+
+
+class Cluster:
+    """One target, its pods and metrics-server, and one HPA syncing every ``sync_period`` s.
+
+    ``times``/``rps`` is the load step function (epoch s, requests/s); ``columns`` holds
+    the trace columns the metric sources read; the HPA syncs from ``start`` (its first
+    sync) to ``end``. Before ``start`` the cluster warms up for two metric resolutions
+    at the first load value so that metrics exist at the first sync.
+    """
+
+    def __init__(self, hpa: HPA, target: Target, profile: Profile, config: ControllerConfig, times: np.ndarray,
+                 rps: np.ndarray, columns: dict[str, np.ndarray], start: float, end: float, sync_period: float,
+                 seed: int):
+        self.hpa, self.target, self.profile, self.config = hpa, target, profile, config
+        self.rng = random.Random(seed)
+        self.times, self.rps_values = times.tolist(), rps.tolist()
+        self.columns = {k: v.tolist() for k, v in columns.items()}
+        self.t0, self.end, self.sync_period = start, end, sync_period
+        self.views = metric_views(hpa, target, profile)
+        self._model_constants()
+        res = profile.metric_resolution_seconds
+        offset = profile.metrics_scrape_offset_seconds
+        self.scrape_offset = self.rng.uniform(0.0, res) if offset is None else offset
+        self.t_begin = start - 2 * res
+        self.memory = Memory()
+        self.stats = Stats()
+        self.rows: list[tuple] = []
+        self.scale_events: list[tuple[float, int, int]] = []
+        self.failed_syncs = 0
+        self._init_state()
+
+    # ----------------------------------------------------------------- set-up
+    def _model_constants(self) -> None:
+        p, t = self.profile, self.target
+        self.k_cpu = p.cpu_millicore_seconds_per_request
+        self.base_cpu = p.cpu_baseline_millicores
+        self.boost = p.startup_cpu_boost_millicores
+        self.limit = INF if t.cpu_limit_millicores is None else t.cpu_limit_millicores
+        cap = p.pod_capacity_rps
+        if self.limit < INF:
+            if self.limit <= self.base_cpu:
+                _cpu_limit_error(t, self.base_cpu)
+            cap = min(cap, (self.limit - self.base_cpu) / self.k_cpu)
+        self.cap = cap
+        self.imbalanced = p.traffic_spread == "imbalanced"
+        kinds = {v.kind for v in self.views}
+        self.need_cpu = bool(kinds & {"cpu", "idle"})
+        self.need_memory = "memory" in kinds
+        self.need_served = "served" in kinds
+
+    def _init_state(self) -> None:
+        self.pods: list[SimPod] = []
+        self.groups: dict[float, _Group] = {}
+        self.starting: list[SimPod] = []
+        self.counter = 0
+        self.spec_replicas = self.target.replicas
+        self.trace_i = 0
+        self.rps = self.rps_values[0]
+        self.next_trace = self.times[1] if len(self.times) > 1 else INF
+        self.sync_k = 0
+        self.next_sync = self.t0
+        self.scrape_k = -2
+        self.next_scrape = self.t0 + self.scrape_offset - 2 * self.profile.metric_resolution_seconds
+        self.samples = [MetricSamples(error="no metrics returned yet") for _ in self.views]
+        self.samples_stale = False
+        self.conditions: dict[str, tuple[str, str]] = {}
+        self.episode_start: float | None = None
+        self.episode_reaction: float | None = None
+        self.unserved_cum = self.unserved_at_sync = 0.0
+        for _ in range(self.spec_replicas):
+            self._add_pod(self.t_begin, initial=True)
+        self._recount()
+
+    # ----------------------------------------------------------------- pods
+    def _pod_name(self) -> str:
+        if self.target.kind == "StatefulSet":
+            return f"{self.target.name}-{len(self.pods)}"
+        self.counter += 1
+        return f"{self.target.name}-{self.counter:05d}"
+
+    def _weight(self) -> float:
+        if not self.imbalanced:
+            return 1.0
+        cv = self.profile.traffic_imbalance_cv
+        sigma = math.sqrt(math.log(1.0 + cv * cv))
+        return math.exp(self.rng.gauss(-sigma * sigma / 2.0, sigma))
+
+    def _add_pod(self, t: float, initial: bool = False) -> None:
+        """Create a pod at ``t`` (``initial``: one that has run for a day already)."""
+        pod = SimPod(self._pod_name(), t, self._weight())
+        p, probe_r, probe_s = self.profile, self.target.readiness, self.target.startup
+        jitter = p.startup_jitter_fraction
+        f = [1.0 + jitter * (2.0 * self.rng.random() - 1.0) if jitter else 1.0 for _ in range(3)]
+        origin = t - LONG_AGO if initial else t
+        pod.bound_at = origin + p.pod_scheduling_seconds * f[0]
+        running = pod.bound_at + p.container_start_seconds * f[1]
+        able = running + p.app_startup_seconds * f[2]
+        started_ok = probe_s.first_pass(running, able) if probe_s else running
+        ready = probe_r.first_pass(running, max(able, started_ok)) if probe_r else started_ok
+        boost_end = running + (p.startup_cpu_boost_seconds if self.boost > 0 else 0.0)
+        pod.events = sorted([(pod.bound_at, "bound"), (running, "running"), (able, "app"), (ready, "ready"),
+                             (boost_end, "boost_end")])
+        self.pods.append(pod)
+        self.starting.append(pod)
+        self._apply_events(pod, t)
+
+    def _apply_events(self, pod: SimPod, t: float) -> None:
+        """Apply the pod's transitions due at ``t`` and refresh what the HPA sees of it."""
+        events = pod.events
+        while events and events[0][0] <= t:
+            when, kind = events.pop(0)
+            if kind == "bound":
+                pod.bound = True
+            elif kind == "running":
+                pod.running, pod.boosting = True, self.boost > 0
+            elif kind == "app":
+                pod.app_up = True
+            elif kind == "ready":
+                pod.ready, pod.ready_at = True, when
+            else:
+                pod.boosting = False
+        if not events:
+            self._make_steady(pod, t)
+        pod.core = self._core_pod(pod)
+
+    def _make_steady(self, pod: SimPod, t: float) -> None:
+        group = self.groups.get(pod.weight)
+        if group is None:
+            group = self.groups[pod.weight] = _Group()
+        group.count += 1
+        pod.steady_since, pod.group = t, group
+        pod.g_cpu, pod.g_served = group.cpu, group.served
+        self.starting.remove(pod)
+
+    def _core_pod(self, pod: SimPod) -> Pod:
+        """The pod as the HPA sees it: phase, ``status.startTime`` and the Ready condition
+        (False since the pod was bound, True since it turned Ready)."""
+        t = self.target
+        start = pod.bound_at if pod.bound else None
+        phase = "Running" if pod.running else "Pending"
+        ready = pod.ready if pod.bound else None
+        ready_t = pod.ready_at if pod.ready else (start if start is not None else ZERO_TIME)
+        return Pod(pod.name, phase, t.labels, False, start, ready, ready_t, t.requests, t.missing_request)
+
+    def _remove(self, pod: SimPod) -> None:
+        self.pods.remove(pod)
+        self.samples_stale = True
+        group = pod.group
+        if group is None:
+            self.starting.remove(pod)
+            return
+        group.count -= 1
+        if group.count == 0:
+            del self.groups[pod.weight]
+
+    def _reconcile(self, t: float) -> None:
+        """The workload controller: create or delete pods towards ``spec_replicas``.
+
+        Deployment: all at once; deletes unscheduled, then not running, then not Ready,
+        then the most recently Ready and newest pods first (ReplicaSet ranking).
+        StatefulSet: highest ordinal first; with OrderedReady one pod at a time, each
+        after all others are Running and Ready.
+        """
+        want = self.spec_replicas
+        if len(self.pods) > want:
+            extra = len(self.pods) - want
+            if self.target.kind == "StatefulSet":
+                victims = self.pods[-extra:]
+            else:
+                victims = sorted(self.pods, key=lambda p: (p.bound, p.running, p.ready, -p.ready_at, -p.created))[:extra]
+            for pod in victims:
+                self._remove(pod)
+        while len(self.pods) < want:
+            if self.target.ordered_ready and not all(p.running and p.ready for p in self.pods):
+                break
+            self._add_pod(t)
+        self._recount()
+
+    def _recount(self) -> None:
+        pods = self.pods
+        self.n_live = len(pods)
+        self.n_running = sum(1 for p in pods if p.running)
+        self.n_ready = sum(1 for p in pods if p.ready)
+        self.n_serving = sum(1 for p in pods if p.ready and p.app_up)
+        self.w_ready = sum(p.weight for p in pods if p.ready)
+        self.core_pods = [p.core for p in pods]
+        self.next_pod = min((p.events[0][0] for p in self.starting if p.events), default=INF)
+
+    # ----------------------------------------------------------------- main loop
+    def run(self, progress=None) -> None:
+        """Simulate until ``end``; ``progress(simulated_seconds)`` is called now and then."""
+        t, end = self.t_begin, self.end
+        every = max(1, int((end - self.t0) / self.sync_period / 200))
+        while t < end:
+            b = min(self.next_trace, self.next_sync, self.next_scrape, self.next_pod, end)
+            if b > t:
+                self._advance(t, b)
+                t = b
+            if t >= end:
+                break
+            if self.next_pod <= t:
+                self._transitions(t)
+            if self.next_trace <= t:
+                self._trace_step()
+            if self.next_scrape <= t:
+                self._scrape(t)
+            if self.next_sync <= t:
+                self._sync(t)
+                if progress is not None and self.sync_k % every == 0:
+                    progress(t - self.t0)
+        self._end_episode(end)
+        if progress is not None:
+            progress(end - self.t0)
+
+    def _advance(self, a: float, b: float) -> None:
+        """Integrate CPU and served requests over [a, b) (everything is constant there)."""
+        dt = b - a
+        demand, w_ready, cap, k, base, limit = self.rps, self.w_ready, self.cap, self.k_cpu, self.base_cpu, self.limit
+        per_w = demand / w_ready if w_ready > 0 else 0.0
+        served_total = cpu_total = 0.0
+        for w, g in self.groups.items():
+            served = per_w * w
+            if served > cap:
+                served = cap
+            cpu = base + k * served
+            if cpu > limit:
+                cpu = limit
+            g.cpu += cpu * dt
+            g.served += served * dt
+            served_total += served * g.count
+            cpu_total += cpu * g.count
+        for pod in self.starting:
+            if pod.running:
+                served = min(per_w * pod.weight, cap) if pod.ready and pod.app_up else 0.0
+                cpu = min(base + (self.boost if pod.boosting else 0.0) + k * served, limit)
+                pod.cpu += cpu * dt
+                pod.served += served * dt
+                served_total += served
+                cpu_total += cpu
+        if a >= self.t0:
+            self._account(a, dt, demand, served_total, cpu_total)
+
+    def _account(self, a: float, dt: float, demand: float, served: float, cpu: float) -> None:
+        s = self.stats
+        s.pod_seconds += self.n_live * dt
+        s.ready_pod_seconds += self.n_ready * dt
+        s.running_pod_seconds += self.n_running * dt
+        s.cpu_millicore_seconds += cpu * dt
+        s.requested_requests += demand * dt
+        unserved = demand - served
+        if unserved > 1e-12 * demand:
+            s.unserved_requests += unserved * dt
+            self.unserved_cum += unserved * dt
+        if demand > self.n_serving * self.cap * (1 + 1e-12):
+            s.overloaded_seconds += dt
+            if self.episode_start is None:
+                self.episode_start, self.episode_reaction = a, None
+        elif self.episode_start is not None:
+            self._end_episode(a)
+
+    def _end_episode(self, t: float) -> None:
+        if self.episode_start is not None:
+            self.stats.episodes.append((self.episode_start, t - self.episode_start, self.episode_reaction))
+            self.episode_start = None
+
+    def _trace_step(self) -> None:
+        i = self.trace_i = self.trace_i + 1
+        self.rps = self.rps_values[i]
+        self.next_trace = self.times[i + 1] if i + 1 < len(self.times) else INF
+
+    def _transitions(self, t: float) -> None:
+        for pod in list(self.starting):
+            if pod.events and pod.events[0][0] <= t:
+                self._apply_events(pod, t)
+        if self.target.ordered_ready:
+            self._reconcile(t)
+        else:
+            self._recount()
+
+    # ----------------------------------------------------------------- metrics-server
+    def _scrape(self, t: float) -> None:
+        """One metrics-server scrape: per-pod rates over the window since the last scrape."""
+        self.scrape_k += 1
+        self.next_scrape = self.t0 + self.scrape_offset + self.scrape_k * self.profile.metric_resolution_seconds
+        per_w = self.rps / self.w_ready if self.w_ready > 0 else 0.0
+        found: list[tuple[SimPod, tuple]] = []
+        for pod in self.pods:
+            if not pod.running:
+                continue
+            cpu, served = pod.totals()
+            prev = pod.prev_t
+            if prev is not None:
+                found.append((pod, self._pod_sample(pod, t, prev, cpu, served, per_w)))
+            pod.prev_t, pod.prev_cpu, pod.prev_served = t, cpu, served
+        self.samples = [self._metric_samples(v, t, found, per_w) for v in self.views]
+        self.samples_stale = False
+
+    def _live_samples(self) -> list[MetricSamples]:
+        """The last scrape as the metrics APIs answer now: only pods that still exist."""
+        if self.samples_stale:
+            live = {p.name for p in self.pods}
+            self.samples = [self._only(view, s, live) for view, s in zip(self.views, self.samples)]
+            self.samples_stale = False
+        return self.samples
+
+    @staticmethod
+    def _only(view: MetricView, samples: MetricSamples, live: set[str]) -> MetricSamples:
+        if not samples.pods:
+            return samples
+        pods = {n: v for n, v in samples.pods.items() if n in live}
+        if not pods:
+            api = "resource" if view.kind in ("cpu", "memory", "idle") else "custom"
+            return MetricSamples(error=f"no metrics returned from {api} metrics API")
+        return MetricSamples(pods=pods, timestamp=samples.timestamp)
+
+    def _pod_sample(self, pod: SimPod, t: float, prev: float, cpu: float, served: float, per_w: float) -> tuple:
+        """(cpu, memory, served) PodSamples of one pod; steady pods of one weight share them."""
+        g = pod.group
+        shared = g is not None and pod.steady_since <= prev
+        if shared and g.sample is not None and g.sample[0] == t and g.sample[1] == prev:
+            return g.sample[2]
+        window = t - prev
+        cpu_s = mem_s = served_s = None
+        if self.need_cpu:
+            nanocores = int((cpu - pod.prev_cpu) / window * 1e6)
+            cpu_s = PodSample(-(-nanocores // 1_000_000), t, window)
+        if self.need_memory:
+            now_served = min(per_w * pod.weight, self.cap) if pod.ready and pod.app_up else 0.0
+            mib = self.profile.memory_baseline_mebibytes + self.profile.memory_mebibytes_per_rps * now_served
+            mem_s = PodSample(int(mib * 1048576) * 1000, t, window)
+        if self.need_served:
+            served_s = PodSample(round((served - pod.prev_served) / window * 1000), t, window)
+        out = (cpu_s, mem_s, served_s, window)
+        if shared:
+            g.sample = (t, prev, out)
+        return out
+
+    def _metric_samples(self, view: MetricView, t: float, found: list, per_w: float) -> MetricSamples:
+        kind = view.kind
+        if kind == "column":
+            value = self.columns[view.column][self.trace_i] * view.scale
+            return MetricSamples(values=[math.ceil(value * 1000 - 1e-6)], timestamp=t)
+        if kind == "cpu":
+            pods = {p.name: s[0] for p, s in found}
+        elif kind == "memory":
+            pods = {p.name: s[1] for p, s in found}
+        elif kind == "served":
+            pods = {p.name: s[2] for p, s in found}
+        elif kind == "idle":
+            pods = {p.name: PodSample(0, t, s[3]) for p, s in found}
+        else:
+            total = self.columns[view.column][self.trace_i] * view.scale
+            per = total / self.w_ready if self.w_ready > 0 else 0.0
+            pods = {p.name: PodSample(round(per * p.weight * 1000) if p.ready else 0, t, s[3]) for p, s in found}
+        if not pods:
+            api = "resource" if kind in ("cpu", "memory", "idle") else "custom"
+            return MetricSamples(error=f"no metrics returned from {api} metrics API")
+        return MetricSamples(pods=pods, timestamp=t)
+
+    # ----------------------------------------------------------------- HPA
+    def _sync(self, t: float) -> None:
+        """One HPA sync: ``decide`` on what the controller sees, then rescale."""
+        self.sync_k += 1
+        self.next_sync = self.t0 + self.sync_k * self.sync_period
+        scale = Scale(self.spec_replicas, self.n_live, self.target.selector)
+        d = decide(self.hpa, scale, self.core_pods, self._live_samples(), self.memory, t, self.config)
+        self.memory = d.memory
+        status = d.status
+        self.hpa = replace(self.hpa, conditions=tuple(d.conditions), last_scale_time=status["lastScaleTime"],
+                           status_desired_replicas=status["desiredReplicas"])
+        if d.error is not None:
+            self.failed_syncs += 1
+        self._record(t, d)
+        if d.rescale:
+            self._rescale(t, d)
+
+    def _rescale(self, t: float, d: Decision) -> None:
+        self.scale_events.append((t, d.current_replicas, d.desired_replicas))
+        if d.desired_replicas > d.current_replicas and self.episode_start is not None and self.episode_reaction is None:
+            self.episode_reaction = t - self.episode_start
+        self.spec_replicas = d.desired_replicas
+        self._reconcile(t)
+
+    def _record(self, t: float, d: Decision) -> None:
+        values: list = []
+        props = d.proposals if len(d.proposals) == len(self.views) else [None] * len(self.views)
+        for view, p in zip(self.views, props):
+            values.append(None if p is None else view.value(p))
+            values.append(view.target)
+        groups = next((p.groups for p in d.proposals if p.groups is not None), None)
+        unready = len(groups.unready) if groups is not None else None
+        missing = len(groups.missing) if groups is not None else None
+        unserved = self.unserved_cum - self.unserved_at_sync
+        self.unserved_at_sync = self.unserved_cum
+        self.rows.append((t, self.rps, d.current_replicas, self.n_ready, d.desired_replicas, d.prenormalized, *values,
+                          unready, missing, self.n_serving * self.cap, unserved, self._changed(d), d.error or ""))
+
+    def _changed(self, d: Decision) -> str:
+        """Conditions whose status or reason changed at this sync, as ``Type=Status/Reason; ...``."""
+        out = []
+        for c in d.conditions:
+            now = (c.status, c.reason)
+            if self.conditions.get(c.type) != now:
+                self.conditions[c.type] = now
+                out.append(f"{c.type}={c.status}/{c.reason}")
+        return "; ".join(out)
+
+    def columns_header(self) -> list[str]:
+        """Names of the fields of each row in ``rows``."""
+        metric_cols = [c for v in self.views for c in (v.label, f"{v.label}_target")]
+        return ["time", "load", "current_replicas", "ready_replicas", "desired_replicas", "recommended_replicas",
+                *metric_cols, "unready_pods", "missing_pods", "ready_capacity", "unserved_requests",
+                "conditions_changed", "error"]

@@ -1,0 +1,167 @@
+"""plot.png (one run) and compare.png (several HPAs overlaid), drawn with matplotlib (Agg).
+
+Panels, sharing the time axis (the trace's own UTC offset): load and Ready capacity
+(requests/s, overload shaded); desired and Ready replicas with min/max; each metric
+against its target and tolerance band.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.dates as mdates  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from ..core import tolerances  # noqa: E402
+
+if TYPE_CHECKING:  # pragma: no cover
+    from . import Simulation
+    from .cluster import Cluster
+    from .trace import Trace
+
+MAX_METRIC_PANELS = 3
+COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:olive")
+
+
+def _times(cluster: Cluster, trace: Trace) -> np.ndarray:
+    """Sync times as matplotlib date numbers (days since 1970-01-01 UTC)."""
+    epoch = mdates.date2num(datetime(1970, 1, 1, tzinfo=timezone.utc))
+    return np.array([r[0] for r in cluster.rows], dtype=float) / 86400.0 + epoch
+
+
+def _column(cluster: Cluster, index: int) -> list:
+    return [r[index] if r[index] is not None else float("nan") for r in cluster.rows]
+
+
+def _axes(panels: int, title: str):
+    fig, axes = plt.subplots(panels, 1, figsize=(12, 2.6 + 2.4 * panels), sharex=True, squeeze=False)
+    axes = [a[0] for a in axes]
+    fig.suptitle(title, fontsize=12, x=0.01, ha="left")
+    return fig, axes
+
+
+def _finish(fig, axes, trace: Trace, path: Path) -> Path:
+    loc = mdates.AutoDateLocator(tz=trace.tz, minticks=4, maxticks=10)
+    axes[-1].xaxis.set_major_locator(loc)
+    axes[-1].xaxis.set_major_formatter(mdates.ConciseDateFormatter(loc, tz=trace.tz))
+    axes[-1].set_xlabel(f"time (UTC{_offset(trace)})")
+    for ax in axes:
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="upper left", fontsize=8, framealpha=0.85)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _offset(trace: Trace) -> str:
+    off = trace.tz.utcoffset(None)
+    if not off:
+        return ""
+    minutes = int(off.total_seconds() // 60)
+    sign = "+" if minutes >= 0 else "-"
+    return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+
+
+def _load_panel(ax, t, cluster: Cluster, with_capacity: bool = True) -> None:
+    load = _column(cluster, 1)
+    unit = _load_unit(cluster)
+    ax.plot(t, load, color="0.25", lw=0.9, label=f"load ({unit})", drawstyle="steps-post")
+    if with_capacity:
+        cap = _column(cluster, -4)
+        ax.plot(t, cap, color="tab:green", lw=1.0, label=f"Ready capacity ({unit})", drawstyle="steps-post")
+        over = [lo > c for lo, c in zip(load, cap)]
+        ax.fill_between(t, 0, load, where=over, step="post", color="tab:red", alpha=0.3, lw=0, label="overloaded")
+    ax.set_ylabel(unit)
+    peak = max((x for x in load if x == x), default=1.0) or 1.0
+    top = max(cap for cap in _column(cluster, -4)) if with_capacity else peak
+    ax.set_ylim(0, max(peak * 1.15, min(top * 1.05, peak * 2.5)))
+
+
+def _load_unit(cluster: Cluster) -> str:
+    """requests/s, or (CPU load units) work units of cpu_millicore_seconds_per_request each."""
+    p = cluster.profile
+    if p.load_unit.startswith("cpu"):
+        return f"work units/s of {p.cpu_millicore_seconds_per_request:g} millicore-s"
+    return "requests/s"
+
+
+def _replica_panel(ax, t, cluster: Cluster) -> None:
+    ax.plot(t, _column(cluster, 3), color="tab:orange", lw=2.2, alpha=0.7, label="Ready replicas", drawstyle="steps-post")
+    ax.plot(t, _column(cluster, 4), color="tab:blue", lw=0.9, label="desired replicas", drawstyle="steps-post")
+    hpa = cluster.hpa
+    ax.axhline(hpa.max_replicas, color="0.5", ls="--", lw=0.8, label=f"min/max ({hpa.min_replicas}/{hpa.max_replicas})")
+    ax.axhline(hpa.min_replicas, color="0.5", ls="--", lw=0.8)
+    ax.set_ylabel("replicas")
+    ax.set_ylim(0, hpa.max_replicas * 1.08 + 0.5)
+
+
+def _metric_panel(ax, t, cluster: Cluster, i: int, color: str = "tab:purple", name: str = "") -> None:
+    view = cluster.views[i]
+    down, up = tolerances(cluster.hpa, cluster.config)
+    target = view.target
+    values = _column(cluster, 6 + 2 * i)
+    smooth = _smoothing(len(values))
+    ax.plot(t, values, color=color, lw=0.7, alpha=0.45 if smooth else 1.0, label=f"{name}{view.label} (HPA's view)")
+    if smooth:
+        mean = pd.Series(values).rolling(smooth, center=True, min_periods=1).mean()
+        ax.plot(t, mean, color=color, lw=1.6, label=f"rolling mean of {smooth} syncs")
+    ax.axhline(target, color="k", lw=1.0, label=f"target {target:g} {view.unit}".rstrip())
+    ax.axhspan(target * (1 - down), target * (1 + up), color="0.6", alpha=0.25,
+               label=f"tolerance band (-{down:g}/+{up:g})")
+    ax.set_ylabel(view.unit or view.label)
+    ax.set_ylim(bottom=0)
+
+
+def _smoothing(n: int) -> int:
+    """Rolling-mean width (syncs) for long runs, 0 for short ones."""
+    return n // 300 if n > 3000 else 0
+
+
+def plot_run(path: Path, cluster: Cluster, trace: Trace, label: str) -> Path:
+    """The plot of one run."""
+    n_metrics = min(len(cluster.views), MAX_METRIC_PANELS)
+    title = (f"{label}: HPA {cluster.hpa.namespace}/{cluster.hpa.name} on {Path(trace.report.file).name} "
+             f"[{trace.report.column} x {trace.report.load_scale:g}]")
+    fig, axes = _axes(2 + n_metrics, title)
+    t = _times(cluster, trace)
+    _load_panel(axes[0], t, cluster)
+    _replica_panel(axes[1], t, cluster)
+    for i in range(n_metrics):
+        _metric_panel(axes[2 + i], t, cluster, i)
+    return _finish(fig, axes, trace, path)
+
+
+def plot_compare(path: Path, sim: Simulation) -> Path:
+    """Several HPAs on the same load: Ready replicas and the first metric, one color each."""
+    trace = sim.trace
+    fig, axes = _axes(3, f"compare on {Path(trace.report.file).name} [{trace.report.column} x {trace.report.load_scale:g}]")
+    first = sim.runs[0].cluster
+    t = _times(first, trace)
+    _load_panel(axes[0], t, first, with_capacity=False)
+    for k, run in enumerate(sim.runs):
+        color = COLORS[k % len(COLORS)]
+        c = run.cluster
+        axes[1].plot(_times(c, trace), _column(c, 3), color=color, lw=1.0, drawstyle="steps-post",
+                     label=f"{run.label}: Ready replicas")
+        if c.views:
+            view = c.views[0]
+            values = _column(c, 6)
+            smooth = _smoothing(len(values))
+            if smooth:
+                values = pd.Series(values).rolling(smooth, center=True, min_periods=1).mean()
+            what = f"rolling mean of {smooth} syncs of {view.label}" if smooth else view.label
+            axes[2].plot(_times(c, trace), values, color=color, lw=1.0, label=f"{run.label}: {what}")
+            axes[2].axhline(view.target, color=color, ls="--", lw=0.9)
+    axes[1].set_ylabel("replicas")
+    axes[1].set_ylim(bottom=0)
+    axes[2].set_ylabel("first metric (dashed: target)")
+    axes[2].set_ylim(bottom=0)
+    return _finish(fig, axes, trace, path)

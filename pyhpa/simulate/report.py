@@ -1,0 +1,230 @@
+"""Results of a simulation: summary figures, timeline.csv, summary.json, plots, tables.
+
+Definitions (docs/simulate.md): *overloaded* means the demand (requests/s) is above the
+capacity of the Ready, serving pods; an *overload episode* is one such stretch, its
+*reaction time* the seconds from its start to the HPA's first scale-up and its
+*recovery time* its length; a *flap* is a rescale in the opposite direction of the
+previous one within ``flap_window_seconds``. Pod-hours count every pod from creation
+to deletion, Pending ones included.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+from rich.table import Table
+
+from ..core import tolerances
+from .trace import Trace, iso_array
+
+if TYPE_CHECKING:  # pragma: no cover
+    from . import Settings, Simulation
+    from .cluster import Cluster
+
+#: summary.json keys shown in the table, with their labels.
+TABLE_ROWS = (
+    ("simulated_seconds", "simulated seconds"),
+    ("syncs", "HPA syncs"),
+    ("pod_hours", "pod-hours"),
+    ("mean_replicas", "mean pods"),
+    ("min_replicas_seen", "min replicas seen"),
+    ("max_replicas_seen", "max replicas seen"),
+    ("mean_cpu_utilization_percent", "mean CPU utilization (% of request)"),
+    ("target", "first metric: mean / target"),
+    ("overloaded_seconds", "overloaded seconds"),
+    ("overloaded_fraction", "overloaded share of time"),
+    ("unserved_requests", "unserved requests"),
+    ("unserved_fraction", "unserved share of requests"),
+    ("scale_ups", "scale-ups"),
+    ("scale_downs", "scale-downs"),
+    ("flaps", "flaps"),
+    ("overload_episodes", "overload episodes"),
+    ("reaction_time_mean_seconds", "reaction time, mean s"),
+    ("reaction_time_max_seconds", "reaction time, max s"),
+    ("recovery_time_mean_seconds", "recovery time, mean s"),
+    ("recovery_time_max_seconds", "recovery time, max s"),
+    ("failed_syncs", "syncs with a metric error"),
+)
+
+
+def _r(x: float | None, digits: int = 3) -> float | None:
+    return None if x is None else round(float(x), digits)
+
+
+def _mean(xs: list[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def summarize(label: str, hpa_file: str, cluster: Cluster, trace: Trace, settings: Settings) -> dict:
+    """The summary figures of one run (summary.json; keys snake_case, units in docs)."""
+    s, rows, span = cluster.stats, cluster.rows, cluster.end - cluster.t0
+    replicas = [r[2] for r in rows] + [r[4] for r in rows]
+    ups = sum(1 for _, a, b in cluster.scale_events if b > a)
+    reactions = [e[2] for e in s.episodes if e[2] is not None]
+    recoveries = [e[1] for e in s.episodes]
+    request = cluster.target.requests.get(("cpu", ""))
+    util = 100.0 * s.cpu_millicore_seconds / (request * s.running_pod_seconds) if request and s.running_pod_seconds else None
+    return {
+        "label": label,
+        "hpa": f"{cluster.hpa.namespace}/{cluster.hpa.name}",
+        "hpa_file": hpa_file,
+        "target": cluster.target.label,
+        "simulated_seconds": _r(span),
+        "syncs": len(rows),
+        "pod_hours": _r(s.pod_seconds / 3600.0, 4),
+        "ready_pod_hours": _r(s.ready_pod_seconds / 3600.0, 4),
+        "mean_replicas": _r(s.pod_seconds / span if span else 0.0, 4),
+        "min_replicas_seen": min(replicas) if replicas else None,
+        "max_replicas_seen": max(replicas) if replicas else None,
+        "mean_cpu_utilization_percent": _r(util, 2),
+        "requests": _r(s.requested_requests, 1),
+        "unserved_requests": _r(s.unserved_requests, 1),
+        "unserved_fraction": _r(s.unserved_requests / s.requested_requests if s.requested_requests else 0.0, 6),
+        "overloaded_seconds": _r(s.overloaded_seconds),
+        "overloaded_fraction": _r(s.overloaded_seconds / span if span else 0.0, 6),
+        "scale_ups": ups,
+        "scale_downs": len(cluster.scale_events) - ups,
+        "flaps": count_flaps(cluster.scale_events, settings.flap_window_seconds),
+        "flap_window_seconds": settings.flap_window_seconds,
+        "overload_episodes": len(s.episodes),
+        "reaction_time_mean_seconds": _r(_mean(reactions)),
+        "reaction_time_max_seconds": _r(max(reactions) if reactions else None),
+        "recovery_time_mean_seconds": _r(_mean(recoveries)),
+        "recovery_time_max_seconds": _r(max(recoveries) if recoveries else None),
+        "failed_syncs": cluster.failed_syncs,
+        "metrics": _metric_summaries(cluster),
+        "trace": trace.report.to_dict(trace.tz),
+        "settings": _settings(cluster, settings),
+    }
+
+
+def count_flaps(events: list[tuple[float, int, int]], window: float) -> int:
+    """Rescales whose direction reverses the previous rescale's within ``window`` s."""
+    flaps, last = 0, None
+    for t, before, after in events:
+        up = after > before
+        if last is not None and up != last[1] and t - last[0] <= window:
+            flaps += 1
+        last = (t, up)
+    return flaps
+
+
+def _metric_summaries(cluster: Cluster) -> list[dict]:
+    down, up = tolerances(cluster.hpa, cluster.config)
+    out = []
+    for i, view in enumerate(cluster.views):
+        values = [r[6 + 2 * i] for r in cluster.rows if r[6 + 2 * i] is not None]
+        mean = _mean(values)
+        target = view.target
+        out.append({
+            "metric": view.label,
+            "type": view.spec.type,
+            "unit": view.unit,
+            "target": _r(target, 6),
+            "tolerance_band": [_r(target * (1 - down), 6), _r(target * (1 + up), 6)],
+            "mean": _r(mean, 4),
+            "mean_ratio_to_target": _r(mean / target, 4) if mean is not None and target else None,
+            "syncs_without_value": len(cluster.rows) - len(values),
+        })
+    return out
+
+
+def _settings(cluster: Cluster, settings: Settings) -> dict:
+    c = settings.config
+    return {
+        "sync_period_seconds": settings.sync_period_seconds,
+        "seed": settings.seed,
+        "metrics_scrape_offset_seconds": _r(cluster.scrape_offset, 6),
+        "pod_capacity_rps_effective": _r(cluster.cap, 6),
+        "controller": {
+            "tolerance": c.tolerance, "cpu_initialization_period_seconds": c.cpu_initialization_period_seconds,
+            "initial_readiness_delay_seconds": c.initial_readiness_delay_seconds,
+            "downscale_stabilization_window_seconds": c.downscale_stabilization_window_seconds,
+            "scale_up_limit_factor": c.scale_up_limit_factor, "scale_up_limit_minimum": c.scale_up_limit_minimum,
+        },
+        "profile": cluster.profile.to_dict(),
+    }
+
+
+# --------------------------------------------------------------------- files
+def timeline_frame(cluster: Cluster, trace: Trace) -> pd.DataFrame:
+    """One row per sync; times ISO 8601 in the trace's offset, loads requests/s."""
+    header = cluster.columns_header()
+    df = pd.DataFrame(cluster.rows, columns=header, dtype=object)
+    df["time"] = iso_array(np.array([r[0] for r in cluster.rows], dtype=float), trace.tz)
+    digits = {"load": 6, "ready_capacity": 4, "unserved_requests": 3, **{c: 4 for c in header[6:-6]}}
+    for col, d in digits.items():
+        df[col] = [None if x is None else round(x, d) for x in df[col]]
+    return df
+
+
+def write_run(out: Path, run_cluster: Cluster, trace: Trace, summary: dict, plot: bool = True) -> list[Path]:
+    """timeline.csv, summary.json and (``plot``) plot.png of one run into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = [out / "timeline.csv", out / "summary.json"]
+    timeline_frame(run_cluster, trace).to_csv(written[0], index=False, lineterminator="\n")
+    written[1].write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    if plot:
+        from .plot import plot_run
+
+        written.append(plot_run(out / "plot.png", run_cluster, trace, summary["label"]))
+    return written
+
+
+def write_outputs(sim: Simulation, output_dir: str | Path, plot: bool = True) -> list[Path]:
+    """Write every run: one HPA into ``output_dir``, several into ``output_dir/LABEL/`` plus
+    ``compare.json`` and the overlay ``compare.png``."""
+    out = Path(output_dir)
+    if len(sim.runs) == 1:
+        run = sim.runs[0]
+        return write_run(out, run.cluster, sim.trace, run.summary, plot)
+    written: list[Path] = []
+    for run in sim.runs:
+        written += write_run(out / run.label, run.cluster, sim.trace, run.summary, plot)
+    compare = out / "compare.json"
+    compare.write_text(json.dumps({"runs": [r.summary for r in sim.runs]}, indent=2) + "\n", encoding="utf-8")
+    written.append(compare)
+    if plot:
+        from .plot import plot_compare
+
+        written.append(plot_compare(out / "compare.png", sim))
+    return written
+
+
+# --------------------------------------------------------------------- table
+def _cell(summary: dict, key: str) -> str:
+    if key == "target":
+        m = summary["metrics"][0] if summary["metrics"] else None
+        if m is None or m["mean"] is None:
+            return "-"
+        return f"{m['mean']:.1f} / {m['target']:g} {m['unit']}".rstrip()
+    value = summary.get(key)
+    if value is None:
+        return "-"
+    if key.endswith("_fraction"):
+        return f"{100 * value:.2f} %"
+    if isinstance(value, float):
+        if abs(value) >= 1000 or (value == int(value) and abs(value) >= 100):
+            return f"{value:,.0f}"
+        return f"{value:.1f}" if abs(value) >= 1 or value == 0 else f"{value:.3g}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def summary_table(sim: Simulation) -> Table:
+    """A rich table of the summary figures, one column per HPA."""
+    table = Table(title="pyhpa simulate", title_justify="left")
+    table.add_column("figure")
+    for run in sim.runs:
+        table.add_column(run.label, justify="right")
+    for key, label in TABLE_ROWS:
+        table.add_row(label, *[_cell(r.summary, key) for r in sim.runs])
+    trace = sim.trace.report
+    if trace.gaps:
+        verb = "skipped" if trace.gap_policy == "skip" else f"filled ({trace.gap_policy})"
+        table.caption = f"trace: {len(trace.gaps)} gap(s), {trace.gap_seconds:,.0f} s {verb}"
+    return table
+
