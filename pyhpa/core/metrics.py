@@ -23,6 +23,9 @@ from .model import (
 )
 from .quantity import format_milli
 
+#: upstream getUnableComputeReplicaCountCondition's message prefix; the event carries the rest
+UNABLE_PREFIX = "the HPA was unable to compute the replica count: "
+
 FAILED_REASON = {
     RESOURCE: "FailedGetResourceMetric",
     CONTAINER_RESOURCE: "FailedGetContainerResourceMetric",
@@ -35,7 +38,7 @@ FAILED_REASON = {
 def _fail(spec: MetricSpec, reason: str, inner: str, outer: str) -> Proposal:
     """A failed metric: ``inner`` goes to the condition message, ``outer`` to the error."""
     p = Proposal(metric=describe(spec), spec=spec, error=outer, reason=reason)
-    p.note = f"the HPA was unable to compute the replica count: {inner}"
+    p.note = UNABLE_PREFIX + inner
     return p
 
 
@@ -215,5 +218,5 @@ def compute_proposal(calc: _Calc, spec: MetricSpec, samples: MetricSamples, stat
         return external_proposal(calc, spec, samples, status_replicas)
     err = f'unknown metric source type "{t}"'
     p = Proposal(metric=f"{t} metric", spec=spec, error=err, reason="InvalidMetricSourceType")
-    p.note = f"the HPA was unable to compute the replica count: {err}"
+    p.note = UNABLE_PREFIX + err
     return p

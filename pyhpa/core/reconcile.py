@@ -8,7 +8,7 @@ rescale and the status write; if the rescale fails it calls ``rescale_failed``.
 from __future__ import annotations
 
 from .calculator import _Calc
-from .metrics import compute_proposal
+from .metrics import UNABLE_PREFIX, compute_proposal
 from .model import (
     EXTERNAL,
     OBJECT,
@@ -106,7 +106,7 @@ class _Sync:
             p = compute_proposal(calc, spec, s, scale.status_replicas)
             self.proposals.append(p)
             if p.error is not None:
-                self.events.append(Event("Warning", p.reason, p.note.split(": ", 1)[1] if ": " in p.note else p.note))
+                self.events.append(Event("Warning", p.reason, p.note.removeprefix(UNABLE_PREFIX)))
                 invalid += 1
                 first = first or p
                 continue
