@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 from datetime import datetime, timezone
 from decimal import Decimal, InvalidOperation
 
@@ -46,8 +47,23 @@ def quantity(text, field: str = "") -> Decimal:
 
 
 def milli(text, field: str = "") -> int:
-    """A quantity in milli-units, rounded up like upstream ``MilliValue()``."""
+    """A quantity in milli-units, rounded up like upstream ``MilliValue()``; raises InputError naming ``field``.
+
+    Memoized on the text: metrics answers repeat the same quantity strings every sync.
+    """
+    if isinstance(text, str):
+        value = _milli_text(text)
+        if value is not None:
+            return value
     return math.ceil(quantity(text, field) * 1000)
+
+
+@lru_cache(maxsize=65536)
+def _milli_text(text: str) -> int | None:
+    try:
+        return math.ceil(quantity(text) * 1000)
+    except InputError:
+        return None
 
 
 def tolerance_float(text, field: str = "") -> float:
@@ -67,17 +83,28 @@ def tolerance_float(text, field: str = "") -> float:
 
 
 def timestamp(value, field: str = "") -> float:
-    """An RFC 3339 time (string or datetime) as epoch seconds; ``0001-01-01T00:00:00Z`` is valid."""
+    """An RFC 3339 time (string or datetime) as epoch seconds; ``0001-01-01T00:00:00Z`` is valid.
+
+    Raises InputError naming ``field``; memoized on the text.
+    """
     if isinstance(value, datetime):
-        dt = value
-    else:
-        try:
-            dt = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-        except ValueError:
-            raise InputError(f"malformed timestamp {value!r} (want RFC 3339, e.g. 2026-01-01T00:00:00Z)", field=field) from None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt.timestamp()
+        return _epoch(value)
+    ts = _timestamp_text(str(value))
+    if ts is None:
+        raise InputError(f"malformed timestamp {value!r} (want RFC 3339, e.g. 2026-01-01T00:00:00Z)", field=field)
+    return ts
+
+
+def _epoch(dt: datetime) -> float:
+    return (dt if dt.tzinfo is not None else dt.replace(tzinfo=timezone.utc)).timestamp()
+
+
+@lru_cache(maxsize=65536)
+def _timestamp_text(text: str) -> float | None:
+    try:
+        return _epoch(datetime.fromisoformat(text.replace("Z", "+00:00")))
+    except ValueError:
+        return None
 
 
 def duration(value, field: str = "") -> float:

@@ -37,16 +37,12 @@ def input_errors(fn):
 
 
 def _register() -> None:
-    from . import explain_cmd, thresholds_cmd
+    from . import explain_cmd, run_cmd, simulate_cmd, thresholds_cmd
 
     app.command("explain")(input_errors(explain_cmd.explain))
     app.command("thresholds")(input_errors(thresholds_cmd.thresholds))
-    try:
-        from . import simulate_cmd
-    except ImportError:  # under construction
-        pass
-    else:
-        app.command("simulate")(input_errors(simulate_cmd.simulate))
+    app.command("simulate")(input_errors(simulate_cmd.simulate))
+    run_cmd.register(app, input_errors)
 
 
 _register()

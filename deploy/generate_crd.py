@@ -1,0 +1,165 @@
+"""Generate ``crd.yaml``: the HorizontalAutoscaler CRD (group pyhpa.dev, version v1alpha1).
+
+Its spec schema is the autoscaling/v2 HorizontalPodAutoscalerSpec and its status schema the
+autoscaling/v2 HorizontalPodAutoscalerStatus, both taken from the official OpenAPI definitions that
+``kubernetes-validate`` ships (Kubernetes 1.37) and rewritten as a structural schema (``$ref`` inlined,
+nullable types folded, quantities as ``x-kubernetes-int-or-string``), plus the per-object settings
+upstream only has as kube-controller-manager flags, and the controller memory in ``status.pyhpa``.
+
+Run from the repository root: ``python deploy/generate_crd.py`` (writes ``deploy/crd.yaml`` and the
+package copy ``pyhpa/data/deploy/crd.yaml``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import kubernetes_validate
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA_DIR = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema" / "v1.37.0-local-strict"
+PREFIX = "#/$defs/"
+QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+KEEP = ("format", "required", "enum", "minimum", "maximum", "x-kubernetes-list-type", "x-kubernetes-list-map-keys",
+        "x-kubernetes-map-type")
+
+
+def _first_sentence(text: str) -> str:
+    text = " ".join(text.split())
+    head, dot, _ = text.partition(". ")
+    return head + ("." if dot else "")
+
+
+def structural(node: dict, defs: dict) -> dict:
+    """One JSON-schema node of the official definitions as a structural OpenAPI v3 node."""
+    desc = node.get("description")
+    if "$ref" in node:
+        name = node["$ref"].removeprefix(PREFIX)
+        out = _quantity() if name == QUANTITY else structural(defs[name], defs)
+        if desc:
+            out["description"] = _first_sentence(desc)
+        return out
+    out: dict = {}
+    types = node.get("type")
+    if isinstance(types, list):
+        types = [t for t in types if t != "null"]
+        types = types[0] if len(types) == 1 else types
+    if types:
+        out["type"] = types
+    if desc:
+        out["description"] = _first_sentence(desc)
+    for key in KEEP:
+        if key in node:
+            out[key] = node[key]
+    if "properties" in node:
+        out["properties"] = {k: structural(v, defs) for k, v in sorted(node["properties"].items())}
+    if "items" in node:
+        out["items"] = structural(node["items"], defs)
+    if isinstance(node.get("additionalProperties"), dict):
+        out["additionalProperties"] = structural(node["additionalProperties"], defs)
+    return out
+
+
+def _quantity() -> dict:
+    return {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True,
+            "pattern": r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"}
+
+
+SETTINGS = {
+    "syncPeriodSeconds": {
+        "type": "integer", "minimum": 1,
+        "description": "How often this autoscaler is synced, in seconds (upstream: the controller-wide "
+                       "--horizontal-pod-autoscaler-sync-period; default: the controller's --sync-period)."},
+    "tolerance": {
+        "type": "number", "minimum": 0,
+        "description": "Default tolerance as a fraction (0.1 = 10 %) where behavior.scaleUp/scaleDown.tolerance "
+                       "is unset (upstream: --horizontal-pod-autoscaler-tolerance; default: the controller's "
+                       "--tolerance)."},
+    "cpuInitializationPeriodSeconds": {
+        "type": "integer", "minimum": 0,
+        "description": "Seconds after pod start during which CPU samples of not-yet-ready pods are not trusted "
+                       "(upstream: --horizontal-pod-autoscaler-cpu-initialization-period, default 300)."},
+    "initialReadinessDelaySeconds": {
+        "type": "integer", "minimum": 0,
+        "description": "Seconds after pod start during which readiness flaps count as not yet ready "
+                       "(upstream: --horizontal-pod-autoscaler-initial-readiness-delay, default 30)."},
+}
+
+
+def _pairs(value_key: str, what: str) -> dict:
+    return {"type": "array", "description": what, "items": {
+        "type": "object", "required": ["timestamp", value_key], "properties": {
+            "timestamp": {"type": "string", "format": "date-time"},
+            value_key: {"type": "integer", "format": "int32"}}}}
+
+
+MEMORY = {
+    "type": "object",
+    "description": "Controller memory of this autoscaler (optional; kept so another controller replica can "
+                   "continue): the recommendations of the stabilization window and the scale events of the "
+                   "scaling policies' periods.",
+    "properties": {
+        "recommendations": _pairs("replicas", "Recent replica recommendations (stabilization window)."),
+        "scaleUpEvents": _pairs("replicaChange", "Recent scale-ups (scaling policy periods)."),
+        "scaleDownEvents": _pairs("replicaChange", "Recent scale-downs (scaling policy periods)."),
+    },
+}
+
+
+def crd() -> dict:
+    """The CustomResourceDefinition manifest."""
+    defs = json.loads((SCHEMA_DIR / "_definitions.json").read_text())["$defs"]
+    spec = structural(defs["io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec"], defs)
+    spec["description"] = ("The autoscaling/v2 HorizontalPodAutoscaler spec plus the per-object settings that "
+                           "upstream only has as controller flags.")
+    spec["properties"]["minReplicas"]["default"] = 1  # the API server's default for autoscaling/v2
+    spec["properties"].update(SETTINGS)
+    status = structural(defs["io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerStatus"], defs)
+    status["description"] = "The autoscaling/v2 HorizontalPodAutoscaler status, plus the controller memory."
+    status["properties"]["pyhpa"] = MEMORY
+    columns = [
+        {"name": "Reference", "type": "string", "jsonPath": ".spec.scaleTargetRef.name"},
+        {"name": "MinPods", "type": "integer", "jsonPath": ".spec.minReplicas"},
+        {"name": "MaxPods", "type": "integer", "jsonPath": ".spec.maxReplicas"},
+        {"name": "Replicas", "type": "integer", "jsonPath": ".status.currentReplicas"},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    ]
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "horizontalautoscalers.pyhpa.dev"},
+        "spec": {
+            "group": "pyhpa.dev",
+            "scope": "Namespaced",
+            "names": {"plural": "horizontalautoscalers", "singular": "horizontalautoscaler",
+                      "kind": "HorizontalAutoscaler", "listKind": "HorizontalAutoscalerList",
+                      "shortNames": ["hza"]},
+            "versions": [{
+                "name": "v1alpha1", "served": True, "storage": True,
+                "subresources": {"status": {}},
+                "additionalPrinterColumns": columns,
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "description": "HorizontalAutoscaler: an autoscaling/v2 HorizontalPodAutoscaler served by pyhpa, "
+                                   "with per-object controller settings.",
+                    "required": ["spec"],
+                    "properties": {
+                        "apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                        "metadata": {"type": "object"}, "spec": spec, "status": status}}},
+            }],
+        },
+    }
+
+
+def main() -> None:
+    text = "# Generated by deploy/generate_crd.py from the Kubernetes 1.37 OpenAPI definitions; do not edit.\n"
+    text += yaml.safe_dump(crd(), sort_keys=False, width=120)
+    for path in (ROOT / "deploy" / "crd.yaml", ROOT / "pyhpa" / "data" / "deploy" / "crd.yaml"):
+        path.write_text(text)
+        print(f"wrote {path.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

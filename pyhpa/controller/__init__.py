@@ -1,0 +1,250 @@
+"""The live HPA controller (``pyhpa run``): HorizontalAutoscaler objects synced through the decision core.
+
+Data flow (docs/controller.md)::
+
+    informers (list+watch) ──> caches: autoscalers (parsed Autoscaler), pods (core.Pod + label index)
+         │ new object / spec change
+         v
+    WorkQueue (due times, one worker per key, backoff) ──> N workers ──> Reconciler.sync(key)
+                                                                         │ Scale GET, metrics APIs (timeouts)
+                                                                         │ pyhpa.core.decide
+                                                                         v
+                                                          Writer (gate) ──> scale, status, events
+
+``Controller`` is transport-agnostic (``Cluster`` and ``MetricsClient`` ports); ``run_controller``
+wires it to lightkube and serves ``/healthz``, ``/readyz`` and ``/metrics``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import signal
+import time
+from typing import Any, Callable
+
+from lightkube import KubeConfig
+from lightkube.config.kubeconfig import SingleConfig
+from lightkube.config.models import Cluster as ClusterConfig
+from lightkube.config.models import User
+from lightkube.core.exceptions import ConfigError
+
+from ..adapters.errors import InputError
+from .api import Cluster, HttpMetrics, LightkubeCluster, MetricsClient
+from .autoscaler import Autoscaler, parse_autoscaler
+from .events import EventRecorder
+from .informer import Informer, PodCache
+from .memory import InProcessMemory, MemoryStore
+from .monitor import Monitor
+from .queue import QueueClosed, WorkQueue
+from .reconciler import Reconciler, SyncResult
+from .server import HealthServer
+from .settings import Settings
+from .sources import MetricSources
+from .status import StatusWriter
+from .writer import Writer
+
+log = logging.getLogger("pyhpa.controller")
+
+__all__ = ["Controller", "Settings", "load_config", "run_controller"]
+
+
+class Controller:
+    """Informers, caches, work queue, workers and the reconciler of one controller process.
+
+    ``gate`` is asked before every write (leader election, read-only mode); ``memory`` keeps the
+    controller memory (in-process by default); ``clock`` gives epoch seconds (the decisions' ``now``).
+    """
+
+    def __init__(self, settings: Settings, cluster: Cluster, metrics: MetricsClient,
+                 memory: MemoryStore | None = None, gate: Callable[[], bool] | None = None,
+                 clock: Callable[[], float] = time.time):
+        self.settings = settings
+        self.cluster = cluster
+        self.autoscalers: dict[str, Autoscaler] = {}
+        self.pods = PodCache()
+        self.memory = memory or InProcessMemory()
+        self.monitor = Monitor()
+        self.writer = Writer(cluster, gate)
+        self.events = EventRecorder(self.writer, settings.reporting_controller, settings.instance,
+                                    settings.event_series_window_seconds)
+        self.status = StatusWriter(self.writer, self.memory)
+        self.sources = MetricSources(metrics, settings.metrics_timeout_seconds)
+        self.reconciler = Reconciler(self.autoscalers, self.pods, cluster, self.sources, self.memory, self.writer,
+                                     self.status, self.events, self.monitor, clock)
+        self.autoscaler_informer = Informer("autoscalers", cluster.autoscalers(settings.namespace),
+                                            self._on_autoscaler, self._on_autoscaler_deleted)
+        self.pod_informer = Informer("pods", cluster.pods(settings.namespace), self.pods.upsert, self.pods.delete)
+        self.queue: WorkQueue | None = None
+        self.syncs = 0
+        self.stopping = False
+        self._random = random.Random()
+
+    @property
+    def ready(self) -> bool:
+        """Informers synced and not shutting down (``/readyz``)."""
+        return (self.autoscaler_informer.synced.is_set() and self.pod_informer.synced.is_set()
+                and not self.stopping)
+
+    # ----- informer handlers -------------------------------------------------------------------------------
+    def _on_autoscaler(self, key: str, obj: Any) -> None:
+        """Parse once; a new object or a spec change (generation) is synced now, a status change is not."""
+        old = self.autoscalers.get(key)
+        meta = obj["metadata"]
+        generation = int(meta.get("generation") or 0)
+        same_object = old is not None and old.uid == meta.get("uid", "") and old.generation == generation
+        if same_object and _same_status(old, obj):
+            old.resource_version, old.obj = meta.get("resourceVersion", ""), obj
+            return
+        self.autoscalers[key] = parse_autoscaler(obj, self.settings)
+        if old is None:
+            self.monitor.num_autoscalers.inc()
+        elif old.uid != meta.get("uid", ""):
+            self.memory.forget(key)  # deleted and created again while the watch was away
+        if not same_object and self.queue is not None:
+            self.queue.add(key)
+
+    def _on_autoscaler_deleted(self, key: str, obj: Any) -> None:
+        a = self.autoscalers.pop(key, None)
+        if a is None:
+            return
+        self.monitor.num_autoscalers.dec()
+        self.monitor.deleted(a.namespace, a.name)
+        self.memory.forget(key)
+        if self.queue is not None:
+            self.queue.remove(key)
+
+    # ----- workers -----------------------------------------------------------------------------------------
+    def _next_delay(self, key: str, result: SyncResult | None, started: float) -> float | None:
+        """When to sync ``key`` again: its own period with jitter, counted from the sync's start;
+        a backoff (never longer than the period) after a failure; now when the spec changed meanwhile."""
+        a = self.autoscalers.get(key)
+        if result is None or a is None:
+            return None
+        period = a.sync_period_seconds
+        if result.again:
+            return 0.0
+        if result.retry:
+            return min(self.queue.retry_delay(key), period)
+        self.queue.forget(key)
+        jitter = self.settings.jitter
+        due = started + period * (1.0 + self._random.uniform(-jitter, jitter))
+        return max(0.0, due - asyncio.get_running_loop().time())
+
+    async def _worker(self) -> None:
+        queue, loop = self.queue, asyncio.get_running_loop()
+        while True:
+            try:
+                key = await queue.get()
+            except QueueClosed:
+                return
+            started, delay = loop.time(), None
+            try:
+                result = await self.reconciler.sync(key)
+                self.syncs += 1
+                delay = self._next_delay(key, result, started)
+            except Exception:  # noqa: BLE001 - one broken sync must not stop the worker
+                log.exception("sync of %s crashed", key)
+                delay = min(queue.retry_delay(key), self.settings.sync_period_seconds)
+            finally:
+                queue.done(key, delay)
+
+    # ----- lifecycle ---------------------------------------------------------------------------------------
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        """Run until ``stop`` is set, then shut down gracefully (in-flight syncs finish, events flush)."""
+        stop = stop or asyncio.Event()
+        s = self.settings
+        self.queue = WorkQueue(s.retry_base_seconds, s.retry_max_seconds, s.retry_qps, s.retry_burst)
+        for key in self.autoscalers:
+            self.queue.add(key)
+        background = [asyncio.create_task(self.autoscaler_informer.run(), name="informer-autoscalers"),
+                      asyncio.create_task(self.pod_informer.run(), name="informer-pods"),
+                      asyncio.create_task(self.events.run(), name="events")]
+        workers: list[asyncio.Task] = []
+        try:
+            if await self._wait_synced(stop):
+                log.info("caches synced: %d autoscalers, %d pods; starting %d workers",
+                         len(self.autoscalers), len(self.pods), s.workers)
+                workers = [asyncio.create_task(self._worker(), name=f"worker-{i}") for i in range(s.workers)]
+                await stop.wait()
+        finally:
+            await self._shutdown(workers, background)
+
+    async def _wait_synced(self, stop: asyncio.Event) -> bool:
+        synced = asyncio.gather(self.autoscaler_informer.synced.wait(), self.pod_informer.synced.wait())
+        stopped = asyncio.ensure_future(stop.wait())
+        done, _ = await asyncio.wait({synced, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        for f in (synced, stopped):
+            if f not in done:
+                f.cancel()
+        return synced in done
+
+    async def _shutdown(self, workers: list[asyncio.Task], background: list[asyncio.Task]) -> None:
+        self.stopping = True
+        grace = self.settings.shutdown_grace_seconds
+        self.queue.shutdown()
+        if workers:
+            _, pending = await asyncio.wait(workers, timeout=grace)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        await self.events.flush(grace)
+        for task in background:
+            task.cancel()
+        await asyncio.gather(*background, return_exceptions=True)
+        log.info("controller stopped after %d syncs", self.syncs)
+
+
+def _same_status(old: Autoscaler, obj: Any) -> bool:
+    status = dict(obj.get("status") or {})
+    memory = status.pop("pyhpa", None)
+    return status == old.status and memory == old.memory_status
+
+
+def load_config(kubeconfig: str | None = None, server: str | None = None, context: str | None = None) -> SingleConfig:
+    """The cluster to talk to: ``server`` (a URL, no credentials: e.g. the kubedouble), else the
+    ``kubeconfig`` file, else in-cluster service account / $KUBECONFIG / ~/.kube/config. InputError when
+    none works."""
+    try:
+        if server:
+            return KubeConfig.from_one(cluster=ClusterConfig(server=server), user=User(), namespace="default").get()
+        config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
+        return config.get(context_name=context)
+    except (ConfigError, OSError, KeyError, ValueError) as err:
+        raise InputError(f"cannot load the Kubernetes configuration: {err}", field="--kubeconfig") from None
+
+
+async def run_controller(settings: Settings, config: SingleConfig, http: str = "aiohttp",
+                         stop: asyncio.Event | None = None, install_signals: bool = True,
+                         on_started: Callable[[Controller, HealthServer | None], None] | None = None) -> Controller:
+    """Run the controller against the cluster of ``config`` until ``stop`` is set (or SIGTERM/SIGINT).
+
+    Serves ``/healthz``, ``/readyz`` and ``/metrics`` on ``settings.health_host:health_port`` (None: none;
+    0: an ephemeral port). ``on_started(controller, health_server)`` is called once both exist.
+    Returns the stopped Controller.
+    """
+    stop = stop or asyncio.Event()
+    if install_signals:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+    cluster = LightkubeCluster(config, settings.api_timeout_seconds, settings.field_manager, settings.list_chunk_size,
+                               settings.watch_timeout_seconds, http)
+    metrics = HttpMetrics(cluster.raw, cluster.discovery, settings.metrics_timeout_seconds)
+    controller = Controller(settings, cluster, metrics)
+    health = None
+    if settings.health_port is not None:
+        health = HealthServer(controller.monitor.registry, lambda: controller.ready, settings.health_host,
+                              settings.health_port)
+        await health.start()
+        log.info("serving /healthz, /readyz and /metrics on %s:%d", settings.health_host, health.port)
+    if on_started is not None:
+        on_started(controller, health)
+    try:
+        await controller.run(stop)
+    finally:
+        if health is not None:
+            await health.stop()
+        await cluster.close()
+    return controller

@@ -1,0 +1,173 @@
+"""One sync of one autoscaler (upstream: HorizontalController.reconcileAutoscaler).
+
+Gather (the target's Scale, the pods from the informer cache, each metric's answer, the controller
+memory, the clock) into ``SyncInputs``; let the decision core (``pyhpa.core.decide``) decide; then
+act: update the target's scale when the decision says so (``rescale_failed`` when that fails), keep
+the memory, write the status when it changed, and emit the decision's events. Everything HPA-specific
+is the core's; this module only moves inputs in and decisions out.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..core import ControllerConfig, Decision, Event, Memory, MetricSamples, Pod, Scale, decide, rescale_failed
+from .api import ApiFailure, Cluster, SpecError
+from .autoscaler import Autoscaler
+from .events import EventRecorder
+from .informer import PodCache
+from .memory import MemoryStore
+from .monitor import INTERNAL, NONE, SPEC, Monitor, action_label
+from .sources import Fetched, MetricSources
+from .status import StaleSpec, StatusWriter, status_from_decision, status_with_condition
+from .writer import Writer, WritesDisabled
+
+log = logging.getLogger("pyhpa.controller.reconciler")
+
+
+@dataclass(slots=True)
+class SyncInputs:
+    """Everything one sync gathered, as the decision core got it (and the raw metric ``answers``):
+    what ``pyhpa snapshot`` serializes into the explain snapshot format."""
+
+    autoscaler: Autoscaler
+    scale: Scale
+    pods: list[Pod]
+    samples: list[MetricSamples]
+    answers: list[Any]
+    memory: Memory
+    now: float
+    config: ControllerConfig
+
+
+@dataclass(slots=True)
+class SyncResult:
+    """How a sync ended. ``action``/``error`` are the reconciliation metric labels; ``retry`` asks for a
+    backoff requeue (the sync could not finish its API calls), ``again`` for an immediate one."""
+
+    key: str
+    action: str = NONE
+    error: str = NONE
+    decision: Decision | None = None
+    inputs: SyncInputs | None = None
+    retry: bool = False
+    again: bool = False
+    message: str = ""
+
+
+def _metric_error_label(error: str | None, reason: str) -> str:
+    """spec for errors of the metric's spec (upstream: errSpec), internal for failed metric reads."""
+    if error is None:
+        return NONE
+    if reason == "InvalidMetricSourceType" or "invalid" in error and "metric source" in error:
+        return SPEC
+    return INTERNAL
+
+
+def decision_error_label(decision: Decision) -> str:
+    """The reconciliation ``error`` label of a decision: the first error to occur, as upstream."""
+    if decision.error is None:
+        return NONE
+    if any(e.reason in ("SelectorRequired", "InvalidSelector") for e in decision.events):
+        return SPEC
+    for p in decision.proposals:
+        if p.error is not None:
+            return _metric_error_label(p.error, p.reason)
+    return INTERNAL
+
+
+class Reconciler:
+    """Syncs autoscalers by key; ``autoscalers`` and ``pods`` are the informers' caches."""
+
+    def __init__(self, autoscalers: dict[str, Autoscaler], pods: PodCache, cluster: Cluster, sources: MetricSources,
+                 memory: MemoryStore, writer: Writer, status: StatusWriter, events: EventRecorder, monitor: Monitor,
+                 clock: Callable[[], float] = time.time):
+        self.autoscalers = autoscalers
+        self.pods = pods
+        self.cluster = cluster
+        self.sources = sources
+        self.memory = memory
+        self.writer = writer
+        self.status = status
+        self.events = events
+        self.monitor = monitor
+        self.clock = clock
+        self.on_synced: Callable[[SyncResult], None] | None = None
+
+    async def sync(self, key: str) -> SyncResult | None:
+        """Sync ``key``; None when the autoscaler is gone. Never raises for API failures."""
+        a = self.autoscalers.get(key)
+        if a is None:
+            return None
+        start = time.perf_counter()
+        try:
+            result = await self._sync(a)
+        except WritesDisabled as err:
+            result = SyncResult(key, message=str(err))
+        except StaleSpec as err:
+            result = SyncResult(key, again=True, message=str(err))
+        except ApiFailure as err:
+            result = SyncResult(key, NONE, INTERNAL, retry=True, message=err.message)
+            log.warning("sync of %s failed: %s", key, err.message)
+        self.monitor.reconciliation(result.action, result.error, time.perf_counter() - start)
+        if self.on_synced is not None:
+            self.on_synced(result)
+        return result
+
+    async def _sync(self, a: Autoscaler) -> SyncResult:
+        now = self.clock()
+        if a.hpa is None:
+            return await self._invalid_spec(a, now)
+        try:
+            scale, handle = await self.cluster.get_scale(a.namespace, a.scale_target_ref)
+        except SpecError as err:
+            return await self._failed_get_scale(a, now, str(err), SPEC)
+        except ApiFailure as err:
+            return await self._failed_get_scale(a, now, err.message, INTERNAL)
+        pods = self.pods.select(a.namespace, scale.selector)
+        fetched = await self.sources.gather(a, scale)
+        inputs = SyncInputs(a, scale, pods, [f.samples for f in fetched], [f.answer for f in fetched],
+                            self.memory.load(a), now, a.config)
+        decision = decide(a.hpa, scale, pods, inputs.samples, inputs.memory, now, a.config)
+        self._observe_metrics(decision, fetched, scale.spec_replicas)
+        return await self._act(a, inputs, decision, handle)
+
+    async def _act(self, a: Autoscaler, inputs: SyncInputs, decision: Decision, handle: Any) -> SyncResult:
+        error, retry, now = decision_error_label(decision), False, inputs.now
+        if decision.rescale:
+            try:
+                await self.writer.update_scale(a.namespace, a.scale_target_ref, handle, decision.desired_replicas)
+            except ApiFailure as err:
+                decision = rescale_failed(decision, a.hpa, err.message, now)
+                error, retry = (INTERNAL if error == NONE else error), True
+        self.memory.save(a, decision.memory)
+        self.monitor.desired(a.namespace, a.name, decision.desired_replicas)
+        await self.status.write(a, status_from_decision(decision, a.generation), decision.memory, decision)
+        for event in decision.events:
+            self.events.emit(a, event, now)
+        action = action_label(decision.current_replicas, decision.desired_replicas) if decision.rescale else NONE
+        return SyncResult(a.key, action, error, decision, inputs, retry=retry, message=decision.error or "")
+
+    def _observe_metrics(self, decision: Decision, fetched: list[Fetched], current: int) -> None:
+        for p, f in zip(decision.proposals, fetched):
+            action = action_label(current, p.replicas) if p.replicas is not None else NONE
+            self.monitor.metric_computation(action, _metric_error_label(p.error, p.reason), f.seconds, p.spec.type)
+
+    async def _failed_get_scale(self, a: Autoscaler, now: float, message: str, label: str) -> SyncResult:
+        """Upstream: event FailedGetScale, condition AbleToScale=False FailedGetScale, status written."""
+        self.events.emit(a, Event("Warning", "FailedGetScale", message), now)
+        status = status_with_condition(a, "AbleToScale", "False", "FailedGetScale",
+                                       f"the HPA controller was unable to get the target's current scale: {message}",
+                                       now)
+        await self.status.write(a, status)
+        return SyncResult(a.key, NONE, label, retry=True, message=message)
+
+    async def _invalid_spec(self, a: Autoscaler, now: float) -> SyncResult:
+        """A spec the API server accepted but the controller cannot read: condition and event, others go on."""
+        message = f"the HPA spec is invalid: {a.error}"
+        self.events.emit(a, Event("Warning", "InvalidSpec", message), now)
+        await self.status.write(a, status_with_condition(a, "ScalingActive", "False", "InvalidSpec", message, now))
+        return SyncResult(a.key, NONE, SPEC, message=message)

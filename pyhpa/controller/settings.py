@@ -1,0 +1,125 @@
+"""Controller settings: the ``pyhpa run`` flags, and the per-object settings of a HorizontalAutoscaler.
+
+Upstream has these only as kube-controller-manager flags for the whole cluster
+(``--horizontal-pod-autoscaler-sync-period``, ``-tolerance``, ``-cpu-initialization-period``,
+``-initial-readiness-delay``); here the flags are defaults and each HorizontalAutoscaler may override
+them in its spec (``syncPeriodSeconds``, ``tolerance``, ``cpuInitializationPeriodSeconds``,
+``initialReadinessDelaySeconds``).
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+from ..adapters.errors import InputError
+from ..core import ControllerConfig
+
+#: spec fields of a HorizontalAutoscaler that are not part of the autoscaling/v2 HPA spec.
+SETTING_FIELDS = ("syncPeriodSeconds", "tolerance", "cpuInitializationPeriodSeconds", "initialReadinessDelaySeconds")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Flags of ``pyhpa run``. Durations are seconds, ``tolerance`` and ``jitter`` fractions.
+
+    ``workers``: concurrent syncs (upstream: ``--concurrent-horizontal-pod-autoscaler-syncs``, default 5);
+    ``sync_period_seconds``: default period of each autoscaler; ``jitter``: each requeue lands uniformly
+    within ``period * (1 +- jitter)`` so autoscalers do not sync in bursts; ``metrics_timeout_seconds``
+    bounds every metrics API call, ``api_timeout_seconds`` every other API call; retries of failed syncs
+    back off from ``retry_base_seconds`` doubling up to ``retry_max_seconds``, at most ``retry_qps`` per
+    second overall (burst ``retry_burst``, upstream's default controller rate limiter).
+    """
+
+    namespace: str | None = None
+    workers: int = 5
+    sync_period_seconds: float = 15.0
+    jitter: float = 0.1
+    metrics_timeout_seconds: float = 10.0
+    api_timeout_seconds: float = 10.0
+    health_host: str = "0.0.0.0"
+    health_port: int | None = 8080
+    tolerance: float = 0.1
+    cpu_initialization_period_seconds: float = 300.0
+    initial_readiness_delay_seconds: float = 30.0
+    downscale_stabilization_window_seconds: float = 300.0
+    scale_to_zero: bool = False
+    retry_base_seconds: float = 1.0
+    retry_max_seconds: float = 300.0
+    retry_qps: float = 10.0
+    retry_burst: int = 100
+    list_chunk_size: int = 500
+    watch_timeout_seconds: int = 300
+    event_series_window_seconds: float = 1800.0
+    shutdown_grace_seconds: float = 10.0
+    reporting_controller: str = "pyhpa.dev/controller"
+    reporting_instance: str = ""
+    field_manager: str = "pyhpa-controller"
+
+    def __post_init__(self) -> None:
+        checks = (
+            (self.workers >= 1, "--workers", "must be at least 1"),
+            (self.sync_period_seconds > 0, "--sync-period", "must be greater than 0 seconds"),
+            (0 <= self.jitter < 1, "--jitter", "must be at least 0 and less than 1"),
+            (self.metrics_timeout_seconds > 0, "--metrics-timeout", "must be greater than 0 seconds"),
+            (self.api_timeout_seconds > 0, "--api-timeout", "must be greater than 0 seconds"),
+            (self.tolerance >= 0, "--tolerance", "must not be negative"),
+            (self.cpu_initialization_period_seconds >= 0, "--cpu-initialization-period", "must not be negative"),
+            (self.initial_readiness_delay_seconds >= 0, "--initial-readiness-delay", "must not be negative"),
+            (self.health_port is None or 0 <= self.health_port <= 65535, "--health-port", "must be 0..65535"),
+        )
+        for ok, flag, problem in checks:
+            if not ok:
+                raise InputError(problem, field=flag)
+
+    @property
+    def instance(self) -> str:
+        """``reportingInstance`` of events: the given one, else ``<controller>-<hostname>``."""
+        return self.reporting_instance or f"{self.reporting_controller}-{socket.gethostname()}"
+
+    def base_config(self) -> ControllerConfig:
+        """The decision core's config from the flags (before per-object overrides)."""
+        return ControllerConfig(
+            tolerance=self.tolerance,
+            cpu_initialization_period_seconds=self.cpu_initialization_period_seconds,
+            initial_readiness_delay_seconds=self.initial_readiness_delay_seconds,
+            downscale_stabilization_window_seconds=self.downscale_stabilization_window_seconds,
+            scale_to_zero=self.scale_to_zero,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectSettings:
+    """What one autoscaler's spec overrides: None keeps the controller flag."""
+
+    sync_period_seconds: float | None = None
+    tolerance: float | None = None
+    cpu_initialization_period_seconds: float | None = None
+    initial_readiness_delay_seconds: float | None = None
+
+
+def object_settings(spec: dict) -> ObjectSettings:
+    """The per-object settings of a HorizontalAutoscaler spec; raises InputError naming the field."""
+    values = []
+    for key in SETTING_FIELDS:
+        value = spec.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
+            raise InputError(f"must be a non-negative number, got {value!r}", field=f"spec.{key}")
+        values.append(None if value is None else float(value))
+    if values[0] is not None and values[0] <= 0:
+        raise InputError("must be at least 1 second", field="spec.syncPeriodSeconds")
+    return ObjectSettings(*values)
+
+
+@lru_cache(maxsize=1024)
+def effective_config(base: ControllerConfig, own: ObjectSettings) -> ControllerConfig:
+    """``base`` with the object's overrides (memoized: thousands of autoscalers share a few configs)."""
+    changes = {}
+    if own.tolerance is not None:
+        changes["tolerance"] = own.tolerance
+    if own.cpu_initialization_period_seconds is not None:
+        changes["cpu_initialization_period_seconds"] = own.cpu_initialization_period_seconds
+    if own.initial_readiness_delay_seconds is not None:
+        changes["initial_readiness_delay_seconds"] = own.initial_readiness_delay_seconds
+    return replace(base, **changes) if changes else base

@@ -1,0 +1,142 @@
+"""The autoscaler's status: built from the decision core's ``Decision.status``, written only when it changed.
+
+Upstream's updateStatusIfNeeded compares old and new status and skips the write when they are
+equal; here the comparison is on the JSON form the API server stores (times as RFC 3339 seconds,
+metav1.Time), and a ``409 Conflict`` (the object changed since the informer saw it) is retried with
+the fresh resourceVersion unless the spec changed meanwhile (then the sync is redone).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from datetime import datetime, timezone
+from functools import lru_cache
+
+from ..adapters.errors import InputError
+from ..adapters.parse import timestamp
+from ..core import Condition, Decision, Memory
+from ..core.reconcile import set_condition
+from .api import ApiFailure
+from .autoscaler import API_VERSION, KIND, MEMORY_KEY, Autoscaler
+from .memory import MemoryStore
+from .writer import Writer
+
+
+def time_text(ts: float) -> str:
+    """Epoch seconds as metav1.Time text (RFC 3339, whole seconds, UTC)."""
+    return _second_text(math.floor(ts))
+
+
+@lru_cache(maxsize=4096)
+def _second_text(second: int) -> str:
+    return datetime.fromtimestamp(second, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def condition_dict(c: Condition) -> dict:
+    """An autoscaling/v2 HorizontalPodAutoscalerCondition."""
+    out = {"type": c.type, "status": c.status}
+    if c.last_transition_time is not None:
+        out["lastTransitionTime"] = time_text(c.last_transition_time)
+    if c.reason:
+        out["reason"] = c.reason
+    if c.message:
+        out["message"] = c.message
+    return out
+
+
+def status_from_decision(decision: Decision, generation: int) -> dict:
+    """The autoscaling/v2 status of a sync (``observedGeneration`` is the spec generation synced)."""
+    st = decision.status
+    out = {"observedGeneration": generation, "desiredReplicas": st["desiredReplicas"]}
+    if st.get("currentReplicas"):
+        out["currentReplicas"] = st["currentReplicas"]
+    if st.get("currentMetrics"):
+        out["currentMetrics"] = st["currentMetrics"]
+    if st.get("conditions"):
+        out["conditions"] = [condition_dict(c) for c in st["conditions"]]
+    if st.get("lastScaleTime") is not None:
+        out["lastScaleTime"] = time_text(st["lastScaleTime"])
+    return out
+
+
+def conditions_of(status: dict) -> list[Condition]:
+    """The stored conditions as the core's Conditions (malformed times are dropped)."""
+    out = []
+    for c in status.get("conditions") or []:
+        try:
+            t = timestamp(c["lastTransitionTime"]) if c.get("lastTransitionTime") else None
+        except InputError:
+            t = None
+        out.append(Condition(c.get("type", ""), c.get("status", ""), c.get("reason", ""), c.get("message", ""), t))
+    return out
+
+
+def status_with_condition(a: Autoscaler, ctype: str, cstatus: str, reason: str, message: str, now: float) -> dict:
+    """The stored status with one condition set (upstream: setCondition + updateStatusIfNeeded on failures)."""
+    conds = conditions_of(a.status)
+    set_condition(conds, ctype, cstatus, reason, message, now)
+    out = {k: v for k, v in a.status.items() if k != "conditions"}
+    out.setdefault("desiredReplicas", 0)
+    out["observedGeneration"] = a.generation
+    out["conditions"] = [condition_dict(c) for c in conds]
+    return out
+
+
+class StaleSpec(Exception):
+    """The spec changed while syncing (status write conflicted): sync again."""
+
+
+class StatusWriter:
+    """Writes ``status`` of an autoscaler through the Writer when it differs from the stored one."""
+
+    def __init__(self, writer: Writer, memory: MemoryStore, retries: int = 3):
+        self._writer = writer
+        self._memory = memory
+        self._retries = retries
+        self.writes = 0
+        self.conflicts = 0
+
+    async def write(self, a: Autoscaler, status: dict, memory: Memory | None = None,
+                    decision: Decision | None = None) -> bool:
+        """PUT ``/status`` if it changed; True when written. Raises ApiFailure, StaleSpec or WritesDisabled."""
+        section = self._memory.status_section(memory) if memory is not None else None
+        if section is not None:
+            status = dict(status, **{MEMORY_KEY: section})
+        stored = a.status if a.memory_status is None else dict(a.status, **{MEMORY_KEY: a.memory_status})
+        if status == stored:
+            return False
+        body = {"apiVersion": API_VERSION, "kind": KIND,
+                "metadata": {"name": a.name, "namespace": a.namespace, "resourceVersion": a.resource_version},
+                "status": status}
+        for attempt in range(self._retries):
+            try:
+                answer = await self._writer.replace_status(a.namespace, a.name, body)
+                break
+            except ApiFailure as err:
+                if err.code != 409 or attempt == self._retries - 1:
+                    raise
+                self.conflicts += 1
+                body["metadata"]["resourceVersion"] = await self._fresh_version(a)
+        self.writes += 1
+        _remember(a, answer, status, decision)
+        return True
+
+    async def _fresh_version(self, a: Autoscaler) -> str:
+        fresh = await self._writer.get_autoscaler(a.namespace, a.name)
+        meta = fresh.get("metadata") or {}
+        if int(meta.get("generation") or 0) != a.generation:
+            raise StaleSpec(f"{a.key}: spec changed (generation {meta.get('generation')}) while syncing")
+        return meta.get("resourceVersion", "")
+
+
+def _remember(a: Autoscaler, answer: dict, status: dict, decision: Decision | None) -> None:
+    """Keep what was written in the cached Autoscaler until the informer delivers it (the next sync
+    must compare against, and carry condition times from, the status just written)."""
+    a.resource_version = (answer.get("metadata") or {}).get("resourceVersion", a.resource_version)
+    a.memory_status = status.get(MEMORY_KEY)
+    a.status = {k: v for k, v in status.items() if k != MEMORY_KEY}
+    if decision is not None and a.hpa is not None:
+        st = decision.status
+        a.hpa = replace(a.hpa, conditions=tuple(st["conditions"]), last_scale_time=st.get("lastScaleTime"),
+                        status_desired_replicas=st["desiredReplicas"])
