@@ -12,6 +12,7 @@ package copy ``pyhpa/data/deploy/crd.yaml``).
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -88,6 +89,32 @@ SETTINGS = {
 }
 
 
+def prometheus_metric(target: dict) -> dict:
+    """``spec.metrics[].prometheus``: a metric defined by an instant PromQL query (``type: Prometheus``), the
+    fields ``pyhpa.adapters.promql.metric_from_dict`` reads; ``target`` is the autoscaling/v2 MetricTarget."""
+    return {
+        "type": "object",
+        "description": "pyhpa: a metric defined by an instant PromQL query, for type Prometheus. Per pod (podLabel "
+                       "set) it acts as a Pods metric, else as an External metric, also in status.currentMetrics.",
+        "required": ["query", "target"],
+        "properties": {
+            "name": {"type": "string", "description": "Metric name in status.currentMetrics, conditions and events "
+                                                      "(default: the query)."},
+            "query": {"type": "string", "minLength": 1,
+                      "description": "Instant PromQL query (GET /api/v1/query): one series per pod with podLabel, "
+                                     "else one series or a scalar."},
+            "server": {"type": "string", "description": "Prometheus base URL, e.g. http://prometheus:9090 "
+                                                        "(default: the controller's --prometheus-url)."},
+            "podLabel": {"type": "string", "description": "Label holding the pod name: one value per pod, "
+                                                          "AverageValue target (like a Pods metric)."},
+            "timeoutSeconds": {"type": "number", "minimum": 0, "exclusiveMinimum": True,
+                               "description": "Seconds the query may take in all (default 5); then the metric "
+                                              "fails for this sync."},
+            "target": target,
+        },
+    }
+
+
 def _pairs(value_key: str, what: str) -> dict:
     return {"type": "array", "description": what, "items": {
         "type": "object", "required": ["timestamp", value_key], "properties": {
@@ -116,6 +143,9 @@ def crd() -> dict:
                            "upstream only has as controller flags.")
     spec["properties"]["minReplicas"]["default"] = 1  # the API server's default for autoscaling/v2
     spec["properties"].update(SETTINGS)
+    item = spec["properties"]["metrics"]["items"]["properties"]
+    item["prometheus"] = prometheus_metric(copy.deepcopy(item["external"]["properties"]["target"]))
+    item["type"]["description"] += " pyhpa adds Prometheus (the prometheus field)."
     status = structural(defs["io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerStatus"], defs)
     status["description"] = "The autoscaling/v2 HorizontalPodAutoscaler status, plus the controller memory."
     status["properties"]["pyhpa"] = MEMORY

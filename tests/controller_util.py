@@ -58,3 +58,74 @@ async def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, what: st
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         await asyncio.sleep(0.02)
+
+
+class Skew:
+    """Epoch seconds for the decisions: wall time plus an offset a test moves forward (windows of minutes
+    are checked without waiting for them; what counts is the decision time the controller used)."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.offset
+
+    def set(self, now: float) -> None:
+        self.offset = now - time.time()
+
+
+class ControllerTask:
+    """``run_controller`` (the production wiring of ``pyhpa run``: status-backed memory, leader election when
+    asked) as a task on the test's loop against a kubedouble; ``results`` are its SyncResults in order."""
+
+    def __init__(self, kd: Any, clock: Callable[[], float] | None = None, **settings: Any):
+        from pyhpa.controller import Settings
+
+        settings.setdefault("health_port", None)
+        self.settings = Settings(**settings)
+        self.kd, self.clock = kd, clock or time.time
+        self.controller: Any = None
+        self.results: list = []
+        self.stop = asyncio.Event()
+        self.task: asyncio.Task | None = None
+
+    def start(self) -> "ControllerTask":
+        from pyhpa.controller import load_config, run_controller
+
+        self.task = asyncio.create_task(run_controller(self.settings, load_config(server=self.kd.url), stop=self.stop,
+                                                       install_signals=False, on_started=self._started,
+                                                       clock=self.clock))
+        return self
+
+    def _started(self, controller: Any, health: Any) -> None:
+        self.controller = controller
+        controller.reconciler.on_synced = self.results.append
+
+    async def syncs(self, n: int, key: str | None = None, timeout: float = 30.0) -> None:
+        """Wait for ``n`` more syncs (of ``key`` only, when given)."""
+        def count() -> int:
+            return sum(1 for r in self.results if key is None or r.key == key)
+
+        target = count() + n
+        await wait_for(lambda: count() >= target, timeout, what=f"{n} syncs of {key or 'any autoscaler'}")
+
+    async def kill(self) -> None:
+        """Die without a graceful shutdown (no Lease release)."""
+        self.task.cancel()
+        try:
+            await asyncio.wait_for(self.task, 60)
+        except asyncio.CancelledError:
+            pass
+
+    async def shutdown(self) -> None:
+        self.stop.set()
+        await asyncio.wait_for(self.task, 60)
+
+    async def __aenter__(self) -> "ControllerTask":
+        self.start()
+        await wait_for(lambda: (self.controller is not None and self.controller.ready) or self.task.done(),
+                       what="caches synced")
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.shutdown()

@@ -29,7 +29,10 @@ def test_manifests_prints_crd_rbac_and_deployment_from_the_package():
     docs = [d for d in yaml.safe_load_all(result.output) if d]
     kinds = [d["kind"] for d in docs]
     assert kinds == ["CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
-                     "Role", "RoleBinding", "Deployment"]
+                     "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "Deployment"]
+    preview = next(d for d in docs if d["metadata"]["name"] == "pyhpa-preview" and d["kind"] == "ClusterRole")
+    assert preview["rules"] == [{"apiGroups": ["autoscaling"], "resources": ["horizontalpodautoscalers"],
+                                 "verbs": ["get", "list", "watch"]}]
     only = runner.invoke(app, ["manifests", "--only", "crd"])
     assert [d["kind"] for d in yaml.safe_load_all(only.output)] == ["CustomResourceDefinition"]
 

@@ -15,16 +15,21 @@ Values are converted to milli-units like ``Quantity.MilliValue()`` (rounded up).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
+from typing import Any
 
 import httpx
 
-from ..core.model import AVERAGE_VALUE, EXTERNAL, PODS, VALUE, MetricSamples, MetricSpec, PodSample
+from ..core.model import AVERAGE_VALUE, EXTERNAL, HPA, PODS, VALUE, MetricSamples, MetricSpec, PodSample
 from .errors import InputError
 from .parse import milli
 
 DEFAULT_WINDOW_SECONDS = 60.0
+#: ``spec.metrics[].type`` of a PromQL metric (a pyhpa extension of autoscaling/v2).
+PROMETHEUS = "Prometheus"
+#: Server of metrics read back from a snapshot: ``explain`` never queries, so none is needed.
+OFFLINE_SERVER = "offline:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +65,8 @@ def metric_from_dict(d: dict, field: str, default_server: str | None = None) -> 
         raise InputError("must be a positive number of seconds", field=f"{f}.timeoutSeconds")
     pod_label = p.get("podLabel")
     target = p.get("target") or {}
+    if not isinstance(target, dict):
+        raise InputError("must be a MetricTarget (type and value or averageValue)", field=f"{f}.target")
     ttype = target.get("type")
     allowed = (AVERAGE_VALUE,) if pod_label else (VALUE, AVERAGE_VALUE)
     if ttype not in allowed:
@@ -134,17 +141,63 @@ async def query_samples(client: httpx.AsyncClient, q: PromQuery, at: float | Non
     Never raises for server trouble: timeouts, HTTP and PromQL errors become
     ``MetricSamples.error`` (the core then reports the metric as upstream does).
     """
+    return (await query_answer(client, q, at))[0]
+
+
+async def query_answer(client: httpx.AsyncClient, q: PromQuery, at: float | None = None) -> tuple[MetricSamples, Any]:
+    """``query_samples`` plus the raw answer: the decoded ``/api/v1/query`` JSON, or the error text when
+    there was none (timeout, connection error, a body that is not JSON). Never raises for server trouble."""
     params = {"query": q.query}
     if at is not None:
         params["time"] = f"{at:.3f}"
     try:
         r = await client.get(f"{q.server}/api/v1/query", params=params, timeout=q.timeout_seconds)
     except httpx.TimeoutException:
-        return MetricSamples(error=f"prometheus query timed out after {q.timeout_seconds:g}s")
+        return _failed(f"prometheus query timed out after {q.timeout_seconds:g}s")
     except httpx.HTTPError as err:
-        return MetricSamples(error=f"prometheus unreachable: {err}")
+        return _failed(f"prometheus unreachable: {err}")
     try:
         answer = r.json()
     except ValueError:
-        return MetricSamples(error=f"prometheus answered HTTP {r.status_code} without JSON")
-    return samples_from_answer(answer, q)
+        return _failed(f"prometheus answered HTTP {r.status_code} without JSON")
+    return samples_from_answer(answer, q), answer
+
+
+def _failed(message: str) -> tuple[MetricSamples, str]:
+    return MetricSamples(error=message), message
+
+
+def v2_equivalent(spec: MetricSpec, target: Any) -> dict:
+    """The autoscaling/v2 ``spec.metrics[]`` item a PromQL metric acts as: a Pods metric (per pod) or an
+    External metric (single value), named ``spec.name``, with the Prometheus metric's ``target``. This is
+    also the shape of its ``status.currentMetrics`` entry (the core writes Pods/External statuses)."""
+    key = "pods" if spec.type == PODS else "external"
+    return {"type": spec.type, key: {"metric": {"name": spec.name}, "target": target}}
+
+
+def split_prometheus(metrics: Any, field: str, default_server: str | None = None,
+                     ) -> tuple[Any, dict[int, tuple[MetricSpec, PromQuery]]]:
+    """``spec.metrics`` with every ``type: Prometheus`` item replaced by its ``v2_equivalent`` (so the rest of
+    the HPA parses as autoscaling/v2), and those items parsed: ``{index: (MetricSpec, PromQuery)}``.
+
+    ``field`` names the list in errors (``spec.metrics``); ``default_server`` is the controller's
+    ``--prometheus-url``. Raises InputError naming the item's field. Anything that is not a list of
+    mappings is returned as is (the HPA parser reports it).
+    """
+    if not isinstance(metrics, list):
+        return metrics, {}
+    out, found = list(metrics), {}
+    for i, m in enumerate(metrics):
+        if isinstance(m, dict) and m.get("type") == PROMETHEUS:
+            spec, q = metric_from_dict(m, f"{field}[{i}]", default_server)
+            found[i] = (spec, q)
+            out[i] = v2_equivalent(spec, m["prometheus"].get("target"))
+    return out, found
+
+
+def with_prometheus(hpa: HPA, found: dict[int, tuple[MetricSpec, PromQuery]]) -> HPA:
+    """``hpa`` with the metrics at ``found``'s indices replaced by the PromQL metrics' core specs."""
+    if not found:
+        return hpa
+    metrics = tuple(found[i][0] if i in found else m for i, m in enumerate(hpa.metrics))
+    return replace(hpa, metrics=metrics)

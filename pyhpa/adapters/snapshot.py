@@ -21,6 +21,7 @@ from .errors import InputError
 from .metrics_api import external_samples, object_samples, pods_samples, resource_samples
 from .objects import hpa_from_dict, object_label, pod_from_dict
 from .parse import format_time, timestamp
+from .promql import OFFLINE_SERVER, samples_from_answer, split_prometheus, with_prometheus
 
 
 @dataclass(slots=True)
@@ -183,18 +184,50 @@ def snapshot_from_dict(d: Any, source: str, index: int | None = None, lenient: b
             if key not in d:
                 raise InputError(f"missing required key {key!r}", field=key)
         config = controller_config(d.get("controller"))
-        hpa, model = hpa_from_dict(d["hpa"], lenient=lenient, scale_to_zero=config.scale_to_zero)
+        hpa, model, prom = _hpa_and_prometheus(d["hpa"], d.get("controller"), lenient, config.scale_to_zero)
         pods = [_pod(p, i) for i, p in enumerate(d.get("pods") or [])]
         pre = (d.get("input") or {}).get("prenormalizedDesiredReplicas")
         if pre is not None and (not isinstance(pre, int) or isinstance(pre, bool)):
             raise InputError(f"must be an integer, got {pre!r}", field="input.prenormalizedDesiredReplicas")
         return Snapshot(
             str(d.get("name") or label), source, str(d.get("level", "controller")), timestamp(d["now"], "now"),
-            config, hpa, scale_from_dict(d["scale"]), pods, samples_for(hpa, d.get("metrics")),
+            config, hpa, scale_from_dict(d["scale"]), pods, _with_prometheus_samples(
+                samples_for(hpa, d.get("metrics")), prom, d.get("metrics")),
             memory_from_dict(d.get("history")), pre, d.get("expect"), model,
         )
     except InputError as err:
         raise InputError(err.message, source, f"{label}: {err.obj}" if err.obj else label, err.field) from None
+
+
+def _hpa_and_prometheus(doc: Any, controller: Any, lenient: bool, scale_to_zero: bool) -> tuple[HPA, Any, dict]:
+    """``hpa_from_dict`` for a snapshot HPA that may hold ``type: Prometheus`` metrics (what ``pyhpa snapshot``
+    writes for a HorizontalAutoscaler with PromQL metrics): those are read by ``pyhpa.adapters.promql`` and
+    the rest as autoscaling/v2. Returns (HPA, model, {index: (MetricSpec, PromQuery)}). The server is not
+    needed offline: ``controller.prometheusUrl`` or a placeholder."""
+    spec = doc.get("spec") if isinstance(doc, dict) else None
+    metrics = spec.get("metrics") if isinstance(spec, dict) else None
+    server = (controller.get("prometheusUrl") if isinstance(controller, dict) else None) or OFFLINE_SERVER
+    v2_metrics, prom = split_prometheus(metrics, "spec.metrics", server)
+    if prom:
+        doc = dict(doc, spec=dict(spec, metrics=v2_metrics))
+    hpa, model = hpa_from_dict(doc, lenient=lenient, scale_to_zero=scale_to_zero)
+    return with_prometheus(hpa, prom), model, prom
+
+
+def _with_prometheus_samples(samples: list[MetricSamples], prom: dict, metrics: Any) -> list[MetricSamples]:
+    """``samples`` with the PromQL metrics' entries read from ``metrics.prometheus.<name>`` (a Prometheus
+    ``/api/v1/query`` JSON answer; ``prometheus:<name>`` in ``metrics.errors``: the query failed)."""
+    metrics = metrics if isinstance(metrics, dict) else {}
+    answers = metrics.get("prometheus") or {}
+    errors = set(metrics.get("errors") or [])
+    for i, (spec, q) in prom.items():
+        if f"prometheus:{spec.name}" in errors:
+            samples[i] = MetricSamples(error="the prometheus query failed (listed in the snapshot's metrics.errors)")
+        elif spec.name not in answers:
+            samples[i] = MetricSamples(error=f"no prometheus metric {spec.name!r} in the snapshot")
+        else:
+            samples[i] = samples_from_answer(answers[spec.name], q)
+    return samples
 
 
 def _pod(p: Any, i: int) -> Pod:

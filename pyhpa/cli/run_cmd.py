@@ -20,6 +20,11 @@ class Http(str, Enum):
     httpx = "httpx"
 
 
+class MemoryStoreKind(str, Enum):
+    status = "status"
+    process = "process"
+
+
 class Part(str, Enum):
     all = "all"
     crd = "crd"
@@ -46,6 +51,16 @@ def run(
     scale_to_zero: bool = typer.Option(False, "--scale-to-zero", help="Feature gate HPAScaleToZero (minReplicas 0 with Object/External metrics)."),
     http: Http = typer.Option(Http.aiohttp, "--http", help="Transport under lightkube: aiohttp (faster) or httpx (lightkube's stock)."),
     log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error."),
+    prometheus_url: Optional[str] = typer.Option(None, "--prometheus-url", help="Default Prometheus server of type: Prometheus metrics (their prometheus.server overrides), e.g. http://prometheus:9090."),
+    preview: bool = typer.Option(False, "--preview", help="Read-only: watch native autoscaling/v2 HPAs, log and export what pyhpa would decide next to what the cluster did; never writes."),
+    leader_elect: Optional[bool] = typer.Option(None, "--leader-elect/--no-leader-elect", help="Only the holder of a coordination.k8s.io/v1 Lease syncs and writes; losing it exits with code 1 (default: on; off with --server or --preview)."),
+    lease_duration: float = typer.Option(15.0, "--leader-elect-lease-duration", help="Seconds a standby waits after the last renewal it saw before taking the Lease over."),
+    renew_deadline: float = typer.Option(10.0, "--leader-elect-renew-deadline", help="Seconds the leader may fail to renew before it stops writing and exits."),
+    retry_period: float = typer.Option(2.0, "--leader-elect-retry-period", help="Seconds between attempts to acquire or renew the Lease."),
+    lease_namespace: str = typer.Option("pyhpa-system", "--leader-elect-resource-namespace", help="Namespace of the Lease."),
+    lease_name: str = typer.Option("pyhpa-controller", "--leader-elect-resource-name", help="Name of the Lease."),
+    identity: str = typer.Option("", "--leader-elect-identity", help="Holder identity (default: <hostname>_<random>)."),
+    memory_store: MemoryStoreKind = typer.Option(MemoryStoreKind.status, "--memory-store", help="Controller memory: status (kept in status.pyhpa, a new leader continues it) or process (upstream's: lost on restart)."),
 ) -> None:
     """Run the HPA controller: sync HorizontalAutoscaler objects (pyhpa.dev/v1alpha1) until SIGTERM/SIGINT."""
     from ..controller import Settings, load_config, run_controller
@@ -58,9 +73,26 @@ def run(
         cpu_initialization_period_seconds=cpu_initialization_period,
         initial_readiness_delay_seconds=initial_readiness_delay,
         downscale_stabilization_window_seconds=downscale_stabilization, scale_to_zero=scale_to_zero,
+        prometheus_url=prometheus_url, preview=preview,
+        leader_elect=(not server and not preview) if leader_elect is None else leader_elect,
+        leader_elect_lease_duration_seconds=lease_duration, leader_elect_renew_deadline_seconds=renew_deadline,
+        leader_elect_retry_period_seconds=retry_period, leader_elect_namespace=lease_namespace,
+        leader_elect_name=lease_name, leader_elect_identity=identity, memory_store=memory_store.value,
     )
     config = load_config(kubeconfig, server, context)
-    asyncio.run(run_controller(settings, config, http.value))
+    _run(run_controller(settings, config, http.value))
+
+
+def _run(main) -> None:
+    """Run the controller; a lost Lease is one line on stderr and exit code 1 (kube-controller-manager:
+    "leaderelection lost", exit 1), so Kubernetes restarts the container as a standby."""
+    from ..controller import LeadershipLost
+
+    try:
+        asyncio.run(main)
+    except LeadershipLost as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(1) from None
 
 
 def _logging(level: str) -> None:

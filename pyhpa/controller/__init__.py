@@ -35,8 +35,10 @@ from .api import Cluster, HttpMetrics, LightkubeCluster, MetricsClient
 from .autoscaler import Autoscaler, parse_autoscaler
 from .events import EventRecorder
 from .informer import Informer, PodCache
-from .memory import InProcessMemory, MemoryStore
+from .leadership import Leadership, LeadershipLost, lease_settings
+from .memory import InProcessMemory, MemoryStore, StatusMemory
 from .monitor import Monitor
+from .preview import enable_preview
 from .queue import QueueClosed, WorkQueue
 from .reconciler import Reconciler, SyncResult
 from .server import HealthServer
@@ -47,7 +49,7 @@ from .writer import Writer
 
 log = logging.getLogger("pyhpa.controller")
 
-__all__ = ["Controller", "Settings", "load_config", "run_controller"]
+__all__ = ["Controller", "LeadershipLost", "Settings", "load_config", "run_controller"]
 
 
 class Controller:
@@ -64,7 +66,7 @@ class Controller:
         self.cluster = cluster
         self.autoscalers: dict[str, Autoscaler] = {}
         self.pods = PodCache()
-        self.memory = memory or InProcessMemory()
+        self.memory = memory if memory is not None else InProcessMemory()
         self.monitor = Monitor()
         self.writer = Writer(cluster, gate)
         self.events = EventRecorder(self.writer, settings.reporting_controller, settings.instance,
@@ -80,6 +82,8 @@ class Controller:
         self.syncs = 0
         self.stopping = False
         self._random = random.Random()
+        if settings.preview:  # --preview: native HPAs, read-only, report only (pyhpa.controller.preview)
+            enable_preview(self)
 
     @property
     def ready(self) -> bool:
@@ -190,6 +194,7 @@ class Controller:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
         await self.events.flush(grace)
+        await self.sources.close()
         for task in background:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)
@@ -217,12 +222,16 @@ def load_config(kubeconfig: str | None = None, server: str | None = None, contex
 
 async def run_controller(settings: Settings, config: SingleConfig, http: str = "aiohttp",
                          stop: asyncio.Event | None = None, install_signals: bool = True,
-                         on_started: Callable[[Controller, HealthServer | None], None] | None = None) -> Controller:
+                         on_started: Callable[[Controller, HealthServer | None], None] | None = None,
+                         clock: Callable[[], float] = time.time) -> Controller:
     """Run the controller against the cluster of ``config`` until ``stop`` is set (or SIGTERM/SIGINT).
 
     Serves ``/healthz``, ``/readyz`` and ``/metrics`` on ``settings.health_host:health_port`` (None: none;
     0: an ephemeral port). ``on_started(controller, health_server)`` is called once both exist.
-    Returns the stopped Controller.
+    With ``settings.leader_elect`` the controller runs only while this replica holds the Lease
+    (``pyhpa.controller.leadership``; raises ``LeadershipLost`` when it is lost). The memory is kept in the
+    autoscalers' status (``StatusMemory``) unless ``settings.memory_store`` is "process". ``clock``: epoch
+    seconds of the decisions. Returns the stopped Controller.
     """
     stop = stop or asyncio.Event()
     if install_signals:
@@ -232,19 +241,37 @@ async def run_controller(settings: Settings, config: SingleConfig, http: str = "
     cluster = LightkubeCluster(config, settings.api_timeout_seconds, settings.field_manager, settings.list_chunk_size,
                                settings.watch_timeout_seconds, http)
     metrics = HttpMetrics(cluster.raw, cluster.discovery, settings.metrics_timeout_seconds)
-    controller = Controller(settings, cluster, metrics)
+    leadership = _leadership(settings, cluster)
+    memory = StatusMemory(clock) if settings.memory_store == "status" else InProcessMemory()
+    controller = Controller(settings, cluster, metrics, memory=memory,
+                            gate=leadership.may_write if leadership else None, clock=clock)
     health = None
     if settings.health_port is not None:
-        health = HealthServer(controller.monitor.registry, lambda: controller.ready, settings.health_host,
-                              settings.health_port)
+        health = HealthServer(controller.monitor.registry, lambda: controller.ready or _standby(leadership, stop),
+                              settings.health_host, settings.health_port)
         await health.start()
         log.info("serving /healthz, /readyz and /metrics on %s:%d", settings.health_host, health.port)
     if on_started is not None:
         on_started(controller, health)
     try:
-        await controller.run(stop)
+        await (leadership.run(controller, stop) if leadership else controller.run(stop))
     finally:
         if health is not None:
             await health.stop()
         await cluster.close()
     return controller
+
+
+def _leadership(settings: Settings, cluster: LightkubeCluster) -> Leadership | None:
+    """The Lease campaign of ``--leader-elect`` (None without it)."""
+    if not settings.leader_elect:
+        return None
+    lease = lease_settings(settings.leader_elect_namespace, settings.leader_elect_name,
+                           settings.leader_elect_identity, settings.leader_elect_lease_duration_seconds,
+                           settings.leader_elect_renew_deadline_seconds, settings.leader_elect_retry_period_seconds)
+    return Leadership(cluster.client, lease)
+
+
+def _standby(leadership: Leadership | None, stop: asyncio.Event) -> bool:
+    """A campaigning standby is ready (a rolling update must not wait for it to lead)."""
+    return leadership is not None and leadership.standby and not stop.is_set()

@@ -23,6 +23,7 @@ from lightkube.config.client_adapter import ConnectionParams, verify_cluster
 from lightkube.config.kubeconfig import SingleConfig
 from lightkube.core.resource_registry import resource_registry
 from lightkube.generic_resource import create_namespaced_resource
+from lightkube.resources.autoscaling_v2 import HorizontalPodAutoscaler as HpaResource
 from lightkube.resources.core_v1 import Pod as PodResource
 from lightkube.resources.events_v1 import Event as EventResource
 from lightkube.types import PatchType
@@ -68,10 +69,12 @@ def as_failure(err: BaseException, what: str = "") -> ApiFailure:
 
 
 def _status_message(response: httpx2.Response) -> str:
+    """The Status message of an error answer; "HTTP <code>" when there is none, or when the body was not
+    read (a streamed watch answer: reading ``content`` would raise, and kill the informer that asked)."""
     try:
         body = msgspec.json.decode(response.content)
         return str(body.get("message") or f"HTTP {response.status_code}")
-    except (msgspec.DecodeError, AttributeError):
+    except (msgspec.DecodeError, AttributeError, httpx2.ResponseNotRead):
         return f"HTTP {response.status_code}"
 
 
@@ -89,6 +92,9 @@ class Cluster(Protocol):
     def autoscalers(self, namespace: str | None) -> ListWatch: ...
 
     def pods(self, namespace: str | None) -> ListWatch: ...
+
+    def hpas(self, namespace: str | None) -> ListWatch:
+        """autoscaling/v2 HorizontalPodAutoscalers (``--preview`` only)."""
 
     async def get_scale(self, namespace: str, ref: TargetRef) -> tuple[Scale, Any]: ...
 
@@ -298,6 +304,9 @@ class LightkubeCluster:
 
     def pods(self, namespace: str | None) -> ListWatch:
         return LightkubeListWatch(self.client, PodResource, namespace, self._chunk, self._watch_timeout)
+
+    def hpas(self, namespace: str | None) -> ListWatch:
+        return LightkubeListWatch(self.client, HpaResource, namespace, self._chunk, self._watch_timeout)
 
     async def get_scale(self, namespace: str, ref: TargetRef) -> tuple[Scale, Any]:
         """GET the target's ``autoscaling/v1`` Scale; SpecError when the kind has no scale subresource."""

@@ -15,6 +15,7 @@ from lightkube.generic_resource import create_namespaced_resource
 
 from ..adapters.errors import InputError
 from ..adapters.objects import hpa_from_dict, selector_text
+from ..adapters.promql import PROMETHEUS, PromQuery, split_prometheus, with_prometheus
 from ..core import HPA, ControllerConfig
 from .settings import SETTING_FIELDS, ObjectSettings, Settings, effective_config, object_settings
 
@@ -52,7 +53,8 @@ class MetricQuery:
 
     ``type`` is the source type; ``name`` the resource (cpu, memory) or metric name; ``container``
     for ContainerResource; ``metric_selector`` the metric's label selector as text; ``described``
-    (apiVersion, kind, name) of an Object metric's ``describedObject``.
+    (apiVersion, kind, name) of an Object metric's ``describedObject``; ``prom`` the PromQL query of a
+    ``Prometheus`` metric (``pyhpa.adapters.promql``).
     """
 
     type: str
@@ -60,6 +62,7 @@ class MetricQuery:
     container: str = ""
     metric_selector: str = ""
     described: tuple[str, str, str] | None = None
+    prom: PromQuery | None = None
 
 
 @dataclass(slots=True)
@@ -94,7 +97,9 @@ def object_key(namespace: str, name: str) -> str:
     return f"{namespace}/{name}"
 
 
-def _hpa_document(meta: dict, spec: dict, status: dict) -> dict:
+def hpa_document(meta: dict, spec: dict, status: dict) -> dict:
+    """The autoscaling/v2 HorizontalPodAutoscaler a HorizontalAutoscaler (or a native HPA) stands for:
+    name and namespace, the spec without the per-object settings, the status when it has desiredReplicas."""
     doc = {
         "apiVersion": "autoscaling/v2",
         "kind": "HorizontalPodAutoscaler",
@@ -106,10 +111,13 @@ def _hpa_document(meta: dict, spec: dict, status: dict) -> dict:
     return doc
 
 
-def _queries(model: Any) -> tuple[MetricQuery, ...]:
+def _queries(model: Any, prom: dict | None = None) -> tuple[MetricQuery, ...]:
     out = []
-    for m in model.spec.metrics or []:
-        if m.type in ("Resource", "ContainerResource"):
+    for i, m in enumerate(model.spec.metrics or []):
+        if prom and i in prom:
+            spec, q = prom[i]
+            out.append(MetricQuery(PROMETHEUS, spec.name, prom=q))
+        elif m.type in ("Resource", "ContainerResource"):
             src = m.resource if m.type == "Resource" else m.containerResource
             out.append(MetricQuery(m.type, src.name, getattr(src, "container", "") or ""))
         elif m.type in ("Pods", "Object", "External"):
@@ -133,7 +141,8 @@ def parse_autoscaler(obj: Any, settings: Settings) -> Autoscaler:
     if not isinstance(meta, dict):
         meta = meta.to_dict()
     spec = obj.get("spec") or {}
-    status = dict(obj.get("status") or {})
+    status = obj.get("status") or {}
+    status = dict(status) if isinstance(status, dict) else {}  # a malformed status is the controller's to rewrite
     memory_status = status.pop(MEMORY_KEY, None)
     ns, name = meta.get("namespace") or "default", meta.get("name", "")
     base = settings.base_config()
@@ -143,13 +152,23 @@ def parse_autoscaler(obj: Any, settings: Settings) -> Autoscaler:
         settings.sync_period_seconds, status, memory_status, obj,
     )
     try:
+        if not isinstance(spec, dict):
+            raise InputError(f"must be an object, got {type(spec).__name__}", field="spec")
         own = object_settings(spec)
-        hpa, model = hpa_from_dict(_hpa_document(meta, spec, status), lenient=True, scale_to_zero=base.scale_to_zero)
+        doc = hpa_document(meta, spec, status)
+        doc["spec"]["metrics"], prom = split_prometheus(spec.get("metrics"), "spec.metrics", settings.prometheus_url)
+        hpa, model = hpa_from_dict(doc, lenient=True, scale_to_zero=base.scale_to_zero)
+        hpa = with_prometheus(hpa, prom)
         ref = model.spec.scaleTargetRef
         a.scale_target_ref = TargetRef(ref.apiVersion or "", ref.kind, ref.name)
-        a.queries = _queries(model)
+        a.queries = _queries(model, prom)
     except InputError as err:
+        if status and (err.field or "").startswith("status"):  # the controller's own field: rewritten, not an error
+            return parse_autoscaler(dict(obj, status={}), settings)
         a.error = str(InputError(err.message, field=err.field))
+        return a
+    except (AttributeError, TypeError, ValueError, KeyError) as err:  # a shape no reader expected: still a condition
+        a.error = f"cannot read the object: {type(err).__name__}: {err}"
         return a
     a.hpa, a.settings = hpa, own
     a.config = effective_config(base, own)

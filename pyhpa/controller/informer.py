@@ -61,7 +61,7 @@ class Informer:
             except asyncio.CancelledError:
                 raise
             except Exception as err:  # noqa: BLE001 - an informer never dies; it retries
-                failure = as_failure(err)
+                failure = _failure(err)
                 self.last_error = failure.message
                 if failure.code == 410:
                     log.info("%s: watch history expired (%s); re-listing", self.name, failure.message)
@@ -108,6 +108,14 @@ class Informer:
             elif etype in ("ADDED", "MODIFIED"):
                 self._known[key] = obj_rv
                 self._deliver(self._upsert, key, obj)
+
+
+def _failure(err: Exception) -> ApiFailure:
+    """``as_failure(err)``, which must not raise here: an exception escaping ``run`` would end the informer."""
+    try:
+        return as_failure(err)
+    except Exception:  # noqa: BLE001
+        return ApiFailure(0, repr(err))
 
 
 class PodCache:

@@ -1,25 +1,60 @@
 """The controller memory of each autoscaler (``pyhpa.core.Memory``) behind a small interface.
 
 Upstream keeps recommendations and scale events in the controller's process, so a restarted or new
-leader starts with none. ``InProcessMemory`` does the same; a store that keeps the memory in the
-object's ``status.pyhpa`` (schema already in the CRD) can implement ``MemoryStore`` with
-``memory_to_status`` / ``memory_from_status`` so that a new leader continues where the old one stopped.
+leader starts with none: it seeds the recommendations with the current replica count *at its own start*
+(the stabilization window starts over) and forgets the scale events (the scaling policies' budget is
+spent again). ``InProcessMemory`` does the same. ``StatusMemory`` (the default of ``pyhpa run``) keeps
+the in-process memory as the working copy and also persists, in the object's ``status.pyhpa`` (snapshot
+``history`` shape, written with the normal status write and only when the status changes), the part of
+the memory that can still change a decision; a new leader loads it from the informer's cached object.
+
+What is persisted (``persisted_memory``), and why it is decision-equivalent:
+
+* recommendations: the newest one (the *live* value: the one the leader repeats every sync) plus the
+  older ones that are still inside a stabilization window and not *dominated*. A recommendation is
+  dominated for the scale-down window (where the highest recommendation counts) when a newer one is at
+  least as high, and for the scale-up window (the lowest counts) when a newer one is at least as low:
+  the newer one stays in every window at least as long, so dropping the older one changes no maximum
+  and no minimum, at any later time. Only the live value's timestamp moves every sync; it is written
+  with the time it was first persisted and, on load, taken as recommended *until the new leader's
+  start* (what upstream assumes of the current replica count, applied to the last recommendation). The
+  older recommendations keep their exact timestamps, so a new leader ends a stabilization window
+  exactly when the old leader would have.
+* scale events (``scaleUpEvents``/``scaleDownEvents``, kept by the core only with ``spec.behavior``):
+  those newer than the longest scaling-policy period of either direction (a policy's budget counts the
+  events of both directions). They only change on a rescale, which changes the status anyway.
+* aging alone never causes a write: the stored section is rewritten only when it differs from the new
+  one after both dropped what has aged out of the windows and periods by now.
+
+So a steady autoscaler does not write its status every sync, and a new leader decides as the old one
+would have, except that the last recommendation holds until the takeover (longer, never shorter).
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+import logging
+import time
+from dataclasses import dataclass
+from typing import Callable, Protocol
 
+from ..adapters.errors import InputError
 from ..adapters.snapshot import memory_from_dict, memory_to_dict
-from ..core import Memory
+from ..core import HPA, ControllerConfig, Memory
 from .autoscaler import Autoscaler
+
+log = logging.getLogger("pyhpa.controller.memory")
+
+Pairs = list[tuple[float, int]]
+#: A restored live recommendation is stamped this many seconds before the sync that loads it, so the sync's
+#: own recommendation (stamped at ``now``) is unambiguously the newer one.
+RESTORED_BEFORE = 0.001
 
 
 class MemoryStore(Protocol):
     """Where the memory of each autoscaler lives between syncs."""
 
-    def load(self, a: Autoscaler) -> Memory:
-        """The memory of ``a`` (``Memory()`` when there is none yet)."""
+    def load(self, a: Autoscaler, now: float | None = None) -> Memory:
+        """The memory of ``a`` (``Memory()`` when there is none yet) for a sync at epoch ``now``."""
 
     def save(self, a: Autoscaler, memory: Memory) -> None:
         """Keep ``memory`` after a sync of ``a``."""
@@ -27,8 +62,9 @@ class MemoryStore(Protocol):
     def forget(self, key: str) -> None:
         """``key`` was deleted."""
 
-    def status_section(self, memory: Memory) -> dict | None:
-        """What to write into ``status.pyhpa`` (None: nothing)."""
+    def status_section(self, a: Autoscaler, memory: Memory | None) -> dict | None:
+        """What to write into ``status.pyhpa`` of ``a`` with ``memory`` (None: a status write without a
+        decision, e.g. FailedGetScale); returning ``a.memory_status`` keeps the stored section."""
 
 
 class InProcessMemory:
@@ -40,7 +76,7 @@ class InProcessMemory:
     def __len__(self) -> int:
         return len(self._by_key)
 
-    def load(self, a: Autoscaler) -> Memory:
+    def load(self, a: Autoscaler, now: float | None = None) -> Memory:
         return self._by_key.get(a.key) or Memory()
 
     def save(self, a: Autoscaler, memory: Memory) -> None:
@@ -49,7 +85,7 @@ class InProcessMemory:
     def forget(self, key: str) -> None:
         self._by_key.pop(key, None)
 
-    def status_section(self, memory: Memory) -> dict | None:
+    def status_section(self, a: Autoscaler, memory: Memory | None) -> dict | None:
         return None
 
 
@@ -61,3 +97,147 @@ def memory_to_status(memory: Memory) -> dict:
 def memory_from_status(section: dict | None) -> Memory:
     """The Memory kept in ``status.pyhpa`` (None: no memory yet); raises InputError when malformed."""
     return memory_from_dict(section)
+
+
+# ----- what is worth persisting --------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Horizons:
+    """How long (seconds) a piece of memory can still change a decision of one autoscaler.
+
+    ``down_window``: scale-down stabilization (``behavior.scaleDown.stabilizationWindowSeconds``, else the
+    controller's ``--downscale-stabilization``); ``up_window``: scale-up stabilization (0 without
+    behavior); ``event_period``: the longest scaling-policy period of either direction (a policy counts the
+    scale events of *both* directions within its period: upstream's getReplicasChangePerPeriod on the
+    scale-up and the scale-down events, each subtracted from or added to the current count).
+    """
+
+    down_window: float
+    up_window: float
+    event_period: float
+
+
+def horizons(hpa: HPA, config: ControllerConfig) -> Horizons:
+    """The Horizons of ``hpa`` under ``config`` (the same windows ``pyhpa.core.normalize`` uses)."""
+    b = hpa.behavior
+    if b is None:
+        return Horizons(config.downscale_stabilization_window_seconds, 0.0, 0.0)
+    down = b.scale_down.stabilization_window_seconds
+    policies = b.scale_up.policies + b.scale_down.policies
+    return Horizons(
+        float(config.downscale_stabilization_window_seconds if down is None else down),
+        float(b.scale_up.stabilization_window_seconds or 0),
+        float(max((p.period_seconds for p in policies), default=0)),
+    )
+
+
+def essential_recommendations(recs: Pairs, h: Horizons, now: float, live_since: float | None = None) -> Pairs:
+    """The recommendations that can still change a decision at ``now`` or later, oldest first; the last
+    one is the live value (the newest recommendation), stamped ``live_since`` when given (the time it was
+    first persisted: stable while the value repeats) else with its own time.
+
+    An older recommendation is kept when it is inside the scale-down window and higher than every newer
+    one, or inside the scale-up window and lower than every newer one (upstream's stabilization takes
+    the highest, resp. lowest, recommendation inside each window; a newer one at least as extreme outlives
+    it in both). ``recs`` need not be sorted (upstream replaces outdated entries in place).
+    """
+    if not recs:
+        return []
+    ordered = sorted(recs, key=lambda r: r[0])
+    live_ts, live = ordered[-1]
+    start = len(ordered)
+    while start > 0 and ordered[start - 1][1] == live:
+        start -= 1
+    kept: Pairs = []
+    high = low = live
+    for ts, value in reversed(ordered[:start]):
+        if (value > high and ts >= now - h.down_window) or (value < low and ts > now - h.up_window):
+            kept.append((ts, value))
+        high, low = max(high, value), min(low, value)
+    kept.reverse()
+    stamp = live_ts if live_since is None else live_since
+    if kept:
+        stamp = max(stamp, kept[-1][0])
+    return kept + [(stamp, live)]
+
+
+def persisted_memory(memory: Memory, h: Horizons, now: float, previous: Memory | None = None) -> Memory:
+    """The part of ``memory`` kept in ``status.pyhpa`` at ``now`` (see the module docstring).
+
+    ``previous`` is the memory stored so far: when its live recommendation has the same value, its
+    timestamp is kept, so a steady autoscaler persists the same section every sync.
+    """
+    recs = memory.recommendations
+    if recs:
+        since = None
+        live = sorted(recs, key=lambda r: r[0])[-1][1]
+        if previous is not None and previous.recommendations and previous.recommendations[-1][1] == live:
+            since = previous.recommendations[-1][0]
+        recs = essential_recommendations(recs, h, now, since)
+    up = sorted(e for e in memory.scale_up_events if e[0] > now - h.event_period)
+    down = sorted(e for e in memory.scale_down_events if e[0] > now - h.event_period)
+    return Memory(None if recs is None else list(recs), up, down)
+
+
+def restored_memory(stored: Memory, now: float) -> Memory:
+    """The memory a new leader starts from at ``now``: the stored one, with the live (last)
+    recommendation taken as repeated until ``now`` (upstream seeds the current count at ``now``)."""
+    recs = stored.recommendations
+    if recs:
+        ts, value = recs[-1]
+        recs = recs[:-1] + [(max(ts, now), value)]
+    return Memory(recs, list(stored.scale_up_events), list(stored.scale_down_events))
+
+
+class StatusMemory:
+    """In-process working copy, persisted in ``status.pyhpa`` (what can change a decision) and loaded from
+    the cached object by a replica that has no working copy (a new leader). ``clock``: epoch seconds,
+    the same clock as the decisions'."""
+
+    def __init__(self, clock: Callable[[], float] = time.time):
+        self._clock = clock
+        self._by_key: dict[str, tuple[str, Memory]] = {}
+        self.restored = 0
+
+    def __len__(self) -> int:
+        return len(self._by_key)
+
+    def load(self, a: Autoscaler, now: float | None = None) -> Memory:
+        """The working copy of ``a``; else what its status holds, the live recommendation held until ``now``
+        (the sync's time; default the clock's)."""
+        entry = self._by_key.get(a.key)
+        if entry is not None and entry[0] == a.uid:
+            return entry[1]
+        stored = _parse(a)
+        if stored is None:
+            return Memory()
+        self.restored += 1
+        now = self._clock() if now is None else now
+        return restored_memory(stored, now - RESTORED_BEFORE)
+
+    def save(self, a: Autoscaler, memory: Memory) -> None:
+        self._by_key[a.key] = (a.uid, memory)
+
+    def forget(self, key: str) -> None:
+        self._by_key.pop(key, None)
+
+    def status_section(self, a: Autoscaler, memory: Memory | None) -> dict | None:
+        """The section to write: the stored one when nothing that can change a decision differs."""
+        if memory is None or a.hpa is None:
+            return a.memory_status
+        now, h = self._clock(), horizons(a.hpa, a.config)
+        previous = _parse(a)
+        section = memory_to_status(persisted_memory(memory, h, now, previous))
+        if previous is not None and memory_to_status(persisted_memory(previous, h, now, previous)) == section:
+            return a.memory_status
+        return section
+
+
+def _parse(a: Autoscaler) -> Memory | None:
+    """The memory stored in ``a``'s status (None when absent or malformed: then it is rewritten)."""
+    if a.memory_status is None:
+        return None
+    try:
+        return memory_from_status(a.memory_status)
+    except InputError as err:
+        log.warning("%s: ignoring malformed status.pyhpa: %s", a.key, err)
+        return None

@@ -53,6 +53,10 @@ class Monitor:
         self.desired_replicas = Gauge(
             "desired_replicas", "Current desired replica count for HPA objects.", ["namespace", "hpa_name"],
             subsystem=SUBSYSTEM, registry=r)
+        self.leader = Gauge(
+            "leader_election_master_status", "Gauge of if the reporting system is master of the relevant lease, 0 "
+            "indicates backup, 1 indicates master. 'name' is the string used to identify the lease.", ["name"],
+            registry=r)  # client-go's leader election metric (set only with --leader-elect)
 
         self._children: dict[tuple, tuple] = {}
 

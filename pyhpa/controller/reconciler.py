@@ -122,18 +122,26 @@ class Reconciler:
         if a.hpa is None:
             return await self._invalid_spec(a, now)
         try:
-            scale, handle = await self.cluster.get_scale(a.namespace, a.scale_target_ref)
+            inputs, handle, fetched = await self.gather(a, now)
         except SpecError as err:
             return await self._failed_get_scale(a, now, str(err), SPEC)
         except ApiFailure as err:
             return await self._failed_get_scale(a, now, err.message, INTERNAL)
+        decision = decide(a.hpa, inputs.scale, inputs.pods, inputs.samples, inputs.memory, now, a.config)
+        self._observe_metrics(decision, fetched, inputs.scale.spec_replicas, a)
+        return await self._act(a, inputs, decision, handle)
+
+    async def gather(self, a: Autoscaler, now: float) -> tuple[SyncInputs, Any, list[Fetched]]:
+        """The inputs of one sync of ``a`` (a valid spec) at epoch ``now``: the target's Scale (and the Scale
+        object read, to write back), its pods from the cache, every metric's answer, the memory. Raises
+        SpecError / ApiFailure when the Scale cannot be read; metric failures are in the samples.
+        ``pyhpa snapshot`` serializes exactly this."""
+        scale, handle = await self.cluster.get_scale(a.namespace, a.scale_target_ref)
         pods = self.pods.select(a.namespace, scale.selector)
         fetched = await self.sources.gather(a, scale)
         inputs = SyncInputs(a, scale, pods, [f.samples for f in fetched], [f.answer for f in fetched],
-                            self.memory.load(a), now, a.config)
-        decision = decide(a.hpa, scale, pods, inputs.samples, inputs.memory, now, a.config)
-        self._observe_metrics(decision, fetched, scale.spec_replicas)
-        return await self._act(a, inputs, decision, handle)
+                            self.memory.load(a, now), now, a.config)
+        return inputs, handle, fetched
 
     async def _act(self, a: Autoscaler, inputs: SyncInputs, decision: Decision, handle: Any) -> SyncResult:
         error, retry, now = decision_error_label(decision), False, inputs.now
@@ -145,16 +153,17 @@ class Reconciler:
                 error, retry = (INTERNAL if error == NONE else error), True
         self.memory.save(a, decision.memory)
         self.monitor.desired(a.namespace, a.name, decision.desired_replicas)
-        await self.status.write(a, status_from_decision(decision, a.generation), decision.memory, decision)
-        for event in decision.events:
+        for event in decision.events:  # before the status write, as upstream: a failed status write loses none
             self.events.emit(a, event, now)
+        await self.status.write(a, status_from_decision(decision, a.generation), decision.memory, decision)
         action = action_label(decision.current_replicas, decision.desired_replicas) if decision.rescale else NONE
         return SyncResult(a.key, action, error, decision, inputs, retry=retry, message=decision.error or "")
 
-    def _observe_metrics(self, decision: Decision, fetched: list[Fetched], current: int) -> None:
-        for p, f in zip(decision.proposals, fetched):
+    def _observe_metrics(self, decision: Decision, fetched: list[Fetched], current: int, a: Autoscaler) -> None:
+        """metric_type is ``spec.metrics[].type`` as written (``Prometheus`` for PromQL metrics)."""
+        for p, f, q in zip(decision.proposals, fetched, a.queries):
             action = action_label(current, p.replicas) if p.replicas is not None else NONE
-            self.monitor.metric_computation(action, _metric_error_label(p.error, p.reason), f.seconds, p.spec.type)
+            self.monitor.metric_computation(action, _metric_error_label(p.error, p.reason), f.seconds, q.type)
 
     async def _failed_get_scale(self, a: Autoscaler, now: float, message: str, label: str) -> SyncResult:
         """Upstream: event FailedGetScale, condition AbleToScale=False FailedGetScale, status written."""

@@ -56,6 +56,17 @@ class Settings:
     reporting_controller: str = "pyhpa.dev/controller"
     reporting_instance: str = ""
     field_manager: str = "pyhpa-controller"
+    prometheus_url: str | None = None  # --prometheus-url: default server of Prometheus metrics
+    preview: bool = False  # --preview: native HPAs, read-only, report what pyhpa would decide
+    # --leader-elect*: leader election on a coordination.k8s.io/v1 Lease (pyhpa.controller.leadership)
+    leader_elect: bool = False
+    leader_elect_lease_duration_seconds: float = 15.0
+    leader_elect_renew_deadline_seconds: float = 10.0
+    leader_elect_retry_period_seconds: float = 2.0
+    leader_elect_namespace: str = "pyhpa-system"
+    leader_elect_name: str = "pyhpa-controller"
+    leader_elect_identity: str = ""  # default: <hostname>_<random>
+    memory_store: str = "status"  # --memory-store: status (persisted in status.pyhpa) or process (upstream's)
 
     def __post_init__(self) -> None:
         checks = (
@@ -68,6 +79,16 @@ class Settings:
             (self.cpu_initialization_period_seconds >= 0, "--cpu-initialization-period", "must not be negative"),
             (self.initial_readiness_delay_seconds >= 0, "--initial-readiness-delay", "must not be negative"),
             (self.health_port is None or 0 <= self.health_port <= 65535, "--health-port", "must be 0..65535"),
+            (self.prometheus_url is None or self.prometheus_url.startswith(("http://", "https://")),
+             "--prometheus-url", "must be an http:// or https:// URL"),
+            (self.leader_elect_retry_period_seconds > 0, "--leader-elect-retry-period", "must be greater than 0 seconds"),
+            (self.leader_elect_renew_deadline_seconds > self.leader_elect_retry_period_seconds,
+             "--leader-elect-renew-deadline", "must be greater than --leader-elect-retry-period"),
+            (self.leader_elect_lease_duration_seconds > self.leader_elect_renew_deadline_seconds,
+             "--leader-elect-lease-duration", "must be greater than --leader-elect-renew-deadline"),
+            (bool(self.leader_elect_namespace), "--leader-elect-resource-namespace", "must not be empty"),
+            (bool(self.leader_elect_name), "--leader-elect-resource-name", "must not be empty"),
+            (self.memory_store in ("status", "process"), "--memory-store", "must be status or process"),
         )
         for ok, flag, problem in checks:
             if not ok:

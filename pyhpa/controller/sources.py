@@ -6,6 +6,10 @@ The answers are turned into the decision core's ``MetricSamples`` by ``pyhpa.ada
 ``timeout`` seconds (upstream once hung for days on a metrics call); the metrics of one autoscaler
 are fetched concurrently, and several Resource/ContainerResource metrics share one
 metrics.k8s.io call per sync.
+
+``Prometheus`` metrics (a pyhpa extension: an instant PromQL query, ``pyhpa.adapters.promql``) are
+asked of their Prometheus server over httpx (``/api/v1/query``), each bounded by its own
+``timeoutSeconds``; the answer becomes a Pods-like or External-like ``MetricSamples``.
 """
 
 from __future__ import annotations
@@ -16,7 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..adapters.errors import InputError
+import httpx
+
 from ..adapters.metrics_api import external_samples, object_samples, pods_samples, resource_samples
+from ..adapters.promql import PROMETHEUS, PromQuery, query_answer
 from ..core import MetricSamples, Scale
 from ..core.selector import SelectorError, parse_selector
 from .api import ApiFailure, MetricsClient, as_failure
@@ -42,6 +49,13 @@ class MetricSources:
     def __init__(self, client: MetricsClient, timeout: float):
         self._client = client
         self._timeout = timeout
+        self._http: httpx.AsyncClient | None = None  # Prometheus queries; made on first use
+
+    async def close(self) -> None:
+        """Close the Prometheus HTTP client (if one was made)."""
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
 
     async def gather(self, a: Autoscaler, scale: Scale) -> list[Fetched]:
         """One ``Fetched`` per ``a.queries`` item, in order (nothing is fetched for an unusable selector:
@@ -55,6 +69,8 @@ class MetricSources:
 
     async def _one(self, a: Autoscaler, q: MetricQuery, scale: Scale, shared: dict | None) -> Fetched:
         start = time.perf_counter()
+        if q.type == PROMETHEUS and q.prom is not None:
+            return await self._prometheus(q.prom)
         if q.type not in API_NAMES:
             return Fetched(MetricSamples(), None, 0.0)
         try:
@@ -80,6 +96,20 @@ class MetricSources:
         if q.type == "Object":
             return await self._bounded(self._client.object_metric(ns, q.described, q.name, q.metric_selector))
         return await self._bounded(self._client.external_metric(ns, q.name, q.metric_selector))
+
+    async def _prometheus(self, q: PromQuery) -> Fetched:
+        """One instant query, bounded by the metric's ``timeoutSeconds`` as a whole (httpx's own timeout
+        is per read, so a server that trickles bytes could otherwise take longer)."""
+        start = time.perf_counter()
+        if self._http is None:
+            self._http = httpx.AsyncClient()
+        try:
+            async with asyncio.timeout(q.timeout_seconds):
+                samples, answer = await query_answer(self._http, q)
+        except TimeoutError:
+            answer = f"prometheus query timed out after {q.timeout_seconds:g}s"
+            samples = MetricSamples(error=answer)
+        return Fetched(samples, answer, time.perf_counter() - start)
 
     async def _bounded(self, call) -> Any:
         try:

@@ -61,9 +61,12 @@ def status_from_decision(decision: Decision, generation: int) -> dict:
 
 
 def conditions_of(status: dict) -> list[Condition]:
-    """The stored conditions as the core's Conditions (malformed times are dropped)."""
+    """The stored conditions as the core's Conditions (malformed times and malformed entries are dropped)."""
     out = []
-    for c in status.get("conditions") or []:
+    conds = status.get("conditions")
+    for c in conds if isinstance(conds, list) else []:
+        if not isinstance(c, dict):
+            continue
         try:
             t = timestamp(c["lastTransitionTime"]) if c.get("lastTransitionTime") else None
         except InputError:
@@ -99,8 +102,11 @@ class StatusWriter:
 
     async def write(self, a: Autoscaler, status: dict, memory: Memory | None = None,
                     decision: Decision | None = None) -> bool:
-        """PUT ``/status`` if it changed; True when written. Raises ApiFailure, StaleSpec or WritesDisabled."""
-        section = self._memory.status_section(memory) if memory is not None else None
+        """PUT ``/status`` if it changed; True when written. Raises ApiFailure, StaleSpec or WritesDisabled.
+
+        ``status.pyhpa`` is what the memory store says (``MemoryStore.status_section``: for ``memory`` None,
+        a write without a decision, the status-backed store keeps the stored section)."""
+        section = self._memory.status_section(a, memory)
         if section is not None:
             status = dict(status, **{MEMORY_KEY: section})
         stored = a.status if a.memory_status is None else dict(a.status, **{MEMORY_KEY: a.memory_status})

@@ -1,0 +1,73 @@
+"""``pyhpa snapshot NAMESPACE/NAME``: write the inputs of one sync as a snapshot for ``pyhpa explain``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from enum import Enum
+from pathlib import Path
+from typing import Optional
+
+import typer
+import yaml
+
+from ..adapters.errors import InputError
+from ..adapters.parse import timestamp
+from .run_cmd import Http
+
+
+class Kind(str, Enum):
+    horizontalautoscaler = "horizontalautoscaler"
+    hpa = "hpa"
+
+
+class Format(str, Enum):
+    yaml = "yaml"
+    json = "json"
+
+
+def snapshot(
+    key: str = typer.Argument(..., metavar="NAMESPACE/NAME", help="The autoscaler to snapshot."),
+    kubeconfig: Optional[str] = typer.Option(None, "--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)."),
+    context: Optional[str] = typer.Option(None, "--context", help="kubeconfig context (default: the current one)."),
+    server: Optional[str] = typer.Option(None, "--server", help="API server URL without credentials, e.g. a kubedouble."),
+    kind: Kind = typer.Option(Kind.horizontalautoscaler, "--kind", help="horizontalautoscaler (pyhpa.dev) or hpa (a native autoscaling/v2 HPA)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the snapshot to FILE (default: stdout)."),
+    fmt: Format = typer.Option(Format.yaml, "--format", help="yaml or json."),
+    now: Optional[str] = typer.Option(None, "--now", help="The sync's clock, RFC 3339 (default: the wall clock)."),
+    metrics_timeout: float = typer.Option(10.0, "--metrics-timeout", help="Seconds one metrics API call may take (as pyhpa run)."),
+    api_timeout: float = typer.Option(10.0, "--api-timeout", help="Seconds any other API call may take."),
+    tolerance: float = typer.Option(0.1, "--tolerance", help="The controller's --tolerance (spec.tolerance overrides)."),
+    cpu_initialization_period: float = typer.Option(300.0, "--cpu-initialization-period", help="The controller's flag, seconds."),
+    initial_readiness_delay: float = typer.Option(30.0, "--initial-readiness-delay", help="The controller's flag, seconds."),
+    downscale_stabilization: float = typer.Option(300.0, "--downscale-stabilization", help="The controller's flag, seconds."),
+    scale_to_zero: bool = typer.Option(False, "--scale-to-zero", help="Feature gate HPAScaleToZero."),
+    prometheus_url: Optional[str] = typer.Option(None, "--prometheus-url", help="The controller's default Prometheus server."),
+    http: Http = typer.Option(Http.aiohttp, "--http", help="Transport under lightkube: aiohttp or httpx."),
+) -> None:
+    """Gather what one sync of an autoscaler would gather (scale, pods, metrics, memory, flags) and write
+    it as a snapshot for ``pyhpa explain`` (format: tests/data/conformance/FORMAT.md). Writes nothing to
+    the cluster."""
+    from ..controller import Settings, load_config
+    from ..controller.snapshot import parse_key, take_snapshot
+
+    namespace, name = parse_key(key)
+    clock = timestamp(now, "--now") if now else time.time()
+    settings = Settings(
+        namespace=namespace, metrics_timeout_seconds=metrics_timeout, api_timeout_seconds=api_timeout,
+        health_port=None, tolerance=tolerance, cpu_initialization_period_seconds=cpu_initialization_period,
+        initial_readiness_delay_seconds=initial_readiness_delay,
+        downscale_stabilization_window_seconds=downscale_stabilization, scale_to_zero=scale_to_zero,
+        prometheus_url=prometheus_url,
+    )
+    config = load_config(kubeconfig, server, context)
+    doc = asyncio.run(take_snapshot(settings, config, namespace, name, kind.value, clock, http.value))
+    text = (json.dumps(doc, indent=2) + "\n") if fmt == Format.json else yaml.safe_dump(doc, sort_keys=False)
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise InputError(f"cannot write the snapshot: {err.strerror}", file=str(output)) from None
