@@ -20,6 +20,21 @@ class Http(str, Enum):
     httpx = "httpx"
 
 
+# Options shared with `pyhpa snapshot` (same meaning, same defaults).
+KUBECONFIG_OPTION = typer.Option(None, "--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG, then ~/.kube/config).")
+CONTEXT_OPTION = typer.Option(None, "--context", help="kubeconfig context (default: the current one).")
+SERVER_OPTION = typer.Option(None, "--server", help="API server URL without credentials, e.g. a kubedouble at http://127.0.0.1:8001.")
+METRICS_TIMEOUT_OPTION = typer.Option(10.0, "--metrics-timeout", help="Seconds one metrics API call may take.")
+API_TIMEOUT_OPTION = typer.Option(10.0, "--api-timeout", help="Seconds any other API call may take.")
+TOLERANCE_OPTION = typer.Option(0.1, "--tolerance", help="Default tolerance, a fraction (spec.tolerance overrides; upstream: --horizontal-pod-autoscaler-tolerance).")
+CPU_INITIALIZATION_PERIOD_OPTION = typer.Option(300.0, "--cpu-initialization-period", help="Seconds (spec.cpuInitializationPeriodSeconds overrides).")
+INITIAL_READINESS_DELAY_OPTION = typer.Option(30.0, "--initial-readiness-delay", help="Seconds (spec.initialReadinessDelaySeconds overrides).")
+DOWNSCALE_STABILIZATION_OPTION = typer.Option(300.0, "--downscale-stabilization", help="Seconds of the scale-down window when spec.behavior does not set one.")
+SCALE_TO_ZERO_OPTION = typer.Option(False, "--scale-to-zero", help="Feature gate HPAScaleToZero (minReplicas 0 with Object/External metrics).")
+HTTP_OPTION = typer.Option(Http.aiohttp, "--http", help="Transport under lightkube: aiohttp (faster) or httpx (lightkube's stock).")
+PROMETHEUS_URL_OPTION = typer.Option(None, "--prometheus-url", help="Default Prometheus server of type: Prometheus metrics (their prometheus.server overrides), e.g. http://prometheus:9090.")
+
+
 class MemoryStoreKind(str, Enum):
     status = "status"
     process = "process"
@@ -33,25 +48,25 @@ class Part(str, Enum):
 
 
 def run(
-    kubeconfig: Optional[str] = typer.Option(None, "--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)."),
-    context: Optional[str] = typer.Option(None, "--context", help="kubeconfig context (default: the current one)."),
-    server: Optional[str] = typer.Option(None, "--server", help="API server URL without credentials, e.g. a kubedouble at http://127.0.0.1:8001."),
+    kubeconfig: Optional[str] = KUBECONFIG_OPTION,
+    context: Optional[str] = CONTEXT_OPTION,
+    server: Optional[str] = SERVER_OPTION,
     namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Serve autoscalers of this namespace only (default: all)."),
     workers: int = typer.Option(5, "--workers", help="Concurrent syncs (upstream: --concurrent-horizontal-pod-autoscaler-syncs)."),
     sync_period: float = typer.Option(15.0, "--sync-period", help="Default seconds between syncs of one autoscaler (spec.syncPeriodSeconds overrides)."),
     jitter: float = typer.Option(0.1, "--jitter", help="Each resync lands within period*(1±jitter), so autoscalers do not sync in bursts."),
-    metrics_timeout: float = typer.Option(10.0, "--metrics-timeout", help="Seconds one metrics API call may take."),
-    api_timeout: float = typer.Option(10.0, "--api-timeout", help="Seconds any other API call may take."),
+    metrics_timeout: float = METRICS_TIMEOUT_OPTION,
+    api_timeout: float = API_TIMEOUT_OPTION,
     health_host: str = typer.Option("0.0.0.0", "--health-host", help="Address of /healthz, /readyz and /metrics."),
     health_port: int = typer.Option(8080, "--health-port", help="Port of /healthz, /readyz and /metrics (-1: do not serve)."),
-    tolerance: float = typer.Option(0.1, "--tolerance", help="Default tolerance, a fraction (spec.tolerance overrides; upstream: --horizontal-pod-autoscaler-tolerance)."),
-    cpu_initialization_period: float = typer.Option(300.0, "--cpu-initialization-period", help="Seconds (spec.cpuInitializationPeriodSeconds overrides)."),
-    initial_readiness_delay: float = typer.Option(30.0, "--initial-readiness-delay", help="Seconds (spec.initialReadinessDelaySeconds overrides)."),
-    downscale_stabilization: float = typer.Option(300.0, "--downscale-stabilization", help="Seconds of the scale-down window when spec.behavior does not set one."),
-    scale_to_zero: bool = typer.Option(False, "--scale-to-zero", help="Feature gate HPAScaleToZero (minReplicas 0 with Object/External metrics)."),
-    http: Http = typer.Option(Http.aiohttp, "--http", help="Transport under lightkube: aiohttp (faster) or httpx (lightkube's stock)."),
+    tolerance: float = TOLERANCE_OPTION,
+    cpu_initialization_period: float = CPU_INITIALIZATION_PERIOD_OPTION,
+    initial_readiness_delay: float = INITIAL_READINESS_DELAY_OPTION,
+    downscale_stabilization: float = DOWNSCALE_STABILIZATION_OPTION,
+    scale_to_zero: bool = SCALE_TO_ZERO_OPTION,
+    http: Http = HTTP_OPTION,
     log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error."),
-    prometheus_url: Optional[str] = typer.Option(None, "--prometheus-url", help="Default Prometheus server of type: Prometheus metrics (their prometheus.server overrides), e.g. http://prometheus:9090."),
+    prometheus_url: Optional[str] = PROMETHEUS_URL_OPTION,
     preview: bool = typer.Option(False, "--preview", help="Read-only: watch native autoscaling/v2 HPAs, log and export what pyhpa would decide next to what the cluster did; never writes."),
     leader_elect: Optional[bool] = typer.Option(None, "--leader-elect/--no-leader-elect", help="Only the holder of a coordination.k8s.io/v1 Lease syncs and writes; losing it exits with code 1 (default: on; off with --server or --preview)."),
     lease_duration: float = typer.Option(15.0, "--leader-elect-lease-duration", help="Seconds a standby waits after the last renewal it saw before taking the Lease over."),

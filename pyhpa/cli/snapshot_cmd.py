@@ -14,6 +14,7 @@ import yaml
 
 from ..adapters.errors import InputError
 from ..adapters.parse import timestamp
+from . import run_cmd
 from .run_cmd import Http
 
 
@@ -29,22 +30,22 @@ class Format(str, Enum):
 
 def snapshot(
     key: str = typer.Argument(..., metavar="NAMESPACE/NAME", help="The autoscaler to snapshot."),
-    kubeconfig: Optional[str] = typer.Option(None, "--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)."),
-    context: Optional[str] = typer.Option(None, "--context", help="kubeconfig context (default: the current one)."),
-    server: Optional[str] = typer.Option(None, "--server", help="API server URL without credentials, e.g. a kubedouble."),
+    kubeconfig: Optional[str] = run_cmd.KUBECONFIG_OPTION,
+    context: Optional[str] = run_cmd.CONTEXT_OPTION,
+    server: Optional[str] = run_cmd.SERVER_OPTION,
     kind: Kind = typer.Option(Kind.horizontalautoscaler, "--kind", help="horizontalautoscaler (pyhpa.dev) or hpa (a native autoscaling/v2 HPA)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the snapshot to FILE (default: stdout)."),
     fmt: Format = typer.Option(Format.yaml, "--format", help="yaml or json."),
     now: Optional[str] = typer.Option(None, "--now", help="The sync's clock, RFC 3339 (default: the wall clock)."),
-    metrics_timeout: float = typer.Option(10.0, "--metrics-timeout", help="Seconds one metrics API call may take (as pyhpa run)."),
-    api_timeout: float = typer.Option(10.0, "--api-timeout", help="Seconds any other API call may take."),
-    tolerance: float = typer.Option(0.1, "--tolerance", help="The controller's --tolerance (spec.tolerance overrides)."),
-    cpu_initialization_period: float = typer.Option(300.0, "--cpu-initialization-period", help="The controller's flag, seconds."),
-    initial_readiness_delay: float = typer.Option(30.0, "--initial-readiness-delay", help="The controller's flag, seconds."),
-    downscale_stabilization: float = typer.Option(300.0, "--downscale-stabilization", help="The controller's flag, seconds."),
-    scale_to_zero: bool = typer.Option(False, "--scale-to-zero", help="Feature gate HPAScaleToZero."),
-    prometheus_url: Optional[str] = typer.Option(None, "--prometheus-url", help="The controller's default Prometheus server."),
-    http: Http = typer.Option(Http.aiohttp, "--http", help="Transport under lightkube: aiohttp or httpx."),
+    metrics_timeout: float = run_cmd.METRICS_TIMEOUT_OPTION,
+    api_timeout: float = run_cmd.API_TIMEOUT_OPTION,
+    tolerance: float = run_cmd.TOLERANCE_OPTION,
+    cpu_initialization_period: float = run_cmd.CPU_INITIALIZATION_PERIOD_OPTION,
+    initial_readiness_delay: float = run_cmd.INITIAL_READINESS_DELAY_OPTION,
+    downscale_stabilization: float = run_cmd.DOWNSCALE_STABILIZATION_OPTION,
+    scale_to_zero: bool = run_cmd.SCALE_TO_ZERO_OPTION,
+    prometheus_url: Optional[str] = run_cmd.PROMETHEUS_URL_OPTION,
+    http: Http = run_cmd.HTTP_OPTION,
 ) -> None:
     """Gather what one sync of an autoscaler would gather (scale, pods, metrics, memory, flags) and write
     it as a snapshot for ``pyhpa explain`` (format: tests/data/conformance/FORMAT.md). Writes nothing to
