@@ -76,7 +76,10 @@ async def test_preview_reports_what_pyhpa_would_decide_and_never_writes(kd, capl
     put_pods(kd, "web", 0, 3)
     set_cpu(kd, "web", 3, "200m")  # 100 % of the request against 50 %: pyhpa wants 6
     kd.put_object(native_hpa("web", desired=3, current=3))  # the cluster's controller said 3
-    fresh = native_hpa("fresh", desired=0, current=0, target="web")
+    await client.create(codecs.from_dict(deployment("other", 3)))  # its own pods: two HPAs on the same
+    put_pods(kd, "other", 0, 3)                                      # pods would be AmbiguousSelector
+    set_cpu(kd, "other", 3, "200m")
+    fresh = native_hpa("fresh", desired=0, current=0, target="other")
     fresh["status"] = {"desiredReplicas": 0}  # a new HPA, not synced by the cluster yet (Go's zero value)
     kd.put_object(fresh)
     kd.clear_requests()

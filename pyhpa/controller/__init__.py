@@ -116,6 +116,7 @@ class Controller:
         self.monitor.num_autoscalers.dec()
         self.monitor.deleted(a.namespace, a.name)
         self.memory.forget(key)
+        self.reconciler.selectors.remove(key)
         if self.queue is not None:
             self.queue.remove(key)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..core import ControllerConfig, Decision, Event, Memory, MetricSamples, Pod, Scale, decide, rescale_failed
@@ -21,6 +21,7 @@ from .events import EventRecorder
 from .informer import PodCache
 from .memory import MemoryStore
 from .monitor import INTERNAL, NONE, SPEC, Monitor, action_label
+from .selectors import SelectorIndex
 from .sources import Fetched, MetricSources
 from .status import StaleSpec, StatusWriter, status_from_decision, status_with_condition
 from .writer import Writer, WritesDisabled
@@ -41,6 +42,7 @@ class SyncInputs:
     memory: Memory
     now: float
     config: ControllerConfig
+    other_selectors: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -95,6 +97,7 @@ class Reconciler:
         self.events = events
         self.monitor = monitor
         self.clock = clock
+        self.selectors = SelectorIndex()
         self.on_synced: Callable[[SyncResult], None] | None = None
 
     async def sync(self, key: str) -> SyncResult | None:
@@ -127,7 +130,8 @@ class Reconciler:
             return await self._failed_get_scale(a, now, str(err), SPEC)
         except ApiFailure as err:
             return await self._failed_get_scale(a, now, err.message, INTERNAL)
-        decision = decide(a.hpa, inputs.scale, inputs.pods, inputs.samples, inputs.memory, now, a.config)
+        decision = decide(a.hpa, inputs.scale, inputs.pods, inputs.samples, inputs.memory, now, a.config,
+                          other_selectors=inputs.other_selectors)
         self._observe_metrics(decision, fetched, inputs.scale.spec_replicas, a)
         return await self._act(a, inputs, decision, handle)
 
@@ -138,9 +142,11 @@ class Reconciler:
         ``pyhpa snapshot`` serializes exactly this."""
         scale, handle = await self.cluster.get_scale(a.namespace, a.scale_target_ref)
         pods = self.pods.select(a.namespace, scale.selector)
+        self.selectors.put(a.key, a.namespace, scale.selector)
+        others = self.selectors.candidates(a.key, a.namespace, pods)
         fetched = await self.sources.gather(a, scale)
         inputs = SyncInputs(a, scale, pods, [f.samples for f in fetched], [f.answer for f in fetched],
-                            self.memory.load(a, now), now, a.config)
+                            self.memory.load(a, now), now, a.config, others)
         return inputs, handle, fetched
 
     async def _act(self, a: Autoscaler, inputs: SyncInputs, decision: Decision, handle: Any) -> SyncResult:

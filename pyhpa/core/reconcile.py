@@ -7,6 +7,8 @@ rescale and the status write; if the rescale fails it calls ``rescale_failed``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .calculator import _Calc
 from .metrics import UNABLE_PREFIX, compute_proposal
 from .model import (
@@ -57,9 +59,11 @@ def tolerances(hpa: HPA, config: ControllerConfig) -> tuple[float, float]:
 class _Sync:
     """Mutable state of one sync; methods mirror the steps of reconcileAutoscaler."""
 
-    __slots__ = ("hpa", "scale", "now", "config", "conds", "events", "proposals", "error")
+    __slots__ = ("hpa", "scale", "now", "config", "conds", "events", "proposals", "error", "others")
 
-    def __init__(self, hpa: HPA, scale: Scale, now: float, config: ControllerConfig):
+    def __init__(self, hpa: HPA, scale: Scale, now: float, config: ControllerConfig,
+                 others: Sequence[tuple[str, str]] = ()):
+        self.others = others
         self.hpa = hpa
         self.scale = scale
         self.now = now
@@ -88,9 +92,29 @@ class _Sync:
             self.cond("ScalingActive", "False", "InvalidSelector", msg)
             self.error = msg
             return None
-        if not reqs:
-            return pods
-        return [p for p in pods if matches(reqs, p.labels)]
+        selected = [p for p in pods if matches(reqs, p.labels)] if reqs else pods
+        if self.others:
+            owners = self.owners(selected)
+            if len(owners) > 1:
+                msg = f"pods by selector {text} are controlled by multiple HPAs: [{' '.join(owners)}]"
+                self.events.append(Event("Warning", "AmbiguousSelector", msg))
+                self.cond("ScalingActive", "False", "AmbiguousSelector", msg)
+                self.error = msg
+                return None
+        return selected
+
+    def owners(self, selected: list[Pod]) -> list[str]:
+        """Sorted ``namespace/name`` of every HPA whose selector matches one of ``selected``
+        (upstream: hpasControllingPodsUnderSelector); other HPAs' bad selectors match nothing."""
+        keys = {f"{self.hpa.namespace}/{self.hpa.name}"}
+        for key, text in self.others:
+            try:
+                reqs = parse_selector(text)
+            except SelectorError:
+                continue
+            if reqs and any(matches(reqs, p.labels) for p in selected):
+                keys.add(key)
+        return sorted(keys)
 
     def metrics(self, pods: list[Pod], samples: list[MetricSamples]) -> tuple[int, str] | None:
         """computeReplicasForMetrics: (replicas, metric name), or None when the sync must stop."""
@@ -166,16 +190,19 @@ def decide(
     now: float,
     config: ControllerConfig,
     prenormalized: int | None = None,
+    other_selectors: Sequence[tuple[str, str]] = (),
 ) -> Decision:
     """Decide one sync of ``hpa``.
 
     ``samples[i]`` answers ``hpa.metrics[i]``; ``pods`` are the pods of the HPA's
     namespace (the core applies ``scale.selector``); ``now`` is epoch seconds. With
     ``prenormalized`` set, metric evaluation is skipped and that recommendation is
-    normalized. Never raises for bad metric data: failures become conditions, events and
+    normalized. ``other_selectors`` are (``namespace/name``, selector text) of other HPAs
+    that may select the same pods: if any does, the sync stops with AmbiguousSelector, as
+    upstream. Never raises for bad metric data: failures become conditions, events and
     ``Decision.error``, as upstream.
     """
-    sync = _Sync(hpa, scale, now, config)
+    sync = _Sync(hpa, scale, now, config, other_selectors)
     sync.cond("AbleToScale", "True", "SucceededGetScale", "the HPA controller was able to get the target's current scale")
     current = scale.spec_replicas
     mem = memory.copy()

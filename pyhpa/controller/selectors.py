@@ -1,0 +1,65 @@
+"""The last known pod selector of every autoscaler (upstream: the controller's ``hpaSelectors``).
+
+Upstream refuses to scale when the pods an HPA selects are also selected by another HPA
+(AmbiguousSelector). The decision core makes that check given candidate selectors; this
+index finds the candidates in O(pods x labels) per sync instead of O(autoscalers): each
+selector is filed under its first equality requirement ``key=value`` (selectors without
+one are scanned per namespace).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ..core import Pod
+from ..core.selector import SelectorError, parse_selector
+
+
+class SelectorIndex:
+    """``put`` after reading each target's Scale, ``remove`` when the autoscaler is deleted."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[str, str, tuple | None]] = {}  # key -> (namespace, text, bucket)
+        self._by_label: dict[tuple, set[str]] = defaultdict(set)  # (namespace, label, value) -> keys
+        self._scan: dict[str, set[str]] = defaultdict(set)  # namespace -> keys without an equality
+
+    def put(self, key: str, namespace: str, selector: str) -> None:
+        """Record ``key``'s current selector text (empty or unparsable: selects nothing)."""
+        old = self._entries.get(key)
+        if old is not None and old[:2] == (namespace, selector):
+            return
+        self.remove(key)
+        try:
+            reqs = parse_selector(selector) if selector else ()
+        except SelectorError:
+            reqs = ()
+        if not reqs:
+            return
+        first = next(((k, v) for op, k, v in reqs if op == "="), None)
+        bucket = (namespace, *first) if first else None
+        if bucket is None:
+            self._scan[namespace].add(key)
+        else:
+            self._by_label[bucket].add(key)
+        self._entries[key] = (namespace, selector, bucket)
+
+    def remove(self, key: str) -> None:
+        entry = self._entries.pop(key, None)
+        if entry is None:
+            return
+        namespace, _, bucket = entry
+        group = self._scan[namespace] if bucket is None else self._by_label[bucket]
+        group.discard(key)
+
+    def candidates(self, key: str, namespace: str, pods: list[Pod]) -> list[tuple[str, str]]:
+        """(``namespace/name``, selector) of other autoscalers that may select one of ``pods``
+        (the core checks them exactly), sorted by key."""
+        keys = set(self._scan.get(namespace, ()))
+        by_label = self._by_label
+        for pod in pods:
+            for label, value in pod.labels.items():
+                found = by_label.get((namespace, label, value))
+                if found:
+                    keys |= found
+        keys.discard(key)
+        return [(k, self._entries[k][1]) for k in sorted(keys)]
