@@ -20,6 +20,8 @@ from ..core import ControllerConfig
 SETTING_FIELDS = ("syncPeriodSeconds", "tolerance", "cpuInitializationPeriodSeconds", "initialReadinessDelaySeconds")
 
 
+_UPSTREAM = ControllerConfig()
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Flags of ``pyhpa run``. Durations are seconds, ``tolerance`` and ``jitter`` fractions.
@@ -40,11 +42,12 @@ class Settings:
     api_timeout_seconds: float = 10.0
     health_host: str = "0.0.0.0"
     health_port: int | None = 8080
-    tolerance: float = 0.1
-    cpu_initialization_period_seconds: float = 300.0
-    initial_readiness_delay_seconds: float = 30.0
-    downscale_stabilization_window_seconds: float = 300.0
-    scale_to_zero: bool = False
+    # the controller-manager flags: upstream's defaults, as the decision core's ControllerConfig has them
+    tolerance: float = _UPSTREAM.tolerance
+    cpu_initialization_period_seconds: float = _UPSTREAM.cpu_initialization_period_seconds
+    initial_readiness_delay_seconds: float = _UPSTREAM.initial_readiness_delay_seconds
+    downscale_stabilization_window_seconds: float = _UPSTREAM.downscale_stabilization_window_seconds
+    scale_to_zero: bool = _UPSTREAM.scale_to_zero
     retry_base_seconds: float = 1.0
     retry_max_seconds: float = 300.0
     retry_qps: float = 10.0
