@@ -35,14 +35,19 @@ from .api import Cluster, HttpMetrics, LightkubeCluster, MetricsClient
 from .autoscaler import Autoscaler, parse_autoscaler
 from .events import EventRecorder
 from .informer import Informer, PodCache
-from .leadership import Leadership, LeadershipLost, lease_settings
+from .. import __version__
+from .leadership import Leadership, LeadershipLost, default_identity, lease_settings
+from .load import SyncLoad
 from .memory import InProcessMemory, MemoryStore, StatusMemory
 from .monitor import Monitor
+from .nsmetrics import NamespaceMetrics
 from .preview import enable_preview
 from .queue import QueueClosed, WorkQueue
 from .reconciler import Reconciler, SyncResult
+from .scalecache import ScaleCache
 from .server import HealthServer
 from .settings import Settings
+from .shards import Sharding, ShardSettings
 from .sources import MetricSources
 from .status import StatusWriter
 from .writer import Writer
@@ -72,18 +77,25 @@ class Controller:
         self.events = EventRecorder(self.writer, settings.reporting_controller, settings.instance,
                                     settings.event_series_window_seconds)
         self.status = StatusWriter(self.writer, self.memory)
+        if isinstance(metrics, HttpMetrics):  # one metrics.k8s.io list per namespace and tick (nsmetrics)
+            metrics = NamespaceMetrics(metrics, self.pods.count, self.pods.labels)
         self.sources = MetricSources(metrics, settings.metrics_timeout_seconds)
         self.reconciler = Reconciler(self.autoscalers, self.pods, cluster, self.sources, self.memory, self.writer,
                                      self.status, self.events, self.monitor, clock)
         self.autoscaler_informer = Informer("autoscalers", cluster.autoscalers(settings.namespace),
                                             self._on_autoscaler, self._on_autoscaler_deleted)
         self.pod_informer = Informer("pods", cluster.pods(settings.namespace), self.pods.upsert, self.pods.delete)
+        self.scales = ScaleCache(cluster.listwatch, settings.namespace) if hasattr(cluster, "listwatch") else None
+        self.reconciler.scales = self.scales
         self.queue: WorkQueue | None = None
         self.syncs = 0
         self.stopping = False
         self._random = random.Random()
         if settings.preview:  # --preview: native HPAs, read-only, report only (pyhpa.controller.preview)
             enable_preview(self)
+        self.load = SyncLoad(self.monitor.registry)  # lag, requests per sync, shard size (pyhpa.controller.load)
+        self.load.whole(lambda: len(self.autoscalers))
+        self.shards: Sharding | None = None  # --shards auto: set by Sharding.run
 
     @property
     def ready(self) -> bool:
@@ -144,7 +156,11 @@ class Controller:
                 key = await queue.get()
             except QueueClosed:
                 return
+            if self.shards is not None and not self.shards.claim(key):
+                queue.done(key)  # another replica's share (it was requeued before the membership changed)
+                continue
             started, delay = loop.time(), None
+            sync = self.load.begin(key, started - queue.last_due)
             try:
                 result = await self.reconciler.sync(key)
                 self.syncs += 1
@@ -154,6 +170,7 @@ class Controller:
                 delay = min(queue.retry_delay(key), self.settings.sync_period_seconds)
             finally:
                 queue.done(key, delay)
+                self.load.end(sync)
 
     # ----- lifecycle ---------------------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event | None = None) -> None:
@@ -166,6 +183,8 @@ class Controller:
         background = [asyncio.create_task(self.autoscaler_informer.run(), name="informer-autoscalers"),
                       asyncio.create_task(self.pod_informer.run(), name="informer-pods"),
                       asyncio.create_task(self.events.run(), name="events")]
+        if self.scales is not None and not self.settings.preview:
+            background += self.scales.tasks()
         workers: list[asyncio.Task] = []
         try:
             if await self._wait_synced(stop):
@@ -239,13 +258,15 @@ async def run_controller(settings: Settings, config: SingleConfig, http: str = "
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
+    identity = settings.leader_elect_identity or default_identity()
     cluster = LightkubeCluster(config, settings.api_timeout_seconds, settings.field_manager, settings.list_chunk_size,
-                               settings.watch_timeout_seconds, http)
+                               settings.watch_timeout_seconds, http, user_agent=f"pyhpa/{__version__} ({identity})")
     metrics = HttpMetrics(cluster.raw, cluster.discovery, settings.metrics_timeout_seconds)
-    leadership = _leadership(settings, cluster)
+    sharding = _sharding(settings, cluster, identity)
+    leadership = None if sharding else _leadership(settings, cluster, identity)
     memory = StatusMemory(clock) if settings.memory_store == "status" else InProcessMemory()
-    controller = Controller(settings, cluster, metrics, memory=memory,
-                            gate=leadership.may_write if leadership else None, clock=clock)
+    gate = sharding.may_write if sharding else leadership.may_write if leadership else None
+    controller = Controller(settings, cluster, metrics, memory=memory, gate=gate, clock=clock)
     health = None
     if settings.health_port is not None:
         health = HealthServer(controller.monitor.registry, lambda: controller.ready or _standby(leadership, stop),
@@ -255,7 +276,10 @@ async def run_controller(settings: Settings, config: SingleConfig, http: str = "
     if on_started is not None:
         on_started(controller, health)
     try:
-        await (leadership.run(controller, stop) if leadership else controller.run(stop))
+        if sharding:
+            await sharding.run(controller, stop)
+        else:
+            await (leadership.run(controller, stop) if leadership else controller.run(stop))
     finally:
         if health is not None:
             await health.stop()
@@ -263,12 +287,23 @@ async def run_controller(settings: Settings, config: SingleConfig, http: str = "
     return controller
 
 
-def _leadership(settings: Settings, cluster: LightkubeCluster) -> Leadership | None:
+def _sharding(settings: Settings, cluster: LightkubeCluster, identity: str) -> Sharding | None:
+    """``--shards auto``: this replica's Lease in the shard group ``--leader-elect-resource-name`` (None for
+    ``--shards 1``)."""
+    if settings.shards != "auto":
+        return None
+    return Sharding(cluster.client, ShardSettings(
+        settings.leader_elect_namespace, settings.leader_elect_name, identity,
+        settings.leader_elect_lease_duration_seconds, settings.leader_elect_renew_deadline_seconds,
+        settings.leader_elect_retry_period_seconds))
+
+
+def _leadership(settings: Settings, cluster: LightkubeCluster, identity: str) -> Leadership | None:
     """The Lease campaign of ``--leader-elect`` (None without it)."""
     if not settings.leader_elect:
         return None
     lease = lease_settings(settings.leader_elect_namespace, settings.leader_elect_name,
-                           settings.leader_elect_identity, settings.leader_elect_lease_duration_seconds,
+                           identity, settings.leader_elect_lease_duration_seconds,
                            settings.leader_elect_renew_deadline_seconds, settings.leader_elect_retry_period_seconds)
     return Leadership(cluster.client, lease)
 

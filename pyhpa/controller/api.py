@@ -30,7 +30,7 @@ from lightkube.types import PatchType
 
 from ..core import Scale
 from .autoscaler import HorizontalAutoscaler, TargetRef
-from .transport import AiohttpTransport
+from .transport import AiohttpTransport, CountedTransport
 
 RESOURCE_METRICS = "/apis/metrics.k8s.io/v1beta1"
 CUSTOM_METRICS_GROUP = "custom.metrics.k8s.io"
@@ -278,24 +278,25 @@ class LightkubeListWatch:
                                   server_timeout=self._timeout)
 
 
-def transport_for(config: SingleConfig, http: str) -> httpx2.AsyncBaseTransport | None:
-    """``http`` "aiohttp": an ``AiohttpTransport`` with the kubeconfig's TLS settings; "httpx": None (stock)."""
-    if http == "httpx":
-        return None
+def transport_for(config: SingleConfig, http: str, user_agent: str | None = None) -> httpx2.AsyncBaseTransport:
+    """``http`` "aiohttp": an ``AiohttpTransport``; "httpx": httpx2's own transport; both with the kubeconfig's
+    TLS settings, counting requests per sync (``pyhpa.controller.load``) and sending ``user_agent``."""
     ctx = None
     if config.cluster.server.startswith("https"):
         ctx = verify_cluster(config.cluster, config.user, config.abs_file)
-    return AiohttpTransport(ctx)
+    if http == "httpx":
+        return CountedTransport(httpx2.AsyncHTTPTransport(verify=ctx if ctx is not None else True), user_agent)
+    return AiohttpTransport(ctx, user_agent=user_agent)
 
 
 class LightkubeCluster:
     """``Cluster`` and ``MetricsClient`` over lightkube's AsyncClient (one KubeConfig, one client each)."""
 
     def __init__(self, config: SingleConfig, api_timeout: float, field_manager: str, chunk_size: int = 500,
-                 watch_timeout: int = 300, http: str = "aiohttp", trust_env: bool = True):
+                 watch_timeout: int = 300, http: str = "aiohttp", trust_env: bool = True, user_agent: str | None = None):
         self.client = AsyncClient(config, timeout=httpx2.Timeout(api_timeout), field_manager=field_manager,
-                                  trust_env=trust_env, transport=transport_for(config, http))
-        self.raw = RawApi(config, api_timeout, transport_for(config, http), trust_env)
+                                  trust_env=trust_env, transport=transport_for(config, http, user_agent))
+        self.raw = RawApi(config, api_timeout, transport_for(config, http, user_agent), trust_env)
         self.discovery = Discovery(self.raw)
         self._chunk, self._watch_timeout = chunk_size, watch_timeout
 
@@ -307,6 +308,10 @@ class LightkubeCluster:
 
     def hpas(self, namespace: str | None) -> ListWatch:
         return LightkubeListWatch(self.client, HpaResource, namespace, self._chunk, self._watch_timeout)
+
+    def listwatch(self, res: Any, namespace: str | None) -> ListWatch:
+        """LIST/WATCH of any lightkube resource class (the Scale cache's workload kinds)."""
+        return LightkubeListWatch(self.client, res, namespace, self._chunk, self._watch_timeout)
 
     async def get_scale(self, namespace: str, ref: TargetRef) -> tuple[Scale, Any]:
         """GET the target's ``autoscaling/v1`` Scale; SpecError when the kind has no scale subresource."""
