@@ -171,6 +171,8 @@ class Controller:
             finally:
                 queue.done(key, delay)
                 self.load.end(sync)
+                if self.shards is not None:
+                    self.shards.settle(key)
 
     # ----- lifecycle ---------------------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event | None = None) -> None:

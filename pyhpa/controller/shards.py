@@ -122,6 +122,7 @@ class ShardMembership:
         self._renewed_at: float | None = None
         self._listed_at: float | None = None
         self._observed: dict[str, tuple[tuple, float]] = {}  # lease name -> (record, when it last changed)
+        self._next_expiry: float | None = None  # when the first live member's Lease expires unless renewed
         self._owns: dict[str, bool] = {}
         self.changes = 0
 
@@ -160,7 +161,14 @@ class ShardMembership:
             await self.tick()
             if self.lost.is_set():
                 return
-            await asyncio.sleep(s.retry_period_seconds)
+            next_tick = self.clock() + s.retry_period_seconds
+            while True:  # between ticks, list again the moment another member's Lease would expire
+                expiry = self._next_expiry
+                if expiry is None or expiry >= next_tick:
+                    await asyncio.sleep(max(0.0, next_tick - self.clock()))
+                    break
+                await asyncio.sleep(max(0.0, expiry - self.clock()) + 0.01)
+                await self._list()
 
     async def tick(self) -> None:
         """One renewal and one list of the group; updates the view, ``joined`` and ``lost``."""
@@ -223,7 +231,7 @@ class ShardMembership:
             log.warning("shard Leases of %s not listed: %s", s.group, err)
             return
         now = self.clock()
-        live, dead, seen = {s.identity}, [], {}
+        live, dead, seen, expiries = {s.identity}, [], {}, []
         for lease in leases:
             name, spec = lease.metadata.name, lease.spec or LeaseSpec()
             record = (spec.holderIdentity, spec.renewTime, spec.leaseTransitions)
@@ -232,11 +240,14 @@ class ShardMembership:
             seen[name] = (record, since)
             if name == self.name or not spec.holderIdentity:
                 continue
-            if now - since >= (spec.leaseDurationSeconds or s.lease_duration_seconds):
+            duration = spec.leaseDurationSeconds or s.lease_duration_seconds
+            if now - since >= duration:
                 dead.append(name)
             else:
                 live.add(spec.holderIdentity)
+                expiries.append(since + duration)
         self._observed = seen
+        self._next_expiry = min(expiries, default=None)
         self._listed_at = started
         members = tuple(sorted(live))
         if members != self.members:
@@ -309,6 +320,21 @@ class Sharding:
             return True
         return False
 
+    def settle(self, key: str) -> None:
+        """A sync of ``key`` ended: if the key left the share meanwhile, drop what that sync kept (its memory
+        working copy and its desired_replicas series; its writes were refused by the gate)."""
+        if not self.membership.owns(key):
+            self._drop(key)
+
+    def _drop(self, key: str) -> None:
+        c = self.controller
+        self._owned.discard(key)
+        c.queue.remove(key)
+        c.memory.forget(key)
+        a = c.autoscalers.get(key)
+        if a is not None:
+            c.monitor.deleted(a.namespace, a.name)
+
     def owned(self) -> int:
         """Autoscalers known to this replica that are in its share (the shard size)."""
         autoscalers = self.controller.autoscalers if self.controller is not None else {}
@@ -325,11 +351,7 @@ class Sharding:
             c.memory.forget(key)  # a working copy from an earlier term is stale: load the status' memory
             c.queue.add(key)
         for key in lost:
-            c.queue.remove(key)
-            c.memory.forget(key)
-            a = c.autoscalers.get(key)
-            if a is not None:
-                c.monitor.deleted(a.namespace, a.name)
+            self._drop(key)
         self._owned = now
         if gained or lost:
             log.info("shard %s: %d autoscalers (+%d, -%d)", self.identity, len(now), len(gained), len(lost))
