@@ -16,7 +16,6 @@ import yaml
 
 from ..core import ControllerConfig, Decision, HPA, Memory, MetricSamples, Pod, Scale, decide
 from ..core.quantity import format_milli
-from ..core.selector import SelectorError, matches, parse_selector
 from .errors import InputError
 from .metrics_api import external_samples, object_samples, pods_samples, resource_samples
 from .objects import hpa_from_dict, object_label, pod_from_dict
@@ -166,11 +165,9 @@ def _samples_one(spec, metrics: dict, errors: set) -> MetricSamples:
         return pods_samples(answer, where)
     if key == "object":
         return object_samples(answer, where)
-    try:
-        reqs = parse_selector(spec.selector)
-    except SelectorError as err:
-        raise InputError(str(err), field="metric selector") from None
-    return external_samples(answer, where, lambda labels: matches(reqs, labels))
+    # every item the external metrics API returned counts (upstream sums them all; the adapter
+    # behind the API applies the metric selector, so the snapshot holds its answer as given)
+    return external_samples(answer, where)
 
 
 def snapshot_from_dict(d: Any, source: str, index: int | None = None, lenient: bool = False) -> Snapshot:
@@ -185,7 +182,7 @@ def snapshot_from_dict(d: Any, source: str, index: int | None = None, lenient: b
                 raise InputError(f"missing required key {key!r}", field=key)
         config = controller_config(d.get("controller"))
         hpa, model, prom = _hpa_and_prometheus(d["hpa"], d.get("controller"), lenient, config.scale_to_zero)
-        pods = [_pod(p, i) for i, p in enumerate(d.get("pods") or [])]
+        pods = pods_in_namespace(d.get("pods") or [], hpa.namespace, lenient=lenient)
         pre = (d.get("input") or {}).get("prenormalizedDesiredReplicas")
         if pre is not None and (not isinstance(pre, int) or isinstance(pre, bool)):
             raise InputError(f"must be an integer, got {pre!r}", field="input.prenormalizedDesiredReplicas")
@@ -230,11 +227,25 @@ def _with_prometheus_samples(samples: list[MetricSamples], prom: dict, metrics: 
     return samples
 
 
-def _pod(p: Any, i: int) -> Pod:
+def pods_in_namespace(items: list, namespace: str, where: str = "pods", lenient: bool = False) -> list[Pod]:
+    """The pods of ``namespace`` among ``items`` (v1 Pod dicts), as upstream's pod lister lists them
+    (``Pods(hpa.Namespace)``): a pod of another namespace is parsed (so errors are reported) but left
+    out; a pod without ``metadata.namespace`` is taken to be in ``namespace``."""
+    out = []
+    for i, p in enumerate(items):
+        pod = _pod(p, i, where, lenient)
+        meta = p.get("metadata") if isinstance(p, dict) else None
+        ns = meta.get("namespace") if isinstance(meta, dict) else None
+        if not ns or ns == namespace:
+            out.append(pod)
+    return out
+
+
+def _pod(p: Any, i: int, where: str = "pods", lenient: bool = False) -> Pod:
     try:
-        return pod_from_dict(p)
+        return pod_from_dict(p, lenient)
     except InputError as err:
-        raise InputError(err.message, obj=err.obj or object_label(p), field=f"pods[{i}].{err.field}".rstrip(".")) from None
+        raise InputError(err.message, obj=err.obj or object_label(p), field=f"{where}[{i}].{err.field}".rstrip(".")) from None
 
 
 def load_snapshots(path: str | Path, lenient: bool = False) -> list[Snapshot]:
@@ -268,4 +279,6 @@ def decision_json(name: str, d: Decision) -> dict:
         for p in d.proposals
     ]
     conds = [{"type": c.type, "status": c.status, "reason": c.reason, "message": c.message} for c in d.conditions]
-    return {"name": name, "proposals": proposals, "desiredReplicas": d.desired_replicas, "conditions": conds}
+    # status.desiredReplicas: what upstream writes (the previous value when every metric failed)
+    desired = d.status.get("desiredReplicas", d.desired_replicas)
+    return {"name": name, "proposals": proposals, "desiredReplicas": desired, "conditions": conds}

@@ -46,11 +46,11 @@ def describe(spec: MetricSpec) -> str:
     """Upstream's metric name used in messages ("cpu resource utilization (percentage of request)")."""
     t = spec.type
     if t == RESOURCE:
-        if spec.target_type == UTILIZATION or spec.target_average_milli is None:
+        if spec.target_average_milli is None:
             return f"{spec.name} resource utilization (percentage of request)"
         return f"{spec.name} resource"
     if t == CONTAINER_RESOURCE:
-        if spec.target_type == UTILIZATION or spec.target_average_milli is None:
+        if spec.target_average_milli is None:
             return f"{spec.name} container resource utilization (percentage of request)"
         return f"{spec.name} resource"
     if t == PODS:
@@ -85,7 +85,8 @@ def resource_proposal(calc: _Calc, spec: MetricSpec, samples: MetricSamples) -> 
         if spec.type == CONTAINER_RESOURCE
         else f"failed to get {spec.name} resource metric value: "
     )
-    by_value = spec.target_average_milli is not None and spec.target_type != UTILIZATION
+    # upstream computeStatusForResourceMetricGeneric: an averageValue wins whatever the declared type
+    by_value = spec.target_average_milli is not None
     if not by_value and spec.target_utilization is None:
         inner = "invalid resource metric source: neither an average utilization target nor an average value (usage) target was set"
         return _fail(spec, reason, inner, outer_prefix + inner)
@@ -185,11 +186,13 @@ def external_proposal(calc: _Calc, spec: MetricSpec, samples: MetricSamples, sta
         inner = f"unable to get external metric {calc.namespace}/{spec.name}/{spec.selector}: {samples.error}"
         wrapped = f"failed to get {spec.name} external metric: {inner}"
         return _fail(spec, reason, inner, outer + wrapped)
-    usage = calc_mod.sum_values(samples)
     if use_avg:
-        replicas, raw, ratio = calc_mod.per_pod_replicas(calc, usage, spec.target_average_milli, status_replicas)
+        usage = calc_mod.sum_values_per_pod(samples)
+        replicas, raw, ratio = calc_mod.per_pod_replicas(
+            calc, usage, spec.target_average_milli, status_replicas, external=True)
         current = {"averageValue": format_milli(raw)}
     else:
+        usage = calc_mod.sum_values(samples)
         ratio = calc_mod.fdiv(float(usage), float(spec.target_value_milli))
         try:
             replicas = calc_mod.usage_ratio_replicas(calc, ratio)
