@@ -48,7 +48,8 @@ def snapshot_from_kubectl(
     """Build a Snapshot (controller memory empty, upstream default flags unless ``config``)."""
     config = config or ControllerConfig()
     try:
-        hpa, model = hpa_from_dict(read_document(hpa_path), lenient=lenient, scale_to_zero=config.scale_to_zero)
+        hpa, model = hpa_from_dict(read_document(hpa_path), lenient=lenient, scale_to_zero=config.scale_to_zero,
+                                   go_structs=lenient)
     except InputError as err:
         raise err.at(file=str(hpa_path)) from None
     pods = []

@@ -189,13 +189,18 @@ def _conditions(status: Any) -> tuple[Condition, ...]:
     return tuple(out)
 
 
-def hpa_from_model(h: Any, lenient: bool = False, scale_to_zero: bool = False) -> HPA:
-    """A core HPA from a lightkube autoscaling/v2 HorizontalPodAutoscaler; raises InputError."""
+def hpa_from_model(h: Any, lenient: bool = False, scale_to_zero: bool = False, go_structs: bool = False) -> HPA:
+    """A core HPA from a lightkube autoscaling/v2 HorizontalPodAutoscaler; raises InputError.
+
+    ``lenient``: metric and target types the API server refuses are passed on (the core reports them
+    as upstream does). ``go_structs`` (implies lenient): also minReplicas/maxReplicas the API server
+    refuses, as upstream's unit tests build them."""
+    lenient = lenient or go_structs
     spec = h.spec
     label = f"HorizontalPodAutoscaler {h.metadata.namespace or 'default'}/{h.metadata.name}"
     try:
         min_r = 1 if spec.minReplicas is None else spec.minReplicas
-        _check_bounds(min_r, spec.maxReplicas, lenient, scale_to_zero)
+        _check_bounds(min_r, spec.maxReplicas, lenient, scale_to_zero, go_structs)
         metrics_raw = spec.metrics or []
         metrics = tuple(_metric(m, i, lenient) for i, m in enumerate(metrics_raw))
         if not metrics:
@@ -216,8 +221,8 @@ def hpa_from_model(h: Any, lenient: bool = False, scale_to_zero: bool = False) -
         raise err.at(obj=label) from None
 
 
-def _check_bounds(min_r: int, max_r: int, lenient: bool, scale_to_zero: bool) -> None:
-    if lenient:  # the controller meets whatever numbers a Go struct holds; upstream clamps them
+def _check_bounds(min_r: int, max_r: int, lenient: bool, scale_to_zero: bool, go_structs: bool = False) -> None:
+    if go_structs:  # a Go struct holds any numbers; upstream's controller clamps them
         return
     if max_r < 1:
         raise InputError("maxReplicas must be at least 1", field="spec.maxReplicas")
@@ -271,8 +276,12 @@ def _go_zero(info: Any) -> Any:
     return {}
 
 
-def hpa_from_dict(d: dict, lenient: bool = False, scale_to_zero: bool = False) -> tuple[HPA, Any]:
-    """(core HPA, lightkube model) from an autoscaling/v2 HorizontalPodAutoscaler dict."""
+def hpa_from_dict(d: dict, lenient: bool = False, scale_to_zero: bool = False,
+                  go_structs: bool = False) -> tuple[HPA, Any]:
+    """(core HPA, lightkube model) from an autoscaling/v2 HorizontalPodAutoscaler dict.
+
+    ``go_structs``: read the object as upstream's unit tests build it (``go_zero_fill``, bounds unchecked);
+    what ``pyhpa explain --lenient`` does. ``lenient`` alone (the controller) keeps the object's schema."""
     if not isinstance(d, dict):
         raise InputError("expected a HorizontalPodAutoscaler object (a mapping)")
     if d.get("kind") != "HorizontalPodAutoscaler" or d.get("apiVersion") != "autoscaling/v2":
@@ -280,10 +289,10 @@ def hpa_from_dict(d: dict, lenient: bool = False, scale_to_zero: bool = False) -
             f"expected apiVersion autoscaling/v2, kind HorizontalPodAutoscaler; got {d.get('apiVersion')}/{d.get('kind')}",
             obj=object_label(d), field="kind",
         )
-    if lenient:
+    if go_structs:
         d = go_zero_fill(d, HorizontalPodAutoscalerResource)
     model = decode(d)
-    return hpa_from_model(model, lenient, scale_to_zero), model
+    return hpa_from_model(model, lenient, scale_to_zero, go_structs), model
 
 
 def pod_from_model(p: Any) -> Pod:

@@ -207,7 +207,7 @@ def _hpa_and_prometheus(doc: Any, controller: Any, lenient: bool, scale_to_zero:
     v2_metrics, prom = split_prometheus(metrics, "spec.metrics", server)
     if prom:
         doc = dict(doc, spec=dict(spec, metrics=v2_metrics))
-    hpa, model = hpa_from_dict(doc, lenient=lenient, scale_to_zero=scale_to_zero)
+    hpa, model = hpa_from_dict(doc, lenient=lenient, scale_to_zero=scale_to_zero, go_structs=lenient)
     return with_prometheus(hpa, prom), model, prom
 
 
