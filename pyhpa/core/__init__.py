@@ -25,10 +25,12 @@ from .model import (
     ScalingRules,
     Step,
 )
+from .normalize import MemoryHorizons, memory_horizons, relevant_memory, stabilization_windows, store_scale_event
 from .reconcile import decide, rescale_failed, tolerances
 
 __all__ = [
     "Behavior", "Condition", "ControllerConfig", "Decision", "Event", "HPA", "Memory", "MetricSamples",
     "MetricSpec", "Pod", "PodSample", "Proposal", "Scale", "ScalingPolicy", "ScalingRules", "Step",
     "decide", "rescale_failed", "tolerances",
+    "MemoryHorizons", "memory_horizons", "relevant_memory", "stabilization_windows", "store_scale_event",
 ]
