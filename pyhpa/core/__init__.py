@@ -5,6 +5,10 @@ HorizontalController does (replica calculator, normalization, conditions, events
 ``explain``, ``simulate`` and the live controller all call it. Inputs and outputs are the
 plain types of ``pyhpa.core.model``; ``pyhpa.adapters`` builds them from Kubernetes
 objects.
+
+The public surface: the names below (``__all__``), the plain types of ``pyhpa.core.model``, and the
+names listed in the ``__all__`` of ``calculator``, ``metrics``, ``thresholds``, ``selector`` and
+``quantity``. Nothing outside the core imports anything else of it (tests/test_core_surface.py).
 """
 
 from .model import (
@@ -25,6 +29,7 @@ from .model import (
     ScalingRules,
     Step,
 )
+from .calculator import MetricError, ReplicaCalculator
 from .normalize import MemoryHorizons, memory_horizons, relevant_memory, stabilization_windows, store_scale_event
 from .reconcile import decide, rescale_failed, tolerances
 
@@ -33,4 +38,5 @@ __all__ = [
     "MetricSpec", "Pod", "PodSample", "Proposal", "Scale", "ScalingPolicy", "ScalingRules", "Step",
     "decide", "rescale_failed", "tolerances",
     "MemoryHorizons", "memory_horizons", "relevant_memory", "stabilization_windows", "store_scale_event",
+    "MetricError", "ReplicaCalculator",
 ]

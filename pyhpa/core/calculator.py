@@ -25,6 +25,14 @@ from .model import (
 )
 
 
+__all__ = [
+    "MetricError", "ReplicaCalculator", "ceil_replicas", "ceil_saturate", "fdiv", "go_int64", "group_pods",
+    "per_pod_replicas", "plain_replicas", "pod_amount", "pod_requests", "ready_pod_count",
+    "resource_utilization_replicas", "saturate_int32", "sum_values", "sum_values_per_pod", "trunc_div",
+    "usage_ratio", "usage_ratio_replicas", "utilization_ratio", "within", "wrap_int64",
+]
+
+
 class MetricError(Exception):
     """A metric could not be computed; the message is upstream's error text."""
 
@@ -38,20 +46,6 @@ def saturate_int32(x: float | int) -> int:
     return int(x)
 
 
-def saturate_int64(x: float | int) -> int:
-    """``int64(x)`` clamped into int64."""
-    if x >= MAX_INT64:
-        return MAX_INT64
-    if x <= -MAX_INT64 - 1:
-        return -MAX_INT64 - 1
-    return int(x)
-
-
-def add_int64(a: int, b: int) -> int:
-    """Saturating int64 addition (upstream caps metric sums at MaxInt64)."""
-    return saturate_int64(a + b)
-
-
 def within(ratio: float, down: float, up: float) -> bool:
     """Upstream Tolerances.isWithin: ``1-down <= ratio <= 1+up`` in float64."""
     return (1.0 - down) <= ratio <= (1.0 + up)
@@ -59,7 +53,7 @@ def within(ratio: float, down: float, up: float) -> bool:
 
 def ceil_replicas(ratio: float, count: int) -> int:
     """``int32(math.Ceil(ratio * float64(count)))`` with saturation."""
-    return _ceil_saturate(ratio * float(count), MAX_INT32)
+    return ceil_saturate(ratio * float(count), MAX_INT32)
 
 
 def group_pods(
@@ -228,8 +222,11 @@ def usage_ratio(values: dict[str, int], target: int) -> tuple[float, int]:
     return fdiv(float(avg), float(target)), avg
 
 
-class _Calc:
-    """Shared inputs of one metric computation (keeps the per-metric functions short)."""
+class ReplicaCalculator:
+    """The inputs one sync's metric computations share (upstream's ReplicaCalculator): the selected
+    ``pods``, the metric's per-pod ``samples``, ``current`` replicas, the (``down``, ``up``)
+    tolerances, ``now`` (epoch s), the controller ``config`` and the HPA's ``namespace``; ``groups``
+    holds the last pod grouping (for ``explain``)."""
 
     __slots__ = ("pods", "samples", "current", "down", "up", "now", "config", "groups", "namespace")
 
@@ -289,7 +286,7 @@ class _Calc:
         return replicas, new_ratio, filled
 
 
-def resource_utilization_replicas(calc: _Calc, resource: str, container: str, target: int):
+def resource_utilization_replicas(calc: ReplicaCalculator, resource: str, container: str, target: int):
     """Utilization target: (replicas, utilization %, raw avg milli, ratio, new ratio, filled).
 
     Upstream: GetResourceReplicas. Missing pods count as 0 % on scale-up and as
@@ -318,7 +315,7 @@ def resource_utilization_replicas(calc: _Calc, resource: str, container: str, ta
     return replicas, utilization, raw, ratio, new_ratio, filled
 
 
-def plain_replicas(calc: _Calc, target_milli: int, is_cpu: bool):
+def plain_replicas(calc: ReplicaCalculator, target_milli: int, is_cpu: bool):
     """Per-pod average target: (replicas, avg milli, ratio, new ratio, filled).
 
     Upstream: calcPlainMetricReplicas (Pods metrics and Resource AverageValue). Missing
@@ -350,7 +347,7 @@ def ready_pod_count(pods: list[Pod]) -> int:
     return sum(1 for p in pods if p.phase == "Running" and p.ready is True)
 
 
-def usage_ratio_replicas(calc: _Calc, ratio: float) -> int:
+def usage_ratio_replicas(calc: ReplicaCalculator, ratio: float) -> int:
     """Replicas for a whole-object ratio (getUsageRatioReplicaCount).
 
     At 0 current replicas (scale from zero) tolerance is ignored: ``ceil(ratio)``.
@@ -363,10 +360,10 @@ def usage_ratio_replicas(calc: _Calc, ratio: float) -> int:
         except MetricError as err:
             raise MetricError(f"unable to calculate ready pods: {err}") from None
         return ceil_replicas(ratio, ready)
-    return _ceil_saturate(ratio, MAX_INT32)
+    return ceil_saturate(ratio, MAX_INT32)
 
 
-def per_pod_replicas(calc: _Calc, usage: int, target_milli: int, status_replicas: int,
+def per_pod_replicas(calc: ReplicaCalculator, usage: int, target_milli: int, status_replicas: int,
                      external: bool = False) -> tuple[int, int, float]:
     """AverageValue over the whole object: (replicas, usage per replica, ratio).
 
@@ -379,7 +376,7 @@ def per_pod_replicas(calc: _Calc, usage: int, target_milli: int, status_replicas
     replicas = status_replicas
     ratio = fdiv(float(usage), float(target_milli) * float(status_replicas))
     if not within(ratio, calc.down, calc.up):
-        replicas = _ceil_saturate(fdiv(float(usage), float(target_milli)), MAX_INT32)
+        replicas = ceil_saturate(fdiv(float(usage), float(target_milli)), MAX_INT32)
     if external and float(usage) >= float(MAX_INT64):
         return replicas, MAX_INT64, ratio
     per_replica = fdiv(float(usage), float(status_replicas))
@@ -404,8 +401,9 @@ def wrap_int64(x: int) -> int:
     return ((x + 2**63) % 2**64) - 2**63
 
 
-def _ceil_saturate(x: float, limit: int) -> int:
-    """ceil(x) converted to an integer type of max ``limit`` (NaN gives 0)."""
+def ceil_saturate(x: float, limit: int) -> int:
+    """ceil(x) converted to an integer type of max ``limit``, saturating at its bounds (NaN gives 0):
+    Go's float-to-integer conversion as arm64 computes it (docs/exactness.md)."""
     if x != x:
         return 0
     if x >= limit:

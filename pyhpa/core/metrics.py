@@ -7,7 +7,7 @@ error text and the ScalingActive=False reason (FailedGetResourceMetric, ...).
 from __future__ import annotations
 
 from . import calculator as calc_mod
-from .calculator import MetricError, _Calc
+from .calculator import MetricError, ReplicaCalculator
 from .model import (
     AVERAGE_VALUE,
     CONTAINER_RESOURCE,
@@ -22,6 +22,9 @@ from .model import (
     Proposal,
 )
 from .quantity import format_milli
+
+__all__ = ["FAILED_REASON", "UNABLE_PREFIX", "compute_proposal", "describe"]
+
 
 #: upstream getUnableComputeReplicaCountCondition's message prefix; the event carries the rest
 UNABLE_PREFIX = "the HPA was unable to compute the replica count: "
@@ -76,7 +79,7 @@ def _value_status(spec: MetricSpec, current: dict) -> dict:
     return {"type": t, "external": {"metric": metric, "current": current}}
 
 
-def resource_proposal(calc: _Calc, spec: MetricSpec, samples: MetricSamples) -> Proposal:
+def resource_proposal(calc: ReplicaCalculator, spec: MetricSpec, samples: MetricSamples) -> Proposal:
     """Resource and ContainerResource metrics (computeStatusForResourceMetricGeneric)."""
     container = spec.container if spec.type == CONTAINER_RESOURCE else ""
     reason = FAILED_REASON[spec.type]
@@ -119,7 +122,7 @@ def resource_proposal(calc: _Calc, spec: MetricSpec, samples: MetricSamples) -> 
     )
 
 
-def pods_proposal(calc: _Calc, spec: MetricSpec, samples: MetricSamples) -> Proposal:
+def pods_proposal(calc: ReplicaCalculator, spec: MetricSpec, samples: MetricSamples) -> Proposal:
     """Pods metrics: per-pod average against an AverageValue target (computeStatusForPodsMetric)."""
     reason = FAILED_REASON[PODS]
     try:
@@ -140,7 +143,7 @@ def pods_proposal(calc: _Calc, spec: MetricSpec, samples: MetricSamples) -> Prop
     )
 
 
-def object_proposal(calc: _Calc, spec: MetricSpec, samples: MetricSamples, status_replicas: int) -> Proposal:
+def object_proposal(calc: ReplicaCalculator, spec: MetricSpec, samples: MetricSamples, status_replicas: int) -> Proposal:
     """Object metrics: Value against the object, or AverageValue per replica (computeStatusForObjectMetric)."""
     reason = FAILED_REASON[OBJECT]
     outer = "failed to get object metric value: "
@@ -173,7 +176,7 @@ def object_proposal(calc: _Calc, spec: MetricSpec, samples: MetricSamples, statu
     )
 
 
-def external_proposal(calc: _Calc, spec: MetricSpec, samples: MetricSamples, status_replicas: int) -> Proposal:
+def external_proposal(calc: ReplicaCalculator, spec: MetricSpec, samples: MetricSamples, status_replicas: int) -> Proposal:
     """External metrics: summed series, Value or AverageValue per replica (computeStatusForExternalMetric)."""
     reason = FAILED_REASON[EXTERNAL]
     outer = f"failed to get {spec.name} external metric value: "
@@ -207,7 +210,7 @@ def external_proposal(calc: _Calc, spec: MetricSpec, samples: MetricSamples, sta
     )
 
 
-def compute_proposal(calc: _Calc, spec: MetricSpec, samples: MetricSamples, status_replicas: int) -> Proposal:
+def compute_proposal(calc: ReplicaCalculator, spec: MetricSpec, samples: MetricSamples, status_replicas: int) -> Proposal:
     """Dispatch on the metric source type; an unknown type gives InvalidMetricSourceType."""
     calc.groups = None
     t = spec.type

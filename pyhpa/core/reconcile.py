@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .calculator import _Calc
+from .calculator import ReplicaCalculator
 from .metrics import UNABLE_PREFIX, compute_proposal
 from .model import (
     EXTERNAL,
@@ -123,7 +123,7 @@ class _Sync:
             return None
         hpa, scale = self.hpa, self.scale
         down, up = tolerances(hpa, self.config)
-        calc = _Calc(selected, {}, scale.spec_replicas, down, up, self.now, self.config, hpa.namespace)
+        calc = ReplicaCalculator(selected, {}, scale.spec_replicas, down, up, self.now, self.config, hpa.namespace)
         replicas, name, invalid, first = 0, "", 0, None
         for i, spec in enumerate(hpa.metrics):
             s = samples[i] if i < len(samples) else _NO_SAMPLES
