@@ -169,8 +169,10 @@ def _read_csv(file: str) -> pd.DataFrame:
         df = pd.read_csv(file, dtype=str, keep_default_na=False, skipinitialspace=True)
     except FileNotFoundError:
         raise InputError("cannot read file: no such file", file=file) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"cannot read file: {err}", file=file) from None
+    except UnicodeDecodeError as err:
+        raise InputError(f"not a text file (CSV): byte {err.start} is not UTF-8", file=file) from None
+    except OSError as err:
+        raise InputError(f"cannot read file: {err.strerror or err}", file=file) from None
     except pd.errors.EmptyDataError:
         raise InputError("the file is empty (a trace needs a header row and data rows)", file=file) from None
     except pd.errors.ParserError as err:
