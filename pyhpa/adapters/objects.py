@@ -11,10 +11,8 @@ the HPAScaleToZero gate) are passed on, and the core reports them as upstream do
 
 from __future__ import annotations
 
-import math
 import re
 import typing
-from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
@@ -38,7 +36,7 @@ from ..core.model import (
     ScalingRules,
 )
 from .errors import InputError
-from .parse import milli, timestamp, tolerance_float
+from .parse import milli, number_text, timestamp, tolerance_float
 
 _SOURCE_KEY = {
     "Resource": "resource",
@@ -161,19 +159,14 @@ def _quantity_plan(cls: type, _visiting: frozenset = frozenset()) -> tuple[tuple
 
 
 def quantity_text(value: Any, field: str) -> str:
-    """A quantity the user wrote as a number, as the text the API server reads for it (``100`` -> ``"100"``,
-    ``0.05`` -> ``"0.05"``, ``1e-05`` -> ``"0.00001"``); raises InputError for anything but a string or number."""
+    """A quantity the user wrote as a number, as the text the API server reads for it (``parse.number_text``);
+    raises InputError for anything but a string or number."""
     if isinstance(value, str):
         return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InputError(f"expected a quantity (a number, or a string such as 500m or 1Gi), got {_json_type(value)}",
                          field=field)
-    if isinstance(value, int):
-        return str(value)
-    if not math.isfinite(value):
-        raise InputError(f"expected a quantity, got {value!r}", field=field)
-    text = repr(value)
-    return format(Decimal(text), "f") if "e" in text or "E" in text else text
+    return number_text(value, field)
 
 
 def quantities_as_text(d: Any, cls: type, path: str) -> Any:

@@ -17,7 +17,7 @@ from ..adapters.kubectl import snapshot_from_kubectl
 from ..adapters.parse import format_time, timestamp
 from ..adapters.snapshot import Snapshot, decision_json, load_snapshots, run_snapshot
 from ..core import Decision, Proposal, tolerances
-from ..core.quantity import format_milli
+from . import readable
 
 
 class Output(str, Enum):
@@ -86,7 +86,7 @@ def _gather(files, hpa, pods, pod_metrics, replicas, selector, now, lenient) -> 
 
 
 def _value(p: Proposal, milli: int | None) -> str:
-    return "-" if milli is None else format_milli(milli)
+    return readable.quantity(milli, p.spec)
 
 
 def _target_text(p: Proposal) -> str:
@@ -94,16 +94,17 @@ def _target_text(p: Proposal) -> str:
     if s.target_type == "Utilization":
         return f"{s.target_utilization}% of request"
     if s.target_type == "AverageValue" and s.target_average_milli is not None:
-        return f"{format_milli(s.target_average_milli)} average"
+        return f"{readable.quantity(s.target_average_milli, s)} average"
     if s.target_value_milli is not None:
-        return f"{format_milli(s.target_value_milli)} value"
+        return f"{readable.quantity(s.target_value_milli, s)} value"
     return "-"
 
 
 def _current_text(p: Proposal) -> str:
     if p.utilization is not None:
         return f"{p.utilization}% of request (average {_value(p, p.raw_milli)})"
-    return _value(p, p.raw_milli)
+    kind = {"AverageValue": " average", "Value": " value"}.get(p.spec.target_type, "")
+    return _value(p, p.raw_milli) + ("" if p.raw_milli is None else kind)
 
 
 def _ratio_line(p: Proposal) -> str:
@@ -125,7 +126,7 @@ def _pod_lines(p: Proposal) -> list[str]:
     if g.missing:
         lines.append(f"no metric sample: {', '.join(g.missing)}")
     if p.filled:
-        assumed = ", ".join(f"{n}={format_milli(v)}" for n, v in p.filled.items())
+        assumed = ", ".join(f"{n}={readable.quantity(v, p.spec)}" for n, v in p.filled.items())
         direction = "scale-up: assumed 0" if p.ratio and p.ratio > 1.0 else "scale-down: assumed at target/request"
         lines.append(f"filled in ({direction}): {assumed}")
         if p.new_ratio is not None:
