@@ -61,7 +61,10 @@ def decode(d: dict, kind_label: str = "") -> Any:
         model = resource_class(d)
     except (LoadResourceError, ValueError, KeyError, TypeError, AttributeError) as err:
         raise InputError(f"not a Kubernetes object: {err}", obj=label) from None
-    d = quantities_as_text(d, model, "")
+    try:
+        d = quantities_as_text(d, model, "")
+    except InputError as err:
+        raise err.at(obj=label) from None
     try:
         return model.from_dict(d)
     except msgspec.ValidationError as err:
@@ -365,6 +368,9 @@ def hpa_from_dict(d: dict, lenient: bool = False, scale_to_zero: bool = False) -
         got = " ".join(str(d[k]) for k in ("apiVersion", "kind") if d.get(k)) or "no apiVersion and kind"
         raise InputError(f"expected an autoscaling/v2 HorizontalPodAutoscaler, got {got}", obj=object_label(d),
                          field="kind")
+    meta = d.get("metadata")
+    if not isinstance(meta, dict) or not meta.get("name"):
+        raise InputError("required field is missing", obj=object_label(d), field="metadata.name")
     model = decode(d)
     return hpa_from_model(model, lenient, scale_to_zero), model
 
