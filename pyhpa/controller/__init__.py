@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import signal
 import time
 from typing import Any, Callable
@@ -40,7 +39,7 @@ from .leadership import Leadership, LeadershipLost, default_identity, lease_sett
 from .load import SyncLoad
 from .memory import InProcessMemory, MemoryStore, StatusMemory
 from .monitor import Monitor
-from .nsmetrics import NamespaceMetrics
+from .nsmetrics import NamespaceMetrics, namespace_jitter
 from .preview import enable_preview
 from .queue import QueueClosed, WorkQueue
 from .reconciler import Reconciler, SyncResult
@@ -53,6 +52,9 @@ from .status import StatusWriter
 from .writer import Writer
 
 log = logging.getLogger("pyhpa.controller")
+
+#: Seconds the workers wait at start for the Scale cache's first list (after that, live GETs until it has).
+SCALE_CACHE_WAIT_SECONDS = 30.0
 
 __all__ = ["Controller", "LeadershipLost", "Settings", "load_config", "run_controller"]
 
@@ -78,7 +80,8 @@ class Controller:
                                     settings.event_series_window_seconds)
         self.status = StatusWriter(self.writer, self.memory)
         if isinstance(metrics, HttpMetrics):  # one metrics.k8s.io list per namespace and tick (nsmetrics)
-            metrics = NamespaceMetrics(metrics, self.pods.count, self.pods.labels)
+            metrics = NamespaceMetrics(metrics, self.pods.count, self.pods.labels,
+                                       lambda ns, selector: len(self.pods.select(ns, selector)))
         self.sources = MetricSources(metrics, settings.metrics_timeout_seconds)
         self.reconciler = Reconciler(self.autoscalers, self.pods, cluster, self.sources, self.memory, self.writer,
                                      self.status, self.events, self.monitor, clock)
@@ -90,7 +93,6 @@ class Controller:
         self.queue: WorkQueue | None = None
         self.syncs = 0
         self.stopping = False
-        self._random = random.Random()
         if settings.preview:  # --preview: native HPAs, read-only, report only (pyhpa.controller.preview)
             enable_preview(self)
         self.load = SyncLoad(self.monitor.registry)  # lag, requests per sync, shard size (pyhpa.controller.load)
@@ -145,8 +147,7 @@ class Controller:
         if result.retry:
             return min(self.queue.retry_delay(key), period)
         self.queue.forget(key)
-        jitter = self.settings.jitter
-        due = started + period * (1.0 + self._random.uniform(-jitter, jitter))
+        due = started + period * (1.0 + namespace_jitter(a.namespace, period, started, self.settings.jitter))
         return max(0.0, due - asyncio.get_running_loop().time())
 
     async def _worker(self) -> None:
@@ -190,6 +191,8 @@ class Controller:
         workers: list[asyncio.Task] = []
         try:
             if await self._wait_synced(stop):
+                if self.scales is not None and not s.preview:  # else the first round GETs every Scale
+                    await self.scales.wait_synced(SCALE_CACHE_WAIT_SECONDS, stop)
                 log.info("caches synced: %d autoscalers, %d pods; starting %d workers",
                          len(self.autoscalers), len(self.pods), s.workers)
                 workers = [asyncio.create_task(self._worker(), name=f"worker-{i}") for i in range(s.workers)]

@@ -13,14 +13,15 @@ PodMetrics, which is how it answers ``labelSelector`` itself); an item without l
 pod cache's pod of that name matches the selector.
 
 When the namespace list is worth it: once at least two distinct selectors of the namespace have been
-asked and, by the sizes of their last answers, they cover at least half of the namespace's pods (so a
-namespace of 5,000 pods with one small autoscaler keeps its selector query). Everything else (custom,
-external, object metrics) passes through unchanged.
+asked and, by the pod cache, they select at least half of the namespace's pods (so a namespace of 5,000
+pods with one small autoscaler keeps its selector query). Everything else (custom, external, object
+metrics) passes through unchanged.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -30,6 +31,18 @@ from .api import MetricsClient
 
 #: Seconds a namespace list is shared after its request was sent.
 SHARE_SECONDS = 0.5
+
+
+def namespace_jitter(namespace: str, period: float, started: float, jitter: float) -> float:
+    """The requeue jitter (a fraction in [-jitter, jitter]) of an autoscaler of ``namespace`` with sync
+    ``period`` seconds whose sync started at ``started`` (event-loop seconds): pseudo-random per namespace,
+    period and round (``started // period``), so the autoscalers of one namespace that synced together stay
+    together — and share one metrics list — while namespaces stay spread over the period."""
+    if jitter <= 0:
+        return 0.0
+    seed = f"{namespace}\x00{period!r}\x00{int(started // period)}".encode()
+    u = int.from_bytes(hashlib.blake2b(seed, digest_size=8).digest(), "big") / 2.0**64
+    return (2.0 * u - 1.0) * jitter
 
 
 @dataclass(slots=True)
@@ -47,42 +60,37 @@ class NamespaceMetrics:
     """A ``MetricsClient`` whose ``resource_metrics`` shares one namespace list per tick (see module doc).
 
     ``pod_count(namespace)`` is the number of pods of the namespace (the pod cache), ``pod_labels(namespace,
-    name)`` a cached pod's labels (None when unknown); ``window`` seconds; ``clock`` event-loop seconds.
+    name)`` a cached pod's labels (None when unknown), ``selected(namespace, selector)`` how many cached pods
+    the selector picks; ``window`` seconds; ``clock`` event-loop seconds.
     """
 
     def __init__(self, inner: MetricsClient, pod_count: Callable[[str], int],
-                 pod_labels: Callable[[str, str], dict | None], window: float = SHARE_SECONDS,
-                 clock: Callable[[], float] | None = None):
+                 pod_labels: Callable[[str, str], dict | None], selected: Callable[[str, str], int],
+                 window: float = SHARE_SECONDS, clock: Callable[[], float] | None = None):
         self._inner = inner
         self._pod_count = pod_count
         self._pod_labels = pod_labels
+        self._selected = selected
         self._window = window
         self._clock = clock
         self._listings: OrderedDict[str, _Listing] = OrderedDict()
-        self._sizes: dict[str, dict[str, int]] = {}  # namespace -> selector -> items in its last answer
+        self._sizes: dict[str, dict[str, int]] = {}  # namespace -> selector -> pods it selected when first asked
         self.namespace_lists = self.selector_queries = self.shared = 0
 
     def _now(self) -> float:
         return (self._clock or asyncio.get_running_loop().time)()
 
-    def _worth_sharing(self, namespace: str) -> bool:
-        sizes = self._sizes.get(namespace)
-        return sizes is not None and len(sizes) >= 2 and 2 * sum(sizes.values()) >= self._pod_count(namespace)
-
-    def _remember(self, namespace: str, selector: str, answer: Any) -> None:
-        items = answer.get("items") if isinstance(answer, dict) else None
-        if isinstance(items, list):
-            sizes = self._sizes.setdefault(namespace, {})
-            if selector in sizes or len(sizes) < 1000:
-                sizes[selector] = len(items)
+    def _worth_sharing(self, namespace: str, selector: str) -> bool:
+        sizes = self._sizes.setdefault(namespace, {})
+        if selector not in sizes and len(sizes) < 1000:
+            sizes[selector] = self._selected(namespace, selector)
+        return len(sizes) >= 2 and 2 * sum(sizes.values()) >= self._pod_count(namespace)
 
     async def resource_metrics(self, namespace: str, selector: str) -> dict:
         """The PodMetricsList of the pods ``selector`` picks in ``namespace`` (raises ApiFailure)."""
-        if not self._worth_sharing(namespace):
+        if not self._worth_sharing(namespace, selector):
             self.selector_queries += 1
-            answer = await self._inner.resource_metrics(namespace, selector)
-            self._remember(namespace, selector, answer)
-            return answer
+            return await self._inner.resource_metrics(namespace, selector)
         now = self._now()
         listing = self._listings.get(namespace)
         if listing is None or now - listing.started > self._window:
@@ -97,7 +105,6 @@ class NamespaceMetrics:
         picked = listing.picked.get(selector)
         if picked is None:
             picked = listing.picked[selector] = self._pick(namespace, selector, answer, listing)
-            self._remember(namespace, selector, picked)
         return picked
 
     def _expire(self, now: float) -> None:
@@ -157,4 +164,4 @@ class NamespaceMetrics:
         return await self._inner.external_metric(namespace, metric, selector)
 
 
-__all__ = ["SHARE_SECONDS", "NamespaceMetrics"]
+__all__ = ["SHARE_SECONDS", "NamespaceMetrics", "namespace_jitter"]

@@ -129,6 +129,15 @@ class ScaleCache:
         """Every enabled kind has listed once."""
         return all(i.synced.is_set() or g.disabled for i, g in self._informers.values())
 
+    async def wait_synced(self, timeout: float, stop: asyncio.Event | None = None) -> bool:
+        """Wait until every enabled kind has listed (at most ``timeout`` seconds, or until ``stop``); True when
+        it has."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not self.synced and loop.time() < deadline and not (stop is not None and stop.is_set()):
+            await asyncio.sleep(0.05)
+        return self.synced
+
     def get(self, namespace: str, ref: TargetRef | None) -> Scale | None:
         """The cached Scale of ``ref`` in ``namespace``; None: read it live (kind not cached, cache not
         listed yet, or no such object in the cache)."""
