@@ -290,3 +290,15 @@ async def test_steady_syncs_read_no_scale_and_a_rescale_reads_it_live_first(kd):
     assert samples["pyhpa_sync_lag_seconds_count"] >= 10 and samples["pyhpa_sync_api_requests_count"] >= 10
     assert samples["pyhpa_shard_autoscalers"] == 1 and samples["pyhpa_shard_members"] == 1
     assert kd.invalid_requests == []
+
+
+def test_shipped_rbac_lets_the_scale_cache_list_the_workload_kinds():
+    import yaml
+
+    from pyhpa.cli.run_cmd import manifest_text
+
+    role = next(d for d in yaml.safe_load_all(manifest_text("rbac"))
+                if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "pyhpa-controller")
+    apps = [r for r in role["rules"] if r["apiGroups"] == ["apps"]]
+    assert apps == [{"apiGroups": ["apps"], "resources": ["deployments", "statefulsets", "replicasets"],
+                     "verbs": ["list", "watch"]}]
