@@ -385,6 +385,9 @@ def main() -> None:
     parser.add_argument("--shard-seconds", type=float, default=30.0, help="seconds the sharded run is measured")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
+    from pyhpa.controller.load import tune_gc
+
+    tune_gc()  # as pyhpa run does
     worker_counts = args.workers or [1, 5]
     apis = args.api or ["stub", "http"]
     if "stub" in apis:

@@ -36,7 +36,7 @@ from .events import EventRecorder
 from .informer import Informer, PodCache
 from .. import __version__
 from .leadership import Leadership, LeadershipLost, default_identity, lease_settings
-from .load import SyncLoad
+from .load import SyncLoad, tune_gc
 from .memory import InProcessMemory, MemoryStore, StatusMemory
 from .monitor import Monitor
 from .nsmetrics import NamespaceMetrics, namespace_jitter
@@ -260,6 +260,7 @@ async def run_controller(settings: Settings, config: SingleConfig, http: str = "
     seconds of the decisions. Returns the stopped Controller.
     """
     stop = stop or asyncio.Event()
+    tune_gc()
     if install_signals:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
