@@ -302,3 +302,34 @@ def test_shipped_rbac_lets_the_scale_cache_list_the_workload_kinds():
     apps = [r for r in role["rules"] if r["apiGroups"] == ["apps"]]
     assert apps == [{"apiGroups": ["apps"], "resources": ["deployments", "statefulsets", "replicasets"],
                      "verbs": ["list", "watch"]}]
+
+
+async def test_ambiguous_selectors_are_found_across_shards(kd):
+    """Two autoscalers on the same pods, each in another replica's share: each replica knows the other
+    share's selectors from the Scale cache, so both report AmbiguousSelector and neither scales."""
+    names = [f"hpa-{i}" for i in range(40)]
+    a = next(n for n in names if owner(f"default/{n}", ["x", "y"]) == "x")
+    b = next(n for n in names if owner(f"default/{n}", ["x", "y"]) == "y")
+    client = kd.async_client()
+    await client.create(codecs.from_dict(deployment("web", 2)))
+    for i in range(2):
+        kd.put_object(pod(f"web-{i}", "web"))
+        kd.set_pod_metrics("default", f"web-{i}", {"app": {"cpu": "200m"}})  # 100 %: either alone would scale
+    for name in (a, b):
+        await client.create(HorizontalAutoscaler(autoscaler(name, "web")))
+    lease = dict(shards="auto", sync_period_seconds=0.5, leader_elect_namespace="default", leader_elect_name="amb",
+                 leader_elect_lease_duration_seconds=2.0, leader_elect_renew_deadline_seconds=1.5,
+                 leader_elect_retry_period_seconds=0.25)
+    async with ControllerTask(kd, leader_elect_identity="x", **lease) as x, \
+            ControllerTask(kd, leader_elect_identity="y", **lease) as y:
+        def reasons(name):
+            status = (kd.get_object("pyhpa.dev/v1alpha1", "horizontalautoscalers", "default", name) or {}).get("status")
+            return {c["type"]: c["reason"] for c in (status or {}).get("conditions") or []}
+
+        await wait_for(lambda: reasons(a).get("ScalingActive") == reasons(b).get("ScalingActive") == "AmbiguousSelector",
+                       timeout=30, what="both autoscalers ambiguous")
+        await x.syncs(3, f"default/{a}")
+        await y.syncs(3, f"default/{b}")
+        assert {r.key for r in x.results} == {f"default/{a}"} and {r.key for r in y.results} == {f"default/{b}"}
+        assert kd.get_object("apps/v1", "deployments", "default", "web")["spec"]["replicas"] == 2
+    assert kd.invalid_requests == []

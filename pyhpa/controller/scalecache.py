@@ -152,6 +152,13 @@ class ScaleCache:
             self.hits += 1
         return scale
 
+    def peek(self, namespace: str, ref: TargetRef) -> Scale | None:
+        """The cached Scale, if any, without counting a hit or a miss (not for decisions: ``get`` is)."""
+        entry = self._informers.get((ref.api_version, ref.kind))
+        if entry is None or not entry[0].synced.is_set():
+            return None
+        return self._scales.get((ref.kind, namespace, ref.name))
+
     def tasks(self) -> list[asyncio.Task]:
         """Start the informers (cancel the tasks to stop them)."""
         return [asyncio.create_task(i.run(), name=i.name) for i, _ in self._informers.values()]

@@ -335,6 +335,29 @@ class Sharding:
         if a is not None:
             c.monitor.deleted(a.namespace, a.name)
 
+    def refresh_foreign_selectors(self) -> int:
+        """File the pod selector of every autoscaler of another share in the controller's selector index, from
+        the Scale cache (upstream's AmbiguousSelector check needs the selectors of *all* autoscalers; a
+        replica learns its own share's from its syncs). Returns how many are known."""
+        c = self.controller
+        scales = getattr(c, "scales", None)
+        if c is None or scales is None:
+            return 0
+        index, known = c.reconciler.selectors, 0
+        for key, a in list(c.autoscalers.items()):
+            if self.membership.owns(key) or a.scale_target_ref is None:
+                continue
+            scale = scales.peek(a.namespace, a.scale_target_ref)
+            if scale is not None:
+                index.put(key, a.namespace, scale.selector)
+                known += 1
+        return known
+
+    async def _foreign_selectors(self) -> None:
+        while True:
+            self.refresh_foreign_selectors()
+            await asyncio.sleep(self.settings.retry_period_seconds)
+
     def owned(self) -> int:
         """Autoscalers known to this replica that are in its share (the shard size)."""
         autoscalers = self.controller.autoscalers if self.controller is not None else {}
@@ -364,6 +387,7 @@ class Sharding:
         controller.load.shard(self.owned, lambda: len(self.membership.members))
         self.membership.on_change = self._rebalance
         member = asyncio.create_task(self.membership.run(), name="shard-membership")
+        foreign = asyncio.create_task(self._foreign_selectors(), name="shard-foreign-selectors")
         controller_stop = asyncio.Event()
         led = asyncio.create_task(controller.run(controller_stop), name="controller")
         lost = asyncio.ensure_future(self.membership.lost.wait())
@@ -385,10 +409,10 @@ class Sharding:
             await self.membership.release()
             log.info("left shard group %s", self.settings.group)
         finally:
-            for task in (lost, stopped, member, led):
+            for task in (lost, stopped, member, led, foreign):
                 if not task.done():
                     task.cancel()
-            await asyncio.gather(lost, stopped, member, led, return_exceptions=True)
+            await asyncio.gather(lost, stopped, member, led, foreign, return_exceptions=True)
 
 
 __all__ = ["GROUP_LABEL", "ShardLost", "ShardMembership", "ShardSettings", "Sharding", "lease_name", "owner",
