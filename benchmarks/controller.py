@@ -346,24 +346,27 @@ def sharded_run(n: int, shards: int, workers: int, period: float, seconds: float
         print(f"  [shards={shards}] every autoscaler synced once {time.monotonic() - started:.0f}s after start "
               "(informers listing included)", file=sys.stderr)
         time.sleep(2 * period)
-        before, cpu0, t0 = [_scrape(p) for p in ports], [_cpu_seconds(p.pid) for p in procs], time.monotonic()
+        pids = [p.pid for p in procs] + [double.proc.pid]
+        before, cpu0, t0 = [_scrape(p) for p in ports], [_cpu_seconds(p) for p in pids], time.monotonic()
+        load0 = os.getloadavg()[0]
         time.sleep(seconds)
-        after, cpu1, t1 = [_scrape(p) for p in ports], [_cpu_seconds(p.pid) for p in procs], time.monotonic()
+        after, cpu1, t1 = [_scrape(p) for p in ports], [_cpu_seconds(p) for p in pids], time.monotonic()
         syncs = sum(_total(a, "horizontal_pod_autoscaler_controller_reconciliations_total")
                     - _total(b, "horizontal_pod_autoscaler_controller_reconciliations_total")
                     for a, b in zip(after, before))
         requests = sum(_total(a, "pyhpa_sync_api_requests_sum") - _total(b, "pyhpa_sync_api_requests_sum")
                        for a, b in zip(after, before))
-        double_cpu = _cpu_seconds(double.proc.pid)
         prefix = f"api=http shards={shards} workers={workers} hpas={n} sync_period_seconds={period:g}"
         print(f"{prefix} syncs_per_second={syncs / (t1 - t0):.0f}", flush=True)
         print(f"{prefix} sync_lag_p50_seconds={_lag_quantile(before, after, 0.5):g}", flush=True)
         print(f"{prefix} sync_lag_p99_seconds={_lag_quantile(before, after, 0.99):g}", flush=True)
         sizes = [a.get(("pyhpa_shard_autoscalers", ()), 0) for a in after]
-        print(f"  [shards={shards}] needed {n / period:.0f} syncs/s; shard sizes {sizes}; "
-              f"requests per sync {requests / max(syncs, 1):.2f}; CPU over {t1 - t0:.0f}s: replicas "
-              f"{[round(c1 - c0, 1) for c0, c1 in zip(cpu0, cpu1)]} s (of {os.cpu_count()} cores), double "
-              f"{double_cpu:.0f} s since its start", file=sys.stderr, flush=True)
+        used = [round((c1 - c0) / (t1 - t0), 2) for c0, c1 in zip(cpu0, cpu1)]
+        print(f"  [shards={shards}] needed {n / period:.0f} syncs/s; shard sizes {sizes}; requests per sync "
+              f"{requests / max(syncs, 1):.2f}; CPU (cores) over {t1 - t0:.0f}s: replicas {used[:-1]}, double "
+              f"{used[-1]} (machine: {os.cpu_count()} cores, load average {load0:.1f} -> {os.getloadavg()[0]:.1f}); "
+              f"controller CPU per sync {sum(c1 - c0 for c0, c1 in zip(cpu0[:-1], cpu1[:-1])) / max(syncs, 1) * 1e3:.2f} ms",
+              file=sys.stderr, flush=True)
     finally:
         for p in procs:
             p.terminate()

@@ -32,13 +32,17 @@ def resource_samples(answer: dict, resource: str, container: str = "", where: st
         return MetricSamples(error="no metrics returned from resource metrics API")
     pods: dict[str, PodSample] = {}
     for i, m in enumerate(items):
-        f = f"{where}.items[{i}]"
-        name = (m.get("metadata") or {}).get("name")
-        ts = timestamp(m.get("timestamp"), f"{f}.timestamp")
-        window = duration(m.get("window", "0s"), f"{f}.window")
-        value = _pod_value(m.get("containers") or [], resource, container, f)
+        try:  # the hot path of every sync: field names are only built for an error message
+            ts = timestamp(m.get("timestamp"))
+            window = duration(m.get("window", "0s"))
+            value = _pod_value(m.get("containers") or [], resource, container, "")
+        except (InputError, AttributeError):
+            f = f"{where}.items[{i}]"  # again, with the field names: raises the same error, named
+            ts = timestamp(m.get("timestamp"), f"{f}.timestamp")
+            window = duration(m.get("window", "0s"), f"{f}.window")
+            value = _pod_value(m.get("containers") or [], resource, container, f)
         if value is not None:
-            pods[name] = PodSample(value, ts, window)
+            pods[(m.get("metadata") or {}).get("name")] = PodSample(value, ts, window)
     first = timestamp(items[0].get("timestamp"), f"{where}.items[0].timestamp")
     return MetricSamples(pods=pods, timestamp=first)
 
