@@ -9,6 +9,7 @@ returns the new recommendation list; none mutates its inputs.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from .model import MAX_INT32, Behavior, ControllerConfig, Memory, ScalingRules, Step
 
@@ -244,5 +245,5 @@ def store_scale_event(memory: Memory, behavior: Behavior | None, prev: int, new:
     else:
         events.append(event)
     if up:
-        return Memory(memory.recommendations, events, memory.scale_down_events)
-    return Memory(memory.recommendations, memory.scale_up_events, events)
+        return replace(memory, scale_up_events=events)
+    return replace(memory, scale_down_events=events)
