@@ -14,10 +14,11 @@ from typing import Any
 
 import yaml
 
-from ..core import ControllerConfig, Decision, HPA, Memory, MetricSamples, Pod, Scale, decide
+from ..core import ControllerConfig, Decision, HPA, Memory, MetricFailures, MetricSamples, Pod, Scale, decide
 from ..core.quantity import format_milli
 from ..core.selector import SelectorError, matches, parse_selector
 from .errors import InputError
+from .fallback import read_fallback, without_metric_fallbacks
 from .metrics_api import external_samples, object_samples, pods_samples, resource_samples
 from .objects import hpa_from_dict, object_label, pod_from_dict
 from .parse import format_time, timestamp
@@ -117,7 +118,28 @@ def memory_from_dict(d: Any) -> Memory:
         return out
 
     recs = pairs("recommendations", "replicas") if "recommendations" in d else None
-    return Memory(recs, pairs("scaleUpEvents", "replicaChange"), pairs("scaleDownEvents", "replicaChange"))
+    return Memory(recs, pairs("scaleUpEvents", "replicaChange"), pairs("scaleDownEvents", "replicaChange"),
+                  _metric_failures(d.get("metricFailures")))
+
+
+def _metric_failures(items: Any) -> dict[str, MetricFailures]:
+    """``history.metricFailures``: [{metric, numberOfFailures, firstFailureTime, fallbackSince?}]."""
+    out: dict[str, MetricFailures] = {}
+    if items is None:
+        return out
+    if not isinstance(items, list):
+        raise InputError("must be a list", field="history.metricFailures")
+    for i, e in enumerate(items):
+        f = f"history.metricFailures[{i}]"
+        n = e.get("numberOfFailures") if isinstance(e, dict) else None
+        if not isinstance(e, dict) or not isinstance(e.get("metric"), str) or not isinstance(n, int) or \
+                isinstance(n, bool) or n < 1:
+            raise InputError("needs metric, numberOfFailures (an integer >= 1) and firstFailureTime", field=f)
+        since = e.get("fallbackSince")
+        out[e["metric"]] = MetricFailures(
+            number_of_failures=n, first_failure_time=timestamp(e.get("firstFailureTime"), f"{f}.firstFailureTime"),
+            fallback_since=None if since is None else timestamp(since, f"{f}.fallbackSince"))
+    return out
 
 
 def memory_to_dict(m: Memory) -> dict:
@@ -131,6 +153,11 @@ def memory_to_dict(m: Memory) -> dict:
     }
     if m.recommendations is not None:
         out = {"recommendations": pairs(m.recommendations, "replicas"), **out}
+    if m.metric_failures:
+        out["metricFailures"] = [
+            {"metric": k, "numberOfFailures": f.number_of_failures, "firstFailureTime": format_time(f.first_failure_time),
+             **({"fallbackSince": format_time(f.fallback_since)} if f.fallback_since is not None else {})}
+            for k, f in sorted(m.metric_failures.items())]
     return out
 
 
@@ -207,11 +234,14 @@ def _hpa_and_prometheus(doc: Any, controller: Any, lenient: bool, scale_to_zero:
     spec = doc.get("spec") if isinstance(doc, dict) else None
     metrics = spec.get("metrics") if isinstance(spec, dict) else None
     server = (controller.get("prometheusUrl") if isinstance(controller, dict) else None) or OFFLINE_SERVER
-    v2_metrics, prom = split_prometheus(metrics, "spec.metrics", server)
+    v2_metrics, prom = split_prometheus(without_metric_fallbacks(metrics), "spec.metrics", server)
     if prom:
         doc = dict(doc, spec=dict(spec, metrics=v2_metrics))
     hpa, model = hpa_from_dict(doc, lenient=lenient, scale_to_zero=scale_to_zero)
-    return with_prometheus(hpa, prom), model, prom
+    hpa = with_prometheus(hpa, prom)
+    if isinstance(spec, dict):  # a HorizontalAutoscaler's spec.fallback / spec.metrics[].fallback, as pyhpa snapshot keeps them
+        hpa = read_fallback(spec, hpa)
+    return hpa, model, prom
 
 
 def _with_prometheus_samples(samples: list[MetricSamples], prom: dict, metrics: Any) -> list[MetricSamples]:

@@ -14,6 +14,7 @@ from typing import Any
 from lightkube.generic_resource import create_namespaced_resource
 
 from ..adapters.errors import InputError
+from ..adapters.fallback import read_fallback, without_metric_fallbacks
 from ..adapters.objects import hpa_from_dict, selector_text
 from ..adapters.promql import PROMETHEUS, PromQuery, split_prometheus, with_prometheus
 from ..core import HPA, ControllerConfig
@@ -156,9 +157,10 @@ def parse_autoscaler(obj: Any, settings: Settings) -> Autoscaler:
             raise InputError(f"must be an object, got {type(spec).__name__}", field="spec")
         own = object_settings(spec)
         doc = hpa_document(meta, spec, status)
-        doc["spec"]["metrics"], prom = split_prometheus(spec.get("metrics"), "spec.metrics", settings.prometheus_url)
+        doc["spec"]["metrics"], prom = split_prometheus(without_metric_fallbacks(spec.get("metrics")), "spec.metrics",
+                                                        settings.prometheus_url)
         hpa, model = hpa_from_dict(doc, lenient=True, scale_to_zero=base.scale_to_zero)
-        hpa = with_prometheus(hpa, prom)
+        hpa = read_fallback(spec, with_prometheus(hpa, prom))
         ref = model.spec.scaleTargetRef
         a.scale_target_ref = TargetRef(ref.apiVersion or "", ref.kind, ref.name)
         a.queries = _queries(model, prom)
