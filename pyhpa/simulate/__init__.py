@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..adapters.errors import InputError
+from ..adapters.fallback import has_fallback_fields, read_fallback, without_metric_fallbacks
 from ..adapters.objects import hpa_from_dict, object_label
 from ..adapters.snapshot import read_document
 from ..core import HPA, ControllerConfig
@@ -24,7 +25,7 @@ from .metrics import columns_needed, metric_views
 from .profile import MetricSource, Profile, load_profile, metric_source
 from .report import summarize
 from .target import Target, load_target
-from .trace import Trace, load_trace
+from .trace import Trace, load_trace, parse_outages
 
 __all__ = ["BUNDLED", "Run", "Settings", "Simulation", "bundled_path", "display_path", "run_simulation"]
 
@@ -77,7 +78,8 @@ class Run:
 
 @dataclass(slots=True)
 class Simulation:
-    """All runs over one trace; ``inputs`` says which file each input came from."""
+    """All runs over one trace; ``inputs`` says which file each input came from; ``outages`` the
+    ``--metrics-outage`` intervals (epoch s)."""
 
     runs: list[Run]
     trace: Trace
@@ -85,6 +87,7 @@ class Simulation:
     profile: Profile
     settings: Settings
     inputs: dict[str, str]
+    outages: tuple[tuple[float, float], ...] = ()
 
 
 def run_simulation(
@@ -101,6 +104,7 @@ def run_simulation(
     load_scale: float = 1.0,
     gaps: str = "error",
     metric_columns: Sequence[str] = (),
+    metrics_outages: Sequence[str] = (),
     settings: Settings | None = None,
     progress: Callable[[str, float, float], None] | None = None,
 ) -> Simulation:
@@ -109,8 +113,10 @@ def run_simulation(
     ``column`` is the load column (requests/s unless the profile's ``load_unit`` says
     otherwise), multiplied by ``load_scale``; ``metric_columns`` items are
     ``METRIC=COLUMN`` sources for Pods/Object/External metrics (overriding the
-    profile's). ``progress(label, simulated_seconds, total_seconds)`` is called during
-    each run. Raises InputError for any bad input.
+    profile's). ``metrics_outages`` items are ``START/END`` intervals (ISO 8601; END may be
+    a duration such as ``PT3H``) in which every metrics API call fails. ``progress(label,
+    simulated_seconds, total_seconds)`` is called during each run. Raises InputError for any
+    bad input.
     """
     settings = settings or Settings()
     _check_settings(settings)
@@ -123,17 +129,18 @@ def run_simulation(
     tr = load_trace(files["trace"], files["column"], extra_columns=extra, time_column=time_column, where=tuple(where),
                     start=start, end=end, load_scale=load_scale, gaps=gaps)
     tr.report.file = display_path(files["trace"])
+    outages = parse_outages(metrics_outages, tr)
     rps = prof.load_to_rps(tr.values[files["column"]])
     runs = []
     for (h, f), label in zip(hpas, _labels(files["hpa"])):
         f = display_path(f)
         cluster = Cluster(h, tgt, prof, settings.config, tr.times, rps, tr.values, tr.start, tr.end,
-                          settings.sync_period_seconds, settings.seed)
+                          settings.sync_period_seconds, settings.seed, outages)
         total = tr.end - tr.start
         cluster.run(None if progress is None else (lambda s, lab=label: progress(lab, s, total)))
         runs.append(Run(label, f, cluster, summarize(label, f, cluster, tr, settings)))
     inputs = {k: (", ".join(map(display_path, v)) if isinstance(v, list) else display_path(v)) for k, v in files.items()}
-    return Simulation(runs, tr, tgt, prof, settings, inputs)
+    return Simulation(runs, tr, tgt, prof, settings, inputs, outages)
 
 
 def _check_settings(s: Settings) -> None:
@@ -173,19 +180,55 @@ def _with_metric_columns(prof: Profile, items: Sequence[str]) -> Profile:
     return Profile(**{**{k: getattr(prof, k) for k in Profile.__dataclass_fields__}, "metrics": metrics})
 
 
+#: what a HorizontalAutoscaler (pyhpa.dev/v1alpha1) spec may hold for ``pyhpa simulate``
+_SIMULATED_SPEC = ("scaleTargetRef", "minReplicas", "maxReplicas", "metrics", "behavior", "fallback")
+
+
 def _load_hpa(path, target: Target, config: ControllerConfig) -> tuple[HPA, str]:
+    """An autoscaling/v2 HorizontalPodAutoscaler, or a HorizontalAutoscaler with its ``fallback``."""
     file = str(path)
     doc = read_document(path)
     docs = doc if isinstance(doc, list) else [doc]
-    found = [d for d in docs if isinstance(d, dict) and d.get("kind") == "HorizontalPodAutoscaler"]
+    found = [d for d in docs if isinstance(d, dict) and d.get("kind") in ("HorizontalPodAutoscaler",
+                                                                          "HorizontalAutoscaler")]
     if len(found) != 1:
-        raise InputError(f"expected exactly one HorizontalPodAutoscaler, found {len(found)}", file=file)
+        raise InputError(f"expected exactly one HorizontalPodAutoscaler or HorizontalAutoscaler, found {len(found)}",
+                         file=file)
     try:
-        hpa, model = hpa_from_dict(found[0], scale_to_zero=config.scale_to_zero)
+        v2, spec = found[0], found[0].get("spec")
+        if v2.get("kind") == "HorizontalAutoscaler":
+            v2, spec = _v2_of_autoscaler(v2)
+        elif has_fallback_fields(spec):
+            where = "spec.fallback" if "fallback" in spec else "spec.metrics[].fallback"
+            raise InputError("only a HorizontalAutoscaler (apiVersion pyhpa.dev/v1alpha1) has a fallback, not an "
+                             "autoscaling/v2 HorizontalPodAutoscaler", field=where)
+        hpa, model = hpa_from_dict(v2, scale_to_zero=config.scale_to_zero)
+        if spec is not v2.get("spec"):
+            hpa = read_fallback(spec, hpa)
         _check_ref(model, hpa, target)
     except InputError as err:
         raise err.at(file=file, obj=object_label(found[0])) from None
     return hpa, file
+
+
+def _v2_of_autoscaler(d: dict) -> tuple[dict, dict]:
+    """(the autoscaling/v2 HPA a HorizontalAutoscaler stands for, its spec); fields simulate cannot use are errors."""
+    if d.get("apiVersion") != "pyhpa.dev/v1alpha1":
+        raise InputError(f"expected apiVersion pyhpa.dev/v1alpha1 for kind HorizontalAutoscaler, got "
+                         f"{d.get('apiVersion')!r}", field="apiVersion")
+    spec = d.get("spec")
+    if not isinstance(spec, dict):
+        raise InputError(f"must be a mapping, got {spec!r}", field="spec")
+    for key in spec:
+        if key not in _SIMULATED_SPEC:
+            raise InputError(f"pyhpa simulate does not read this field (it reads {', '.join(_SIMULATED_SPEC)})",
+                             field=f"spec.{key}")
+    v2_spec = {k: v for k, v in spec.items() if k != "fallback"}
+    if "metrics" in spec:
+        v2_spec["metrics"] = without_metric_fallbacks(spec["metrics"])
+    v2 = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": d.get("metadata") or {},
+          "spec": v2_spec}
+    return v2, spec
 
 
 def _check_ref(model, hpa: HPA, target: Target) -> None:

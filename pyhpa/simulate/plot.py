@@ -2,7 +2,8 @@
 
 Panels, sharing the time axis (the trace's own UTC offset): load and Ready capacity
 (requests/s, overload shaded); desired and Ready replicas with min/max; each metric
-against its target and tolerance band.
+against its target and tolerance band. ``--metrics-outage`` intervals are shaded grey in
+every panel.
 """
 
 from __future__ import annotations
@@ -45,6 +46,15 @@ def _axes(panels: int, title: str):
     axes = [a[0] for a in axes]
     fig.suptitle(title, fontsize=12, x=0.01, ha="left")
     return fig, axes
+
+
+def _shade_outages(axes, outages) -> None:
+    """Grey band over each metrics outage (epoch s pairs) in every panel, labelled once per panel."""
+    epoch = mdates.date2num(datetime(1970, 1, 1, tzinfo=timezone.utc))
+    for ax in axes:
+        for k, (a, b) in enumerate(outages):
+            ax.axvspan(a / 86400.0 + epoch, b / 86400.0 + epoch, color="0.45", alpha=0.18, lw=0, hatch="//",
+                       label="metrics outage" if k == 0 else None, zorder=0)
 
 
 def _finish(fig, axes, trace: Trace, path: Path) -> Path:
@@ -136,6 +146,7 @@ def plot_run(path: Path, cluster: Cluster, trace: Trace, label: str) -> Path:
     _replica_panel(axes[1], t, cluster)
     for i in range(n_metrics):
         _metric_panel(axes[2 + i], t, cluster, i)
+    _shade_outages(axes, cluster.outages)
     return _finish(fig, axes, trace, path)
 
 
@@ -164,4 +175,5 @@ def plot_compare(path: Path, sim: Simulation) -> Path:
     axes[1].set_ylim(bottom=0)
     axes[2].set_ylabel("first metric (dashed: target)")
     axes[2].set_ylim(bottom=0)
+    _shade_outages(axes, first.outages)
     return _finish(fig, axes, trace, path)
