@@ -8,6 +8,9 @@ that every body the controller sent was valid (``kd.invalid_requests == []``).
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from lightkube import codecs
 
@@ -19,6 +22,7 @@ from pyhpa.controller import Settings
 from controller_util import CRD, ControllerTask, Skew, autoscaler, cpu_metric, deployment, pod, wait_for
 
 HA = "pyhpa.dev/v1alpha1"
+ROOT = Path(__file__).resolve().parent.parent
 RESOURCE_API = r"^/apis/metrics\.k8s\.io/"
 EXTERNAL_API = r"^/apis/external\.metrics\.k8s\.io/"
 FAST = {"scaleDown": {"stabilizationWindowSeconds": 0},
@@ -204,3 +208,36 @@ def test_a_metrics_own_fallback_and_the_spec_wide_one_are_read_into_the_core():
     assert (a.hpa.fallback.replicas, a.hpa.fallback.failure_threshold) == (4, 2)
     assert a.hpa.metrics[0].fallback is None
     assert (a.hpa.metrics[1].fallback.replicas, a.hpa.metrics[1].fallback.behavior) == (9, "currentReplicasIfLower")
+
+
+def test_a_snapshot_keeps_the_fallback_and_the_counts_and_explain_decides_as_the_controller(tmp_path):
+    """What ``pyhpa snapshot`` writes for an autoscaler in an outage (its spec with ``fallback``, the memory with
+    ``metricFailures``) round-trips, and ``pyhpa explain`` applies the fallback on the third failed sync."""
+    import yaml
+    from typer.testing import CliRunner
+
+    from pyhpa.adapters.snapshot import memory_from_dict, memory_to_dict
+    from pyhpa.cli.main import app
+    from pyhpa.core import Memory
+    from pyhpa.core.model import MetricFailures
+
+    mem = Memory([(100.0, 3)], [], [], {"Resource/cpu": MetricFailures(number_of_failures=2, first_failure_time=70.5),
+                                        "External/q{a=b}": MetricFailures(number_of_failures=9, first_failure_time=1.0,
+                                                                          fallback_since=50.0)})
+    assert memory_from_dict(memory_to_dict(mem)) == mem
+    snap = yaml.safe_load((ROOT / "examples" / "explain" / "snapshot.yaml").read_text())
+    snap["hpa"]["spec"]["fallback"] = {"failureThreshold": 2, "replicas": 7}
+    snap["metrics"] = {"errors": ["resource"]}
+    snap["history"] = {"metricFailures": [{"metric": "Resource/cpu", "numberOfFailures": 2,
+                                           "firstFailureTime": "2026-11-21T09:59:30Z"}]}
+    path = tmp_path / "snap.yaml"
+    path.write_text(yaml.safe_dump(snap))
+    result = CliRunner().invoke(app, ["explain", "-o", "json", str(path)])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["desiredReplicas"] == 6  # 7, through upstream's scale-up limit max(2 x 3, 4)
+    assert {c["type"]: c["reason"] for c in out["conditions"]}["Fallback"] == "FallbackActive"
+    snap["history"]["metricFailures"][0]["numberOfFailures"] = 1
+    path.write_text(yaml.safe_dump(snap))
+    out = json.loads(CliRunner().invoke(app, ["explain", "-o", "json", str(path)]).output)
+    assert out["desiredReplicas"] == 3  # the second failed sync: not yet
