@@ -46,6 +46,7 @@ from .model import (
     FALLBACK_STATIC,
     HAPPY,
     OBJECT,
+    PODS,
     Event,
     FallbackSpec,
     HPA,
@@ -82,7 +83,7 @@ def metric_key(spec: MetricSpec) -> str:
         key = f"{spec.type}/{spec.described_object[0]}/{spec.described_object[1]}/{spec.name}"
     else:
         key = f"{spec.type}/{spec.name}" if spec.name else spec.type
-    if spec.selector and spec.type in (OBJECT, EXTERNAL, "Pods"):
+    if spec.selector and spec.type in (OBJECT, EXTERNAL, PODS):
         key += "{" + spec.selector + "}"
     return key
 
