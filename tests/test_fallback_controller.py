@@ -148,6 +148,34 @@ async def test_a_healthy_metric_that_wants_more_wins_over_the_fallback(kd):
     assert kd.invalid_requests == []
 
 
+async def test_each_behavior_and_the_duration_trigger_through_the_controller(kd):
+    """Four autoscalers at 4 replicas, the metrics API down, one per behavior: static (2) scales down to 2,
+    currentReplicas holds 4, currentReplicasIfHigher (6) scales up to 6, currentReplicasIfLower (6) holds 4 —
+    each with Fallback=True. A fifth falls back only once 600 s of decision time have passed since its first
+    failure (failureDurationSeconds), however many syncs failed before."""
+    clock = Skew()
+    cases = {"static": ({"replicas": 2}, 2), "current": ({"behavior": "currentReplicas"}, 4),
+             "higher": ({"replicas": 6, "behavior": "currentReplicasIfHigher"}, 6),
+             "lower": ({"replicas": 6, "behavior": "currentReplicasIfLower"}, 4)}
+    for name, (fallback, _) in cases.items():
+        await workload(kd, name, 4, "100m", behavior=FAST, fallback={"failureThreshold": 1, **fallback})
+    await workload(kd, "slow", 4, "100m", behavior=FAST, fallback={"failureDurationSeconds": 600, "replicas": 9})
+    kd.add_fault("GET", RESOURCE_API, status=503)
+    async with ControllerTask(kd, clock, sync_period_seconds=0.3) as run:
+        for name, (_, want) in cases.items():
+            await wait_for(lambda: condition(kd, name, "Fallback")[:2] == ("True", "FallbackActive"),
+                           what=f"{name} in fallback")
+            await wait_for(lambda: replicas(kd, name) == want, what=f"{name} at {want}")
+        await run.syncs(4, "default/slow")
+        assert replicas(kd, "slow") == 4 and condition(kd, "slow", "Fallback")[:2] == ("False", "MetricsFailing")
+        assert health(kd, "slow")["Resource/cpu"]["numberOfFailures"] >= 4
+        clock.offset += 600
+        await wait_for(lambda: replicas(kd, "slow") == 9, what="the fallback once the duration has passed")
+        for name, (_, want) in cases.items():
+            assert replicas(kd, name) == want
+    assert kd.invalid_requests == []
+
+
 async def test_a_failover_keeps_the_failure_counts(kd):
     """Replica a counts failed syncs (threshold 6) and dies before the fallback applies; b takes the Lease over,
     loads status.pyhpa and continues the count from a's, same first failure time: its fallback applies within
