@@ -281,3 +281,11 @@ def test_a_fallback_that_never_applies_changes_nothing_but_its_own_status(syncs,
         assert [c for c in a.conditions if c.type != "Fallback"] == b.conditions
         assert b.status.metric_health is None and b.memory.metric_failures == {}
         assert all(c.type != "Fallback" for c in b.conditions)
+
+
+def test_when_upstreams_rule_blocks_scalingactive_names_the_metric_that_blocks():
+    """The queue (first in the spec) is in fallback, CPU fails without one: ScalingActive=False names CPU."""
+    h = hpa(metrics=(replace(QUEUE, fallback=fb(replicas=2, threshold=0)), CPU))
+    d = World(h, replicas=5).sync(down(), down())
+    assert d.desired_replicas == 5 and cond(d, "ScalingActive") == ("False", "FailedGetResourceMetric")
+    assert d.error.startswith("invalid metrics (2 invalid out of 2), first error is: failed to get queue external")

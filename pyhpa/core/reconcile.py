@@ -149,7 +149,7 @@ class _Sync:
         down, up = tolerances(hpa, self.config)
         calc = _Calc(selected, {}, scale.spec_replicas, down, up, self.now, self.config, hpa.namespace)
         track = self.fallback
-        replicas, name, label, invalid, failed, first = 0, "", "", 0, 0, None
+        replicas, name, label, invalid, failed, first, first_invalid = 0, "", "", 0, 0, None, None
         for i, spec in enumerate(hpa.metrics):
             s = samples[i] if i < len(samples) else _NO_SAMPLES
             p = compute_proposal(calc, spec, s, scale.status_replicas)
@@ -161,6 +161,7 @@ class _Sync:
                 fb = track.failed(spec, p.metric) if track is not None else None
                 if fb is None:
                     invalid += 1
+                    first_invalid = first_invalid or p
                     continue
                 self.fallbacks[i] = fb
                 if replicas == 0 or fb.replicas > replicas:
@@ -179,8 +180,8 @@ class _Sync:
             self.events.extend(track.events)
             self.cond(FALLBACK_CONDITION, *track.condition())
         if invalid >= len(hpa.metrics) or (invalid > 0 and replicas < scale.spec_replicas):
-            if first is not None:
-                self.cond("ScalingActive", "False", first.reason, first.note)
+            if first_invalid is not None:  # without a fallback: upstream's first failing metric
+                self.cond("ScalingActive", "False", first_invalid.reason, first_invalid.note)
             return None
         if label.startswith(FALLBACK_SOURCE + "/"):
             self.cond("ScalingActive", "True", "FallbackReplicas",
