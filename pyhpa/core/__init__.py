@@ -5,7 +5,11 @@ HorizontalController does (replica calculator, normalization, conditions, events
 combines it with the HorizontalAutoscaler's extra sources (schedules, prediction, fallback) by the one
 rule of ``pyhpa.core.combine``; ``explain``, ``simulate`` and the live controller all call it.
 Inputs and outputs are the plain types of ``pyhpa.core.model``; ``pyhpa.adapters`` builds
-them from Kubernetes objects. This module is the core's public surface.
+them from Kubernetes objects.
+
+The public surface: the names below (``__all__``), the plain types of ``pyhpa.core.model``, and the
+names listed in the ``__all__`` of ``calculator``, ``metrics``, ``thresholds``, ``selector`` and
+``quantity``. Nothing outside the core imports anything else of it (tests/test_core_surface.py).
 """
 
 from .model import (
@@ -39,7 +43,9 @@ from .model import (
     SourceProposal,
     Step,
 )
+from .calculator import MetricError, ReplicaCalculator
 from .fallback import check_fallback, effective_fallback, fallback_replicas, metric_key
+from .normalize import MemoryHorizons, memory_horizons, relevant_memory, stabilization_windows, store_scale_event
 from .reconcile import decide, rescale_failed, set_condition, tolerances, with_status
 from .schedules import active_windows, check_window, next_change, occurrences
 
@@ -50,4 +56,6 @@ __all__ = [
     "ScalingRules", "ScheduleStatus", "ScheduleWindow", "SourceProposal", "Step", "active_windows", "check_fallback",
     "check_window", "decide", "effective_fallback", "fallback_replicas", "metric_key", "next_change", "occurrences",
     "rescale_failed", "set_condition", "tolerances", "with_status",
+    "MemoryHorizons", "memory_horizons", "relevant_memory", "stabilization_windows", "store_scale_event",
+    "MetricError", "ReplicaCalculator",
 ]
