@@ -56,6 +56,10 @@ from .model import (
     SourceProposal,
 )
 
+__all__ = ["FALLBACK_ACTIVE", "FALLBACK_CONDITION", "FALLBACK_ENDED", "FALLBACK_STARTED", "METRICS_FAILING",
+           "METRICS_HEALTHY", "FallbackTracker", "applies", "check_fallback", "effective_fallback", "fallback_replicas",
+           "has_fallback", "metric_health", "metric_key"]
+
 #: condition type and reasons
 FALLBACK_CONDITION = "Fallback"
 FALLBACK_ACTIVE = "FallbackActive"
