@@ -66,19 +66,26 @@ def without_metric_fallbacks(metrics: Any) -> Any:
     return [{k: v for k, v in m.items() if k != "fallback"} if isinstance(m, dict) else m for m in metrics]
 
 
-def read_fallback(spec: dict, hpa: HPA) -> HPA:
-    """``hpa`` with ``spec.fallback`` and each ``spec.metrics[i].fallback`` read (``hpa.metrics[i]`` is
-    ``spec.metrics[i]``); every metric's effective fallback is checked. Raises InputError naming the field."""
-    spec_wide = fallback_spec(spec["fallback"], "spec.fallback") if spec.get("fallback") is not None else None
-    raw = spec.get("metrics") if isinstance(spec.get("metrics"), list) else []
+def read_spec_fallback(value: Any, field: str, hpa: HPA) -> HPA:
+    """``spec.fallback`` (``field``) into ``hpa.fallback``; the metrics' effective fallbacks are checked by
+    ``read_metric_fallbacks``, which must follow."""
+    return replace(hpa, fallback=None if value is None else fallback_spec(value, field))
+
+
+def read_metric_fallbacks(metrics: Any, hpa: HPA) -> HPA:
+    """Each ``spec.metrics[i].fallback`` into ``hpa.metrics[i].fallback`` (``hpa.metrics[i]`` is
+    ``spec.metrics[i]``), and every metric's effective fallback (its own over ``hpa.fallback``) checked.
+    Raises InputError naming the field (the metric's own, or ``spec.fallback`` when that lacks it)."""
+    spec_wide = hpa.fallback
+    raw = metrics if isinstance(metrics, list) else []
     own: dict[int, FallbackSpec] = {}
     for i, m in enumerate(raw):
         if isinstance(m, dict) and m.get("fallback") is not None:
             own[i] = fallback_spec(m["fallback"], f"spec.metrics[{i}].fallback")
     if spec_wide is None and not own:
         return hpa
-    metrics = tuple(replace(m, fallback=own[i]) if i in own else m for i, m in enumerate(hpa.metrics))
-    for i, m in enumerate(metrics):
+    out = tuple(replace(m, fallback=own[i]) if i in own else m for i, m in enumerate(hpa.metrics))
+    for i, m in enumerate(out):
         fb = effective_fallback(spec_wide, m.fallback)
         if fb is None:
             continue
@@ -87,7 +94,14 @@ def read_fallback(spec: dict, hpa: HPA) -> HPA:
                 raise InputError(message, field=f"spec.metrics[{i}].fallback.{sub}")
             suffix = f" (for spec.metrics[{i}], whose own fallback does not give it)" if i in own else ""
             raise InputError(message + suffix, field=f"spec.fallback.{sub}")
-    return replace(hpa, metrics=metrics, fallback=spec_wide)
+    return replace(hpa, metrics=out)
+
+
+def read_fallback(spec: dict, hpa: HPA) -> HPA:
+    """``hpa`` with ``spec.fallback`` and each ``spec.metrics[i].fallback`` read and checked
+    (``read_spec_fallback`` then ``read_metric_fallbacks``). Raises InputError naming the field."""
+    hpa = read_spec_fallback(spec.get("fallback"), "spec.fallback", hpa)
+    return read_metric_fallbacks(spec.get("metrics"), hpa)
 
 
 def _gives(fb: FallbackSpec, sub: str) -> bool:
