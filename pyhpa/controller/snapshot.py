@@ -8,7 +8,9 @@ and timeouts, the controller memory) with the write gate closed, and written as 
 - ``now``: the clock of the gathering (``--now``, else the wall clock);
 - ``controller``: the controller flags, with the autoscaler's own settings (``spec.tolerance``, ...) applied;
 - ``hpa``: an autoscaling/v2 HorizontalPodAutoscaler (a HorizontalAutoscaler's spec without its settings,
-  its status without the memory); PromQL metrics stay ``type: Prometheus`` items;
+  its status without the memory), or, when the spec has extension fields (``schedules``, ...), a
+  HorizontalAutoscaler that keeps them (``pyhpa.adapters.autoscaler.autoscaler_document``); PromQL metrics
+  stay ``type: Prometheus`` items;
 - ``scale``, ``pods`` (the pod objects as listed), ``metrics`` (each API's answer as received; failed
   calls listed in ``metrics.errors``), ``history`` (the memory kept in ``status.pyhpa``, when there is one,
   as ``StatusMemory`` gives it to a controller that starts now).
@@ -21,13 +23,14 @@ from typing import Any
 from lightkube.config.kubeconfig import SingleConfig
 from lightkube.resources.autoscaling_v2 import HorizontalPodAutoscaler as HpaResource
 
+from ..adapters.autoscaler import autoscaler_document
 from ..adapters.errors import InputError
 from ..adapters.parse import format_time
 from ..adapters.promql import PROMETHEUS
 from ..adapters.snapshot import memory_to_dict
 from . import Controller
 from .api import ApiFailure, HttpMetrics, LightkubeCluster, SpecError, as_failure
-from .autoscaler import MetricQuery, hpa_document, parse_autoscaler
+from .autoscaler import MetricQuery, parse_autoscaler
 from .memory import StatusMemory
 from .preview import never
 from .reconciler import SyncInputs
@@ -111,7 +114,7 @@ def snapshot_document(inputs: SyncInputs, pods: list[dict], settings: Settings, 
         "level": "controller",
         "now": format_time(inputs.now),
         "controller": controller_document(inputs, settings),
-        "hpa": hpa_document({"name": a.name, "namespace": a.namespace}, spec, a.status),
+        "hpa": autoscaler_document({"name": a.name, "namespace": a.namespace}, spec, a.status),
         "scale": {"apiVersion": "autoscaling/v1", "kind": "Scale",
                   "metadata": {"name": a.scale_target_ref.name, "namespace": a.namespace},
                   "spec": {"replicas": inputs.scale.spec_replicas},
