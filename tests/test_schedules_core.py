@@ -345,3 +345,35 @@ def test_an_inactive_window_changes_nothing_but_the_schedule_condition(usages, c
     assert conds(b)["ScheduleActive"] == ("False", "NoActiveWindow")
     assert a.status.schedules is None and b.status.schedules.next_change == utc(2026, 6, 10, 20, 0)
     assert (b.min_replicas_effective, b.max_replicas_effective) == (1, 12)
+
+
+@pytest.mark.parametrize("behavior", [None, Behavior(
+    ScalingRules(0, "Max", (ScalingPolicy("Pods", 4, 15), ScalingPolicy("Percent", 100, 15))),
+    ScalingRules(120, "Max", (ScalingPolicy("Percent", 100, 15),)))])
+def test_a_window_shorter_than_a_sync_period_is_still_followed_by_the_stabilization_window(behavior):
+    """The only sync inside a 10 s window moves the replicas to the floor without evaluating metrics (as upstream
+    below minReplicas); the floor is still this sync's recommendation, so the next sync, after the window, holds."""
+    floor = window("burst", "0 8 * * *", duration_seconds=10, min_replicas=4)
+    hpa = replace(cpu_hpa(min_r=1, max_r=10, behavior=behavior), schedules=(floor,))
+    start = utc(2026, 6, 10, 8, 0)
+    pods, samples = low_cpu(1, start)
+    d = decide(hpa, scale(1), pods, [samples], Memory([(start - 600, 1)]), start, CFG)
+    assert d.desired_replicas == 4 and d.proposals == [] and (start, 4) in d.memory.recommendations
+    hpa = with_status(hpa, d.status)
+    pods, samples = low_cpu(4, start + 15)
+    after = decide(hpa, scale(4), pods, [samples], d.memory, start + 15, CFG)
+    assert after.active_schedules == () and after.desired_replicas == 4
+    assert after.decided_by == ("Stabilization/downscale" if behavior is None else "Stabilization/scaleDown")
+    window_s = 300 if behavior is None else 120
+    pods, samples = low_cpu(4, start + window_s + 1)
+    later = decide(hpa, scale(4), pods, [samples], after.memory, start + window_s + 1, CFG)
+    assert later.desired_replicas == 1
+
+
+def test_a_spec_bound_records_nothing_as_upstream():
+    hpa = cpu_hpa(min_r=3, max_r=10)
+    now = utc(2026, 6, 10, 8, 0)
+    pods, samples = low_cpu(1, now)
+    memory = Memory([(now - 600, 1)])
+    d = decide(hpa, scale(1), pods, [samples], memory, now, CFG)
+    assert d.desired_replicas == 3 and d.memory.recommendations == memory.recommendations
