@@ -227,3 +227,42 @@ def test_the_crd_schema_states_the_rules_it_cannot_check_by_shape():
                      "!has(self.end) || self.end != self.start",
                      "!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas"}
     assert schedules["items"]["properties"]["timeZone"]["default"] == "UTC"
+
+
+async def test_pyhpa_snapshot_keeps_the_windows_and_explain_decides_as_the_controller(kd, tmp_path):
+    import asyncio
+    import json
+
+    import yaml
+    from typer.testing import CliRunner
+
+    from pyhpa.adapters.parse import format_time
+    from pyhpa.cli.main import app
+
+    now = at(NY, 2026, 6, 10, 3, 0)  # the night cap is active
+    await world(kd, [{"name": "night", "start": "0 0 * * *", "durationSeconds": 21600,
+                      "timeZone": "America/New_York", "maxReplicas": 2}], current=5, tolerance=0.05)
+    clock = Skew()
+    clock.set(now)
+    async with ControllerTask(kd, clock, sync_period_seconds=60) as run:
+        sync = (await synced(run))[0]
+    assert sync.decision.desired_replicas == 2 and sync.decision.decided_by == "Schedule/night"
+    path = tmp_path / "web.yaml"
+    runner = CliRunner()
+    result = await asyncio.to_thread(runner.invoke, app, ["snapshot", "default/web", "--server", kd.url, "--now",
+                                                          format_time(sync.inputs.now), "-o", str(path)])
+    assert result.exit_code == 0, result.output
+    snap = yaml.safe_load(path.read_text())
+    assert (snap["hpa"]["apiVersion"], snap["hpa"]["kind"]) == (HA, "HorizontalAutoscaler")
+    assert snap["hpa"]["spec"]["schedules"] == [{"name": "night", "start": "0 0 * * *", "durationSeconds": 21600,
+                                                 "timeZone": "America/New_York", "maxReplicas": 2}]
+    assert "tolerance" not in snap["hpa"]["spec"] and snap["controller"]["tolerance"] == 0.05
+    explained = await asyncio.to_thread(runner.invoke, app, ["explain", "-o", "json", str(path)])
+    assert explained.exit_code == 0, explained.output
+    out = json.loads(explained.output)
+    assert out["decidedBy"] == "Schedule/night" and out["activeSchedules"] == ["night"]
+    assert out["maxReplicasEffective"] == 2
+    # the snapshot holds the replicas after the controller's rescale (2) and its memory (5, seeded at the first
+    # sync); the metric asks for 1, stabilization for 5, the cap keeps 2
+    assert out["desiredReplicas"] == 2 and out["proposals"][0]["replicas"] == 1
+    assert kd.invalid_requests == []
