@@ -20,7 +20,7 @@ from pyhpa.cli.main import app
 from pyhpa.simulate import bundled_path
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "examples" / "schedules" / "hpa.yaml"
+EXAMPLE = ROOT / "examples" / "schedules" / "php-apache-schedules.yaml"
 runner = CliRunner()
 
 

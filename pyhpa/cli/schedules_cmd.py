@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -36,7 +37,7 @@ def schedules(
     An occurrence already running at --from is listed first. Dates in excludeDates are left out;
     DST rules are the decision core's (docs/schedules.md).
     """
-    start = timestamp(since, "--from") if since else time.time()
+    start = timestamp(since, "--from") if since else float(math.floor(time.time()))
     end = timestamp(until, "--to") if until else start + WEEK
     if end <= start:
         raise InputError(f"must be after --from ({format_time(start)})", field="--to")
