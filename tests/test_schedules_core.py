@@ -377,3 +377,16 @@ def test_a_spec_bound_records_nothing_as_upstream():
     memory = Memory([(now - 600, 1)])
     d = decide(hpa, scale(1), pods, [samples], memory, now, CFG)
     assert d.desired_replicas == 3 and d.memory.recommendations == memory.recommendations
+
+
+def test_removing_the_windows_removes_the_schedule_condition_and_status():
+    w = window("business", "0 8 * * *", end="0 18 * * *", min_replicas=3)
+    hpa = replace(cpu_hpa(min_r=1, max_r=10), schedules=(w,))
+    now = utc(2026, 6, 10, 12, 0)
+    pods, samples = low_cpu(3, now)
+    d = decide(hpa, scale(3), pods, [samples], Memory(), now, CFG)
+    assert "ScheduleActive" in conds(d)
+    without = replace(with_status(hpa, d.status), schedules=())
+    again = decide(without, scale(3), pods, [samples], d.memory, now + 15, CFG)
+    assert "ScheduleActive" not in conds(again) and again.status.schedules is None
+    assert [c.type for c in again.conditions] == ["AbleToScale", "ScalingActive", "ScalingLimited"]

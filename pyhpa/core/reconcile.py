@@ -221,6 +221,8 @@ def decide(
     bounds = effective_bounds(hpa.min_replicas, hpa.max_replicas, active)
     if hpa.schedules:
         _schedule_condition(sync, active, bounds)
+    elif any(c.type == "ScheduleActive" for c in sync.conds):  # the windows were removed from the spec
+        sync.conds[:] = [c for c in sync.conds if c.type != "ScheduleActive"]
     out = _Outcome(bounds=bounds, active=active, sources=list(schedule_sources(active, bounds)))
     min_r, max_r = bounds.min_replicas, bounds.max_replicas
     steps: list[Step] = []
