@@ -390,3 +390,21 @@ def test_removing_the_windows_removes_the_schedule_condition_and_status():
     again = decide(without, scale(3), pods, [samples], d.memory, now + 15, CFG)
     assert "ScheduleActive" not in conds(again) and again.status.schedules is None
     assert [c.type for c in again.conditions] == ["AbleToScale", "ScalingActive", "ScalingLimited"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 3 * 366 * 86400))
+def test_next_change_with_the_active_windows_given_is_the_same(offset):
+    ws = (window("b", "0 8 * * 1-5", NY, end="0 18 * * 1-5", min_replicas=4,
+                 exclude_dates=frozenset({date(2026, 7, 3)})),
+          window("n", "30 1 * * *", NY, duration_seconds=5400, max_replicas=2),
+          window("h", "*/20 * * * *", BERLIN, duration_seconds=1500, min_replicas=2))
+    now = utc(2026, 1, 1, 0, 0) + offset
+    change = next_change(ws, now)
+    assert change == next_change(ws, now, active_windows(ws, now))
+    assert change > now
+    # nothing changes before it, and something changes at it
+    before = names(ws, now)
+    assert names(ws, change - 0.001) == before
+    after = [(a.name, a.start) for a in active_windows(ws, change)]
+    assert after != [(a.name, a.start) for a in active_windows(ws, now)]

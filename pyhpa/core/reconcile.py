@@ -367,7 +367,7 @@ def _status(sync: _Sync, out: _Outcome, current: int, desired: int, last_scale: 
     schedules = None
     if hpa.schedules:
         schedules = ScheduleStatus(active=tuple(w.name for w in out.active),
-                                   next_change=next_change(hpa.schedules, sync.now))
+                                   next_change=next_change(hpa.schedules, sync.now, out.active))
     return HPAStatus(current_replicas=current, desired_replicas=desired,
                      current_metrics=_current_metrics(sync.proposals), conditions=tuple(sync.conds),
                      last_scale_time=last_scale, schedules=schedules, prediction=out.prediction)

@@ -112,14 +112,17 @@ def occurrences(window: ScheduleWindow, since: float, until: float) -> Iterator[
         yield ts, _end_after(window, start)
 
 
-def next_change(windows: Sequence[ScheduleWindow], now: float) -> float | None:
+def next_change(windows: Sequence[ScheduleWindow], now: float,
+                active: Sequence[ActiveWindow] | None = None) -> float | None:
     """Epoch seconds of the next start or end of any window after ``now`` (None without windows).
 
     The controller re-syncs an autoscaler then, so a floor applies at its start, not a period later.
+    ``active`` is ``active_windows(windows, now)`` when the caller has it already (saves the work).
     """
     best: float | None = None
+    running_by_name = None if active is None else {a.name: a for a in active}
     for w in windows:
-        running = active_occurrence(w, now)
+        running = active_occurrence(w, now) if running_by_name is None else running_by_name.get(w.name)
         if running is not None and running.end > now:
             best = running.end if best is None else min(best, running.end)
         skipped = 0
