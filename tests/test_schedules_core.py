@@ -408,3 +408,23 @@ def test_next_change_with_the_active_windows_given_is_the_same(offset):
     assert names(ws, change - 0.001) == before
     after = [(a.name, a.start) for a in active_windows(ws, change)]
     assert after != [(a.name, a.start) for a in active_windows(ws, now)]
+
+
+@pytest.mark.parametrize("cron", ["30 1 * * *", "*/20 * * * *", "0 * * * *", "30 2 * * *", "59 0 * * *"])
+@pytest.mark.parametrize("day", [(2026, 11, 1), (2026, 3, 8)])
+def test_the_latest_start_is_found_every_five_minutes_around_both_dst_switches(cron, day):
+    """Against a reference that walks forward (elapsed time) from a day before: every 5 minutes from 23:00 the
+    day before to 04:00, in both readings of a repeated hour."""
+    from cronsim import CronSim
+
+    w = window("w", cron, NY, duration_seconds=3 * 86400, min_replicas=1)
+    first = at(NY, *day, 0, 0) - 3600
+    for ts in range(int(first), int(first) + 6 * 3600, 300):
+        for t in (ts, ts + 59.5):
+            expected = None
+            for s in CronSim(cron, datetime.fromtimestamp(t - 86400 - 7200, NY)):  # a day may have 25 hours
+                if s.timestamp() > t:
+                    break
+                expected = s.timestamp()
+            (a,) = active_windows([w], t)
+            assert a.start == expected, (cron, datetime.fromtimestamp(t, NY))

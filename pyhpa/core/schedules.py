@@ -24,13 +24,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 from cronsim import CronSim, CronSimError
 
 from .model import ActiveWindow, ScheduleWindow
 
-_TINY = timedelta(microseconds=1)
 #: how many excluded starts in a row ``next_change`` and ``active_occurrence`` skip before they give up
 _MAX_SKIPPED = 400
 
@@ -49,13 +48,15 @@ def _end_after(window: ScheduleWindow, start: datetime) -> float:
 def _start_at_or_before(window: ScheduleWindow, ts: float) -> datetime:
     """The latest start at or before epoch ``ts`` (local, aware).
 
-    cronsim's reverse iteration walks wall-clock time, so in the repeated hour of a fall-back day it
-    misses a start whose wall time lies after ``ts``'s second reading (at 01:15 EST it skips back
-    past 01:30 EDT, which was 45 minutes earlier); the candidate it gives is corrected by walking
-    forward, which cronsim does in elapsed time.
+    cronsim's reverse iteration walks wall-clock time, so in the second reading of the hour repeated
+    on a fall-back day it misses a start whose wall time lies after ``ts``'s (at 01:15 EST it skips
+    back past 01:30 EDT, which was 45 minutes earlier). Only there (``fold`` 1) is its candidate
+    corrected by walking forward, which cronsim does in elapsed time.
     """
-    at = _local(math.floor(ts), window) + _TINY  # reverse iteration is strict: include an exact match
+    at = datetime.fromtimestamp(math.floor(ts) + 1e-6, window.time_zone)  # reverse is strict: include ts
     cand = next(CronSim(window.start, at, reverse=True))
+    if at.fold == 0 and cand.timestamp() <= ts:
+        return cand
     for _ in range(_MAX_SKIPPED):  # never seen: a reverse candidate after ts
         if cand.timestamp() <= ts:
             break
