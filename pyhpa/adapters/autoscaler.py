@@ -265,10 +265,10 @@ def _label(kind: str, meta: Any) -> str:
 
 
 def read_autoscaler(d: Any, *, lenient: bool = False, scale_to_zero: bool = False,
-                    prometheus_server: str | None = None) -> ParsedAutoscaler:
+                    prometheus_server: str | None = None, go_structs: bool = False) -> ParsedAutoscaler:
     """Read a HorizontalAutoscaler (pyhpa.dev/v1alpha1) or an autoscaling/v2 HorizontalPodAutoscaler.
 
-    ``lenient``/``scale_to_zero`` as ``hpa_from_dict``; ``prometheus_server`` is the default server of
+    ``lenient``/``scale_to_zero``/``go_structs`` as ``hpa_from_dict``; ``prometheus_server`` is the default server of
     ``type: Prometheus`` metrics (the controller's ``--prometheus-url``; offline readers pass a placeholder).
     Raises InputError naming the object and the field.
     """
@@ -293,7 +293,7 @@ def read_autoscaler(d: Any, *, lenient: bool = False, scale_to_zero: bool = Fals
         doc["spec"]["metrics"], prom = split_prometheus(spec.get("metrics"), "spec.metrics", prometheus_server)
         if doc["spec"]["metrics"] is None:
             del doc["spec"]["metrics"]
-        hpa, model = hpa_from_dict(doc, lenient=lenient, scale_to_zero=scale_to_zero)
+        hpa, model = hpa_from_dict(doc, lenient=lenient, scale_to_zero=scale_to_zero, go_structs=go_structs)
         hpa = with_prometheus(hpa, prom)
         for key, read in EXTENSIONS.items():
             if key in spec:

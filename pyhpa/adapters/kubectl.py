@@ -15,9 +15,8 @@ from ..core.selector import SelectorError, parse_selector
 from .errors import InputError
 from .metrics_api import resource_samples
 from .autoscaler import effective_config, find_autoscaler, read_autoscaler
-from .objects import pod_from_dict
 from .promql import OFFLINE_SERVER
-from .snapshot import Snapshot, read_document
+from .snapshot import Snapshot, pods_in_namespace, read_document
 
 IGNORED_LABELS = ("pod-template-hash", "controller-revision-hash", "pod-template-generation",
                   "statefulset.kubernetes.io/pod-name", "apps.kubernetes.io/pod-index")
@@ -53,17 +52,17 @@ def snapshot_from_kubectl(
     config = config or ControllerConfig()
     try:
         parsed = read_autoscaler(find_autoscaler(read_document(hpa_path)), lenient=lenient,
-                                 scale_to_zero=config.scale_to_zero, prometheus_server=OFFLINE_SERVER)
+                                 scale_to_zero=config.scale_to_zero, prometheus_server=OFFLINE_SERVER,
+                                 go_structs=lenient)
     except InputError as err:
         raise err.at(file=str(hpa_path)) from None
     hpa, model, config = parsed.hpa, parsed.model, effective_config(config, parsed.settings)
     pods = []
     if pods_path is not None:
-        for i, item in enumerate(_pod_items(read_document(pods_path), pods_path)):
-            try:
-                pods.append(pod_from_dict(item))
-            except InputError as err:
-                raise InputError(err.message, str(pods_path), err.obj, f"items[{i}].{err.field}".rstrip(".")) from None
+        try:  # only the HPA's namespace counts, as upstream's pod lister
+            pods = pods_in_namespace(_pod_items(read_document(pods_path), pods_path), hpa.namespace, "items", lenient)
+        except InputError as err:
+            raise err.at(file=str(pods_path)) from None
     if replicas is None:
         replicas = model.status.currentReplicas if model.status is not None else None
         if replicas is None:

@@ -235,7 +235,12 @@ class Cluster:
         phase = "Running" if pod.running else "Pending"
         ready = pod.ready if pod.bound else None
         ready_t = pod.ready_at if pod.ready else (start if start is not None else ZERO_TIME)
-        return Pod(pod.name, phase, t.labels, False, start, ready, ready_t, t.requests, t.missing_request)
+        tp = t.pod
+        if tp is None:
+            return Pod(pod.name, phase, t.labels, False, start, ready, ready_t, t.requests, t.missing_request)
+        return Pod(pod.name, phase, t.labels, False, start, ready, ready_t, tp.requests, tp.missing_request,
+                   containers=tp.containers, pod_level_requests=tp.pod_level_requests, limits=tp.limits,
+                   pod_level_limits=tp.pod_level_limits)
 
     def _remove(self, pod: SimPod) -> None:
         self.pods.remove(pod)
