@@ -10,7 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 from ..adapters.errors import InputError
-from ..adapters.objects import hpa_from_dict
+from ..adapters.autoscaler import effective_config, find_autoscaler, read_autoscaler
+from ..adapters.promql import OFFLINE_SERVER
 from ..adapters.snapshot import read_document
 from ..core import ControllerConfig, tolerances
 from ..core.metrics import describe
@@ -27,7 +28,7 @@ def _fmt(value: int | None, unit: str) -> str | int | None:
 
 
 def thresholds(
-    hpa_file: Path = typer.Argument(..., metavar="HPA.yaml", help="autoscaling/v2 HorizontalPodAutoscaler manifest."),
+    hpa_file: Path = typer.Argument(..., metavar="HPA.yaml", help="autoscaling/v2 HorizontalPodAutoscaler or HorizontalAutoscaler (pyhpa.dev/v1alpha1) manifest."),
     output: Output = typer.Option(Output.text, "--output", "-o", help="text table or json (one object)."),
     tolerance: float = typer.Option(0.1, "--tolerance", help="Controller-wide tolerance (--horizontal-pod-autoscaler-tolerance)."),
     no_configurable_tolerance: bool = typer.Option(False, "--no-configurable-tolerance", help="Ignore behavior.*.tolerance (HPAConfigurableTolerance off)."),
@@ -37,9 +38,10 @@ def thresholds(
         raise InputError("must be in [0, 1)", field="--tolerance")
     config = ControllerConfig(tolerance=tolerance, configurable_tolerance=not no_configurable_tolerance)
     try:
-        hpa, _ = hpa_from_dict(read_document(hpa_file))
+        parsed = read_autoscaler(find_autoscaler(read_document(hpa_file)), prometheus_server=OFFLINE_SERVER)
     except InputError as err:
         raise err.at(file=str(hpa_file)) from None
+    hpa, config = parsed.hpa, effective_config(config, parsed.settings)
     down, up = tolerances(hpa, config)
     result = {"hpa": f"{hpa.namespace}/{hpa.name}", "tolerance": {"scaleDown": down, "scaleUp": up}, "metrics": []}
     tables = []
