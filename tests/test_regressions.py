@@ -271,9 +271,9 @@ def test_gate_off_keeps_scaled_to_zero_on_rescale_and_drops_it_when_disabled():
 def test_failed_metrics_keep_previous_status_desired_replicas_zero_without_status():
     bad = [MetricSamples(error="down")]
     d = decide(_external_hpa(desired=5), Scale(3, 3, "app=x"), [], bad, Memory([]), 0.0, ControllerConfig())
-    assert d.status["desiredReplicas"] == 5 and d.desired_replicas == 3 and not d.rescale
+    assert d.status.desired_replicas == 5 and d.desired_replicas == 3 and not d.rescale
     d = decide(_external_hpa(), Scale(3, 3, "app=x"), [], bad, Memory([]), 0.0, ControllerConfig())
-    assert d.status["desiredReplicas"] == 0  # Go's zero value of an HPA without status
+    assert d.status.desired_replicas == 0  # Go's zero value of an HPA without status
 
 
 def test_external_items_are_summed_whatever_their_labels():

@@ -357,5 +357,5 @@ def decision_json(name: str, d: Decision) -> dict:
     ]
     conds = [{"type": c.type, "status": c.status, "reason": c.reason, "message": c.message} for c in d.conditions]
     # status.desiredReplicas: what upstream writes (the previous value when every metric failed)
-    desired = d.status.get("desiredReplicas", d.desired_replicas)
+    desired = d.status.desired_replicas
     return {"name": name, "proposals": proposals, "desiredReplicas": desired, "conditions": conds}
