@@ -14,8 +14,7 @@ from ..core import ControllerConfig, Memory, MetricSamples, Scale
 from ..core.selector import SelectorError, parse_selector
 from .errors import InputError
 from .metrics_api import resource_samples
-from .objects import hpa_from_dict
-from .snapshot import Snapshot, pods_in_namespace, read_document
+from .snapshot import Snapshot, pods_in_namespace, read_document, read_hpa
 
 IGNORED_LABELS = ("pod-template-hash", "controller-revision-hash", "pod-template-generation",
                   "statefulset.kubernetes.io/pod-name", "apps.kubernetes.io/pod-index")
@@ -47,9 +46,8 @@ def snapshot_from_kubectl(
 ) -> Snapshot:
     """Build a Snapshot (controller memory empty, upstream default flags unless ``config``)."""
     config = config or ControllerConfig()
-    try:
-        hpa, model = hpa_from_dict(read_document(hpa_path), lenient=lenient, scale_to_zero=config.scale_to_zero,
-                                   go_structs=lenient)
+    try:  # an autoscaling/v2 HPA, or a HorizontalAutoscaler (its settings and extensions applied)
+        hpa, model, _, config = read_hpa(read_document(hpa_path), config, lenient)
     except InputError as err:
         raise err.at(file=str(hpa_path)) from None
     pods = []

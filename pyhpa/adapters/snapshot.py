@@ -19,10 +19,11 @@ from typing import Any
 
 import yaml
 
-from ..core import ControllerConfig, Decision, HPA, Memory, MetricSamples, Pod, Scale, decide
+from ..core import ControllerConfig, Decision, HPA, HPAWarning, Memory, MetricSamples, Pod, Scale, check_hpa, decide
 from ..core.quantity import format_milli
 from .errors import InputError
 from .metrics_api import external_samples, object_samples, pods_samples, resource_samples
+from .autoscaler import autoscaler_document, is_autoscaler
 from .objects import hpa_from_dict, object_label, pod_from_dict
 from .parse import format_time, timestamp
 from .promql import OFFLINE_SERVER, samples_from_answer, split_prometheus, with_prometheus
@@ -258,7 +259,8 @@ def snapshot_from_dict(d: Any, source: str, index: int | None = None, lenient: b
             if key not in d:
                 raise InputError(f"missing required key {key!r}", field=key)
         config = controller_config(d.get("controller"))
-        hpa, model, prom = _hpa_and_prometheus(d["hpa"], d.get("controller"), lenient, config.scale_to_zero)
+        hpa, model, prom, config = read_hpa(d["hpa"], config, lenient, server=_prometheus_server(d.get("controller")),
+                                            extensions=True)
         pods = pods_in_namespace(d.get("pods") or [], hpa.namespace, lenient=lenient)
         pre = (d.get("input") or {}).get("prenormalizedDesiredReplicas")
         if pre is not None and (not isinstance(pre, int) or isinstance(pre, bool)):
@@ -273,19 +275,34 @@ def snapshot_from_dict(d: Any, source: str, index: int | None = None, lenient: b
         raise InputError(err.message, source, f"{label}: {err.obj}" if err.obj else label, err.field) from None
 
 
-def _hpa_and_prometheus(doc: Any, controller: Any, lenient: bool, scale_to_zero: bool) -> tuple[HPA, Any, dict]:
-    """``hpa_from_dict`` for a snapshot HPA that may hold ``type: Prometheus`` metrics (what ``pyhpa snapshot``
-    writes for a HorizontalAutoscaler with PromQL metrics): those are read by ``pyhpa.adapters.promql`` and
-    the rest as autoscaling/v2. Returns (HPA, model, {index: (MetricSpec, PromQuery)}). The server is not
-    needed offline: ``controller.prometheusUrl`` or a placeholder."""
+def _prometheus_server(controller: Any) -> str:
+    return (controller.get("prometheusUrl") if isinstance(controller, dict) else None) or OFFLINE_SERVER
+
+
+def read_hpa(doc: Any, config: ControllerConfig, lenient: bool = False, server: str = OFFLINE_SERVER,
+             extensions: bool = False) -> tuple[HPA, Any, dict, ControllerConfig]:
+    """The HPA of a snapshot, ``explain --hpa`` or ``thresholds``: an autoscaling/v2 HorizontalPodAutoscaler or
+    a HorizontalAutoscaler (pyhpa.dev/v1alpha1; its settings applied to ``config``, its extensions read).
+
+    ``type: Prometheus`` metrics (what ``pyhpa snapshot`` writes for a HorizontalAutoscaler with PromQL
+    metrics) are read by ``pyhpa.adapters.promql`` (``server``: not needed offline) and the rest as
+    autoscaling/v2; ``extensions`` also allows ``utilizationBasis`` in an autoscaling/v2 document (a snapshot's
+    ``hpa`` written by ``pyhpa snapshot``). Returns (HPA, model, {index: (MetricSpec, PromQuery)}, config)."""
+    if is_autoscaler(doc):
+        label = object_label(doc)
+        try:
+            doc, config = autoscaler_document(doc, config)
+        except InputError as err:
+            raise err.at(obj=label) from None
+        extensions = True
     spec = doc.get("spec") if isinstance(doc, dict) else None
     metrics = spec.get("metrics") if isinstance(spec, dict) else None
-    server = (controller.get("prometheusUrl") if isinstance(controller, dict) else None) or OFFLINE_SERVER
     v2_metrics, prom = split_prometheus(metrics, "spec.metrics", server)
     if prom:
         doc = dict(doc, spec=dict(spec, metrics=v2_metrics))
-    hpa, model = hpa_from_dict(doc, lenient=lenient, scale_to_zero=scale_to_zero, go_structs=lenient)
-    return with_prometheus(hpa, prom), model, prom
+    hpa, model = hpa_from_dict(doc, lenient=lenient, scale_to_zero=config.scale_to_zero, go_structs=lenient,
+                               extensions=extensions)
+    return with_prometheus(hpa, prom), model, prom, config
 
 
 def _with_prometheus_samples(samples: list[MetricSamples], prom: dict, metrics: Any) -> list[MetricSamples]:
@@ -343,8 +360,19 @@ def run_snapshot(s: Snapshot, recommendation: int | None = None) -> Decision:
     return decide(s.hpa, s.scale, s.pods, s.samples, s.memory, s.now, s.config, pre)
 
 
-def decision_json(name: str, d: Decision) -> dict:
-    """The ``explain --output json`` object of one decision."""
+def snapshot_warnings(s: Snapshot) -> list[HPAWarning]:
+    """Where the snapshot's HPA cannot work as written (``pyhpa.core.check_hpa``)."""
+    return check_hpa(s.hpa, s.scale, s.pods, s.samples, s.config)
+
+
+def warning_json(w: HPAWarning) -> dict:
+    """One warning in the ``explain``/``thresholds`` JSON output."""
+    return {"reason": w.reason, "metric": w.metric, "message": w.message, "pods": list(w.pods),
+            "container": w.container}
+
+
+def decision_json(name: str, d: Decision, warnings: Iterable[HPAWarning] = ()) -> dict:
+    """The ``explain --output json`` object of one decision (``warnings``: ``snapshot_warnings``)."""
     proposals = [
         {
             "metric": p.metric,
@@ -358,4 +386,5 @@ def decision_json(name: str, d: Decision) -> dict:
     conds = [{"type": c.type, "status": c.status, "reason": c.reason, "message": c.message} for c in d.conditions]
     # status.desiredReplicas: what upstream writes (the previous value when every metric failed)
     desired = d.status.desired_replicas
-    return {"name": name, "proposals": proposals, "desiredReplicas": desired, "conditions": conds}
+    return {"name": name, "proposals": proposals, "desiredReplicas": desired, "conditions": conds,
+            "warnings": [warning_json(w) for w in warnings]}

@@ -17,7 +17,8 @@ from ..adapters.errors import InputError
 from ..adapters.objects import hpa_from_dict, selector_text
 from ..adapters.promql import PROMETHEUS, PromQuery, split_prometheus, with_prometheus
 from ..core import HPA, ControllerConfig
-from .settings import SETTING_FIELDS, ObjectSettings, Settings, effective_config, object_settings
+from ..adapters.autoscaler import ObjectSettings, effective_config, hpa_document, object_settings  # noqa: F401
+from .settings import Settings
 
 GROUP = "pyhpa.dev"
 VERSION = "v1alpha1"
@@ -97,20 +98,6 @@ def object_key(namespace: str, name: str) -> str:
     return f"{namespace}/{name}"
 
 
-def hpa_document(meta: dict, spec: dict, status: dict) -> dict:
-    """The autoscaling/v2 HorizontalPodAutoscaler a HorizontalAutoscaler (or a native HPA) stands for:
-    name and namespace, the spec without the per-object settings, the status when it has desiredReplicas."""
-    doc = {
-        "apiVersion": "autoscaling/v2",
-        "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
-        "spec": {k: v for k, v in spec.items() if k not in SETTING_FIELDS},
-    }
-    if status.get("desiredReplicas") is not None:
-        doc["status"] = status
-    return doc
-
-
 def _queries(model: Any, prom: dict | None = None) -> tuple[MetricQuery, ...]:
     out = []
     for i, m in enumerate(model.spec.metrics or []):
@@ -157,7 +144,7 @@ def parse_autoscaler(obj: Any, settings: Settings) -> Autoscaler:
         own = object_settings(spec)
         doc = hpa_document(meta, spec, status)
         doc["spec"]["metrics"], prom = split_prometheus(spec.get("metrics"), "spec.metrics", settings.prometheus_url)
-        hpa, model = hpa_from_dict(doc, lenient=True, scale_to_zero=base.scale_to_zero)
+        hpa, model = hpa_from_dict(doc, lenient=True, scale_to_zero=base.scale_to_zero, extensions=True)
         hpa = with_prometheus(hpa, prom)
         ref = model.spec.scaleTargetRef
         a.scale_target_ref = TargetRef(ref.apiVersion or "", ref.kind, ref.name)

@@ -13,6 +13,8 @@ core imports anything else of it (tests/test_core_surface.py).
 
 from .model import (
     ENFORCE,
+    LIMIT,
+    REQUEST,
     OBSERVE,
     ActiveWindow,
     Behavior,
@@ -40,6 +42,7 @@ from .model import (
     Step,
 )
 from .calculator import MetricError, ReplicaCalculator
+from .checks import HPAWarning, check_hpa
 from .normalize import MemoryHorizons, memory_horizons, relevant_memory, stabilization_windows, store_scale_event
 from .reconcile import decide, rescale_failed, set_condition, tolerances, with_status
 from .schedules import active_windows, check_window, next_change, occurrences
@@ -51,5 +54,5 @@ __all__ = [
     "SourceProposal", "Step", "active_windows", "check_window", "decide", "next_change", "occurrences",
     "rescale_failed", "set_condition", "tolerances", "with_status",
     "MemoryHorizons", "memory_horizons", "relevant_memory", "stabilization_windows", "store_scale_event",
-    "MetricError", "ReplicaCalculator",
+    "MetricError", "ReplicaCalculator", "HPAWarning", "check_hpa", "LIMIT", "REQUEST",
 ]
