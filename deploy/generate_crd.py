@@ -4,7 +4,8 @@ Its spec schema is the autoscaling/v2 HorizontalPodAutoscalerSpec and its status
 autoscaling/v2 HorizontalPodAutoscalerStatus, both taken from the official OpenAPI definitions that
 ``kubernetes-validate`` ships (Kubernetes 1.37) and rewritten as a structural schema (``$ref`` inlined,
 nullable types folded, quantities as ``x-kubernetes-int-or-string``), plus the per-object settings
-upstream only has as kube-controller-manager flags, and the controller memory in ``status.pyhpa``.
+upstream only has as kube-controller-manager flags, ``utilizationBasis`` on Resource and ContainerResource
+metrics, and the controller memory in ``status.pyhpa``.
 
 Run from the repository root: ``python deploy/generate_crd.py`` (writes ``deploy/crd.yaml`` and the
 package copy ``pyhpa/data/deploy/crd.yaml``).
@@ -115,6 +116,14 @@ def prometheus_metric(target: dict) -> dict:
     }
 
 
+UTILIZATION_BASIS = {
+    "type": "string", "enum": ["Request", "Limit"],
+    "description": "pyhpa: what a Utilization target is a percentage of: Request (default, upstream) or Limit "
+                   "(the pods' limits, pod-level limits when set; a pod without a limit for the resource fails "
+                   "the metric, as a missing request does).",
+}
+
+
 def _pairs(value_key: str, what: str) -> dict:
     return {"type": "array", "description": what, "items": {
         "type": "object", "required": ["timestamp", value_key], "properties": {
@@ -145,6 +154,8 @@ def crd() -> dict:
     spec["properties"].update(SETTINGS)
     item = spec["properties"]["metrics"]["items"]["properties"]
     item["prometheus"] = prometheus_metric(copy.deepcopy(item["external"]["properties"]["target"]))
+    for source in ("resource", "containerResource"):
+        item[source]["properties"]["utilizationBasis"] = copy.deepcopy(UTILIZATION_BASIS)
     item["type"]["description"] += " pyhpa adds Prometheus (the prometheus field)."
     status = structural(defs["io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerStatus"], defs)
     status["description"] = "The autoscaling/v2 HorizontalPodAutoscaler status, plus the controller memory."

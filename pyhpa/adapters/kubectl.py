@@ -20,7 +20,8 @@ IGNORED_LABELS = ("pod-template-hash", "controller-revision-hash", "pod-template
                   "statefulset.kubernetes.io/pod-name", "apps.kubernetes.io/pod-index")
 
 
-def _pod_items(doc, path: Path) -> list[dict]:
+def pod_items(doc, path: Path) -> list[dict]:
+    """The pod objects of a kubectl answer (a List/PodList, one Pod, or a list); InputError otherwise."""
     if isinstance(doc, dict) and isinstance(doc.get("items"), list):
         return doc["items"]
     if isinstance(doc, dict) and doc.get("kind") == "Pod":
@@ -30,7 +31,7 @@ def _pod_items(doc, path: Path) -> list[dict]:
     raise InputError("expected a List/PodList of pods or a Pod", file=str(path), field="items")
 
 
-def _shared_labels(pods: list) -> str:
+def shared_labels(pods: list) -> str:
     """Selector text of the labels every pod shares (template hashes left out)."""
     if not pods:
         return ""
@@ -53,7 +54,7 @@ def snapshot_from_kubectl(
     pods = []
     if pods_path is not None:
         try:  # only the HPA's namespace counts, as upstream's pod lister
-            pods = pods_in_namespace(_pod_items(read_document(pods_path), pods_path), hpa.namespace, "items", lenient)
+            pods = pods_in_namespace(pod_items(read_document(pods_path), pods_path), hpa.namespace, "items", lenient)
         except InputError as err:
             raise err.at(file=str(pods_path)) from None
     if replicas is None:
@@ -61,7 +62,7 @@ def snapshot_from_kubectl(
         if replicas is None:
             raise InputError("the HPA has no status.currentReplicas: give --replicas", file=str(hpa_path),
                              field="status.currentReplicas")
-    sel = selector if selector is not None else _shared_labels(pods)
+    sel = selector if selector is not None else shared_labels(pods)
     try:
         parse_selector(sel)
     except SelectorError as err:

@@ -54,12 +54,16 @@ class HPAWarning:
     container: str = ""
 
 
-def check_hpa(hpa: HPA, scale: Scale, pods: Sequence[Pod], samples: Sequence[MetricSamples],
+def check_hpa(hpa: HPA, scale: Scale | None, pods: Sequence[Pod], samples: Sequence[MetricSamples],
               config: ControllerConfig) -> list[HPAWarning]:
-    """Every warning for ``hpa``: its pods are those of ``pods`` that ``scale.selector`` picks (as ``decide``);
-    ``samples[i]`` answers ``hpa.metrics[i]`` (may be empty: then only what needs no usage is checked).
-    Pure; never raises for odd inputs (a bad selector or a pod without requests gives no warning)."""
-    selected = _selected(scale.selector, pods)
+    """Every warning for ``hpa``: its pods are those of ``pods`` that ``scale.selector`` picks (as ``decide``;
+    ``scale`` None: all of ``pods``, deleted and Failed ones left out); ``samples[i]`` answers
+    ``hpa.metrics[i]`` (may be empty: then only what needs no usage is checked). Pure; never raises for
+    odd inputs (a bad selector or a pod without requests gives no warning)."""
+    if scale is None:
+        selected = [p for p in pods if not p.deleted and p.phase != "Failed"]
+    else:
+        selected = _selected(scale.selector, pods)
     if not selected:
         return []
     _, up = tolerances(hpa, config)
@@ -116,7 +120,7 @@ def _starvation(spec: MetricSpec, index: int, pods: list[Pod], up: float) -> HPA
     name, denominator, cap = starving[0]
     highest = cap * 100 // denominator
     at_target = denominator * target // 100
-    what = f"container {container}" if container else "pod"
+    where = f"container {container} of pod {name}" if container else f"pod {name}"
     more = f" (and {len(starving) - 1} more pods)" if len(starving) > 1 else ""
     cause = ("CPU is throttled at the limit" if spec.name == "cpu"
              else f"{spec.name} cannot grow past the limit (the container is killed)")
@@ -126,7 +130,7 @@ def _starvation(spec: MetricSpec, index: int, pods: list[Pod], up: float) -> HPA
         threshold = target * (1.0 + up)
         why = (f"the scale-up threshold {threshold:g}% (target {target}% plus the {up:g} tolerance) is above the "
                f"{highest}% the limit {format_milli(cap)} allows")
-    message = (f"{describe(spec)}: on {what} of pod {name}{more} {why}; {cause}, so utilization stays at or below "
+    message = (f"{describe(spec)}: on {where}{more} {why}; {cause}, so utilization stays at or below "
                f"{highest}% and the HPA never scales up on this metric (scale starvation): lower the target "
                f"or raise the limit")
     return HPAWarning(reason=SCALE_STARVATION, metric=describe(spec), index=index, message=message,
