@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from controller_util import autoscaler, wait_for
 from deploy.generate_crd import crd
 from pyhpa.adapters.objects import hpa_from_dict, pod_from_dict
-from pyhpa.adapters.snapshot import decision_json, read_hpa, run_snapshot, snapshot_from_dict
+from pyhpa.adapters.snapshot import read_hpa, snapshot_from_dict
 from pyhpa.cli.main import app
 from pyhpa.controller import Controller, Settings
 from pyhpa.controller.stubs import StubCluster, StubMetrics

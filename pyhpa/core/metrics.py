@@ -16,7 +16,6 @@ from .model import (
     OBJECT,
     PODS,
     RESOURCE,
-    UTILIZATION,
     VALUE,
     MetricSamples,
     MetricSpec,
