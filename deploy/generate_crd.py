@@ -3,7 +3,8 @@
 Its spec schema is the autoscaling/v2 HorizontalPodAutoscalerSpec and its status schema the
 autoscaling/v2 HorizontalPodAutoscalerStatus, both taken from the official OpenAPI definitions that
 ``kubernetes-validate`` ships (Kubernetes 1.37) and rewritten as a structural schema (``$ref`` inlined,
-nullable types folded, quantities as ``x-kubernetes-int-or-string``), plus the per-object settings
+nullable types folded; quantities in ``spec`` accept a string, an integer or a number as the API server
+does for native HPAs, quantities in ``status`` are ``x-kubernetes-int-or-string``), plus the per-object settings
 upstream only has as kube-controller-manager flags, ``utilizationBasis`` on Resource and ContainerResource
 metrics, and the controller memory in ``status.pyhpa``.
 
@@ -34,12 +35,14 @@ def _first_sentence(text: str) -> str:
     return head + ("." if dot else "")
 
 
-def structural(node: dict, defs: dict) -> dict:
-    """One JSON-schema node of the official definitions as a structural OpenAPI v3 node."""
+def structural(node: dict, defs: dict, quantity=None) -> dict:
+    """One JSON-schema node of the official definitions as a structural OpenAPI v3 node; ``quantity()``
+    gives the node of each ``resource.Quantity`` (default: ``int_or_string_quantity``)."""
+    quantity = quantity or int_or_string_quantity
     desc = node.get("description")
     if "$ref" in node:
         name = node["$ref"].removeprefix(PREFIX)
-        out = _quantity() if name == QUANTITY else structural(defs[name], defs)
+        out = quantity() if name == QUANTITY else structural(defs[name], defs, quantity)
         if desc:
             out["description"] = _first_sentence(desc)
         return out
@@ -56,17 +59,35 @@ def structural(node: dict, defs: dict) -> dict:
         if key in node:
             out[key] = node[key]
     if "properties" in node:
-        out["properties"] = {k: structural(v, defs) for k, v in sorted(node["properties"].items())}
+        out["properties"] = {k: structural(v, defs, quantity) for k, v in sorted(node["properties"].items())}
     if "items" in node:
-        out["items"] = structural(node["items"], defs)
+        out["items"] = structural(node["items"], defs, quantity)
     if isinstance(node.get("additionalProperties"), dict):
-        out["additionalProperties"] = structural(node["additionalProperties"], defs)
+        out["additionalProperties"] = structural(node["additionalProperties"], defs, quantity)
     return out
 
 
-def _quantity() -> dict:
+QUANTITY_PATTERN = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+
+
+def int_or_string_quantity() -> dict:
+    """A quantity as CRD generators write it (controller-gen): an integer or a string matching the quantity
+    syntax. Used where the controller writes the value (``status``): it always writes strings."""
     return {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True,
-            "pattern": r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"}
+            "pattern": QUANTITY_PATTERN}
+
+
+def number_or_string_quantity() -> dict:
+    """A quantity the user writes (``spec``): whatever the API server accepts for a native HPA, i.e. a string
+    matching the quantity syntax, an integer (``averageValue: 100``) or a number with a fraction
+    (``tolerance: 0.05``); the API server reads a number as the quantity with those digits.
+
+    ``x-kubernetes-int-or-string`` cannot say this: the apiextensions server gives such a node the types
+    integer and string only and refuses 0.05, and a structural schema may not list types in ``anyOf``
+    otherwise. A node without a type that keeps unknown fields may hold any value, so the ``pattern`` (which
+    applies to strings only) checks quantity strings, and the controller reports any other value (a list,
+    a mapping, true) as ``InvalidSpec`` naming the field."""
+    return {"x-kubernetes-preserve-unknown-fields": True, "pattern": QUANTITY_PATTERN}
 
 
 SETTINGS = {
@@ -147,7 +168,7 @@ MEMORY = {
 def crd() -> dict:
     """The CustomResourceDefinition manifest."""
     defs = json.loads((SCHEMA_DIR / "_definitions.json").read_text())["$defs"]
-    spec = structural(defs["io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec"], defs)
+    spec = structural(defs["io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec"], defs, number_or_string_quantity)
     spec["description"] = ("The autoscaling/v2 HorizontalPodAutoscaler spec plus the per-object settings that "
                            "upstream only has as controller flags.")
     spec["properties"]["minReplicas"]["default"] = 1  # the API server's default for autoscaling/v2

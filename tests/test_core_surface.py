@@ -17,6 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CORE = "pyhpa.core"
 SCANNED = ["pyhpa", "kubedouble", "benchmarks", "deploy", "tests"]
+#: Owned by the lead's rework of reconcile/status (issue 11, the status-folding function): reported, not fixed here.
+KNOWN: set = set()
 
 
 def _public(module: str, name: str) -> bool:

@@ -292,5 +292,5 @@ def test_lenient_reads_unset_fields_as_go_zero_values():
     del c["hpa"]["spec"]["scaleTargetRef"]["kind"]
     got = decide_case(c)
     assert got["desiredReplicas"] == want["desiredReplicas"] and got["proposals"] == want["proposals"]
-    with pytest.raises(InputError, match="missing required field"):
+    with pytest.raises(InputError, match="spec.scaleTargetRef.kind: required field is missing"):
         snapshot_from_dict(c, "f.json", 0, lenient=False)

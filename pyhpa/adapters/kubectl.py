@@ -20,18 +20,66 @@ IGNORED_LABELS = ("pod-template-hash", "controller-revision-hash", "pod-template
                   "statefulset.kubernetes.io/pod-name", "apps.kubernetes.io/pod-index")
 
 
+_METRICS_KINDS = ("PodMetricsList", "PodMetrics")
+
+
 def pod_items(doc, path: Path) -> list[dict]:
-    """The pod objects of a kubectl answer (a List/PodList, one Pod, or a list); InputError otherwise."""
-    if isinstance(doc, dict) and isinstance(doc.get("items"), list):
-        return doc["items"]
-    if isinstance(doc, dict) and doc.get("kind") == "Pod":
+    """The pods of ``kubectl get pods -o yaml`` (a List or PodList) or one Pod; a PodMetricsList (the
+    metrics API's answer, which has no pod status) is refused rather than read as pods without status."""
+    kind = doc.get("kind") if isinstance(doc, dict) else None
+    if kind in _METRICS_KINDS or (isinstance(doc, dict) and kind is None and _looks_like_metrics(doc.get("items"))):
+        raise InputError(f"this is a {kind or 'PodMetricsList'} (metrics.k8s.io), not pods: give it as --pod-metrics, "
+                         "and kubectl get pods -l SELECTOR -o yaml as --pods", file=str(path), field="kind")
+    if isinstance(doc, dict) and kind == "Pod":
         return [doc]
-    if isinstance(doc, list):
-        return doc
-    raise InputError("expected a List/PodList of pods or a Pod", file=str(path), field="items")
+    if isinstance(doc, dict) and kind in ("List", "PodList", None) and isinstance(doc.get("items"), list):
+        items = doc["items"]
+    elif isinstance(doc, list):
+        items = doc
+    else:
+        got = f"kind {kind}" if kind else "no list of items"
+        raise InputError(f"expected pods (a List or PodList from kubectl get pods -o yaml, or a Pod), got {got}",
+                         file=str(path), field="kind" if kind else "items")
+    for i, item in enumerate(items):
+        item_kind = item.get("kind") if isinstance(item, dict) else None
+        if item_kind in _METRICS_KINDS or (item_kind is None and _looks_like_metrics([item])):
+            raise InputError("a PodMetrics item (metrics.k8s.io), not a Pod: give the metrics as --pod-metrics",
+                             file=str(path), field=f"items[{i}]")
+        if item_kind not in (None, "Pod"):
+            raise InputError(f"expected a Pod, got kind {item_kind}", file=str(path), field=f"items[{i}].kind")
+    return items
 
 
-def shared_labels(pods: list) -> str:
+def _looks_like_metrics(items) -> bool:
+    """Items shaped like PodMetrics (containers with usage, no spec/status)."""
+    if not isinstance(items, list) or not items or not isinstance(items[0], dict):
+        return False
+    first = items[0]
+    return "containers" in first and "spec" not in first and "status" not in first
+
+
+def _check_metrics_answer(answer, path: Path) -> None:
+    """``--pod-metrics`` must be a PodMetricsList (or a List of PodMetrics), not pods or another list."""
+    kind = answer.get("kind") if isinstance(answer, dict) else None
+    if kind in ("PodMetricsList", None, "List") and isinstance(answer, dict) and isinstance(answer.get("items"), list):
+        items = answer["items"]
+        if kind is None and not items:
+            return
+        if kind in ("PodMetricsList", None) and (not items or _looks_like_metrics(items)):
+            return
+        if kind == "List" and all(isinstance(x, dict) and x.get("kind") == "PodMetrics" for x in items):
+            return
+        if items and isinstance(items[0], dict) and ("spec" in items[0] or items[0].get("kind") == "Pod"):
+            raise InputError("this is a list of Pods, not pod metrics: give it as --pods, and kubectl get --raw "
+                             "/apis/metrics.k8s.io/v1beta1/namespaces/NS/pods as --pod-metrics", file=str(path),
+                             field="items")
+    if kind not in ("PodMetricsList",):
+        got = f"kind {kind}" if kind else "no PodMetrics items"
+        raise InputError("expected a PodMetricsList (kubectl get --raw /apis/metrics.k8s.io/v1beta1/namespaces/NS/pods),"
+                         f" got {got}", file=str(path), field="kind" if kind else "items")
+
+
+def _shared_labels(pods: list) -> str:
     """Selector text of the labels every pod shares (template hashes left out)."""
     if not pods:
         return ""
@@ -62,7 +110,7 @@ def snapshot_from_kubectl(
         if replicas is None:
             raise InputError("the HPA has no status.currentReplicas: give --replicas", file=str(hpa_path),
                              field="status.currentReplicas")
-    sel = selector if selector is not None else shared_labels(pods)
+    sel = selector if selector is not None else _shared_labels(pods)
     try:
         parse_selector(sel)
     except SelectorError as err:
@@ -78,6 +126,7 @@ def _samples(hpa, metrics_path: Path | None) -> list[MetricSamples]:
     answer = None
     if metrics_path is not None:
         answer = read_document(metrics_path)
+        _check_metrics_answer(answer, metrics_path)
     out = []
     for spec in hpa.metrics:
         if spec.type not in ("Resource", "ContainerResource"):

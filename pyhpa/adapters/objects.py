@@ -12,13 +12,17 @@ the HPAScaleToZero gate) are passed on, and the core reports them as upstream do
 from __future__ import annotations
 
 import math
+import re
+import typing
 from dataclasses import replace
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 import msgspec
 import msgspec.inspect
-from lightkube import codecs
+from lightkube.codecs import resource_registry
+from lightkube.core.exceptions import LoadResourceError
 from lightkube.resources.autoscaling_v2 import HorizontalPodAutoscaler as HorizontalPodAutoscalerResource
 from lightkube.resources.core_v1 import Pod as PodResource
 from lightkube.models.autoscaling_v2 import HorizontalPodAutoscaler as _HPAModel  # noqa: F401 (type reference)
@@ -40,7 +44,7 @@ from ..core.model import (
     ScalingRules,
 )
 from .errors import InputError
-from .parse import milli, quantity, timestamp, tolerance_float
+from .parse import milli, number_text, quantity, timestamp, tolerance_float
 
 _SOURCE_KEY = {
     "Resource": "resource",
@@ -53,33 +57,169 @@ DEFAULT_CPU_METRIC = {"type": "Resource", "resource": {"name": "cpu", "target": 
 
 
 def decode(d: dict, kind_label: str = "") -> Any:
-    """A lightkube resource object from a dict; schema errors become InputError with the field path."""
+    """A lightkube resource object from a dict; schema errors become InputError with the field path.
+
+    Quantity fields (``resource.Quantity`` in the models: ``averageValue``, ``value``, ``tolerance``,
+    ``sizeLimit``, ...) accept what the API server accepts: a string or a JSON/YAML number, which the
+    API server reads as the quantity written with those digits (``100`` is ``"100"``, ``0.05`` is
+    ``"0.05"``). The numbers are handed to the model as that text; ``d`` itself is not changed.
+    """
+    label = kind_label or object_label(d)
     try:
-        return codecs.from_dict(d)
-    except msgspec.ValidationError as err:
-        text = str(err)
-        msg, _, path = text.partition(" - at `")
-        field = path.rstrip("`").removeprefix("$.") if path else ""
-        raise InputError(msg, obj=kind_label or object_label(d), field=field) from None
+        model = resource_class(d)
     except (LoadResourceError, ValueError, KeyError, TypeError, AttributeError) as err:
-        raise InputError(f"not a Kubernetes object: {err}", obj=kind_label or object_label(d)) from None
+        raise InputError(f"not a Kubernetes object: {err}", obj=label) from None
+    try:
+        d = quantities_as_text(d, model, "")
+    except InputError as err:
+        raise err.at(obj=label) from None
+    try:
+        return model.from_dict(d)
+    except msgspec.ValidationError as err:
+        message, field = schema_error(str(err))
+        raise InputError(message, obj=label, field=field) from None
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        raise InputError(f"not a Kubernetes object: {err}", obj=label) from None
 
 
-try:  # lightkube names its "unknown kind" error differently across versions
-    from lightkube.core.exceptions import LoadResourceError
-except ImportError:  # pragma: no cover
-    class LoadResourceError(Exception):
-        pass
+def resource_class(d: Any) -> type:
+    """The lightkube model class of an object dict (by ``apiVersion`` and ``kind``)."""
+    if not isinstance(d, dict):
+        raise TypeError(f"expected a mapping, got {_json_type(d)}")
+    for key in ("apiVersion", "kind"):
+        if not d.get(key):
+            raise KeyError(f"{key} is missing")
+    return resource_registry.load(d["apiVersion"], d["kind"])
+
+
+_TYPE_WORDS = {"int": "an integer", "str": "a string", "float": "a number", "bool": "true or false",
+               "array": "a list", "object": "a mapping", "null": "null"}
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return "null" if value is None else type(value).__name__
+
+
+def _type_words(text: str) -> str:
+    words = [_TYPE_WORDS.get(t.strip(), t.strip()) for t in text.split("|") if t.strip() != "null"]
+    return " or ".join(words) or "null"
+
+
+def schema_error(text: str) -> tuple[str, str]:
+    """(message, field path) of a msgspec validation error, in the API server's terms:
+    ``Object missing required field `maxReplicas` - at `$.spec` `` -> ("required field is missing",
+    "spec.maxReplicas"); ``Expected `int`, got `str` - at `$.spec.minReplicas` `` -> ("expected an integer,
+    got a string", "spec.minReplicas")."""
+    msg, _, path = text.partition(" - at `")
+    field = path.rstrip("`").removeprefix("$").removeprefix(".")
+    missing = re.fullmatch(r"Object missing required field `(.+)`", msg)
+    if missing:
+        return "required field is missing", f"{field}.{missing.group(1)}" if field else missing.group(1)
+    expected = re.fullmatch(r"Expected `(.+)`, got `(.+)`", msg)
+    if expected:
+        return f"expected {_type_words(expected.group(1))}, got {_type_words(expected.group(2))}", field
+    return msg[:1].lower() + msg[1:], field
+
+
+def _struct_class(tp: Any) -> tuple[str, type] | None:
+    """("struct", cls) or ("list", cls) when the (resolved) field type holds a model class."""
+    args = typing.get_args(tp)
+    if typing.get_origin(tp) is typing.Union:
+        for a in args:
+            found = _struct_class(a)
+            if found is not None:
+                return found
+        return None
+    if typing.get_origin(tp) in (list, typing.List) and args:
+        inner = _struct_class(args[0])
+        return ("list", inner[1]) if inner is not None and inner[0] == "struct" else None
+    if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
+        return ("struct", tp)
+    return None
+
+
+@lru_cache(maxsize=None)
+def _quantity_plan(cls: type, _visiting: frozenset = frozenset()) -> tuple[tuple[str, str, type | None], ...]:
+    """The fields of model ``cls`` that are quantities (``"q"``) or lead to one (``"struct"``/``"list"``),
+    by their JSON names. Quantities are found by the models' own annotation ``resource.Quantity``."""
+    plan = []
+    hints = typing.get_type_hints(cls)
+    for f in msgspec.structs.fields(cls):
+        raw = str(cls.__annotations__.get(f.name, ""))
+        if "Quantity" in raw:
+            plan.append((f.encode_name, "q", None))
+            continue
+        found = _struct_class(hints.get(f.name))
+        if found is None or found[1] in _visiting or found[1] is cls:
+            continue
+        if _quantity_plan(found[1], _visiting | {cls}):
+            plan.append((f.encode_name, found[0], found[1]))
+    return tuple(plan)
+
+
+def quantity_text(value: Any, field: str) -> str:
+    """A quantity the user wrote as a number, as the text the API server reads for it (``parse.number_text``);
+    raises InputError for anything but a string or number."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"expected a quantity (a number, or a string such as 500m or 1Gi), got {_json_type(value)}",
+                         field=field)
+    return number_text(value, field)
+
+
+def quantities_as_text(d: Any, cls: type, path: str) -> Any:
+    """``d`` with every number in a quantity field of model ``cls`` replaced by its text (a copy where
+    something changed; ``d`` is never modified). ``path`` is the field path of ``d`` for errors."""
+    if not isinstance(d, dict):
+        return d
+    out = d
+    for name, kind, sub in _quantity_plan(cls):
+        value = d.get(name)
+        if value is None:
+            continue
+        field = f"{path}.{name}" if path else name
+        if kind == "q":
+            new = quantity_text(value, field)
+        elif kind == "struct":
+            new = quantities_as_text(value, sub, field)
+        elif isinstance(value, list):
+            new = [quantities_as_text(v, sub, f"{field}[{i}]") for i, v in enumerate(value)]
+            new = value if all(a is b for a, b in zip(new, value)) else new
+        else:
+            continue
+        if new is not value:
+            if out is d:
+                out = dict(d)
+            out[name] = new
+    return out
 
 
 def object_label(d: Any) -> str:
-    """``Kind namespace/name`` of a dict-shaped object, for error messages."""
+    """``Kind namespace/name`` of a dict-shaped object, for error messages (``HorizontalPodAutoscaler
+    default/web``; ``HorizontalPodAutoscaler without metadata.name``; ``a list, not an object``)."""
     if not isinstance(d, dict):
-        return "object"
-    meta = d.get("metadata") or {}
-    ns = meta.get("namespace")
-    name = meta.get("name", "?")
-    return f"{d.get('kind', 'object')} {ns + '/' if ns else ''}{name}"
+        return f"{_json_type(d)}, not an object"
+    meta = d.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    kind, ns, name = d.get("kind"), meta.get("namespace"), meta.get("name")
+    if not kind and not name:
+        return ""
+    if not name:
+        return str(kind) if str(kind).endswith("List") else f"{kind} without metadata.name"
+    return f"{kind or 'object'} {str(ns) + '/' if ns else ''}{name}"
 
 
 def selector_text(sel: Any) -> str:
@@ -339,18 +479,21 @@ def hpa_from_dict(d: dict, lenient: bool = False, scale_to_zero: bool = False,
     ``extensions``: the spec may carry a HorizontalAutoscaler's metric extensions (``utilizationBasis``:
     ``Request`` or ``Limit`` on Resource/ContainerResource metrics); otherwise they are an error."""
     if not isinstance(d, dict):
-        raise InputError("expected a HorizontalPodAutoscaler object (a mapping)")
+        raise InputError(f"expected an autoscaling/v2 HorizontalPodAutoscaler, got {_json_type(d)}")
     if d.get("kind") != "HorizontalPodAutoscaler" or d.get("apiVersion") != "autoscaling/v2":
-        raise InputError(
-            f"expected apiVersion autoscaling/v2, kind HorizontalPodAutoscaler; got {d.get('apiVersion')}/{d.get('kind')}",
-            obj=object_label(d), field="kind",
-        )
+        got = " ".join(str(d[k]) for k in ("apiVersion", "kind") if d.get(k)) or "no apiVersion and kind"
+        raise InputError(f"expected an autoscaling/v2 HorizontalPodAutoscaler, got {got}", obj=object_label(d),
+                         field="kind")
     try:
         d, bases = _split_bases(d, extensions)
     except InputError as err:
         raise err.at(obj=object_label(d)) from None
     if go_structs:
         d = go_zero_fill(d, HorizontalPodAutoscalerResource)
+    else:
+        meta = d.get("metadata")
+        if not isinstance(meta, dict) or not meta.get("name"):
+            raise InputError("required field is missing", obj=object_label(d), field="metadata.name")
     model = decode(d)
     hpa = hpa_from_model(model, lenient, scale_to_zero, go_structs)
     return _with_bases(hpa, bases, lenient or go_structs), model

@@ -53,8 +53,12 @@ def read_document(path: str | Path) -> Any:
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(f"not a text file (YAML or JSON): byte {err.start} is not UTF-8", file=str(path)) from None
     except OSError as err:
-        raise InputError(f"cannot read file: {err.strerror}", file=str(path)) from None
+        raise InputError(f"cannot read file: {err.strerror or err}", file=str(path)) from None
+    if "\x00" in text:
+        raise InputError(f"not a text file (YAML or JSON): byte {text.index(chr(0))} is NUL", file=str(path))
     if p.suffix.lower() == ".json" or text.lstrip().startswith(("{", "[")):
         try:
             return json.loads(text)

@@ -17,7 +17,7 @@ from ..adapters.kubectl import snapshot_from_kubectl
 from ..adapters.parse import format_time, timestamp
 from ..adapters.snapshot import Snapshot, decision_json, load_snapshots, run_snapshot, snapshot_warnings
 from ..core import LIMIT, Decision, HPAWarning, Proposal, tolerances
-from ..core.quantity import format_milli
+from . import readable
 
 
 class Output(str, Enum):
@@ -38,6 +38,7 @@ def explain(
     lenient: bool = typer.Option(False, "--lenient", help="Accept objects the API server would refuse (as upstream's unit tests do); the controller then reports them in conditions."),
 ) -> None:
     """Explain the decision of one HPA sync, per metric and per normalization step."""
+    check_inputs(snapshots or [], hpa, pods, pod_metrics, replicas, selector, now, recommendation)
     snaps = _gather(snapshots or [], hpa, pods, pod_metrics, replicas, selector, now, lenient)
     console = Console(highlight=False)
     for snap in snaps:
@@ -49,6 +50,32 @@ def explain(
             render(console, snap, decision, warnings)
 
 
+def check_inputs(files, hpa, pods, pod_metrics, replicas, selector, now, recommendation) -> None:
+    """The combinations ``explain`` accepts; anything else is an InputError naming the flag:
+    snapshot files alone, or ``--hpa`` with ``--pods`` and ``--pod-metrics`` (``--hpa`` alone only
+    with ``--recommendation``, which needs no metrics); never both; no negative counts."""
+    kubectl_only = [flag for flag, value in (("--pods", pods), ("--pod-metrics", pod_metrics), ("--replicas", replicas),
+                                             ("--selector", selector), ("--now", now)) if value is not None]
+    if files and hpa is not None:
+        raise InputError("give snapshot files or --hpa (kubectl output), not both", field="--hpa")
+    if hpa is None and kubectl_only:
+        raise InputError(f"{kubectl_only[0]} goes with --hpa (kubectl output); a snapshot file holds its own",
+                         field=kubectl_only[0])
+    if not files and hpa is None:
+        raise InputError("give snapshot files, or --hpa with --pods and --pod-metrics", field="SNAPSHOT")
+    if hpa is not None and recommendation is None:
+        if pods is None:
+            raise InputError("--hpa needs --pods (kubectl get pods -l SELECTOR -o yaml) and --pod-metrics, or "
+                             "--recommendation N to skip metrics", field="--pods")
+        if pod_metrics is None:
+            raise InputError("--hpa needs --pod-metrics (kubectl get --raw /apis/metrics.k8s.io/v1beta1/namespaces/NS/pods)"
+                             ", or --recommendation N to skip metrics", field="--pod-metrics")
+    if replicas is not None and replicas < 0:
+        raise InputError(f"must be 0 or more, got {replicas}", field="--replicas")
+    if recommendation is not None and recommendation < 0:
+        raise InputError(f"must be 0 or more, got {recommendation}", field="--recommendation")
+
+
 def _gather(files, hpa, pods, pod_metrics, replicas, selector, now, lenient) -> list[Snapshot]:
     snaps: list[Snapshot] = []
     for f in files:
@@ -56,15 +83,11 @@ def _gather(files, hpa, pods, pod_metrics, replicas, selector, now, lenient) -> 
     if hpa is not None:
         clock = timestamp(now, "--now") if now else time.time()
         snaps.append(snapshot_from_kubectl(hpa, pods, pod_metrics, replicas, selector, clock, lenient))
-    elif pods is not None or pod_metrics is not None:
-        raise InputError("--pods and --pod-metrics go with --hpa", field="--hpa")
-    if not snaps:
-        raise InputError("give snapshot files, or --hpa with --pods and --pod-metrics", field="SNAPSHOT")
     return snaps
 
 
 def _value(p: Proposal, milli: int | None) -> str:
-    return "-" if milli is None else format_milli(milli)
+    return readable.quantity(milli, p.spec)
 
 
 def _target_text(p: Proposal) -> str:
@@ -72,9 +95,9 @@ def _target_text(p: Proposal) -> str:
     if s.target_type == "Utilization":
         return f"{s.target_utilization}% of {_basis(p)}"
     if s.target_type == "AverageValue" and s.target_average_milli is not None:
-        return f"{format_milli(s.target_average_milli)} average"
+        return f"{readable.quantity(s.target_average_milli, s)} average"
     if s.target_value_milli is not None:
-        return f"{format_milli(s.target_value_milli)} value"
+        return f"{readable.quantity(s.target_value_milli, s)} value"
     return "-"
 
 
@@ -85,7 +108,8 @@ def _basis(p: Proposal) -> str:
 def _current_text(p: Proposal) -> str:
     if p.utilization is not None:
         return f"{p.utilization}% of {_basis(p)} (average {_value(p, p.raw_milli)})"
-    return _value(p, p.raw_milli)
+    kind = {"AverageValue": " average", "Value": " value"}.get(p.spec.target_type, "")
+    return _value(p, p.raw_milli) + ("" if p.raw_milli is None else kind)
 
 
 def _ratio_line(p: Proposal) -> str:
@@ -107,7 +131,7 @@ def _pod_lines(p: Proposal) -> list[str]:
     if g.missing:
         lines.append(f"no metric sample: {', '.join(g.missing)}")
     if p.filled:
-        assumed = ", ".join(f"{n}={format_milli(v)}" for n, v in p.filled.items())
+        assumed = ", ".join(f"{n}={readable.quantity(v, p.spec)}" for n, v in p.filled.items())
         direction = "scale-up: assumed 0" if p.ratio and p.ratio > 1.0 else "scale-down: assumed at target/request"
         lines.append(f"filled in ({direction}): {assumed}")
         if p.new_ratio is not None:

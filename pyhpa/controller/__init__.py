@@ -181,9 +181,10 @@ class Controller:
         synced = asyncio.gather(self.autoscaler_informer.synced.wait(), self.pod_informer.synced.wait())
         stopped = asyncio.ensure_future(stop.wait())
         done, _ = await asyncio.wait({synced, stopped}, return_when=asyncio.FIRST_COMPLETED)
-        for f in (synced, stopped):
-            if f not in done:
-                f.cancel()
+        pending = [f for f in (synced, stopped) if f not in done]
+        for f in pending:
+            f.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)  # retrieved: no "exception was never retrieved"
         return synced in done
 
     async def _shutdown(self, workers: list[asyncio.Task], background: list[asyncio.Task]) -> None:
@@ -248,14 +249,14 @@ async def run_controller(settings: Settings, config: SingleConfig, http: str = "
     controller = Controller(settings, cluster, metrics, memory=memory,
                             gate=leadership.may_write if leadership else None, clock=clock)
     health = None
-    if settings.health_port is not None:
-        health = HealthServer(controller.monitor.registry, lambda: controller.ready or _standby(leadership, stop),
-                              settings.health_host, settings.health_port)
-        await health.start()
-        log.info("serving /healthz, /readyz and /metrics on %s:%d", settings.health_host, health.port)
-    if on_started is not None:
-        on_started(controller, health)
     try:
+        if settings.health_port is not None:
+            health = HealthServer(controller.monitor.registry, lambda: controller.ready or _standby(leadership, stop),
+                                  settings.health_host, settings.health_port)
+            await health.start()
+            log.info("serving /healthz, /readyz and /metrics on %s:%d", settings.health_host, health.port)
+        if on_started is not None:
+            on_started(controller, health)
         await (leadership.run(controller, stop) if leadership else controller.run(stop))
     finally:
         if health is not None:

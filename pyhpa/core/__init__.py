@@ -5,10 +5,11 @@ HorizontalController does (replica calculator, normalization, conditions, events
 combines it with the HorizontalAutoscaler's extra sources (schedules, prediction) by the one
 rule of ``pyhpa.core.combine``; ``explain``, ``simulate`` and the live controller all call it.
 Inputs and outputs are the plain types of ``pyhpa.core.model``; ``pyhpa.adapters`` builds
-them from Kubernetes objects. This module is the core's public surface: the names below
-(``__all__``), the plain types of ``pyhpa.core.model``, and the names listed in the ``__all__``
-of ``calculator``, ``metrics``, ``thresholds``, ``selector`` and ``quantity``. Nothing outside the
-core imports anything else of it (tests/test_core_surface.py).
+them from Kubernetes objects.
+
+The public surface: the names below (``__all__``), the plain types of ``pyhpa.core.model``, and the
+names listed in the ``__all__`` of ``calculator``, ``metrics``, ``thresholds``, ``selector`` and
+``quantity``. Nothing outside the core imports anything else of it (tests/test_core_surface.py).
 """
 
 from .model import (

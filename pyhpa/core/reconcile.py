@@ -278,10 +278,9 @@ def decide(
         sync.cond("ScalingLimited", "False" if not steps or steps[-1].stage != "limit" else "True", limited[0], limited[1])
         out.decided_by = decided_by(winner, steps, bounds, hpa.behavior is not None)
         if current == 0 and min_r != 0 and scaled_to_zero and desired < min_r:  # from zero: at least minReplicas
-            bump = _bound_reason("below", bounds.min_source, min_r)
-            steps.append(Step("bounds", desired, min_r, "TooFewReplicas", bump))
+            reason = reason or _bound_reason("below", bounds.min_source, min_r)
+            steps.append(Step("bounds", desired, min_r, "TooFewReplicas", _bound_reason("below", bounds.min_source, min_r)))
             desired = min_r
-            reason = reason or bump
             out.decided_by = bounds.min_source
     if config.scale_to_zero and desired != current:
         _scaled_to_zero_condition(sync, current, desired, min_r)
@@ -425,13 +424,6 @@ def rescale_failed(decision: Decision, hpa: HPA, message: str, now: float) -> De
                    memory_without_event=mem)
 
 
-def with_status(hpa: HPA, status: HPAStatus) -> HPA:
-    """``hpa`` carrying the status a sync wrote (conditions, last scale time, desired replicas):
-    what the next sync of the same object reads. Used by the controller and the simulator."""
-    return replace(hpa, conditions=tuple(status.conditions), last_scale_time=status.last_scale_time,
-                   status_desired_replicas=status.desired_replicas)
-
-
 def _restore_scaled_to_zero(conds: list[Condition], hpa: HPA) -> None:
     """Undo the sync's ScaledToZero update (only the first condition of the type is ever set)."""
     for i, c in enumerate(conds):
@@ -442,3 +434,10 @@ def _restore_scaled_to_zero(conds: list[Condition], hpa: HPA) -> None:
             else:
                 conds[i] = before
             return
+
+
+def with_status(hpa: HPA, status: HPAStatus) -> HPA:
+    """``hpa`` carrying the status a sync wrote (conditions, last scale time, desired replicas):
+    what the next sync of the same object reads. Used by the controller and the simulator."""
+    return replace(hpa, conditions=tuple(status.conditions), last_scale_time=status.last_scale_time,
+                   status_desired_replicas=status.desired_replicas)
