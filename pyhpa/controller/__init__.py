@@ -118,6 +118,7 @@ class Controller:
         self.monitor.deleted(a.namespace, a.name)
         self.memory.forget(key)
         self.reconciler.selectors.remove(key)
+        self.reconciler.warned.pop(key, None)
         if self.queue is not None:
             self.queue.remove(key)
 
