@@ -254,6 +254,7 @@ def test_a_snapshot_keeps_the_fallback_and_the_counts_and_explain_decides_as_the
                                                                           fallback_since=50.0)})
     assert memory_from_dict(memory_to_dict(mem)) == mem
     snap = yaml.safe_load((ROOT / "examples" / "explain" / "snapshot.yaml").read_text())
+    snap["hpa"].update(apiVersion="pyhpa.dev/v1alpha1", kind="HorizontalAutoscaler")  # as pyhpa snapshot writes it
     snap["hpa"]["spec"]["fallback"] = {"failureThreshold": 2, "replicas": 7}
     snap["metrics"] = {"errors": ["resource"]}
     snap["history"] = {"metricFailures": [{"metric": "Resource/cpu", "numberOfFailures": 2,

@@ -14,6 +14,8 @@ names listed in the ``__all__`` of ``calculator``, ``metrics``, ``thresholds``, 
 
 from .model import (
     ENFORCE,
+    LIMIT,
+    REQUEST,
     OBSERVE,
     ActiveWindow,
     Behavior,
@@ -44,6 +46,7 @@ from .model import (
     Step,
 )
 from .calculator import MetricError, ReplicaCalculator
+from .checks import HPAWarning, check_hpa
 from .fallback import check_fallback, effective_fallback, fallback_replicas, metric_key
 from .normalize import MemoryHorizons, memory_horizons, relevant_memory, stabilization_windows, store_scale_event
 from .reconcile import decide, rescale_failed, set_condition, tolerances, with_status
@@ -57,5 +60,5 @@ __all__ = [
     "check_window", "decide", "effective_fallback", "fallback_replicas", "metric_key", "next_change", "occurrences",
     "rescale_failed", "set_condition", "tolerances", "with_status",
     "MemoryHorizons", "memory_horizons", "relevant_memory", "stabilization_windows", "store_scale_event",
-    "MetricError", "ReplicaCalculator",
+    "MetricError", "ReplicaCalculator", "HPAWarning", "check_hpa", "LIMIT", "REQUEST",
 ]

@@ -257,6 +257,8 @@ def decide(
     bounds = effective_bounds(hpa.min_replicas, hpa.max_replicas, active)
     if hpa.schedules:
         _schedule_condition(sync, active, bounds)
+    elif any(c.type == "ScheduleActive" for c in sync.conds):  # the windows were removed from the spec
+        sync.conds[:] = [c for c in sync.conds if c.type != "ScheduleActive"]
     out = _Outcome(bounds=bounds, active=active, sources=list(schedule_sources(active, bounds)))
     min_r, max_r = bounds.min_replicas, bounds.max_replicas
     steps: list[Step] = []
@@ -273,10 +275,12 @@ def decide(
         reason, desired = _bound_reason("above", bounds.max_source, max_r), max_r
         steps.append(Step("bounds", current, max_r, "TooManyReplicas", reason))
         out.decided_by = bounds.max_source
+        _remember_window_bound(mem, bounds.max_source, max_r, current, min_r, max_r, hpa, now, config)
     elif prenormalized is None and current != 0 and current < min_r:
         reason, desired = _bound_reason("below", bounds.min_source, min_r), min_r
         steps.append(Step("bounds", current, min_r, "TooFewReplicas", reason))
         out.decided_by = bounds.min_source
+        _remember_window_bound(mem, bounds.min_source, min_r, current, min_r, max_r, hpa, now, config)
     else:
         if prenormalized is None:
             got = sync.metrics(pods, samples, mem)
@@ -333,6 +337,17 @@ class _Outcome:
         self.sources = sources
         self.decided_by = ""
         self.prediction: PredictionStatus | None = None
+
+
+def _remember_window_bound(mem: Memory, source: str, bound: int, current: int, min_r: int, max_r: int, hpa: HPA,
+                           now: float, config: ControllerConfig) -> None:
+    """A window's floor or cap that moved the replicas (no metrics evaluated, as upstream outside its bounds)
+    is recorded as this sync's recommendation, by normalization's own rule, as the syncs inside the window
+    that follow record it: a window shorter than a sync period is still followed by the usual stabilization.
+    Spec bounds keep upstream's behavior (nothing recorded)."""
+    if source in (SPEC_MIN, SPEC_MAX):
+        return
+    _, mem.recommendations, *_ = normalize(current, bound, min_r, max_r, hpa.behavior, mem, now, config)
 
 
 def _bound_reason(where: str, source: str, value: int) -> str:
@@ -409,7 +424,7 @@ def _status(sync: _Sync, out: _Outcome, current: int, desired: int, last_scale: 
     schedules = None
     if hpa.schedules:
         schedules = ScheduleStatus(active=tuple(w.name for w in out.active),
-                                   next_change=next_change(hpa.schedules, sync.now))
+                                   next_change=next_change(hpa.schedules, sync.now, out.active))
     health = None
     if sync.fallback is not None:
         health = metric_health(hpa, mem.metric_failures, sync.fallback.sources)

@@ -15,9 +15,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Callable, Sequence
 
+from ..adapters.autoscaler import effective_config, find_autoscaler, read_autoscaler
 from ..adapters.errors import InputError
-from ..adapters.fallback import has_fallback_fields, read_fallback, without_metric_fallbacks
-from ..adapters.objects import hpa_from_dict, object_label
+from ..adapters.objects import object_label
+from ..adapters.promql import OFFLINE_SERVER
 from ..adapters.snapshot import read_document
 from ..core import HPA, ControllerConfig
 from .cluster import Cluster
@@ -124,18 +125,18 @@ def run_simulation(
     prof = load_profile(files["profile"] or None)
     prof = _with_metric_columns(prof, metric_columns)
     tgt = load_target(files["target"], prof.container)
-    hpas = [_load_hpa(f, tgt, settings.config) for f in files["hpa"]]
-    extra = tuple(dict.fromkeys(c for h, f in hpas for c in columns_needed(_views(h, tgt, prof, f))))
+    hpas = [_load_hpa(f, tgt, settings) for f in files["hpa"]]
+    extra = tuple(dict.fromkeys(c for h in hpas for c in columns_needed(_views(h, tgt, prof))))
     tr = load_trace(files["trace"], files["column"], extra_columns=extra, time_column=time_column, where=tuple(where),
                     start=start, end=end, load_scale=load_scale, gaps=gaps)
     tr.report.file = display_path(files["trace"])
     outages = parse_outages(metrics_outages, tr)
     rps = prof.load_to_rps(tr.values[files["column"]])
     runs = []
-    for (h, f), label in zip(hpas, _labels(files["hpa"])):
-        f = display_path(f)
-        cluster = Cluster(h, tgt, prof, settings.config, tr.times, rps, tr.values, tr.start, tr.end,
-                          settings.sync_period_seconds, settings.seed, outages)
+    for h, label in zip(hpas, _labels(files["hpa"])):
+        f = display_path(h.file)
+        cluster = Cluster(h.hpa, tgt, prof, h.config, tr.times, rps, tr.values, tr.start, tr.end, h.sync_period_seconds,
+                          settings.seed, outages)
         total = tr.end - tr.start
         cluster.run(None if progress is None else (lambda s, lab=label: progress(lab, s, total)))
         runs.append(Run(label, f, cluster, summarize(label, f, cluster, tr, settings)))
@@ -180,55 +181,31 @@ def _with_metric_columns(prof: Profile, items: Sequence[str]) -> Profile:
     return Profile(**{**{k: getattr(prof, k) for k in Profile.__dataclass_fields__}, "metrics": metrics})
 
 
-#: what a HorizontalAutoscaler (pyhpa.dev/v1alpha1) spec may hold for ``pyhpa simulate``
-_SIMULATED_SPEC = ("scaleTargetRef", "minReplicas", "maxReplicas", "metrics", "behavior", "fallback")
+@dataclass(slots=True, frozen=True)
+class _Autoscaler:
+    """One ``--hpa`` file read: the core HPA, the controller flags with its own settings applied, its sync
+    period (s), the file and ``Kind namespace/name``."""
+
+    hpa: HPA
+    file: str
+    config: ControllerConfig
+    sync_period_seconds: float
+    label: str
 
 
-def _load_hpa(path, target: Target, config: ControllerConfig) -> tuple[HPA, str]:
-    """An autoscaling/v2 HorizontalPodAutoscaler, or a HorizontalAutoscaler with its ``fallback``."""
+def _load_hpa(path, target: Target, settings: Settings) -> _Autoscaler:
+    """An autoscaling/v2 HPA or a HorizontalAutoscaler file; a HorizontalAutoscaler's own settings
+    (``syncPeriodSeconds``, ``tolerance``, ...) override the flags, as in ``pyhpa run``."""
     file = str(path)
-    doc = read_document(path)
-    docs = doc if isinstance(doc, list) else [doc]
-    found = [d for d in docs if isinstance(d, dict) and d.get("kind") in ("HorizontalPodAutoscaler",
-                                                                          "HorizontalAutoscaler")]
-    if len(found) != 1:
-        raise InputError(f"expected exactly one HorizontalPodAutoscaler or HorizontalAutoscaler, found {len(found)}",
-                         file=file)
+    found = find_autoscaler(read_document(path), file)
     try:
-        v2, spec = found[0], found[0].get("spec")
-        if v2.get("kind") == "HorizontalAutoscaler":
-            v2, spec = _v2_of_autoscaler(v2)
-        elif has_fallback_fields(spec):
-            where = "spec.fallback" if "fallback" in spec else "spec.metrics[].fallback"
-            raise InputError("only a HorizontalAutoscaler (apiVersion pyhpa.dev/v1alpha1) has a fallback, not an "
-                             "autoscaling/v2 HorizontalPodAutoscaler", field=where)
-        hpa, model = hpa_from_dict(v2, scale_to_zero=config.scale_to_zero)
-        if spec is not v2.get("spec"):
-            hpa = read_fallback(spec, hpa)
-        _check_ref(model, hpa, target)
+        parsed = read_autoscaler(found, scale_to_zero=settings.config.scale_to_zero, prometheus_server=OFFLINE_SERVER)
+        _check_ref(parsed.model, parsed.hpa, target)
     except InputError as err:
-        raise err.at(file=file, obj=object_label(found[0])) from None
-    return hpa, file
-
-
-def _v2_of_autoscaler(d: dict) -> tuple[dict, dict]:
-    """(the autoscaling/v2 HPA a HorizontalAutoscaler stands for, its spec); fields simulate cannot use are errors."""
-    if d.get("apiVersion") != "pyhpa.dev/v1alpha1":
-        raise InputError(f"expected apiVersion pyhpa.dev/v1alpha1 for kind HorizontalAutoscaler, got "
-                         f"{d.get('apiVersion')!r}", field="apiVersion")
-    spec = d.get("spec")
-    if not isinstance(spec, dict):
-        raise InputError(f"must be a mapping, got {spec!r}", field="spec")
-    for key in spec:
-        if key not in _SIMULATED_SPEC:
-            raise InputError(f"pyhpa simulate does not read this field (it reads {', '.join(_SIMULATED_SPEC)})",
-                             field=f"spec.{key}")
-    v2_spec = {k: v for k, v in spec.items() if k != "fallback"}
-    if "metrics" in spec:
-        v2_spec["metrics"] = without_metric_fallbacks(spec["metrics"])
-    v2 = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": d.get("metadata") or {},
-          "spec": v2_spec}
-    return v2, spec
+        raise err.at(file=file, obj=object_label(found)) from None
+    own = parsed.settings
+    period = own.sync_period_seconds or settings.sync_period_seconds
+    return _Autoscaler(parsed.hpa, file, effective_config(settings.config, own), period, parsed.label)
 
 
 def _check_ref(model, hpa: HPA, target: Target) -> None:
@@ -238,11 +215,11 @@ def _check_ref(model, hpa: HPA, target: Target) -> None:
                          field="spec.scaleTargetRef")
 
 
-def _views(hpa: HPA, target: Target, prof: Profile, file: str):
+def _views(h: _Autoscaler, target: Target, prof: Profile):
     try:
-        return metric_views(hpa, target, prof)
+        return metric_views(h.hpa, target, prof)
     except InputError as err:
-        raise err.at(file=file, obj=f"HorizontalPodAutoscaler {hpa.namespace}/{hpa.name}") from None
+        raise err.at(file=h.file, obj=h.label) from None
 
 
 def _labels(files: list) -> list[str]:

@@ -505,7 +505,8 @@ class Cluster:
         unserved = self.unserved_cum - self.unserved_at_sync
         self.unserved_at_sync = self.unserved_cum
         self.rows.append((t, self.rps, d.current_replicas, self.n_ready, d.desired_replicas, d.prenormalized, *values,
-                          unready, missing, self.n_serving * self.cap, unserved, self._changed(d), d.error or ""))
+                          unready, missing, self.n_serving * self.cap, unserved, self._changed(d), d.error or "",
+                          d.min_replicas_effective, d.max_replicas_effective, ";".join(d.active_schedules)))
 
     def _changed(self, d: Decision) -> str:
         """Conditions whose status or reason changed at this sync, as ``Type=Status/Reason; ...``."""
@@ -522,4 +523,8 @@ class Cluster:
         metric_cols = [c for v in self.views for c in (v.label, f"{v.label}_target")]
         return ["time", "load", "current_replicas", "ready_replicas", "desired_replicas", "recommended_replicas",
                 *metric_cols, "unready_pods", "missing_pods", "ready_capacity", "unserved_requests",
-                "conditions_changed", "error"]
+                "conditions_changed", "error", "min_replicas_effective", "max_replicas_effective", "active_schedules"]
+
+    def column(self, name: str) -> int:
+        """Index of the field ``name`` in each row of ``rows``."""
+        return self.columns_header().index(name)
