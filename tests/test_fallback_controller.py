@@ -270,3 +270,15 @@ def test_a_snapshot_keeps_the_fallback_and_the_counts_and_explain_decides_as_the
     path.write_text(yaml.safe_dump(snap))
     out = json.loads(CliRunner().invoke(app, ["explain", "-o", "json", str(path)]).output)
     assert out["desiredReplicas"] == 3  # the second failed sync: not yet
+
+
+def test_an_autoscaling_v2_hpa_has_no_fallback_not_even_on_a_metric():
+    from pyhpa.adapters.autoscaler import read_autoscaler
+    from pyhpa.adapters.errors import InputError
+
+    doc = autoscaler("x", "web", metrics=[cpu_metric(50) | {"fallback": {"replicas": 3}}])
+    doc.update(apiVersion="autoscaling/v2", kind="HorizontalPodAutoscaler")
+    with pytest.raises(InputError) as err:
+        read_autoscaler(doc)
+    assert err.value.field == "spec.metrics[0].fallback" and "only a HorizontalAutoscaler" in err.value.message
+    assert read_autoscaler(doc, extensions=True).hpa.metrics[0].fallback.replicas == 3  # a snapshot's v2 document
