@@ -433,8 +433,13 @@ def _pod_requests(spec: Any) -> tuple[dict, dict]:
 
 def pod_from_dict(d: dict) -> Pod:
     """A core Pod from a v1 Pod dict; raises InputError."""
-    if not isinstance(d, dict) or d.get("kind") not in (None, "Pod"):
-        raise InputError("expected a v1 Pod object", obj=object_label(d))
+    if not isinstance(d, dict):
+        raise InputError(f"expected a v1 Pod, got {_json_type(d)}")
+    if d.get("kind") not in (None, "Pod"):
+        raise InputError(f"expected a v1 Pod, got kind {d.get('kind')}", obj=object_label(d), field="kind")
+    meta = d.get("metadata")
+    if not isinstance(meta, dict) or not meta.get("name"):
+        raise InputError("required field is missing", obj=object_label(d) or "Pod", field="metadata.name")
     d = dict(d)
     d.setdefault("apiVersion", "v1")
     d.setdefault("kind", "Pod")
