@@ -14,8 +14,8 @@ from ..core import ControllerConfig, Memory, MetricSamples, Scale
 from ..core.selector import SelectorError, parse_selector
 from .errors import InputError
 from .metrics_api import resource_samples
-from .objects import hpa_from_dict, pod_from_dict
-from .snapshot import Snapshot, read_document
+from .objects import hpa_from_dict
+from .snapshot import Snapshot, pods_in_namespace, read_document
 
 IGNORED_LABELS = ("pod-template-hash", "controller-revision-hash", "pod-template-generation",
                   "statefulset.kubernetes.io/pod-name", "apps.kubernetes.io/pod-index")
@@ -97,16 +97,16 @@ def snapshot_from_kubectl(
     """Build a Snapshot (controller memory empty, upstream default flags unless ``config``)."""
     config = config or ControllerConfig()
     try:
-        hpa, model = hpa_from_dict(read_document(hpa_path), lenient=lenient, scale_to_zero=config.scale_to_zero)
+        hpa, model = hpa_from_dict(read_document(hpa_path), lenient=lenient, scale_to_zero=config.scale_to_zero,
+                                   go_structs=lenient)
     except InputError as err:
         raise err.at(file=str(hpa_path)) from None
     pods = []
     if pods_path is not None:
-        for i, item in enumerate(_pod_items(read_document(pods_path), pods_path)):
-            try:
-                pods.append(pod_from_dict(item))
-            except InputError as err:
-                raise InputError(err.message, str(pods_path), err.obj, f"items[{i}].{err.field}".rstrip(".")) from None
+        try:  # only the HPA's namespace counts, as upstream's pod lister
+            pods = pods_in_namespace(_pod_items(read_document(pods_path), pods_path), hpa.namespace, "items", lenient)
+        except InputError as err:
+            raise err.at(file=str(pods_path)) from None
     if replicas is None:
         replicas = model.status.currentReplicas if model.status is not None else None
         if replicas is None:

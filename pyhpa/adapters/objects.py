@@ -11,14 +11,19 @@ the HPAScaleToZero gate) are passed on, and the core reports them as upstream do
 
 from __future__ import annotations
 
+import math
 import re
 import typing
+from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
 import msgspec
+import msgspec.inspect
 from lightkube.codecs import resource_registry
 from lightkube.core.exceptions import LoadResourceError
+from lightkube.resources.autoscaling_v2 import HorizontalPodAutoscaler as HorizontalPodAutoscalerResource
+from lightkube.resources.core_v1 import Pod as PodResource
 from lightkube.models.autoscaling_v2 import HorizontalPodAutoscaler as _HPAModel  # noqa: F401 (type reference)
 
 from ..core.model import (
@@ -36,7 +41,7 @@ from ..core.model import (
     ScalingRules,
 )
 from .errors import InputError
-from .parse import milli, number_text, timestamp, tolerance_float
+from .parse import milli, number_text, quantity, timestamp, tolerance_float
 
 _SOURCE_KEY = {
     "Resource": "resource",
@@ -283,6 +288,8 @@ def _check_target(mtype, ttype, util, avg, val, field, lenient) -> None:
         raise InputError(f"target type {ttype} needs {name}", field=f"{field}.{name}")
     if ttype == UTILIZATION and value <= 0:
         raise InputError("averageUtilization must be greater than 0", field=f"{field}.averageUtilization")
+    if mtype in ("Resource", "ContainerResource") and util is not None and avg is not None:
+        raise InputError("may not set both a target raw value and a target utilization", field=f"{field}.averageValue")
 
 
 def _rules(r: Any, up: bool, field: str) -> ScalingRules:
@@ -322,13 +329,18 @@ def _conditions(status: Any) -> tuple[Condition, ...]:
     return tuple(out)
 
 
-def hpa_from_model(h: Any, lenient: bool = False, scale_to_zero: bool = False) -> HPA:
-    """A core HPA from a lightkube autoscaling/v2 HorizontalPodAutoscaler; raises InputError."""
+def hpa_from_model(h: Any, lenient: bool = False, scale_to_zero: bool = False, go_structs: bool = False) -> HPA:
+    """A core HPA from a lightkube autoscaling/v2 HorizontalPodAutoscaler; raises InputError.
+
+    ``lenient``: metric and target types the API server refuses are passed on (the core reports them
+    as upstream does). ``go_structs`` (implies lenient): also minReplicas/maxReplicas the API server
+    refuses, as upstream's unit tests build them."""
+    lenient = lenient or go_structs
     spec = h.spec
     label = f"HorizontalPodAutoscaler {h.metadata.namespace or 'default'}/{h.metadata.name}"
     try:
         min_r = 1 if spec.minReplicas is None else spec.minReplicas
-        _check_bounds(min_r, spec.maxReplicas, lenient, scale_to_zero)
+        _check_bounds(min_r, spec.maxReplicas, lenient, scale_to_zero, go_structs)
         metrics_raw = spec.metrics or []
         metrics = tuple(_metric(m, i, lenient) for i, m in enumerate(metrics_raw))
         if not metrics:
@@ -349,7 +361,9 @@ def hpa_from_model(h: Any, lenient: bool = False, scale_to_zero: bool = False) -
         raise err.at(obj=label) from None
 
 
-def _check_bounds(min_r: int, max_r: int, lenient: bool, scale_to_zero: bool) -> None:
+def _check_bounds(min_r: int, max_r: int, lenient: bool, scale_to_zero: bool, go_structs: bool = False) -> None:
+    if go_structs:  # a Go struct holds any numbers; upstream's controller clamps them
+        return
     if max_r < 1:
         raise InputError("maxReplicas must be at least 1", field="spec.maxReplicas")
     if min_r < 0:
@@ -360,87 +374,220 @@ def _check_bounds(min_r: int, max_r: int, lenient: bool, scale_to_zero: bool) ->
         raise InputError("minReplicas 0 needs the HPAScaleToZero feature gate", field="spec.minReplicas")
 
 
-def hpa_from_dict(d: dict, lenient: bool = False, scale_to_zero: bool = False) -> tuple[HPA, Any]:
-    """(core HPA, lightkube model) from an autoscaling/v2 HorizontalPodAutoscaler dict."""
+def go_zero_fill(d: Any, cls: type) -> Any:
+    """``d`` with every field the lightkube model ``cls`` requires but ``d`` leaves out set to Go's zero
+    value ("" for strings, 0 for numbers, an empty object or list), recursively; ``d`` is not changed.
+
+    Upstream's unit tests build objects as Go structs, where an unset field is its zero value (a
+    ``MetricTarget`` without ``Type``, a reference without ``Kind``); ``--lenient`` reads them the same
+    way, so the decision core sees what upstream's controller sees. Nothing the user wrote is changed.
+    """
+    return _fill(d, msgspec.inspect.type_info(cls))
+
+
+def _fill(d: Any, info: Any) -> Any:
+    mi = msgspec.inspect
+    if isinstance(info, mi.UnionType):
+        structs = [t for t in info.types if isinstance(t, (mi.StructType, mi.ListType))]
+        return _fill(d, structs[0]) if len(structs) == 1 else d
+    if isinstance(info, mi.ListType) and isinstance(d, list):
+        return [_fill(x, info.item_type) for x in d]
+    if not isinstance(info, mi.StructType) or not isinstance(d, dict):
+        return d
+    out = dict(d)
+    for f in info.fields:
+        if f.encode_name in out:
+            out[f.encode_name] = _fill(out[f.encode_name], f.type)
+        elif f.required:
+            out[f.encode_name] = _fill(_go_zero(f.type), f.type)
+    return out
+
+
+def _go_zero(info: Any) -> Any:
+    mi = msgspec.inspect
+    if isinstance(info, mi.StrType):
+        return ""
+    if isinstance(info, (mi.IntType, mi.FloatType)):
+        return 0
+    if isinstance(info, mi.BoolType):
+        return False
+    if isinstance(info, mi.ListType):
+        return []
+    return {}
+
+
+def hpa_from_dict(d: dict, lenient: bool = False, scale_to_zero: bool = False,
+                  go_structs: bool = False) -> tuple[HPA, Any]:
+    """(core HPA, lightkube model) from an autoscaling/v2 HorizontalPodAutoscaler dict.
+
+    ``go_structs``: read the object as upstream's unit tests build it (``go_zero_fill``, bounds unchecked);
+    what ``pyhpa explain --lenient`` does. ``lenient`` alone (the controller) keeps the object's schema."""
     if not isinstance(d, dict):
         raise InputError(f"expected an autoscaling/v2 HorizontalPodAutoscaler, got {_json_type(d)}")
     if d.get("kind") != "HorizontalPodAutoscaler" or d.get("apiVersion") != "autoscaling/v2":
         got = " ".join(str(d[k]) for k in ("apiVersion", "kind") if d.get(k)) or "no apiVersion and kind"
         raise InputError(f"expected an autoscaling/v2 HorizontalPodAutoscaler, got {got}", obj=object_label(d),
                          field="kind")
-    meta = d.get("metadata")
-    if not isinstance(meta, dict) or not meta.get("name"):
-        raise InputError("required field is missing", obj=object_label(d), field="metadata.name")
+    if go_structs:
+        d = go_zero_fill(d, HorizontalPodAutoscalerResource)
+    else:
+        meta = d.get("metadata")
+        if not isinstance(meta, dict) or not meta.get("name"):
+            raise InputError("required field is missing", obj=object_label(d), field="metadata.name")
     model = decode(d)
-    return hpa_from_model(model, lenient, scale_to_zero), model
+    return hpa_from_model(model, lenient, scale_to_zero, go_structs), model
 
 
 def pod_from_model(p: Any) -> Pod:
-    """A core Pod from a lightkube v1 Pod: phase, deletion, start time, Ready condition and
-    the requests of regular and restartable init (sidecar) containers (calculatePodRequests)."""
+    """A core Pod from a lightkube v1 Pod, read as upstream's pod helpers read it.
+
+    Phase, deletion, start time; the FIRST Ready condition of ``status.conditions`` (what
+    ``podutil.GetPodCondition`` returns; status ``Unknown`` is kept apart from ``False``);
+    requests and limits of regular and restartable init (sidecar) containers, and the pod's
+    denominator per resource (``pod_denominators``). Raises InputError naming the field.
+    """
     meta, spec, status = p.metadata, p.spec, p.status
     label = f"Pod {meta.namespace or 'default'}/{meta.name}"
     try:
-        requests, missing = _pod_requests(spec)
+        containers, requests, missing, pod_level_requests = _amounts(spec, "requests")
+        _, limits, _, pod_level_limits = _amounts(spec, "limits")
     except InputError as err:
         raise err.at(obj=label) from None
-    ready, ready_t = None, None
+    ready, ready_t, unknown = None, None, False
     phase, start = "", None
     if status is not None:
         phase = status.phase or ""
         start = timestamp(status.startTime) if status.startTime is not None else None
         for c in status.conditions or []:
-            if c.type == "Ready":
+            if c.type == "Ready":  # the first one counts
                 ready = c.status == "True"
+                unknown = c.status != "True" and c.status != "False"
                 ready_t = timestamp(c.lastTransitionTime) if c.lastTransitionTime is not None else None
+                break
     return Pod(
         meta.name, phase, dict(meta.labels or {}), meta.deletionTimestamp is not None, start, ready,
         ready_t if ready_t is not None else -62135596800.0, requests, missing,
+        containers=containers, pod_level_requests=pod_level_requests, limits=limits,
+        pod_level_limits=pod_level_limits, ready_unknown=unknown,
     )
 
 
-def _pod_requests(spec: Any) -> tuple[dict, dict]:
-    containers = list(spec.containers or []) if spec is not None else []
-    for c in (spec.initContainers or []) if spec is not None else []:
+#: resources PodLevelResources applies at the pod level (IsSupportedPodLevelResource)
+POD_LEVEL_RESOURCES = ("cpu", "memory")
+
+
+def _pod_level_supported(name: str) -> bool:
+    return name in POD_LEVEL_RESOURCES or name.startswith("hugepages-")
+
+
+def _quantities(res: Any, kind: str, field: str) -> dict[str, Decimal]:
+    values = (getattr(res, kind) if res is not None else None) or {}
+    return {r: quantity(q, f"{field}.{r}") for r, q in values.items()}
+
+
+def _amounts(spec: Any, kind: str) -> tuple[tuple[str, ...], dict, dict, bool]:
+    """(counted containers, amounts, missing_request, pod-level set) for ``kind`` requests or limits.
+
+    ``amounts[(r, c)]`` is container c's amount (milli, rounded up as MilliValue); ``amounts[(r, "")]``
+    the pod's denominator: with pod-level amounts set for a supported resource (cpu, memory,
+    hugepages-*), upstream's PodRequests — the pod-level value where set, else the containers'
+    aggregate (init containers included), plus ``spec.overhead``; otherwise the plain sum over regular
+    and restartable init containers when every one of them has ``r`` (else no entry: the core
+    raises upstream's "missing request" error).
+    """
+    if spec is None:
+        return (), {}, {}, False
+    regular = list(spec.containers or [])
+    init = list(spec.initContainers or [])
+    counted = regular + [c for c in init if c.restartPolicy == "Always"]
+    names = tuple(c.name for c in counted)
+    per: list[tuple[str, dict[str, Decimal]]] = []
+    for i, c in enumerate(regular):
+        per.append((c.name, _quantities(c.resources, kind, f"spec.containers[{i}].resources.{kind}")))
+    init_q = [_quantities(c.resources, kind, f"spec.initContainers[{i}].resources.{kind}") for i, c in enumerate(init)]
+    for c, q in zip(init, init_q):
         if c.restartPolicy == "Always":
-            containers.append(c)
-    resources: set[str] = set()
-    per: list[tuple[str, dict[str, int]]] = []
-    for i, c in enumerate(containers):
-        reqs = (c.resources.requests if c.resources is not None else None) or {}
-        values = {r: milli(q, f"spec.containers[{i}].resources.requests.{r}") for r, q in reqs.items()}
-        resources.update(values)
-        per.append((c.name, values))
-    requests: dict[tuple[str, str], int | None] = {}
+            per.append((c.name, q))
+    amounts: dict[tuple[str, str], int | None] = {}
     missing: dict[tuple[str, str], str] = {}
-    for r in resources:
-        total = 0
-        for name, values in per:
-            if r in values:
-                requests[(r, name)] = values[r]
-                if total is not None:
-                    total += values[r]
+    resources: set[str] = set()
+    for name, values in per:
+        resources.update(values)
+        for r, q in values.items():
+            amounts[(r, name)] = _ceil_milli(q)
+    pod_level = _quantities(spec.resources, kind, f"spec.resources.{kind}")
+    pod_level_set = any(_pod_level_supported(r) for r in pod_level)
+    if pod_level_set:
+        totals = _aggregate(regular, init, init_q, per)
+        for r, q in pod_level.items():
+            if _pod_level_supported(r):
+                totals[r] = q
+        if kind == "requests":
+            overhead = spec.overhead or {}
+            for r, q in overhead.items():
+                totals[r] = totals.get(r, Decimal(0)) + quantity(q, f"spec.overhead.{r}")
+        for r, q in totals.items():
+            amounts[(r, "")] = _ceil_milli(q)
+    else:
+        for r in resources:
+            if all(r in values for _, values in per):
+                amounts[(r, "")] = sum(amounts[(r, name)] for name, _ in per)
             else:
-                requests[(r, name)] = None
-                missing.setdefault((r, ""), name)
+                missing[(r, "")] = next(name for name, values in per if r not in values)
+        for name, values in per:
+            for r in resources - values.keys():
                 missing[(r, name)] = name
-                total = None
-        requests[(r, "")] = total
-    if per:
-        missing[("*", "")] = per[0][0]
-    return requests, missing
+        if per:
+            missing[("*", "")] = per[0][0]
+    return names, amounts, missing, pod_level_set
 
 
-def pod_from_dict(d: dict) -> Pod:
-    """A core Pod from a v1 Pod dict; raises InputError."""
+def _aggregate(regular: list, init: list, init_q: list, per: list) -> dict[str, Decimal]:
+    """Containers' aggregate (upstream AggregateContainerRequests): regular containers and sidecars
+    summed; each init container needs its own amount plus the sidecars started before it; the pod
+    needs the larger of the two."""
+    total: dict[str, Decimal] = {}
+    for _, values in per[: len(regular)]:
+        for r, q in values.items():
+            total[r] = total.get(r, Decimal(0)) + q
+    sidecars: dict[str, Decimal] = {}
+    init_need: dict[str, Decimal] = {}
+    for c, q in zip(init, init_q):
+        if c.restartPolicy == "Always":
+            for r, v in q.items():
+                total[r] = total.get(r, Decimal(0)) + v
+                sidecars[r] = sidecars.get(r, Decimal(0)) + v
+            need = dict(sidecars)
+        else:
+            need = dict(q)
+            for r, v in sidecars.items():
+                need[r] = need.get(r, Decimal(0)) + v
+        for r, v in need.items():
+            if v > init_need.get(r, Decimal(-1)):
+                init_need[r] = v
+    for r, v in init_need.items():
+        if v > total.get(r, Decimal(-1)):
+            total[r] = v
+    return total
+
+
+def _ceil_milli(q: Decimal) -> int:
+    return math.ceil(q * 1000)
+
+
+def pod_from_dict(d: dict, lenient: bool = False) -> Pod:
+    """A core Pod from a v1 Pod dict; raises InputError. ``lenient``: missing required fields read
+    as Go's zero values (``go_zero_fill``), as upstream's tests build pods."""
     if not isinstance(d, dict):
         raise InputError(f"expected a v1 Pod, got {_json_type(d)}")
     if d.get("kind") not in (None, "Pod"):
         raise InputError(f"expected a v1 Pod, got kind {d.get('kind')}", obj=object_label(d), field="kind")
     meta = d.get("metadata")
-    if not isinstance(meta, dict) or not meta.get("name"):
+    if not lenient and (not isinstance(meta, dict) or not meta.get("name")):
         raise InputError("required field is missing", obj=object_label(d) or "Pod", field="metadata.name")
     d = dict(d)
     d.setdefault("apiVersion", "v1")
     d.setdefault("kind", "Pod")
+    if lenient:
+        d = go_zero_fill(d, PodResource)
     return pod_from_model(decode(d))

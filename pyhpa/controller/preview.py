@@ -19,8 +19,7 @@ from typing import Any, AsyncIterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from ..core import Decision
-from ..core.normalize import store_scale_event
+from ..core import Decision, store_scale_event
 from .api import ListWatch
 from .autoscaler import Autoscaler
 from .informer import Informer

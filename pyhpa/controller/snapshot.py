@@ -1,5 +1,8 @@
 """``pyhpa snapshot``: the inputs of one sync of one autoscaler, in the explain snapshot format.
 
+This module only fetches from the cluster; the format is written by ``pyhpa.adapters.snapshot``
+(``snapshot_to_dict``), the module that also reads it.
+
 The inputs are gathered by the controller's own code path (``Reconciler.gather``: the target's Scale, the
 pods the Scale's selector picks from one pod LIST, every metric's answer through the same metric sources
 and timeouts, the controller memory) with the write gate closed, and written as a snapshot
@@ -22,9 +25,8 @@ from lightkube.config.kubeconfig import SingleConfig
 from lightkube.resources.autoscaling_v2 import HorizontalPodAutoscaler as HpaResource
 
 from ..adapters.errors import InputError
-from ..adapters.parse import format_time
 from ..adapters.promql import PROMETHEUS
-from ..adapters.snapshot import memory_to_dict
+from ..adapters.snapshot import controller_to_dict, metrics_to_dict, snapshot_to_dict
 from . import Controller
 from .api import ApiFailure, HttpMetrics, LightkubeCluster, SpecError, as_failure
 from .autoscaler import MetricQuery, hpa_document, parse_autoscaler
@@ -35,9 +37,6 @@ from .settings import Settings
 from .sources import _samples
 
 KINDS = {"horizontalautoscaler": "HorizontalAutoscaler", "hpa": "HorizontalPodAutoscaler"}
-#: ``metrics`` key of the snapshot for each metric source type.
-METRIC_KEYS = {"Resource": "resource", "ContainerResource": "resource", "Pods": "pods", "Object": "object",
-               "External": "external", PROMETHEUS: "prometheus"}
 
 
 def parse_key(key: str) -> tuple[str, str]:
@@ -102,67 +101,21 @@ async def _load_pods(controller: Controller, cluster: LightkubeCluster, namespac
 
 
 def snapshot_document(inputs: SyncInputs, pods: list[dict], settings: Settings, kind: str) -> dict:
-    """The snapshot (FORMAT.md) of one sync's inputs; ``pods`` are the selected pod objects as listed."""
+    """The snapshot (FORMAT.md, written by ``pyhpa.adapters.snapshot.snapshot_to_dict``) of one sync's
+    inputs; ``pods`` are the selected pod objects as listed."""
     a = inputs.autoscaler
-    spec = dict(a.obj.get("spec") or {})
-    doc = {
-        "name": a.key,
-        "source": f"pyhpa snapshot of {kind} {a.key}",
-        "level": "controller",
-        "now": format_time(inputs.now),
-        "controller": controller_document(inputs, settings),
-        "hpa": hpa_document({"name": a.name, "namespace": a.namespace}, spec, a.status),
-        "scale": {"apiVersion": "autoscaling/v1", "kind": "Scale",
-                  "metadata": {"name": a.scale_target_ref.name, "namespace": a.namespace},
-                  "spec": {"replicas": inputs.scale.spec_replicas},
-                  "status": {"replicas": inputs.scale.status_replicas, "selector": inputs.scale.selector}},
-        "pods": pods,
-        "metrics": metrics_document(a.queries, inputs.answers),
-    }
-    if a.memory_status is not None:
-        doc["history"] = memory_to_dict(inputs.memory)
-    return doc
-
-
-def controller_document(inputs: SyncInputs, settings: Settings) -> dict:
-    """The snapshot's ``controller``: the decision core's config as this autoscaler gets it (flags with its
-    own settings applied), plus the flags that only say how inputs were gathered."""
-    c, a = inputs.config, inputs.autoscaler
-    out = {
-        "tolerance": c.tolerance,
-        "cpuInitializationPeriodSeconds": c.cpu_initialization_period_seconds,
-        "initialReadinessDelaySeconds": c.initial_readiness_delay_seconds,
-        "downscaleStabilizationWindowSeconds": c.downscale_stabilization_window_seconds,
-        "scaleUpLimitFactor": c.scale_up_limit_factor,
-        "featureGates": {"HPAScaleToZero": c.scale_to_zero, "HPAConfigurableTolerance": c.configurable_tolerance},
-        "syncPeriodSeconds": a.sync_period_seconds,
-        "metricsTimeoutSeconds": settings.metrics_timeout_seconds,
-    }
-    if settings.prometheus_url:
-        out["prometheusUrl"] = settings.prometheus_url
-    return out
-
-
-def metrics_document(queries: tuple[MetricQuery, ...], answers: list[Any]) -> dict:
-    """``metrics``: each API's answer as received, by source and metric name; calls that failed (no answer,
-    or one the controller could not read) in ``errors`` as ``resource`` / ``<key>:<metric name>``."""
-    out: dict[str, Any] = {}
-    errors: list[str] = []
-    for q, answer in zip(queries, answers):
-        key = METRIC_KEYS.get(q.type)
-        if key is None or answer is None:  # unknown type, or not asked (unusable selector)
-            continue
-        label = key if key == "resource" else f"{key}:{q.name}"
-        if not _readable(q, answer):
-            if label not in errors:
-                errors.append(label)
-        elif key == "resource":
-            out["resource"] = answer
-        else:
-            out.setdefault(key, {})[q.name] = answer
-    if errors:
-        out["errors"] = errors
-    return out
+    c = inputs.config
+    controller = controller_to_dict(c, syncPeriodSeconds=a.sync_period_seconds,
+                                    metricsTimeoutSeconds=settings.metrics_timeout_seconds,
+                                    prometheusUrl=settings.prometheus_url or None)
+    answers = [(q.type, q.name, answer, answer is not None and _readable(q, answer))
+               for q, answer in zip(a.queries, inputs.answers)]
+    return snapshot_to_dict(
+        name=a.key, source=f"pyhpa snapshot of {kind} {a.key}", now=inputs.now, controller=controller,
+        hpa=hpa_document({"name": a.name, "namespace": a.namespace}, dict(a.obj.get("spec") or {}), a.status),
+        scale=inputs.scale, scale_name=a.scale_target_ref.name, namespace=a.namespace, pods=pods,
+        metrics=metrics_to_dict(answers), memory=inputs.memory if a.memory_status is not None else None,
+    )
 
 
 def _readable(q: MetricQuery, answer: Any) -> bool:

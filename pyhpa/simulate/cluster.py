@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..adapters.errors import InputError
-from ..core import HPA, ControllerConfig, Decision, Memory, MetricSamples, Pod, PodSample, Scale, decide
+from ..core import HPA, ControllerConfig, Decision, Memory, MetricSamples, Pod, PodSample, Scale, decide, with_status
 from ..core.model import ZERO_TIME
 from .metrics import MetricView, metric_views
 from .profile import Profile
@@ -235,7 +235,12 @@ class Cluster:
         phase = "Running" if pod.running else "Pending"
         ready = pod.ready if pod.bound else None
         ready_t = pod.ready_at if pod.ready else (start if start is not None else ZERO_TIME)
-        return Pod(pod.name, phase, t.labels, False, start, ready, ready_t, t.requests, t.missing_request)
+        tp = t.pod
+        if tp is None:
+            return Pod(pod.name, phase, t.labels, False, start, ready, ready_t, t.requests, t.missing_request)
+        return Pod(pod.name, phase, t.labels, False, start, ready, ready_t, tp.requests, tp.missing_request,
+                   containers=tp.containers, pod_level_requests=tp.pod_level_requests, limits=tp.limits,
+                   pod_level_limits=tp.pod_level_limits)
 
     def _remove(self, pod: SimPod) -> None:
         self.pods.remove(pod)
@@ -460,9 +465,7 @@ class Cluster:
         scale = Scale(self.spec_replicas, self.n_live, self.target.selector)
         d = decide(self.hpa, scale, self.core_pods, self._live_samples(), self.memory, t, self.config)
         self.memory = d.memory
-        status = d.status
-        self.hpa = replace(self.hpa, conditions=tuple(d.conditions), last_scale_time=status["lastScaleTime"],
-                           status_desired_replicas=status["desiredReplicas"])
+        self.hpa = with_status(self.hpa, d.status)
         if d.error is not None:
             self.failed_syncs += 1
         self._record(t, d)
