@@ -155,8 +155,8 @@ def test_declared_dependencies_are_used_and_one_http_client_stack():
     dists = packages_distributions()
     used = {d.lower().replace("_", "-") for m in imported for d in dists.get(m, [m])}
     # declared but not imported: libraries used through another one (lightkube's models), by pytest itself, and
-    # the schedule and prediction stack the controller needs (cron windows, forecasting: cronsim, scipy, statsmodels)
-    assert declared - used <= {"lightkube-models", "pytest-asyncio", "pyhpa", "cronsim", "scipy", "statsmodels"}, \
+    # the prediction stack the controller's forecasting needs (scipy, statsmodels)
+    assert declared - used <= {"lightkube-models", "pytest-asyncio", "pyhpa", "scipy", "statsmodels"}, \
         declared - used
     assert "croniter" not in declared and "cronsim" in _declared()
     assert "httpx" not in declared and "httpx" not in imported  # httpx2 (lightkube's client) serves both jobs

@@ -178,6 +178,8 @@ async def test_crd_and_controller_take_numbers_as_the_api_server_does(kube_doubl
             return kd.get_object("apps/v1", "deployments", "default", name)["spec"]["replicas"]
 
         await wait_for(lambda: replicas("num") == 3 and replicas("text") == 3, what="both scaled to 3")
+        await wait_for(lambda: {"default/num", "default/text"} <= {r.key for r in ctl.results if r.decision},
+                       what="the syncs that scaled")  # a sync reports after its scale and status writes
         by_key = {}
         for r in ctl.results:
             by_key.setdefault(r.key, r)

@@ -206,9 +206,9 @@ def quantities_as_text(d: Any, cls: type, path: str) -> Any:
 
 def object_label(d: Any) -> str:
     """``Kind namespace/name`` of a dict-shaped object, for error messages (``HorizontalPodAutoscaler
-    default/web``; ``HorizontalPodAutoscaler without metadata.name``; ``a list, not an object``)."""
+    default/web``; ``HorizontalPodAutoscaler without metadata.name``; "" for what is no object at all)."""
     if not isinstance(d, dict):
-        return f"{_json_type(d)}, not an object"
+        return ""  # the error itself says what was found instead
     meta = d.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
     kind, ns, name = d.get("kind"), meta.get("namespace"), meta.get("name")
