@@ -88,9 +88,9 @@ def _target(a: Autoscaler) -> str:
 
 
 def decided_by(decision: Decision) -> str:
-    """The source that set the final replica count (the core's ``Decision.decided_by`` when it has one, else
-    the metric whose recommendation it was)."""
-    return getattr(decision, "decided_by", None) or decision.metric_name or "-"
+    """The source that set the final replica count: the core's ``Decision.decided_by`` (``Source/name``, e.g.
+    ``Metric/cpu resource utilization (percentage of request)``, ``Schedule/business-hours``)."""
+    return decision.decided_by or decision.metric_name or "-"
 
 
 def log_rescale(a: Autoscaler, decision: Decision) -> None:
