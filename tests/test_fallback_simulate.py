@@ -70,9 +70,9 @@ def test_the_plot_shades_the_outage(tmp_path, monkeypatch):
     seen = []
     finish = plot._finish
 
-    def capture(fig, axes, trace, path):
+    def capture(fig, axes, *rest):
         seen.append([(p.get_label(), p.get_x() if hasattr(p, "get_x") else None) for ax in axes for p in ax.patches])
-        return finish(fig, axes, trace, path)
+        return finish(fig, axes, *rest)
 
     monkeypatch.setattr(plot, "_finish", capture)
     result = invoke("--metrics-outage", "1995-07-12T02:00/PT3H", "--metrics-outage", "1995-07-13T02:00/PT1H",
