@@ -48,16 +48,20 @@ def _local(ts: float, window: ScheduleWindow) -> datetime:
 # seconds parses each cron expression about once a minute instead of at every sync. The caches hold
 # results only, never state a decision depends on.
 
-@lru_cache(maxsize=_CACHE)
-def _end_after_ts(window: ScheduleWindow, start_ts: float) -> float:
-    if window.end is None:
-        return start_ts + float(window.duration_seconds or 0)
-    return next(CronSim(window.end, datetime.fromtimestamp(start_ts, window.time_zone))).timestamp()
+_ENDS: dict[tuple[ScheduleWindow, float], float] = {}
 
 
 def _end_after(window: ScheduleWindow, start: datetime) -> float:
-    """Epoch seconds at which the occurrence that started at ``start`` ends."""
-    return _end_after_ts(window, start.timestamp())
+    """Epoch seconds at which the occurrence that started at ``start`` (as cronsim gave it) ends."""
+    if window.end is None:
+        return start.timestamp() + float(window.duration_seconds or 0)
+    key = (window, start.timestamp())
+    end = _ENDS.get(key)
+    if end is None:
+        if len(_ENDS) >= _CACHE:
+            _ENDS.clear()
+        end = _ENDS[key] = next(CronSim(window.end, start)).timestamp()
+    return end
 
 
 def _start_at_or_before(window: ScheduleWindow, ts: float) -> datetime:
