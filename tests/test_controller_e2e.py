@@ -97,7 +97,7 @@ def put_pods(kd: KubeDouble, app: str, start: int, stop: int) -> None:
 def assert_exactly_as_decided(result, written_status: dict) -> None:
     """The status the controller wrote is the core's decision on the inputs that sync gathered."""
     i = result.inputs
-    again = decide(i.autoscaler.hpa, i.scale, i.pods, i.samples, i.memory, i.now, i.config)
+    again = decide(i.hpa, i.scale, i.pods, i.samples, i.memory, i.now, i.config)
     assert again.desired_replicas == result.decision.desired_replicas
     assert written_status == status_from_decision(again, i.autoscaler.generation)
 
