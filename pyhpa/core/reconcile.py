@@ -238,8 +238,8 @@ def decide(
     normalized. ``other_selectors`` are (``namespace/name``, selector text) of other HPAs
     that may select the same pods: if any does, the sync stops with AmbiguousSelector, as
     upstream. ``forecast`` is the forecaster's answer when ``hpa.prediction`` is set.
-    Sources are combined by the rule of ``pyhpa.core.combine``; without schedules and
-    prediction the decision is upstream's. Never raises for bad metric data: failures become
+    Sources (metrics, fallback, prediction, schedule windows) are combined by the rule of
+    ``pyhpa.core.combine``; without schedules, prediction and fallback the decision is upstream's. Never raises for bad metric data: failures become
     conditions, events and ``Decision.error``, as upstream.
     """
     sync = _Sync(hpa, scale, now, config, other_selectors)
