@@ -151,8 +151,8 @@ def report(api: str, workers: int, n: int, r: Rounds, extra: str = "") -> None:
     prefix = f"api={api} workers={workers} hpas={n}"
     print(f"{prefix} reconciles_per_second={n / r.second:.0f}", flush=True)
     if api == "http":
-        print(f"{prefix} first_round_seconds={r.first:.2f}", flush=True)
-        print(f"{prefix} steady_round_seconds={r.second:.2f}", flush=True)
+        print(f"{prefix} first_round_seconds={r.first:.3f}", flush=True)
+        print(f"{prefix} steady_round_seconds={r.second:.3f}", flush=True)
         print(f"{prefix} requests_per_sync={r.requests2 / n:.2f}", flush=True)
         print(f"{prefix} controller_cpu_ms_per_sync={r.cpu2 / n * 1e3:.3f}", flush=True)
     print(f"  [{api} workers={workers}] round 1 (first syncs, status written): {r.first:.2f}s = {n / r.first:.0f}/s; "

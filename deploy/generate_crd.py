@@ -5,7 +5,9 @@ autoscaling/v2 HorizontalPodAutoscalerStatus, both taken from the official OpenA
 ``kubernetes-validate`` ships (Kubernetes 1.37) and rewritten as a structural schema (``$ref`` inlined,
 nullable types folded; quantities in ``spec`` accept a string, an integer or a number as the API server
 does for native HPAs, quantities in ``status`` are ``x-kubernetes-int-or-string``), plus the per-object settings
-upstream only has as kube-controller-manager flags, and the controller memory in ``status.pyhpa``.
+upstream only has as kube-controller-manager flags, scheduled windows (``spec.schedules``, their state in
+``status.schedules``), ``utilizationBasis`` on Resource and ContainerResource metrics, and the controller
+memory in ``status.pyhpa``.
 
 Run from the repository root: ``python deploy/generate_crd.py`` (writes ``deploy/crd.yaml`` and the
 package copy ``pyhpa/data/deploy/crd.yaml``).
@@ -136,6 +138,114 @@ def prometheus_metric(target: dict) -> dict:
     }
 
 
+def fallback_schema(where: str) -> dict:
+    """``spec.fallback`` / ``spec.metrics[].fallback``: KEDA's fields plus KEP-5679's duration
+    (``pyhpa.core.fallback``); which fields are required depends on the spec-wide and the metric's own
+    fallback together, so the controller checks that (InvalidSpec naming the field)."""
+    return {
+        "type": "object",
+        "description": f"pyhpa: {where}",
+        "properties": {
+            "failureThreshold": {"type": "integer", "format": "int32", "minimum": 0,
+                                 "description": "Consecutive failed syncs of a metric after which its fallback "
+                                                "applies (it applies once the count passes it; default 3 when "
+                                                "failureDurationSeconds is not given either)."},
+            "failureDurationSeconds": {"type": "number", "minimum": 0,
+                                       "description": "Seconds since a metric's first failure after which its "
+                                                      "fallback applies (with failureThreshold: both must hold)."},
+            "replicas": {"type": "integer", "format": "int32", "minimum": 0,
+                         "description": "Fallback replica count (required unless behavior is currentReplicas)."},
+            "behavior": {"type": "string", "enum": ["static", "currentReplicas", "currentReplicasIfHigher",
+                                                    "currentReplicasIfLower"],
+                         "description": "What a metric in fallback proposes: static (replicas, default), "
+                                        "currentReplicas, currentReplicasIfHigher (max of current and replicas), "
+                                        "currentReplicasIfLower (min of current and replicas)."},
+        },
+    }
+
+
+METRIC_HEALTH = {
+    "type": "array",
+    "description": "pyhpa: each metric's health (only with a fallback): consecutive failed syncs and whether its "
+                   "fallback applies.",
+    "items": {"type": "object", "required": ["metric", "numberOfFailures", "status"], "properties": {
+        "metric": {"type": "string", "description": "What is queried: Resource/cpu, Pods/<name>, External/<name>, ..."},
+        "numberOfFailures": {"type": "integer", "format": "int32", "description": "Consecutive failed syncs."},
+        "status": {"type": "string", "enum": ["Happy", "Failing"]},
+        "firstFailureTime": {"type": "string", "format": "date-time"},
+        "fallbackSince": {"type": "string", "format": "date-time"},
+        "fallbackReplicas": {"type": "integer", "format": "int32",
+                             "description": "What its fallback proposed at the last sync."},
+    }},
+}
+
+
+CRON = {"type": "string", "minLength": 9, "maxLength": 128, "pattern": r"^\s*\S+(\s+\S+){4}\s*$"}
+
+
+def schedules() -> dict:
+    """``spec.schedules``: cron windows with a floor (``minReplicas``) and/or a cap (``maxReplicas``), the fields
+    ``pyhpa.adapters.autoscaler.schedule_window`` reads. The schema rejects what it can (shape, unique names,
+    neither bound, end and duration, start == end, floor above cap); cron syntax and time zone names are
+    checked by the controller (``InvalidSpec``) and every pyhpa command."""
+    window = {
+        "type": "object",
+        "description": "A window active from each occurrence of start to the next occurrence of end (or "
+                       "durationSeconds later), in timeZone; while active, minReplicas is a floor and maxReplicas "
+                       "a cap on the autoscaler's bounds.",
+        "required": ["name", "start"],
+        "properties": {
+            "name": {"type": "string", "minLength": 1, "maxLength": 63, "description": "Unique in spec.schedules."},
+            "start": dict(CRON, description="5-field cron (minute hour day-of-month month day-of-week) of the starts."),
+            "end": dict(CRON, description="5-field cron: the window ends at its first occurrence after a start."),
+            "durationSeconds": {"type": "integer", "format": "int64", "minimum": 1,
+                                "description": "Instead of end: the window lasts this many seconds (elapsed time)."},
+            "timeZone": {"type": "string", "default": "UTC", "minLength": 1, "maxLength": 64,
+                         "description": "IANA time zone of start, end and excludeDates (default UTC)."},
+            "minReplicas": {"type": "integer", "format": "int32", "minimum": 0,
+                            "description": "Floor while active: effective minReplicas = max(spec.minReplicas, floors)."},
+            "maxReplicas": {"type": "integer", "format": "int32", "minimum": 1,
+                            "description": "Cap while active: effective maxReplicas = min(spec.maxReplicas, caps); "
+                                           "a floor above a cap wins."},
+            "excludeDates": {"type": "array", "maxItems": 366, "x-kubernetes-list-type": "set",
+                             "description": "Dates (YYYY-MM-DD, in timeZone) on which the window does not start.",
+                             "items": {"type": "string", "format": "date"}},
+        },
+        "x-kubernetes-validations": [
+            {"rule": "has(self.minReplicas) || has(self.maxReplicas)", "fieldPath": ".minReplicas",
+             "message": "a window needs minReplicas (a floor), maxReplicas (a cap) or both"},
+            {"rule": "has(self.end) != has(self.durationSeconds)", "fieldPath": ".end",
+             "message": "give exactly one of end and durationSeconds"},
+            {"rule": "!has(self.end) || self.end != self.start", "fieldPath": ".end",
+             "message": "end must differ from start"},
+            {"rule": "!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",
+             "fieldPath": ".minReplicas", "message": "minReplicas must not be greater than maxReplicas"},
+        ],
+    }
+    return {"type": "array", "maxItems": 64, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+            "description": "pyhpa: scheduled scaling. Cron windows that raise minReplicas (a floor) and/or lower "
+                           "maxReplicas (a cap) while active; see docs/schedules.md.",
+            "items": window}
+
+
+SCHEDULE_STATUS = {
+    "type": "object",
+    "description": "The windows of spec.schedules active at the last sync, and the next start or end of any window.",
+    "properties": {
+        "active": {"type": "array", "items": {"type": "string"}, "description": "Names of the active windows."},
+        "nextChangeTime": {"type": "string", "format": "date-time",
+                           "description": "The next start or end of a window (the controller syncs then)."},
+    },
+}
+
+UTILIZATION_BASIS = {
+    "type": "string", "enum": ["Request", "Limit"],
+    "description": "pyhpa: what a Utilization target is a percentage of: Request (default, upstream) or Limit "
+                   "(the pods' limits, pod-level limits when set; a pod without a limit for the resource fails "
+                   "the metric, as a missing request does).",
+}
+
+
 def _pairs(value_key: str, what: str) -> dict:
     return {"type": "array", "description": what, "items": {
         "type": "object", "required": ["timestamp", value_key], "properties": {
@@ -152,6 +262,14 @@ MEMORY = {
         "recommendations": _pairs("replicas", "Recent replica recommendations (stabilization window)."),
         "scaleUpEvents": _pairs("replicaChange", "Recent scale-ups (scaling policy periods)."),
         "scaleDownEvents": _pairs("replicaChange", "Recent scale-downs (scaling policy periods)."),
+        "metricFailures": {"type": "array", "description": "Failing metrics (with a fallback): consecutive failed "
+                                                           "syncs, first failure, fallback start.",
+                           "items": {"type": "object", "required": ["metric", "numberOfFailures", "firstFailureTime"],
+                                     "properties": {
+                                         "metric": {"type": "string"},
+                                         "numberOfFailures": {"type": "integer", "format": "int32", "minimum": 1},
+                                         "firstFailureTime": {"type": "string", "format": "date-time"},
+                                         "fallbackSince": {"type": "string", "format": "date-time"}}}},
     },
 }
 
@@ -161,20 +279,31 @@ def crd() -> dict:
     defs = json.loads((SCHEMA_DIR / "_definitions.json").read_text())["$defs"]
     spec = structural(defs["io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec"], defs, number_or_string_quantity)
     spec["description"] = ("The autoscaling/v2 HorizontalPodAutoscaler spec plus the per-object settings that "
-                           "upstream only has as controller flags.")
+                           "upstream only has as controller flags, and scheduled windows (schedules).")
     spec["properties"]["minReplicas"]["default"] = 1  # the API server's default for autoscaling/v2
     spec["properties"].update(SETTINGS)
+    spec["properties"]["schedules"] = schedules()
     item = spec["properties"]["metrics"]["items"]["properties"]
     item["prometheus"] = prometheus_metric(copy.deepcopy(item["external"]["properties"]["target"]))
+    for source in ("resource", "containerResource"):
+        item[source]["properties"]["utilizationBasis"] = copy.deepcopy(UTILIZATION_BASIS)
     item["type"]["description"] += " pyhpa adds Prometheus (the prometheus field)."
+    item["fallback"] = fallback_schema("this metric's own fallback when it fails, over spec.fallback field by field.")
+    spec["properties"]["fallback"] = fallback_schema(
+        "replicas a metric proposes once it has failed failureThreshold syncs (and/or failureDurationSeconds), "
+        "maxed with the healthy metrics.")
     status = structural(defs["io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerStatus"], defs)
-    status["description"] = "The autoscaling/v2 HorizontalPodAutoscaler status, plus the controller memory."
+    status["description"] = ("The autoscaling/v2 HorizontalPodAutoscaler status, plus the controller memory and the "
+                             "active schedule windows.")
     status["properties"]["pyhpa"] = MEMORY
+    status["properties"]["metricHealth"] = METRIC_HEALTH
+    status["properties"]["schedules"] = SCHEDULE_STATUS
     columns = [
         {"name": "Reference", "type": "string", "jsonPath": ".spec.scaleTargetRef.name"},
         {"name": "MinPods", "type": "integer", "jsonPath": ".spec.minReplicas"},
         {"name": "MaxPods", "type": "integer", "jsonPath": ".spec.maxReplicas"},
         {"name": "Replicas", "type": "integer", "jsonPath": ".status.currentReplicas"},
+        {"name": "Windows", "type": "string", "jsonPath": ".status.schedules.active", "priority": 1},
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     ]
     return {
@@ -194,7 +323,7 @@ def crd() -> dict:
                 "schema": {"openAPIV3Schema": {
                     "type": "object",
                     "description": "HorizontalAutoscaler: an autoscaling/v2 HorizontalPodAutoscaler served by pyhpa, "
-                                   "with per-object controller settings.",
+                                   "with per-object controller settings and scheduled windows.",
                     "required": ["spec"],
                     "properties": {
                         "apiVersion": {"type": "string"}, "kind": {"type": "string"},

@@ -177,10 +177,15 @@ async def test_crd_and_controller_take_numbers_as_the_api_server_does(kube_doubl
         def replicas(name):
             return kd.get_object("apps/v1", "deployments", "default", name)["spec"]["replicas"]
 
-        await wait_for(lambda: replicas("num") == 3 and replicas("text") == 3, what="both scaled to 3")
+        def done():  # the scale write lands before the sync's result is recorded: wait for both
+            keys = {r.key for r in ctl.results if r.decision is not None and r.decision.rescale}
+            return replicas("num") == 3 and replicas("text") == 3 and {"default/num", "default/text"} <= keys
+
+        await wait_for(done, what="both scaled to 3")
         by_key = {}
         for r in ctl.results:
-            by_key.setdefault(r.key, r)
+            if r.decision is not None and r.decision.rescale:
+                by_key.setdefault(r.key, r)
         num_d, text_d = by_key["default/num"].decision, by_key["default/text"].decision
         assert (num_d.current_replicas, num_d.desired_replicas) == (text_d.current_replicas, text_d.desired_replicas) == (2, 3)
         assert [p.raw_milli for p in num_d.proposals] == [p.raw_milli for p in text_d.proposals] == [300]

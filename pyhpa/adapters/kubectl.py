@@ -14,7 +14,8 @@ from ..core import ControllerConfig, Memory, MetricSamples, Scale
 from ..core.selector import SelectorError, parse_selector
 from .errors import InputError
 from .metrics_api import resource_samples
-from .objects import hpa_from_dict
+from .autoscaler import effective_config, find_autoscaler, read_autoscaler
+from .promql import OFFLINE_SERVER
 from .snapshot import Snapshot, pods_in_namespace, read_document
 
 IGNORED_LABELS = ("pod-template-hash", "controller-revision-hash", "pod-template-generation",
@@ -24,7 +25,7 @@ IGNORED_LABELS = ("pod-template-hash", "controller-revision-hash", "pod-template
 _METRICS_KINDS = ("PodMetricsList", "PodMetrics")
 
 
-def _pod_items(doc, path: Path) -> list[dict]:
+def pod_items(doc, path: Path) -> list[dict]:
     """The pods of ``kubectl get pods -o yaml`` (a List or PodList) or one Pod; a PodMetricsList (the
     metrics API's answer, which has no pod status) is refused rather than read as pods without status."""
     kind = doc.get("kind") if isinstance(doc, dict) else None
@@ -94,17 +95,21 @@ def snapshot_from_kubectl(
     hpa_path: Path, pods_path: Path | None, metrics_path: Path | None, replicas: int | None,
     selector: str | None, now: float, lenient: bool = False, config: ControllerConfig | None = None,
 ) -> Snapshot:
-    """Build a Snapshot (controller memory empty, upstream default flags unless ``config``)."""
+    """Build a Snapshot (controller memory empty, upstream default flags unless ``config``, with a
+    HorizontalAutoscaler's own settings applied). ``hpa_path`` holds an autoscaling/v2 HPA or a
+    HorizontalAutoscaler (its ``schedules`` count at ``now``)."""
     config = config or ControllerConfig()
     try:
-        hpa, model = hpa_from_dict(read_document(hpa_path), lenient=lenient, scale_to_zero=config.scale_to_zero,
-                                   go_structs=lenient)
+        parsed = read_autoscaler(find_autoscaler(read_document(hpa_path)), lenient=lenient,
+                                 scale_to_zero=config.scale_to_zero, prometheus_server=OFFLINE_SERVER,
+                                 go_structs=lenient)
     except InputError as err:
         raise err.at(file=str(hpa_path)) from None
+    hpa, model, config = parsed.hpa, parsed.model, effective_config(config, parsed.settings)
     pods = []
     if pods_path is not None:
         try:  # only the HPA's namespace counts, as upstream's pod lister
-            pods = pods_in_namespace(_pod_items(read_document(pods_path), pods_path), hpa.namespace, "items", lenient)
+            pods = pods_in_namespace(pod_items(read_document(pods_path), pods_path), hpa.namespace, "items", lenient)
         except InputError as err:
             raise err.at(file=str(pods_path)) from None
     if replicas is None:

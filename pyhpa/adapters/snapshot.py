@@ -19,13 +19,15 @@ from typing import Any
 
 import yaml
 
-from ..core import ControllerConfig, Decision, HPA, Memory, MetricSamples, Pod, Scale, decide
+from ..core import ControllerConfig, Decision, HPA, HPAWarning, Memory, MetricFailures, MetricSamples, Pod, Scale, active_windows, \
+    check_hpa, decide
 from ..core.quantity import format_milli
 from .errors import InputError
 from .metrics_api import external_samples, object_samples, pods_samples, resource_samples
-from .objects import hpa_from_dict, object_label, pod_from_dict
+from .autoscaler import effective_config, read_autoscaler
+from .objects import object_label, pod_from_dict
 from .parse import format_time, timestamp
-from .promql import OFFLINE_SERVER, samples_from_answer, split_prometheus, with_prometheus
+from .promql import OFFLINE_SERVER, samples_from_answer
 
 
 @dataclass(slots=True)
@@ -197,7 +199,28 @@ def memory_from_dict(d: Any) -> Memory:
         return out
 
     recs = pairs("recommendations", "replicas") if "recommendations" in d else None
-    return Memory(recs, pairs("scaleUpEvents", "replicaChange"), pairs("scaleDownEvents", "replicaChange"))
+    return Memory(recs, pairs("scaleUpEvents", "replicaChange"), pairs("scaleDownEvents", "replicaChange"),
+                  _metric_failures(d.get("metricFailures")))
+
+
+def _metric_failures(items: Any) -> dict[str, MetricFailures]:
+    """``history.metricFailures``: [{metric, numberOfFailures, firstFailureTime, fallbackSince?}]."""
+    out: dict[str, MetricFailures] = {}
+    if items is None:
+        return out
+    if not isinstance(items, list):
+        raise InputError("must be a list", field="history.metricFailures")
+    for i, e in enumerate(items):
+        f = f"history.metricFailures[{i}]"
+        n = e.get("numberOfFailures") if isinstance(e, dict) else None
+        if not isinstance(e, dict) or not isinstance(e.get("metric"), str) or not isinstance(n, int) or \
+                isinstance(n, bool) or n < 1:
+            raise InputError("needs metric, numberOfFailures (an integer >= 1) and firstFailureTime", field=f)
+        since = e.get("fallbackSince")
+        out[e["metric"]] = MetricFailures(
+            number_of_failures=n, first_failure_time=timestamp(e.get("firstFailureTime"), f"{f}.firstFailureTime"),
+            fallback_since=None if since is None else timestamp(since, f"{f}.fallbackSince"))
+    return out
 
 
 def memory_to_dict(m: Memory) -> dict:
@@ -211,6 +234,11 @@ def memory_to_dict(m: Memory) -> dict:
     }
     if m.recommendations is not None:
         out = {"recommendations": pairs(m.recommendations, "replicas"), **out}
+    if m.metric_failures:
+        out["metricFailures"] = [
+            {"metric": k, "numberOfFailures": f.number_of_failures, "firstFailureTime": format_time(f.first_failure_time),
+             **({"fallbackSince": format_time(f.fallback_since)} if f.fallback_since is not None else {})}
+            for k, f in sorted(m.metric_failures.items())]
     return out
 
 
@@ -262,7 +290,8 @@ def snapshot_from_dict(d: Any, source: str, index: int | None = None, lenient: b
             if key not in d:
                 raise InputError(f"missing required key {key!r}", field=key)
         config = controller_config(d.get("controller"))
-        hpa, model, prom = _hpa_and_prometheus(d["hpa"], d.get("controller"), lenient, config.scale_to_zero)
+        hpa, model, prom, config = read_hpa(d["hpa"], config, lenient, server=_prometheus_server(d.get("controller")),
+                                            extensions=True)
         pods = pods_in_namespace(d.get("pods") or [], hpa.namespace, lenient=lenient)
         pre = (d.get("input") or {}).get("prenormalizedDesiredReplicas")
         if pre is not None and (not isinstance(pre, int) or isinstance(pre, bool)):
@@ -277,19 +306,21 @@ def snapshot_from_dict(d: Any, source: str, index: int | None = None, lenient: b
         raise InputError(err.message, source, f"{label}: {err.obj}" if err.obj else label, err.field) from None
 
 
-def _hpa_and_prometheus(doc: Any, controller: Any, lenient: bool, scale_to_zero: bool) -> tuple[HPA, Any, dict]:
-    """``hpa_from_dict`` for a snapshot HPA that may hold ``type: Prometheus`` metrics (what ``pyhpa snapshot``
-    writes for a HorizontalAutoscaler with PromQL metrics): those are read by ``pyhpa.adapters.promql`` and
-    the rest as autoscaling/v2. Returns (HPA, model, {index: (MetricSpec, PromQuery)}). The server is not
-    needed offline: ``controller.prometheusUrl`` or a placeholder."""
-    spec = doc.get("spec") if isinstance(doc, dict) else None
-    metrics = spec.get("metrics") if isinstance(spec, dict) else None
-    server = (controller.get("prometheusUrl") if isinstance(controller, dict) else None) or OFFLINE_SERVER
-    v2_metrics, prom = split_prometheus(metrics, "spec.metrics", server)
-    if prom:
-        doc = dict(doc, spec=dict(spec, metrics=v2_metrics))
-    hpa, model = hpa_from_dict(doc, lenient=lenient, scale_to_zero=scale_to_zero, go_structs=lenient)
-    return with_prometheus(hpa, prom), model, prom
+def _prometheus_server(controller: Any) -> str:
+    return (controller.get("prometheusUrl") if isinstance(controller, dict) else None) or OFFLINE_SERVER
+
+
+def read_hpa(doc: Any, config: ControllerConfig, lenient: bool = False, server: str = OFFLINE_SERVER,
+             extensions: bool = False) -> tuple[HPA, Any, dict, ControllerConfig]:
+    """The HPA of a snapshot, ``explain --hpa`` or ``thresholds``: an autoscaling/v2 HorizontalPodAutoscaler or
+    a HorizontalAutoscaler (read by ``pyhpa.adapters.autoscaler.read_autoscaler``: its settings applied to
+    ``config``, ``schedules`` and the other extension fields, ``type: Prometheus`` metrics, what ``pyhpa
+    snapshot`` writes). ``extensions`` also allows a HorizontalAutoscaler's metric extensions
+    (``utilizationBasis``) in an autoscaling/v2 document; ``server``, the Prometheus server, is not needed
+    offline. Returns (HPA, v2 model, {index: (MetricSpec, PromQuery)}, config)."""
+    parsed = read_autoscaler(doc, lenient=lenient, scale_to_zero=config.scale_to_zero, prometheus_server=server,
+                             go_structs=lenient, extensions=extensions)
+    return parsed.hpa, parsed.model, parsed.prometheus, effective_config(config, parsed.settings)
 
 
 def _with_prometheus_samples(samples: list[MetricSamples], prom: dict, metrics: Any) -> list[MetricSamples]:
@@ -347,8 +378,28 @@ def run_snapshot(s: Snapshot, recommendation: int | None = None) -> Decision:
     return decide(s.hpa, s.scale, s.pods, s.samples, s.memory, s.now, s.config, pre)
 
 
-def decision_json(name: str, d: Decision) -> dict:
-    """The ``explain --output json`` object of one decision."""
+def snapshot_warnings(s: Snapshot) -> list[HPAWarning]:
+    """Where the snapshot's HPA cannot work as written (``pyhpa.core.check_hpa``)."""
+    return check_hpa(s.hpa, s.scale, s.pods, s.samples, s.config)
+
+
+def warning_json(w: HPAWarning) -> dict:
+    """One warning in the ``explain``/``thresholds`` JSON output."""
+    return {"reason": w.reason, "metric": w.metric, "message": w.message, "pods": list(w.pods),
+            "container": w.container}
+
+
+def decision_json(name: str, d: Decision, hpa: HPA | None = None, now: float | None = None,
+                  warnings: Iterable[HPAWarning] = ()) -> dict:
+    """The ``explain --output json`` object of one decision.
+
+    Keys: ``name``, ``proposals`` (per metric), ``desiredReplicas``, ``conditions``; the combination of
+    sources: ``sources`` (what each source asked for), ``decidedBy`` (``Source/name`` of the one that set the
+    number), ``minReplicasEffective``/``maxReplicasEffective`` (bounds after active windows),
+    ``activeSchedules`` (names); ``warnings`` (``snapshot_warnings``: where the HPA cannot work); with ``hpa``
+    and ``now``, for an HPA with ``spec.schedules``: ``schedules`` (each active window's ``name``, ``start``,
+    ``end`` (RFC 3339 UTC), ``minReplicas``, ``maxReplicas``) and ``nextScheduleChange``.
+    """
     proposals = [
         {
             "metric": p.metric,
@@ -360,6 +411,18 @@ def decision_json(name: str, d: Decision) -> dict:
         for p in d.proposals
     ]
     conds = [{"type": c.type, "status": c.status, "reason": c.reason, "message": c.message} for c in d.conditions]
+    sources = [{"source": s.source, "name": s.name, "replicas": s.replicas, "minReplicas": s.min_replicas,
+                "maxReplicas": s.max_replicas, "applied": s.applied, "error": s.error, "note": s.note}
+               for s in d.sources]
     # status.desiredReplicas: what upstream writes (the previous value when every metric failed)
-    desired = d.status.desired_replicas
-    return {"name": name, "proposals": proposals, "desiredReplicas": desired, "conditions": conds}
+    out = {"name": name, "proposals": proposals, "desiredReplicas": d.status.desired_replicas, "conditions": conds,
+           "sources": sources, "decidedBy": d.decided_by, "minReplicasEffective": d.min_replicas_effective,
+           "maxReplicasEffective": d.max_replicas_effective, "activeSchedules": list(d.active_schedules),
+           "warnings": [warning_json(w) for w in warnings]}
+    if hpa is not None and now is not None and hpa.schedules:
+        out["schedules"] = [{"name": w.name, "start": format_time(w.start), "end": format_time(w.end),
+                             "minReplicas": w.min_replicas, "maxReplicas": w.max_replicas}
+                            for w in active_windows(hpa.schedules, now)]
+        change = d.status.schedules.next_change if d.status.schedules is not None else None
+        out["nextScheduleChange"] = format_time(change)
+    return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import datetime
 from enum import Enum
 from pathlib import Path
 from typing import Optional
@@ -15,8 +16,8 @@ from rich.table import Table
 from ..adapters.errors import InputError
 from ..adapters.kubectl import snapshot_from_kubectl
 from ..adapters.parse import format_time, timestamp
-from ..adapters.snapshot import Snapshot, decision_json, load_snapshots, run_snapshot
-from ..core import Decision, Proposal, tolerances
+from ..adapters.snapshot import Snapshot, decision_json, load_snapshots, run_snapshot, snapshot_warnings
+from ..core import LIMIT, Decision, HPAWarning, Proposal, SourceProposal, active_windows, tolerances
 from . import readable
 
 
@@ -43,10 +44,12 @@ def explain(
     console = Console(highlight=False)
     for snap in snaps:
         decision = run_snapshot(snap, recommendation)
+        warnings = snapshot_warnings(snap)
         if output == Output.json:
-            typer.echo(json.dumps(decision_json(snap.name, decision), separators=(",", ":")))
+            typer.echo(json.dumps(decision_json(snap.name, decision, snap.hpa, snap.now, warnings),
+                                  separators=(",", ":")))
         else:
-            render(console, snap, decision)
+            render(console, snap, decision, warnings)
 
 
 def check_inputs(files, hpa, pods, pod_metrics, replicas, selector, now, recommendation) -> None:
@@ -92,7 +95,7 @@ def _value(p: Proposal, milli: int | None) -> str:
 def _target_text(p: Proposal) -> str:
     s = p.spec
     if s.target_type == "Utilization":
-        return f"{s.target_utilization}% of request"
+        return f"{s.target_utilization}% of {_basis(p)}"
     if s.target_type == "AverageValue" and s.target_average_milli is not None:
         return f"{readable.quantity(s.target_average_milli, s)} average"
     if s.target_value_milli is not None:
@@ -100,9 +103,13 @@ def _target_text(p: Proposal) -> str:
     return "-"
 
 
+def _basis(p: Proposal) -> str:
+    return "limit" if p.spec.utilization_basis == LIMIT else "request"
+
+
 def _current_text(p: Proposal) -> str:
     if p.utilization is not None:
-        return f"{p.utilization}% of request (average {_value(p, p.raw_milli)})"
+        return f"{p.utilization}% of {_basis(p)} (average {_value(p, p.raw_milli)})"
     kind = {"AverageValue": " average", "Value": " value"}.get(p.spec.target_type, "")
     return _value(p, p.raw_milli) + ("" if p.raw_milli is None else kind)
 
@@ -134,8 +141,8 @@ def _pod_lines(p: Proposal) -> list[str]:
     return lines
 
 
-def render(console: Console, snap: Snapshot, d: Decision) -> None:
-    """The human explanation of one decision."""
+def render(console: Console, snap: Snapshot, d: Decision, warnings: list[HPAWarning] = ()) -> None:
+    """The human explanation of one decision, then the warnings of ``pyhpa.core.check_hpa``."""
     h = snap.hpa
     down, up = tolerances(h, snap.config)
     console.rule(f"[bold]{snap.name}[/]")
@@ -144,6 +151,8 @@ def render(console: Console, snap: Snapshot, d: Decision) -> None:
         f"current replicas {d.current_replicas} (min {h.min_replicas}, max {h.max_replicas}); "
         f"tolerance: scale-down {down:g}, scale-up {up:g}"
     )
+    if h.schedules:
+        _render_schedules(console, snap, d)
     if d.prenormalized is not None and not d.proposals:
         console.print(f"recommendation given: {d.prenormalized} (metrics not evaluated)")
     for i, p in enumerate(d.proposals, 1):
@@ -160,6 +169,9 @@ def render(console: Console, snap: Snapshot, d: Decision) -> None:
             console.print(f"  {line}")
         console.print(f"  proposes [bold]{p.replicas}[/] replicas")
     _render_result(console, d)
+    for w in warnings:
+        console.print(f"[bold yellow]warning {w.reason}[/]: ", end="")
+        console.print(w.message, markup=False)
 
 
 def _render_result(console: Console, d: Decision) -> None:
@@ -169,6 +181,7 @@ def _render_result(console: Console, d: Decision) -> None:
         console.print(f"  {s.stage}: {s.before} -> {s.after}  [{s.reason}] {s.message}", markup=False)
     if d.prenormalized is not None and not d.steps:
         console.print("  normalization changed nothing (no stabilization, rate limit or min/max applied)")
+    _render_sources(console, d)
     if d.rescale:
         console.print(f"\n[bold green]scale {d.current_replicas} -> {d.desired_replicas}[/]: {d.rescale_reason}")
     else:
@@ -181,3 +194,61 @@ def _render_result(console: Console, d: Decision) -> None:
     console.print(table)
     for e in d.events:
         console.print(f"event {e.type} {e.reason}: {e.message}", markup=False)
+
+
+def local_time(ts: float, tz) -> str:
+    """Epoch seconds as wall-clock time in ``tz`` with the zone's abbreviation (``2026-06-10 08:00 EDT``;
+    seconds only when not zero)."""
+    t = datetime.fromtimestamp(ts, tz)
+    return t.strftime("%Y-%m-%d %H:%M:%S %Z" if t.second or t.microsecond else "%Y-%m-%d %H:%M %Z")
+
+
+def _bounds_text(w) -> str:
+    parts = []
+    if w.min_replicas is not None:
+        parts.append(f"floor {w.min_replicas}")
+    if w.max_replicas is not None:
+        parts.append(f"cap {w.max_replicas}")
+    return ", ".join(parts)
+
+
+def _render_schedules(console: Console, snap: Snapshot, d: Decision) -> None:
+    """The windows active at the snapshot's ``now`` and how they changed the bounds."""
+    h = snap.hpa
+    active = {a.name: a for a in active_windows(h.schedules, snap.now)}
+    console.print(f"\n[bold]schedules[/] at now: {len(active)} of {len(h.schedules)} window(s) active")
+    for w in h.schedules:
+        a = active.get(w.name)
+        if a is None:
+            console.print(f"  {w.name}: not active ({_bounds_text(w)}; {w.time_zone_name})", markup=False)
+            continue
+        console.print(f"  {w.name}: active from {local_time(a.start, w.time_zone)} to {local_time(a.end, w.time_zone)} "
+                      f"({format_time(a.start)} to {format_time(a.end)}): {_bounds_text(w)}", markup=False)
+    lo, hi = (h.min_replicas, d.min_replicas_effective), (h.max_replicas, d.max_replicas_effective)
+    console.print(f"  bounds: minReplicas {lo[0]}" + (f" -> {lo[1]}" if lo[1] != lo[0] else " (unchanged)")
+                  + f", maxReplicas {hi[0]}" + (f" -> {hi[1]}" if hi[1] != hi[0] else " (unchanged)"))
+    change = d.status.schedules.next_change if d.status.schedules is not None else None
+    if change is not None:
+        console.print(f"  next start or end of a window: {format_time(change)}")
+
+
+def _asks(s: SourceProposal) -> str:
+    if s.replicas is not None:
+        return f"{s.replicas} replicas"
+    if s.min_replicas is not None or s.max_replicas is not None:
+        return _bounds_text(s)
+    return "-"
+
+
+def _render_sources(console: Console, d: Decision) -> None:
+    """Per source: what it asked for; and which source set the final number."""
+    if not d.sources:
+        return
+    table = Table("source", "name", "asks for", "note", title="sources", title_justify="left")
+    for s in d.sources:
+        note = s.error or s.note or ("" if s.applied else "not applied")
+        mark = " (decided)" if s.label == d.decided_by else ""
+        table.add_row(s.source, s.name + mark, _asks(s), note)
+    console.print(table)
+    if d.decided_by:
+        console.print(f"decided by: {d.decided_by}", markup=False)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import signal
 import time
 from typing import Any, Callable
@@ -131,24 +132,29 @@ class Controller:
         self.monitor.deleted(a.namespace, a.name)
         self.memory.forget(key)
         self.reconciler.selectors.remove(key)
+        self.reconciler.warned.pop(key, None)
         if self.queue is not None:
             self.queue.remove(key)
 
     # ----- workers -----------------------------------------------------------------------------------------
     def _next_delay(self, key: str, result: SyncResult | None, started: float) -> float | None:
-        """When to sync ``key`` again: its own period with jitter, counted from the sync's start;
-        a backoff (never longer than the period) after a failure; now when the spec changed meanwhile."""
+        """When to sync ``key`` again: its own period with jitter, counted from the sync's start; a backoff
+        (never longer than the period) after a failure; now when the spec changed meanwhile. Never later than
+        the next start or end of one of its schedule windows (``status.schedules``, from the decision core's
+        ``next_change``), so a floor or cap applies within moments of its window's start or end."""
         a = self.autoscalers.get(key)
         if result is None or a is None:
             return None
         period = a.sync_period_seconds
         if result.again:
             return 0.0
+        loop_now = asyncio.get_running_loop().time()
+        change = _schedule_due(result, started)
         if result.retry:
-            return min(self.queue.retry_delay(key), period)
+            return max(0.0, min(self.queue.retry_delay(key), period, change - loop_now))
         self.queue.forget(key)
         due = started + period * (1.0 + namespace_jitter(a.namespace, period, started, self.settings.jitter))
-        return max(0.0, due - asyncio.get_running_loop().time())
+        return max(0.0, min(due, change) - loop_now)
 
     async def _worker(self) -> None:
         queue, loop = self.queue, asyncio.get_running_loop()
@@ -225,6 +231,20 @@ class Controller:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)
         log.info("controller stopped after %d syncs", self.syncs)
+
+
+#: seconds after a window's start or end at which its autoscaler is synced (the wall clock and the event loop's
+#: clock may drift apart by a little; a sync that comes too early sees the change due at once and resyncs)
+SCHEDULE_MARGIN_SECONDS = 0.005
+
+
+def _schedule_due(result: SyncResult, started: float) -> float:
+    """Event-loop time of the next start or end of a window of the synced autoscaler (inf: none), from the
+    decision's ``status.schedules.next_change`` (epoch s) and the decision's ``now`` taken at ``started``."""
+    d, inputs = result.decision, result.inputs
+    if d is None or inputs is None or d.status.schedules is None or d.status.schedules.next_change is None:
+        return math.inf
+    return started + max(0.0, d.status.schedules.next_change - inputs.now) + SCHEDULE_MARGIN_SECONDS
 
 
 def _same_status(old: Autoscaler, obj: Any) -> bool:

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..core import ControllerConfig, Decision, Event, Memory, MetricSamples, Pod, Scale, decide, rescale_failed
+from ..core import HPA, ControllerConfig, Decision, Event, Memory, MetricSamples, Pod, Scale, check_hpa, decide, rescale_failed
 from .api import ApiFailure, Cluster, SpecError
 from .autoscaler import Autoscaler
 from .events import EventRecorder
@@ -45,6 +45,8 @@ class SyncInputs:
     now: float
     config: ControllerConfig
     other_selectors: list[tuple[str, str]] = field(default_factory=list)
+    #: the autoscaler's core HPA as this sync decided it (``autoscaler.hpa`` moves on with later syncs)
+    hpa: HPA | None = None
 
 
 @dataclass(slots=True)
@@ -89,9 +91,9 @@ def _target(a: Autoscaler) -> str:
 
 
 def decided_by(decision: Decision) -> str:
-    """The source that set the final replica count (the core's ``Decision.decided_by`` when it has one, else
-    the metric whose recommendation it was)."""
-    return getattr(decision, "decided_by", None) or decision.metric_name or "-"
+    """The source that set the final replica count: the core's ``Decision.decided_by`` (``Source/name``, e.g.
+    ``Metric/cpu resource utilization (percentage of request)``, ``Schedule/business-hours``)."""
+    return decision.decided_by or decision.metric_name or "-"
 
 
 def log_rescale(a: Autoscaler, decision: Decision) -> None:
@@ -132,6 +134,8 @@ class Reconciler:
         self.monitor = monitor
         self.clock = clock
         self.selectors = SelectorIndex()
+        #: the warnings (``pyhpa.core.check_hpa``) last emitted per key: an event when one appears, not every sync
+        self.warned: dict[str, frozenset] = {}
         self.on_synced: Callable[[SyncResult], None] | None = None
         self.scales: ScaleCache | None = None  # targets' Scale from informers (pyhpa.controller.scalecache)
         self._live: set[str] = set()  # keys whose next Scale read must be a GET (the cache may be stale)
@@ -166,7 +170,7 @@ class Reconciler:
             return await self._failed_get_scale(a, now, str(err), SPEC)
         except ApiFailure as err:
             return await self._failed_get_scale(a, now, err.message, INTERNAL)
-        decision = decide(a.hpa, inputs.scale, inputs.pods, inputs.samples, inputs.memory, now, a.config,
+        decision = decide(inputs.hpa, inputs.scale, inputs.pods, inputs.samples, inputs.memory, now, inputs.config,
                           other_selectors=inputs.other_selectors)
         if decision.rescale and handle is None:  # decided from the Scale cache: never write from it
             try:
@@ -179,13 +183,32 @@ class Reconciler:
                 self._live.add(a.key)
                 return await self._sync(a)
         self._observe_metrics(decision, fetched, inputs.scale.spec_replicas, a)
+        self._warn(a, inputs, now)
         return await self._act(a, inputs, decision, handle)
+
+    def _warn(self, a: Autoscaler, inputs: SyncInputs, now: float) -> None:
+        """Warning events for what keeps the autoscaler from working as written (``pyhpa.core.check_hpa``:
+        ScaleStarvation, PodSumHidesContainer), each when it appears (it is logged again when it returns)."""
+        found = check_hpa(a.hpa, inputs.scale, inputs.pods, inputs.samples, a.config)
+        keys = frozenset((w.reason, w.index, w.container) for w in found)
+        before = self.warned.get(a.key, frozenset())
+        if keys == before:
+            return
+        if keys:
+            self.warned[a.key] = keys
+        else:
+            self.warned.pop(a.key, None)
+        for w in found:
+            if (w.reason, w.index, w.container) not in before:
+                log.warning("%s: %s: %s", a.key, w.reason, w.message)
+                self.events.emit(a, Event("Warning", w.reason, w.message), now)
 
     async def gather(self, a: Autoscaler, now: float) -> tuple[SyncInputs, Any, list[Fetched]]:
         """The inputs of one sync of ``a`` (a valid spec) at epoch ``now``: the target's Scale (and the Scale
         object read, to write back), its pods from the cache, every metric's answer, the memory. Raises
         SpecError / ApiFailure when the Scale cannot be read; metric failures are in the samples.
         ``pyhpa snapshot`` serializes exactly this."""
+        hpa, config = a.hpa, a.config  # as the sync started: an informer update may replace them meanwhile
         scale = None
         if self.scales is not None and a.key not in self._live:
             scale, handle = self.scales.get(a.namespace, a.scale_target_ref), None
@@ -197,7 +220,7 @@ class Reconciler:
         others = self.selectors.candidates(a.key, a.namespace, pods)
         fetched = await self.sources.gather(a, scale)
         inputs = SyncInputs(a, scale, pods, [f.samples for f in fetched], [f.answer for f in fetched],
-                            self.memory.load(a, now), now, a.config, others)
+                            self.memory.load(a, now), now, config, others, hpa)
         return inputs, handle, fetched
 
     async def _act(self, a: Autoscaler, inputs: SyncInputs, decision: Decision, handle: Any) -> SyncResult:

@@ -11,7 +11,9 @@ and timeouts, the controller memory) with the write gate closed, and written as 
 - ``now``: the clock of the gathering (``--now``, else the wall clock);
 - ``controller``: the controller flags, with the autoscaler's own settings (``spec.tolerance``, ...) applied;
 - ``hpa``: an autoscaling/v2 HorizontalPodAutoscaler (a HorizontalAutoscaler's spec without its settings,
-  its status without the memory); PromQL metrics stay ``type: Prometheus`` items;
+  its status without the memory), or, when the spec has extension fields (``schedules``, ...), a
+  HorizontalAutoscaler that keeps them (``pyhpa.adapters.autoscaler.autoscaler_document``); PromQL metrics
+  stay ``type: Prometheus`` items;
 - ``scale``, ``pods`` (the pod objects as listed), ``metrics`` (each API's answer as received; failed
   calls listed in ``metrics.errors``), ``history`` (the memory kept in ``status.pyhpa``, when there is one,
   as ``StatusMemory`` gives it to a controller that starts now).
@@ -24,12 +26,13 @@ from typing import Any
 from lightkube.config.kubeconfig import SingleConfig
 from lightkube.resources.autoscaling_v2 import HorizontalPodAutoscaler as HpaResource
 
+from ..adapters.autoscaler import autoscaler_document
 from ..adapters.errors import InputError
 from ..adapters.promql import PROMETHEUS
 from ..adapters.snapshot import controller_to_dict, metrics_to_dict, snapshot_to_dict
 from . import Controller
 from .api import ApiFailure, HttpMetrics, LightkubeCluster, SpecError, as_failure
-from .autoscaler import MetricQuery, hpa_document, parse_autoscaler
+from .autoscaler import MetricQuery, parse_autoscaler
 from .memory import StatusMemory
 from .preview import never
 from .reconciler import SyncInputs
@@ -112,7 +115,7 @@ def snapshot_document(inputs: SyncInputs, pods: list[dict], settings: Settings, 
                for q, answer in zip(a.queries, inputs.answers)]
     return snapshot_to_dict(
         name=a.key, source=f"pyhpa snapshot of {kind} {a.key}", now=inputs.now, controller=controller,
-        hpa=hpa_document({"name": a.name, "namespace": a.namespace}, dict(a.obj.get("spec") or {}), a.status),
+        hpa=autoscaler_document({"name": a.name, "namespace": a.namespace}, dict(a.obj.get("spec") or {}), a.status),
         scale=inputs.scale, scale_name=a.scale_target_ref.name, namespace=a.namespace, pods=pods,
         metrics=metrics_to_dict(answers), memory=inputs.memory if a.memory_status is not None else None,
     )

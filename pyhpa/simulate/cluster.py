@@ -25,6 +25,8 @@ from .target import Target
 
 INF = math.inf
 LONG_AGO = 86400.0  # initial pods started this many seconds before the simulation
+#: what a metrics API call answers during a ``--metrics-outage`` (an aggregated API that is down)
+OUTAGE_ERROR = "the server is currently unable to handle the request (simulated metrics outage)"
 
 
 @dataclass(slots=True)
@@ -100,12 +102,14 @@ class Cluster:
     ``times``/``rps`` is the load step function (epoch s, requests/s); ``columns`` holds
     the trace columns the metric sources read; the HPA syncs from ``start`` (its first
     sync) to ``end``. Before ``start`` the cluster warms up for two metric resolutions
-    at the first load value so that metrics exist at the first sync.
+    at the first load value so that metrics exist at the first sync. In each of ``outages``
+    ((start, end) epoch s) every metrics API call of the HPA fails (``OUTAGE_ERROR``); metrics-server
+    keeps scraping, so the first sync after an outage sees fresh metrics.
     """
 
     def __init__(self, hpa: HPA, target: Target, profile: Profile, config: ControllerConfig, times: np.ndarray,
                  rps: np.ndarray, columns: dict[str, np.ndarray], start: float, end: float, sync_period: float,
-                 seed: int):
+                 seed: int, outages: tuple[tuple[float, float], ...] = ()):
         self.hpa, self.target, self.profile, self.config = hpa, target, profile, config
         self.rng = random.Random(seed)
         self.times, self.rps_values = times.tolist(), rps.tolist()
@@ -122,6 +126,10 @@ class Cluster:
         self.rows: list[tuple] = []
         self.scale_events: list[tuple[float, int, int]] = []
         self.failed_syncs = 0
+        self.outages = outages
+        self.outage_syncs = 0
+        self.fallback_syncs = 0
+        self._outage_samples = [MetricSamples(error=OUTAGE_ERROR) for _ in self.views]
         self._init_state()
 
     # ----------------------------------------------------------------- set-up
@@ -463,11 +471,17 @@ class Cluster:
         self.sync_k += 1
         self.next_sync = self.t0 + self.sync_k * self.sync_period
         scale = Scale(self.spec_replicas, self.n_live, self.target.selector)
-        d = decide(self.hpa, scale, self.core_pods, self._live_samples(), self.memory, t, self.config)
+        samples = self._live_samples()
+        if self.outages and any(a <= t < b for a, b in self.outages):
+            samples = self._outage_samples
+            self.outage_syncs += 1
+        d = decide(self.hpa, scale, self.core_pods, samples, self.memory, t, self.config)
         self.memory = d.memory
         self.hpa = with_status(self.hpa, d.status)
         if d.error is not None:
             self.failed_syncs += 1
+        if any(s.source == "Fallback" for s in d.sources):
+            self.fallback_syncs += 1
         self._record(t, d)
         if d.rescale:
             self._rescale(t, d)
@@ -491,7 +505,8 @@ class Cluster:
         unserved = self.unserved_cum - self.unserved_at_sync
         self.unserved_at_sync = self.unserved_cum
         self.rows.append((t, self.rps, d.current_replicas, self.n_ready, d.desired_replicas, d.prenormalized, *values,
-                          unready, missing, self.n_serving * self.cap, unserved, self._changed(d), d.error or ""))
+                          unready, missing, self.n_serving * self.cap, unserved, self._changed(d), d.error or "",
+                          d.min_replicas_effective, d.max_replicas_effective, ";".join(d.active_schedules)))
 
     def _changed(self, d: Decision) -> str:
         """Conditions whose status or reason changed at this sync, as ``Type=Status/Reason; ...``."""
@@ -508,4 +523,8 @@ class Cluster:
         metric_cols = [c for v in self.views for c in (v.label, f"{v.label}_target")]
         return ["time", "load", "current_replicas", "ready_replicas", "desired_replicas", "recommended_replicas",
                 *metric_cols, "unready_pods", "missing_pods", "ready_capacity", "unserved_requests",
-                "conditions_changed", "error"]
+                "conditions_changed", "error", "min_replicas_effective", "max_replicas_effective", "active_schedules"]
+
+    def column(self, name: str) -> int:
+        """Index of the field ``name`` in each row of ``rows``."""
+        return self.columns_header().index(name)

@@ -1,12 +1,15 @@
 """plot.png (one run) and compare.png (several HPAs overlaid), drawn with matplotlib (Agg).
 
 Panels, sharing the time axis (the trace's own UTC offset): load and Ready capacity
-(requests/s, overload shaded); desired and Ready replicas with min/max; each metric
-against its target and tolerance band.
+(requests/s, overload shaded); desired and Ready replicas with min/max (the effective bounds
+when the autoscaler has ``spec.schedules``, whose active windows are shaded on every panel);
+each metric against its target and tolerance band. ``--metrics-outage`` intervals are shaded
+grey (hatched) in every panel.
 """
 
 from __future__ import annotations
 
+import textwrap
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .trace import Trace
 
 MAX_METRIC_PANELS = 3
+LEGEND_WIDTH = 34  # characters per legend line (legends sit right of the panels)
 COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:olive")
 
 
@@ -41,24 +45,59 @@ def _column(cluster: Cluster, index: int) -> list:
 
 
 def _axes(panels: int, title: str):
-    fig, axes = plt.subplots(panels, 1, figsize=(12, 2.6 + 2.4 * panels), sharex=True, squeeze=False)
+    fig, axes = plt.subplots(panels, 1, figsize=(13, 2.6 + 2.4 * panels), sharex=True, squeeze=False,
+                             layout="constrained")
     axes = [a[0] for a in axes]
     fig.suptitle(title, fontsize=12, x=0.01, ha="left")
     return fig, axes
 
 
-def _finish(fig, axes, trace: Trace, path: Path) -> Path:
+def _shade_outages(axes, outages) -> None:
+    """Grey band over each metrics outage (epoch s pairs) in every panel, labelled once per panel."""
+    epoch = mdates.date2num(datetime(1970, 1, 1, tzinfo=timezone.utc))
+    for ax in axes:
+        for k, (a, b) in enumerate(outages):
+            ax.axvspan(a / 86400.0 + epoch, b / 86400.0 + epoch, color="0.45", alpha=0.18, lw=0, hatch="//",
+                       label="metrics outage" if k == 0 else None, zorder=0)
+
+
+def _save(fig, path: Path) -> Path:
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _finish(fig, axes, trace: Trace):
+    """Time axis in the trace's offset; each panel's legend outside it, on the right, so no curve is hidden."""
     loc = mdates.AutoDateLocator(tz=trace.tz, minticks=4, maxticks=10)
     axes[-1].xaxis.set_major_locator(loc)
     axes[-1].xaxis.set_major_formatter(mdates.ConciseDateFormatter(loc, tz=trace.tz))
     axes[-1].set_xlabel(f"time (UTC{_offset(trace)})")
     for ax in axes:
         ax.grid(True, alpha=0.3)
-        ax.legend(loc="upper left", fontsize=8, framealpha=0.85)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+        handles, labels = ax.get_legend_handles_labels()
+        labels = ["\n".join(textwrap.fill(part, LEGEND_WIDTH) for part in label.split("\n")) for label in labels]
+        ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=8,
+                  frameon=False)
+    return fig
+
+
+def metric_title(view) -> str:
+    """A metric as a person names it, without the unit: "CPU utilization", "memory per pod",
+    "requests_per_second per pod", "queue_length" (the timeline column names stay for CSV readers)."""
+    spec = view.spec
+    if spec.type in ("Resource", "ContainerResource"):
+        what = "CPU" if spec.name == "cpu" else spec.name
+        where = f" of container {spec.container}" if spec.type == "ContainerResource" else ""
+        return f"{what} utilization{where}" if view.utilization else f"{what} per pod{where}"
+    if spec.type == "Pods" or spec.target_type == "AverageValue":
+        return f"{spec.name} per pod"
+    return spec.name
+
+
+def metric_unit(view) -> str:
+    """The unit of a metric panel's axis."""
+    return view.unit or "metric's own unit"
 
 
 def _offset(trace: Trace) -> str:
@@ -74,15 +113,16 @@ def _load_panel(ax, t, cluster: Cluster, with_capacity: bool = True) -> None:
     load = _column(cluster, 1)
     unit = _load_unit(cluster)
     ax.plot(t, load, color="0.25", lw=0.9, label=f"load ({unit})", drawstyle="steps-post")
+    cap_index = cluster.column("ready_capacity")
     if with_capacity:
-        cap = _column(cluster, -4)
+        cap = _column(cluster, cap_index)
         ax.plot(t, cap, color="tab:green", lw=1.0, label=f"Ready capacity ({unit})", drawstyle="steps-post")
         over = [lo > c for lo, c in zip(load, cap)]
         ax.fill_between(t, 0, load, where=over, step="post", color="tab:red", alpha=0.3, lw=0, label="overloaded")
     ax.set_ylabel(unit)
     peak = max((x for x in load if x == x), default=1.0) or 1.0
-    top = max(cap for cap in _column(cluster, -4)) if with_capacity else peak
-    ax.set_ylim(0, max(peak * 1.15, min(top * 1.05, peak * 2.5)))
+    top = max((c for c in _column(cluster, cap_index) if c == c), default=peak) if with_capacity else peak
+    ax.set_ylim(0, max(peak, top) * 1.08)  # the whole Ready capacity too: nothing is cut off
 
 
 def _load_unit(cluster: Cluster) -> str:
@@ -97,10 +137,41 @@ def _replica_panel(ax, t, cluster: Cluster) -> None:
     ax.plot(t, _column(cluster, 3), color="tab:orange", lw=2.2, alpha=0.7, label="Ready replicas", drawstyle="steps-post")
     ax.plot(t, _column(cluster, 4), color="tab:blue", lw=0.9, label="desired replicas", drawstyle="steps-post")
     hpa = cluster.hpa
-    ax.axhline(hpa.max_replicas, color="0.5", ls="--", lw=0.8, label=f"min/max ({hpa.min_replicas}/{hpa.max_replicas})")
-    ax.axhline(hpa.min_replicas, color="0.5", ls="--", lw=0.8)
+    top = hpa.max_replicas
+    if hpa.schedules:  # the bounds move with the windows: draw the effective ones
+        lo = _column(cluster, cluster.column("min_replicas_effective"))
+        hi = _column(cluster, cluster.column("max_replicas_effective"))
+        ax.plot(t, hi, color="0.35", ls="--", lw=0.9, drawstyle="steps-post",
+                label=f"effective min/max (spec {hpa.min_replicas}/{hpa.max_replicas})")
+        ax.plot(t, lo, color="0.35", ls="--", lw=0.9, drawstyle="steps-post")
+        top = max([top, *[x for x in lo if x == x]])
+    else:
+        ax.axhline(hpa.max_replicas, color="0.5", ls="--", lw=0.8, label=f"min/max ({hpa.min_replicas}/{hpa.max_replicas})")
+        ax.axhline(hpa.min_replicas, color="0.5", ls="--", lw=0.8)
     ax.set_ylabel("replicas")
-    ax.set_ylim(0, hpa.max_replicas * 1.08 + 0.5)
+    ax.set_ylim(0, top * 1.08 + 0.5)
+
+
+WINDOW_COLORS = ("tab:green", "tab:purple", "tab:brown", "tab:cyan", "tab:olive", "tab:pink")
+
+
+def shade_windows(axes, t, cluster: Cluster) -> None:
+    """Shade, on every panel, the syncs at which each schedule window was active (one color per window; the
+    legend of the replicas panel names them)."""
+    windows = cluster.hpa.schedules
+    if not windows or len(t) == 0:
+        return
+    active = [set(filter(None, (r[cluster.column("active_schedules")] or "").split(";"))) for r in cluster.rows]
+    for k, w in enumerate(windows):
+        on = [w.name in a for a in active]
+        if not any(on):
+            continue
+        bounds = ", ".join(b for b in (f"floor {w.min_replicas}" if w.min_replicas is not None else "",
+                                       f"cap {w.max_replicas}" if w.max_replicas is not None else "") if b)
+        for i, ax in enumerate(axes):
+            ax.fill_between(t, 0, 1, where=on, step="post", transform=ax.get_xaxis_transform(),
+                            color=WINDOW_COLORS[k % len(WINDOW_COLORS)], alpha=0.13, lw=0,
+                            label=f"window {w.name} ({bounds})" if i == 1 else None)
 
 
 def _metric_panel(ax, t, cluster: Cluster, i: int, color: str = "tab:purple", name: str = "") -> None:
@@ -109,15 +180,25 @@ def _metric_panel(ax, t, cluster: Cluster, i: int, color: str = "tab:purple", na
     target = view.target
     values = _column(cluster, 6 + 2 * i)
     smooth = _smoothing(len(values))
-    ax.plot(t, values, color=color, lw=0.7, alpha=0.45 if smooth else 1.0, label=f"{name}{view.label} (HPA's view)")
+    title = metric_title(view)
+    ax.plot(t, values, color=color, lw=0.7, alpha=0.45 if smooth else 1.0,
+            label=f"{name}{title}, as the HPA sees it (ready pods with samples, at each sync)")
     if smooth:
         mean = pd.Series(values).rolling(smooth, center=True, min_periods=1).mean()
-        ax.plot(t, mean, color=color, lw=1.6, label=f"rolling mean of {smooth} syncs")
+        ax.plot(t, mean, color=color, lw=1.6, label=f"rolling mean over {_span(smooth, cluster)}")
     ax.axhline(target, color="k", lw=1.0, label=f"target {target:g} {view.unit}".rstrip())
     ax.axhspan(target * (1 - down), target * (1 + up), color="0.6", alpha=0.25,
                label=f"tolerance band (-{down:g}/+{up:g})")
-    ax.set_ylabel(view.unit or view.label)
+    ax.set_ylabel(f"{title}\n({metric_unit(view)})")
     ax.set_ylim(bottom=0)
+
+
+def _span(syncs: int, cluster: Cluster) -> str:
+    """A rolling window of ``syncs`` syncs as time ("35 min")."""
+    rows = cluster.rows
+    step = (rows[-1][0] - rows[0][0]) / max(len(rows) - 1, 1) if len(rows) > 1 else 15.0
+    minutes = syncs * step / 60.0
+    return f"{minutes:.0f} min" if minutes < 120 else f"{minutes / 60:.1f} h"
 
 
 def _smoothing(n: int) -> int:
@@ -126,7 +207,17 @@ def _smoothing(n: int) -> int:
 
 
 def plot_run(path: Path, cluster: Cluster, trace: Trace, label: str) -> Path:
-    """The plot of one run."""
+    """plot.png of one run (``run_figure``)."""
+    return _save(run_figure(cluster, trace, label), path)
+
+
+def plot_compare(path: Path, sim: Simulation) -> Path:
+    """compare.png of several runs (``compare_figure``)."""
+    return _save(compare_figure(sim), path)
+
+
+def run_figure(cluster: Cluster, trace: Trace, label: str):
+    """The figure of one run (a matplotlib Figure; the caller closes it)."""
     n_metrics = min(len(cluster.views), MAX_METRIC_PANELS)
     title = (f"{label}: HPA {cluster.hpa.namespace}/{cluster.hpa.name} on {Path(trace.report.file).name} "
              f"[{trace.report.column} x {trace.report.load_scale:g}]")
@@ -136,13 +227,18 @@ def plot_run(path: Path, cluster: Cluster, trace: Trace, label: str) -> Path:
     _replica_panel(axes[1], t, cluster)
     for i in range(n_metrics):
         _metric_panel(axes[2 + i], t, cluster, i)
-    return _finish(fig, axes, trace, path)
+    shade_windows(axes, t, cluster)
+    _shade_outages(axes, cluster.outages)
+    return _finish(fig, axes, trace)
 
 
-def plot_compare(path: Path, sim: Simulation) -> Path:
-    """Several HPAs on the same load: Ready replicas and the first metric, one color each."""
+def compare_figure(sim: Simulation):
+    """Several HPAs on the same load: Ready replicas, and each HPA's first metric as it sees it (one panel per
+    unit, so different units never share an axis), one color per HPA. The caller closes the figure."""
     trace = sim.trace
-    fig, axes = _axes(3, f"compare on {Path(trace.report.file).name} [{trace.report.column} x {trace.report.load_scale:g}]")
+    units = list(dict.fromkeys(metric_unit(r.cluster.views[0]) for r in sim.runs if r.cluster.views))
+    fig, axes = _axes(2 + len(units), f"compare on {Path(trace.report.file).name} "
+                                      f"[{trace.report.column} x {trace.report.load_scale:g}]")
     first = sim.runs[0].cluster
     t = _times(first, trace)
     _load_panel(axes[0], t, first, with_capacity=False)
@@ -153,15 +249,19 @@ def plot_compare(path: Path, sim: Simulation) -> Path:
                      label=f"{run.label}: Ready replicas")
         if c.views:
             view = c.views[0]
+            ax = axes[2 + units.index(metric_unit(view))]
             values = _column(c, 6)
             smooth = _smoothing(len(values))
             if smooth:
                 values = pd.Series(values).rolling(smooth, center=True, min_periods=1).mean()
-            what = f"rolling mean of {smooth} syncs of {view.label}" if smooth else view.label
-            axes[2].plot(_times(c, trace), values, color=color, lw=1.0, label=f"{run.label}: {what}")
-            axes[2].axhline(view.target, color=color, ls="--", lw=0.9)
-    axes[1].set_ylabel("replicas")
+            what = f"{metric_title(view)}, HPA's view" + (f" (rolling mean, {_span(smooth, c)})" if smooth else "")
+            ax.plot(_times(c, trace), values, color=color, lw=1.0, label=f"{run.label}: {what}")
+            ax.axhline(view.target, color=color, ls="--", lw=0.9,
+                       label=f"{run.label}: target {view.target:g} {view.unit}".rstrip())
+    axes[1].set_ylabel("Ready replicas")
     axes[1].set_ylim(bottom=0)
-    axes[2].set_ylabel("first metric (dashed: target)")
-    axes[2].set_ylim(bottom=0)
-    return _finish(fig, axes, trace, path)
+    for i, unit in enumerate(units):
+        axes[2 + i].set_ylabel(f"first metric\n({unit})")
+        axes[2 + i].set_ylim(bottom=0)
+    _shade_outages(axes, first.outages)
+    return _finish(fig, axes, trace)

@@ -19,7 +19,7 @@ import pandas as pd
 from rich.table import Table
 
 from ..core import tolerances
-from .trace import Trace, iso_array
+from .trace import Trace, iso, iso_array
 
 if TYPE_CHECKING:  # pragma: no cover
     from . import Settings, Simulation
@@ -33,8 +33,8 @@ TABLE_ROWS = (
     ("mean_replicas", "mean pods"),
     ("min_replicas_seen", "min replicas seen"),
     ("max_replicas_seen", "max replicas seen"),
-    ("mean_cpu_utilization_percent", "mean CPU utilization (% of request)"),
-    ("target", "first metric: mean / target"),
+    ("mean_cpu_utilization_percent", "CPU use, true (mean % of request, all running pods)"),
+    ("target", "first metric as the HPA sees it: mean / target"),
     ("overloaded_seconds", "overloaded seconds"),
     ("overloaded_fraction", "overloaded share of time"),
     ("unserved_requests", "unserved requests"),
@@ -48,6 +48,7 @@ TABLE_ROWS = (
     ("recovery_time_mean_seconds", "recovery time, mean s"),
     ("recovery_time_max_seconds", "recovery time, max s"),
     ("failed_syncs", "syncs with a metric error"),
+    ("fallback_syncs", "syncs with a metric in fallback"),
 )
 
 
@@ -96,6 +97,10 @@ def summarize(label: str, hpa_file: str, cluster: Cluster, trace: Trace, setting
         "recovery_time_mean_seconds": _r(_mean(recoveries)),
         "recovery_time_max_seconds": _r(max(recoveries) if recoveries else None),
         "failed_syncs": cluster.failed_syncs,
+        "fallback_syncs": cluster.fallback_syncs,
+        "metrics_outages": [{"start": iso(a, trace.tz), "end": iso(b, trace.tz), "seconds": _r(b - a)}
+                            for a, b in cluster.outages],
+        "outage_syncs": cluster.outage_syncs,
         "metrics": _metric_summaries(cluster),
         "trace": trace.report.to_dict(trace.tz),
         "settings": _settings(cluster, settings),
@@ -134,9 +139,9 @@ def _metric_summaries(cluster: Cluster) -> list[dict]:
 
 
 def _settings(cluster: Cluster, settings: Settings) -> dict:
-    c = settings.config
+    c = cluster.config  # the flags with a HorizontalAutoscaler's own settings applied
     return {
-        "sync_period_seconds": settings.sync_period_seconds,
+        "sync_period_seconds": cluster.sync_period,
         "seed": settings.seed,
         "metrics_scrape_offset_seconds": _r(cluster.scrape_offset, 6),
         "pod_capacity_rps_effective": _r(cluster.cap, 6),
@@ -156,7 +161,8 @@ def timeline_frame(cluster: Cluster, trace: Trace) -> pd.DataFrame:
     header = cluster.columns_header()
     df = pd.DataFrame(cluster.rows, columns=header, dtype=object)
     df["time"] = iso_array(np.array([r[0] for r in cluster.rows], dtype=float), trace.tz)
-    digits = {"load": 6, "ready_capacity": 4, "unserved_requests": 3, **{c: 4 for c in header[6:-6]}}
+    metric_cols = header[6:6 + 2 * len(cluster.views)]
+    digits = {"load": 6, "ready_capacity": 4, "unserved_requests": 3, **{c: 4 for c in metric_cols}}
     for col, d in digits.items():
         df[col] = [None if x is None else round(x, d) for x in df[col]]
     return df
