@@ -106,7 +106,7 @@ class Rounds:
     """What ``measure`` found: seconds, controller CPU seconds and API requests of round 1 and round 2."""
 
     def __init__(self) -> None:
-        self.first = self.second = self.cpu1 = self.cpu2 = 0.0
+        self.first = self.second = self.cpu1 = self.cpu2 = self.listing = 0.0
         self.requests1 = self.requests2 = 0
 
 
@@ -122,6 +122,7 @@ async def measure(controller, n: int, stop: asyncio.Event) -> Rounds:
             round_done.set()
 
     controller.reconciler.on_synced = synced
+    listed = time.perf_counter()
     task = asyncio.create_task(controller.run(stop))
     scales = getattr(controller, "scales", None)
     while not controller.ready or (scales is not None and not scales.synced):
@@ -129,6 +130,7 @@ async def measure(controller, n: int, stop: asyncio.Event) -> Rounds:
             task.result()
         await asyncio.sleep(0.001)
     r = Rounds()
+    r.listing = time.perf_counter() - listed
     load = controller.load
     t0, c0, q0 = time.perf_counter(), time.process_time(), load.requests_total
     await round_done.wait()
@@ -142,7 +144,8 @@ async def measure(controller, n: int, stop: asyncio.Event) -> Rounds:
     r.second, r.cpu2, r.requests2 = time.perf_counter() - t1, time.process_time() - c1, load.requests_total - q1
     stop.set()
     await task
-    print(f"  controller CPU per sync: round 1 {r.cpu1 / n * 1e3:.2f} ms, round 2 {r.cpu2 / n * 1e3:.2f} ms; "
+    print(f"  caches listed in {r.listing:.1f}s (not timed); "
+          f"controller CPU per sync: round 1 {r.cpu1 / n * 1e3:.2f} ms, round 2 {r.cpu2 / n * 1e3:.2f} ms; "
           f"API requests per sync: round 1 {r.requests1 / n:.2f}, round 2 {r.requests2 / n:.2f}", file=sys.stderr)
     return r
 
@@ -286,6 +289,14 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _rss_mb(pid: int) -> float:
+    """Resident memory of a process, MB (Linux /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def _scrape(port: int) -> dict:
     import httpx
     from prometheus_client.parser import text_string_to_metric_families
@@ -365,7 +376,8 @@ def sharded_run(n: int, shards: int, workers: int, period: float, seconds: float
         print(f"  [shards={shards}] needed {n / period:.0f} syncs/s; shard sizes {sizes}; requests per sync "
               f"{requests / max(syncs, 1):.2f}; CPU (cores) over {t1 - t0:.0f}s: replicas {used[:-1]}, double "
               f"{used[-1]} (machine: {os.cpu_count()} cores, load average {load0:.1f} -> {os.getloadavg()[0]:.1f}); "
-              f"controller CPU per sync {sum(c1 - c0 for c0, c1 in zip(cpu0[:-1], cpu1[:-1])) / max(syncs, 1) * 1e3:.2f} ms",
+              f"controller CPU per sync {sum(c1 - c0 for c0, c1 in zip(cpu0[:-1], cpu1[:-1])) / max(syncs, 1) * 1e3:.2f} ms; "
+              f"resident memory of each replica {[round(_rss_mb(p.pid)) for p in procs]} MB",
               file=sys.stderr, flush=True)
     finally:
         for p in procs:
