@@ -333,3 +333,17 @@ async def test_ambiguous_selectors_are_found_across_shards(kd):
         assert {r.key for r in x.results} == {f"default/{a}"} and {r.key for r in y.results} == {f"default/{b}"}
         assert kd.get_object("apps/v1", "deployments", "default", "web")["spec"]["replicas"] == 2
     assert kd.invalid_requests == []
+
+
+def test_run_exits_1_with_one_line_when_the_shard_lease_is_lost(kube_double_thread):
+    kd = kube_double_thread
+    kd.register_crd(CRD)
+    kd.add_fault("PUT", r"/leases/shardy-shard-", status=503)  # creating works; every renewal fails
+    result = CliRunner().invoke(app, [
+        "run", "--server", kd.url, "--shards", "auto", "--leader-elect-resource-namespace", "default",
+        "--leader-elect-resource-name", "shardy", "--leader-elect-identity", "solo", "--leader-elect-lease-duration",
+        "1.5", "--leader-elect-renew-deadline", "1", "--leader-elect-retry-period", "0.2", "--health-port", "-1"])
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert lines == [f"error: lost shard Lease default/{lease_name('shardy', 'solo')} (identity solo); exiting"]
+    assert kd.invalid_requests == []
