@@ -1,0 +1,242 @@
+"""The online predictor of one autoscaler: history, refresh schedule, cheap forecasts, accuracy.
+
+``Predictor`` keeps the metric's history (``observe``/``extend``: epoch s, metric units),
+refits the model every ``refresh_seconds`` (``pyhpa.forecast.fit.fit``), and between fits
+answers ``forecast(now)`` in microseconds from the fitted model and the latest
+observations. It never looks at data after ``now``: the caller feeds observations as they
+happen, and a fit only reads history up to its own time.
+
+Every forecast is remembered (one per grid cell) and, once the lead has passed, compared
+with what was observed (``AccuracyTracker``); when recent forecasts are bad the predictor
+steps aside with ``AccuracyTooLow`` (and comes back when they recover).
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from collections import deque
+from statistics import median
+
+import numpy as np
+
+from .fit import backward, fit
+from .model import (
+    ACCURACY_TOO_LOW,
+    HISTORY_UNAVAILABLE,
+    INSUFFICIENT_HISTORY,
+    PREDICTING,
+    Accuracy,
+    Fit,
+    ForecastSettings,
+    Prediction,
+    SeasonalModel,
+)
+
+#: Hysteresis: stepped aside for accuracy, the prediction comes back below this share of the limits.
+RECOVER_FACTOR = 0.8
+
+
+class AccuracyTracker:
+    """Forecasts issued at ``t`` for ``t + lead``, judged against the first observation at or after that.
+
+    ``issue(t, target_time, point, high, last_value)`` registers one; ``observe(t, value)``
+    judges every pending forecast whose target time has come. ``accuracy(now)`` summarizes
+    the judged forecasts of the last ``window_seconds``.
+    """
+
+    __slots__ = ("window", "pending", "done")
+
+    def __init__(self, window_seconds: float):
+        self.window = window_seconds
+        self.pending: deque[tuple[float, float, float, float, float]] = deque()
+        self.done: deque[tuple[float, float, float, float, bool]] = deque()  # t, |err|, actual, |persist err|, under
+
+    def issue(self, t: float, target: float, point: float, high: float, last: float) -> None:
+        self.pending.append((target, t, point, high, last))
+
+    def observe(self, t: float, value: float) -> None:
+        pending = self.pending
+        while pending and pending[0][0] <= t:
+            _, issued, point, high, last = pending.popleft()
+            self.done.append((issued, abs(point - value), value, abs(last - value), value > high))
+
+    def accuracy(self, now: float) -> Accuracy:
+        done = self.done
+        cutoff = now - self.window
+        while done and done[0][0] < cutoff:
+            done.popleft()
+        n = len(done)
+        if n == 0:
+            return Accuracy()
+        err = sum(d[1] for d in done)
+        total = sum(d[2] for d in done)
+        pers = sum(d[3] for d in done)
+        rel = [d[1] / d[2] for d in done if d[2] > 0]
+        return Accuracy(
+            evaluations=n,
+            mape=sum(rel) / len(rel) if rel else None,
+            wape=err / total if total > 0 else None,
+            persistence_wape=pers / total if total > 0 else None,
+            under_share=sum(1 for d in done if d[4]) / n,
+        )
+
+
+class Predictor:
+    """History, model and accuracy of one metric's workload total.
+
+    ``settings`` as ``ForecastSettings``. Observations must come in time order
+    (``observe``); ``extend`` loads a block of past history (e.g. from Prometheus) at once.
+    """
+
+    def __init__(self, settings: ForecastSettings = ForecastSettings()):
+        self.settings = settings
+        self._t: list[float] = []
+        self._v: list[float] = []
+        self.fit: Fit | None = None
+        self._model: SeasonalModel | None = None
+        self._next_fit = -math.inf
+        self._recent: deque[tuple[float, float]] = deque()  # (t, de-seasonalized value) within level window
+        self.tracker = AccuracyTracker(settings.accuracy_window_seconds)
+        self._last_issue_cell: int | None = None
+        self._aside = False
+
+    # ------------------------------------------------------------------ history
+    def extend(self, times, values) -> None:
+        """Add past observations (epoch s, metric units), merged in time order; NaN values are gaps."""
+        t = np.asarray(times, dtype=float)
+        v = np.asarray(values, dtype=float)
+        ok = np.isfinite(t) & np.isfinite(v)
+        if not ok.any():
+            return
+        pairs = sorted(zip(self._t + t[ok].tolist(), self._v + v[ok].tolist()))
+        self._t = [p[0] for p in pairs]
+        self._v = [p[1] for p in pairs]
+        self._next_fit = -math.inf
+
+    def observe(self, t: float, value: float) -> None:
+        """One observation at ``t`` (epoch s, not before the previous one); NaN or None is ignored."""
+        if value is None or not math.isfinite(value):
+            return
+        if self._t and t < self._t[-1]:
+            return
+        self._t.append(t)
+        self._v.append(value)
+        self.tracker.observe(t, value)
+        m = self._model
+        if m is not None:
+            self._recent.append((t, self._deseason(m, t, value)))
+
+    @property
+    def last_observation(self) -> float | None:
+        """Time (epoch s) of the newest observation, None without history."""
+        return self._t[-1] if self._t else None
+
+    def history(self) -> tuple[np.ndarray, np.ndarray]:
+        """(times, values) currently kept."""
+        return np.asarray(self._t), np.asarray(self._v)
+
+    # ------------------------------------------------------------------ fitting
+    def refit_due(self, now: float) -> bool:
+        return now >= self._next_fit
+
+    def refit(self, now: float) -> Fit:
+        """Fit on the history of (now - history_seconds, now] and schedule the next fit."""
+        s = self.settings
+        self._trim(now)
+        lo = bisect_left(self._t, now - s.history_seconds)
+        hi = bisect_left(self._t, now + 1e-9) if self._t and self._t[-1] > now else len(self._t)
+        f = fit(self._t[lo:hi], self._v[lo:hi], now=now, settings=s)
+        self.fit = f
+        self._model = f.model
+        self._next_fit = now + s.refresh_seconds
+        self._recent.clear()
+        m = f.model
+        if m is not None:
+            start = bisect_left(self._t, now - m.level_seconds, lo, hi)
+            for i in range(start, hi):
+                self._recent.append((self._t[i], self._deseason(m, self._t[i], self._v[i])))
+        return f
+
+    def _trim(self, now: float) -> None:
+        keep_from = now - self.settings.history_seconds - self.settings.refresh_seconds
+        i = bisect_left(self._t, keep_from)
+        if i > 0:
+            del self._t[:i]
+            del self._v[:i]
+
+    # ------------------------------------------------------------------ forecasting
+    def forecast(self, now: float) -> Prediction:
+        """The forecast for [now, now + lead]; refits first when due."""
+        if self.refit_due(now):
+            self.refit(now)
+        f = self.fit
+        acc = self.tracker.accuracy(now)
+        if f is None or f.model is None:
+            reason = f.reason if f is not None else INSUFFICIENT_HISTORY
+            msg = f.message if f is not None else "no history yet"
+            return Prediction(now=now, reason=reason, message=msg, fit=f, accuracy=acc)
+        m = f.model
+        last = self.last_observation
+        if last is None or now - last > self.settings.stale_seconds:
+            when = "never" if last is None else f"{now - last:.0f} s ago"
+            return Prediction(now=now, reason=HISTORY_UNAVAILABLE, fit=f, accuracy=acc,
+                              message=f"no observation of the metric within {self.settings.stale_seconds:.0f} s "
+                                      f"(last: {when})")
+        level = self._level(m, now)
+        lead = self.settings.lead_seconds
+        step = m.step
+        c0, c1 = int(now // step), int((now + lead) // step)
+        seas = [self._s(m, c) for c in range(c0, c1 + 1)]
+        upper = float(backward(m.transform, level + max(seas) + m.window_error, m.offset))
+        point_y = level + seas[-1]
+        point = float(backward(m.transform, point_y, m.offset))
+        low = float(backward(m.transform, point_y + m.point_low, m.offset))
+        high = float(backward(m.transform, point_y + m.point_high, m.offset))
+        if self._last_issue_cell != c0:
+            self._last_issue_cell = c0
+            self.tracker.issue(now, now + lead, point, high, self._v[-1])
+        reason, msg, usable = self._judge(acc, f)
+        return Prediction(now=now, reason=reason, message=msg, usable=usable, upper=upper, point=point, low=low,
+                          high=high, fit=f, accuracy=acc)
+
+    def _judge(self, acc: Accuracy, f: Fit) -> tuple[str, str, bool]:
+        s = self.settings
+        bad = False
+        why = ""
+        if acc.evaluations >= s.min_evaluations and acc.wape is not None:
+            limit = s.max_error * (RECOVER_FACTOR if self._aside else 1.0)
+            pers = acc.persistence_wape
+            worse = pers is not None and pers > 0 and acc.wape > s.persistence_factor * pers * (
+                RECOVER_FACTOR if self._aside else 1.0)
+            if acc.wape > limit:
+                bad, why = True, f"recent forecasts are off by {100 * acc.wape:.0f} % (limit {100 * s.max_error:.0f} %)"
+            elif worse:
+                bad, why = True, (f"recent forecasts (error {100 * acc.wape:.0f} %) are worse than assuming nothing "
+                                  f"changes ({100 * pers:.0f} %)")
+        self._aside = bad
+        if bad:
+            return ACCURACY_TOO_LOW, (f"{why} over the last {acc.evaluations} forecasts; the prediction steps aside "
+                                      "until they improve"), False
+        return PREDICTING, f.message, True
+
+    # ------------------------------------------------------------------ model helpers
+    @staticmethod
+    def _s(m: SeasonalModel, cell: int) -> float:
+        total = 0.0
+        for prof in m.profiles:
+            total += prof[cell % len(prof)]
+        return total
+
+    def _deseason(self, m: SeasonalModel, t: float, value: float) -> float:
+        y = math.log(max(value, 0.0) + m.offset) if m.transform == "log" else math.sqrt(max(value, 0.0))
+        return y - self._s(m, int(t // m.step))
+
+    def _level(self, m: SeasonalModel, now: float) -> float:
+        recent = self._recent
+        cutoff = now - m.level_seconds
+        while len(recent) > 1 and recent[0][0] < cutoff:
+            recent.popleft()
+        if not recent:
+            return m.level
+        return median(d for _, d in recent)
