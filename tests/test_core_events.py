@@ -39,7 +39,7 @@ def test_rescale_records_scale_event_only_with_behavior_and_failure_undoes_it():
     assert d.rescale and d.desired_replicas == 4
     assert d.memory.scale_up_events == [(NOW, 2)]
     assert [e.reason for e in d.events] == ["SuccessfulRescale"]
-    assert d.status["lastScaleTime"] == NOW and d.status["desiredReplicas"] == 4
+    assert d.status.last_scale_time == NOW and d.status.desired_replicas == 4
     failed = rescale_failed(d, cpu_hpa(behavior=BEHAVIOR), "conflict", NOW)
     assert not failed.rescale and failed.memory.scale_up_events == []
     assert conds(failed)["AbleToScale"] == ("False", "FailedUpdateScale")

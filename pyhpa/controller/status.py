@@ -9,14 +9,12 @@ the fresh resourceVersion unless the spec changed meanwhile (then the sync is re
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from datetime import datetime, timezone
 from functools import lru_cache
 
 from ..adapters.errors import InputError
 from ..adapters.parse import timestamp
-from ..core import Condition, Decision, Memory
-from ..core.reconcile import set_condition
+from ..core import Condition, Decision, HPAStatus, Memory, set_condition, with_status
 from .api import ApiFailure
 from .autoscaler import API_VERSION, KIND, MEMORY_KEY, Autoscaler
 from .memory import MemoryStore
@@ -46,17 +44,23 @@ def condition_dict(c: Condition) -> dict:
 
 
 def status_from_decision(decision: Decision, generation: int) -> dict:
-    """The autoscaling/v2 status of a sync (``observedGeneration`` is the spec generation synced)."""
-    st = decision.status
-    out = {"observedGeneration": generation, "desiredReplicas": st["desiredReplicas"]}
-    if st.get("currentReplicas"):
-        out["currentReplicas"] = st["currentReplicas"]
-    if st.get("currentMetrics"):
-        out["currentMetrics"] = st["currentMetrics"]
-    if st.get("conditions"):
-        out["conditions"] = [condition_dict(c) for c in st["conditions"]]
-    if st.get("lastScaleTime") is not None:
-        out["lastScaleTime"] = time_text(st["lastScaleTime"])
+    """The autoscaling/v2 status of a sync (``observedGeneration`` is the spec generation synced),
+    with the HorizontalAutoscaler's ``schedules`` section when the spec has windows."""
+    st: HPAStatus = decision.status
+    out = {"observedGeneration": generation, "desiredReplicas": st.desired_replicas}
+    if st.current_replicas:
+        out["currentReplicas"] = st.current_replicas
+    if st.current_metrics:
+        out["currentMetrics"] = list(st.current_metrics)
+    if st.conditions:
+        out["conditions"] = [condition_dict(c) for c in st.conditions]
+    if st.last_scale_time is not None:
+        out["lastScaleTime"] = time_text(st.last_scale_time)
+    if st.schedules is not None:
+        section: dict = {"active": list(st.schedules.active)}
+        if st.schedules.next_change is not None:
+            section["nextChangeTime"] = time_text(st.schedules.next_change)
+        out["schedules"] = section
     return out
 
 
@@ -143,6 +147,4 @@ def _remember(a: Autoscaler, answer: dict, status: dict, decision: Decision | No
     a.memory_status = status.get(MEMORY_KEY)
     a.status = {k: v for k, v in status.items() if k != MEMORY_KEY}
     if decision is not None and a.hpa is not None:
-        st = decision.status
-        a.hpa = replace(a.hpa, conditions=tuple(st["conditions"]), last_scale_time=st.get("lastScaleTime"),
-                        status_desired_replicas=st["desiredReplicas"])
+        a.hpa = with_status(a.hpa, decision.status)

@@ -10,6 +10,7 @@ times are float seconds since the Unix epoch (UTC; the Kubernetes zero time
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import date, tzinfo
 
 #: ``0001-01-01T00:00:00Z`` in epoch seconds: a real time, long ago (not "unset").
 ZERO_TIME = -62135596800.0
@@ -124,9 +125,85 @@ class Condition:
     last_transition_time: float | None = None
 
 
+@dataclass(slots=True, frozen=True, kw_only=True)
+class ScheduleWindow:
+    """One ``spec.schedules[]`` window of a HorizontalAutoscaler (pyhpa.dev/v1alpha1).
+
+    ``start``/``end`` are 5-field cron expressions read in ``time_zone`` (a resolved IANA zone);
+    exactly one of ``end`` and ``duration_seconds`` (elapsed seconds) is set. ``min_replicas`` is
+    a floor and ``max_replicas`` a cap while the window is active; ``exclude_dates`` are local
+    dates on which the window does not start. Semantics: ``pyhpa.core.schedules``.
+    """
+
+    name: str
+    start: str
+    time_zone: tzinfo
+    end: str | None = None
+    duration_seconds: int | None = None
+    min_replicas: int | None = None
+    max_replicas: int | None = None
+    exclude_dates: frozenset[date] = frozenset()
+    time_zone_name: str = "UTC"
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class ActiveWindow:
+    """One window active at ``now``: the occurrence's ``start`` and ``end`` (epoch s) and its bounds."""
+
+    name: str
+    start: float
+    end: float
+    min_replicas: int | None
+    max_replicas: int | None
+
+
+#: ``spec.prediction.mode``
+ENFORCE = "Enforce"
+OBSERVE = "Observe"
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class PredictionSpec:
+    """``spec.prediction`` of a HorizontalAutoscaler; ``prediction: {}`` gives these defaults.
+
+    ``metric`` indexes ``spec.metrics``; ``history_seconds``, ``lead_seconds`` and
+    ``refresh_seconds`` are seconds; ``quantile`` is the forecast quantile provisioned for
+    (0..1); ``mode`` is "Enforce" (the forecast may raise replicas) or "Observe" (computed and
+    reported, never applied); ``history_query`` is PromQL overriding the default history query.
+    """
+
+    metric: int = 0
+    history_seconds: int = 7 * 86400
+    lead_seconds: int = 300
+    quantile: float = 0.9
+    mode: str = ENFORCE
+    refresh_seconds: int = 3600
+    history_query: str | None = None
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class Forecast:
+    """The forecaster's answer for one sync, as numbers (fitting lives outside the core).
+
+    ``total_milli`` is the forecast quantile of the metric's workload total over
+    ``[now, now + leadSeconds]`` in milli-units (summed millicores of the target's pods for a CPU
+    Resource metric, the summed per-pod value for Pods metrics, the value for Object/External);
+    None when there is no usable forecast, and then ``reason`` says why (a ``PredictionActive``
+    reason: InsufficientHistory, NotPredictable, HistoryUnavailable, AccuracyTooLow).
+    """
+
+    total_milli: int | None
+    reason: str = "Predicting"
+    message: str = ""
+
+
 @dataclass(slots=True, frozen=True)
 class HPA:
-    """What the core needs of a HorizontalPodAutoscaler (spec and the status it carries)."""
+    """What the core needs of a HorizontalPodAutoscaler (spec and the status it carries).
+
+    ``schedules`` and ``prediction`` are HorizontalAutoscaler extensions; empty/None for an
+    autoscaling/v2 HPA, which then decides exactly as upstream.
+    """
 
     namespace: str
     name: str
@@ -137,6 +214,8 @@ class HPA:
     conditions: tuple[Condition, ...] = ()
     last_scale_time: float | None = None
     status_desired_replicas: int | None = None
+    schedules: tuple[ScheduleWindow, ...] = ()
+    prediction: PredictionSpec | None = None
 
 
 @dataclass(slots=True, frozen=True)
@@ -271,14 +350,88 @@ class Event:
     message: str
 
 
-@dataclass(slots=True)
+#: ``SourceProposal.source`` values
+METRIC_SOURCE = "Metric"
+SCHEDULE_SOURCE = "Schedule"
+PREDICTION_SOURCE = "Prediction"
+FALLBACK_SOURCE = "Fallback"
+RECOMMENDATION_SOURCE = "Recommendation"
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class SourceProposal:
+    """What one source of a decision asked for (see ``pyhpa.core.combine``).
+
+    ``source`` is "Metric", "Schedule", "Prediction", "Fallback" or "Recommendation"; ``name``
+    the metric (as upstream names it in messages) or the window name. A replica source sets
+    ``replicas`` (None when it could not propose: ``error`` or ``note`` says why); a window
+    sets ``min_replicas`` (floor) and/or ``max_replicas`` (cap). ``applied`` is False for a
+    source that was computed but not used (a prediction in Observe mode or stepping aside).
+    """
+
+    source: str
+    name: str
+    replicas: int | None = None
+    min_replicas: int | None = None
+    max_replicas: int | None = None
+    applied: bool = True
+    error: str | None = None
+    note: str = ""
+
+    @property
+    def label(self) -> str:
+        """``Source/name``, as ``Decision.decided_by`` names it."""
+        return f"{self.source}/{self.name}"
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class ScheduleStatus:
+    """``status.schedules``: the active windows' names and the next start or end (epoch s)."""
+
+    active: tuple[str, ...]
+    next_change: float | None
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class PredictionStatus:
+    """What the core knows of ``status.prediction``: the forecast it was given (milli-units) and
+    the replicas it proposed (None when it stepped aside: ``reason``)."""
+
+    forecast_milli: int | None
+    replicas: int | None
+    reason: str
+    mode: str
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class HPAStatus:
+    """The autoscaling/v2 status a sync writes (plus the HorizontalAutoscaler sections).
+
+    ``current_metrics`` are ``MetricStatus`` objects in the API's JSON shape; times are epoch s.
+    """
+
+    current_replicas: int
+    desired_replicas: int
+    current_metrics: tuple[dict, ...]
+    conditions: tuple[Condition, ...]
+    last_scale_time: float | None
+    schedules: ScheduleStatus | None = None
+    prediction: PredictionStatus | None = None
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
 class Decision:
-    """Everything one sync decides (upstream: reconcileAutoscaler).
+    """Everything one sync decides (upstream: reconcileAutoscaler), built by keyword.
 
     ``desired_replicas`` is what the target should be scaled to (equal to current when
-    there is no rescale); ``status`` is the autoscaling/v2 status as a JSON-shaped dict;
-    ``memory`` the controller memory after the sync, assuming the rescale succeeds (see
-    ``pyhpa.core.rescale_failed``).
+    there is no rescale); ``status`` the status to write; ``memory`` the controller memory
+    after the sync, assuming the rescale succeeds (``memory_without_event``: if it fails, see
+    ``pyhpa.core.rescale_failed``). ``sources`` lists what every source asked for and
+    ``decided_by`` names the one that set the final number (``Source/name``, e.g.
+    ``Metric/cpu resource utilization (percentage of request)``, ``Schedule/business-hours``,
+    ``Spec/minReplicas``, ``Stabilization/scaleDown``, ``Policy/scaleUp``); ``""`` when the
+    sync stopped before a decision (metrics failed, bad selector, scaling disabled).
+    ``min_replicas_effective``/``max_replicas_effective`` are the bounds after active windows.
     """
 
     current_replicas: int
@@ -291,7 +444,12 @@ class Decision:
     conditions: list[Condition]
     events: list[Event]
     memory: Memory
-    status: dict
+    status: HPAStatus
     error: str | None = None
     metric_name: str = ""
     memory_without_event: Memory | None = None
+    sources: tuple[SourceProposal, ...] = ()
+    decided_by: str = ""
+    min_replicas_effective: int = 0
+    max_replicas_effective: int = 0
+    active_schedules: tuple[str, ...] = ()

@@ -9,24 +9,38 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from dataclasses import replace
+
 from .calculator import _Calc
-from .metrics import UNABLE_PREFIX, compute_proposal
+from .combine import SPEC_MAX, SPEC_MIN, Bounds, decided_by, effective_bounds, prediction_proposal, recommend, \
+    schedule_sources
+from .metrics import UNABLE_PREFIX, compute_proposal, describe
 from .model import (
+    ENFORCE,
     EXTERNAL,
+    METRIC_SOURCE,
     OBJECT,
+    RECOMMENDATION_SOURCE,
+    ActiveWindow,
     Condition,
     ControllerConfig,
     Decision,
     Event,
+    Forecast,
     HPA,
+    HPAStatus,
     Memory,
     MetricSamples,
     Pod,
+    PredictionStatus,
     Proposal,
     Scale,
+    ScheduleStatus,
+    SourceProposal,
     Step,
 )
 from .normalize import normalize, store_scale_event
+from .schedules import active_windows, next_change
 from .selector import SelectorError, matches, parse_selector
 
 _NO_SAMPLES = MetricSamples()
@@ -59,7 +73,7 @@ def tolerances(hpa: HPA, config: ControllerConfig) -> tuple[float, float]:
 class _Sync:
     """Mutable state of one sync; methods mirror the steps of reconcileAutoscaler."""
 
-    __slots__ = ("hpa", "scale", "now", "config", "conds", "events", "proposals", "error", "others")
+    __slots__ = ("hpa", "scale", "now", "config", "conds", "events", "proposals", "error", "others", "selected")
 
     def __init__(self, hpa: HPA, scale: Scale, now: float, config: ControllerConfig,
                  others: Sequence[tuple[str, str]] = ()):
@@ -72,6 +86,7 @@ class _Sync:
         self.events: list[Event] = []
         self.proposals: list[Proposal] = []
         self.error: str | None = None
+        self.selected: list[Pod] = []
 
     def cond(self, ctype: str, status: str, reason: str, message: str) -> None:
         set_condition(self.conds, ctype, status, reason, message, self.now)
@@ -121,6 +136,7 @@ class _Sync:
         selected = self.select_pods(pods)
         if selected is None:
             return None
+        self.selected = selected
         hpa, scale = self.hpa, self.scale
         down, up = tolerances(hpa, self.config)
         calc = _Calc(selected, {}, scale.spec_replicas, down, up, self.now, self.config, hpa.namespace)
@@ -153,18 +169,8 @@ def _has_scaled_to_zero(hpa: HPA) -> bool:
     return any(c.type == "ScaledToZero" and c.status == "True" for c in hpa.conditions)
 
 
-def _current_metrics(proposals: list[Proposal]) -> list[dict]:
-    return [p.status for p in proposals if p.status is not None]
-
-
-def _status(sync: _Sync, current: int, desired: int, last_scale: float | None) -> dict:
-    return {
-        "currentReplicas": current,
-        "desiredReplicas": desired,
-        "currentMetrics": _current_metrics(sync.proposals),
-        "conditions": sync.conds,
-        "lastScaleTime": last_scale,
-    }
+def _current_metrics(proposals: list[Proposal]) -> tuple[dict, ...]:
+    return tuple(p.status for p in proposals if p.status is not None)
 
 
 def _scaled_to_zero_condition(sync: _Sync, current: int, desired: int, min_replicas: int) -> None:
@@ -191,6 +197,7 @@ def decide(
     config: ControllerConfig,
     prenormalized: int | None = None,
     other_selectors: Sequence[tuple[str, str]] = (),
+    forecast: Forecast | None = None,
 ) -> Decision:
     """Decide one sync of ``hpa``.
 
@@ -199,8 +206,10 @@ def decide(
     ``prenormalized`` set, metric evaluation is skipped and that recommendation is
     normalized. ``other_selectors`` are (``namespace/name``, selector text) of other HPAs
     that may select the same pods: if any does, the sync stops with AmbiguousSelector, as
-    upstream. Never raises for bad metric data: failures become conditions, events and
-    ``Decision.error``, as upstream.
+    upstream. ``forecast`` is the forecaster's answer when ``hpa.prediction`` is set.
+    Sources are combined by the rule of ``pyhpa.core.combine``; without schedules and
+    prediction the decision is upstream's. Never raises for bad metric data: failures become
+    conditions, events and ``Decision.error``, as upstream.
     """
     sync = _Sync(hpa, scale, now, config, other_selectors)
     sync.cond("AbleToScale", "True", "SucceededGetScale", "the HPA controller was able to get the target's current scale")
@@ -208,27 +217,46 @@ def decide(
     mem = memory.copy()
     if mem.recommendations is None:
         mem.recommendations = [(now, current)]
-    min_r, max_r = hpa.min_replicas, hpa.max_replicas
+    active = active_windows(hpa.schedules, now) if hpa.schedules else ()
+    bounds = effective_bounds(hpa.min_replicas, hpa.max_replicas, active)
+    if hpa.schedules:
+        _schedule_condition(sync, active, bounds)
+    out = _Outcome(bounds=bounds, active=active, sources=list(schedule_sources(active, bounds)))
+    min_r, max_r = bounds.min_replicas, bounds.max_replicas
     steps: list[Step] = []
     desired, reason, metric_name, pre = 0, "", "", None
     if current == 0 and not (config.scale_to_zero and _has_scaled_to_zero(hpa)):
         sync.cond("ScalingActive", "False", "ScalingDisabled", "scaling is disabled since the replica count of the target is zero")
-        return _finish(sync, current, current, False, "", mem, None, steps, "")
+        return _finish(sync, out, current, current, False, "", mem, None, steps, "")
     if prenormalized is None and current > max_r:
-        reason, desired = "Current number of replicas above Spec.MaxReplicas", max_r
+        reason, desired = _bound_reason("above", bounds.max_source, max_r), max_r
         steps.append(Step("bounds", current, max_r, "TooManyReplicas", reason))
+        out.decided_by = bounds.max_source
     elif prenormalized is None and current < min_r:
-        reason, desired = "Current number of replicas below Spec.MinReplicas", min_r
+        reason, desired = _bound_reason("below", bounds.min_source, min_r), min_r
         steps.append(Step("bounds", current, min_r, "TooFewReplicas", reason))
+        out.decided_by = bounds.min_source
     else:
         if prenormalized is None:
             got = sync.metrics(pods, samples)
             if got is None:
                 sync.events.append(Event("Warning", "FailedComputeMetricsReplicas", sync.error or ""))
-                return _failed(sync, current, mem, steps)
+                out.sources[:0] = _metric_sources(sync.proposals)
+                return _failed(sync, out, current, mem, steps)
             pre, metric_name = got
+            winner = f"{METRIC_SOURCE}/{metric_name}"
+            out.sources[:0] = _metric_sources(sync.proposals)
         else:
             pre, metric_name = prenormalized, "the given recommendation"
+            winner = f"{RECOMMENDATION_SOURCE}/given"
+            out.sources.insert(0, SourceProposal(source=RECOMMENDATION_SOURCE, name="given", replicas=prenormalized))
+        extra = []
+        if hpa.prediction is not None:
+            extra.append(_prediction(sync, out, forecast, current))
+        if extra or active:
+            pre, winner = recommend(extra, bounds, active, pre, winner)
+            if not winner.startswith(METRIC_SOURCE + "/") and winner != f"{RECOMMENDATION_SOURCE}/given":
+                metric_name = winner
         desired, rescale_metric = (pre, metric_name) if pre > desired else (desired, "")
         if desired > current:
             reason = f"{rescale_metric} above target"
@@ -239,17 +267,79 @@ def decide(
         )
         sync.cond("AbleToScale", "True", able[0], able[1])
         sync.cond("ScalingLimited", "False" if not steps or steps[-1].stage != "limit" else "True", limited[0], limited[1])
+        out.decided_by = decided_by(winner, steps, bounds, hpa.behavior is not None)
     _scaled_to_zero_condition(sync, current, desired, min_r)
-    return _finish(sync, current, desired, desired != current, reason, mem, pre, steps, metric_name)
+    return _finish(sync, out, current, desired, desired != current, reason, mem, pre, steps, metric_name)
 
 
-def _failed(sync: _Sync, current: int, mem: Memory, steps: list[Step]) -> Decision:
+class _Outcome:
+    """What the combination rule adds to a sync: bounds, active windows, sources, the decider."""
+
+    __slots__ = ("bounds", "active", "sources", "decided_by", "prediction")
+
+    def __init__(self, bounds: Bounds, active: tuple[ActiveWindow, ...], sources: list[SourceProposal]):
+        self.bounds = bounds
+        self.active = active
+        self.sources = sources
+        self.decided_by = ""
+        self.prediction: PredictionStatus | None = None
+
+
+def _bound_reason(where: str, source: str, value: int) -> str:
+    """Upstream's rescale reason for a spec bound; the window named for a schedule's."""
+    if source in (SPEC_MIN, SPEC_MAX):
+        return f"Current number of replicas {where} Spec.{'MaxReplicas' if where == 'above' else 'MinReplicas'}"
+    bound = "maxReplicas" if where == "above" else "minReplicas"
+    return f"Current number of replicas {where} {source} {bound} ({value})"
+
+
+def _metric_sources(proposals: list[Proposal]) -> list[SourceProposal]:
+    return [SourceProposal(source=METRIC_SOURCE, name=p.metric, replicas=p.replicas, error=p.error)
+            for p in proposals]
+
+
+def _schedule_condition(sync: _Sync, active: tuple[ActiveWindow, ...], bounds: Bounds) -> None:
+    if not active:
+        sync.cond("ScheduleActive", "False", "NoActiveWindow", "no schedule window is active")
+        return
+    names = ", ".join(w.name for w in active)
+    message = (f"active windows: {names}; effective minReplicas {bounds.min_replicas} ({bounds.min_source}), "
+               f"maxReplicas {bounds.max_replicas} ({bounds.max_source})")
+    if bounds.conflict:
+        message += f"; {bounds.conflict}"
+    sync.cond("ScheduleActive", "True", "FloorAndCapConflict" if bounds.conflict else "WindowActive", message)
+
+
+def _prediction(sync: _Sync, out: _Outcome, forecast: Forecast | None, current: int) -> SourceProposal:
+    """The Prediction source, its PredictionActive condition and status."""
+    hpa = sync.hpa
+    spec = hpa.prediction
+    assert spec is not None
+    down, up = tolerances(hpa, sync.config)
+    name = describe(hpa.metrics[spec.metric]) if 0 <= spec.metric < len(hpa.metrics) else f"metrics[{spec.metric}]"
+    p = prediction_proposal(hpa, forecast, sync.selected, current, down, up, name)
+    out.sources.append(p)
+    total = None if forecast is None else forecast.total_milli
+    if p.replicas is None:
+        reason = p.error or "NotPredictable"
+        sync.cond("PredictionActive", "False", reason, p.note or "the prediction stepped aside")
+    elif spec.mode != ENFORCE:
+        reason = "Observing"
+        sync.cond("PredictionActive", "False", reason,
+                  f"Observe mode: the forecast asks for {p.replicas} replicas; not applied")
+    else:
+        reason = "Predicting"
+        sync.cond("PredictionActive", "True", reason,
+                  f"the forecast over the next {spec.lead_seconds}s asks for {p.replicas} replicas")
+    out.prediction = PredictionStatus(forecast_milli=total, replicas=p.replicas, reason=reason, mode=spec.mode)
+    return p
+
+
+def _failed(sync: _Sync, out: _Outcome, current: int, mem: Memory, steps: list[Step]) -> Decision:
     """Metrics failed: status gets current replicas and metrics; desired stays as it was."""
-    status = _status(sync, current, _previous_desired(sync), sync.hpa.last_scale_time)
-    return Decision(
-        current, current, False, "", sync.proposals, None, steps, sync.conds, sync.events, mem, status,
-        sync.error, "", mem,
-    )
+    status = _status(sync, out, current, _previous_desired(sync), sync.hpa.last_scale_time)
+    return _decision(sync, out, current=current, desired=current, rescale=False, reason="", mem=mem, pre=None,
+                     steps=steps, metric_name="", status=status, without_event=mem)
 
 
 def _previous_desired(sync: _Sync) -> int:
@@ -257,7 +347,30 @@ def _previous_desired(sync: _Sync) -> int:
     return sync.scale.spec_replicas if d is None else d
 
 
-def _finish(sync: _Sync, current: int, desired: int, rescale: bool, reason: str, mem: Memory,
+def _status(sync: _Sync, out: _Outcome, current: int, desired: int, last_scale: float | None) -> HPAStatus:
+    hpa = sync.hpa
+    schedules = None
+    if hpa.schedules:
+        schedules = ScheduleStatus(active=tuple(w.name for w in out.active),
+                                   next_change=next_change(hpa.schedules, sync.now))
+    return HPAStatus(current_replicas=current, desired_replicas=desired,
+                     current_metrics=_current_metrics(sync.proposals), conditions=tuple(sync.conds),
+                     last_scale_time=last_scale, schedules=schedules, prediction=out.prediction)
+
+
+def _decision(sync: _Sync, out: _Outcome, *, current: int, desired: int, rescale: bool, reason: str, mem: Memory,
+              pre: int | None, steps: list[Step], metric_name: str, status: HPAStatus,
+              without_event: Memory) -> Decision:
+    return Decision(
+        current_replicas=current, desired_replicas=desired, rescale=rescale, rescale_reason=reason,
+        proposals=sync.proposals, prenormalized=pre, steps=steps, conditions=sync.conds, events=sync.events,
+        memory=mem, status=status, error=sync.error, metric_name=metric_name, memory_without_event=without_event,
+        sources=tuple(out.sources), decided_by=out.decided_by, min_replicas_effective=out.bounds.min_replicas,
+        max_replicas_effective=out.bounds.max_replicas, active_schedules=tuple(w.name for w in out.active),
+    )
+
+
+def _finish(sync: _Sync, out: _Outcome, current: int, desired: int, rescale: bool, reason: str, mem: Memory,
             pre: int | None, steps: list[Step], metric_name: str) -> Decision:
     without_event = mem
     last_scale = sync.hpa.last_scale_time
@@ -268,11 +381,9 @@ def _finish(sync: _Sync, current: int, desired: int, rescale: bool, reason: str,
         last_scale = sync.now
     else:
         desired = current
-    status = _status(sync, current, desired, last_scale)
-    return Decision(
-        current, desired, rescale, reason, sync.proposals, pre, steps, sync.conds, sync.events, mem, status,
-        sync.error, metric_name, without_event,
-    )
+    status = _status(sync, out, current, desired, last_scale)
+    return _decision(sync, out, current=current, desired=desired, rescale=rescale, reason=reason, mem=mem, pre=pre,
+                     steps=steps, metric_name=metric_name, status=status, without_event=without_event)
 
 
 def rescale_failed(decision: Decision, hpa: HPA, message: str, now: float) -> Decision:
@@ -288,10 +399,16 @@ def rescale_failed(decision: Decision, hpa: HPA, message: str, now: float) -> De
     events.append(Event("Warning", "FailedRescale",
                         f"New size: {decision.desired_replicas}; reason: {decision.rescale_reason}; error: {message}"))
     previous = decision.current_replicas if hpa.status_desired_replicas is None else hpa.status_desired_replicas
-    status = dict(decision.status, conditions=conds, desiredReplicas=previous, lastScaleTime=hpa.last_scale_time)
+    status = replace(decision.status, conditions=tuple(conds), desired_replicas=previous,
+                     last_scale_time=hpa.last_scale_time)
     mem = decision.memory_without_event or decision.memory
-    return Decision(
-        decision.current_replicas, decision.current_replicas, False, decision.rescale_reason, decision.proposals,
-        decision.prenormalized, decision.steps, conds, events, mem, status,
-        f"failed to rescale: {message}", decision.metric_name, mem,
-    )
+    return replace(decision, desired_replicas=decision.current_replicas, rescale=False, conditions=conds,
+                   events=events, memory=mem, status=status, error=f"failed to rescale: {message}",
+                   memory_without_event=mem)
+
+
+def with_status(hpa: HPA, status: HPAStatus) -> HPA:
+    """``hpa`` carrying the status a sync wrote (conditions, last scale time, desired replicas):
+    what the next sync of the same object reads. Used by the controller and the simulator."""
+    return replace(hpa, conditions=tuple(status.conditions), last_scale_time=status.last_scale_time,
+                   status_desired_replicas=status.desired_replicas)

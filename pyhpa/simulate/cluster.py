@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..adapters.errors import InputError
-from ..core import HPA, ControllerConfig, Decision, Memory, MetricSamples, Pod, PodSample, Scale, decide
+from ..core import HPA, ControllerConfig, Decision, Memory, MetricSamples, Pod, PodSample, Scale, decide, with_status
 from ..core.model import ZERO_TIME
 from .metrics import MetricView, metric_views
 from .profile import Profile
@@ -460,9 +460,7 @@ class Cluster:
         scale = Scale(self.spec_replicas, self.n_live, self.target.selector)
         d = decide(self.hpa, scale, self.core_pods, self._live_samples(), self.memory, t, self.config)
         self.memory = d.memory
-        status = d.status
-        self.hpa = replace(self.hpa, conditions=tuple(d.conditions), last_scale_time=status["lastScaleTime"],
-                           status_desired_replicas=status["desiredReplicas"])
+        self.hpa = with_status(self.hpa, d.status)
         if d.error is not None:
             self.failed_syncs += 1
         self._record(t, d)

@@ -1,0 +1,200 @@
+"""The one rule that combines every source of a decision.
+
+Sources (each a ``SourceProposal`` in ``Decision.sources``):
+
+- **Metric** — each ``spec.metrics[]`` item, exactly as upstream computes it
+  (computeReplicasForMetrics); upstream's rule for invalid metrics still applies first.
+- **Prediction** — ``spec.prediction``: the forecast quantile of the metric's workload total over
+  the lead window, turned into replicas as upstream turns a metric value into replicas for that
+  target (total / per-pod target, ``ceil``, tolerance around the current count).
+- **Schedule** — each active ``spec.schedules[]`` window: a floor (``minReplicas``) and/or a cap
+  (``maxReplicas``).
+
+The rule, in this order:
+
+1. the **recommendation** is the largest replica proposal (metrics, an applied prediction) — as
+   upstream takes the largest over metrics — raised to the highest active floor, then lowered to
+   the lowest active cap; where a floor exceeds a cap, the floor wins (availability over cost);
+2. the **effective bounds** are ``max(spec.minReplicas, floors)`` and ``min(spec.maxReplicas,
+   caps)`` (again the floor wins a conflict);
+3. upstream normalization then runs on the recommendation with the effective bounds in place of
+   ``minReplicas``/``maxReplicas`` (stabilization, policies or the scale-up limit, bounds, with
+   and without ``behavior``), so a floor raises replicas at its window's start, a cap lowers
+   them at its start, and because the floor was the recommendation while it was active, the
+   scale-down after a window ends waits out the stabilization window and the policies.
+
+Without schedules and prediction every step is upstream's, bit for bit. ``decided_by`` names the
+source that set the final number (see ``decided_by``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .model import (
+    CONTAINER_RESOURCE,
+    ENFORCE,
+    PREDICTION_SOURCE,
+    RESOURCE,
+    SCHEDULE_SOURCE,
+    UTILIZATION,
+    VALUE,
+    ActiveWindow,
+    Forecast,
+    HPA,
+    MetricSpec,
+    Pod,
+    SourceProposal,
+    Step,
+)
+
+SPEC_MIN = "Spec/minReplicas"
+SPEC_MAX = "Spec/maxReplicas"
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class Bounds:
+    """Effective ``minReplicas``/``maxReplicas`` and who set each (``Spec/...`` or ``Schedule/name``).
+
+    ``conflict`` explains a floor that overrode a cap ("" when none did).
+    """
+
+    min_replicas: int
+    max_replicas: int
+    min_source: str = SPEC_MIN
+    max_source: str = SPEC_MAX
+    conflict: str = ""
+
+
+def effective_bounds(min_replicas: int, max_replicas: int, active: Sequence[ActiveWindow]) -> Bounds:
+    """``max(spec.minReplicas, floors)``, ``min(spec.maxReplicas, caps)``; a floor above the cap wins."""
+    lo, lo_src, hi, hi_src = min_replicas, SPEC_MIN, max_replicas, SPEC_MAX
+    for w in active:
+        if w.min_replicas is not None and w.min_replicas > lo:
+            lo, lo_src = w.min_replicas, f"{SCHEDULE_SOURCE}/{w.name}"
+        if w.max_replicas is not None and w.max_replicas < hi:
+            hi, hi_src = w.max_replicas, f"{SCHEDULE_SOURCE}/{w.name}"
+    conflict = ""
+    if lo > hi and (lo_src != SPEC_MIN or hi_src != SPEC_MAX):
+        conflict = f"floor {lo} ({lo_src}) is above cap {hi} ({hi_src}): the floor wins"
+        hi, hi_src = lo, lo_src
+    return Bounds(min_replicas=lo, max_replicas=hi, min_source=lo_src, max_source=hi_src, conflict=conflict)
+
+
+def schedule_sources(active: Sequence[ActiveWindow], bounds: Bounds) -> tuple[SourceProposal, ...]:
+    """One Schedule source per active window (a note when its cap lost to a floor)."""
+    out = []
+    for w in active:
+        note = ""
+        if bounds.conflict and w.max_replicas is not None and w.max_replicas < bounds.max_replicas:
+            note = f"cap {w.max_replicas} overridden: {bounds.conflict}"
+        out.append(SourceProposal(source=SCHEDULE_SOURCE, name=w.name, min_replicas=w.min_replicas,
+                                  max_replicas=w.max_replicas, note=note))
+    return tuple(out)
+
+
+def recommend(proposals: Sequence[SourceProposal], bounds: Bounds, active: Sequence[ActiveWindow],
+              metric_recommendation: int, metric_label: str) -> tuple[int, str]:
+    """Step 1 of the rule: (recommendation, label of the source that set it).
+
+    ``metric_recommendation``/``metric_label`` are upstream's result over the metrics;
+    ``proposals`` are the further replica sources (only applied ones count).
+    """
+    rec, label = metric_recommendation, metric_label
+    for p in proposals:
+        if p.applied and p.replicas is not None and p.replicas > rec:
+            rec, label = p.replicas, p.label
+    floor = max((w.min_replicas for w in active if w.min_replicas is not None), default=None)
+    if floor is not None and floor > rec:
+        rec, label = floor, bounds.min_source
+    if active and bounds.max_source != SPEC_MAX and rec > bounds.max_replicas:
+        rec, label = bounds.max_replicas, bounds.max_source
+    return rec, label
+
+
+_LIMIT_SOURCE = {
+    "ScaleUpLimit": "Policy/scaleUp",
+    "ScaleDownLimit": "Policy/scaleDown",
+}
+
+
+def decided_by(winner: str, steps: Sequence[Step], bounds: Bounds, with_behavior: bool) -> str:
+    """The source that set the final number: the last normalization step that changed it
+    (stabilization, a rate policy, a bound), else the winning recommendation."""
+    if not steps:
+        return winner
+    last = steps[-1]
+    if last.reason == "TooFewReplicas":
+        return bounds.min_source
+    if last.reason == "TooManyReplicas":
+        return bounds.max_source
+    if last.reason in _LIMIT_SOURCE:
+        if not with_behavior and last.reason == "ScaleUpLimit":
+            return "Policy/scaleUpLimit"
+        return _LIMIT_SOURCE[last.reason]
+    if last.stage == "stabilization":
+        if not with_behavior:
+            return "Stabilization/downscale"
+        return "Stabilization/scaleDown" if last.after > last.before else "Stabilization/scaleUp"
+    return winner
+
+
+def _per_pod_target(spec: MetricSpec, pods: Sequence[Pod]) -> tuple[float | None, str]:
+    """Milli-units one pod may carry at the target, or (None, why)."""
+    if spec.target_type == UTILIZATION and spec.type in (RESOURCE, CONTAINER_RESOURCE):
+        key = (spec.name, spec.container if spec.type == CONTAINER_RESOURCE else "")
+        total, count = 0, 0
+        for p in pods:
+            if p.deleted or p.phase == "Failed":
+                continue
+            req = p.requests.get(key)
+            if req is None:
+                return None, f"missing request for {spec.name} on pod {p.name}"
+            total += req
+            count += 1
+        if count == 0 or total <= 0 or not spec.target_utilization:
+            return None, "no pods with requests to size the forecast against"
+        return total / count * spec.target_utilization / 100.0, ""
+    if spec.target_average_milli:
+        return float(spec.target_average_milli), ""
+    return None, ""
+
+
+def prediction_proposal(hpa: HPA, forecast: Forecast | None, pods: Sequence[Pod], current: int,
+                        tolerance_down: float, tolerance_up: float, metric_name: str) -> SourceProposal:
+    """The Prediction source of one sync (``hpa.prediction`` must be set).
+
+    AverageValue and Utilization targets: ``ceil(total / per-pod target)`` where the per-pod
+    target is ``averageValue`` or ``averageUtilization`` % of the pods' mean request; Value
+    targets: ``ceil(current * forecast / target)`` as upstream's usage ratio. Within the
+    tolerance band around ``current`` the proposal is ``current``. Units: milli-units.
+    """
+    spec = hpa.prediction
+    assert spec is not None
+    applied = spec.mode == ENFORCE
+    if forecast is None or forecast.total_milli is None:
+        reason = "HistoryUnavailable" if forecast is None else forecast.reason
+        message = "no forecast was available" if forecast is None else forecast.message
+        return SourceProposal(source=PREDICTION_SOURCE, name=metric_name, applied=False, error=reason,
+                              note=message)
+    if not 0 <= spec.metric < len(hpa.metrics):
+        return SourceProposal(source=PREDICTION_SOURCE, name=metric_name, applied=False, error="InvalidMetric",
+                              note=f"spec.prediction.metric {spec.metric} names no entry of spec.metrics")
+    m = hpa.metrics[spec.metric]
+    total = float(forecast.total_milli)
+    if m.target_type == VALUE and m.target_value_milli:
+        ratio = total / float(m.target_value_milli)
+        replicas = current if 1 - tolerance_down <= ratio <= 1 + tolerance_up else math.ceil(ratio * current)
+    else:
+        per_pod, why = _per_pod_target(m, pods)
+        if per_pod is None or per_pod <= 0:
+            return SourceProposal(source=PREDICTION_SOURCE, name=metric_name, applied=False,
+                                  error="NotPredictable", note=why or "the metric's target cannot size a forecast")
+        ratio = total / (per_pod * current) if current > 0 else math.inf
+        replicas = current if 1 - tolerance_down <= ratio <= 1 + tolerance_up else math.ceil(total / per_pod)
+    note = "" if applied else "Observe mode: computed and reported, never applied"
+    return SourceProposal(source=PREDICTION_SOURCE, name=metric_name, replicas=max(int(replicas), 0),
+                          applied=applied, note=note)
+

@@ -1,0 +1,157 @@
+"""Cron windows (``spec.schedules``): which are active at ``now``, and when that changes.
+
+A window is active from an occurrence of its ``start`` cron up to the first occurrence of its
+``end`` cron after that start (or ``durationSeconds`` of elapsed time after it), both read in the
+window's IANA ``timeZone``. Activity is a function of ``now`` alone (no memory), so a restarted
+controller, ``explain`` and ``simulate`` agree.
+
+Time-zone rules (those of Debian's cron, as the ``cronsim`` library implements them):
+
+- a start or end in the hour skipped when clocks spring forward (02:30 on the spring-forward day
+  in ``America/New_York``) happens at the first instant after the gap (03:00 local);
+- a start or end in the hour repeated when clocks fall back happens once, at its first
+  occurrence (01:30 EDT, not 01:30 EST again);
+- ``durationSeconds`` is elapsed time: a 2-hour window over a DST switch lasts 7,200 s;
+- ``excludeDates`` are dates of the window's *start* in its time zone: a window that starts at
+  22:00 on an excluded date is skipped, and one that started the evening before runs to its end.
+
+The cron expressions are parsed by ``cronsim`` (5 fields); the core only evaluates them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from datetime import datetime, timedelta, timezone
+
+from cronsim import CronSim, CronSimError
+
+from .model import ActiveWindow, ScheduleWindow
+
+_TINY = timedelta(microseconds=1)
+#: how many excluded starts in a row ``next_change`` skips before it gives up
+_MAX_SKIPPED = 400
+
+
+def _local(ts: float, window: ScheduleWindow) -> datetime:
+    return datetime.fromtimestamp(ts, window.time_zone)
+
+
+def _end_after(window: ScheduleWindow, start: datetime) -> float:
+    """Epoch seconds at which the occurrence that started at ``start`` ends."""
+    if window.end is None:
+        return start.timestamp() + float(window.duration_seconds or 0)
+    return next(CronSim(window.end, start)).timestamp()
+
+
+def _last_start(window: ScheduleWindow, now: float) -> datetime | None:
+    """The latest start at or before ``now`` (local, aware), None when the cron never matched."""
+    at = _local(math.floor(now), window) + _TINY  # reverse iteration is strict: include an exact match
+    try:
+        return next(CronSim(window.start, at, reverse=True))
+    except StopIteration:  # pragma: no cover - 5-field crons always have a past occurrence
+        return None
+
+
+def active_occurrence(window: ScheduleWindow, now: float) -> ActiveWindow | None:
+    """The occurrence of ``window`` active at ``now`` (epoch s), or None.
+
+    Only the latest start at or before ``now`` is considered: when it was excluded
+    (``excludeDates``) or has already ended, the window is inactive.
+    """
+    start = _last_start(window, now)
+    if start is None or start.date() in window.exclude_dates:
+        return None
+    end = _end_after(window, start)
+    if now >= end:
+        return None
+    return ActiveWindow(name=window.name, start=start.timestamp(), end=end,
+                        min_replicas=window.min_replicas, max_replicas=window.max_replicas)
+
+
+def active_windows(windows: Sequence[ScheduleWindow], now: float) -> tuple[ActiveWindow, ...]:
+    """The windows active at ``now``, in spec order."""
+    out = []
+    for w in windows:
+        a = active_occurrence(w, now)
+        if a is not None:
+            out.append(a)
+    return tuple(out)
+
+
+def occurrences(window: ScheduleWindow, since: float, until: float) -> Iterator[tuple[float, float]]:
+    """(start, end) epoch seconds of every non-excluded occurrence that overlaps ``[since, until)``,
+    in time order (an occurrence already running at ``since`` comes first)."""
+    running = active_occurrence(window, since)
+    if running is not None:
+        yield running.start, running.end
+    for start in CronSim(window.start, _local(math.floor(since), window)):
+        ts = start.timestamp()
+        if ts >= until:
+            return
+        if ts <= since or start.date() in window.exclude_dates:
+            continue
+        yield ts, _end_after(window, start)
+
+
+def next_change(windows: Sequence[ScheduleWindow], now: float) -> float | None:
+    """Epoch seconds of the next start or end of any window after ``now`` (None without windows).
+
+    The controller re-syncs an autoscaler then, so a floor applies at its start, not a period later.
+    """
+    best: float | None = None
+    for w in windows:
+        running = active_occurrence(w, now)
+        if running is not None and running.end > now:
+            best = running.end if best is None else min(best, running.end)
+        skipped = 0
+        for start in CronSim(w.start, _local(math.floor(now), w)):
+            ts = start.timestamp()
+            if best is not None and ts >= best:
+                break
+            if ts > now and start.date() not in w.exclude_dates:
+                best = ts
+                break
+            skipped += 1
+            if skipped > _MAX_SKIPPED:
+                break
+    return best
+
+
+def check_window(window: ScheduleWindow) -> list[tuple[str, str]]:
+    """What is wrong with one window, as (field, message) pairs (empty when it is valid).
+
+    Fields are relative to the window (``start``, ``end``, ``durationSeconds``, ``minReplicas``).
+    The time zone is resolved by the caller (an unknown IANA name never reaches the core).
+    """
+    problems: list[tuple[str, str]] = []
+    probe = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    for field, expr in (("start", window.start), ("end", window.end)):
+        if expr is None:
+            continue
+        if len(expr.split()) != 5:
+            problems.append((field, f"must be a 5-field cron expression (minute hour day month weekday), got {expr!r}"))
+            continue
+        try:
+            CronSim(expr, probe)
+        except CronSimError as err:
+            problems.append((field, f"invalid cron expression {expr!r}: {err}"))
+    if window.end is None and window.duration_seconds is None:
+        problems.append(("end", "one of end or durationSeconds is required"))
+    if window.end is not None and window.duration_seconds is not None:
+        problems.append(("durationSeconds", "give either end or durationSeconds, not both"))
+    if window.duration_seconds is not None and window.duration_seconds <= 0:
+        problems.append(("durationSeconds", f"must be greater than 0, got {window.duration_seconds}"))
+    if window.end is not None and window.end.split() == window.start.split():
+        problems.append(("end", "must differ from start (the window would never be active)"))
+    if window.min_replicas is None and window.max_replicas is None:
+        problems.append(("minReplicas", "a window needs minReplicas (a floor), maxReplicas (a cap) or both"))
+    for field, value in (("minReplicas", window.min_replicas), ("maxReplicas", window.max_replicas)):
+        if value is not None and value < 0:
+            problems.append((field, f"must be at least 0, got {value}"))
+    if window.max_replicas is not None and window.max_replicas < 1:
+        problems.append(("maxReplicas", f"must be at least 1, got {window.max_replicas}"))
+    if (window.min_replicas is not None and window.max_replicas is not None
+            and window.min_replicas > window.max_replicas):
+        problems.append(("minReplicas", f"minReplicas {window.min_replicas} is greater than maxReplicas {window.max_replicas}"))
+    return problems
