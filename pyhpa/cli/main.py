@@ -37,12 +37,13 @@ def input_errors(fn):
 
 
 def _register() -> None:
-    from . import explain_cmd, run_cmd, simulate_cmd, snapshot_cmd, thresholds_cmd
+    from . import explain_cmd, forecast_cmd, run_cmd, simulate_cmd, snapshot_cmd, thresholds_cmd
 
     app.command("explain")(input_errors(explain_cmd.explain))
     app.command("snapshot")(input_errors(snapshot_cmd.snapshot))
     app.command("thresholds")(input_errors(thresholds_cmd.thresholds))
     app.command("simulate")(input_errors(simulate_cmd.simulate))
+    app.command("forecast")(input_errors(forecast_cmd.forecast))
     run_cmd.register(app, input_errors)
 
 
