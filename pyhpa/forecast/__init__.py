@@ -7,7 +7,7 @@ held-out period), ``Predictor`` (history, refresh schedule, cheap forecasts per 
 accuracy tracking), ``replay`` (forecast a trace point by point from its past only).
 """
 
-from .fit import detect_periods, fit
+from .fitting import detect_periods, fit
 from .model import (
     ACCURACY_TOO_LOW,
     DAY,

@@ -1,7 +1,7 @@
 """The online predictor of one autoscaler: history, refresh schedule, cheap forecasts, accuracy.
 
 ``Predictor`` keeps the metric's history (``observe``/``extend``: epoch s, metric units),
-refits the model every ``refresh_seconds`` (``pyhpa.forecast.fit.fit``), and between fits
+refits the model every ``refresh_seconds`` (``pyhpa.forecast.fitting.fit``), and between fits
 answers ``forecast(now)`` in microseconds from the fitted model and the latest
 observations. It never looks at data after ``now``: the caller feeds observations as they
 happen, and a fit only reads history up to its own time.
@@ -20,7 +20,7 @@ from statistics import median
 
 import numpy as np
 
-from .fit import backward, fit
+from .fitting import backward, fit
 from .model import (
     ACCURACY_TOO_LOW,
     HISTORY_UNAVAILABLE,
