@@ -140,10 +140,11 @@ def test_level_shift_is_followed_within_the_level_window():
     t, v = series(7, daily, noise=10.0)
     p = predictor_with(t, v)
     now = t[-1] + STEP
-    p.forecast(now)  # fit on the old level
-    for s in np.arange(now, now + 900.0, STEP):  # the load doubles
+    window = p.forecast(now).fit.model.level_seconds  # fit on the old level
+    assert 600.0 <= window <= 3600.0
+    for s in np.arange(now, now + window, STEP):  # the load doubles
         p.observe(s, 2.0 * float(daily(np.array([s]))[0]))
-    now += 900.0
+    now += window
     got = p.forecast(now)
     truth = 2.0 * daily(np.array([now + 300.0]))[0]
     assert abs(got.point - truth) / truth < 0.06

@@ -14,7 +14,9 @@ from ..core import ControllerConfig, Memory, MetricSamples, Scale
 from ..core.selector import SelectorError, parse_selector
 from .errors import InputError
 from .metrics_api import resource_samples
-from .objects import hpa_from_dict, pod_from_dict
+from .autoscaler import autoscaler_from_dict
+from .snapshot import forecast_from_dict
+from .objects import pod_from_dict
 from .snapshot import Snapshot, read_document
 
 IGNORED_LABELS = ("pod-template-hash", "controller-revision-hash", "pod-template-generation",
@@ -48,7 +50,9 @@ def snapshot_from_kubectl(
     """Build a Snapshot (controller memory empty, upstream default flags unless ``config``)."""
     config = config or ControllerConfig()
     try:
-        hpa, model = hpa_from_dict(read_document(hpa_path), lenient=lenient, scale_to_zero=config.scale_to_zero)
+        doc = read_document(hpa_path)
+        hpa, model = autoscaler_from_dict(doc, lenient=lenient, scale_to_zero=config.scale_to_zero)
+        forecast = _status_forecast(doc) if hpa.prediction is not None else None
     except InputError as err:
         raise err.at(file=str(hpa_path)) from None
     pods = []
@@ -71,8 +75,21 @@ def snapshot_from_kubectl(
     samples = _samples(hpa, metrics_path)
     return Snapshot(
         f"{hpa.namespace}/{hpa.name}", str(hpa_path), "controller", now, config, hpa,
-        Scale(replicas, replicas, sel), pods, samples, Memory(), None, None, model,
+        Scale(replicas, replicas, sel), pods, samples, Memory(), None, None, model, forecast,
     )
+
+
+def _status_forecast(doc: dict):
+    """The forecast the controller last wrote to a HorizontalAutoscaler's ``status.prediction``
+    (``forecast``, ``reason``, ``message``), as the snapshot's ``forecast``; None when there is none."""
+    section = (doc.get("status") or {}).get("prediction") if isinstance(doc.get("status"), dict) else None
+    if not isinstance(section, dict) or "reason" not in section:
+        return None
+    d = {"total": section.get("forecast"), "reason": section["reason"], "message": section.get("message", "")}
+    try:
+        return forecast_from_dict(d)
+    except InputError as err:
+        raise InputError(err.message, field="status.prediction." + err.field.removeprefix("forecast.")) from None
 
 
 def _samples(hpa, metrics_path: Path | None) -> list[MetricSamples]:

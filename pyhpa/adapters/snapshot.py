@@ -14,13 +14,14 @@ from typing import Any
 
 import yaml
 
-from ..core import ControllerConfig, Decision, HPA, Memory, MetricSamples, Pod, Scale, decide
+from ..core import ControllerConfig, Decision, Forecast, HPA, Memory, MetricSamples, Pod, Scale, decide
 from ..core.quantity import format_milli
 from ..core.selector import SelectorError, matches, parse_selector
 from .errors import InputError
 from .metrics_api import external_samples, object_samples, pods_samples, resource_samples
-from .objects import hpa_from_dict, object_label, pod_from_dict
-from .parse import format_time, timestamp
+from .autoscaler import autoscaler_from_dict
+from .objects import object_label, pod_from_dict
+from .parse import format_time, milli, timestamp
 from .promql import OFFLINE_SERVER, samples_from_answer, split_prometheus, with_prometheus
 
 
@@ -41,6 +42,7 @@ class Snapshot:
     prenormalized: int | None
     expect: dict | None
     hpa_object: Any = None
+    forecast: Forecast | None = None
 
 
 def read_document(path: str | Path) -> Any:
@@ -193,10 +195,38 @@ def snapshot_from_dict(d: Any, source: str, index: int | None = None, lenient: b
             str(d.get("name") or label), source, str(d.get("level", "controller")), timestamp(d["now"], "now"),
             config, hpa, scale_from_dict(d["scale"]), pods, _with_prometheus_samples(
                 samples_for(hpa, d.get("metrics")), prom, d.get("metrics")),
-            memory_from_dict(d.get("history")), pre, d.get("expect"), model,
+            memory_from_dict(d.get("history")), pre, d.get("expect"), model, forecast_from_dict(d.get("forecast")),
         )
     except InputError as err:
         raise InputError(err.message, source, f"{label}: {err.obj}" if err.obj else label, err.field) from None
+
+
+def forecast_from_dict(d: Any) -> Forecast | None:
+    """The snapshot's ``forecast`` (``{total: quantity, reason, message}``) as the core's ``Forecast``."""
+    if d is None:
+        return None
+    if not isinstance(d, dict):
+        raise InputError("must be a mapping {total, reason, message}", field="forecast")
+    unknown = set(d) - {"total", "reason", "message"}
+    if unknown:
+        raise InputError(f"unknown key {sorted(unknown)[0]!r} (known: total, reason, message)", field="forecast")
+    total = d.get("total")
+    reason = d.get("reason", "Predicting" if total is not None else None)
+    if not isinstance(reason, str) or not reason:
+        raise InputError("needs a reason (a PredictionActive reason) when there is no total", field="forecast.reason")
+    message = d.get("message", "")
+    if not isinstance(message, str):
+        raise InputError("must be a string", field="forecast.message")
+    return Forecast(total_milli=None if total is None else milli(total, "forecast.total"), reason=reason,
+                    message=message)
+
+
+def forecast_to_dict(f: Forecast) -> dict:
+    """``forecast_from_dict`` inverted (for ``pyhpa snapshot``)."""
+    out: dict = {"reason": f.reason, "message": f.message}
+    if f.total_milli is not None:
+        out["total"] = format_milli(f.total_milli)
+    return out
 
 
 def _hpa_and_prometheus(doc: Any, controller: Any, lenient: bool, scale_to_zero: bool) -> tuple[HPA, Any, dict]:
@@ -210,7 +240,7 @@ def _hpa_and_prometheus(doc: Any, controller: Any, lenient: bool, scale_to_zero:
     v2_metrics, prom = split_prometheus(metrics, "spec.metrics", server)
     if prom:
         doc = dict(doc, spec=dict(spec, metrics=v2_metrics))
-    hpa, model = hpa_from_dict(doc, lenient=lenient, scale_to_zero=scale_to_zero)
+    hpa, model = autoscaler_from_dict(doc, lenient=lenient, scale_to_zero=scale_to_zero)
     return with_prometheus(hpa, prom), model, prom
 
 
@@ -252,7 +282,7 @@ def load_snapshots(path: str | Path, lenient: bool = False) -> list[Snapshot]:
 def run_snapshot(s: Snapshot, recommendation: int | None = None) -> Decision:
     """Feed a snapshot through the decision core (``recommendation`` overrides the input)."""
     pre = recommendation if recommendation is not None else s.prenormalized
-    return decide(s.hpa, s.scale, s.pods, s.samples, s.memory, s.now, s.config, pre)
+    return decide(s.hpa, s.scale, s.pods, s.samples, s.memory, s.now, s.config, pre, forecast=s.forecast)
 
 
 def decision_json(name: str, d: Decision) -> dict:
@@ -268,4 +298,15 @@ def decision_json(name: str, d: Decision) -> dict:
         for p in d.proposals
     ]
     conds = [{"type": c.type, "status": c.status, "reason": c.reason, "message": c.message} for c in d.conditions]
-    return {"name": name, "proposals": proposals, "desiredReplicas": d.desired_replicas, "conditions": conds}
+    out = {"name": name, "proposals": proposals, "desiredReplicas": d.desired_replicas, "conditions": conds}
+    p = d.status.prediction
+    if p is not None:
+        source = next((s for s in d.sources if s.source == "Prediction"), None)
+        out["prediction"] = {
+            "forecast": format_milli(p.forecast_milli) if p.forecast_milli is not None else None,
+            "replicas": p.replicas, "reason": p.reason, "mode": p.mode,
+            "applied": bool(source is not None and source.applied and source.replicas is not None),
+            "won": d.decided_by.startswith("Prediction/"),
+        }
+        out["decidedBy"] = d.decided_by
+    return out

@@ -8,13 +8,15 @@ hot path then works on these plain values only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lightkube.generic_resource import create_namespaced_resource
 
+from ..adapters.autoscaler import EXTENSION_FIELDS
 from ..adapters.errors import InputError
 from ..adapters.objects import hpa_from_dict, selector_text
+from ..adapters.prediction import prediction_from_dict
 from ..adapters.promql import PROMETHEUS, PromQuery, split_prometheus, with_prometheus
 from ..core import HPA, ControllerConfig
 from .settings import SETTING_FIELDS, ObjectSettings, Settings, effective_config, object_settings
@@ -28,6 +30,8 @@ API_VERSION = f"{GROUP}/{VERSION}"
 HorizontalAutoscaler = create_namespaced_resource(GROUP, VERSION, KIND, PLURAL)
 #: ``status`` key of the controller memory (``pyhpa.controller.memory``).
 MEMORY_KEY = "pyhpa"
+#: ``status`` sections of a HorizontalAutoscaler that autoscaling/v2 does not have.
+STATUS_EXTENSIONS = ("prediction", "schedules")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,10 +108,10 @@ def hpa_document(meta: dict, spec: dict, status: dict) -> dict:
         "apiVersion": "autoscaling/v2",
         "kind": "HorizontalPodAutoscaler",
         "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
-        "spec": {k: v for k, v in spec.items() if k not in SETTING_FIELDS},
+        "spec": {k: v for k, v in spec.items() if k not in SETTING_FIELDS + EXTENSION_FIELDS},
     }
     if status.get("desiredReplicas") is not None:
-        doc["status"] = status
+        doc["status"] = {k: v for k, v in status.items() if k not in STATUS_EXTENSIONS}
     return doc
 
 
@@ -159,6 +163,8 @@ def parse_autoscaler(obj: Any, settings: Settings) -> Autoscaler:
         doc["spec"]["metrics"], prom = split_prometheus(spec.get("metrics"), "spec.metrics", settings.prometheus_url)
         hpa, model = hpa_from_dict(doc, lenient=True, scale_to_zero=base.scale_to_zero)
         hpa = with_prometheus(hpa, prom)
+        if "prediction" in spec:
+            hpa = replace(hpa, prediction=prediction_from_dict(spec["prediction"], hpa.metrics))
         ref = model.spec.scaleTargetRef
         a.scale_target_ref = TargetRef(ref.apiVersion or "", ref.kind, ref.name)
         a.queries = _queries(model, prom)

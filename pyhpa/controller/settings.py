@@ -16,8 +16,7 @@ from functools import lru_cache
 from ..adapters.errors import InputError
 from ..core import ControllerConfig
 
-#: spec fields of a HorizontalAutoscaler that are not part of the autoscaling/v2 HPA spec.
-SETTING_FIELDS = ("syncPeriodSeconds", "tolerance", "cpuInitializationPeriodSeconds", "initialReadinessDelaySeconds")
+from ..adapters.autoscaler import SETTING_FIELDS  # noqa: E402,F401  (spec fields that are controller settings)
 
 
 _UPSTREAM = ControllerConfig()

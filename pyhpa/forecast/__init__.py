@@ -23,6 +23,7 @@ from .model import (
     HoldoutScore,
     Prediction,
     SeasonalModel,
+    settings_for,
 )
 from .predictor import AccuracyTracker, Predictor
 from .replay import Replay, replay
@@ -30,5 +31,5 @@ from .replay import Replay, replay
 __all__ = [
     "ACCURACY_TOO_LOW", "DAY", "HISTORY_UNAVAILABLE", "INSUFFICIENT_HISTORY", "NOT_PREDICTABLE", "OBSERVING",
     "PREDICTING", "WEEK", "Accuracy", "AccuracyTracker", "Fit", "ForecastSettings", "HoldoutScore", "Prediction",
-    "Predictor", "Replay", "SeasonalModel", "detect_periods", "fit", "replay",
+    "Predictor", "Replay", "SeasonalModel", "detect_periods", "fit", "replay", "settings_for",
 ]

@@ -71,7 +71,7 @@ MIN_PERIOD_SECONDS = 3600.0
 #: A candidate must beat the flat forecast (training median) by this factor on the held-out period.
 FLAT_MARGIN = 0.9
 SMOOTH_SECONDS = (600.0, 1800.0)
-LEVEL_SECONDS = 600.0
+LEVEL_SECONDS = (600.0, 3600.0)
 TRANSFORMS = ("log", "sqrt")
 
 
@@ -333,6 +333,7 @@ def _peaks(y: np.ndarray, step: float, span: float) -> list[int]:
 class _Candidate:
     transform: str
     smooth: int
+    level: int
     periods: tuple[int, ...]
     window_error: float
     point_low: float
@@ -351,7 +352,6 @@ def _select(grid, i0, step, periods, offset, settings: ForecastSettings):
     sets = [s for s in sets if max(s) <= n_tr]
     if not sets:
         return None
-    k = max(1, int(round(LEVEL_SECONDS / step)))
     x_all = grid
     flat_value = float(np.nanmedian(grid[:n_tr]))
     best = None
@@ -363,13 +363,15 @@ def _select(grid, i0, step, periods, offset, settings: ForecastSettings):
                 width = max(1, int(round(smooth_s / step)))
                 profs = _profiles(y[:n_tr], i0, ps, width)
                 s = _seasonal(profs, ps, i0, n)
-                result = _holdout(y, x_all, s, n_tr, m, k, transform, offset, settings.quantile, flat_value)
-                count += 1
-                if result is None:
-                    continue
-                score, errs = result
-                if best is None or score.wape < best[1].wape:
-                    best = (_Candidate(transform, width, ps, *errs), score)
+                for level_s in LEVEL_SECONDS:
+                    k = max(1, int(round(level_s / step)))
+                    result = _holdout(y, x_all, s, n_tr, m, k, transform, offset, settings.quantile, flat_value)
+                    count += 1
+                    if result is None:
+                        continue
+                    score, errs = result
+                    if best is None or score.wape < best[1].wape:
+                        best = (_Candidate(transform, width, k, ps, *errs), score)
     if best is None:
         return None
     return best[0], best[1], count
@@ -401,12 +403,6 @@ def _holdout(y, x, s, n_tr, m, k, transform, offset, q, flat_value):
     level = _trailing_median(d, k, lo, hi)
     # Carry the last known level over gaps (as a live forecast would).
     level = _ffill(level)
-    fut_s = sliding_window_view(s[lo + 1:hi + m], m)  # rows: cells i+1..i+m
-    fut_y = sliding_window_view(y[lo + 1:hi + m], m)
-    pred_peak = level + fut_s.max(axis=1)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        act_peak = np.nanmax(fut_y, axis=1)
     point = level + s[lo + m:hi + m]
     actual_y = y[lo + m:hi + m]
     actual_x = x[lo + m:hi + m]
@@ -422,10 +418,9 @@ def _holdout(y, x, s, n_tr, m, k, transform, offset, q, flat_value):
     pers_ok = ok & ~np.isnan(now_x)
     pers = float(np.abs(now_x[pers_ok] - actual_x[pers_ok]).sum() / max(actual_x[pers_ok].sum(), 1e-12)) \
         if pers_ok.any() else math.nan
-    e_peak = (act_peak - pred_peak)[ok & ~np.isnan(act_peak)]
     e_pt = (actual_y - point)[ok]
-    werr = float(np.quantile(e_peak, q)) if e_peak.size else 0.0
     low, high = (float(v) for v in np.quantile(e_pt, [1 - q, q]))
+    werr = high
     score = HoldoutScore(wape=wape, flat_wape=flat, persistence_wape=pers, evaluations=int(ok.sum()))
     return score, (werr, low, high)
 
@@ -448,13 +443,13 @@ def _final_model(grid, i0, step, cand: _Candidate, offset: float) -> SeasonalMod
     s = _seasonal(profs, cand.periods, i0, y.size)
     d = y - s
     ok = np.flatnonzero(~np.isnan(d))
-    k = max(1, int(round(LEVEL_SECONDS / step)))
+    k = cand.level
     last = ok[-k:]
     return SeasonalModel(
         transform=cand.transform, offset=offset, step=step,
         periods=tuple(p * step for p in cand.periods),
         profiles=tuple(tuple(float(v) for v in p) for p in profs),
-        smooth_seconds=cand.smooth * step, level_seconds=LEVEL_SECONDS,
+        smooth_seconds=cand.smooth * step, level_seconds=cand.level * step,
         window_error=cand.window_error, point_low=cand.point_low, point_high=cand.point_high,
         level=float(np.median(d[last])), level_time=(i0 + int(ok[-1]) + 1) * step,
     )

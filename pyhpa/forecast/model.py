@@ -158,3 +158,9 @@ class Prediction:
     high: float | None = None
     fit: Fit | None = None
     accuracy: Accuracy = field(default_factory=Accuracy)
+
+
+def settings_for(spec) -> ForecastSettings:
+    """``ForecastSettings`` of a ``spec.prediction`` (the core's ``PredictionSpec``: seconds and quantile)."""
+    return ForecastSettings(history_seconds=float(spec.history_seconds), lead_seconds=float(spec.lead_seconds),
+                            quantile=float(spec.quantile), refresh_seconds=float(spec.refresh_seconds))

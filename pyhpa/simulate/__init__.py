@@ -16,15 +16,16 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..adapters.errors import InputError
-from ..adapters.objects import hpa_from_dict, object_label
+from ..adapters.autoscaler import HPA_KINDS, autoscaler_from_dict
+from ..adapters.objects import object_label
 from ..adapters.snapshot import read_document
 from ..core import HPA, ControllerConfig
-from .cluster import Cluster
+from .cluster import Cluster, History
 from .metrics import columns_needed, metric_views
 from .profile import MetricSource, Profile, load_profile, metric_source
 from .report import summarize
 from .target import Target, load_target
-from .trace import Trace, load_trace
+from .trace import Trace, load_trace, time_bound
 
 __all__ = ["BUNDLED", "Run", "Settings", "Simulation", "bundled_path", "display_path", "run_simulation"]
 
@@ -124,16 +125,34 @@ def run_simulation(
                     start=start, end=end, load_scale=load_scale, gaps=gaps)
     tr.report.file = display_path(files["trace"])
     rps = prof.load_to_rps(tr.values[files["column"]])
+    history = None
+    if any(h.prediction is not None for h, _ in hpas):
+        history = _history(files, prof, tr, extra, time_column, tuple(where), start, load_scale)
     runs = []
     for (h, f), label in zip(hpas, _labels(files["hpa"])):
         f = display_path(f)
         cluster = Cluster(h, tgt, prof, settings.config, tr.times, rps, tr.values, tr.start, tr.end,
-                          settings.sync_period_seconds, settings.seed)
+                          settings.sync_period_seconds, settings.seed, history=history)
         total = tr.end - tr.start
         cluster.run(None if progress is None else (lambda s, lab=label: progress(lab, s, total)))
         runs.append(Run(label, f, cluster, summarize(label, f, cluster, tr, settings)))
     inputs = {k: (", ".join(map(display_path, v)) if isinstance(v, list) else display_path(v)) for k, v in files.items()}
     return Simulation(runs, tr, tgt, prof, settings, inputs)
+
+
+def _history(files: dict, prof: Profile, tr: Trace, extra: tuple, time_column, where: tuple, start,
+             load_scale: float) -> History | None:
+    """The trace rows before ``--start`` (the forecaster's history; gaps are left as gaps)."""
+    if start is None:
+        return None
+    lo = time_bound(start, tr, "--start")
+    full = load_trace(files["trace"], files["column"], extra_columns=extra, time_column=time_column, where=where,
+                      load_scale=load_scale, gaps="hold")
+    keep = full.times < lo
+    if not keep.any():
+        return None
+    values = {c: v[keep] for c, v in full.values.items()}
+    return History(times=full.times[keep], rps=prof.load_to_rps(values[files["column"]]), columns=values)
 
 
 def _check_settings(s: Settings) -> None:
@@ -177,11 +196,12 @@ def _load_hpa(path, target: Target, config: ControllerConfig) -> tuple[HPA, str]
     file = str(path)
     doc = read_document(path)
     docs = doc if isinstance(doc, list) else [doc]
-    found = [d for d in docs if isinstance(d, dict) and d.get("kind") == "HorizontalPodAutoscaler"]
+    found = [d for d in docs if isinstance(d, dict) and d.get("kind") in HPA_KINDS]
     if len(found) != 1:
-        raise InputError(f"expected exactly one HorizontalPodAutoscaler, found {len(found)}", file=file)
+        raise InputError(f"expected exactly one HorizontalPodAutoscaler or HorizontalAutoscaler, found {len(found)}",
+                         file=file)
     try:
-        hpa, model = hpa_from_dict(found[0], scale_to_zero=config.scale_to_zero)
+        hpa, model = autoscaler_from_dict(found[0], scale_to_zero=config.scale_to_zero)
         _check_ref(model, hpa, target)
     except InputError as err:
         raise err.at(file=file, obj=object_label(found[0])) from None
