@@ -38,6 +38,7 @@ from .informer import Informer, PodCache
 from .leadership import Leadership, LeadershipLost, lease_settings
 from .memory import InProcessMemory, MemoryStore, StatusMemory
 from .monitor import Monitor
+from .prediction import LivePredictions
 from .preview import enable_preview
 from .queue import QueueClosed, WorkQueue
 from .reconciler import Reconciler, SyncResult
@@ -73,8 +74,9 @@ class Controller:
                                     settings.event_series_window_seconds)
         self.status = StatusWriter(self.writer, self.memory)
         self.sources = MetricSources(metrics, settings.metrics_timeout_seconds)
+        self.predictions = LivePredictions(settings.prometheus_url, settings.metrics_timeout_seconds)
         self.reconciler = Reconciler(self.autoscalers, self.pods, cluster, self.sources, self.memory, self.writer,
-                                     self.status, self.events, self.monitor, clock)
+                                     self.status, self.events, self.monitor, clock, predictions=self.predictions)
         self.autoscaler_informer = Informer("autoscalers", cluster.autoscalers(settings.namespace),
                                             self._on_autoscaler, self._on_autoscaler_deleted)
         self.pod_informer = Informer("pods", cluster.pods(settings.namespace), self.pods.upsert, self.pods.delete)
@@ -116,6 +118,7 @@ class Controller:
         self.monitor.num_autoscalers.dec()
         self.monitor.deleted(a.namespace, a.name)
         self.memory.forget(key)
+        self.predictions.forget(key)
         self.reconciler.selectors.remove(key)
         if self.queue is not None:
             self.queue.remove(key)
@@ -196,6 +199,7 @@ class Controller:
             await asyncio.gather(*pending, return_exceptions=True)
         await self.events.flush(grace)
         await self.sources.close()
+        await self.predictions.close()
         for task in background:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)

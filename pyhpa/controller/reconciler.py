@@ -14,13 +14,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..core import ControllerConfig, Decision, Event, Memory, MetricSamples, Pod, Scale, decide, rescale_failed
+from ..core import ControllerConfig, Decision, Event, Forecast, Memory, MetricSamples, Pod, Scale, decide, rescale_failed
 from .api import ApiFailure, Cluster, SpecError
 from .autoscaler import Autoscaler
 from .events import EventRecorder
 from .informer import PodCache
 from .memory import MemoryStore
 from .monitor import INTERNAL, NONE, SPEC, Monitor, action_label
+from .prediction import LivePredictions
 from .selectors import SelectorIndex
 from .sources import Fetched, MetricSources
 from .status import StaleSpec, StatusWriter, status_from_decision, status_with_condition
@@ -43,6 +44,7 @@ class SyncInputs:
     now: float
     config: ControllerConfig
     other_selectors: list[tuple[str, str]] = field(default_factory=list)
+    forecast: Forecast | None = None
 
 
 @dataclass(slots=True)
@@ -86,7 +88,7 @@ class Reconciler:
 
     def __init__(self, autoscalers: dict[str, Autoscaler], pods: PodCache, cluster: Cluster, sources: MetricSources,
                  memory: MemoryStore, writer: Writer, status: StatusWriter, events: EventRecorder, monitor: Monitor,
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time, predictions: LivePredictions | None = None):
         self.autoscalers = autoscalers
         self.pods = pods
         self.cluster = cluster
@@ -97,6 +99,7 @@ class Reconciler:
         self.events = events
         self.monitor = monitor
         self.clock = clock
+        self.predictions = predictions
         self.selectors = SelectorIndex()
         self.on_synced: Callable[[SyncResult], None] | None = None
 
@@ -130,8 +133,13 @@ class Reconciler:
             return await self._failed_get_scale(a, now, str(err), SPEC)
         except ApiFailure as err:
             return await self._failed_get_scale(a, now, err.message, INTERNAL)
-        decision = decide(a.hpa, inputs.scale, inputs.pods, inputs.samples, inputs.memory, now, a.config,
-                          other_selectors=inputs.other_selectors)
+        if a.hpa.prediction is not None and self.predictions is not None:
+            inputs.forecast = self.predictions.forecast(a, now, inputs.samples)
+            decision = decide(a.hpa, inputs.scale, inputs.pods, inputs.samples, inputs.memory, now, a.config,
+                              other_selectors=inputs.other_selectors, forecast=inputs.forecast)
+        else:
+            decision = decide(a.hpa, inputs.scale, inputs.pods, inputs.samples, inputs.memory, now, a.config,
+                              other_selectors=inputs.other_selectors)
         self._observe_metrics(decision, fetched, inputs.scale.spec_replicas, a)
         return await self._act(a, inputs, decision, handle)
 
@@ -161,7 +169,12 @@ class Reconciler:
         self.monitor.desired(a.namespace, a.name, decision.desired_replicas)
         for event in decision.events:  # before the status write, as upstream: a failed status write loses none
             self.events.emit(a, event, now)
-        await self.status.write(a, status_from_decision(decision, a.generation), decision.memory, decision)
+        status = status_from_decision(decision, a.generation)
+        if self.predictions is not None:
+            section = self.predictions.status(a, decision)
+            if section is not None:
+                status["prediction"] = section
+        await self.status.write(a, status, decision.memory, decision)
         action = action_label(decision.current_replicas, decision.desired_replicas) if decision.rescale else NONE
         return SyncResult(a.key, action, error, decision, inputs, retry=retry, message=decision.error or "")
 

@@ -7,6 +7,7 @@ held-out period), ``Predictor`` (history, refresh schedule, cheap forecasts per 
 accuracy tracking), ``replay`` (forecast a trace point by point from its past only).
 """
 
+from .bridge import observed_total, to_core_forecast
 from .fitting import detect_periods, fit
 from .model import (
     ACCURACY_TOO_LOW,
@@ -31,5 +32,6 @@ from .replay import Replay, replay
 __all__ = [
     "ACCURACY_TOO_LOW", "DAY", "HISTORY_UNAVAILABLE", "INSUFFICIENT_HISTORY", "NOT_PREDICTABLE", "OBSERVING",
     "PREDICTING", "WEEK", "Accuracy", "AccuracyTracker", "Fit", "ForecastSettings", "HoldoutScore", "Prediction",
-    "Predictor", "Replay", "SeasonalModel", "detect_periods", "fit", "replay", "settings_for",
+    "Predictor", "Replay", "SeasonalModel", "detect_periods", "fit", "observed_total", "replay", "settings_for",
+    "to_core_forecast",
 ]

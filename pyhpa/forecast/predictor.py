@@ -146,7 +146,19 @@ class Predictor:
         self._trim(now)
         lo = bisect_left(self._t, now - s.history_seconds)
         hi = bisect_left(self._t, now + 1e-9) if self._t and self._t[-1] > now else len(self._t)
-        f = fit(self._t[lo:hi], self._v[lo:hi], now=now, settings=s)
+        return self.install(fit(self._t[lo:hi], self._v[lo:hi], now=now, settings=s), now)
+
+    def replace_history(self, times, values) -> None:
+        """Replace the history (e.g. by a fresh copy from Prometheus); times increasing, NaN values dropped."""
+        self._t, self._v = [], []
+        self.extend(times, values)
+
+    def install(self, f: Fit, now: float) -> Fit:
+        """Use ``f`` (a fit made at ``now``, possibly in another thread from a copy of the history) from now
+        on and schedule the next fit ``refresh_seconds`` later."""
+        s = self.settings
+        lo = bisect_left(self._t, now - s.history_seconds)
+        hi = len(self._t)
         self.fit = f
         self._model = f.model
         self._next_fit = now + s.refresh_seconds
@@ -166,9 +178,10 @@ class Predictor:
             del self._v[:i]
 
     # ------------------------------------------------------------------ forecasting
-    def forecast(self, now: float) -> Prediction:
-        """The forecast for [now, now + lead]; refits first when due."""
-        if self.refit_due(now):
+    def forecast(self, now: float, refit: bool = True) -> Prediction:
+        """The forecast for [now, now + lead]; refits first when due (unless ``refit`` is False: the caller
+        refits on its own schedule, e.g. in the background)."""
+        if refit and self.refit_due(now):
             self.refit(now)
         f = self.fit
         acc = self.tracker.accuracy(now)

@@ -15,22 +15,10 @@ import math
 import numpy as np
 
 from ..core import HPA, Forecast, MetricSamples, PredictionSpec
-from ..forecast import Prediction, Predictor, settings_for
+from ..forecast import Prediction, Predictor, observed_total, settings_for, to_core_forecast
 from .metrics import MIB_MILLI, MetricView
 from .profile import Profile
 from .target import Target
-
-
-def observed_total(s: MetricSamples) -> float | None:
-    """The workload total of one metric's samples (milli-units): the pods' values summed, or the
-    Object value / the sum of the External series; None when the metric failed."""
-    if s.error is not None:
-        return None
-    if s.pods:
-        return float(sum(p.value for p in s.pods.values()))
-    if s.values:
-        return float(sum(s.values))
-    return None
 
 
 def total_unit(view: MetricView) -> tuple[str, float]:
@@ -152,11 +140,3 @@ class SimPrediction:
             "wape": round(float(np.abs(p - a).sum() / a.sum()), 4) if a.size and a.sum() > 0 else None,
             "under_forecast_share": round(float(np.mean(a > h)), 4) if a.size else None,
         }
-
-
-def to_core_forecast(p: Prediction) -> Forecast:
-    """The core's ``Forecast`` (milli-units, rounded up as ``MilliValue()``) of a ``Prediction``:
-    a total only when the prediction is usable, else the reason and message of stepping aside."""
-    if p.usable and p.upper is not None:
-        return Forecast(total_milli=int(math.ceil(p.upper - 1e-9)), reason=p.reason, message=p.message)
-    return Forecast(total_milli=None, reason=p.reason, message=p.message)
