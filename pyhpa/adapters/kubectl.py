@@ -52,7 +52,7 @@ def snapshot_from_kubectl(
     try:
         doc = read_document(hpa_path)
         hpa, model = autoscaler_from_dict(doc, lenient=lenient, scale_to_zero=config.scale_to_zero)
-        forecast = _status_forecast(doc) if hpa.prediction is not None else None
+        forecast = status_forecast(doc) if hpa.prediction is not None else None
     except InputError as err:
         raise err.at(file=str(hpa_path)) from None
     pods = []
@@ -79,7 +79,7 @@ def snapshot_from_kubectl(
     )
 
 
-def _status_forecast(doc: dict):
+def status_forecast(doc: dict):
     """The forecast the controller last wrote to a HorizontalAutoscaler's ``status.prediction``
     (``forecast``, ``reason``, ``message``), as the snapshot's ``forecast``; None when there is none."""
     section = (doc.get("status") or {}).get("prediction") if isinstance(doc.get("status"), dict) else None

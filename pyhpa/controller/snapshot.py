@@ -21,10 +21,13 @@ from typing import Any
 from lightkube.config.kubeconfig import SingleConfig
 from lightkube.resources.autoscaling_v2 import HorizontalPodAutoscaler as HpaResource
 
+from ..adapters.autoscaler import API_VERSION as AUTOSCALER_API_VERSION
+from ..adapters.autoscaler import KIND as AUTOSCALER_KIND
 from ..adapters.errors import InputError
+from ..adapters.kubectl import status_forecast
 from ..adapters.parse import format_time
 from ..adapters.promql import PROMETHEUS
-from ..adapters.snapshot import memory_to_dict
+from ..adapters.snapshot import forecast_to_dict, memory_to_dict
 from . import Controller
 from .api import ApiFailure, HttpMetrics, LightkubeCluster, SpecError, as_failure
 from .autoscaler import MetricQuery, hpa_document, parse_autoscaler
@@ -121,6 +124,12 @@ def snapshot_document(inputs: SyncInputs, pods: list[dict], settings: Settings, 
     }
     if a.memory_status is not None:
         doc["history"] = memory_to_dict(inputs.memory)
+    if "prediction" in spec:  # a HorizontalAutoscaler with spec.prediction, and the forecast it last had
+        doc["hpa"] = dict(doc["hpa"], apiVersion=AUTOSCALER_API_VERSION, kind=AUTOSCALER_KIND,
+                          spec=dict(doc["hpa"]["spec"], prediction=spec["prediction"]))
+        forecast = inputs.forecast or status_forecast({"status": a.status})
+        if forecast is not None:
+            doc["forecast"] = forecast_to_dict(forecast)
     return doc
 
 

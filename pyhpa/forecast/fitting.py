@@ -38,7 +38,6 @@ Everything is vectorized; a fit on 7 days of 1-minute history takes tens of mill
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -71,6 +70,7 @@ MIN_PERIOD_SECONDS = 3600.0
 #: A candidate must beat the flat forecast (training median) by this factor on the held-out period.
 FLAT_MARGIN = 0.9
 SMOOTH_SECONDS = (600.0, 1800.0)
+DISPERSION_BINS = 24
 LEVEL_SECONDS = (600.0, 3600.0)
 TRANSFORMS = ("log", "sqrt")
 
@@ -209,6 +209,18 @@ def _moving_average(y: np.ndarray, w: int) -> np.ndarray:
     return out
 
 
+def nanmedian_rows(a: np.ndarray) -> np.ndarray:
+    """Median of each row of a 2-d array ignoring NaN (NaN for an all-NaN row); one sort, no masked arrays."""
+    srt = np.sort(a, axis=1)  # NaN sort last
+    count = np.count_nonzero(~np.isnan(a), axis=1)
+    rows = np.arange(a.shape[0])
+    lo = np.maximum((count - 1) // 2, 0)
+    hi = np.maximum(count // 2, 0)
+    med = (srt[rows, lo] + srt[rows, np.minimum(hi, a.shape[1] - 1)]) / 2.0
+    med[count == 0] = np.nan
+    return med
+
+
 def _phase_median(r: np.ndarray, i0: int, period: int) -> np.ndarray:
     """Per-phase median over cycles (phase = absolute cell index mod ``period``); NaN where never seen."""
     lead = i0 % period
@@ -216,9 +228,7 @@ def _phase_median(r: np.ndarray, i0: int, period: int) -> np.ndarray:
     cycles = -(-total // period)
     m = np.full(cycles * period, np.nan)
     m[lead:lead + r.size] = r
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmedian(m.reshape(cycles, period), axis=0)
+    return nanmedian_rows(m.reshape(cycles, period).T)
 
 
 def _smooth_circular(prof: np.ndarray, width: int) -> np.ndarray:
@@ -252,6 +262,42 @@ def _seasonal(profiles, periods, i0: int, n: int) -> np.ndarray:
     for prof, p in zip(profiles, periods):
         s += prof[idx % p]
     return s
+
+
+def _dispersion(y: np.ndarray, i0: int, periods: tuple[int, ...], s: np.ndarray) -> np.ndarray:
+    """Relative noise level per bin of the shortest period (24 bins a day at most): the median absolute
+    residual (series - trend - seasonal) in each bin, smoothed over neighbouring bins, floored at 0.3 and
+    scaled to mean 1. Forecast bands are this times a quantile of standardized errors, so they are wider
+    where the history is noisier (e.g. busy hours) and narrower where it is calm."""
+    p = periods[0]
+    nb = max(1, min(DISPERSION_BINS, p))
+    r = np.abs(y - _moving_average(y, max(periods)) - s)
+    if p % nb == 0:  # phases laid out as (cycles, bins, cells per bin): one row per bin
+        lead = i0 % p
+        cycles = -(-(lead + r.size) // p)
+        m = np.full(cycles * p, np.nan)
+        m[lead:lead + r.size] = r
+        out = nanmedian_rows(m.reshape(cycles, nb, p // nb).transpose(1, 0, 2).reshape(nb, -1))
+    else:
+        b = ((i0 + np.arange(y.size)) % p) * nb // p
+        ok = ~np.isnan(r)
+        out = np.full(nb, np.nan)
+        for k in range(nb):
+            sel = r[ok & (b == k)]
+            if sel.size:
+                out[k] = np.median(sel)
+    if np.isnan(out).all() or np.nanmean(out) <= 0:
+        return np.ones(nb)
+    out = np.where(np.isnan(out), np.nanmedian(out), out)
+    if nb >= 3:
+        out = uniform_filter1d(out, size=3, mode="wrap")
+    out = np.maximum(out, 0.3 * np.median(out))
+    return out / out.mean()
+
+
+def _dispersion_at(disp: np.ndarray, i0: int, period: int, n: int) -> np.ndarray:
+    nb = disp.size
+    return disp[((i0 + np.arange(n)) % period) * nb // period]
 
 
 def _strength(r: np.ndarray, resid: np.ndarray) -> float:
@@ -363,9 +409,11 @@ def _select(grid, i0, step, periods, offset, settings: ForecastSettings):
                 width = max(1, int(round(smooth_s / step)))
                 profs = _profiles(y[:n_tr], i0, ps, width)
                 s = _seasonal(profs, ps, i0, n)
+                disp = _dispersion_at(_dispersion(y[:n_tr], i0, ps, s[:n_tr]), i0, ps[0], n)
                 for level_s in LEVEL_SECONDS:
                     k = max(1, int(round(level_s / step)))
-                    result = _holdout(y, x_all, s, n_tr, m, k, transform, offset, settings.quantile, flat_value)
+                    result = _holdout(y, x_all, s, disp, n_tr, m, k, transform, offset, settings.quantile,
+                                      flat_value)
                     count += 1
                     if result is None:
                         continue
@@ -384,16 +432,14 @@ def _trailing_median(d: np.ndarray, k: int, lo: int, hi: int) -> np.ndarray:
     pad = k - 1 - (lo - start)
     if pad > 0:
         seg = np.concatenate((np.full(pad, np.nan), seg))
-    win = sliding_window_view(seg, k)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmedian(win, axis=1)
+    return nanmedian_rows(sliding_window_view(seg, k))
 
 
-def _holdout(y, x, s, n_tr, m, k, transform, offset, q, flat_value):
+def _holdout(y, x, s, disp, n_tr, m, k, transform, offset, q, flat_value):
     """Forecast every held-out cell i+1..i+m from the level known at the end of cell i.
 
-    Returns (HoldoutScore, (window_error, point_low, point_high)) or None without data.
+    Returns (HoldoutScore, (window_error, point_low, point_high)) or None without data; the errors are
+    quantiles of the pointwise errors divided by the relative dispersion ``disp`` of their cell.
     """
     n = y.size
     lo, hi = n_tr - 1, n - m
@@ -418,7 +464,7 @@ def _holdout(y, x, s, n_tr, m, k, transform, offset, q, flat_value):
     pers_ok = ok & ~np.isnan(now_x)
     pers = float(np.abs(now_x[pers_ok] - actual_x[pers_ok]).sum() / max(actual_x[pers_ok].sum(), 1e-12)) \
         if pers_ok.any() else math.nan
-    e_pt = (actual_y - point)[ok]
+    e_pt = ((actual_y - point) / disp[lo + m:hi + m])[ok]
     low, high = (float(v) for v in np.quantile(e_pt, [1 - q, q]))
     werr = high
     score = HoldoutScore(wape=wape, flat_wape=flat, persistence_wape=pers, evaluations=int(ok.sum()))
@@ -441,6 +487,7 @@ def _final_model(grid, i0, step, cand: _Candidate, offset: float) -> SeasonalMod
     y = forward(cand.transform, grid, offset)
     profs = _profiles(y, i0, cand.periods, cand.smooth)
     s = _seasonal(profs, cand.periods, i0, y.size)
+    disp = _dispersion(y, i0, cand.periods, s)
     d = y - s
     ok = np.flatnonzero(~np.isnan(d))
     k = cand.level
@@ -451,6 +498,7 @@ def _final_model(grid, i0, step, cand: _Candidate, offset: float) -> SeasonalMod
         profiles=tuple(tuple(float(v) for v in p) for p in profs),
         smooth_seconds=cand.smooth * step, level_seconds=cand.level * step,
         window_error=cand.window_error, point_low=cand.point_low, point_high=cand.point_high,
+        dispersion=tuple(float(v) for v in disp),
         level=float(np.median(d[last])), level_time=(i0 + int(ok[-1]) + 1) * step,
     )
 

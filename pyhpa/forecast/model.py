@@ -44,6 +44,7 @@ class ForecastSettings:
     refresh_seconds: float = 3600.0
     max_error: float = 0.5
     persistence_factor: float = 1.5
+    min_relative_error: float = 0.15
     accuracy_window_seconds: float = 7200.0
     min_evaluations: int = 30
     stale_seconds: float = 900.0
@@ -58,9 +59,10 @@ class SeasonalModel:
     ``phase_k(t) = floor(t / step) mod len(profile_k)`` (epoch-aligned, so a profile holds for
     any time) and the level is tracked from the most recent observations (median of the
     de-seasonalized values over ``level_seconds``). ``periods`` are seconds (one per
-    profile). ``window_error`` is the ``quantile`` of (actual peak - forecast peak) over a
-    lead window, ``point_low``/``point_high`` the (1 - q, q) quantiles of pointwise errors,
-    all in transformed space, measured on the held-out period.
+    profile). ``window_error`` (= ``point_high``) and ``point_low`` are the ``quantile`` and
+    (1 - q)-quantile of pointwise errors at the lead horizon on the held-out period, in
+    transformed space and divided by the relative noise level of their time of day:
+    ``dispersion`` holds that level for up to 24 bins of the shortest period (mean 1).
     """
 
     transform: str
@@ -75,6 +77,13 @@ class SeasonalModel:
     point_high: float
     level: float
     level_time: float
+    dispersion: tuple[float, ...] = (1.0,)
+
+    def spread(self, cell: int) -> float:
+        """Relative noise level of grid cell ``cell`` (absolute index): bands are errors times this."""
+        d = self.dispersion
+        p = int(round(self.periods[0] / self.step)) if self.periods else 1
+        return d[(cell % p) * len(d) // p] if p > 0 else 1.0
 
     @property
     def name(self) -> str:

@@ -20,7 +20,7 @@ from statistics import median
 
 import numpy as np
 
-from .fitting import backward, fit
+from .fitting import fit
 from .model import (
     ACCURACY_TOO_LOW,
     HISTORY_UNAVAILABLE,
@@ -37,20 +37,30 @@ from .model import (
 RECOVER_FACTOR = 0.8
 
 
+def _back(m: SeasonalModel, y: float) -> float:
+    """``pyhpa.forecast.fitting.backward`` for one number (metric units, >= 0)."""
+    if m.transform == "log":
+        return max(math.exp(y) - m.offset, 0.0)
+    return max(y, 0.0) ** 2
+
+
 class AccuracyTracker:
     """Forecasts issued at ``t`` for ``t + lead``, judged against the first observation at or after that.
 
     ``issue(t, target_time, point, high, last_value)`` registers one; ``observe(t, value)``
     judges every pending forecast whose target time has come. ``accuracy(now)`` summarizes
-    the judged forecasts of the last ``window_seconds``.
+    the judged forecasts of the last ``window_seconds`` (running sums: O(1) per call).
     """
 
-    __slots__ = ("window", "pending", "done")
+    __slots__ = ("window", "pending", "done", "_err", "_total", "_pers", "_rel", "_rel_n", "_under", "_cached")
 
     def __init__(self, window_seconds: float):
         self.window = window_seconds
         self.pending: deque[tuple[float, float, float, float, float]] = deque()
         self.done: deque[tuple[float, float, float, float, bool]] = deque()  # t, |err|, actual, |persist err|, under
+        self._err = self._total = self._pers = self._rel = 0.0
+        self._rel_n = self._under = 0
+        self._cached: Accuracy | None = Accuracy()
 
     def issue(self, t: float, target: float, point: float, high: float, last: float) -> None:
         self.pending.append((target, t, point, high, last))
@@ -59,27 +69,43 @@ class AccuracyTracker:
         pending = self.pending
         while pending and pending[0][0] <= t:
             _, issued, point, high, last = pending.popleft()
-            self.done.append((issued, abs(point - value), value, abs(last - value), value > high))
+            item = (issued, abs(point - value), value, abs(last - value), value > high)
+            self.done.append(item)
+            self._add(item, 1)
+
+    def _add(self, item: tuple, sign: int) -> None:
+        _, err, actual, pers, under = item
+        self._err += sign * err
+        self._total += sign * actual
+        self._pers += sign * pers
+        if actual > 0:
+            self._rel += sign * err / actual
+            self._rel_n += sign
+        self._under += sign * under
+        self._cached = None
 
     def accuracy(self, now: float) -> Accuracy:
         done = self.done
         cutoff = now - self.window
         while done and done[0][0] < cutoff:
-            done.popleft()
+            self._add(done.popleft(), -1)
+        if self._cached is not None:
+            return self._cached
         n = len(done)
         if n == 0:
-            return Accuracy()
-        err = sum(d[1] for d in done)
-        total = sum(d[2] for d in done)
-        pers = sum(d[3] for d in done)
-        rel = [d[1] / d[2] for d in done if d[2] > 0]
-        return Accuracy(
+            self._err = self._total = self._pers = self._rel = 0.0  # no drift across empty windows
+            self._rel_n = self._under = 0
+            self._cached = Accuracy()
+            return self._cached
+        total = self._total
+        self._cached = Accuracy(
             evaluations=n,
-            mape=sum(rel) / len(rel) if rel else None,
-            wape=err / total if total > 0 else None,
-            persistence_wape=pers / total if total > 0 else None,
-            under_share=sum(1 for d in done if d[4]) / n,
+            mape=self._rel / self._rel_n if self._rel_n else None,
+            wape=self._err / total if total > 0 else None,
+            persistence_wape=self._pers / total if total > 0 else None,
+            under_share=self._under / n,
         )
+        return self._cached
 
 
 class Predictor:
@@ -100,6 +126,8 @@ class Predictor:
         self.tracker = AccuracyTracker(settings.accuracy_window_seconds)
         self._last_issue_cell: int | None = None
         self._aside = False
+        self._level_key: tuple | None = None
+        self._level_value = 0.0
 
     # ------------------------------------------------------------------ history
     def extend(self, times, values) -> None:
@@ -163,6 +191,7 @@ class Predictor:
         self._model = f.model
         self._next_fit = now + s.refresh_seconds
         self._recent.clear()
+        self._level_key = None
         m = f.model
         if m is not None:
             start = bisect_left(self._t, now - m.level_seconds, lo, hi)
@@ -200,12 +229,14 @@ class Predictor:
         lead = self.settings.lead_seconds
         step = m.step
         c0, c1 = int(now // step), int((now + lead) // step)
-        seas = [self._s(m, c) for c in range(c0, c1 + 1)]
-        upper = float(backward(m.transform, level + max(seas) + m.window_error, m.offset))
-        point_y = level + seas[-1]
-        point = float(backward(m.transform, point_y, m.offset))
-        low = float(backward(m.transform, point_y + m.point_low, m.offset))
-        high = float(backward(m.transform, point_y + m.point_high, m.offset))
+        werr = m.window_error
+        top = max(self._s(m, c) + werr * m.spread(c) for c in range(c0, c1 + 1))
+        upper = _back(m, level + top)
+        point_y = level + self._s(m, c1)
+        spread = m.spread(c1)
+        point = _back(m, point_y)
+        low = _back(m, point_y + m.point_low * spread)
+        high = _back(m, point_y + m.point_high * spread)
         if self._last_issue_cell != c0:
             self._last_issue_cell = c0
             self.tracker.issue(now, now + lead, point, high, self._v[-1])
@@ -221,7 +252,7 @@ class Predictor:
             limit = s.max_error * (RECOVER_FACTOR if self._aside else 1.0)
             pers = acc.persistence_wape
             worse = pers is not None and pers > 0 and acc.wape > s.persistence_factor * pers * (
-                RECOVER_FACTOR if self._aside else 1.0)
+                RECOVER_FACTOR if self._aside else 1.0) and acc.wape > s.min_relative_error
             if acc.wape > limit:
                 bad, why = True, f"recent forecasts are off by {100 * acc.wape:.0f} % (limit {100 * s.max_error:.0f} %)"
             elif worse:
@@ -246,10 +277,17 @@ class Predictor:
         return y - self._s(m, int(t // m.step))
 
     def _level(self, m: SeasonalModel, now: float) -> float:
+        """Median of the de-seasonalized observations of the last ``level_seconds`` (recomputed once per
+        grid cell or when the newest observation changed it)."""
         recent = self._recent
         cutoff = now - m.level_seconds
         while len(recent) > 1 and recent[0][0] < cutoff:
             recent.popleft()
         if not recent:
             return m.level
-        return median(d for _, d in recent)
+        key = (int(now // m.step), len(recent), recent[-1][0])
+        if self._level_key != key:
+            if key[0] != (self._level_key or (None,))[0] or len(recent) < 32:
+                self._level_value = median(d for _, d in recent)
+            self._level_key = key
+        return self._level_value
