@@ -29,8 +29,9 @@ The method (in the spirit of Crane's DSP predictor and AHPA's robust decompositi
    held-out point one lead ahead from the data before it, exactly as it would live; the
    lowest WAPE wins. A winner no better than the training median (flat forecast) is
    ``NotPredictable``; one whose error exceeds ``max_error`` is ``AccuracyTooLow``.
-6. Quantiles come from the winner's held-out errors: the ``quantile`` of (actual peak -
-   forecast peak) over a lead window, and of pointwise errors, in the transformed space.
+6. Quantiles come from the winner's held-out errors at the lead horizon (in the transformed
+   space, divided by the noise level of their hour of day, so that bands are wider where the
+   history is noisier).
 
 Everything is vectorized; a fit on 7 days of 1-minute history takes tens of milliseconds.
 """

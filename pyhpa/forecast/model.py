@@ -28,8 +28,8 @@ class ForecastSettings:
 
     ``history_seconds``: how much history a fit uses (default 7 days).
     ``lead_seconds``: the forecast covers [now, now + lead] (default 300 s: pod scheduling,
-    start-up and a sync). ``quantile``: the quantile of the peak over that window that is
-    reported as ``upper`` (default 0.9). ``refresh_seconds``: how often the model is
+    start-up and a sync). ``quantile``: the forecast quantile reported as ``upper``, the highest
+    over that window (default 0.9). ``refresh_seconds``: how often the model is
     refitted (default 3600 s); between fits each forecast is a cheap evaluation of the
     fitted model. ``max_error``: recent forecasts whose weighted mean absolute percentage
     error (WAPE, a fraction) exceeds this, or that are worse than assuming nothing changes
@@ -149,7 +149,7 @@ class Accuracy:
 class Prediction:
     """One forecast at ``now`` for the window [now, now + lead].
 
-    ``upper``: the ``quantile`` of the peak of the workload total over the window (metric
+    ``upper``: the highest ``quantile`` of the workload total over the window (metric
     units), None unless ``reason`` is ``Predicting``/``AccuracyTooLow`` with a model (it is
     computed while stepping aside too, so that accuracy can recover; ``usable`` says
     whether the caller should act on it). ``point`` the central forecast at now + lead,

@@ -17,7 +17,7 @@ from .replay import Replay, describe_periods  # noqa: E402
 
 
 def plot_replay(path: Path, r: Replay, *, title: str, unit: str, tz: timezone, quantile: float, lead: float) -> Path:
-    """Two panels sharing time: actual vs point forecast, (1-q, q) band and the peak quantile over the lead
+    """Two panels sharing time: actual vs point forecast, (1-q, q) band and the highest q quantile over the lead
     window; below, the absolute percentage error (rolling hourly mean) and where the prediction stood aside."""
     epoch = mdates.date2num(datetime(1970, 1, 1, tzinfo=timezone.utc))
     t = r.times / 86400.0 + epoch
@@ -30,7 +30,7 @@ def plot_replay(path: Path, r: Replay, *, title: str, unit: str, tz: timezone, q
     ax.fill_between(t, r.low, r.high, color="tab:blue", alpha=0.25, lw=0, step="post",
                     label=f"forecast band ({1 - quantile:g}-{quantile:g} quantiles, {lead:g} s ahead)")
     ax.plot(t, r.point, color="tab:blue", lw=0.9, label="forecast", drawstyle="steps-post")
-    ax.plot(t, r.upper, color="tab:red", lw=0.7, alpha=0.7, label=f"{quantile:g} quantile of the peak over the lead window",
+    ax.plot(t, r.upper, color="tab:red", lw=0.7, alpha=0.7, label=f"forecast: highest {quantile:g} quantile over the next {lead:g} s",
             drawstyle="steps-post")
     ax.set_ylabel(unit)
     finite = r.actual[np.isfinite(r.actual)]

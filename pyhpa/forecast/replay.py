@@ -20,8 +20,8 @@ from .predictor import Predictor
 @dataclass(slots=True)
 class Replay:
     """Per evaluated row (arrays of equal length): ``times`` (epoch s, row start), ``actual``,
-    ``point``/``low``/``high`` (NaN where there was no forecast), ``upper`` (the quantile of the
-    peak over the lead window issued at the same time), ``reasons`` (the forecast's reason).
+    ``point``/``low``/``high`` (NaN where there was no forecast), ``upper`` (the highest quantile
+    over the lead window, issued at the same time), ``reasons`` (the forecast's reason).
     ``periods`` the periods (s) of the last fit, ``model`` its name, ``fits`` how many fits ran,
     ``accuracy`` over all rows with a forecast."""
 

@@ -102,7 +102,7 @@ class SimPrediction:
         return to_core_forecast(p)
 
     def forecast_value(self) -> float | None:
-        """The last forecast (the quantile of the peak over the lead window) in metric-total units."""
+        """The last forecast (the highest quantile over the lead window) in metric-total units."""
         p = self.last
         return None if p is None or p.upper is None or not p.usable else round(p.upper * self.factor, 4)
 
