@@ -236,3 +236,18 @@ def test_other_sampling_steps(step):
     f = fit(t, v, now=t[-1] + step)
     assert f.reason == PREDICTING and f.periods == (DAY,)
     assert f.model.step >= step
+
+
+def test_refits_reuse_the_selected_model_for_a_day_then_select_again():
+    t, v = series(9, daily, noise=20.0)
+    now = T0 + 7 * DAY
+    first = fit(t, v, now=now)
+    assert first.candidates > 1 and first.selected_at == now
+    hour_later = fit(t, v, now=now + 3600.0, previous=first)
+    assert hour_later.candidates == 0 and hour_later.selected_at == now
+    assert hour_later.model.transform == first.model.transform
+    assert hour_later.model.profiles != first.model.profiles  # re-estimated on the newer history
+    day_later = fit(t, v, now=now + DAY, previous=hour_later)
+    assert day_later.candidates > 1 and day_later.selected_at == now + DAY
+    flat = np.full(t.size, 300.0)
+    assert fit(t, flat, now=now + 3600.0, previous=first).reason == NOT_PREDICTABLE  # never reused blindly

@@ -199,7 +199,8 @@ class LivePredictions:
             history_t = list(times) + live_t[after].tolist()
             history_v = milli + live_v[after].tolist()
             st.predictor.replace_history(history_t, history_v)
-            result = await asyncio.to_thread(fit, history_t, history_v, now=now, settings=st.predictor.settings)
+            result = await asyncio.to_thread(fit, history_t, history_v, now=now, settings=st.predictor.settings,
+                                             previous=st.predictor.fit)
             st.predictor.install(result, now)
             st.failed, st.fetched_at, st.history_points = None, now, len(times)
         except asyncio.CancelledError:

@@ -72,17 +72,26 @@ MIN_PERIOD_SECONDS = 3600.0
 FLAT_MARGIN = 0.9
 SMOOTH_SECONDS = (600.0, 1800.0)
 DISPERSION_BINS = 24
+#: Period detection and model selection are repeated at most this often (s); refits in between
+#: re-estimate the selected model on the new history.
+RESELECT_SECONDS = 86400.0
 LEVEL_SECONDS = (600.0, 3600.0)
 TRANSFORMS = ("log", "sqrt")
 
 
-def fit(times, values, *, now: float, settings: ForecastSettings = ForecastSettings()) -> Fit:
+def fit(times, values, *, now: float, settings: ForecastSettings = ForecastSettings(),
+        previous: Fit | None = None) -> Fit:
     """Fit a model on the history before ``now`` (epoch s).
 
     ``times`` (epoch s) and ``values`` (metric units, >= 0; NaN = no data) are 1-d
     sequences of equal length, in any order; only points with ``now - history_seconds <
     t <= now`` are used (never anything after ``now``). Returns a ``Fit`` (never raises
     for bad data: it says ``InsufficientHistory`` or ``NotPredictable``).
+
+    ``previous``: the last fit of the same series. When it holds a model whose periods and
+    candidate were selected less than ``RESELECT_SECONDS`` (a day) before ``now``, period
+    detection and model selection are not repeated: the profiles, noise levels and level of
+    the same candidate are re-estimated on the new history (a few milliseconds).
     """
     t = np.asarray(times, dtype=float)
     x = np.asarray(values, dtype=float)
@@ -102,6 +111,9 @@ def fit(times, values, *, now: float, settings: ForecastSettings = ForecastSetti
     flat = _flat(grid)
     if flat:
         return Fit(reason=NOT_PREDICTABLE, message=flat, **common)
+    reused = _refresh(previous, grid, i0, step, now, common)
+    if reused is not None:
+        return reused
     offset = _log_offset(grid)
     y = np.log(grid + offset)
     periods, strengths = detect_periods(y, i0, step, span)
@@ -133,9 +145,25 @@ def fit(times, values, *, now: float, settings: ForecastSettings = ForecastSetti
                            f"(limit {_pct(settings.max_error)})")
     model = _final_model(grid, i0, step, cand, offset)
     per = ", ".join(_dur(p) for p in found)
-    return Fit(reason=PREDICTING, model=model, **common,
+    return Fit(reason=PREDICTING, model=model, selected_at=now, **common,
                message=f"{model.name} model with period {per}; held-out error {_pct(score.wape)} "
                        f"(mean: {_pct(score.flat_wape)}, last value: {_pct(score.persistence_wape)})")
+
+
+def _refresh(previous: Fit | None, grid, i0: int, step: float, now: float, common: dict) -> Fit | None:
+    """The previous fit's candidate re-estimated on the new history, or None when a full fit is due."""
+    m = previous.model if previous is not None else None
+    if m is None or previous.selected_at is None or now - previous.selected_at >= RESELECT_SECONDS or m.step != step:
+        return None
+    periods = tuple(int(round(p / step)) for p in m.periods)
+    if max(periods) > grid.size:
+        return None
+    cand = _Candidate(m.transform, int(round(m.smooth_seconds / step)), int(round(m.level_seconds / step)), periods,
+                      m.window_error, m.point_low, m.point_high)
+    model = _final_model(grid, i0, step, cand, _log_offset(grid))
+    return Fit(reason=PREDICTING, model=model, periods=previous.periods, strengths=previous.strengths,
+               score=previous.score, candidates=0, selected_at=previous.selected_at, message=previous.message,
+               **common)
 
 
 # ----------------------------------------------------------------------------- grid

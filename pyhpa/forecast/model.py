@@ -112,7 +112,8 @@ class Fit:
     ``periods`` are the detected seasonal periods (s), ``strengths`` their seasonal
     strength (0..1, share of the de-trended variance the profile explains); ``score`` the
     chosen model's held-out accuracy; ``history_seconds`` the span of data used, ``points``
-    grid points with data; ``candidates`` how many models were compared.
+    grid points with data; ``candidates`` how many models were compared (0: a refit of the
+    model selected at ``selected_at``, see ``fitting.fit``'s ``previous``).
     """
 
     fitted_at: float
@@ -125,6 +126,7 @@ class Fit:
     history_seconds: float = 0.0
     points: int = 0
     candidates: int = 0
+    selected_at: float | None = None
 
 
 @dataclass(slots=True, frozen=True)

@@ -128,6 +128,7 @@ class Predictor:
         self._aside = False
         self._level_key: tuple | None = None
         self._level_value = 0.0
+        self._cells: tuple | None = None  # (c0, c1, model, window top, seasonal at c1, spread at c1)
 
     # ------------------------------------------------------------------ history
     def extend(self, times, values) -> None:
@@ -174,7 +175,7 @@ class Predictor:
         self._trim(now)
         lo = bisect_left(self._t, now - s.history_seconds)
         hi = bisect_left(self._t, now + 1e-9) if self._t and self._t[-1] > now else len(self._t)
-        return self.install(fit(self._t[lo:hi], self._v[lo:hi], now=now, settings=s), now)
+        return self.install(fit(self._t[lo:hi], self._v[lo:hi], now=now, settings=s, previous=self.fit), now)
 
     def replace_history(self, times, values) -> None:
         """Replace the history (e.g. by a fresh copy from Prometheus); times increasing, NaN values dropped."""
@@ -229,11 +230,14 @@ class Predictor:
         lead = self.settings.lead_seconds
         step = m.step
         c0, c1 = int(now // step), int((now + lead) // step)
-        werr = m.window_error
-        top = max(self._s(m, c) + werr * m.spread(c) for c in range(c0, c1 + 1))
+        cells = self._cells
+        if cells is None or cells[0] != c0 or cells[1] != c1 or cells[2] is not m:
+            werr = m.window_error
+            top = max(self._s(m, c) + werr * m.spread(c) for c in range(c0, c1 + 1))
+            cells = self._cells = (c0, c1, m, top, self._s(m, c1), m.spread(c1))
+        top, seas, spread = cells[3], cells[4], cells[5]
         upper = _back(m, level + top)
-        point_y = level + self._s(m, c1)
-        spread = m.spread(c1)
+        point_y = level + seas
         point = _back(m, point_y)
         low = _back(m, point_y + m.point_low * spread)
         high = _back(m, point_y + m.point_high * spread)
