@@ -44,6 +44,12 @@ def _label_value(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
+def _regex_literal(text: str) -> str:
+    """``text`` matched literally by an RE2 regex (only regex metacharacters escaped: PromQL strings
+    refuse unknown escapes such as ``\\-``)."""
+    return re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", text)
+
+
 def _matchers(selector: str) -> str:
     """Equality requirements of a label selector text (``a=b,c=d``) as PromQL matchers; others are left out."""
     out = []
@@ -66,7 +72,7 @@ def default_history_query(a: Autoscaler, index: int) -> tuple[str, str] | None:
     q: MetricQuery = a.queries[index]
     ns = _label_value(a.namespace)
     target = a.scale_target_ref.name if a.scale_target_ref is not None else a.name
-    pods = f'namespace="{ns}",pod=~"{re.escape(target)}-.*"'
+    pods = f'namespace="{ns}",pod=~"{_label_value(_regex_literal(target))}-.*"'
     if q.type in ("Resource", "ContainerResource"):
         where = pods + "," + (f'container="{_label_value(q.container)}"' if q.type == "ContainerResource" else _CONTAINERS)
         if q.name == "cpu":

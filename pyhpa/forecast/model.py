@@ -31,9 +31,13 @@ class ForecastSettings:
     start-up and a sync). ``quantile``: the forecast quantile reported as ``upper``, the highest
     over that window (default 0.9). ``refresh_seconds``: how often the model is
     refitted (default 3600 s); between fits each forecast is a cheap evaluation of the
-    fitted model. ``max_error``: recent forecasts whose weighted mean absolute percentage
-    error (WAPE, a fraction) exceeds this, or that are worse than assuming nothing changes
-    by ``persistence_factor``, make the prediction step aside (``AccuracyTooLow``).
+    fitted model (period detection and model selection at most daily). Recent forecasts make
+    the prediction step aside (``AccuracyTooLow``) when their weighted mean absolute
+    percentage error (WAPE, a fraction) exceeds ``max_error``, when they are biased (sum of
+    forecast - actual over sum of actual) beyond ``max_bias`` either way, or when they are
+    worse than assuming nothing changes by ``persistence_factor`` while off by more than
+    ``min_relative_error``; they come back below 0.8 times those limits. A fit whose held-out
+    WAPE exceeds ``max_error`` is ``AccuracyTooLow`` too.
     ``accuracy_window_seconds``: how far back that judgement looks. ``stale_seconds``: no
     observation for longer than this means ``HistoryUnavailable``.
     """
@@ -42,7 +46,8 @@ class ForecastSettings:
     lead_seconds: float = 300.0
     quantile: float = 0.9
     refresh_seconds: float = 3600.0
-    max_error: float = 0.5
+    max_error: float = 1.0
+    max_bias: float = 0.35
     persistence_factor: float = 1.5
     min_relative_error: float = 0.15
     accuracy_window_seconds: float = 7200.0
@@ -137,7 +142,8 @@ class Accuracy:
     actual is 0 are left out), ``wape`` sum |error| / sum actual, ``persistence_wape`` the
     same for "the value at the time of the forecast goes on", ``under_share`` the share of
     forecasts whose upper band (the ``quantile``) was below what happened, ``evaluations``
-    how many forecasts were judged. None fields: nothing judged yet.
+    how many forecasts were judged, ``bias`` sum (forecast - actual) / sum actual. None
+    fields: nothing judged yet.
     """
 
     evaluations: int = 0
@@ -145,6 +151,7 @@ class Accuracy:
     wape: float | None = None
     persistence_wape: float | None = None
     under_share: float | None = None
+    bias: float | None = None
 
 
 @dataclass(slots=True, frozen=True)

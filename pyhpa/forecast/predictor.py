@@ -52,13 +52,15 @@ class AccuracyTracker:
     the judged forecasts of the last ``window_seconds`` (running sums: O(1) per call).
     """
 
-    __slots__ = ("window", "pending", "done", "_err", "_total", "_pers", "_rel", "_rel_n", "_under", "_cached")
+    __slots__ = ("window", "pending", "done", "_err", "_signed", "_total", "_pers", "_rel", "_rel_n", "_under",
+                 "_cached")
 
     def __init__(self, window_seconds: float):
         self.window = window_seconds
         self.pending: deque[tuple[float, float, float, float, float]] = deque()
-        self.done: deque[tuple[float, float, float, float, bool]] = deque()  # t, |err|, actual, |persist err|, under
-        self._err = self._total = self._pers = self._rel = 0.0
+        # t, |err|, actual, |persist err|, under, signed err (forecast - actual)
+        self.done: deque[tuple[float, float, float, float, bool, float]] = deque()
+        self._err = self._signed = self._total = self._pers = self._rel = 0.0
         self._rel_n = self._under = 0
         self._cached: Accuracy | None = Accuracy()
 
@@ -69,13 +71,14 @@ class AccuracyTracker:
         pending = self.pending
         while pending and pending[0][0] <= t:
             _, issued, point, high, last = pending.popleft()
-            item = (issued, abs(point - value), value, abs(last - value), value > high)
+            item = (issued, abs(point - value), value, abs(last - value), value > high, point - value)
             self.done.append(item)
             self._add(item, 1)
 
     def _add(self, item: tuple, sign: int) -> None:
-        _, err, actual, pers, under = item
+        _, err, actual, pers, under, signed = item
         self._err += sign * err
+        self._signed += sign * signed
         self._total += sign * actual
         self._pers += sign * pers
         if actual > 0:
@@ -93,7 +96,7 @@ class AccuracyTracker:
             return self._cached
         n = len(done)
         if n == 0:
-            self._err = self._total = self._pers = self._rel = 0.0  # no drift across empty windows
+            self._err = self._signed = self._total = self._pers = self._rel = 0.0  # no drift across empty windows
             self._rel_n = self._under = 0
             self._cached = Accuracy()
             return self._cached
@@ -102,6 +105,7 @@ class AccuracyTracker:
             evaluations=n,
             mape=self._rel / self._rel_n if self._rel_n else None,
             wape=self._err / total if total > 0 else None,
+            bias=self._signed / total if total > 0 else None,
             persistence_wape=self._pers / total if total > 0 else None,
             under_share=self._under / n,
         )
@@ -253,12 +257,17 @@ class Predictor:
         bad = False
         why = ""
         if acc.evaluations >= s.min_evaluations and acc.wape is not None:
-            limit = s.max_error * (RECOVER_FACTOR if self._aside else 1.0)
+            k = RECOVER_FACTOR if self._aside else 1.0
             pers = acc.persistence_wape
-            worse = pers is not None and pers > 0 and acc.wape > s.persistence_factor * pers * (
-                RECOVER_FACTOR if self._aside else 1.0) and acc.wape > s.min_relative_error
-            if acc.wape > limit:
+            worse = pers is not None and pers > 0 and acc.wape > s.persistence_factor * pers * k \
+                and acc.wape > s.min_relative_error
+            bias = acc.bias or 0.0
+            if acc.wape > s.max_error * k:
                 bad, why = True, f"recent forecasts are off by {100 * acc.wape:.0f} % (limit {100 * s.max_error:.0f} %)"
+            elif abs(bias) > s.max_bias * k:
+                side = "above" if bias > 0 else "below"
+                bad, why = True, (f"recent forecasts are {100 * abs(bias):.0f} % {side} what happened on average "
+                                  f"(limit {100 * s.max_bias:.0f} %)")
             elif worse:
                 bad, why = True, (f"recent forecasts (error {100 * acc.wape:.0f} %) are worse than assuming nothing "
                                   f"changes ({100 * pers:.0f} %)")
