@@ -1,6 +1,8 @@
 """Decisions per second of the pure decision core for a CPU-utilization HPA.
 
-Prints one line per pod count: ``pods=100 decisions_per_second=12345``. Inputs are
+Prints one line per pod count: ``pods=100 decisions_per_second=12345``, then the same HPA with two
+``spec.schedules`` windows in America/New_York (a weekday floor and a night cap; cron evaluation by
+cronsim at every decision): ``pods=10 schedules=2 decisions_per_second=...``. Inputs are
 parsed once (as the controller's informer cache holds them); each decision is a full
 ``pyhpa.core.decide`` call: selector, pod grouping, utilization, normalization,
 conditions and status. Runs on one core (a single Python thread).
@@ -14,7 +16,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pyhpa.core import HPA, ControllerConfig, Memory, MetricSamples, MetricSpec, Pod, PodSample, Scale, decide  # noqa: E402
+from dataclasses import replace  # noqa: E402
+from zoneinfo import ZoneInfo  # noqa: E402
+
+from pyhpa.core import (HPA, ControllerConfig, Memory, MetricSamples, MetricSpec, Pod, PodSample, Scale,  # noqa: E402
+                        ScheduleWindow, decide)
+
+WINDOWS = (
+    ScheduleWindow(name="business-hours", start="0 8 * * 1-5", end="0 18 * * 1-5",
+                   time_zone=ZoneInfo("America/New_York"), time_zone_name="America/New_York", min_replicas=4),
+    ScheduleWindow(name="night", start="0 0 * * *", duration_seconds=21600, time_zone=ZoneInfo("America/New_York"),
+                   time_zone_name="America/New_York", max_replicas=2),
+)
 
 NOW = 1_800_000_000.0
 
@@ -30,8 +43,9 @@ def inputs(n: int):
     return hpa, Scale(n, n, "app=web"), pods, [MetricSamples(pods=samples, timestamp=NOW - 15)]
 
 
-def rate(n: int, seconds: float = 2.0) -> float:
+def rate(n: int, seconds: float = 2.0, windows: tuple = ()) -> float:
     hpa, scale, pods, samples = inputs(n)
+    hpa = replace(hpa, schedules=windows)
     config = ControllerConfig()
     memory = Memory([(NOW - 60, n)])
     count, start = 0, time.perf_counter()
@@ -48,3 +62,4 @@ def rate(n: int, seconds: float = 2.0) -> float:
 if __name__ == "__main__":
     for pods in (10, 100, 1000):
         print(f"pods={pods} decisions_per_second={rate(pods):.0f}", flush=True)
+    print(f"pods=10 schedules={len(WINDOWS)} decisions_per_second={rate(10, windows=WINDOWS):.0f}", flush=True)

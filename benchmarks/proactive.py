@@ -71,7 +71,7 @@ spec:
   metrics:
   - type: Resource
     resource: {{name: cpu, target: {{type: Utilization, averageUtilization: {target}}}}}
-  prediction: {{}}
+  prediction: {prediction}
 """
 
 
@@ -90,14 +90,14 @@ def interpolate(points: list[tuple[float, float]], x: float) -> float:
     return max(pts[-1][1], 0.0)
 
 
-def run_trace(name: str, cfg: dict, quick: bool, tmp: Path, verbose: bool) -> dict:
+def run_trace(name: str, cfg: dict, quick: bool, tmp: Path, verbose: bool, prediction: str = "{}") -> dict:
     files = []
     for target in TARGETS:
         f = tmp / f"{name}-reactive-{target}.yaml"
         f.write_text(REACTIVE.format(target=target, **cfg))
         files.append(f)
     f = tmp / f"{name}-predictive-{PREDICTIVE_TARGET}.yaml"
-    f.write_text(PREDICTIVE.format(target=PREDICTIVE_TARGET, **cfg))
+    f.write_text(PREDICTIVE.format(target=PREDICTIVE_TARGET, prediction=prediction, **cfg))
     files.append(f)
     t0 = time.perf_counter()
     sim = run_simulation(files, HERE / "proactive" / "deployment.yaml", cfg["file"], cfg["column"],
@@ -129,11 +129,13 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="one simulated week per trace")
     ap.add_argument("--trace", choices=sorted(TRACES), action="append", help="only this trace (repeatable)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every run's figures to stderr")
+    ap.add_argument("--prediction", default="{}", help="spec.prediction of the predictive run, YAML flow style "
+                    "(default {}: the figures are for the defaults; e.g. '{quantile: 0.95, leadSeconds: 600}')")
     args = ap.parse_args()
     ratios, proactive, reactive = [], 0.0, 0.0
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.trace or list(TRACES):
-            r = run_trace(name, TRACES[name], args.quick, Path(tmp), args.verbose)
+            r = run_trace(name, TRACES[name], args.quick, Path(tmp), args.verbose, args.prediction)
             ratios.append(r["ratio"])
             proactive += r["overloaded"]
             reactive += r["reactive"]

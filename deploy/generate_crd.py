@@ -3,8 +3,10 @@
 Its spec schema is the autoscaling/v2 HorizontalPodAutoscalerSpec and its status schema the
 autoscaling/v2 HorizontalPodAutoscalerStatus, both taken from the official OpenAPI definitions that
 ``kubernetes-validate`` ships (Kubernetes 1.37) and rewritten as a structural schema (``$ref`` inlined,
-nullable types folded, quantities as ``x-kubernetes-int-or-string``), plus the per-object settings
-upstream only has as kube-controller-manager flags, and the controller memory in ``status.pyhpa``.
+nullable types folded; quantities in ``spec`` accept a string, an integer or a number as the API server
+does for native HPAs, quantities in ``status`` are ``x-kubernetes-int-or-string``), plus the per-object settings
+upstream only has as kube-controller-manager flags, scheduled windows (``spec.schedules``, their state in
+``status.schedules``), and the controller memory in ``status.pyhpa``.
 
 Run from the repository root: ``python deploy/generate_crd.py`` (writes ``deploy/crd.yaml`` and the
 package copy ``pyhpa/data/deploy/crd.yaml``).
@@ -33,12 +35,14 @@ def _first_sentence(text: str) -> str:
     return head + ("." if dot else "")
 
 
-def structural(node: dict, defs: dict) -> dict:
-    """One JSON-schema node of the official definitions as a structural OpenAPI v3 node."""
+def structural(node: dict, defs: dict, quantity=None) -> dict:
+    """One JSON-schema node of the official definitions as a structural OpenAPI v3 node; ``quantity()``
+    gives the node of each ``resource.Quantity`` (default: ``int_or_string_quantity``)."""
+    quantity = quantity or int_or_string_quantity
     desc = node.get("description")
     if "$ref" in node:
         name = node["$ref"].removeprefix(PREFIX)
-        out = _quantity() if name == QUANTITY else structural(defs[name], defs)
+        out = quantity() if name == QUANTITY else structural(defs[name], defs, quantity)
         if desc:
             out["description"] = _first_sentence(desc)
         return out
@@ -55,17 +59,35 @@ def structural(node: dict, defs: dict) -> dict:
         if key in node:
             out[key] = node[key]
     if "properties" in node:
-        out["properties"] = {k: structural(v, defs) for k, v in sorted(node["properties"].items())}
+        out["properties"] = {k: structural(v, defs, quantity) for k, v in sorted(node["properties"].items())}
     if "items" in node:
-        out["items"] = structural(node["items"], defs)
+        out["items"] = structural(node["items"], defs, quantity)
     if isinstance(node.get("additionalProperties"), dict):
-        out["additionalProperties"] = structural(node["additionalProperties"], defs)
+        out["additionalProperties"] = structural(node["additionalProperties"], defs, quantity)
     return out
 
 
-def _quantity() -> dict:
+QUANTITY_PATTERN = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+
+
+def int_or_string_quantity() -> dict:
+    """A quantity as CRD generators write it (controller-gen): an integer or a string matching the quantity
+    syntax. Used where the controller writes the value (``status``): it always writes strings."""
     return {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True,
-            "pattern": r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"}
+            "pattern": QUANTITY_PATTERN}
+
+
+def number_or_string_quantity() -> dict:
+    """A quantity the user writes (``spec``): whatever the API server accepts for a native HPA, i.e. a string
+    matching the quantity syntax, an integer (``averageValue: 100``) or a number with a fraction
+    (``tolerance: 0.05``); the API server reads a number as the quantity with those digits.
+
+    ``x-kubernetes-int-or-string`` cannot say this: the apiextensions server gives such a node the types
+    integer and string only and refuses 0.05, and a structural schema may not list types in ``anyOf``
+    otherwise. A node without a type that keeps unknown fields may hold any value, so the ``pattern`` (which
+    applies to strings only) checks quantity strings, and the controller reports any other value (a list,
+    a mapping, true) as ``InvalidSpec`` naming the field."""
+    return {"x-kubernetes-preserve-unknown-fields": True, "pattern": QUANTITY_PATTERN}
 
 
 SETTINGS = {
@@ -163,11 +185,68 @@ PREDICTION_STATUS = {
                                     "(the metric's unit: cores for CPU, bytes for memory)."},
         "replicas": {"type": "integer", "format": "int32", "description": "Replicas the forecast asks for."},
         "accuracy": {"type": "object", "description": "Recent forecasts against what happened.", "properties": {
-            "evaluations": {"type": "integer", "description": "Forecasts judged."},
             "mape": {"type": "number", "description": "Mean absolute percentage error (fraction)."},
             "wape": {"type": "number", "description": "Sum of absolute errors over sum of actual values."},
             "underForecastShare": {"type": "number", "description": "Share of actual values above the "
                                                                     "forecast quantile."}}},
+    },
+}
+
+CRON = {"type": "string", "minLength": 9, "maxLength": 128, "pattern": r"^\s*\S+(\s+\S+){4}\s*$"}
+
+
+def schedules() -> dict:
+    """``spec.schedules``: cron windows with a floor (``minReplicas``) and/or a cap (``maxReplicas``), the fields
+    ``pyhpa.adapters.autoscaler.schedule_window`` reads. The schema rejects what it can (shape, unique names,
+    neither bound, end and duration, start == end, floor above cap); cron syntax and time zone names are
+    checked by the controller (``InvalidSpec``) and every pyhpa command."""
+    window = {
+        "type": "object",
+        "description": "A window active from each occurrence of start to the next occurrence of end (or "
+                       "durationSeconds later), in timeZone; while active, minReplicas is a floor and maxReplicas "
+                       "a cap on the autoscaler's bounds.",
+        "required": ["name", "start"],
+        "properties": {
+            "name": {"type": "string", "minLength": 1, "maxLength": 63, "description": "Unique in spec.schedules."},
+            "start": dict(CRON, description="5-field cron (minute hour day-of-month month day-of-week) of the starts."),
+            "end": dict(CRON, description="5-field cron: the window ends at its first occurrence after a start."),
+            "durationSeconds": {"type": "integer", "format": "int64", "minimum": 1,
+                                "description": "Instead of end: the window lasts this many seconds (elapsed time)."},
+            "timeZone": {"type": "string", "default": "UTC", "minLength": 1, "maxLength": 64,
+                         "description": "IANA time zone of start, end and excludeDates (default UTC)."},
+            "minReplicas": {"type": "integer", "format": "int32", "minimum": 0,
+                            "description": "Floor while active: effective minReplicas = max(spec.minReplicas, floors)."},
+            "maxReplicas": {"type": "integer", "format": "int32", "minimum": 1,
+                            "description": "Cap while active: effective maxReplicas = min(spec.maxReplicas, caps); "
+                                           "a floor above a cap wins."},
+            "excludeDates": {"type": "array", "maxItems": 366, "x-kubernetes-list-type": "set",
+                             "description": "Dates (YYYY-MM-DD, in timeZone) on which the window does not start.",
+                             "items": {"type": "string", "format": "date"}},
+        },
+        "x-kubernetes-validations": [
+            {"rule": "has(self.minReplicas) || has(self.maxReplicas)", "fieldPath": ".minReplicas",
+             "message": "a window needs minReplicas (a floor), maxReplicas (a cap) or both"},
+            {"rule": "has(self.end) != has(self.durationSeconds)", "fieldPath": ".end",
+             "message": "give exactly one of end and durationSeconds"},
+            {"rule": "!has(self.end) || self.end != self.start", "fieldPath": ".end",
+             "message": "end must differ from start"},
+            {"rule": "!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",
+             "fieldPath": ".minReplicas", "message": "minReplicas must not be greater than maxReplicas"},
+        ],
+    }
+    return {"type": "array", "maxItems": 64, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+            "description": "pyhpa: scheduled scaling. Cron windows that raise minReplicas (a floor) and/or lower "
+                           "maxReplicas (a cap) while active; see docs/schedules.md.",
+            "items": window}
+
+
+SCHEDULE_STATUS = {
+    "type": "object",
+    "description": "The windows of spec.schedules active at the last sync, and the next start or end of any window.",
+    "properties": {
+        "active": {"type": "array", "items": {"type": "string"}, "description": "Names of the active windows."},
+        "nextChangeTime": {"type": "string", "format": "date-time",
+                           "description": "The next start or end of a window (the controller syncs then)."},
     },
 }
 
@@ -195,24 +274,28 @@ MEMORY = {
 def crd() -> dict:
     """The CustomResourceDefinition manifest."""
     defs = json.loads((SCHEMA_DIR / "_definitions.json").read_text())["$defs"]
-    spec = structural(defs["io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec"], defs)
+    spec = structural(defs["io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec"], defs, number_or_string_quantity)
     spec["description"] = ("The autoscaling/v2 HorizontalPodAutoscaler spec plus the per-object settings that "
-                           "upstream only has as controller flags.")
+                           "upstream only has as controller flags, scheduled windows (schedules) and predictive scaling (prediction).")
     spec["properties"]["minReplicas"]["default"] = 1  # the API server's default for autoscaling/v2
     spec["properties"].update(SETTINGS)
     spec["properties"]["prediction"] = PREDICTION
+    spec["properties"]["schedules"] = schedules()
     item = spec["properties"]["metrics"]["items"]["properties"]
     item["prometheus"] = prometheus_metric(copy.deepcopy(item["external"]["properties"]["target"]))
     item["type"]["description"] += " pyhpa adds Prometheus (the prometheus field)."
     status = structural(defs["io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerStatus"], defs)
-    status["description"] = "The autoscaling/v2 HorizontalPodAutoscaler status, plus the controller memory."
+    status["description"] = ("The autoscaling/v2 HorizontalPodAutoscaler status, plus the controller memory, the "
+                             "active schedule windows and the state of the prediction.")
     status["properties"]["pyhpa"] = MEMORY
     status["properties"]["prediction"] = PREDICTION_STATUS
+    status["properties"]["schedules"] = SCHEDULE_STATUS
     columns = [
         {"name": "Reference", "type": "string", "jsonPath": ".spec.scaleTargetRef.name"},
         {"name": "MinPods", "type": "integer", "jsonPath": ".spec.minReplicas"},
         {"name": "MaxPods", "type": "integer", "jsonPath": ".spec.maxReplicas"},
         {"name": "Replicas", "type": "integer", "jsonPath": ".status.currentReplicas"},
+        {"name": "Windows", "type": "string", "jsonPath": ".status.schedules.active", "priority": 1},
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     ]
     return {
@@ -232,7 +315,7 @@ def crd() -> dict:
                 "schema": {"openAPIV3Schema": {
                     "type": "object",
                     "description": "HorizontalAutoscaler: an autoscaling/v2 HorizontalPodAutoscaler served by pyhpa, "
-                                   "with per-object controller settings.",
+                                   "with per-object controller settings and scheduled windows.",
                     "required": ["spec"],
                     "properties": {
                         "apiVersion": {"type": "string"}, "kind": {"type": "string"},

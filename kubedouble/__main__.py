@@ -1,7 +1,9 @@
-"""``python -m kubedouble --port 8001``: serve a double standalone for local runs.
+"""python -m kubedouble --port 8001: serve a Kubernetes API server double standalone, for local runs.
 
-Pre-registers the CRDs found in ``--crd`` files (default ``deploy/crd.yaml``, the pyhpa CRD); when none is
-found, a permissive stand-in for the pyhpa ``HorizontalAutoscaler`` CRD is registered instead.
+Pre-registers the CRDs found in ``--crd`` files (default: the pyhpa CRD, ``pyhpa/data/deploy/crd.yaml``
+of the installed package, identical to ``deploy/crd.yaml``); when none is found, a permissive stand-in for
+the pyhpa ``HorizontalAutoscaler`` CRD is registered instead. Works from any directory once pyhpa is
+installed with its test dependencies (``pip install 'pyhpa[test]'``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from pathlib import Path
 
 import yaml
 
-from .server import KubeDouble
 
 FALLBACK_CRD = {
     "apiVersion": "apiextensions.k8s.io/v1",
@@ -41,13 +42,21 @@ def _yaml_docs(path: Path) -> list[dict]:
 
 
 def _default_crd_path() -> Path:
-    here = Path("deploy/crd.yaml")
-    return here if here.exists() else Path(__file__).resolve().parent.parent / "deploy" / "crd.yaml"
+    """The pyhpa CRD shipped in the pyhpa package (the repository's ``deploy/crd.yaml``, same bytes)."""
+    try:
+        from importlib import resources
+
+        return Path(str(resources.files("pyhpa").joinpath("data", "deploy", "crd.yaml")))
+    except ModuleNotFoundError:
+        return Path(__file__).resolve().parent.parent / "deploy" / "crd.yaml"
 
 
-def prepare(kd: KubeDouble, crd_files: list[Path], load_files: list[Path]) -> None:
+def prepare(kd, crd_files: list[Path], load_files: list[Path]) -> None:
     """Register CRDs (or the fallback pyhpa CRD) and load seed objects."""
-    crds = [d for p in crd_files if p.exists() for d in _yaml_docs(p) if d.get("kind") == "CustomResourceDefinition"]
+    for path in [*crd_files, *load_files]:
+        if not path.is_file():
+            raise SystemExit(f"error: {path}: no such file")
+    crds = [d for p in crd_files for d in _yaml_docs(p) if d.get("kind") == "CustomResourceDefinition"]
     if not crds:
         print("kubedouble: no CRD file found; registering a permissive pyhpa.dev stand-in", file=sys.stderr)
         crds = [FALLBACK_CRD]
@@ -61,23 +70,46 @@ def prepare(kd: KubeDouble, crd_files: list[Path], load_files: list[Path]) -> No
 
 async def serve(args: argparse.Namespace) -> None:
     """Run until interrupted."""
+    from .server import KubeDouble
+
     kd = KubeDouble(args.host, args.port, k8s_version=args.k8s_version)
     prepare(kd, args.crd or [_default_crd_path()], args.load or [])
-    async with kd:
-        print(f"kubedouble serving at {kd.url}", flush=True)
-        await asyncio.Event().wait()
+    try:
+        async with kd:
+            print(f"kubedouble serving at {kd.url}", flush=True)
+            await asyncio.Event().wait()
+    except OSError as err:
+        raise SystemExit(f"error: --port: cannot listen on {args.host}:{args.port}: {err.strerror or err}") from None
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m kubedouble``."""
+    p = argparse.ArgumentParser(
+        prog="python -m kubedouble",
+        description="Serve an in-process Kubernetes API server double (test infrastructure) over HTTP, for running "
+                    "pyhpa run locally without a cluster.")
+    p.add_argument("--host", default="127.0.0.1", metavar="ADDRESS", help="address to listen on (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8001, metavar="PORT", help="port to listen on, 0 for any free port (default: 8001)")
+    p.add_argument("--crd", type=Path, action="append", metavar="FILE",
+                   help="CRD YAML file to register; repeatable (default: the pyhpa CRD)")
+    p.add_argument("--load", type=Path, action="append", metavar="FILE",
+                   help="YAML file of objects to load at start; repeatable")
+    p.add_argument("--k8s-version", default="1.37", metavar="VERSION",
+                   help="Kubernetes version whose schemas validate built-in objects (default: 1.37)")
+    return p
 
 
 def main(argv: list[str] | None = None) -> None:
     """Command-line entry point."""
-    parser = argparse.ArgumentParser(prog="python -m kubedouble", description=__doc__.splitlines()[0])
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8001)
-    parser.add_argument("--crd", type=Path, action="append", help="CRD YAML file(s) to register")
-    parser.add_argument("--load", type=Path, action="append", help="YAML file(s) of objects to pre-load")
-    parser.add_argument("--k8s-version", default="1.37")
+    args = parser().parse_args(argv)
     try:
-        asyncio.run(serve(parser.parse_args(argv)))
+        import jsonschema  # noqa: F401
+        import kubernetes_validate  # noqa: F401
+    except ModuleNotFoundError as err:
+        raise SystemExit(f"error: kubedouble needs the test dependencies ({err.name} is missing): "
+                         "pip install 'pyhpa[test]'") from None
+    try:
+        asyncio.run(serve(args))
     except KeyboardInterrupt:
         pass
 

@@ -99,8 +99,7 @@ def _crd_node(s: Any) -> Any:
 
 def _lenient_extensions(s: dict, out: dict) -> None:
     if s.get("x-kubernetes-int-or-string"):
-        out["type"] = ["integer", "string"]
-        out.pop("pattern", None)
+        out["type"] = ["integer", "string"]  # as apiextensions does: a number with a fraction is refused
     if s.get("x-kubernetes-embedded-resource"):
         props = out.setdefault("properties", {})
         for k in ("apiVersion", "kind"):

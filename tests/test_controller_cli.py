@@ -67,7 +67,10 @@ def test_crd_schema_is_the_hpa_spec_plus_settings_and_the_hpa_status_plus_memory
             "observedGeneration", "pyhpa"} <= status.keys()
     assert set(status["pyhpa"]["properties"]) == {"recommendations", "scaleUpEvents", "scaleDownEvents"}
     target = spec["metrics"]["items"]["properties"]["resource"]["properties"]["target"]["properties"]
-    assert target["averageValue"]["x-kubernetes-int-or-string"] is True
+    # quantities the user writes take strings and numbers (0.05 too), those the controller writes int-or-string
+    assert target["averageValue"]["x-kubernetes-preserve-unknown-fields"] is True and "type" not in target["averageValue"]
+    current = status["currentMetrics"]["items"]["properties"]["resource"]["properties"]["current"]["properties"]
+    assert current["averageValue"]["x-kubernetes-int-or-string"] is True
 
 
 async def test_crd_accepts_full_hpa_specs_and_rejects_unknown_fields(kube_double):

@@ -14,11 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lightkube.resources.core_v1 import Pod as PodResource
 
-from pyhpa.core import Behavior, ControllerConfig, Memory, ScalingPolicy, ScalingRules, decide
+from pyhpa.core import Behavior, ControllerConfig, Memory, ScalingPolicy, ScalingRules, decide, relevant_memory
 from pyhpa.controller import Controller, Settings
 from pyhpa.controller.autoscaler import parse_autoscaler
-from pyhpa.controller.memory import (StatusMemory, essential_recommendations, horizons, memory_from_status,
-                                     memory_to_status, persisted_memory, restored_memory)
+from pyhpa.controller.memory import (StatusMemory, memory_from_status, memory_to_status, persisted_memory,
+                                     restored_memory)
 from pyhpa.controller.stubs import StubCluster, StubMetrics
 from tests.builders import NOW, cpu_hpa, scale
 
@@ -53,7 +53,7 @@ def test_persisted_memory_decides_every_later_sync_as_the_full_memory(behavior, 
             restored = r.memory
         full, current = d.memory, d.desired_replicas
         if i == split:
-            section = memory_to_status(persisted_memory(full, horizons(hpa, CFG), now))
+            section = memory_to_status(persisted_memory(full, hpa, CFG, now))
             restored = restored_memory(memory_from_status(section), now)
 
 
@@ -62,12 +62,11 @@ def test_persisted_memory_decides_every_later_sync_as_the_full_memory(behavior, 
 def test_a_repeated_recommendation_persists_the_same_section(behavior, syncs):
     """Once persisted, syncs that repeat the newest recommendation leave the section as it is (no write)."""
     hpa = cpu_hpa(min_r=1, max_r=12, behavior=behavior)
-    h = horizons(hpa, CFG)
     now, current, mem = NOW, 4, Memory()
     for gap, desired in syncs:
         now += gap
         mem = decide(hpa, scale(current), [], [], mem, now, CFG, prenormalized=desired).memory
-    stored = memory_from_status(memory_to_status(persisted_memory(mem, h, now)))
+    stored = memory_from_status(memory_to_status(persisted_memory(mem, hpa, CFG, now)))
     live = sorted(mem.recommendations)[-1][1]
     for _ in range(5):
         now += 15
@@ -75,21 +74,56 @@ def test_a_repeated_recommendation_persists_the_same_section(behavior, syncs):
         if d.rescale:
             return  # a rescale changes the status anyway
         mem = d.memory
-        again = memory_to_status(persisted_memory(mem, h, now, stored))
-        assert again == memory_to_status(persisted_memory(stored, h, now, stored))
+        again = memory_to_status(persisted_memory(mem, hpa, CFG, now, stored))
+        assert again == memory_to_status(persisted_memory(stored, hpa, CFG, now, stored))
 
 
 def test_dominated_and_outdated_recommendations_are_dropped():
-    h = horizons(cpu_hpa(), CFG)  # no behavior: only the 120 s scale-down window
+    hpa = cpu_hpa()  # no behavior: only the 120 s scale-down window
     recs = [(NOW - 500, 9), (NOW - 100, 3), (NOW - 90, 6), (NOW - 60, 5), (NOW - 30, 2), (NOW, 2)]
     # 9 is outdated; 3 is dominated by the newer 6; the live 2 keeps its newest time, or the given one
-    assert essential_recommendations(recs, h, NOW) == [(NOW - 90, 6), (NOW - 60, 5), (NOW, 2)]
-    assert essential_recommendations(recs, h, NOW, live_since=NOW - 45) == [(NOW - 90, 6), (NOW - 60, 5),
-                                                                           (NOW - 45, 2)]
+    assert relevant_memory(Memory(recs), hpa, CFG, NOW).recommendations == [(NOW - 90, 6), (NOW - 60, 5), (NOW, 2)]
+    assert relevant_memory(Memory(recs), hpa, CFG, NOW, live_since=NOW - 45).recommendations == [
+        (NOW - 90, 6), (NOW - 60, 5), (NOW - 45, 2)]
     assert restored_memory(Memory([(NOW - 90, 6), (NOW - 45, 2)]), NOW + 7).recommendations == [
         (NOW - 90, 6), (NOW + 7, 2)]
 
 
+def _without_live_stamp(m: Memory) -> tuple:
+    recs = m.recommendations
+    return (None if recs is None else (recs[:-1], recs[-1][1] if recs else None),
+            m.scale_up_events, m.scale_down_events)
+
+
+@settings(max_examples=200, deadline=None)
+@given(behaviors, steps, st.data())
+def test_the_controller_persists_what_the_core_says_can_matter_and_decides_the_same_with_it(behavior, syncs, data):
+    """Through the controller's own persistence (StatusMemory.status_section, the status write, a new
+    leader's load): at every sync the persisted section holds exactly what ``pyhpa.core.relevant_memory``
+    says can still change a decision (the live value possibly stamped earlier), and a new leader that
+    loads it decides every later sync as the full memory does."""
+    hpa = cpu_hpa(min_r=1, max_r=12, behavior=behavior)
+    a = parse_autoscaler(autoscaler("web", "web"), Settings())
+    a.hpa, a.config = hpa, CFG
+    clock = Clock(NOW)
+    store = StatusMemory(clock)
+    split = data.draw(st.integers(0, len(syncs) - 2))
+    current, full, leader = 4, Memory(), None
+    for i, (gap, desired) in enumerate(syncs):
+        clock.now += gap
+        now = clock.now
+        d = decide(hpa, scale(current), [], [], full, now, CFG, prenormalized=desired)
+        if leader is not None:
+            r = decide(hpa, scale(current), [], [], leader, now, CFG, prenormalized=desired)
+            assert (r.desired_replicas, r.rescale) == (d.desired_replicas, d.rescale), (i, full, leader)
+            leader = r.memory
+        full, current = d.memory, d.desired_replicas
+        a.memory_status = store.status_section(a, full)  # the status write (or the stored section kept)
+        persisted = memory_from_status(a.memory_status)
+        want = relevant_memory(full, hpa, CFG, now)
+        assert _without_live_stamp(relevant_memory(persisted, hpa, CFG, now)) == _without_live_stamp(want)
+        if i == split:  # a new leader without a working copy
+            leader = StatusMemory(clock).load(a, now + 1)
 # ----- the store in a controller (stubs: no HTTP) ----------------------------------------------------------------
 class Clock:
     def __init__(self, now: float) -> None:

@@ -66,7 +66,7 @@ def sample(registry, name: str, **labels) -> float | None:
 
 
 def preview_lines(caplog) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "pyhpa.preview"]
+    return [f"{r.getMessage()} {logfmt(r.fields)}" for r in caplog.records if r.name == "pyhpa.preview"]
 
 
 async def test_preview_reports_what_pyhpa_would_decide_and_never_writes(kd, caplog, tmp_path):
@@ -171,14 +171,14 @@ def test_pyhpa_run_preview_logs_one_line_per_sync_and_writes_nothing():
         threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
         seen = []
         try:
-            while not any("pyhpa.preview: preview hpa=default/web" in line for line in seen):
+            while not any("logger=pyhpa.preview msg=preview hpa=default/web" in line for line in seen):
                 seen.append(lines.get(timeout=60))  # queue.Empty after 60 s without output: fails
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=60)
         finally:
             if proc.poll() is None:
                 proc.kill()
-        report = next(line for line in seen if "pyhpa.preview: preview hpa=default/web" in line)
+        report = next(line for line in seen if "logger=pyhpa.preview msg=preview hpa=default/web" in line)
         assert "result=differ desired=4 cluster_desired=2 current=2 " in report, report
         assert proc.returncode == 0, "".join(seen)
         assert [r for r in kd.requests if r[0] in WRITES] == []

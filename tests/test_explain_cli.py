@@ -39,7 +39,13 @@ def test_explain_json_one_line_per_snapshot_in_order():
     names = [c["name"] for c in json.loads((CONF / "behavior.json").read_text())["cases"]]
     assert [x["name"] for x in lines] == names + ["php-apache-scale-up-with-a-starting-pod"]
     last = lines[-1]
-    assert set(last) == {"name", "proposals", "desiredReplicas", "conditions"}
+    assert set(last) == {"name", "proposals", "desiredReplicas", "conditions",  # the keys before issue 9, kept
+                         "sources", "decidedBy", "minReplicasEffective", "maxReplicasEffective", "activeSchedules"}
+    assert last["decidedBy"] == "Metric/cpu resource utilization (percentage of request)"
+    assert last["sources"] == [{"source": "Metric", "name": "cpu resource utilization (percentage of request)",
+                                "replicas": 4, "minReplicas": None, "maxReplicas": None, "applied": True,
+                                "error": None, "note": ""}]
+    assert (last["minReplicasEffective"], last["maxReplicasEffective"], last["activeSchedules"]) == (1, 10, [])
     assert last["proposals"] == [{"metric": "cpu resource utilization (percentage of request)", "replicas": 4,
                                   "utilization": 84, "rawValue": "168m", "error": None}]
     assert last["desiredReplicas"] == 4

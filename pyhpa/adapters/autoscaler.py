@@ -1,64 +1,327 @@
-"""A HorizontalAutoscaler (pyhpa.dev/v1alpha1) or an autoscaling/v2 HPA document -> the core's ``HPA``.
+"""One reader for both autoscaler kinds: an autoscaling/v2 HorizontalPodAutoscaler or a pyhpa.dev/v1alpha1
+HorizontalAutoscaler, into the decision core's ``HPA``.
 
-A HorizontalAutoscaler's spec is the autoscaling/v2 HPA spec plus pyhpa's fields: the per-object
-controller settings (``syncPeriodSeconds``, ``tolerance``, ``cpuInitializationPeriodSeconds``,
-``initialReadinessDelaySeconds``) and ``prediction`` (``pyhpa.adapters.prediction``). The v2 part is
-read exactly as ``pyhpa.adapters.objects.hpa_from_dict`` reads an HPA; an autoscaling/v2 object is
-read as is (it has no prediction, so it decides exactly as upstream).
+A HorizontalAutoscaler's spec is the autoscaling/v2 spec (``V2_SPEC_FIELDS``, read by
+``pyhpa.adapters.objects.hpa_from_dict`` exactly as for an HPA; metrics of ``type: Prometheus`` by
+``pyhpa.adapters.promql``) plus
+
+- per-object settings (``SETTING_FIELDS``: what upstream only has as controller flags), returned as
+  ``ObjectSettings`` for the caller to apply over its flags (``effective_config``);
+- extension fields (``EXTENSIONS``: ``schedules``, ...), each read by its own function into the core HPA.
+
+A spec field that is none of these is an error naming it (``spec.foo: unknown field``), never dropped; so
+is an extension field on an autoscaling/v2 HPA. Errors are ``InputError`` naming the object
+(``HorizontalAutoscaler ns/name``) and the field (``spec.schedules[1].timeZone``).
+
+Adding an extension field: write ``def read_x(value, field: str, hpa: HPA) -> HPA`` (``field`` is
+``spec.x``; return ``hpa`` with the core field set, raise InputError naming the sub-field) and add it to
+``EXTENSIONS``; the CRD schema is ``deploy/generate_crd.py``.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, field, replace
+from datetime import date, datetime
+from functools import lru_cache
+from typing import Any, Callable
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from ..core import HPA
+from ..core import HPA, ControllerConfig, ScheduleWindow, check_window
 from .errors import InputError
 from .objects import hpa_from_dict, object_label
-from .prediction import FIELD as PREDICTION_FIELD
 from .prediction import prediction_from_dict
+from .promql import split_prometheus, with_prometheus
 
-API_VERSION = "pyhpa.dev/v1alpha1"
+GROUP_VERSION = "pyhpa.dev/v1alpha1"
 KIND = "HorizontalAutoscaler"
-#: spec fields of a HorizontalAutoscaler that are not part of the autoscaling/v2 HPA spec.
+V2_API_VERSION = "autoscaling/v2"
+V2_KIND = "HorizontalPodAutoscaler"
+#: fields of the autoscaling/v2 HorizontalPodAutoscalerSpec (Kubernetes 1.37)
+V2_SPEC_FIELDS = ("scaleTargetRef", "minReplicas", "maxReplicas", "metrics", "behavior")
+#: spec fields of a HorizontalAutoscaler that stand for upstream's controller flags
 SETTING_FIELDS = ("syncPeriodSeconds", "tolerance", "cpuInitializationPeriodSeconds", "initialReadinessDelaySeconds")
-EXTENSION_FIELDS = ("prediction",)
-HPA_KINDS = ("HorizontalPodAutoscaler", KIND)
+#: ``status`` key of the controller memory of a HorizontalAutoscaler
+MEMORY_KEY = "pyhpa"
+#: ``status`` sections of a HorizontalAutoscaler that autoscaling/v2 does not have
+STATUS_EXTENSIONS = (MEMORY_KEY, "prediction", "schedules")
+
+
+# ------------------------------------------------------------------------------------------ settings
+@dataclass(frozen=True, slots=True)
+class ObjectSettings:
+    """What one autoscaler's spec overrides (seconds; ``tolerance`` a fraction): None keeps the flag."""
+
+    sync_period_seconds: float | None = None
+    tolerance: float | None = None
+    cpu_initialization_period_seconds: float | None = None
+    initial_readiness_delay_seconds: float | None = None
+
+
+def object_settings(spec: dict) -> ObjectSettings:
+    """The per-object settings of a HorizontalAutoscaler spec; raises InputError naming the field."""
+    values = []
+    for key in SETTING_FIELDS:
+        value = spec.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
+            raise InputError(f"must be a non-negative number, got {value!r}", field=f"spec.{key}")
+        values.append(None if value is None else float(value))
+    if values[0] is not None and values[0] <= 0:
+        raise InputError("must be at least 1 second", field="spec.syncPeriodSeconds")
+    return ObjectSettings(*values)
+
+
+@lru_cache(maxsize=1024)
+def effective_config(base: ControllerConfig, own: ObjectSettings) -> ControllerConfig:
+    """``base`` (the controller flags) with the object's overrides; memoized: thousands of autoscalers
+    share a few configs."""
+    changes = {}
+    if own.tolerance is not None:
+        changes["tolerance"] = own.tolerance
+    if own.cpu_initialization_period_seconds is not None:
+        changes["cpu_initialization_period_seconds"] = own.cpu_initialization_period_seconds
+    if own.initial_readiness_delay_seconds is not None:
+        changes["initial_readiness_delay_seconds"] = own.initial_readiness_delay_seconds
+    return replace(base, **changes) if changes else base
+
+
+# ------------------------------------------------------------------------------------------ schedules
+WINDOW_FIELDS = ("name", "start", "end", "durationSeconds", "timeZone", "minReplicas", "maxReplicas", "excludeDates")
+
+
+@lru_cache(maxsize=1)
+def _zone_names() -> frozenset[str]:
+    return frozenset(available_timezones())
+
+
+@lru_cache(maxsize=512)
+def time_zone(name: str) -> ZoneInfo:
+    """The IANA time zone ``name`` (``Europe/Berlin``, ``UTC``); ValueError when there is no such zone."""
+    if name not in _zone_names():
+        raise ValueError(name)
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as err:  # pragma: no cover - listed but unreadable
+        raise ValueError(name) from err
+
+
+def _int(w: dict, key: str, f: str) -> int | None:
+    value = w.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"must be an integer, got {value!r}", field=f"{f}.{key}")
+    return value
+
+
+def _text(w: dict, key: str, f: str, required: bool = False) -> str | None:
+    value = w.get(key)
+    if value is None:
+        if required:
+            raise InputError("is required", field=f"{f}.{key}")
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"must be a non-empty string, got {value!r}", field=f"{f}.{key}")
+    return value.strip()
+
+
+def _dates(value: Any, f: str) -> frozenset[date]:
+    if value is None:
+        return frozenset()
+    if not isinstance(value, list):
+        raise InputError(f"must be a list of ISO dates (YYYY-MM-DD), got {value!r}", field=f)
+    out = set()
+    for k, d in enumerate(value):
+        if isinstance(d, date) and not isinstance(d, datetime):  # YAML reads 2026-12-25 as a date
+            out.add(d)
+            continue
+        try:
+            if not isinstance(d, str) or len(d.strip()) != 10:
+                raise ValueError
+            out.add(date.fromisoformat(d.strip()))
+        except ValueError:
+            raise InputError(f"must be an ISO date (YYYY-MM-DD), got {d!r}", field=f"{f}[{k}]") from None
+    return frozenset(out)
+
+
+def schedule_window(w: Any, f: str) -> ScheduleWindow:
+    """One ``spec.schedules[]`` item (``f`` is its field path); raises InputError naming the sub-field.
+
+    ``start``/``end`` are 5-field crons (checked by cronsim through ``pyhpa.core.check_window``),
+    ``timeZone`` an IANA name (default ``UTC``), ``excludeDates`` ISO dates in that zone.
+    """
+    if not isinstance(w, dict):
+        raise InputError(f"must be a mapping (name, start, end or durationSeconds, minReplicas and/or "
+                         f"maxReplicas), got {w!r}", field=f)
+    for key in w:
+        if key not in WINDOW_FIELDS:
+            raise InputError(f"unknown field (a window has {', '.join(WINDOW_FIELDS)})", field=f"{f}.{key}")
+    name = _text(w, "name", f, required=True)
+    start = _text(w, "start", f, required=True)
+    end = _text(w, "end", f)
+    zone_name = _text(w, "timeZone", f) or "UTC"
+    try:
+        zone = time_zone(zone_name)
+    except ValueError:
+        raise InputError(f"unknown time zone {zone_name!r} (want an IANA name such as Europe/Berlin or UTC)",
+                         field=f"{f}.timeZone") from None
+    window = ScheduleWindow(
+        name=name, start=start, end=end, duration_seconds=_int(w, "durationSeconds", f), time_zone=zone,
+        time_zone_name=zone_name, min_replicas=_int(w, "minReplicas", f), max_replicas=_int(w, "maxReplicas", f),
+        exclude_dates=_dates(w.get("excludeDates"), f"{f}.excludeDates"),
+    )
+    problems = check_window(window)
+    if problems:
+        sub, message = problems[0]
+        raise InputError(message, field=f"{f}.{sub}")
+    return window
+
+
+def read_schedules(value: Any, f: str, hpa: HPA) -> HPA:
+    """``spec.schedules``: a list of windows with unique names (``schedule_window``)."""
+    if not isinstance(value, list):
+        raise InputError(f"must be a list of windows, got {value!r}", field=f)
+    windows: list[ScheduleWindow] = []
+    seen: dict[str, int] = {}
+    for i, item in enumerate(value):
+        w = schedule_window(item, f"{f}[{i}]")
+        if w.name in seen:
+            raise InputError(f"duplicate window name {w.name!r} (also {f}[{seen[w.name]}].name)",
+                             field=f"{f}[{i}].name")
+        seen[w.name] = i
+        windows.append(w)
+    return replace(hpa, schedules=tuple(windows))
+
+
+def read_prediction(value: Any, f: str, hpa: HPA) -> HPA:
+    """``spec.prediction`` (``pyhpa.adapters.prediction``; ``{}`` or null: the defaults)."""
+    return replace(hpa, prediction=prediction_from_dict(value, hpa.metrics, f))
+
+
+#: spec fields a HorizontalAutoscaler adds to autoscaling/v2: field -> reader(value, "spec.<field>", hpa) -> hpa
+EXTENSIONS: dict[str, Callable[[Any, str, HPA], HPA]] = {
+    "schedules": read_schedules,
+    "prediction": read_prediction,
+}
+
+
+# ------------------------------------------------------------------------------------------ the reader
+@dataclass(frozen=True, slots=True)
+class ParsedAutoscaler:
+    """An autoscaler file or object, read: the core ``hpa``; ``model`` the lightkube autoscaling/v2 model of
+    its v2 part; ``kind`` ``HorizontalAutoscaler`` or ``HorizontalPodAutoscaler``; ``settings`` its own
+    controller settings (empty for an HPA); ``prometheus`` its PromQL metrics ``{index: (MetricSpec,
+    PromQuery)}``; ``label`` ``Kind namespace/name`` for messages."""
+
+    hpa: HPA
+    model: Any
+    kind: str
+    settings: ObjectSettings = field(default_factory=ObjectSettings)
+    prometheus: dict = field(default_factory=dict)
+    label: str = ""
 
 
 def is_autoscaler(d: Any) -> bool:
-    """Whether ``d`` is a HorizontalAutoscaler document (by kind)."""
-    return isinstance(d, dict) and d.get("kind") == KIND
+    """Whether ``d`` is a HorizontalAutoscaler or an autoscaling/v2 HorizontalPodAutoscaler document."""
+    return isinstance(d, dict) and (d.get("apiVersion"), d.get("kind")) in (
+        (GROUP_VERSION, KIND), (V2_API_VERSION, V2_KIND))
 
 
-def v2_document(d: dict) -> dict:
-    """The autoscaling/v2 HorizontalPodAutoscaler a HorizontalAutoscaler stands for (pyhpa's fields removed)."""
-    spec = d.get("spec")
-    if not isinstance(spec, dict):
-        raise InputError(f"must be an object, got {type(spec).__name__}", obj=object_label(d), field="spec")
-    out = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": d.get("metadata") or {},
-           "spec": {k: v for k, v in spec.items() if k not in SETTING_FIELDS + EXTENSION_FIELDS}}
-    if isinstance(d.get("status"), dict):
-        out["status"] = {k: v for k, v in d["status"].items() if k not in ("pyhpa", "prediction", "schedules")}
-    return out
+def find_autoscaler(doc: Any, file: str = "") -> dict:
+    """The one autoscaler document of a file's content (a document, or a list from several YAML documents);
+    InputError when there is none or more than one."""
+    docs = doc if isinstance(doc, list) else [doc]
+    found = [d for d in docs if is_autoscaler(d)]
+    if len(found) == 1:
+        return found[0]
+    if not found and len(docs) == 1 and isinstance(docs[0], dict):
+        d = docs[0]
+        raise InputError(_wrong_kind(d), file=file, obj=object_label(d), field="kind")
+    raise InputError(f"expected exactly one {KIND} ({GROUP_VERSION}) or {V2_KIND} ({V2_API_VERSION}), "
+                     f"found {len(found)}", file=file)
 
 
-def autoscaler_from_dict(d: Any, lenient: bool = False, scale_to_zero: bool = False) -> tuple[HPA, Any]:
-    """(core HPA, lightkube autoscaling/v2 model) of a HorizontalAutoscaler or an autoscaling/v2 HPA.
+def v2_document(meta: dict, spec: dict, status: dict) -> dict:
+    """The autoscaling/v2 HorizontalPodAutoscaler a HorizontalAutoscaler stands for: name and namespace, the
+    v2 fields of the spec, the status (without the controller memory) when it has desiredReplicas."""
+    doc = {
+        "apiVersion": V2_API_VERSION,
+        "kind": V2_KIND,
+        "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
+        "spec": {k: v for k, v in spec.items() if k in V2_SPEC_FIELDS},
+    }
+    if isinstance(status, dict) and status.get("desiredReplicas") is not None:
+        doc["status"] = {k: v for k, v in status.items() if k not in STATUS_EXTENSIONS}
+    return doc
 
-    A HorizontalAutoscaler's ``spec.prediction`` becomes ``HPA.prediction``. Raises InputError naming
-    the object and field.
+
+def autoscaler_document(meta: dict, spec: dict, status: dict) -> dict:
+    """A HorizontalAutoscaler as a snapshot keeps it, without its settings (a snapshot has them in
+    ``controller``) and memory (``history``): an autoscaling/v2 HPA when it has nothing else, else a
+    HorizontalAutoscaler that keeps its extension fields (``schedules``, ...)."""
+    doc = v2_document(meta, spec, status)
+    extensions = {k: v for k, v in spec.items() if k not in V2_SPEC_FIELDS and k not in SETTING_FIELDS}
+    if extensions:
+        doc["apiVersion"], doc["kind"] = GROUP_VERSION, KIND
+        doc["spec"].update(extensions)
+    return doc
+
+
+def _wrong_kind(d: dict) -> str:
+    got = " ".join(str(d[k]) for k in ("apiVersion", "kind") if d.get(k)) or "no apiVersion and kind"
+    return f"expected a {GROUP_VERSION} {KIND} or an {V2_API_VERSION} {V2_KIND}, got {got}"
+
+
+def _label(kind: str, meta: Any) -> str:
+    """``Kind namespace/name`` as the user wrote it (``adapters.objects.object_label``)."""
+    return object_label({"kind": kind, "metadata": meta})
+
+
+def read_autoscaler(d: Any, *, lenient: bool = False, scale_to_zero: bool = False,
+                    prometheus_server: str | None = None, go_structs: bool = False) -> ParsedAutoscaler:
+    """Read a HorizontalAutoscaler (pyhpa.dev/v1alpha1) or an autoscaling/v2 HorizontalPodAutoscaler.
+
+    ``lenient``/``scale_to_zero``/``go_structs`` as ``hpa_from_dict``; ``prometheus_server`` is the default server of
+    ``type: Prometheus`` metrics (the controller's ``--prometheus-url``; offline readers pass a placeholder).
+    Raises InputError naming the object and the field.
     """
+    if not isinstance(d, dict):
+        raise InputError(f"expected a {KIND} or {V2_KIND} object (a mapping)")
     if not is_autoscaler(d):
-        return hpa_from_dict(d, lenient=lenient, scale_to_zero=scale_to_zero)
-    if d.get("apiVersion") != API_VERSION:
-        raise InputError(f"expected apiVersion {API_VERSION} for kind {KIND}, got {d.get('apiVersion')}",
-                         obj=object_label(d), field="apiVersion")
-    hpa, model = hpa_from_dict(v2_document(d), lenient=lenient, scale_to_zero=scale_to_zero)
-    spec = d["spec"]
-    if "prediction" in spec:
-        try:
-            hpa = replace(hpa, prediction=prediction_from_dict(spec["prediction"], hpa.metrics, PREDICTION_FIELD))
-        except InputError as err:
-            raise err.at(obj=object_label(d)) from None
-    return hpa, model
+        raise InputError(_wrong_kind(d), obj=object_label(d), field="kind")
+    kind, meta = d["kind"], d.get("metadata") or {}
+    label = _label(kind, meta)
+    try:
+        spec = d.get("spec")
+        if not isinstance(spec, dict):
+            raise InputError(f"must be a mapping, got {spec!r}", field="spec")
+        _check_fields(kind, spec)
+        own = object_settings(spec) if kind == KIND else ObjectSettings()
+        if kind == V2_KIND:
+            doc = dict(d, spec=dict(spec))
+        else:
+            status = d.get("status") or {}
+            doc = v2_document(meta if isinstance(meta, dict) else {}, spec, status if isinstance(status, dict) else {})
+        doc["spec"]["metrics"], prom = split_prometheus(spec.get("metrics"), "spec.metrics", prometheus_server)
+        if doc["spec"]["metrics"] is None:
+            del doc["spec"]["metrics"]
+        hpa, model = hpa_from_dict(doc, lenient=lenient, scale_to_zero=scale_to_zero, go_structs=go_structs)
+        hpa = with_prometheus(hpa, prom)
+        for key, read in EXTENSIONS.items():
+            if key in spec:
+                hpa = read(spec[key], f"spec.{key}", hpa)
+    except InputError as err:
+        raise InputError(err.message, err.file, label, err.field, err.line) from None
+    return ParsedAutoscaler(hpa=hpa, model=model, kind=kind, settings=own, prometheus=prom, label=label)
+
+
+def _check_fields(kind: str, spec: dict) -> None:
+    for key in spec:
+        if key in V2_SPEC_FIELDS:
+            continue
+        if kind == KIND and (key in SETTING_FIELDS or key in EXTENSIONS):
+            continue
+        if key in SETTING_FIELDS or key in EXTENSIONS:
+            raise InputError(f"only a {KIND} ({GROUP_VERSION}) has this field, not an {V2_API_VERSION} {V2_KIND}",
+                             field=f"spec.{key}")
+        known = V2_SPEC_FIELDS + ((*SETTING_FIELDS, *EXTENSIONS) if kind == KIND else ())
+        raise InputError(f"unknown field (a {kind} spec has {', '.join(known)})", field=f"spec.{key}")

@@ -11,10 +11,19 @@ the HPAScaleToZero gate) are passed on, and the core reports them as upstream do
 
 from __future__ import annotations
 
+import math
+import re
+import typing
+from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 import msgspec
-from lightkube import codecs
+import msgspec.inspect
+from lightkube.codecs import resource_registry
+from lightkube.core.exceptions import LoadResourceError
+from lightkube.resources.autoscaling_v2 import HorizontalPodAutoscaler as HorizontalPodAutoscalerResource
+from lightkube.resources.core_v1 import Pod as PodResource
 from lightkube.models.autoscaling_v2 import HorizontalPodAutoscaler as _HPAModel  # noqa: F401 (type reference)
 
 from ..core.model import (
@@ -32,7 +41,7 @@ from ..core.model import (
     ScalingRules,
 )
 from .errors import InputError
-from .parse import milli, timestamp, tolerance_float
+from .parse import milli, number_text, quantity, timestamp, tolerance_float
 
 _SOURCE_KEY = {
     "Resource": "resource",
@@ -45,33 +54,169 @@ DEFAULT_CPU_METRIC = {"type": "Resource", "resource": {"name": "cpu", "target": 
 
 
 def decode(d: dict, kind_label: str = "") -> Any:
-    """A lightkube resource object from a dict; schema errors become InputError with the field path."""
+    """A lightkube resource object from a dict; schema errors become InputError with the field path.
+
+    Quantity fields (``resource.Quantity`` in the models: ``averageValue``, ``value``, ``tolerance``,
+    ``sizeLimit``, ...) accept what the API server accepts: a string or a JSON/YAML number, which the
+    API server reads as the quantity written with those digits (``100`` is ``"100"``, ``0.05`` is
+    ``"0.05"``). The numbers are handed to the model as that text; ``d`` itself is not changed.
+    """
+    label = kind_label or object_label(d)
     try:
-        return codecs.from_dict(d)
-    except msgspec.ValidationError as err:
-        text = str(err)
-        msg, _, path = text.partition(" - at `")
-        field = path.rstrip("`").removeprefix("$.") if path else ""
-        raise InputError(msg, obj=kind_label or object_label(d), field=field) from None
+        model = resource_class(d)
     except (LoadResourceError, ValueError, KeyError, TypeError, AttributeError) as err:
-        raise InputError(f"not a Kubernetes object: {err}", obj=kind_label or object_label(d)) from None
+        raise InputError(f"not a Kubernetes object: {err}", obj=label) from None
+    try:
+        d = quantities_as_text(d, model, "")
+    except InputError as err:
+        raise err.at(obj=label) from None
+    try:
+        return model.from_dict(d)
+    except msgspec.ValidationError as err:
+        message, field = schema_error(str(err))
+        raise InputError(message, obj=label, field=field) from None
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        raise InputError(f"not a Kubernetes object: {err}", obj=label) from None
 
 
-try:  # lightkube names its "unknown kind" error differently across versions
-    from lightkube.core.exceptions import LoadResourceError
-except ImportError:  # pragma: no cover
-    class LoadResourceError(Exception):
-        pass
+def resource_class(d: Any) -> type:
+    """The lightkube model class of an object dict (by ``apiVersion`` and ``kind``)."""
+    if not isinstance(d, dict):
+        raise TypeError(f"expected a mapping, got {_json_type(d)}")
+    for key in ("apiVersion", "kind"):
+        if not d.get(key):
+            raise KeyError(f"{key} is missing")
+    return resource_registry.load(d["apiVersion"], d["kind"])
+
+
+_TYPE_WORDS = {"int": "an integer", "str": "a string", "float": "a number", "bool": "true or false",
+               "array": "a list", "object": "a mapping", "null": "null"}
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return "null" if value is None else type(value).__name__
+
+
+def _type_words(text: str) -> str:
+    words = [_TYPE_WORDS.get(t.strip(), t.strip()) for t in text.split("|") if t.strip() != "null"]
+    return " or ".join(words) or "null"
+
+
+def schema_error(text: str) -> tuple[str, str]:
+    """(message, field path) of a msgspec validation error, in the API server's terms:
+    ``Object missing required field `maxReplicas` - at `$.spec` `` -> ("required field is missing",
+    "spec.maxReplicas"); ``Expected `int`, got `str` - at `$.spec.minReplicas` `` -> ("expected an integer,
+    got a string", "spec.minReplicas")."""
+    msg, _, path = text.partition(" - at `")
+    field = path.rstrip("`").removeprefix("$").removeprefix(".")
+    missing = re.fullmatch(r"Object missing required field `(.+)`", msg)
+    if missing:
+        return "required field is missing", f"{field}.{missing.group(1)}" if field else missing.group(1)
+    expected = re.fullmatch(r"Expected `(.+)`, got `(.+)`", msg)
+    if expected:
+        return f"expected {_type_words(expected.group(1))}, got {_type_words(expected.group(2))}", field
+    return msg[:1].lower() + msg[1:], field
+
+
+def _struct_class(tp: Any) -> tuple[str, type] | None:
+    """("struct", cls) or ("list", cls) when the (resolved) field type holds a model class."""
+    args = typing.get_args(tp)
+    if typing.get_origin(tp) is typing.Union:
+        for a in args:
+            found = _struct_class(a)
+            if found is not None:
+                return found
+        return None
+    if typing.get_origin(tp) in (list, typing.List) and args:
+        inner = _struct_class(args[0])
+        return ("list", inner[1]) if inner is not None and inner[0] == "struct" else None
+    if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
+        return ("struct", tp)
+    return None
+
+
+@lru_cache(maxsize=None)
+def _quantity_plan(cls: type, _visiting: frozenset = frozenset()) -> tuple[tuple[str, str, type | None], ...]:
+    """The fields of model ``cls`` that are quantities (``"q"``) or lead to one (``"struct"``/``"list"``),
+    by their JSON names. Quantities are found by the models' own annotation ``resource.Quantity``."""
+    plan = []
+    hints = typing.get_type_hints(cls)
+    for f in msgspec.structs.fields(cls):
+        raw = str(cls.__annotations__.get(f.name, ""))
+        if "Quantity" in raw:
+            plan.append((f.encode_name, "q", None))
+            continue
+        found = _struct_class(hints.get(f.name))
+        if found is None or found[1] in _visiting or found[1] is cls:
+            continue
+        if _quantity_plan(found[1], _visiting | {cls}):
+            plan.append((f.encode_name, found[0], found[1]))
+    return tuple(plan)
+
+
+def quantity_text(value: Any, field: str) -> str:
+    """A quantity the user wrote as a number, as the text the API server reads for it (``parse.number_text``);
+    raises InputError for anything but a string or number."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"expected a quantity (a number, or a string such as 500m or 1Gi), got {_json_type(value)}",
+                         field=field)
+    return number_text(value, field)
+
+
+def quantities_as_text(d: Any, cls: type, path: str) -> Any:
+    """``d`` with every number in a quantity field of model ``cls`` replaced by its text (a copy where
+    something changed; ``d`` is never modified). ``path`` is the field path of ``d`` for errors."""
+    if not isinstance(d, dict):
+        return d
+    out = d
+    for name, kind, sub in _quantity_plan(cls):
+        value = d.get(name)
+        if value is None:
+            continue
+        field = f"{path}.{name}" if path else name
+        if kind == "q":
+            new = quantity_text(value, field)
+        elif kind == "struct":
+            new = quantities_as_text(value, sub, field)
+        elif isinstance(value, list):
+            new = [quantities_as_text(v, sub, f"{field}[{i}]") for i, v in enumerate(value)]
+            new = value if all(a is b for a, b in zip(new, value)) else new
+        else:
+            continue
+        if new is not value:
+            if out is d:
+                out = dict(d)
+            out[name] = new
+    return out
 
 
 def object_label(d: Any) -> str:
-    """``Kind namespace/name`` of a dict-shaped object, for error messages."""
+    """``Kind namespace/name`` of a dict-shaped object, for error messages (``HorizontalPodAutoscaler
+    default/web``; ``HorizontalPodAutoscaler without metadata.name``; ``a list, not an object``)."""
     if not isinstance(d, dict):
-        return "object"
-    meta = d.get("metadata") or {}
-    ns = meta.get("namespace")
-    name = meta.get("name", "?")
-    return f"{d.get('kind', 'object')} {ns + '/' if ns else ''}{name}"
+        return f"{_json_type(d)}, not an object"
+    meta = d.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    kind, ns, name = d.get("kind"), meta.get("namespace"), meta.get("name")
+    if not kind and not name:
+        return ""
+    if not name:
+        return str(kind) if str(kind).endswith("List") else f"{kind} without metadata.name"
+    return f"{kind or 'object'} {str(ns) + '/' if ns else ''}{name}"
 
 
 def selector_text(sel: Any) -> str:
@@ -143,6 +288,8 @@ def _check_target(mtype, ttype, util, avg, val, field, lenient) -> None:
         raise InputError(f"target type {ttype} needs {name}", field=f"{field}.{name}")
     if ttype == UTILIZATION and value <= 0:
         raise InputError("averageUtilization must be greater than 0", field=f"{field}.averageUtilization")
+    if mtype in ("Resource", "ContainerResource") and util is not None and avg is not None:
+        raise InputError("may not set both a target raw value and a target utilization", field=f"{field}.averageValue")
 
 
 def _rules(r: Any, up: bool, field: str) -> ScalingRules:
@@ -182,13 +329,18 @@ def _conditions(status: Any) -> tuple[Condition, ...]:
     return tuple(out)
 
 
-def hpa_from_model(h: Any, lenient: bool = False, scale_to_zero: bool = False) -> HPA:
-    """A core HPA from a lightkube autoscaling/v2 HorizontalPodAutoscaler; raises InputError."""
+def hpa_from_model(h: Any, lenient: bool = False, scale_to_zero: bool = False, go_structs: bool = False) -> HPA:
+    """A core HPA from a lightkube autoscaling/v2 HorizontalPodAutoscaler; raises InputError.
+
+    ``lenient``: metric and target types the API server refuses are passed on (the core reports them
+    as upstream does). ``go_structs`` (implies lenient): also minReplicas/maxReplicas the API server
+    refuses, as upstream's unit tests build them."""
+    lenient = lenient or go_structs
     spec = h.spec
     label = f"HorizontalPodAutoscaler {h.metadata.namespace or 'default'}/{h.metadata.name}"
     try:
         min_r = 1 if spec.minReplicas is None else spec.minReplicas
-        _check_bounds(min_r, spec.maxReplicas, lenient, scale_to_zero)
+        _check_bounds(min_r, spec.maxReplicas, lenient, scale_to_zero, go_structs)
         metrics_raw = spec.metrics or []
         metrics = tuple(_metric(m, i, lenient) for i, m in enumerate(metrics_raw))
         if not metrics:
@@ -209,7 +361,9 @@ def hpa_from_model(h: Any, lenient: bool = False, scale_to_zero: bool = False) -
         raise err.at(obj=label) from None
 
 
-def _check_bounds(min_r: int, max_r: int, lenient: bool, scale_to_zero: bool) -> None:
+def _check_bounds(min_r: int, max_r: int, lenient: bool, scale_to_zero: bool, go_structs: bool = False) -> None:
+    if go_structs:  # a Go struct holds any numbers; upstream's controller clamps them
+        return
     if max_r < 1:
         raise InputError("maxReplicas must be at least 1", field="spec.maxReplicas")
     if min_r < 0:
@@ -220,80 +374,215 @@ def _check_bounds(min_r: int, max_r: int, lenient: bool, scale_to_zero: bool) ->
         raise InputError("minReplicas 0 needs the HPAScaleToZero feature gate", field="spec.minReplicas")
 
 
-def hpa_from_dict(d: dict, lenient: bool = False, scale_to_zero: bool = False) -> tuple[HPA, Any]:
-    """(core HPA, lightkube model) from an autoscaling/v2 HorizontalPodAutoscaler dict."""
+def go_zero_fill(d: Any, cls: type) -> Any:
+    """``d`` with every field the lightkube model ``cls`` requires but ``d`` leaves out set to Go's zero
+    value ("" for strings, 0 for numbers, an empty object or list), recursively; ``d`` is not changed.
+
+    Upstream's unit tests build objects as Go structs, where an unset field is its zero value (a
+    ``MetricTarget`` without ``Type``, a reference without ``Kind``); ``--lenient`` reads them the same
+    way, so the decision core sees what upstream's controller sees. Nothing the user wrote is changed.
+    """
+    return _fill(d, msgspec.inspect.type_info(cls))
+
+
+def _fill(d: Any, info: Any) -> Any:
+    mi = msgspec.inspect
+    if isinstance(info, mi.UnionType):
+        structs = [t for t in info.types if isinstance(t, (mi.StructType, mi.ListType))]
+        return _fill(d, structs[0]) if len(structs) == 1 else d
+    if isinstance(info, mi.ListType) and isinstance(d, list):
+        return [_fill(x, info.item_type) for x in d]
+    if not isinstance(info, mi.StructType) or not isinstance(d, dict):
+        return d
+    out = dict(d)
+    for f in info.fields:
+        if f.encode_name in out:
+            out[f.encode_name] = _fill(out[f.encode_name], f.type)
+        elif f.required:
+            out[f.encode_name] = _fill(_go_zero(f.type), f.type)
+    return out
+
+
+def _go_zero(info: Any) -> Any:
+    mi = msgspec.inspect
+    if isinstance(info, mi.StrType):
+        return ""
+    if isinstance(info, (mi.IntType, mi.FloatType)):
+        return 0
+    if isinstance(info, mi.BoolType):
+        return False
+    if isinstance(info, mi.ListType):
+        return []
+    return {}
+
+
+def hpa_from_dict(d: dict, lenient: bool = False, scale_to_zero: bool = False,
+                  go_structs: bool = False) -> tuple[HPA, Any]:
+    """(core HPA, lightkube model) from an autoscaling/v2 HorizontalPodAutoscaler dict.
+
+    ``go_structs``: read the object as upstream's unit tests build it (``go_zero_fill``, bounds unchecked);
+    what ``pyhpa explain --lenient`` does. ``lenient`` alone (the controller) keeps the object's schema."""
     if not isinstance(d, dict):
-        raise InputError("expected a HorizontalPodAutoscaler object (a mapping)")
+        raise InputError(f"expected an autoscaling/v2 HorizontalPodAutoscaler, got {_json_type(d)}")
     if d.get("kind") != "HorizontalPodAutoscaler" or d.get("apiVersion") != "autoscaling/v2":
-        raise InputError(
-            f"expected apiVersion autoscaling/v2, kind HorizontalPodAutoscaler; got {d.get('apiVersion')}/{d.get('kind')}",
-            obj=object_label(d), field="kind",
-        )
+        got = " ".join(str(d[k]) for k in ("apiVersion", "kind") if d.get(k)) or "no apiVersion and kind"
+        raise InputError(f"expected an autoscaling/v2 HorizontalPodAutoscaler, got {got}", obj=object_label(d),
+                         field="kind")
+    if go_structs:
+        d = go_zero_fill(d, HorizontalPodAutoscalerResource)
+    else:
+        meta = d.get("metadata")
+        if not isinstance(meta, dict) or not meta.get("name"):
+            raise InputError("required field is missing", obj=object_label(d), field="metadata.name")
     model = decode(d)
-    return hpa_from_model(model, lenient, scale_to_zero), model
+    return hpa_from_model(model, lenient, scale_to_zero, go_structs), model
 
 
 def pod_from_model(p: Any) -> Pod:
-    """A core Pod from a lightkube v1 Pod: phase, deletion, start time, Ready condition and
-    the requests of regular and restartable init (sidecar) containers (calculatePodRequests)."""
+    """A core Pod from a lightkube v1 Pod, read as upstream's pod helpers read it.
+
+    Phase, deletion, start time; the FIRST Ready condition of ``status.conditions`` (what
+    ``podutil.GetPodCondition`` returns; status ``Unknown`` is kept apart from ``False``);
+    requests and limits of regular and restartable init (sidecar) containers, and the pod's
+    denominator per resource (``pod_denominators``). Raises InputError naming the field.
+    """
     meta, spec, status = p.metadata, p.spec, p.status
     label = f"Pod {meta.namespace or 'default'}/{meta.name}"
     try:
-        requests, missing = _pod_requests(spec)
+        containers, requests, missing, pod_level_requests = _amounts(spec, "requests")
+        _, limits, _, pod_level_limits = _amounts(spec, "limits")
     except InputError as err:
         raise err.at(obj=label) from None
-    ready, ready_t = None, None
+    ready, ready_t, unknown = None, None, False
     phase, start = "", None
     if status is not None:
         phase = status.phase or ""
         start = timestamp(status.startTime) if status.startTime is not None else None
         for c in status.conditions or []:
-            if c.type == "Ready":
+            if c.type == "Ready":  # the first one counts
                 ready = c.status == "True"
+                unknown = c.status != "True" and c.status != "False"
                 ready_t = timestamp(c.lastTransitionTime) if c.lastTransitionTime is not None else None
+                break
     return Pod(
         meta.name, phase, dict(meta.labels or {}), meta.deletionTimestamp is not None, start, ready,
         ready_t if ready_t is not None else -62135596800.0, requests, missing,
+        containers=containers, pod_level_requests=pod_level_requests, limits=limits,
+        pod_level_limits=pod_level_limits, ready_unknown=unknown,
     )
 
 
-def _pod_requests(spec: Any) -> tuple[dict, dict]:
-    containers = list(spec.containers or []) if spec is not None else []
-    for c in (spec.initContainers or []) if spec is not None else []:
+#: resources PodLevelResources applies at the pod level (IsSupportedPodLevelResource)
+POD_LEVEL_RESOURCES = ("cpu", "memory")
+
+
+def _pod_level_supported(name: str) -> bool:
+    return name in POD_LEVEL_RESOURCES or name.startswith("hugepages-")
+
+
+def _quantities(res: Any, kind: str, field: str) -> dict[str, Decimal]:
+    values = (getattr(res, kind) if res is not None else None) or {}
+    return {r: quantity(q, f"{field}.{r}") for r, q in values.items()}
+
+
+def _amounts(spec: Any, kind: str) -> tuple[tuple[str, ...], dict, dict, bool]:
+    """(counted containers, amounts, missing_request, pod-level set) for ``kind`` requests or limits.
+
+    ``amounts[(r, c)]`` is container c's amount (milli, rounded up as MilliValue); ``amounts[(r, "")]``
+    the pod's denominator: with pod-level amounts set for a supported resource (cpu, memory,
+    hugepages-*), upstream's PodRequests — the pod-level value where set, else the containers'
+    aggregate (init containers included), plus ``spec.overhead``; otherwise the plain sum over regular
+    and restartable init containers when every one of them has ``r`` (else no entry: the core
+    raises upstream's "missing request" error).
+    """
+    if spec is None:
+        return (), {}, {}, False
+    regular = list(spec.containers or [])
+    init = list(spec.initContainers or [])
+    counted = regular + [c for c in init if c.restartPolicy == "Always"]
+    names = tuple(c.name for c in counted)
+    per: list[tuple[str, dict[str, Decimal]]] = []
+    for i, c in enumerate(regular):
+        per.append((c.name, _quantities(c.resources, kind, f"spec.containers[{i}].resources.{kind}")))
+    init_q = [_quantities(c.resources, kind, f"spec.initContainers[{i}].resources.{kind}") for i, c in enumerate(init)]
+    for c, q in zip(init, init_q):
         if c.restartPolicy == "Always":
-            containers.append(c)
-    resources: set[str] = set()
-    per: list[tuple[str, dict[str, int]]] = []
-    for i, c in enumerate(containers):
-        reqs = (c.resources.requests if c.resources is not None else None) or {}
-        values = {r: milli(q, f"spec.containers[{i}].resources.requests.{r}") for r, q in reqs.items()}
-        resources.update(values)
-        per.append((c.name, values))
-    requests: dict[tuple[str, str], int | None] = {}
+            per.append((c.name, q))
+    amounts: dict[tuple[str, str], int | None] = {}
     missing: dict[tuple[str, str], str] = {}
-    for r in resources:
-        total = 0
-        for name, values in per:
-            if r in values:
-                requests[(r, name)] = values[r]
-                if total is not None:
-                    total += values[r]
+    resources: set[str] = set()
+    for name, values in per:
+        resources.update(values)
+        for r, q in values.items():
+            amounts[(r, name)] = _ceil_milli(q)
+    pod_level = _quantities(spec.resources, kind, f"spec.resources.{kind}")
+    pod_level_set = any(_pod_level_supported(r) for r in pod_level)
+    if pod_level_set:
+        totals = _aggregate(regular, init, init_q, per)
+        for r, q in pod_level.items():
+            if _pod_level_supported(r):
+                totals[r] = q
+        if kind == "requests":
+            overhead = spec.overhead or {}
+            for r, q in overhead.items():
+                totals[r] = totals.get(r, Decimal(0)) + quantity(q, f"spec.overhead.{r}")
+        for r, q in totals.items():
+            amounts[(r, "")] = _ceil_milli(q)
+    else:
+        for r in resources:
+            if all(r in values for _, values in per):
+                amounts[(r, "")] = sum(amounts[(r, name)] for name, _ in per)
             else:
-                requests[(r, name)] = None
-                missing.setdefault((r, ""), name)
+                missing[(r, "")] = next(name for name, values in per if r not in values)
+        for name, values in per:
+            for r in resources - values.keys():
                 missing[(r, name)] = name
-                total = None
-        requests[(r, "")] = total
-    if per:
-        missing[("*", "")] = per[0][0]
-    return requests, missing
+        if per:
+            missing[("*", "")] = per[0][0]
+    return names, amounts, missing, pod_level_set
 
 
-def pod_from_dict(d: dict) -> Pod:
-    """A core Pod from a v1 Pod dict; raises InputError."""
+def _aggregate(regular: list, init: list, init_q: list, per: list) -> dict[str, Decimal]:
+    """Containers' aggregate (upstream AggregateContainerRequests): regular containers and sidecars
+    summed; each init container needs its own amount plus the sidecars started before it; the pod
+    needs the larger of the two."""
+    total: dict[str, Decimal] = {}
+    for _, values in per[: len(regular)]:
+        for r, q in values.items():
+            total[r] = total.get(r, Decimal(0)) + q
+    sidecars: dict[str, Decimal] = {}
+    init_need: dict[str, Decimal] = {}
+    for c, q in zip(init, init_q):
+        if c.restartPolicy == "Always":
+            for r, v in q.items():
+                total[r] = total.get(r, Decimal(0)) + v
+                sidecars[r] = sidecars.get(r, Decimal(0)) + v
+            need = dict(sidecars)
+        else:
+            need = dict(q)
+            for r, v in sidecars.items():
+                need[r] = need.get(r, Decimal(0)) + v
+        for r, v in need.items():
+            if v > init_need.get(r, Decimal(-1)):
+                init_need[r] = v
+    for r, v in init_need.items():
+        if v > total.get(r, Decimal(-1)):
+            total[r] = v
+    return total
+
+
+def _ceil_milli(q: Decimal) -> int:
+    return math.ceil(q * 1000)
+
+
+def pod_from_dict(d: dict, lenient: bool = False) -> Pod:
+    """A core Pod from a v1 Pod dict; raises InputError. ``lenient``: missing required fields read
+    as Go's zero values (``go_zero_fill``), as upstream's tests build pods."""
     if not isinstance(d, dict) or d.get("kind") not in (None, "Pod"):
         raise InputError("expected a v1 Pod object", obj=object_label(d))
     d = dict(d)
     d.setdefault("apiVersion", "v1")
     d.setdefault("kind", "Pod")
+    if lenient:
+        d = go_zero_fill(d, PodResource)
     return pod_from_model(decode(d))

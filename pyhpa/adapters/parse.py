@@ -20,24 +20,39 @@ from .errors import InputError
 
 _SMALL = {"n": Decimal("1e-9"), "u": Decimal("1e-6")}
 _PLAIN = re.compile(r"^([+-]?)(\d*)(?:\.(\d*))?(m|k|M|G|T|P|E|)$")
+_EXPONENT = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)[eE][+-]?\d+$")
 _SI_EXP = {"m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _DUR_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
+def number_text(value: int | float, field: str = "") -> str:
+    """A quantity written as a JSON/YAML number, as the text the API server reads for it: the API server
+    parses the number's own digits as the quantity (``100`` -> ``"100"``, ``0.05`` -> ``"0.05"``;
+    ``1e-05`` -> ``"0.00001"``). Raises InputError for NaN and infinities."""
+    if isinstance(value, int):
+        return str(value)
+    if not math.isfinite(value):
+        raise InputError(f"expected a quantity, got {value!r}", field=field)
+    text = repr(value)
+    return format(Decimal(text), "f") if "e" in text or "E" in text else text
+
+
 def quantity(text, field: str = "") -> Decimal:
-    """Parse a Kubernetes quantity (``"500m"``, ``"1Gi"``, ``"12n"``, or a number) to a Decimal.
+    """Parse a Kubernetes quantity (``"500m"``, ``"1Gi"``, ``"12n"``, ``"1e3"``, or a number) to a Decimal.
 
     Raises InputError naming ``field``.
     """
-    if isinstance(text, bool) or text is None:
-        raise InputError(f"expected a quantity, got {text!r}", field=field)
+    if isinstance(text, bool) or text is None or isinstance(text, (list, dict)):
+        raise InputError(f"expected a quantity (a number, or a string such as 500m or 1Gi), got {text!r}", field=field)
     if isinstance(text, (int, float)):
-        text = repr(text) if isinstance(text, float) else str(text)
+        text = number_text(text, field)
     s = str(text).strip()
     try:
         if s and s[-1] in _SMALL and s[:-1].replace(".", "", 1).lstrip("+-").isdigit():
             return Decimal(s[:-1]) * _SMALL[s[-1]]
+        if _EXPONENT.match(s):
+            return Decimal(s)
         value = parse_quantity(s)
     except (ValueError, InvalidOperation):
         value = None
@@ -70,6 +85,8 @@ def tolerance_float(text, field: str = "") -> float:
     """A tolerance quantity as float64 the way upstream ``AsApproximateFloat64`` computes it:
     the written mantissa times ``10**exponent`` (so ``"0.05"`` is ``5 * 0.01``)."""
     quantity(text, field)  # validate
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        text = number_text(text, field)
     m = _PLAIN.match(str(text).strip())
     if not m:
         return float(quantity(text, field))

@@ -17,8 +17,6 @@ from ..core.model import CONTAINER_RESOURCE, EXTERNAL, OBJECT, PODS, RESOURCE, M
 from .errors import InputError
 
 FIELD = "spec.prediction"
-#: spec fields of a HorizontalAutoscaler that are pyhpa extensions read here, not autoscaling/v2.
-EXTENSION_FIELDS = ("prediction",)
 MIN_HISTORY_SECONDS = 7200
 MIN_REFRESH_SECONDS = 60
 _KEYS = ("metric", "historySeconds", "leadSeconds", "quantile", "mode", "refreshSeconds", "historyQuery")

@@ -1,28 +1,32 @@
 """Snapshots: what a controller sees at one sync (format: tests/data/conformance/FORMAT.md).
 
-A snapshot file is JSON or YAML holding one snapshot, or ``{"cases": [...]}`` with many.
-``load_snapshots`` parses them once into the core's types; ``run_snapshot`` feeds one
-through the decision core; ``decision_json`` gives the ``explain --output json`` line.
+This module owns the format in both directions. Reading: a snapshot file is JSON or YAML holding one
+snapshot, or ``{"cases": [...]}`` with many; ``load_snapshots`` parses them once into the core's types;
+``run_snapshot`` feeds one through the decision core; ``decision_json`` gives the ``explain --output
+json`` line. Writing: ``snapshot_to_dict`` (with ``controller_to_dict``, ``metrics_to_dict`` and
+``memory_to_dict``, also the shape of the controller memory kept in ``status.pyhpa``) produces what
+``pyhpa snapshot`` writes; the key tables (``CONTROLLER_KEYS``, ``FEATURE_GATES``, ``METRIC_KEYS``)
+serve both directions.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from ..core import ControllerConfig, Decision, Forecast, HPA, Memory, MetricSamples, Pod, Scale, decide
+from ..core import ControllerConfig, Decision, Forecast, HPA, Memory, MetricSamples, Pod, Scale, active_windows, decide
 from ..core.quantity import format_milli
-from ..core.selector import SelectorError, matches, parse_selector
 from .errors import InputError
 from .metrics_api import external_samples, object_samples, pods_samples, resource_samples
-from .autoscaler import autoscaler_from_dict
+from .autoscaler import effective_config, read_autoscaler
 from .objects import object_label, pod_from_dict
 from .parse import format_time, milli, timestamp
-from .promql import OFFLINE_SERVER, samples_from_answer, split_prometheus, with_prometheus
+from .promql import OFFLINE_SERVER, samples_from_answer
 
 
 @dataclass(slots=True)
@@ -50,8 +54,12 @@ def read_document(path: str | Path) -> Any:
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(f"not a text file (YAML or JSON): byte {err.start} is not UTF-8", file=str(path)) from None
     except OSError as err:
-        raise InputError(f"cannot read file: {err.strerror}", file=str(path)) from None
+        raise InputError(f"cannot read file: {err.strerror or err}", file=str(path)) from None
+    if "\x00" in text:
+        raise InputError(f"not a text file (YAML or JSON): byte {text.index(chr(0))} is NUL", file=str(path))
     if p.suffix.lower() == ".json" or text.lstrip().startswith(("{", "[")):
         try:
             return json.loads(text)
@@ -69,6 +77,29 @@ def read_document(path: str | Path) -> Any:
     return docs[0] if len(docs) == 1 else docs
 
 
+#: ``ControllerConfig`` field <-> snapshot ``controller`` key (FORMAT.md), for reading and writing
+CONTROLLER_KEYS = (
+    ("tolerance", "tolerance"),
+    ("cpu_initialization_period_seconds", "cpuInitializationPeriodSeconds"),
+    ("initial_readiness_delay_seconds", "initialReadinessDelaySeconds"),
+    ("downscale_stabilization_window_seconds", "downscaleStabilizationWindowSeconds"),
+    ("scale_up_limit_factor", "scaleUpLimitFactor"),
+)
+#: ``ControllerConfig`` field <-> ``controller.featureGates`` key
+FEATURE_GATES = (("scale_to_zero", "HPAScaleToZero"), ("configurable_tolerance", "HPAConfigurableTolerance"))
+#: ``metrics`` key of the snapshot for each metric source type (``Prometheus``: pyhpa's PromQL metrics)
+METRIC_KEYS = {"Resource": "resource", "ContainerResource": "resource", "Pods": "pods", "Object": "object",
+               "External": "external", "Prometheus": "prometheus"}
+
+
+def metric_error_label(metric_type: str, name: str) -> str | None:
+    """The ``metrics.errors`` entry of a failed call: ``resource`` or ``<key>:<metric name>`` (None: no key)."""
+    key = METRIC_KEYS.get(metric_type)
+    if key is None:
+        return None
+    return key if key == "resource" else f"{key}:{name}"
+
+
 def controller_config(d: dict | None) -> ControllerConfig:
     """ControllerConfig from the snapshot's ``controller`` key (omitted keys: upstream defaults)."""
     d = d or {}
@@ -77,18 +108,71 @@ def controller_config(d: dict | None) -> ControllerConfig:
     gates = d.get("featureGates") or {}
     base = ControllerConfig()
     try:
-        return ControllerConfig(
-            tolerance=float(d.get("tolerance", base.tolerance)),
-            cpu_initialization_period_seconds=float(d.get("cpuInitializationPeriodSeconds", base.cpu_initialization_period_seconds)),
-            initial_readiness_delay_seconds=float(d.get("initialReadinessDelaySeconds", base.initial_readiness_delay_seconds)),
-            downscale_stabilization_window_seconds=float(
-                d.get("downscaleStabilizationWindowSeconds", base.downscale_stabilization_window_seconds)),
-            scale_up_limit_factor=float(d.get("scaleUpLimitFactor", base.scale_up_limit_factor)),
-            scale_to_zero=bool(gates.get("HPAScaleToZero", base.scale_to_zero)),
-            configurable_tolerance=bool(gates.get("HPAConfigurableTolerance", base.configurable_tolerance)),
-        )
+        values = {f: float(d.get(k, getattr(base, f))) for f, k in CONTROLLER_KEYS}
+        values.update({f: bool(gates.get(k, getattr(base, f))) for f, k in FEATURE_GATES})
+        return ControllerConfig(**values)
     except (TypeError, ValueError) as err:
         raise InputError(f"bad controller setting: {err}", field="controller") from None
+
+
+def controller_to_dict(config: ControllerConfig, **gathering: Any) -> dict:
+    """The snapshot's ``controller`` of ``config``; ``gathering`` adds keys that only say how the inputs were
+    gathered (``syncPeriodSeconds``, ``metricsTimeoutSeconds``, ``prometheusUrl``; None values left out)."""
+    out: dict[str, Any] = {k: getattr(config, f) for f, k in CONTROLLER_KEYS}
+    out["featureGates"] = {k: getattr(config, f) for f, k in FEATURE_GATES}
+    out.update({k: v for k, v in gathering.items() if v is not None})
+    return out
+
+
+def metrics_to_dict(answers: Iterable[tuple[str, str, Any, bool]]) -> dict:
+    """The snapshot's ``metrics`` from (metric type, metric name, answer as received, readable) per
+    ``spec.metrics`` item: readable answers by source and name; unreadable ones (the call failed, or its
+    answer could not be read) in ``errors``; an answer of None (not asked) is left out."""
+    out: dict[str, Any] = {}
+    errors: list[str] = []
+    for mtype, name, answer, readable in answers:
+        label = metric_error_label(mtype, name)
+        if label is None or answer is None:
+            continue
+        if not readable:
+            if label not in errors:
+                errors.append(label)
+        elif label == "resource":
+            out["resource"] = answer
+        else:
+            out.setdefault(METRIC_KEYS[mtype], {})[name] = answer
+    if errors:
+        out["errors"] = errors
+    return out
+
+
+def snapshot_to_dict(*, name: str, source: str, now: float, controller: dict, hpa: dict, scale: Scale,
+                     scale_name: str, namespace: str, pods: list[dict], metrics: dict,
+                     memory: Memory | None = None, level: str = "controller", forecast: Forecast | None = None,
+                     ) -> dict:
+    """A snapshot document (FORMAT.md) that ``load_snapshots`` reads back into the same inputs: ``hpa`` an
+    autoscaling/v2 object dict, ``pods`` v1 Pod dicts, ``controller``/``metrics`` from ``controller_to_dict``
+    / ``metrics_to_dict``, ``memory`` the controller memory (``history``; None: none kept), ``forecast``
+    what the forecaster answered (an autoscaler with ``spec.prediction``)."""
+    doc = {
+        "name": name,
+        "source": source,
+        "level": level,
+        "now": format_time(now),
+        "controller": controller,
+        "hpa": hpa,
+        "scale": {"apiVersion": "autoscaling/v1", "kind": "Scale",
+                  "metadata": {"name": scale_name, "namespace": namespace},
+                  "spec": {"replicas": scale.spec_replicas},
+                  "status": {"replicas": scale.status_replicas, "selector": scale.selector}},
+        "pods": pods,
+        "metrics": metrics,
+    }
+    if memory is not None:
+        doc["history"] = memory_to_dict(memory)
+    if forecast is not None:
+        doc["forecast"] = forecast_to_dict(forecast)
+    return doc
 
 
 def scale_from_dict(d: Any) -> Scale:
@@ -149,16 +233,16 @@ def samples_for(hpa: HPA, metrics: dict) -> list[MetricSamples]:
 def _samples_one(spec, metrics: dict, errors: set) -> MetricSamples:
     failed = "the metrics API call failed (listed in the snapshot's metrics.errors)"
     if spec.type in ("Resource", "ContainerResource"):
-        if "resource" in errors:
+        if metric_error_label(spec.type, spec.name) in errors:
             return MetricSamples(error=failed)
         if "resource" not in metrics:
             return MetricSamples(error="no metrics returned from resource metrics API")
         container = spec.container if spec.type == "ContainerResource" else ""
         return resource_samples(metrics["resource"], spec.name, container)
-    key = {"Pods": "pods", "Object": "object", "External": "external"}.get(spec.type)
+    key = METRIC_KEYS.get(spec.type) if spec.type in ("Pods", "Object", "External") else None
     if key is None:
         return MetricSamples()
-    if f"{key}:{spec.name}" in errors:
+    if metric_error_label(spec.type, spec.name) in errors:
         return MetricSamples(error=failed)
     answer = (metrics.get(key) or {}).get(spec.name)
     if answer is None:
@@ -168,11 +252,9 @@ def _samples_one(spec, metrics: dict, errors: set) -> MetricSamples:
         return pods_samples(answer, where)
     if key == "object":
         return object_samples(answer, where)
-    try:
-        reqs = parse_selector(spec.selector)
-    except SelectorError as err:
-        raise InputError(str(err), field="metric selector") from None
-    return external_samples(answer, where, lambda labels: matches(reqs, labels))
+    # every item the external metrics API returned counts (upstream sums them all; the adapter
+    # behind the API applies the metric selector, so the snapshot holds its answer as given)
+    return external_samples(answer, where)
 
 
 def snapshot_from_dict(d: Any, source: str, index: int | None = None, lenient: bool = False) -> Snapshot:
@@ -186,8 +268,8 @@ def snapshot_from_dict(d: Any, source: str, index: int | None = None, lenient: b
             if key not in d:
                 raise InputError(f"missing required key {key!r}", field=key)
         config = controller_config(d.get("controller"))
-        hpa, model, prom = _hpa_and_prometheus(d["hpa"], d.get("controller"), lenient, config.scale_to_zero)
-        pods = [_pod(p, i) for i, p in enumerate(d.get("pods") or [])]
+        hpa, model, prom, config = _hpa_and_prometheus(d["hpa"], d.get("controller"), lenient, config)
+        pods = pods_in_namespace(d.get("pods") or [], hpa.namespace, lenient=lenient)
         pre = (d.get("input") or {}).get("prenormalizedDesiredReplicas")
         if pre is not None and (not isinstance(pre, int) or isinstance(pre, bool)):
             raise InputError(f"must be an integer, got {pre!r}", field="input.prenormalizedDesiredReplicas")
@@ -229,19 +311,17 @@ def forecast_to_dict(f: Forecast) -> dict:
     return out
 
 
-def _hpa_and_prometheus(doc: Any, controller: Any, lenient: bool, scale_to_zero: bool) -> tuple[HPA, Any, dict]:
-    """``hpa_from_dict`` for a snapshot HPA that may hold ``type: Prometheus`` metrics (what ``pyhpa snapshot``
-    writes for a HorizontalAutoscaler with PromQL metrics): those are read by ``pyhpa.adapters.promql`` and
-    the rest as autoscaling/v2. Returns (HPA, model, {index: (MetricSpec, PromQuery)}). The server is not
-    needed offline: ``controller.prometheusUrl`` or a placeholder."""
-    spec = doc.get("spec") if isinstance(doc, dict) else None
-    metrics = spec.get("metrics") if isinstance(spec, dict) else None
+def _hpa_and_prometheus(doc: Any, controller: Any, lenient: bool, config: ControllerConfig,
+                        ) -> tuple[HPA, Any, dict, ControllerConfig]:
+    """The snapshot's ``hpa``: an autoscaling/v2 HorizontalPodAutoscaler or a HorizontalAutoscaler (read by
+    ``pyhpa.adapters.autoscaler``: ``schedules`` and the other extension fields, ``type: Prometheus`` metrics,
+    what ``pyhpa snapshot`` writes). Returns (HPA, v2 model, {index: (MetricSpec, PromQuery)}, the
+    ``controller`` config with the object's own settings applied). The Prometheus server is not needed
+    offline: ``controller.prometheusUrl`` or a placeholder."""
     server = (controller.get("prometheusUrl") if isinstance(controller, dict) else None) or OFFLINE_SERVER
-    v2_metrics, prom = split_prometheus(metrics, "spec.metrics", server)
-    if prom:
-        doc = dict(doc, spec=dict(spec, metrics=v2_metrics))
-    hpa, model = autoscaler_from_dict(doc, lenient=lenient, scale_to_zero=scale_to_zero)
-    return with_prometheus(hpa, prom), model, prom
+    parsed = read_autoscaler(doc, lenient=lenient, scale_to_zero=config.scale_to_zero, prometheus_server=server,
+                             go_structs=lenient)
+    return parsed.hpa, parsed.model, parsed.prometheus, effective_config(config, parsed.settings)
 
 
 def _with_prometheus_samples(samples: list[MetricSamples], prom: dict, metrics: Any) -> list[MetricSamples]:
@@ -251,7 +331,7 @@ def _with_prometheus_samples(samples: list[MetricSamples], prom: dict, metrics: 
     answers = metrics.get("prometheus") or {}
     errors = set(metrics.get("errors") or [])
     for i, (spec, q) in prom.items():
-        if f"prometheus:{spec.name}" in errors:
+        if metric_error_label("Prometheus", spec.name) in errors:
             samples[i] = MetricSamples(error="the prometheus query failed (listed in the snapshot's metrics.errors)")
         elif spec.name not in answers:
             samples[i] = MetricSamples(error=f"no prometheus metric {spec.name!r} in the snapshot")
@@ -260,11 +340,25 @@ def _with_prometheus_samples(samples: list[MetricSamples], prom: dict, metrics: 
     return samples
 
 
-def _pod(p: Any, i: int) -> Pod:
+def pods_in_namespace(items: list, namespace: str, where: str = "pods", lenient: bool = False) -> list[Pod]:
+    """The pods of ``namespace`` among ``items`` (v1 Pod dicts), as upstream's pod lister lists them
+    (``Pods(hpa.Namespace)``): a pod of another namespace is parsed (so errors are reported) but left
+    out; a pod without ``metadata.namespace`` is taken to be in ``namespace``."""
+    out = []
+    for i, p in enumerate(items):
+        pod = _pod(p, i, where, lenient)
+        meta = p.get("metadata") if isinstance(p, dict) else None
+        ns = meta.get("namespace") if isinstance(meta, dict) else None
+        if not ns or ns == namespace:
+            out.append(pod)
+    return out
+
+
+def _pod(p: Any, i: int, where: str = "pods", lenient: bool = False) -> Pod:
     try:
-        return pod_from_dict(p)
+        return pod_from_dict(p, lenient)
     except InputError as err:
-        raise InputError(err.message, obj=err.obj or object_label(p), field=f"pods[{i}].{err.field}".rstrip(".")) from None
+        raise InputError(err.message, obj=err.obj or object_label(p), field=f"{where}[{i}].{err.field}".rstrip(".")) from None
 
 
 def load_snapshots(path: str | Path, lenient: bool = False) -> list[Snapshot]:
@@ -285,8 +379,16 @@ def run_snapshot(s: Snapshot, recommendation: int | None = None) -> Decision:
     return decide(s.hpa, s.scale, s.pods, s.samples, s.memory, s.now, s.config, pre, forecast=s.forecast)
 
 
-def decision_json(name: str, d: Decision) -> dict:
-    """The ``explain --output json`` object of one decision."""
+def decision_json(name: str, d: Decision, hpa: HPA | None = None, now: float | None = None) -> dict:
+    """The ``explain --output json`` object of one decision.
+
+    Keys: ``name``, ``proposals`` (per metric), ``desiredReplicas``, ``conditions``; the combination of
+    sources: ``sources`` (what each source asked for), ``decidedBy`` (``Source/name`` of the one that set the
+    number), ``minReplicasEffective``/``maxReplicasEffective`` (bounds after active windows),
+    ``activeSchedules`` (names); with ``hpa`` and ``now``, for an HPA with ``spec.schedules``:
+    ``schedules`` (each active window's ``name``, ``start``, ``end`` (RFC 3339 UTC), ``minReplicas``,
+    ``maxReplicas``) and ``nextScheduleChange``.
+    """
     proposals = [
         {
             "metric": p.metric,
@@ -298,15 +400,26 @@ def decision_json(name: str, d: Decision) -> dict:
         for p in d.proposals
     ]
     conds = [{"type": c.type, "status": c.status, "reason": c.reason, "message": c.message} for c in d.conditions]
-    out = {"name": name, "proposals": proposals, "desiredReplicas": d.desired_replicas, "conditions": conds}
+    sources = [{"source": s.source, "name": s.name, "replicas": s.replicas, "minReplicas": s.min_replicas,
+                "maxReplicas": s.max_replicas, "applied": s.applied, "error": s.error, "note": s.note}
+               for s in d.sources]
+    # status.desiredReplicas: what upstream writes (the previous value when every metric failed)
+    out = {"name": name, "proposals": proposals, "desiredReplicas": d.status.desired_replicas, "conditions": conds,
+           "sources": sources, "decidedBy": d.decided_by, "minReplicasEffective": d.min_replicas_effective,
+           "maxReplicasEffective": d.max_replicas_effective, "activeSchedules": list(d.active_schedules)}
+    if hpa is not None and now is not None and hpa.schedules:
+        out["schedules"] = [{"name": w.name, "start": format_time(w.start), "end": format_time(w.end),
+                             "minReplicas": w.min_replicas, "maxReplicas": w.max_replicas}
+                            for w in active_windows(hpa.schedules, now)]
+        change = d.status.schedules.next_change if d.status.schedules is not None else None
+        out["nextScheduleChange"] = format_time(change)
     p = d.status.prediction
     if p is not None:
-        source = next((s for s in d.sources if s.source == "Prediction"), None)
+        source = next((x for x in d.sources if x.source == "Prediction"), None)
         out["prediction"] = {
             "forecast": format_milli(p.forecast_milli) if p.forecast_milli is not None else None,
             "replicas": p.replicas, "reason": p.reason, "mode": p.mode,
             "applied": bool(source is not None and source.applied and source.replicas is not None),
             "won": d.decided_by.startswith("Prediction/"),
         }
-        out["decidedBy"] = d.decided_by
     return out

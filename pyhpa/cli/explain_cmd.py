@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import datetime
 from enum import Enum
 from pathlib import Path
 from typing import Optional
@@ -16,8 +17,8 @@ from ..adapters.errors import InputError
 from ..adapters.kubectl import snapshot_from_kubectl
 from ..adapters.parse import format_time, timestamp
 from ..adapters.snapshot import Snapshot, decision_json, load_snapshots, run_snapshot
-from ..core import Decision, Proposal, tolerances
-from ..core.quantity import format_milli
+from ..core import Decision, Proposal, SourceProposal, active_windows, tolerances
+from . import readable
 
 
 class Output(str, Enum):
@@ -38,14 +39,41 @@ def explain(
     lenient: bool = typer.Option(False, "--lenient", help="Accept objects the API server would refuse (as upstream's unit tests do); the controller then reports them in conditions."),
 ) -> None:
     """Explain the decision of one HPA sync, per metric and per normalization step."""
+    check_inputs(snapshots or [], hpa, pods, pod_metrics, replicas, selector, now, recommendation)
     snaps = _gather(snapshots or [], hpa, pods, pod_metrics, replicas, selector, now, lenient)
     console = Console(highlight=False)
     for snap in snaps:
         decision = run_snapshot(snap, recommendation)
         if output == Output.json:
-            typer.echo(json.dumps(decision_json(snap.name, decision), separators=(",", ":")))
+            typer.echo(json.dumps(decision_json(snap.name, decision, snap.hpa, snap.now), separators=(",", ":")))
         else:
             render(console, snap, decision)
+
+
+def check_inputs(files, hpa, pods, pod_metrics, replicas, selector, now, recommendation) -> None:
+    """The combinations ``explain`` accepts; anything else is an InputError naming the flag:
+    snapshot files alone, or ``--hpa`` with ``--pods`` and ``--pod-metrics`` (``--hpa`` alone only
+    with ``--recommendation``, which needs no metrics); never both; no negative counts."""
+    kubectl_only = [flag for flag, value in (("--pods", pods), ("--pod-metrics", pod_metrics), ("--replicas", replicas),
+                                             ("--selector", selector), ("--now", now)) if value is not None]
+    if files and hpa is not None:
+        raise InputError("give snapshot files or --hpa (kubectl output), not both", field="--hpa")
+    if hpa is None and kubectl_only:
+        raise InputError(f"{kubectl_only[0]} goes with --hpa (kubectl output); a snapshot file holds its own",
+                         field=kubectl_only[0])
+    if not files and hpa is None:
+        raise InputError("give snapshot files, or --hpa with --pods and --pod-metrics", field="SNAPSHOT")
+    if hpa is not None and recommendation is None:
+        if pods is None:
+            raise InputError("--hpa needs --pods (kubectl get pods -l SELECTOR -o yaml) and --pod-metrics, or "
+                             "--recommendation N to skip metrics", field="--pods")
+        if pod_metrics is None:
+            raise InputError("--hpa needs --pod-metrics (kubectl get --raw /apis/metrics.k8s.io/v1beta1/namespaces/NS/pods)"
+                             ", or --recommendation N to skip metrics", field="--pod-metrics")
+    if replicas is not None and replicas < 0:
+        raise InputError(f"must be 0 or more, got {replicas}", field="--replicas")
+    if recommendation is not None and recommendation < 0:
+        raise InputError(f"must be 0 or more, got {recommendation}", field="--recommendation")
 
 
 def _gather(files, hpa, pods, pod_metrics, replicas, selector, now, lenient) -> list[Snapshot]:
@@ -55,15 +83,11 @@ def _gather(files, hpa, pods, pod_metrics, replicas, selector, now, lenient) -> 
     if hpa is not None:
         clock = timestamp(now, "--now") if now else time.time()
         snaps.append(snapshot_from_kubectl(hpa, pods, pod_metrics, replicas, selector, clock, lenient))
-    elif pods is not None or pod_metrics is not None:
-        raise InputError("--pods and --pod-metrics go with --hpa", field="--hpa")
-    if not snaps:
-        raise InputError("give snapshot files, or --hpa with --pods and --pod-metrics", field="SNAPSHOT")
     return snaps
 
 
 def _value(p: Proposal, milli: int | None) -> str:
-    return "-" if milli is None else format_milli(milli)
+    return readable.quantity(milli, p.spec)
 
 
 def _target_text(p: Proposal) -> str:
@@ -71,16 +95,17 @@ def _target_text(p: Proposal) -> str:
     if s.target_type == "Utilization":
         return f"{s.target_utilization}% of request"
     if s.target_type == "AverageValue" and s.target_average_milli is not None:
-        return f"{format_milli(s.target_average_milli)} average"
+        return f"{readable.quantity(s.target_average_milli, s)} average"
     if s.target_value_milli is not None:
-        return f"{format_milli(s.target_value_milli)} value"
+        return f"{readable.quantity(s.target_value_milli, s)} value"
     return "-"
 
 
 def _current_text(p: Proposal) -> str:
     if p.utilization is not None:
         return f"{p.utilization}% of request (average {_value(p, p.raw_milli)})"
-    return _value(p, p.raw_milli)
+    kind = {"AverageValue": " average", "Value": " value"}.get(p.spec.target_type, "")
+    return _value(p, p.raw_milli) + ("" if p.raw_milli is None else kind)
 
 
 def _ratio_line(p: Proposal) -> str:
@@ -102,7 +127,7 @@ def _pod_lines(p: Proposal) -> list[str]:
     if g.missing:
         lines.append(f"no metric sample: {', '.join(g.missing)}")
     if p.filled:
-        assumed = ", ".join(f"{n}={format_milli(v)}" for n, v in p.filled.items())
+        assumed = ", ".join(f"{n}={readable.quantity(v, p.spec)}" for n, v in p.filled.items())
         direction = "scale-up: assumed 0" if p.ratio and p.ratio > 1.0 else "scale-down: assumed at target/request"
         lines.append(f"filled in ({direction}): {assumed}")
         if p.new_ratio is not None:
@@ -120,6 +145,8 @@ def render(console: Console, snap: Snapshot, d: Decision) -> None:
         f"current replicas {d.current_replicas} (min {h.min_replicas}, max {h.max_replicas}); "
         f"tolerance: scale-down {down:g}, scale-up {up:g}"
     )
+    if h.schedules:
+        _render_schedules(console, snap, d)
     if d.prenormalized is not None and not d.proposals:
         console.print(f"recommendation given: {d.prenormalized} (metrics not evaluated)")
     for i, p in enumerate(d.proposals, 1):
@@ -152,7 +179,9 @@ def _render_prediction(console: Console, snap: Snapshot, d: Decision) -> None:
         console.print("  not evaluated (the sync stopped before the sources were combined)")
         return
     if st.forecast_milli is not None:
-        console.print(f"  forecast: {format_milli(st.forecast_milli)} (the {spec.quantile:g} quantile of the metric's "
+        metric = snap.hpa.metrics[spec.metric] if spec.metric < len(snap.hpa.metrics) else None
+        console.print(f"  forecast: {readable.quantity(st.forecast_milli, metric)} (the {spec.quantile:g} quantile "
+                      f"of the metric's "
                       f"workload total over the next {spec.lead_seconds} s)", markup=False)
     if src.replicas is None:
         console.print(f"  steps aside [{st.reason}]: {src.note}", markup=False)
@@ -172,6 +201,7 @@ def _render_result(console: Console, d: Decision) -> None:
         console.print(f"  {s.stage}: {s.before} -> {s.after}  [{s.reason}] {s.message}", markup=False)
     if d.prenormalized is not None and not d.steps:
         console.print("  normalization changed nothing (no stabilization, rate limit or min/max applied)")
+    _render_sources(console, d)
     if d.rescale:
         console.print(f"\n[bold green]scale {d.current_replicas} -> {d.desired_replicas}[/]: {d.rescale_reason}")
     else:
@@ -184,3 +214,61 @@ def _render_result(console: Console, d: Decision) -> None:
     console.print(table)
     for e in d.events:
         console.print(f"event {e.type} {e.reason}: {e.message}", markup=False)
+
+
+def local_time(ts: float, tz) -> str:
+    """Epoch seconds as wall-clock time in ``tz`` with the zone's abbreviation (``2026-06-10 08:00 EDT``;
+    seconds only when not zero)."""
+    t = datetime.fromtimestamp(ts, tz)
+    return t.strftime("%Y-%m-%d %H:%M:%S %Z" if t.second or t.microsecond else "%Y-%m-%d %H:%M %Z")
+
+
+def _bounds_text(w) -> str:
+    parts = []
+    if w.min_replicas is not None:
+        parts.append(f"floor {w.min_replicas}")
+    if w.max_replicas is not None:
+        parts.append(f"cap {w.max_replicas}")
+    return ", ".join(parts)
+
+
+def _render_schedules(console: Console, snap: Snapshot, d: Decision) -> None:
+    """The windows active at the snapshot's ``now`` and how they changed the bounds."""
+    h = snap.hpa
+    active = {a.name: a for a in active_windows(h.schedules, snap.now)}
+    console.print(f"\n[bold]schedules[/] at now: {len(active)} of {len(h.schedules)} window(s) active")
+    for w in h.schedules:
+        a = active.get(w.name)
+        if a is None:
+            console.print(f"  {w.name}: not active ({_bounds_text(w)}; {w.time_zone_name})", markup=False)
+            continue
+        console.print(f"  {w.name}: active from {local_time(a.start, w.time_zone)} to {local_time(a.end, w.time_zone)} "
+                      f"({format_time(a.start)} to {format_time(a.end)}): {_bounds_text(w)}", markup=False)
+    lo, hi = (h.min_replicas, d.min_replicas_effective), (h.max_replicas, d.max_replicas_effective)
+    console.print(f"  bounds: minReplicas {lo[0]}" + (f" -> {lo[1]}" if lo[1] != lo[0] else " (unchanged)")
+                  + f", maxReplicas {hi[0]}" + (f" -> {hi[1]}" if hi[1] != hi[0] else " (unchanged)"))
+    change = d.status.schedules.next_change if d.status.schedules is not None else None
+    if change is not None:
+        console.print(f"  next start or end of a window: {format_time(change)}")
+
+
+def _asks(s: SourceProposal) -> str:
+    if s.replicas is not None:
+        return f"{s.replicas} replicas"
+    if s.min_replicas is not None or s.max_replicas is not None:
+        return _bounds_text(s)
+    return "-"
+
+
+def _render_sources(console: Console, d: Decision) -> None:
+    """Per source: what it asked for; and which source set the final number."""
+    if not d.sources:
+        return
+    table = Table("source", "name", "asks for", "note", title="sources", title_justify="left")
+    for s in d.sources:
+        note = s.error or s.note or ("" if s.applied else "not applied")
+        mark = " (decided)" if s.label == d.decided_by else ""
+        table.add_row(s.source, s.name + mark, _asks(s), note)
+    console.print(table)
+    if d.decided_by:
+        console.print(f"decided by: {d.decided_by}", markup=False)

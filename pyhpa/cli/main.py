@@ -13,9 +13,14 @@ import typer
 from rich.console import Console
 
 from ..adapters.errors import InputError
+from .help import CONTEXT_SETTINGS, Command, Group
 
 app = typer.Typer(
+    cls=Group,
     add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_show_locals=False,
+    context_settings=CONTEXT_SETTINGS,
     no_args_is_help=True,
     help="The Kubernetes Horizontal Pod Autoscaler, rebuilt in Python: explain, rehearse and run HPA decisions.",
 )
@@ -37,14 +42,15 @@ def input_errors(fn):
 
 
 def _register() -> None:
-    from . import explain_cmd, forecast_cmd, run_cmd, simulate_cmd, snapshot_cmd, thresholds_cmd
+    from . import explain_cmd, forecast_cmd, run_cmd, schedules_cmd, simulate_cmd, snapshot_cmd, thresholds_cmd
 
-    app.command("explain")(input_errors(explain_cmd.explain))
-    app.command("snapshot")(input_errors(snapshot_cmd.snapshot))
-    app.command("thresholds")(input_errors(thresholds_cmd.thresholds))
-    app.command("simulate")(input_errors(simulate_cmd.simulate))
-    app.command("forecast")(input_errors(forecast_cmd.forecast))
-    run_cmd.register(app, input_errors)
+    app.command("explain", cls=Command)(input_errors(explain_cmd.explain))
+    app.command("snapshot", cls=Command)(input_errors(snapshot_cmd.snapshot))
+    app.command("thresholds", cls=Command)(input_errors(thresholds_cmd.thresholds))
+    app.command("simulate", cls=Command)(input_errors(simulate_cmd.simulate))
+    app.command("schedules", cls=Command)(input_errors(schedules_cmd.schedules))
+    app.command("forecast", cls=Command)(input_errors(forecast_cmd.forecast))
+    run_cmd.register(app, input_errors, Command)
 
 
 _register()

@@ -35,6 +35,11 @@ HTTP_OPTION = typer.Option(Http.aiohttp, "--http", help="Transport under lightku
 PROMETHEUS_URL_OPTION = typer.Option(None, "--prometheus-url", help="Default Prometheus server of type: Prometheus metrics (their prometheus.server overrides), and the history source of spec.prediction, e.g. http://prometheus:9090.")
 
 
+class LogFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
 class MemoryStoreKind(str, Enum):
     status = "status"
     process = "process"
@@ -66,6 +71,7 @@ def run(
     scale_to_zero: bool = SCALE_TO_ZERO_OPTION,
     http: Http = HTTP_OPTION,
     log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error."),
+    log_format: LogFormat = typer.Option(LogFormat.text, "--log-format", help="text: one logfmt line per record (key=value); json: one JSON object per line."),
     prometheus_url: Optional[str] = PROMETHEUS_URL_OPTION,
     preview: bool = typer.Option(False, "--preview", help="Read-only: watch native autoscaling/v2 HPAs, log and export what pyhpa would decide next to what the cluster did; never writes."),
     leader_elect: Optional[bool] = typer.Option(None, "--leader-elect/--no-leader-elect", help="Only the holder of a coordination.k8s.io/v1 Lease syncs and writes; losing it exits with code 1 (default: on; off with --server or --preview)."),
@@ -80,7 +86,7 @@ def run(
     """Run the HPA controller: sync HorizontalAutoscaler objects (pyhpa.dev/v1alpha1) until SIGTERM/SIGINT."""
     from ..controller import Settings, load_config, run_controller
 
-    _logging(log_level)
+    _logging(log_level, log_format.value)
     settings = Settings(
         namespace=namespace, workers=workers, sync_period_seconds=sync_period, jitter=jitter,
         metrics_timeout_seconds=metrics_timeout, api_timeout_seconds=api_timeout, health_host=health_host,
@@ -110,11 +116,16 @@ def _run(main) -> None:
         raise typer.Exit(1) from None
 
 
-def _logging(level: str) -> None:
+def _logging(level: str, log_format: str = "text") -> None:
+    """Root logging of ``pyhpa run``: one structured line per record on stderr (``pyhpa.controller.logs``)."""
+    from ..controller.logs import formatter
+
     value = getattr(logging, level.upper(), None)
     if not isinstance(value, int):
         raise InputError(f"unknown log level {level!r} (want debug, info, warning or error)", field="--log-level")
-    logging.basicConfig(level=value, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(formatter(log_format))
+    logging.basicConfig(level=value, handlers=[handler])
     logging.getLogger("httpx2").setLevel(max(value, logging.WARNING))
 
 
@@ -132,7 +143,7 @@ def manifests(
     typer.echo("\n---\n".join(texts))
 
 
-def register(app: typer.Typer, input_errors) -> None:
-    """Add ``run`` and ``manifests`` to the CLI, with the one-line InputError wrapper."""
-    app.command("run")(input_errors(run))
-    app.command("manifests")(input_errors(manifests))
+def register(app: typer.Typer, input_errors, cls=None) -> None:
+    """Add ``run`` and ``manifests`` to the CLI, with the one-line InputError wrapper (``cls``: the command class)."""
+    app.command("run", cls=cls)(input_errors(run))
+    app.command("manifests", cls=cls)(input_errors(manifests))

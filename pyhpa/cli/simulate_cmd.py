@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Optional
@@ -10,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from ..adapters.errors import InputError
 from ..core import ControllerConfig
 from ..simulate import Settings, Simulation, run_simulation
 from ..simulate.report import summary_table, write_outputs
@@ -63,12 +66,46 @@ def simulate(
     console = Console(highlight=False)
     kwargs = dict(profile=profile, time_column=time_column, where=tuple(where or ()), start=start, end=end,
                   load_scale=load_scale, gaps=gaps.value, metric_columns=tuple(metric_column or ()), settings=settings)
-    with _progress(no_progress) as bar:
+    with _output_dir(output_dir), _progress(no_progress) as bar:
         sim = run_simulation(hpa or (), target, trace, column, progress=bar, **kwargs)
     _print_inputs(console, sim)
     console.print(summary_table(sim))
-    written = write_outputs(sim, output_dir, plot=plot)
+    try:
+        written = write_outputs(sim, output_dir, plot=plot)
+    except OSError as err:
+        where = err.filename or output_dir
+        raise InputError(f"cannot write the outputs: {err.strerror or err}", file=str(where), field="--output-dir") from None
     console.print("wrote " + ", ".join(str(p) for p in written))
+
+
+@contextmanager
+def _output_dir(path: Path):
+    """Create ``--output-dir`` before simulating, so a directory that cannot be made fails at once
+    (InputError, exit 2) instead of after the run; directories it made are removed again when the
+    run fails."""
+    if path.exists() and not path.is_dir():
+        raise InputError("exists and is not a directory", file=str(path), field="--output-dir")
+    created = []
+    p = path
+    while not p.exists() and p.parent != p:
+        created.append(p)
+        p = p.parent
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise InputError(f"cannot create the directory: {err.strerror or err}", file=str(path),
+                         field="--output-dir") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise InputError("cannot write into the directory", file=str(path), field="--output-dir")
+    try:
+        yield
+    except BaseException:
+        for d in created:
+            try:
+                d.rmdir()
+            except OSError:
+                break
+        raise
 
 
 class _progress:

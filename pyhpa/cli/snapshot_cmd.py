@@ -47,9 +47,12 @@ def snapshot(
     prometheus_url: Optional[str] = run_cmd.PROMETHEUS_URL_OPTION,
     http: Http = run_cmd.HTTP_OPTION,
 ) -> None:
-    """Gather what one sync of an autoscaler would gather (scale, pods, metrics, memory, flags) and write
-    it as a snapshot for ``pyhpa explain`` (format: tests/data/conformance/FORMAT.md). Writes nothing to
-    the cluster."""
+    """Write the inputs of one sync of an autoscaler as a snapshot for pyhpa explain.
+
+    Gathers what one sync would gather (scale, pods, metrics, memory, flags) through the controller's own
+    code path, and writes it in the snapshot format (tests/data/conformance/FORMAT.md). Writes nothing to
+    the cluster.
+    """
     from ..controller import Settings, load_config
     from ..controller.snapshot import parse_key, take_snapshot
 

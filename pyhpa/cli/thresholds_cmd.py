@@ -10,12 +10,14 @@ from rich.console import Console
 from rich.table import Table
 
 from ..adapters.errors import InputError
-from ..adapters.objects import hpa_from_dict
+from ..adapters.autoscaler import effective_config, find_autoscaler, read_autoscaler
+from ..adapters.promql import OFFLINE_SERVER
 from ..adapters.snapshot import read_document
 from ..core import ControllerConfig, tolerances
 from ..core.metrics import describe
 from ..core.quantity import format_milli
 from ..core.thresholds import metric_target, thresholds as threshold_rows
+from . import readable
 from .explain_cmd import Output
 
 
@@ -26,21 +28,23 @@ def _fmt(value: int | None, unit: str) -> str | int | None:
 
 
 def thresholds(
-    hpa_file: Path = typer.Argument(..., metavar="HPA.yaml", help="autoscaling/v2 HorizontalPodAutoscaler manifest."),
+    hpa_file: Path = typer.Argument(..., metavar="HPA.yaml", help="autoscaling/v2 HorizontalPodAutoscaler or HorizontalAutoscaler (pyhpa.dev/v1alpha1) manifest."),
     output: Output = typer.Option(Output.text, "--output", "-o", help="text table or json (one object)."),
     tolerance: float = typer.Option(0.1, "--tolerance", help="Controller-wide tolerance (--horizontal-pod-autoscaler-tolerance)."),
     no_configurable_tolerance: bool = typer.Option(False, "--no-configurable-tolerance", help="Ignore behavior.*.tolerance (HPAConfigurableTolerance off)."),
 ) -> None:
-    """For each metric and replica count: scale up at (>=) / scale down at (<=), and to how many."""
+    """For each metric and replica count: the value above which it scales up and at or below which it scales down, and to how many."""
     if not 0.0 <= tolerance < 1.0:
         raise InputError("must be in [0, 1)", field="--tolerance")
     config = ControllerConfig(tolerance=tolerance, configurable_tolerance=not no_configurable_tolerance)
     try:
-        hpa, _ = hpa_from_dict(read_document(hpa_file))
+        parsed = read_autoscaler(find_autoscaler(read_document(hpa_file)), prometheus_server=OFFLINE_SERVER)
     except InputError as err:
         raise err.at(file=str(hpa_file)) from None
+    hpa, config = parsed.hpa, effective_config(config, parsed.settings)
     down, up = tolerances(hpa, config)
     result = {"hpa": f"{hpa.namespace}/{hpa.name}", "tolerance": {"scaleDown": down, "scaleUp": up}, "metrics": []}
+    tables = []
     for spec in hpa.metrics:
         target, unit = metric_target(spec)
         rows = threshold_rows(spec, hpa.min_replicas, hpa.max_replicas, down, up)
@@ -54,24 +58,32 @@ def thresholds(
                 for r in rows
             ],
         })
+        tables.append((spec, target, unit, rows))
     if output == Output.json:
         typer.echo(json.dumps(result, separators=(",", ":")))
         return
-    _render(result)
+    _render(result["hpa"], down, up, tables)
 
 
-def _render(result: dict) -> None:
+def _render(name: str, down: float, up: float, tables: list) -> None:
+    """The text tables, values as a user writes them (``pyhpa.cli.readable``; -o json keeps them exact).
+
+    Measured values are integers (percent, or milli-units), so "scales up at >= v" is "scales up above
+    v - 1": the table shows that bound, which is the round number target x (1 + tolerance). Rounded
+    values err on the safe side: scale-up bounds up, scale-down bounds down, so every line stays true."""
     console = Console(highlight=False)
-    tol = result["tolerance"]
-    console.print(f"HPA {result['hpa']}  tolerance: scale-down {tol['scaleDown']:g}, scale-up {tol['scaleUp']:g}")
-    for m in result["metrics"]:
-        suffix = "%" if m["unit"] == "percent of request" else ""
-        table = Table(title=f"{m['metric']} (target {m['target']}{suffix})", title_justify="left")
-        for col in ("replicas", "scale up at (>=)", "to", "scale down at (<=)", "to"):
+    console.print(f"HPA {name}  tolerance: scale-down {down:g}, scale-up {up:g}")
+    for spec, target, unit, rows in tables:
+        def cell(v, rounding="nearest", spec=spec, unit=unit):
+            if v is None:
+                return "-"
+            return f"{v}%" if unit == "percent" else readable.quantity(v, spec, rounding)
+
+        table = Table(title=f"{describe(spec)} (target {cell(target)})", title_justify="left")
+        for col in ("replicas", "scale up above (>)", "to", "scale down at or below (<=)", "to"):
             table.add_column(col, justify="right")
-        for r in m["rows"]:
-            def cell(v):
-                return "-" if v is None else f"{v}{suffix}"
-            table.add_row(str(r["replicas"]), cell(r["scale_up_at"]), str(r["scale_up_to"] or "-"),
-                          cell(r["scale_down_at"]), str(r["scale_down_to"] or "-"))
+        for r in rows:
+            above = None if r.scale_up_at is None else r.scale_up_at - 1
+            table.add_row(str(r.replicas), cell(above, "up"), str(r.scale_up_to or "-"),
+                          cell(r.scale_down_at, "down"), str(r.scale_down_to or "-"))
         console.print(table)

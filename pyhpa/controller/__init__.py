@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import random
 import signal
 import time
@@ -125,20 +126,24 @@ class Controller:
 
     # ----- workers -----------------------------------------------------------------------------------------
     def _next_delay(self, key: str, result: SyncResult | None, started: float) -> float | None:
-        """When to sync ``key`` again: its own period with jitter, counted from the sync's start;
-        a backoff (never longer than the period) after a failure; now when the spec changed meanwhile."""
+        """When to sync ``key`` again: its own period with jitter, counted from the sync's start; a backoff
+        (never longer than the period) after a failure; now when the spec changed meanwhile. Never later than
+        the next start or end of one of its schedule windows (``status.schedules``, from the decision core's
+        ``next_change``), so a floor or cap applies within moments of its window's start or end."""
         a = self.autoscalers.get(key)
         if result is None or a is None:
             return None
         period = a.sync_period_seconds
         if result.again:
             return 0.0
+        loop_now = asyncio.get_running_loop().time()
+        change = _schedule_due(result, started)
         if result.retry:
-            return min(self.queue.retry_delay(key), period)
+            return max(0.0, min(self.queue.retry_delay(key), period, change - loop_now))
         self.queue.forget(key)
         jitter = self.settings.jitter
         due = started + period * (1.0 + self._random.uniform(-jitter, jitter))
-        return max(0.0, due - asyncio.get_running_loop().time())
+        return max(0.0, min(due, change) - loop_now)
 
     async def _worker(self) -> None:
         queue, loop = self.queue, asyncio.get_running_loop()
@@ -183,9 +188,10 @@ class Controller:
         synced = asyncio.gather(self.autoscaler_informer.synced.wait(), self.pod_informer.synced.wait())
         stopped = asyncio.ensure_future(stop.wait())
         done, _ = await asyncio.wait({synced, stopped}, return_when=asyncio.FIRST_COMPLETED)
-        for f in (synced, stopped):
-            if f not in done:
-                f.cancel()
+        pending = [f for f in (synced, stopped) if f not in done]
+        for f in pending:
+            f.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)  # retrieved: no "exception was never retrieved"
         return synced in done
 
     async def _shutdown(self, workers: list[asyncio.Task], background: list[asyncio.Task]) -> None:
@@ -204,6 +210,20 @@ class Controller:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)
         log.info("controller stopped after %d syncs", self.syncs)
+
+
+#: seconds after a window's start or end at which its autoscaler is synced (the wall clock and the event loop's
+#: clock may drift apart by a little; a sync that comes too early sees the change due at once and resyncs)
+SCHEDULE_MARGIN_SECONDS = 0.005
+
+
+def _schedule_due(result: SyncResult, started: float) -> float:
+    """Event-loop time of the next start or end of a window of the synced autoscaler (inf: none), from the
+    decision's ``status.schedules.next_change`` (epoch s) and the decision's ``now`` taken at ``started``."""
+    d, inputs = result.decision, result.inputs
+    if d is None or inputs is None or d.status.schedules is None or d.status.schedules.next_change is None:
+        return math.inf
+    return started + max(0.0, d.status.schedules.next_change - inputs.now) + SCHEDULE_MARGIN_SECONDS
 
 
 def _same_status(old: Autoscaler, obj: Any) -> bool:
@@ -251,14 +271,14 @@ async def run_controller(settings: Settings, config: SingleConfig, http: str = "
     controller = Controller(settings, cluster, metrics, memory=memory,
                             gate=leadership.may_write if leadership else None, clock=clock)
     health = None
-    if settings.health_port is not None:
-        health = HealthServer(controller.monitor.registry, lambda: controller.ready or _standby(leadership, stop),
-                              settings.health_host, settings.health_port)
-        await health.start()
-        log.info("serving /healthz, /readyz and /metrics on %s:%d", settings.health_host, health.port)
-    if on_started is not None:
-        on_started(controller, health)
     try:
+        if settings.health_port is not None:
+            health = HealthServer(controller.monitor.registry, lambda: controller.ready or _standby(leadership, stop),
+                                  settings.health_host, settings.health_port)
+            await health.start()
+            log.info("serving /healthz, /readyz and /metrics on %s:%d", settings.health_host, health.port)
+        if on_started is not None:
+            on_started(controller, health)
         await (leadership.run(controller, stop) if leadership else controller.run(stop))
     finally:
         if health is not None:

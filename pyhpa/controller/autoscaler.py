@@ -1,25 +1,24 @@
 """The HorizontalAutoscaler resource (``pyhpa.dev/v1alpha1``) and its parsed form.
 
 An informer event is parsed once into an ``Autoscaler``: the decision core's ``HPA`` (through
-``pyhpa.adapters.objects.hpa_from_dict``, the same reading ``explain`` uses), the target
+``pyhpa.adapters.autoscaler.read_autoscaler``, the same reading ``explain`` and ``simulate`` use), the target
 reference, how to query each metric, the per-object settings and the status as stored. The sync
 hot path then works on these plain values only.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from lightkube.generic_resource import create_namespaced_resource
 
-from ..adapters.autoscaler import EXTENSION_FIELDS
+from ..adapters.autoscaler import MEMORY_KEY, ObjectSettings, effective_config, read_autoscaler
 from ..adapters.errors import InputError
-from ..adapters.objects import hpa_from_dict, selector_text
-from ..adapters.prediction import prediction_from_dict
-from ..adapters.promql import PROMETHEUS, PromQuery, split_prometheus, with_prometheus
+from ..adapters.objects import selector_text
+from ..adapters.promql import PROMETHEUS, PromQuery
 from ..core import HPA, ControllerConfig
-from .settings import SETTING_FIELDS, ObjectSettings, Settings, effective_config, object_settings
+from .settings import Settings
 
 GROUP = "pyhpa.dev"
 VERSION = "v1alpha1"
@@ -28,10 +27,6 @@ PLURAL = "horizontalautoscalers"
 API_VERSION = f"{GROUP}/{VERSION}"
 #: The lightkube resource class (a generic namespaced resource with ``.Status``).
 HorizontalAutoscaler = create_namespaced_resource(GROUP, VERSION, KIND, PLURAL)
-#: ``status`` key of the controller memory (``pyhpa.controller.memory``).
-MEMORY_KEY = "pyhpa"
-#: ``status`` sections of a HorizontalAutoscaler that autoscaling/v2 does not have.
-STATUS_EXTENSIONS = ("prediction", "schedules")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,20 +96,6 @@ def object_key(namespace: str, name: str) -> str:
     return f"{namespace}/{name}"
 
 
-def hpa_document(meta: dict, spec: dict, status: dict) -> dict:
-    """The autoscaling/v2 HorizontalPodAutoscaler a HorizontalAutoscaler (or a native HPA) stands for:
-    name and namespace, the spec without the per-object settings, the status when it has desiredReplicas."""
-    doc = {
-        "apiVersion": "autoscaling/v2",
-        "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
-        "spec": {k: v for k, v in spec.items() if k not in SETTING_FIELDS + EXTENSION_FIELDS},
-    }
-    if status.get("desiredReplicas") is not None:
-        doc["status"] = {k: v for k, v in status.items() if k not in STATUS_EXTENSIONS}
-    return doc
-
-
 def _queries(model: Any, prom: dict | None = None) -> tuple[MetricQuery, ...]:
     out = []
     for i, m in enumerate(model.spec.metrics or []):
@@ -158,13 +139,11 @@ def parse_autoscaler(obj: Any, settings: Settings) -> Autoscaler:
     try:
         if not isinstance(spec, dict):
             raise InputError(f"must be an object, got {type(spec).__name__}", field="spec")
-        own = object_settings(spec)
-        doc = hpa_document(meta, spec, status)
-        doc["spec"]["metrics"], prom = split_prometheus(spec.get("metrics"), "spec.metrics", settings.prometheus_url)
-        hpa, model = hpa_from_dict(doc, lenient=True, scale_to_zero=base.scale_to_zero)
-        hpa = with_prometheus(hpa, prom)
-        if "prediction" in spec:
-            hpa = replace(hpa, prediction=prediction_from_dict(spec["prediction"], hpa.metrics))
+        doc = {"apiVersion": obj.get("apiVersion") or API_VERSION, "kind": obj.get("kind") or KIND,
+               "metadata": meta, "spec": spec, "status": status}
+        parsed = read_autoscaler(doc, lenient=True, scale_to_zero=base.scale_to_zero,
+                                 prometheus_server=settings.prometheus_url)
+        hpa, model, prom, own = parsed.hpa, parsed.model, parsed.prometheus, parsed.settings
         ref = model.spec.scaleTargetRef
         a.scale_target_ref = TargetRef(ref.apiVersion or "", ref.kind, ref.name)
         a.queries = _queries(model, prom)

@@ -8,7 +8,8 @@ the in-process memory as the working copy and also persists, in the object's ``s
 ``history`` shape, written with the normal status write and only when the status changes), the part of
 the memory that can still change a decision; a new leader loads it from the informer's cached object.
 
-What is persisted (``persisted_memory``), and why it is decision-equivalent:
+What is persisted (``persisted_memory``: the decision core's ``relevant_memory``, so the rule lives where
+the windows are applied), and why it is decision-equivalent:
 
 * recommendations: the newest one (the *live* value: the one the leader repeats every sync) plus the
   older ones that are still inside a stabilization window and not *dominated*. A recommendation is
@@ -34,17 +35,15 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from ..adapters.errors import InputError
 from ..adapters.snapshot import memory_from_dict, memory_to_dict
-from ..core import HPA, ControllerConfig, Memory
+from ..core import HPA, ControllerConfig, Memory, relevant_memory
 from .autoscaler import Autoscaler
 
 log = logging.getLogger("pyhpa.controller.memory")
 
-Pairs = list[tuple[float, int]]
 #: A restored live recommendation is stamped this many seconds before the sync that loads it, so the sync's
 #: own recommendation (stamped at ``now``) is unambiguously the newer one.
 RESTORED_BEFORE = 0.001
@@ -100,82 +99,22 @@ def memory_from_status(section: dict | None) -> Memory:
 
 
 # ----- what is worth persisting --------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Horizons:
-    """How long (seconds) a piece of memory can still change a decision of one autoscaler.
-
-    ``down_window``: scale-down stabilization (``behavior.scaleDown.stabilizationWindowSeconds``, else the
-    controller's ``--downscale-stabilization``); ``up_window``: scale-up stabilization (0 without
-    behavior); ``event_period``: the longest scaling-policy period of either direction (a policy counts the
-    scale events of *both* directions within its period: upstream's getReplicasChangePerPeriod on the
-    scale-up and the scale-down events, each subtracted from or added to the current count).
-    """
-
-    down_window: float
-    up_window: float
-    event_period: float
-
-
-def horizons(hpa: HPA, config: ControllerConfig) -> Horizons:
-    """The Horizons of ``hpa`` under ``config`` (the same windows ``pyhpa.core.normalize`` uses)."""
-    b = hpa.behavior
-    if b is None:
-        return Horizons(config.downscale_stabilization_window_seconds, 0.0, 0.0)
-    down = b.scale_down.stabilization_window_seconds
-    policies = b.scale_up.policies + b.scale_down.policies
-    return Horizons(
-        float(config.downscale_stabilization_window_seconds if down is None else down),
-        float(b.scale_up.stabilization_window_seconds or 0),
-        float(max((p.period_seconds for p in policies), default=0)),
-    )
-
-
-def essential_recommendations(recs: Pairs, h: Horizons, now: float, live_since: float | None = None) -> Pairs:
-    """The recommendations that can still change a decision at ``now`` or later, oldest first; the last
-    one is the live value (the newest recommendation), stamped ``live_since`` when given (the time it was
-    first persisted: stable while the value repeats) else with its own time.
-
-    An older recommendation is kept when it is inside the scale-down window and higher than every newer
-    one, or inside the scale-up window and lower than every newer one (upstream's stabilization takes
-    the highest, resp. lowest, recommendation inside each window; a newer one at least as extreme outlives
-    it in both). ``recs`` need not be sorted (upstream replaces outdated entries in place).
-    """
-    if not recs:
-        return []
-    ordered = sorted(recs, key=lambda r: r[0])
-    live_ts, live = ordered[-1]
-    start = len(ordered)
-    while start > 0 and ordered[start - 1][1] == live:
-        start -= 1
-    kept: Pairs = []
-    high = low = live
-    for ts, value in reversed(ordered[:start]):
-        if (value > high and ts >= now - h.down_window) or (value < low and ts > now - h.up_window):
-            kept.append((ts, value))
-        high, low = max(high, value), min(low, value)
-    kept.reverse()
-    stamp = live_ts if live_since is None else live_since
-    if kept:
-        stamp = max(stamp, kept[-1][0])
-    return kept + [(stamp, live)]
-
-
-def persisted_memory(memory: Memory, h: Horizons, now: float, previous: Memory | None = None) -> Memory:
-    """The part of ``memory`` kept in ``status.pyhpa`` at ``now`` (see the module docstring).
+def persisted_memory(memory: Memory, hpa: HPA, config: ControllerConfig, now: float,
+                     previous: Memory | None = None) -> Memory:
+    """The part of ``memory`` kept in ``status.pyhpa`` at ``now``: exactly what the decision core says can
+    still matter (``pyhpa.core.relevant_memory``, the windows and periods ``normalize`` applies), so the
+    persisted memory cannot drift from the decision.
 
     ``previous`` is the memory stored so far: when its live recommendation has the same value, its
-    timestamp is kept, so a steady autoscaler persists the same section every sync.
+    timestamp is kept (``live_since``), so a steady autoscaler persists the same section every sync.
     """
+    since = None
     recs = memory.recommendations
-    if recs:
-        since = None
+    if recs and previous is not None and previous.recommendations:
         live = sorted(recs, key=lambda r: r[0])[-1][1]
-        if previous is not None and previous.recommendations and previous.recommendations[-1][1] == live:
+        if previous.recommendations[-1][1] == live:
             since = previous.recommendations[-1][0]
-        recs = essential_recommendations(recs, h, now, since)
-    up = sorted(e for e in memory.scale_up_events if e[0] > now - h.event_period)
-    down = sorted(e for e in memory.scale_down_events if e[0] > now - h.event_period)
-    return Memory(None if recs is None else list(recs), up, down)
+    return relevant_memory(memory, hpa, config, now, since)
 
 
 def restored_memory(stored: Memory, now: float) -> Memory:
@@ -224,10 +163,11 @@ class StatusMemory:
         """The section to write: the stored one when nothing that can change a decision differs."""
         if memory is None or a.hpa is None:
             return a.memory_status
-        now, h = self._clock(), horizons(a.hpa, a.config)
+        now = self._clock()
         previous = _parse(a)
-        section = memory_to_status(persisted_memory(memory, h, now, previous))
-        if previous is not None and memory_to_status(persisted_memory(previous, h, now, previous)) == section:
+        section = memory_to_status(persisted_memory(memory, a.hpa, a.config, now, previous))
+        if previous is not None and memory_to_status(
+                persisted_memory(previous, a.hpa, a.config, now, previous)) == section:
             return a.memory_status
         return section
 

@@ -14,17 +14,16 @@ between) — not the rescales pyhpa would have made, which never happened.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any, AsyncIterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from ..core import Decision
-from ..core.normalize import store_scale_event
+from ..core import Decision, store_scale_event
 from .api import ListWatch
 from .autoscaler import Autoscaler
 from .informer import Informer
+from .logs import fields, logfmt
 from .memory import InProcessMemory
 from .monitor import NONE, SPEC, Monitor, action_label
 from .reconciler import Reconciler, SyncInputs, SyncResult, decision_error_label
@@ -102,17 +101,6 @@ def _as_dict(obj: Any) -> Any:
     return obj.to_dict() if hasattr(obj, "to_dict") else obj
 
 
-def logfmt(fields: dict) -> str:
-    """``key=value`` pairs; values with spaces, quotes or ``=`` JSON-quoted; None as ``-``."""
-    out = []
-    for k, v in fields.items():
-        text = "-" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
-        if not text or any(c in text for c in ' "='):
-            text = json.dumps(text)
-        out.append(f"{k}={text}")
-    return " ".join(out)
-
-
 def conditions_text(conditions) -> str:
     """``Type=Status/Reason`` of each condition, comma-separated."""
     return ",".join(f"{c.type}={c.status}/{c.reason}" for c in conditions)
@@ -164,10 +152,10 @@ class PreviewReconciler(Reconciler):
                 reason: str, conditions: str) -> None:
         """The one structured log line of a preview sync."""
         cluster_conditions = conditions_text(a.hpa.conditions) if a.hpa is not None else ""
-        log.info("preview %s", logfmt({
-            "hpa": a.key, "result": result, "desired": desired, "cluster_desired": cluster, "current": current,
-            "cluster_current": a.status.get("currentReplicas"), "reason": reason, "conditions": conditions,
-            "cluster_conditions": cluster_conditions}))
+        log.info("preview", extra=fields(
+            hpa=a.key, result=result, desired=desired, cluster_desired=cluster, current=current,
+            cluster_current=a.status.get("currentReplicas"), reason=reason, conditions=conditions,
+            cluster_conditions=cluster_conditions))
 
 
 def cluster_desired(a: Autoscaler) -> int | None:

@@ -19,6 +19,7 @@ from .api import ApiFailure, Cluster, SpecError
 from .autoscaler import Autoscaler
 from .events import EventRecorder
 from .informer import PodCache
+from .logs import fields
 from .memory import MemoryStore
 from .monitor import INTERNAL, NONE, SPEC, Monitor, action_label
 from .prediction import LivePredictions
@@ -83,6 +84,38 @@ def decision_error_label(decision: Decision) -> str:
     return INTERNAL
 
 
+def _target(a: Autoscaler) -> str:
+    ref = a.scale_target_ref
+    return f"{ref.kind}/{ref.name}" if ref is not None else "-"
+
+
+def decided_by(decision: Decision) -> str:
+    """The source that set the final replica count (the core's ``Decision.decided_by`` when it has one, else
+    the metric whose recommendation it was)."""
+    return getattr(decision, "decided_by", None) or decision.metric_name or "-"
+
+
+def log_rescale(a: Autoscaler, decision: Decision) -> None:
+    """One info line per rescale: the autoscaler, its target, old -> new, which source decided and why."""
+    log.info("rescaled", extra=fields(
+        autoscaler=a.key, target=_target(a), old=decision.current_replicas, new=decision.desired_replicas,
+        decided_by=decided_by(decision), reason=decision.rescale_reason))
+
+
+def log_failures(a: Autoscaler, decision: Decision) -> None:
+    """One warning line per failed metric (its reason, e.g. FailedGetResourceMetric, and error), and one
+    when the sync could not compute replicas for another reason (e.g. a missing selector)."""
+    failed = False
+    for p in decision.proposals:
+        if p.error is not None:
+            failed = True
+            log.warning("metric failed", extra=fields(autoscaler=a.key, metric=p.metric, reason=p.reason or "-",
+                                                      error=p.error))
+    if decision.error and not failed:
+        reason = next((e.reason for e in decision.events if e.type == "Warning"), "-")
+        log.warning("cannot compute replicas", extra=fields(autoscaler=a.key, reason=reason, error=decision.error))
+
+
 class Reconciler:
     """Syncs autoscalers by key; ``autoscalers`` and ``pods`` are the informers' caches."""
 
@@ -117,7 +150,7 @@ class Reconciler:
             result = SyncResult(key, again=True, message=str(err))
         except ApiFailure as err:
             result = SyncResult(key, NONE, INTERNAL, retry=True, message=err.message)
-            log.warning("sync of %s failed: %s", key, err.message)
+            log.warning("sync failed", extra=fields(autoscaler=key, error=err.message))
         self.monitor.reconciliation(result.action, result.error, time.perf_counter() - start)
         if self.on_synced is not None:
             self.on_synced(result)
@@ -159,10 +192,15 @@ class Reconciler:
 
     async def _act(self, a: Autoscaler, inputs: SyncInputs, decision: Decision, handle: Any) -> SyncResult:
         error, retry, now = decision_error_label(decision), False, inputs.now
+        log_failures(a, decision)
         if decision.rescale:
             try:
                 await self.writer.update_scale(a.namespace, a.scale_target_ref, handle, decision.desired_replicas)
+                log_rescale(a, decision)
             except ApiFailure as err:
+                log.warning("rescale failed", extra=fields(
+                    autoscaler=a.key, target=_target(a), old=decision.current_replicas, new=decision.desired_replicas,
+                    error=err.message))
                 decision = rescale_failed(decision, a.hpa, err.message, now)
                 error, retry = (INTERNAL if error == NONE else error), True
         self.memory.save(a, decision.memory)
@@ -186,6 +224,8 @@ class Reconciler:
 
     async def _failed_get_scale(self, a: Autoscaler, now: float, message: str, label: str) -> SyncResult:
         """Upstream: event FailedGetScale, condition AbleToScale=False FailedGetScale, status written."""
+        log.warning("failed to get scale", extra=fields(autoscaler=a.key, target=_target(a), reason="FailedGetScale",
+                                                        error=message))
         self.events.emit(a, Event("Warning", "FailedGetScale", message), now)
         status = status_with_condition(a, "AbleToScale", "False", "FailedGetScale",
                                        f"the HPA controller was unable to get the target's current scale: {message}",
@@ -196,6 +236,7 @@ class Reconciler:
     async def _invalid_spec(self, a: Autoscaler, now: float) -> SyncResult:
         """A spec the API server accepted but the controller cannot read: condition and event, others go on."""
         message = f"the HPA spec is invalid: {a.error}"
+        log.warning("invalid spec", extra=fields(autoscaler=a.key, reason="InvalidSpec", error=a.error))
         self.events.emit(a, Event("Warning", "InvalidSpec", message), now)
         await self.status.write(a, status_with_condition(a, "ScalingActive", "False", "InvalidSpec", message, now))
         return SyncResult(a.key, NONE, SPEC, message=message)

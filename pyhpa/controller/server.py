@@ -7,10 +7,13 @@ liveness signal); ``/readyz`` answers 200 once the informers have synced and unt
 
 from __future__ import annotations
 
+import errno
 from typing import Callable
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from ..adapters.errors import InputError
 
 
 class HealthServer:
@@ -31,10 +34,18 @@ class HealthServer:
         return app
 
     async def start(self) -> None:
+        """Listen; raises InputError naming ``--health-port`` when the address cannot be bound (in use,
+        not allowed, unknown host)."""
         self._runner = web.AppRunner(self.app(), access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as err:
+            await self.stop()
+            problem = "already in use" if err.errno == errno.EADDRINUSE else (err.strerror or str(err))
+            raise InputError(f"cannot serve /healthz, /readyz and /metrics on {self.host}:{self.port}: {problem}",
+                             field="--health-port") from None
         self.port = self._runner.addresses[0][1]
 
     async def stop(self) -> None:

@@ -10,13 +10,14 @@ them in its spec (``syncPeriodSeconds``, ``tolerance``, ``cpuInitializationPerio
 from __future__ import annotations
 
 import socket
-from dataclasses import dataclass, replace
-from functools import lru_cache
+from dataclasses import dataclass
 
+from ..adapters.autoscaler import SETTING_FIELDS, ObjectSettings, effective_config, object_settings
 from ..adapters.errors import InputError
 from ..core import ControllerConfig
 
-from ..adapters.autoscaler import SETTING_FIELDS  # noqa: E402,F401  (spec fields that are controller settings)
+# the per-object settings are read with the rest of the object (pyhpa.adapters.autoscaler)
+__all__ = ["SETTING_FIELDS", "ObjectSettings", "Settings", "effective_config", "object_settings"]
 
 
 _UPSTREAM = ControllerConfig()
@@ -110,39 +111,3 @@ class Settings:
             downscale_stabilization_window_seconds=self.downscale_stabilization_window_seconds,
             scale_to_zero=self.scale_to_zero,
         )
-
-
-@dataclass(frozen=True, slots=True)
-class ObjectSettings:
-    """What one autoscaler's spec overrides: None keeps the controller flag."""
-
-    sync_period_seconds: float | None = None
-    tolerance: float | None = None
-    cpu_initialization_period_seconds: float | None = None
-    initial_readiness_delay_seconds: float | None = None
-
-
-def object_settings(spec: dict) -> ObjectSettings:
-    """The per-object settings of a HorizontalAutoscaler spec; raises InputError naming the field."""
-    values = []
-    for key in SETTING_FIELDS:
-        value = spec.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
-            raise InputError(f"must be a non-negative number, got {value!r}", field=f"spec.{key}")
-        values.append(None if value is None else float(value))
-    if values[0] is not None and values[0] <= 0:
-        raise InputError("must be at least 1 second", field="spec.syncPeriodSeconds")
-    return ObjectSettings(*values)
-
-
-@lru_cache(maxsize=1024)
-def effective_config(base: ControllerConfig, own: ObjectSettings) -> ControllerConfig:
-    """``base`` with the object's overrides (memoized: thousands of autoscalers share a few configs)."""
-    changes = {}
-    if own.tolerance is not None:
-        changes["tolerance"] = own.tolerance
-    if own.cpu_initialization_period_seconds is not None:
-        changes["cpu_initialization_period_seconds"] = own.cpu_initialization_period_seconds
-    if own.initial_readiness_delay_seconds is not None:
-        changes["initial_readiness_delay_seconds"] = own.initial_readiness_delay_seconds
-    return replace(base, **changes) if changes else base

@@ -1,5 +1,8 @@
 """``pyhpa snapshot``: the inputs of one sync of one autoscaler, in the explain snapshot format.
 
+This module only fetches from the cluster; the format is written by ``pyhpa.adapters.snapshot``
+(``snapshot_to_dict``), the module that also reads it.
+
 The inputs are gathered by the controller's own code path (``Reconciler.gather``: the target's Scale, the
 pods the Scale's selector picks from one pod LIST, every metric's answer through the same metric sources
 and timeouts, the controller memory) with the write gate closed, and written as a snapshot
@@ -8,7 +11,9 @@ and timeouts, the controller memory) with the write gate closed, and written as 
 - ``now``: the clock of the gathering (``--now``, else the wall clock);
 - ``controller``: the controller flags, with the autoscaler's own settings (``spec.tolerance``, ...) applied;
 - ``hpa``: an autoscaling/v2 HorizontalPodAutoscaler (a HorizontalAutoscaler's spec without its settings,
-  its status without the memory); PromQL metrics stay ``type: Prometheus`` items;
+  its status without the memory), or, when the spec has extension fields (``schedules``, ...), a
+  HorizontalAutoscaler that keeps them (``pyhpa.adapters.autoscaler.autoscaler_document``); PromQL metrics
+  stay ``type: Prometheus`` items;
 - ``scale``, ``pods`` (the pod objects as listed), ``metrics`` (each API's answer as received; failed
   calls listed in ``metrics.errors``), ``history`` (the memory kept in ``status.pyhpa``, when there is one,
   as ``StatusMemory`` gives it to a controller that starts now).
@@ -21,16 +26,14 @@ from typing import Any
 from lightkube.config.kubeconfig import SingleConfig
 from lightkube.resources.autoscaling_v2 import HorizontalPodAutoscaler as HpaResource
 
-from ..adapters.autoscaler import API_VERSION as AUTOSCALER_API_VERSION
-from ..adapters.autoscaler import KIND as AUTOSCALER_KIND
+from ..adapters.autoscaler import autoscaler_document
 from ..adapters.errors import InputError
 from ..adapters.kubectl import status_forecast
-from ..adapters.parse import format_time
 from ..adapters.promql import PROMETHEUS
-from ..adapters.snapshot import forecast_to_dict, memory_to_dict
+from ..adapters.snapshot import controller_to_dict, metrics_to_dict, snapshot_to_dict
 from . import Controller
 from .api import ApiFailure, HttpMetrics, LightkubeCluster, SpecError, as_failure
-from .autoscaler import MetricQuery, hpa_document, parse_autoscaler
+from .autoscaler import MetricQuery, parse_autoscaler
 from .memory import StatusMemory
 from .preview import never
 from .reconciler import SyncInputs
@@ -38,9 +41,6 @@ from .settings import Settings
 from .sources import _samples
 
 KINDS = {"horizontalautoscaler": "HorizontalAutoscaler", "hpa": "HorizontalPodAutoscaler"}
-#: ``metrics`` key of the snapshot for each metric source type.
-METRIC_KEYS = {"Resource": "resource", "ContainerResource": "resource", "Pods": "pods", "Object": "object",
-               "External": "external", PROMETHEUS: "prometheus"}
 
 
 def parse_key(key: str) -> tuple[str, str]:
@@ -105,73 +105,31 @@ async def _load_pods(controller: Controller, cluster: LightkubeCluster, namespac
 
 
 def snapshot_document(inputs: SyncInputs, pods: list[dict], settings: Settings, kind: str) -> dict:
-    """The snapshot (FORMAT.md) of one sync's inputs; ``pods`` are the selected pod objects as listed."""
+    """The snapshot (FORMAT.md, written by ``pyhpa.adapters.snapshot.snapshot_to_dict``) of one sync's
+    inputs; ``pods`` are the selected pod objects as listed."""
     a = inputs.autoscaler
-    spec = dict(a.obj.get("spec") or {})
-    doc = {
-        "name": a.key,
-        "source": f"pyhpa snapshot of {kind} {a.key}",
-        "level": "controller",
-        "now": format_time(inputs.now),
-        "controller": controller_document(inputs, settings),
-        "hpa": hpa_document({"name": a.name, "namespace": a.namespace}, spec, a.status),
-        "scale": {"apiVersion": "autoscaling/v1", "kind": "Scale",
-                  "metadata": {"name": a.scale_target_ref.name, "namespace": a.namespace},
-                  "spec": {"replicas": inputs.scale.spec_replicas},
-                  "status": {"replicas": inputs.scale.status_replicas, "selector": inputs.scale.selector}},
-        "pods": pods,
-        "metrics": metrics_document(a.queries, inputs.answers),
-    }
-    if a.memory_status is not None:
-        doc["history"] = memory_to_dict(inputs.memory)
-    if "prediction" in spec:  # a HorizontalAutoscaler with spec.prediction, and the forecast it last had
-        doc["hpa"] = dict(doc["hpa"], apiVersion=AUTOSCALER_API_VERSION, kind=AUTOSCALER_KIND,
-                          spec=dict(doc["hpa"]["spec"], prediction=spec["prediction"]))
-        forecast = inputs.forecast or status_forecast({"status": a.status})
-        if forecast is not None:
-            doc["forecast"] = forecast_to_dict(forecast)
-    return doc
+    c = inputs.config
+    controller = controller_to_dict(c, syncPeriodSeconds=a.sync_period_seconds,
+                                    metricsTimeoutSeconds=settings.metrics_timeout_seconds,
+                                    prometheusUrl=settings.prometheus_url or None)
+    answers = [(q.type, q.name, answer, answer is not None and _readable(q, answer))
+               for q, answer in zip(a.queries, inputs.answers)]
+    return snapshot_to_dict(
+        name=a.key, source=f"pyhpa snapshot of {kind} {a.key}", now=inputs.now, controller=controller,
+        hpa=autoscaler_document({"name": a.name, "namespace": a.namespace}, dict(a.obj.get("spec") or {}), a.status),
+        scale=inputs.scale, scale_name=a.scale_target_ref.name, namespace=a.namespace, pods=pods,
+        metrics=metrics_to_dict(answers), memory=inputs.memory if a.memory_status is not None else None,
+        forecast=_forecast(inputs),
+    )
 
 
-def controller_document(inputs: SyncInputs, settings: Settings) -> dict:
-    """The snapshot's ``controller``: the decision core's config as this autoscaler gets it (flags with its
-    own settings applied), plus the flags that only say how inputs were gathered."""
-    c, a = inputs.config, inputs.autoscaler
-    out = {
-        "tolerance": c.tolerance,
-        "cpuInitializationPeriodSeconds": c.cpu_initialization_period_seconds,
-        "initialReadinessDelaySeconds": c.initial_readiness_delay_seconds,
-        "downscaleStabilizationWindowSeconds": c.downscale_stabilization_window_seconds,
-        "scaleUpLimitFactor": c.scale_up_limit_factor,
-        "featureGates": {"HPAScaleToZero": c.scale_to_zero, "HPAConfigurableTolerance": c.configurable_tolerance},
-        "syncPeriodSeconds": a.sync_period_seconds,
-        "metricsTimeoutSeconds": settings.metrics_timeout_seconds,
-    }
-    if settings.prometheus_url:
-        out["prometheusUrl"] = settings.prometheus_url
-    return out
-
-
-def metrics_document(queries: tuple[MetricQuery, ...], answers: list[Any]) -> dict:
-    """``metrics``: each API's answer as received, by source and metric name; calls that failed (no answer,
-    or one the controller could not read) in ``errors`` as ``resource`` / ``<key>:<metric name>``."""
-    out: dict[str, Any] = {}
-    errors: list[str] = []
-    for q, answer in zip(queries, answers):
-        key = METRIC_KEYS.get(q.type)
-        if key is None or answer is None:  # unknown type, or not asked (unusable selector)
-            continue
-        label = key if key == "resource" else f"{key}:{q.name}"
-        if not _readable(q, answer):
-            if label not in errors:
-                errors.append(label)
-        elif key == "resource":
-            out["resource"] = answer
-        else:
-            out.setdefault(key, {})[q.name] = answer
-    if errors:
-        out["errors"] = errors
-    return out
+def _forecast(inputs: SyncInputs):
+    """With ``spec.prediction``: the forecast of this sync, else the one the controller last wrote in
+    ``status.prediction`` (``pyhpa snapshot`` has no forecaster of its own)."""
+    a = inputs.autoscaler
+    if a.hpa is None or a.hpa.prediction is None:
+        return None
+    return inputs.forecast or status_forecast({"status": a.status})
 
 
 def _readable(q: MetricQuery, answer: Any) -> bool:

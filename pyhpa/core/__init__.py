@@ -5,7 +5,11 @@ HorizontalController does (replica calculator, normalization, conditions, events
 combines it with the HorizontalAutoscaler's extra sources (schedules, prediction) by the one
 rule of ``pyhpa.core.combine``; ``explain``, ``simulate`` and the live controller all call it.
 Inputs and outputs are the plain types of ``pyhpa.core.model``; ``pyhpa.adapters`` builds
-them from Kubernetes objects. This module is the core's public surface.
+them from Kubernetes objects.
+
+The public surface: the names below (``__all__``), the plain types of ``pyhpa.core.model``, and the
+names listed in the ``__all__`` of ``calculator``, ``metrics``, ``thresholds``, ``selector`` and
+``quantity``. Nothing outside the core imports anything else of it (tests/test_core_surface.py).
 """
 
 from .model import (
@@ -36,6 +40,8 @@ from .model import (
     SourceProposal,
     Step,
 )
+from .calculator import MetricError, ReplicaCalculator
+from .normalize import MemoryHorizons, memory_horizons, relevant_memory, stabilization_windows, store_scale_event
 from .reconcile import decide, rescale_failed, set_condition, tolerances, with_status
 from .schedules import active_windows, check_window, next_change, occurrences
 
@@ -45,4 +51,6 @@ __all__ = [
     "PredictionStatus", "Proposal", "Scale", "ScalingPolicy", "ScalingRules", "ScheduleStatus", "ScheduleWindow",
     "SourceProposal", "Step", "active_windows", "check_window", "decide", "next_change", "occurrences",
     "rescale_failed", "set_condition", "tolerances", "with_status",
+    "MemoryHorizons", "memory_horizons", "relevant_memory", "stabilization_windows", "store_scale_event",
+    "MetricError", "ReplicaCalculator",
 ]

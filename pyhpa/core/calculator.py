@@ -25,6 +25,14 @@ from .model import (
 )
 
 
+__all__ = [
+    "MetricError", "ReplicaCalculator", "ceil_replicas", "ceil_saturate", "fdiv", "go_int64", "group_pods",
+    "per_pod_replicas", "plain_replicas", "pod_amount", "pod_requests", "ready_pod_count",
+    "resource_utilization_replicas", "saturate_int32", "sum_values", "sum_values_per_pod", "trunc_div",
+    "usage_ratio", "usage_ratio_replicas", "utilization_ratio", "within", "wrap_int64",
+]
+
+
 class MetricError(Exception):
     """A metric could not be computed; the message is upstream's error text."""
 
@@ -38,20 +46,6 @@ def saturate_int32(x: float | int) -> int:
     return int(x)
 
 
-def saturate_int64(x: float | int) -> int:
-    """``int64(x)`` clamped into int64."""
-    if x >= MAX_INT64:
-        return MAX_INT64
-    if x <= -MAX_INT64 - 1:
-        return -MAX_INT64 - 1
-    return int(x)
-
-
-def add_int64(a: int, b: int) -> int:
-    """Saturating int64 addition (upstream caps metric sums at MaxInt64)."""
-    return saturate_int64(a + b)
-
-
 def within(ratio: float, down: float, up: float) -> bool:
     """Upstream Tolerances.isWithin: ``1-down <= ratio <= 1+up`` in float64."""
     return (1.0 - down) <= ratio <= (1.0 + up)
@@ -59,7 +53,7 @@ def within(ratio: float, down: float, up: float) -> bool:
 
 def ceil_replicas(ratio: float, count: int) -> int:
     """``int32(math.Ceil(ratio * float64(count)))`` with saturation."""
-    return _ceil_saturate(ratio * float(count), MAX_INT32)
+    return ceil_saturate(ratio * float(count), MAX_INT32)
 
 
 def group_pods(
@@ -112,34 +106,77 @@ def group_pods(
 
 
 def _cpu_unready(pod: Pod, sample: PodSample, now: float, init_period: float, delay: float) -> str:
-    """Why a running pod's CPU sample is not trusted, or "" when it is."""
+    """Why a running pod's CPU sample is not trusted, or "" when it is.
+
+    Only a Ready condition whose status is ``False`` makes a pod unready (upstream compares
+    with ``ConditionFalse``): ``Unknown`` counts like ``True`` here.
+    """
     if pod.ready is None or pod.start_time is None:
         return "no Ready condition or start time"
+    ready_false = pod.ready is False and not pod.ready_unknown
     if pod.start_time + init_period > now:
-        if pod.ready is False:
+        if ready_false:
             return "not Ready during the CPU initialization period"
         if sample.timestamp < pod.ready_transition_time + sample.window:
             return "sample older than one window after becoming Ready (CPU initialization period)"
         return ""
-    if pod.ready is False and pod.start_time + delay > pod.ready_transition_time:
+    if ready_false and pod.start_time + delay > pod.ready_transition_time:
         return "not Ready and never ready since start (initial readiness delay)"
     return ""
 
 
-def pod_requests(pods: list[Pod], resource: str, container: str) -> dict[str, int]:
-    """Request per pod in milli-units (upstream: calculatePodRequests).
+def pod_amount(pod: Pod, resource: str, container: str, limits: bool = False) -> int:
+    """One pod's request (or limit) of ``resource`` in milli-units, the denominator of utilization.
 
-    Raises MetricError "missing request for <resource> in container <c> of Pod <p>".
+    Upstream calculateRequests: with ``container`` empty, the pod-level value when pod-level
+    requests are set (PodLevelResources, on by default since v1.34), else the sum over the
+    regular and restartable init containers; with ``container`` named, that container's.
+    Raises MetricError with upstream's text: "missing request for <r> in container <c> of Pod
+    <p>", "missing pod-level request for <r> in Pod <p>", "container <c> not found in Pod <p>".
+    Limits (``utilizationBasis: Limit``) follow the same rules with "limit" in the messages.
     """
-    key = (resource, container)
-    default = 0 if container else None
+    value = (pod.limits if limits else pod.requests).get((resource, container))
+    if value is not None:
+        return value
+    return _amount_missing(pod, resource, container, limits)
+
+
+def _amount_missing(pod: Pod, resource: str, container: str, limits: bool) -> int:
+    """The slow path of ``pod_amount``: upstream's error, or 0 where upstream finds nothing to add."""
+    amounts = pod.limits if limits else pod.requests
+    what = "limit" if limits else "request"
+    name = pod.name
+    if not pod.containers:  # no container information: the older hand-built form
+        if limits:
+            raise MetricError(f"missing {what} for {resource} in Pod {name}")
+        cname = pod.missing_request.get((resource, container))
+        if cname is None and not container:
+            cname = pod.missing_request.get(("*", ""))
+        if cname is None:
+            return 0
+        raise MetricError(f"missing {what} for {resource} in container {cname} of Pod {name}")
+    if container:
+        if container in pod.containers:
+            raise MetricError(f"missing {what} for {resource} in container {container} of Pod {name}")
+        raise MetricError(f"container {container} not found in Pod {name}")
+    if pod.pod_level_limits if limits else pod.pod_level_requests:
+        raise MetricError(f"missing pod-level {what} for {resource} in Pod {name}")
+    for c in pod.containers:
+        if amounts.get((resource, c)) is None:
+            raise MetricError(f"missing {what} for {resource} in container {c} of Pod {name}")
+    return 0  # pragma: no cover - the adapter writes the sum whenever every container has the resource
+
+
+def pod_requests(pods: list[Pod], resource: str, container: str, limits: bool = False) -> dict[str, int]:
+    """Request (or limit) per pod in milli-units for every pod (upstream: calculateRequests).
+
+    Raises MetricError for the first pod upstream would refuse (see ``pod_amount``).
+    """
     out: dict[str, int] = {}
+    key = (resource, container)
     for pod in pods:
-        value = pod.requests.get(key, default if pod.missing_request else 0)
-        if value is None:
-            cname = pod.missing_request.get(key) or pod.missing_request.get(("*", ""), container)
-            raise MetricError(f"missing request for {resource} in container {cname} of Pod {pod.name}")
-        out[pod.name] = value
+        value = (pod.limits if limits else pod.requests).get(key)
+        out[pod.name] = value if value is not None else _amount_missing(pod, resource, container, limits)
     return out
 
 
@@ -185,8 +222,11 @@ def usage_ratio(values: dict[str, int], target: int) -> tuple[float, int]:
     return fdiv(float(avg), float(target)), avg
 
 
-class _Calc:
-    """Shared inputs of one metric computation (keeps the per-metric functions short)."""
+class ReplicaCalculator:
+    """The inputs one sync's metric computations share (upstream's ReplicaCalculator): the selected
+    ``pods``, the metric's per-pod ``samples``, ``current`` replicas, the (``down``, ``up``)
+    tolerances, ``now`` (epoch s), the controller ``config`` and the HPA's ``namespace``; ``groups``
+    holds the last pod grouping (for ``explain``)."""
 
     __slots__ = ("pods", "samples", "current", "down", "up", "now", "config", "groups", "namespace")
 
@@ -246,7 +286,7 @@ class _Calc:
         return replicas, new_ratio, filled
 
 
-def resource_utilization_replicas(calc: _Calc, resource: str, container: str, target: int):
+def resource_utilization_replicas(calc: ReplicaCalculator, resource: str, container: str, target: int):
     """Utilization target: (replicas, utilization %, raw avg milli, ratio, new ratio, filled).
 
     Upstream: GetResourceReplicas. Missing pods count as 0 % on scale-up and as
@@ -275,7 +315,7 @@ def resource_utilization_replicas(calc: _Calc, resource: str, container: str, ta
     return replicas, utilization, raw, ratio, new_ratio, filled
 
 
-def plain_replicas(calc: _Calc, target_milli: int, is_cpu: bool):
+def plain_replicas(calc: ReplicaCalculator, target_milli: int, is_cpu: bool):
     """Per-pod average target: (replicas, avg milli, ratio, new ratio, filled).
 
     Upstream: calcPlainMetricReplicas (Pods metrics and Resource AverageValue). Missing
@@ -307,7 +347,7 @@ def ready_pod_count(pods: list[Pod]) -> int:
     return sum(1 for p in pods if p.phase == "Running" and p.ready is True)
 
 
-def usage_ratio_replicas(calc: _Calc, ratio: float) -> int:
+def usage_ratio_replicas(calc: ReplicaCalculator, ratio: float) -> int:
     """Replicas for a whole-object ratio (getUsageRatioReplicaCount).
 
     At 0 current replicas (scale from zero) tolerance is ignored: ``ceil(ratio)``.
@@ -320,25 +360,50 @@ def usage_ratio_replicas(calc: _Calc, ratio: float) -> int:
         except MetricError as err:
             raise MetricError(f"unable to calculate ready pods: {err}") from None
         return ceil_replicas(ratio, ready)
-    return _ceil_saturate(ratio, MAX_INT32)
+    return ceil_saturate(ratio, MAX_INT32)
 
 
-def per_pod_replicas(calc: _Calc, usage: int, target_milli: int, status_replicas: int) -> tuple[int, int, float]:
+def per_pod_replicas(calc: ReplicaCalculator, usage: int, target_milli: int, status_replicas: int,
+                     external: bool = False) -> tuple[int, int, float]:
     """AverageValue over the whole object: (replicas, usage per replica, ratio).
 
     Upstream: GetObjectPerPodMetricReplicas / GetExternalPerPodMetricReplicas; the ratio
-    is against ``target * status.replicas``.
+    is against ``target * status.replicas``. The usage per replica is
+    ``int64(ceil(usage / status.replicas))`` as Go computes it on amd64 (``go_int64``): with
+    ``status.replicas`` 0 that is -2^63 (upstream issue #140956); for External a usage that
+    saturated at 2^63-1 is reported as is.
     """
     replicas = status_replicas
     ratio = fdiv(float(usage), float(target_milli) * float(status_replicas))
     if not within(ratio, calc.down, calc.up):
-        replicas = _ceil_saturate(fdiv(float(usage), float(target_milli)), MAX_INT32)
-    per_replica = _ceil_saturate(fdiv(float(usage), float(status_replicas)), MAX_INT64)
-    return replicas, per_replica, ratio
+        replicas = ceil_saturate(fdiv(float(usage), float(target_milli)), MAX_INT32)
+    if external and float(usage) >= float(MAX_INT64):
+        return replicas, MAX_INT64, ratio
+    per_replica = fdiv(float(usage), float(status_replicas))
+    return replicas, go_int64(math.ceil(per_replica) if math.isfinite(per_replica) else per_replica), ratio
 
 
-def _ceil_saturate(x: float, limit: int) -> int:
-    """ceil(x) converted to an integer type of max ``limit`` (NaN gives 0)."""
+def go_int64(x: float) -> int:
+    """Go's ``int64(x)`` for a float64 on amd64 (linux/amd64, the platform kube-controller-manager
+    ships for most): out of range or NaN gives -2^63 (CVTTSD2SQ's "integer indefinite").
+
+    Only the reported per-replica averages use this; replica counts (int32) saturate at
+    the int32 bounds instead (``ceil_replicas``), which is what arm64 computes; amd64 gives
+    -2^31 there. See docs/exactness.md.
+    """
+    if x != x or x >= 9223372036854775808.0 or x < -9223372036854775808.0:
+        return -MAX_INT64 - 1
+    return int(x)
+
+
+def wrap_int64(x: int) -> int:
+    """Go int64 arithmetic: wrap into [-2^63, 2^63)."""
+    return ((x + 2**63) % 2**64) - 2**63
+
+
+def ceil_saturate(x: float, limit: int) -> int:
+    """ceil(x) converted to an integer type of max ``limit``, saturating at its bounds (NaN gives 0):
+    Go's float-to-integer conversion as arm64 computes it (docs/exactness.md)."""
     if x != x:
         return 0
     if x >= limit:
@@ -349,8 +414,27 @@ def _ceil_saturate(x: float, limit: int) -> int:
 
 
 def sum_values(samples: MetricSamples) -> int:
-    """Saturating sum of External series values (milli)."""
+    """External Value target: the sum of every series the API returned (GetExternalMetricReplicas).
+
+    Upstream caps a positive overflow at 2^63-1 and stops adding; other sums wrap as int64.
+    """
     total = 0
     for value in samples.values or ():
-        total = add_int64(total, value)
+        if value > 0 and total > MAX_INT64 - value:
+            return MAX_INT64
+        total = wrap_int64(total + value)
+    return total
+
+
+def sum_values_per_pod(samples: MetricSamples) -> int:
+    """External AverageValue target: the running sum of GetExternalPerPodMetricReplicas.
+
+    Upstream treats any negative running total as an int64 overflow: the usage becomes
+    2^63-1 and the remaining series are not added (a negative sample does it too).
+    """
+    total = 0
+    for value in samples.values or ():
+        total = wrap_int64(total + value)
+        if total < 0:
+            return MAX_INT64
     return total

@@ -20,8 +20,10 @@ The rule, in this order:
 3. upstream normalization then runs on the recommendation with the effective bounds in place of
    ``minReplicas``/``maxReplicas`` (stabilization, policies or the scale-up limit, bounds, with
    and without ``behavior``), so a floor raises replicas at its window's start, a cap lowers
-   them at its start, and because the floor was the recommendation while it was active, the
-   scale-down after a window ends waits out the stabilization window and the policies.
+   them at its start, and because the floor was the recommendation while it was active (also at
+   a sync that moved the replicas to a window's bound without evaluating metrics, as upstream
+   does outside its bounds: the bound is recorded as that sync's recommendation), the scale-down
+   after a window ends waits out the stabilization window and the policies.
 
 Without schedules and prediction every step is upstream's, bit for bit. ``decided_by`` names the
 source that set the final number (see ``decided_by``).

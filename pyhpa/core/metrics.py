@@ -7,7 +7,7 @@ error text and the ScalingActive=False reason (FailedGetResourceMetric, ...).
 from __future__ import annotations
 
 from . import calculator as calc_mod
-from .calculator import MetricError, _Calc
+from .calculator import MetricError, ReplicaCalculator
 from .model import (
     AVERAGE_VALUE,
     CONTAINER_RESOURCE,
@@ -22,6 +22,9 @@ from .model import (
     Proposal,
 )
 from .quantity import format_milli
+
+__all__ = ["FAILED_REASON", "UNABLE_PREFIX", "compute_proposal", "describe"]
+
 
 #: upstream getUnableComputeReplicaCountCondition's message prefix; the event carries the rest
 UNABLE_PREFIX = "the HPA was unable to compute the replica count: "
@@ -46,11 +49,11 @@ def describe(spec: MetricSpec) -> str:
     """Upstream's metric name used in messages ("cpu resource utilization (percentage of request)")."""
     t = spec.type
     if t == RESOURCE:
-        if spec.target_type == UTILIZATION or spec.target_average_milli is None:
+        if spec.target_average_milli is None:
             return f"{spec.name} resource utilization (percentage of request)"
         return f"{spec.name} resource"
     if t == CONTAINER_RESOURCE:
-        if spec.target_type == UTILIZATION or spec.target_average_milli is None:
+        if spec.target_average_milli is None:
             return f"{spec.name} container resource utilization (percentage of request)"
         return f"{spec.name} resource"
     if t == PODS:
@@ -76,7 +79,7 @@ def _value_status(spec: MetricSpec, current: dict) -> dict:
     return {"type": t, "external": {"metric": metric, "current": current}}
 
 
-def resource_proposal(calc: _Calc, spec: MetricSpec, samples: MetricSamples) -> Proposal:
+def resource_proposal(calc: ReplicaCalculator, spec: MetricSpec, samples: MetricSamples) -> Proposal:
     """Resource and ContainerResource metrics (computeStatusForResourceMetricGeneric)."""
     container = spec.container if spec.type == CONTAINER_RESOURCE else ""
     reason = FAILED_REASON[spec.type]
@@ -85,7 +88,8 @@ def resource_proposal(calc: _Calc, spec: MetricSpec, samples: MetricSamples) -> 
         if spec.type == CONTAINER_RESOURCE
         else f"failed to get {spec.name} resource metric value: "
     )
-    by_value = spec.target_average_milli is not None and spec.target_type != UTILIZATION
+    # upstream computeStatusForResourceMetricGeneric: an averageValue wins whatever the declared type
+    by_value = spec.target_average_milli is not None
     if not by_value and spec.target_utilization is None:
         inner = "invalid resource metric source: neither an average utilization target nor an average value (usage) target was set"
         return _fail(spec, reason, inner, outer_prefix + inner)
@@ -118,7 +122,7 @@ def resource_proposal(calc: _Calc, spec: MetricSpec, samples: MetricSamples) -> 
     )
 
 
-def pods_proposal(calc: _Calc, spec: MetricSpec, samples: MetricSamples) -> Proposal:
+def pods_proposal(calc: ReplicaCalculator, spec: MetricSpec, samples: MetricSamples) -> Proposal:
     """Pods metrics: per-pod average against an AverageValue target (computeStatusForPodsMetric)."""
     reason = FAILED_REASON[PODS]
     try:
@@ -139,7 +143,7 @@ def pods_proposal(calc: _Calc, spec: MetricSpec, samples: MetricSamples) -> Prop
     )
 
 
-def object_proposal(calc: _Calc, spec: MetricSpec, samples: MetricSamples, status_replicas: int) -> Proposal:
+def object_proposal(calc: ReplicaCalculator, spec: MetricSpec, samples: MetricSamples, status_replicas: int) -> Proposal:
     """Object metrics: Value against the object, or AverageValue per replica (computeStatusForObjectMetric)."""
     reason = FAILED_REASON[OBJECT]
     outer = "failed to get object metric value: "
@@ -172,7 +176,7 @@ def object_proposal(calc: _Calc, spec: MetricSpec, samples: MetricSamples, statu
     )
 
 
-def external_proposal(calc: _Calc, spec: MetricSpec, samples: MetricSamples, status_replicas: int) -> Proposal:
+def external_proposal(calc: ReplicaCalculator, spec: MetricSpec, samples: MetricSamples, status_replicas: int) -> Proposal:
     """External metrics: summed series, Value or AverageValue per replica (computeStatusForExternalMetric)."""
     reason = FAILED_REASON[EXTERNAL]
     outer = f"failed to get {spec.name} external metric value: "
@@ -185,11 +189,13 @@ def external_proposal(calc: _Calc, spec: MetricSpec, samples: MetricSamples, sta
         inner = f"unable to get external metric {calc.namespace}/{spec.name}/{spec.selector}: {samples.error}"
         wrapped = f"failed to get {spec.name} external metric: {inner}"
         return _fail(spec, reason, inner, outer + wrapped)
-    usage = calc_mod.sum_values(samples)
     if use_avg:
-        replicas, raw, ratio = calc_mod.per_pod_replicas(calc, usage, spec.target_average_milli, status_replicas)
+        usage = calc_mod.sum_values_per_pod(samples)
+        replicas, raw, ratio = calc_mod.per_pod_replicas(
+            calc, usage, spec.target_average_milli, status_replicas, external=True)
         current = {"averageValue": format_milli(raw)}
     else:
+        usage = calc_mod.sum_values(samples)
         ratio = calc_mod.fdiv(float(usage), float(spec.target_value_milli))
         try:
             replicas = calc_mod.usage_ratio_replicas(calc, ratio)
@@ -204,7 +210,7 @@ def external_proposal(calc: _Calc, spec: MetricSpec, samples: MetricSamples, sta
     )
 
 
-def compute_proposal(calc: _Calc, spec: MetricSpec, samples: MetricSamples, status_replicas: int) -> Proposal:
+def compute_proposal(calc: ReplicaCalculator, spec: MetricSpec, samples: MetricSamples, status_replicas: int) -> Proposal:
     """Dispatch on the metric source type; an unknown type gives InvalidMetricSourceType."""
     calc.groups = None
     t = spec.type

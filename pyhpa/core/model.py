@@ -231,11 +231,18 @@ class Scale:
 class Pod:
     """A pod as the HPA sees it.
 
-    ``requests`` maps ``(resource, container)`` to the request in milli-units, with
-    ``(resource, "")`` the pod total over regular containers and restartable init
-    containers; a value of None means some counted container has no request for that
-    resource (upstream: "missing request for ..."); the string in ``missing_request``
-    names that container. ``ready`` is the Ready condition status (None: no condition).
+    ``requests`` maps ``(resource, container)`` to the request in milli-units and
+    ``(resource, "")`` to the pod's denominator (upstream calculateRequests: the pod-level
+    request when ``spec.resources.requests`` is set, else the sum over regular and
+    restartable init containers); a missing key or None means upstream finds no such request
+    and the calculator (``pyhpa.core.calculator.pod_amount``) raises upstream's error for it.
+    ``containers`` names the counted containers in upstream's order (empty: no container
+    information, then ``missing_request`` names the container without a request, the older
+    form built by hand); ``pod_level_requests`` tells that pod-level requests are set.
+    ``limits``/``pod_level_limits`` are the same for limits (``utilizationBasis: Limit``).
+    ``ready`` is the first Ready condition's status being True (None: no Ready condition);
+    ``ready_unknown`` marks a status that is neither True nor False (``Unknown``): not ready
+    when counting ready pods, yet not "unready" for CPU (upstream tests ``status == False``).
     """
 
     name: str
@@ -247,6 +254,11 @@ class Pod:
     ready_transition_time: float = ZERO_TIME
     requests: dict[tuple[str, str], int | None] = field(default_factory=dict)
     missing_request: dict[tuple[str, str], str] = field(default_factory=dict)
+    containers: tuple[str, ...] = ()
+    pod_level_requests: bool = False
+    limits: dict[tuple[str, str], int | None] = field(default_factory=dict)
+    pod_level_limits: bool = False
+    ready_unknown: bool = False
 
 
 @dataclass(slots=True, frozen=True)

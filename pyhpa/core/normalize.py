@@ -9,8 +9,9 @@ returns the new recommendation list; none mutates its inputs.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
-from .model import MAX_INT32, Behavior, ControllerConfig, Memory, ScalingRules, Step
+from .model import HPA, MAX_INT32, Behavior, ControllerConfig, Memory, ScalingRules, Step
 
 _MIN_INT32 = -MAX_INT32 - 1
 
@@ -84,6 +85,84 @@ def stabilize_with_behavior(
         result = down_rec
     why = STABILIZED_UP if desired >= current else STABILIZED_DOWN
     return result, _record(recs, old_index, now, desired), why
+
+
+def stabilization_windows(behavior: Behavior | None, config: ControllerConfig) -> tuple[float, float]:
+    """(scale-up, scale-down) stabilization windows in seconds: ``behavior.scaleUp/scaleDown.
+    stabilizationWindowSeconds``, the scale-down one defaulting to the controller's
+    ``--horizontal-pod-autoscaler-downscale-stabilization``; without behavior (0, that flag)."""
+    if behavior is None:
+        return 0, config.downscale_stabilization_window_seconds
+    down = behavior.scale_down.stabilization_window_seconds
+    return (behavior.scale_up.stabilization_window_seconds or 0,
+            config.downscale_stabilization_window_seconds if down is None else down)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryHorizons:
+    """How long (seconds) a piece of controller memory can still change a decision of one HPA.
+
+    ``down_window``/``up_window``: the stabilization windows (``stabilization_windows``);
+    ``event_period``: the longest scaling-policy period of either direction (each policy counts the
+    scale events of *both* directions within its period, upstream getReplicasChangePerPeriod); 0
+    without behavior (upstream keeps no scale events then).
+    """
+
+    down_window: float
+    up_window: float
+    event_period: float
+
+
+def memory_horizons(hpa: HPA, config: ControllerConfig) -> MemoryHorizons:
+    """The MemoryHorizons of ``hpa`` under ``config``: the windows and periods ``normalize`` applies."""
+    up, down = stabilization_windows(hpa.behavior, config)
+    b = hpa.behavior
+    period = 0 if b is None else max((p.period_seconds for p in b.scale_up.policies + b.scale_down.policies), default=0)
+    return MemoryHorizons(float(down), float(up), float(period))
+
+
+def relevant_memory(memory: Memory, hpa: HPA, config: ControllerConfig, now: float,
+                    live_since: float | None = None) -> Memory:
+    """The part of ``memory`` that can still change a decision of ``hpa`` at ``now`` or later.
+
+    Recommendations (oldest first): the newest one (the *live* value, stamped ``live_since`` when
+    given — the time it was first kept, stable while the value repeats — else its own time, never
+    before the older ones kept), plus every older one that is inside the scale-down window and higher
+    than every newer one, or inside the scale-up window and lower than every newer one
+    (stabilization takes the highest, resp. lowest, recommendation inside each window; a newer one
+    at least as extreme outlives it in both). Scale events: those inside the longest policy period.
+    ``recommendations`` None (no memory yet) stays None. Deciding with the result at ``now`` or
+    later gives what the full memory gives, except that a live value restamped later holds longer.
+    """
+    h = memory_horizons(hpa, config)
+    recs = memory.recommendations
+    if recs:
+        recs = _essential_recommendations(recs, h, now, live_since)
+    up = sorted(e for e in memory.scale_up_events if e[0] > now - h.event_period)
+    down = sorted(e for e in memory.scale_down_events if e[0] > now - h.event_period)
+    return Memory(None if recs is None else list(recs), up, down)
+
+
+def _essential_recommendations(recs: list[tuple[float, int]], h: MemoryHorizons, now: float,
+                               live_since: float | None) -> list[tuple[float, int]]:
+    ordered = sorted(recs, key=lambda r: r[0])  # upstream replaces outdated entries in place: any order
+    live_ts, live = ordered[-1]
+    start = len(ordered)
+    while start > 0 and ordered[start - 1][1] == live:
+        start -= 1
+    kept: list[tuple[float, int]] = []
+    high = low = live
+    for ts, value in reversed(ordered[:start]):
+        # scale-down window: samples at or after its cutoff count (>= covers the no-behavior rule);
+        # scale-up window: strictly after
+        if (value > high and ts >= now - h.down_window) or (value < low and ts > now - h.up_window):
+            kept.append((ts, value))
+        high, low = max(high, value), min(low, value)
+    kept.reverse()
+    stamp = live_ts if live_since is None else live_since
+    if kept:
+        stamp = max(stamp, kept[-1][0])
+    return kept + [(stamp, live)]
 
 
 def scale_up_limit(current: int, factor: float, minimum: float) -> int:
@@ -198,16 +277,13 @@ def normalize(
     recs = memory.recommendations or []
     steps: list[Step] = []
     if behavior is None:
-        window = config.downscale_stabilization_window_seconds
+        _, window = stabilization_windows(None, config)
         stabilized, new_recs = stabilize(recs, prenormalized, now, window)
         able = STABILIZED_DOWN if stabilized != prenormalized else READY
         desired, limited = convert_with_rules(current, stabilized, min_replicas, max_replicas, config)
         window_text = f"downscale stabilization window {window:g}s"
     else:
-        up_w = behavior.scale_up.stabilization_window_seconds or 0
-        down_w = behavior.scale_down.stabilization_window_seconds
-        if down_w is None:
-            down_w = config.downscale_stabilization_window_seconds
+        up_w, down_w = stabilization_windows(behavior, config)
         stabilized, new_recs, why = stabilize_with_behavior(recs, prenormalized, current, now, up_w, down_w)
         able = why if stabilized != prenormalized else READY
         desired, limited = convert_with_behavior(

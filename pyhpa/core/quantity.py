@@ -7,6 +7,9 @@ integer mantissa (``1500m``, ``2``, ``15k``).
 
 from __future__ import annotations
 
+__all__ = ["format_milli"]
+
+
 _SUFFIXES = ("m", "", "k", "M", "G", "T", "P", "E")
 
 

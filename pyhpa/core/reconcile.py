@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from dataclasses import replace
 
-from .calculator import _Calc
+from .calculator import ReplicaCalculator
 from .combine import SPEC_MAX, SPEC_MIN, Bounds, decided_by, effective_bounds, prediction_proposal, recommend, \
     schedule_sources
 from .metrics import UNABLE_PREFIX, compute_proposal, describe
@@ -139,7 +139,7 @@ class _Sync:
         self.selected = selected
         hpa, scale = self.hpa, self.scale
         down, up = tolerances(hpa, self.config)
-        calc = _Calc(selected, {}, scale.spec_replicas, down, up, self.now, self.config, hpa.namespace)
+        calc = ReplicaCalculator(selected, {}, scale.spec_replicas, down, up, self.now, self.config, hpa.namespace)
         replicas, name, invalid, first = 0, "", 0, None
         for i, spec in enumerate(hpa.metrics):
             s = samples[i] if i < len(samples) else _NO_SAMPLES
@@ -165,8 +165,16 @@ class _Sync:
         return replicas, name
 
 
-def _has_scaled_to_zero(hpa: HPA) -> bool:
-    return any(c.type == "ScaledToZero" and c.status == "True" for c in hpa.conditions)
+def _scaled_to_zero_status(hpa: HPA) -> bool:
+    """The first ScaledToZero condition is True (upstream getScaledToZeroConditionStatus)."""
+    for c in hpa.conditions:
+        if c.type == "ScaledToZero":
+            return c.status == "True"
+    return False
+
+
+def _has_object_or_external(hpa: HPA) -> bool:
+    return any(m.type in (OBJECT, EXTERNAL) for m in hpa.metrics)
 
 
 def _current_metrics(proposals: list[Proposal]) -> tuple[dict, ...]:
@@ -174,17 +182,13 @@ def _current_metrics(proposals: list[Proposal]) -> tuple[dict, ...]:
 
 
 def _scaled_to_zero_condition(sync: _Sync, current: int, desired: int, min_replicas: int) -> None:
-    """KEP-2021 (HPAScaleToZero): mark a scale to zero, clear it when scaling from zero."""
-    conds = sync.conds
-    if not sync.config.scale_to_zero:
-        conds[:] = [c for c in conds if c.type != "ScaledToZero"]
-        return
-    if current > 0 and desired == 0 and min_replicas == 0 and any(
-        m.type in (OBJECT, EXTERNAL) for m in sync.hpa.metrics
-    ):
+    """KEP-2021 (HPAScaleToZero), on every rescale with the gate on: ScaledToZero=True when this
+    rescale takes the workload from >0 to 0 (minReplicas 0, an Object or External metric), else
+    False/NotScaledToZero. Without a rescale the condition is left as it is."""
+    if current > 0 and desired == 0 and min_replicas == 0 and _has_object_or_external(sync.hpa):
         sync.cond("ScaledToZero", "True", "ScaledToZero", "the HPA controller scaled the workload to zero")
-    elif desired > 0 and any(c.type == "ScaledToZero" and c.status == "True" for c in conds):
-        sync.cond("ScaledToZero", "False", "ScaledFromZero", "the HPA controller scaled the workload from zero")
+    else:
+        sync.cond("ScaledToZero", "False", "NotScaledToZero", "the HPA controller did not scale the workload to zero")
 
 
 def decide(
@@ -221,21 +225,30 @@ def decide(
     bounds = effective_bounds(hpa.min_replicas, hpa.max_replicas, active)
     if hpa.schedules:
         _schedule_condition(sync, active, bounds)
+    elif any(c.type == "ScheduleActive" for c in sync.conds):  # the windows were removed from the spec
+        sync.conds[:] = [c for c in sync.conds if c.type != "ScheduleActive"]
     out = _Outcome(bounds=bounds, active=active, sources=list(schedule_sources(active, bounds)))
     min_r, max_r = bounds.min_replicas, bounds.max_replicas
     steps: list[Step] = []
     desired, reason, metric_name, pre = 0, "", "", None
-    if current == 0 and not (config.scale_to_zero and _has_scaled_to_zero(hpa)):
+    # upstream: a target at zero is only synced from zero when the HPA scaled it there
+    # (ScaledToZero=True with the gate on) and it has an Object/External metric or a minReplicas > 0
+    scaled_to_zero = config.scale_to_zero and _scaled_to_zero_status(hpa)
+    if current == 0 and not (scaled_to_zero and (min_r != 0 or _has_object_or_external(hpa))):
+        if not config.scale_to_zero:
+            sync.conds[:] = [c for c in sync.conds if c.type != "ScaledToZero"]
         sync.cond("ScalingActive", "False", "ScalingDisabled", "scaling is disabled since the replica count of the target is zero")
         return _finish(sync, out, current, current, False, "", mem, None, steps, "")
-    if prenormalized is None and current > max_r:
+    if prenormalized is None and current != 0 and current > max_r:
         reason, desired = _bound_reason("above", bounds.max_source, max_r), max_r
         steps.append(Step("bounds", current, max_r, "TooManyReplicas", reason))
         out.decided_by = bounds.max_source
-    elif prenormalized is None and current < min_r:
+        _remember_window_bound(mem, bounds.max_source, max_r, current, min_r, max_r, hpa, now, config)
+    elif prenormalized is None and current != 0 and current < min_r:
         reason, desired = _bound_reason("below", bounds.min_source, min_r), min_r
         steps.append(Step("bounds", current, min_r, "TooFewReplicas", reason))
         out.decided_by = bounds.min_source
+        _remember_window_bound(mem, bounds.min_source, min_r, current, min_r, max_r, hpa, now, config)
     else:
         if prenormalized is None:
             got = sync.metrics(pods, samples)
@@ -268,7 +281,13 @@ def decide(
         sync.cond("AbleToScale", "True", able[0], able[1])
         sync.cond("ScalingLimited", "False" if not steps or steps[-1].stage != "limit" else "True", limited[0], limited[1])
         out.decided_by = decided_by(winner, steps, bounds, hpa.behavior is not None)
-    _scaled_to_zero_condition(sync, current, desired, min_r)
+        if current == 0 and min_r != 0 and scaled_to_zero and desired < min_r:  # from zero: at least minReplicas
+            reason = reason or _bound_reason("below", bounds.min_source, min_r)
+            steps.append(Step("bounds", desired, min_r, "TooFewReplicas", _bound_reason("below", bounds.min_source, min_r)))
+            desired = min_r
+            out.decided_by = bounds.min_source
+    if config.scale_to_zero and desired != current:
+        _scaled_to_zero_condition(sync, current, desired, min_r)
     return _finish(sync, out, current, desired, desired != current, reason, mem, pre, steps, metric_name)
 
 
@@ -283,6 +302,17 @@ class _Outcome:
         self.sources = sources
         self.decided_by = ""
         self.prediction: PredictionStatus | None = None
+
+
+def _remember_window_bound(mem: Memory, source: str, bound: int, current: int, min_r: int, max_r: int, hpa: HPA,
+                           now: float, config: ControllerConfig) -> None:
+    """A window's floor or cap that moved the replicas (no metrics evaluated, as upstream outside its bounds)
+    is recorded as this sync's recommendation, by normalization's own rule, as the syncs inside the window
+    that follow record it: a window shorter than a sync period is still followed by the usual stabilization.
+    Spec bounds keep upstream's behavior (nothing recorded)."""
+    if source in (SPEC_MIN, SPEC_MAX):
+        return
+    _, mem.recommendations, *_ = normalize(current, bound, min_r, max_r, hpa.behavior, mem, now, config)
 
 
 def _bound_reason(where: str, source: str, value: int) -> str:
@@ -343,8 +373,9 @@ def _failed(sync: _Sync, out: _Outcome, current: int, mem: Memory, steps: list[S
 
 
 def _previous_desired(sync: _Sync) -> int:
+    """status.desiredReplicas as it was (upstream passes hpa.Status.DesiredReplicas; 0 without a status)."""
     d = sync.hpa.status_desired_replicas
-    return sync.scale.spec_replicas if d is None else d
+    return 0 if d is None else d
 
 
 def _status(sync: _Sync, out: _Outcome, current: int, desired: int, last_scale: float | None) -> HPAStatus:
@@ -352,7 +383,7 @@ def _status(sync: _Sync, out: _Outcome, current: int, desired: int, last_scale: 
     schedules = None
     if hpa.schedules:
         schedules = ScheduleStatus(active=tuple(w.name for w in out.active),
-                                   next_change=next_change(hpa.schedules, sync.now))
+                                   next_change=next_change(hpa.schedules, sync.now, out.active))
     return HPAStatus(current_replicas=current, desired_replicas=desired,
                      current_metrics=_current_metrics(sync.proposals), conditions=tuple(sync.conds),
                      last_scale_time=last_scale, schedules=schedules, prediction=out.prediction)
@@ -393,18 +424,31 @@ def rescale_failed(decision: Decision, hpa: HPA, message: str, now: float) -> De
     status with current replicas and metrics only.
     """
     conds = list(decision.conditions)
+    _restore_scaled_to_zero(conds, hpa)  # upstream sets ScaledToZero only after a successful update
     set_condition(conds, "AbleToScale", "False", "FailedUpdateScale",
                   f"the HPA controller was unable to update the target scale: {message}", now)
     events = [e for e in decision.events if e.reason != "SuccessfulRescale"]
     events.append(Event("Warning", "FailedRescale",
                         f"New size: {decision.desired_replicas}; reason: {decision.rescale_reason}; error: {message}"))
-    previous = decision.current_replicas if hpa.status_desired_replicas is None else hpa.status_desired_replicas
+    previous = 0 if hpa.status_desired_replicas is None else hpa.status_desired_replicas
     status = replace(decision.status, conditions=tuple(conds), desired_replicas=previous,
                      last_scale_time=hpa.last_scale_time)
     mem = decision.memory_without_event or decision.memory
     return replace(decision, desired_replicas=decision.current_replicas, rescale=False, conditions=conds,
                    events=events, memory=mem, status=status, error=f"failed to rescale: {message}",
                    memory_without_event=mem)
+
+
+def _restore_scaled_to_zero(conds: list[Condition], hpa: HPA) -> None:
+    """Undo the sync's ScaledToZero update (only the first condition of the type is ever set)."""
+    for i, c in enumerate(conds):
+        if c.type == "ScaledToZero":
+            before = next((o for o in hpa.conditions if o.type == "ScaledToZero"), None)
+            if before is None:
+                del conds[i]
+            else:
+                conds[i] = before
+            return
 
 
 def with_status(hpa: HPA, status: HPAStatus) -> HPA:

@@ -10,10 +10,12 @@ Time-zone rules (those of Debian's cron, as the ``cronsim`` library implements t
 - a start or end in the hour skipped when clocks spring forward (02:30 on the spring-forward day
   in ``America/New_York``) happens at the first instant after the gap (03:00 local);
 - a start or end in the hour repeated when clocks fall back happens once, at its first
-  occurrence (01:30 EDT, not 01:30 EST again);
+  occurrence (01:30 EDT, not 01:30 EST again), when the cron names its hour; a cron whose hour
+  field is ``*`` (``*/20 * * * *``) fires in both readings of the repeated hour;
 - ``durationSeconds`` is elapsed time: a 2-hour window over a DST switch lasts 7,200 s;
 - ``excludeDates`` are dates of the window's *start* in its time zone: a window that starts at
-  22:00 on an excluded date is skipped, and one that started the evening before runs to its end.
+  22:00 on an excluded date is skipped, and one that started the evening before runs to its end
+  (also when occurrences of one window overlap).
 
 The cron expressions are parsed by ``cronsim`` (5 fields); the core only evaluates them.
 """
@@ -22,14 +24,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 from cronsim import CronSim, CronSimError
 
 from .model import ActiveWindow, ScheduleWindow
 
-_TINY = timedelta(microseconds=1)
-#: how many excluded starts in a row ``next_change`` skips before it gives up
+#: how many excluded starts in a row ``next_change`` and ``active_occurrence`` skip before they give up
 _MAX_SKIPPED = 400
 
 
@@ -44,29 +45,47 @@ def _end_after(window: ScheduleWindow, start: datetime) -> float:
     return next(CronSim(window.end, start)).timestamp()
 
 
-def _last_start(window: ScheduleWindow, now: float) -> datetime | None:
-    """The latest start at or before ``now`` (local, aware), None when the cron never matched."""
-    at = _local(math.floor(now), window) + _TINY  # reverse iteration is strict: include an exact match
-    try:
-        return next(CronSim(window.start, at, reverse=True))
-    except StopIteration:  # pragma: no cover - 5-field crons always have a past occurrence
-        return None
+def _start_at_or_before(window: ScheduleWindow, ts: float) -> datetime:
+    """The latest start at or before epoch ``ts`` (local, aware).
+
+    cronsim's reverse iteration walks wall-clock time, so in the second reading of the hour repeated
+    on a fall-back day it misses a start whose wall time lies after ``ts``'s (at 01:15 EST it skips
+    back past 01:30 EDT, which was 45 minutes earlier). Only there (``fold`` 1) is its candidate
+    corrected by walking forward, which cronsim does in elapsed time.
+    """
+    at = datetime.fromtimestamp(math.floor(ts) + 1e-6, window.time_zone)  # reverse is strict: include ts
+    cand = next(CronSim(window.start, at, reverse=True))
+    if at.fold == 0 and cand.timestamp() <= ts:
+        return cand
+    for _ in range(_MAX_SKIPPED):  # never seen: a reverse candidate after ts
+        if cand.timestamp() <= ts:
+            break
+        cand = next(CronSim(window.start, cand, reverse=True))
+    for later in CronSim(window.start, cand):
+        if later.timestamp() > ts:
+            break
+        cand = later
+    return cand
 
 
 def active_occurrence(window: ScheduleWindow, now: float) -> ActiveWindow | None:
     """The occurrence of ``window`` active at ``now`` (epoch s), or None.
 
-    Only the latest start at or before ``now`` is considered: when it was excluded
-    (``excludeDates``) or has already ended, the window is inactive.
+    That is the latest start at or before ``now`` whose date is not excluded (``excludeDates``),
+    if it has not ended yet. Ends never come earlier for a later start, so once a start (excluded
+    or not) has ended, no earlier one is running either: an excluded start does not cut short an
+    earlier occurrence that is still running.
     """
-    start = _last_start(window, now)
-    if start is None or start.date() in window.exclude_dates:
-        return None
-    end = _end_after(window, start)
-    if now >= end:
-        return None
-    return ActiveWindow(name=window.name, start=start.timestamp(), end=end,
-                        min_replicas=window.min_replicas, max_replicas=window.max_replicas)
+    start = _start_at_or_before(window, now)
+    for _ in range(_MAX_SKIPPED):
+        end = _end_after(window, start)
+        if now >= end:
+            return None
+        if start.date() not in window.exclude_dates:
+            return ActiveWindow(name=window.name, start=start.timestamp(), end=end,
+                                min_replicas=window.min_replicas, max_replicas=window.max_replicas)
+        start = _start_at_or_before(window, start.timestamp() - 1)
+    return None
 
 
 def active_windows(windows: Sequence[ScheduleWindow], now: float) -> tuple[ActiveWindow, ...]:
@@ -94,14 +113,17 @@ def occurrences(window: ScheduleWindow, since: float, until: float) -> Iterator[
         yield ts, _end_after(window, start)
 
 
-def next_change(windows: Sequence[ScheduleWindow], now: float) -> float | None:
+def next_change(windows: Sequence[ScheduleWindow], now: float,
+                active: Sequence[ActiveWindow] | None = None) -> float | None:
     """Epoch seconds of the next start or end of any window after ``now`` (None without windows).
 
     The controller re-syncs an autoscaler then, so a floor applies at its start, not a period later.
+    ``active`` is ``active_windows(windows, now)`` when the caller has it already (saves the work).
     """
     best: float | None = None
+    running_by_name = None if active is None else {a.name: a for a in active}
     for w in windows:
-        running = active_occurrence(w, now)
+        running = active_occurrence(w, now) if running_by_name is None else running_by_name.get(w.name)
         if running is not None and running.end > now:
             best = running.end if best is None else min(best, running.end)
         skipped = 0

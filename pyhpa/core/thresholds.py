@@ -11,8 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .calculator import _ceil_saturate, ceil_replicas, fdiv, within
+from .calculator import ceil_saturate, ceil_replicas, fdiv, within
 from .model import AVERAGE_VALUE, EXTERNAL, MAX_INT32, OBJECT, UTILIZATION, MetricSpec
+
+
+__all__ = ["Threshold", "metric_target", "proposal", "thresholds"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -44,7 +47,7 @@ def proposal(spec: MetricSpec, value: int, replicas: int, down: float, up: float
         ratio = fdiv(float(value), float(target) * float(replicas))
         if within(ratio, down, up):
             return replicas
-        return _ceil_saturate(fdiv(float(value), float(target)), MAX_INT32)
+        return ceil_saturate(fdiv(float(value), float(target)), MAX_INT32)
     ratio = float(value) / float(target)
     if within(ratio, down, up):
         return replicas

@@ -15,9 +15,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Callable, Sequence
 
+from ..adapters.autoscaler import effective_config, find_autoscaler, read_autoscaler
 from ..adapters.errors import InputError
-from ..adapters.autoscaler import HPA_KINDS, autoscaler_from_dict
 from ..adapters.objects import object_label
+from ..adapters.promql import OFFLINE_SERVER
 from ..adapters.snapshot import read_document
 from ..core import HPA, ControllerConfig
 from .cluster import Cluster, History
@@ -119,20 +120,20 @@ def run_simulation(
     prof = load_profile(files["profile"] or None)
     prof = _with_metric_columns(prof, metric_columns)
     tgt = load_target(files["target"], prof.container)
-    hpas = [_load_hpa(f, tgt, settings.config) for f in files["hpa"]]
-    extra = tuple(dict.fromkeys(c for h, f in hpas for c in columns_needed(_views(h, tgt, prof, f))))
+    hpas = [_load_hpa(f, tgt, settings) for f in files["hpa"]]
+    extra = tuple(dict.fromkeys(c for h in hpas for c in columns_needed(_views(h, tgt, prof))))
     tr = load_trace(files["trace"], files["column"], extra_columns=extra, time_column=time_column, where=tuple(where),
                     start=start, end=end, load_scale=load_scale, gaps=gaps)
     tr.report.file = display_path(files["trace"])
     rps = prof.load_to_rps(tr.values[files["column"]])
     history = None
-    if any(h.prediction is not None for h, _ in hpas):
+    if any(h.hpa.prediction is not None for h in hpas):
         history = _history(files, prof, tr, extra, time_column, tuple(where), start, load_scale)
     runs = []
-    for (h, f), label in zip(hpas, _labels(files["hpa"])):
-        f = display_path(f)
-        cluster = Cluster(h, tgt, prof, settings.config, tr.times, rps, tr.values, tr.start, tr.end,
-                          settings.sync_period_seconds, settings.seed, history=history)
+    for h, label in zip(hpas, _labels(files["hpa"])):
+        f = display_path(h.file)
+        cluster = Cluster(h.hpa, tgt, prof, h.config, tr.times, rps, tr.values, tr.start, tr.end, h.sync_period_seconds,
+                          settings.seed, history=history)
         total = tr.end - tr.start
         cluster.run(None if progress is None else (lambda s, lab=label: progress(lab, s, total)))
         runs.append(Run(label, f, cluster, summarize(label, f, cluster, tr, settings)))
@@ -192,20 +193,31 @@ def _with_metric_columns(prof: Profile, items: Sequence[str]) -> Profile:
     return Profile(**{**{k: getattr(prof, k) for k in Profile.__dataclass_fields__}, "metrics": metrics})
 
 
-def _load_hpa(path, target: Target, config: ControllerConfig) -> tuple[HPA, str]:
+@dataclass(slots=True, frozen=True)
+class _Autoscaler:
+    """One ``--hpa`` file read: the core HPA, the controller flags with its own settings applied, its sync
+    period (s), the file and ``Kind namespace/name``."""
+
+    hpa: HPA
+    file: str
+    config: ControllerConfig
+    sync_period_seconds: float
+    label: str
+
+
+def _load_hpa(path, target: Target, settings: Settings) -> _Autoscaler:
+    """An autoscaling/v2 HPA or a HorizontalAutoscaler file; a HorizontalAutoscaler's own settings
+    (``syncPeriodSeconds``, ``tolerance``, ...) override the flags, as in ``pyhpa run``."""
     file = str(path)
-    doc = read_document(path)
-    docs = doc if isinstance(doc, list) else [doc]
-    found = [d for d in docs if isinstance(d, dict) and d.get("kind") in HPA_KINDS]
-    if len(found) != 1:
-        raise InputError(f"expected exactly one HorizontalPodAutoscaler or HorizontalAutoscaler, found {len(found)}",
-                         file=file)
+    found = find_autoscaler(read_document(path), file)
     try:
-        hpa, model = autoscaler_from_dict(found[0], scale_to_zero=config.scale_to_zero)
-        _check_ref(model, hpa, target)
+        parsed = read_autoscaler(found, scale_to_zero=settings.config.scale_to_zero, prometheus_server=OFFLINE_SERVER)
+        _check_ref(parsed.model, parsed.hpa, target)
     except InputError as err:
-        raise err.at(file=file, obj=object_label(found[0])) from None
-    return hpa, file
+        raise err.at(file=file, obj=object_label(found)) from None
+    own = parsed.settings
+    period = own.sync_period_seconds or settings.sync_period_seconds
+    return _Autoscaler(parsed.hpa, file, effective_config(settings.config, own), period, parsed.label)
 
 
 def _check_ref(model, hpa: HPA, target: Target) -> None:
@@ -215,11 +227,11 @@ def _check_ref(model, hpa: HPA, target: Target) -> None:
                          field="spec.scaleTargetRef")
 
 
-def _views(hpa: HPA, target: Target, prof: Profile, file: str):
+def _views(h: _Autoscaler, target: Target, prof: Profile):
     try:
-        return metric_views(hpa, target, prof)
+        return metric_views(h.hpa, target, prof)
     except InputError as err:
-        raise err.at(file=file, obj=f"HorizontalPodAutoscaler {hpa.namespace}/{hpa.name}") from None
+        raise err.at(file=h.file, obj=h.label) from None
 
 
 def _labels(files: list) -> list[str]:

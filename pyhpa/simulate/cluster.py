@@ -258,7 +258,12 @@ class Cluster:
         phase = "Running" if pod.running else "Pending"
         ready = pod.ready if pod.bound else None
         ready_t = pod.ready_at if pod.ready else (start if start is not None else ZERO_TIME)
-        return Pod(pod.name, phase, t.labels, False, start, ready, ready_t, t.requests, t.missing_request)
+        tp = t.pod
+        if tp is None:
+            return Pod(pod.name, phase, t.labels, False, start, ready, ready_t, t.requests, t.missing_request)
+        return Pod(pod.name, phase, t.labels, False, start, ready, ready_t, tp.requests, tp.missing_request,
+                   containers=tp.containers, pod_level_requests=tp.pod_level_requests, limits=tp.limits,
+                   pod_level_limits=tp.pod_level_limits)
 
     def _remove(self, pod: SimPod) -> None:
         self.pods.remove(pod)
@@ -519,7 +524,8 @@ class Cluster:
             values.append(next((s.replicas for s in d.sources if s.source == PREDICTION_SOURCE), None))
             values.append(self.prediction.forecast_value())
         self.rows.append((t, self.rps, d.current_replicas, self.n_ready, d.desired_replicas, d.prenormalized, *values,
-                          unready, missing, self.n_serving * self.cap, unserved, self._changed(d), d.error or ""))
+                          unready, missing, self.n_serving * self.cap, unserved, self._changed(d), d.error or "",
+                          d.min_replicas_effective, d.max_replicas_effective, ";".join(d.active_schedules)))
 
     def _changed(self, d: Decision) -> str:
         """Conditions whose status or reason changed at this sync, as ``Type=Status/Reason; ...``."""
@@ -538,4 +544,8 @@ class Cluster:
             metric_cols += ["predicted_replicas", "forecast"]
         return ["time", "load", "current_replicas", "ready_replicas", "desired_replicas", "recommended_replicas",
                 *metric_cols, "unready_pods", "missing_pods", "ready_capacity", "unserved_requests",
-                "conditions_changed", "error"]
+                "conditions_changed", "error", "min_replicas_effective", "max_replicas_effective", "active_schedules"]
+
+    def column(self, name: str) -> int:
+        """Index of the field ``name`` in each row of ``rows``."""
+        return self.columns_header().index(name)

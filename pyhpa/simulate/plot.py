@@ -1,8 +1,9 @@
 """plot.png (one run) and compare.png (several HPAs overlaid), drawn with matplotlib (Agg).
 
 Panels, sharing the time axis (the trace's own UTC offset): load and Ready capacity
-(requests/s, overload shaded); desired and Ready replicas with min/max; each metric
-against its target and tolerance band.
+(requests/s, overload shaded); desired and Ready replicas with min/max (the effective bounds
+when the autoscaler has ``spec.schedules``, whose active windows are shaded on every panel);
+each metric against its target and tolerance band.
 """
 
 from __future__ import annotations
@@ -74,14 +75,15 @@ def _load_panel(ax, t, cluster: Cluster, with_capacity: bool = True) -> None:
     load = _column(cluster, 1)
     unit = _load_unit(cluster)
     ax.plot(t, load, color="0.25", lw=0.9, label=f"load ({unit})", drawstyle="steps-post")
+    cap_index = cluster.column("ready_capacity")
     if with_capacity:
-        cap = _column(cluster, -4)
+        cap = _column(cluster, cap_index)
         ax.plot(t, cap, color="tab:green", lw=1.0, label=f"Ready capacity ({unit})", drawstyle="steps-post")
         over = [lo > c for lo, c in zip(load, cap)]
         ax.fill_between(t, 0, load, where=over, step="post", color="tab:red", alpha=0.3, lw=0, label="overloaded")
     ax.set_ylabel(unit)
     peak = max((x for x in load if x == x), default=1.0) or 1.0
-    top = max(cap for cap in _column(cluster, -4)) if with_capacity else peak
+    top = max(cap for cap in _column(cluster, cap_index)) if with_capacity else peak
     ax.set_ylim(0, max(peak * 1.15, min(top * 1.05, peak * 2.5)))
 
 
@@ -101,10 +103,41 @@ def _replica_panel(ax, t, cluster: Cluster) -> None:
         ax.plot(t, _column(cluster, i), color="tab:red", lw=0.8, ls=":", label="predicted replicas",
                 drawstyle="steps-post")
     hpa = cluster.hpa
-    ax.axhline(hpa.max_replicas, color="0.5", ls="--", lw=0.8, label=f"min/max ({hpa.min_replicas}/{hpa.max_replicas})")
-    ax.axhline(hpa.min_replicas, color="0.5", ls="--", lw=0.8)
+    top = hpa.max_replicas
+    if hpa.schedules:  # the bounds move with the windows: draw the effective ones
+        lo = _column(cluster, cluster.column("min_replicas_effective"))
+        hi = _column(cluster, cluster.column("max_replicas_effective"))
+        ax.plot(t, hi, color="0.35", ls="--", lw=0.9, drawstyle="steps-post",
+                label=f"effective min/max (spec {hpa.min_replicas}/{hpa.max_replicas})")
+        ax.plot(t, lo, color="0.35", ls="--", lw=0.9, drawstyle="steps-post")
+        top = max([top, *[x for x in lo if x == x]])
+    else:
+        ax.axhline(hpa.max_replicas, color="0.5", ls="--", lw=0.8, label=f"min/max ({hpa.min_replicas}/{hpa.max_replicas})")
+        ax.axhline(hpa.min_replicas, color="0.5", ls="--", lw=0.8)
     ax.set_ylabel("replicas")
-    ax.set_ylim(0, hpa.max_replicas * 1.08 + 0.5)
+    ax.set_ylim(0, top * 1.08 + 0.5)
+
+
+WINDOW_COLORS = ("tab:green", "tab:purple", "tab:brown", "tab:cyan", "tab:olive", "tab:pink")
+
+
+def shade_windows(axes, t, cluster: Cluster) -> None:
+    """Shade, on every panel, the syncs at which each schedule window was active (one color per window; the
+    legend of the replicas panel names them)."""
+    windows = cluster.hpa.schedules
+    if not windows or len(t) == 0:
+        return
+    active = [set(filter(None, (r[cluster.column("active_schedules")] or "").split(";"))) for r in cluster.rows]
+    for k, w in enumerate(windows):
+        on = [w.name in a for a in active]
+        if not any(on):
+            continue
+        bounds = ", ".join(b for b in (f"floor {w.min_replicas}" if w.min_replicas is not None else "",
+                                       f"cap {w.max_replicas}" if w.max_replicas is not None else "") if b)
+        for i, ax in enumerate(axes):
+            ax.fill_between(t, 0, 1, where=on, step="post", transform=ax.get_xaxis_transform(),
+                            color=WINDOW_COLORS[k % len(WINDOW_COLORS)], alpha=0.13, lw=0,
+                            label=f"window {w.name} ({bounds})" if i == 1 else None)
 
 
 def _metric_panel(ax, t, cluster: Cluster, i: int, color: str = "tab:purple", name: str = "") -> None:
@@ -157,6 +190,7 @@ def plot_run(path: Path, cluster: Cluster, trace: Trace, label: str) -> Path:
         _prediction_panel(axes[2], t, cluster)
     for i in range(n_metrics):
         _metric_panel(axes[2 + predicted + i], t, cluster, i)
+    shade_windows(axes, t, cluster)
     return _finish(fig, axes, trace, path)
 
 

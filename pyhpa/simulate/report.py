@@ -137,9 +137,9 @@ def _metric_summaries(cluster: Cluster) -> list[dict]:
 
 
 def _settings(cluster: Cluster, settings: Settings) -> dict:
-    c = settings.config
+    c = cluster.config  # the flags with a HorizontalAutoscaler's own settings applied
     return {
-        "sync_period_seconds": settings.sync_period_seconds,
+        "sync_period_seconds": cluster.sync_period,
         "seed": settings.seed,
         "metrics_scrape_offset_seconds": _r(cluster.scrape_offset, 6),
         "pod_capacity_rps_effective": _r(cluster.cap, 6),
@@ -159,8 +159,10 @@ def timeline_frame(cluster: Cluster, trace: Trace) -> pd.DataFrame:
     header = cluster.columns_header()
     df = pd.DataFrame(cluster.rows, columns=header, dtype=object)
     df["time"] = iso_array(np.array([r[0] for r in cluster.rows], dtype=float), trace.tz)
-    digits = {"load": 6, "ready_capacity": 4, "unserved_requests": 3,
-              **{c: 4 for c in header[6:-6] if c != "predicted_replicas"}}
+    metric_cols = header[6:6 + 2 * len(cluster.views)]
+    digits = {"load": 6, "ready_capacity": 4, "unserved_requests": 3, **{c: 4 for c in metric_cols}}
+    if "forecast" in header:
+        digits["forecast"] = 4
     for col, d in digits.items():
         df[col] = [None if x is None else round(x, d) for x in df[col]]
     return df

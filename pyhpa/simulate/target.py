@@ -15,6 +15,7 @@ from ..adapters.errors import InputError
 from ..adapters.objects import decode, object_label, pod_from_dict, selector_text
 from ..adapters.parse import milli
 from ..adapters.snapshot import read_document
+from ..core import Pod
 from ..core.selector import SelectorError, matches, parse_selector
 
 KINDS = ("Deployment", "StatefulSet")
@@ -60,6 +61,7 @@ class Target:
     readiness: Probe | None
     startup: Probe | None
     ordered_ready: bool
+    pod: Pod | None = None  # the pod template as the core reads it (requests, limits, containers)
 
     @property
     def label(self) -> str:
@@ -111,7 +113,7 @@ def target_from_dict(d: dict, container: str = "") -> Target:
         model.kind, model.metadata.name, model.metadata.namespace or "default", replicas, selector, labels,
         pod.requests, pod.missing_request, containers, serving, _cpu_limit(c, index),
         _probe(c.readinessProbe, f"spec.template.spec.containers[{index}].readinessProbe"),
-        _probe(c.startupProbe, f"spec.template.spec.containers[{index}].startupProbe"), ordered,
+        _probe(c.startupProbe, f"spec.template.spec.containers[{index}].startupProbe"), ordered, pod,
     )
 
 

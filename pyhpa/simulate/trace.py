@@ -168,11 +168,22 @@ def load_trace(
 
 def _read_csv(file: str) -> pd.DataFrame:
     try:
+        with open(file, "rb") as f:
+            head = f.read(65536) if not str(file).endswith((".gz", ".bz2", ".zip", ".xz", ".zst")) else b""
+        if b"\x00" in head:
+            raise InputError(f"not a text file (CSV): byte {head.index(0)} is NUL", file=file)
+        try:
+            head.decode("utf-8")
+        except UnicodeDecodeError as err:
+            if err.start < len(head) - 3:  # not just a character cut at the end of the sample
+                raise InputError(f"not a text file (CSV): byte {err.start} is not UTF-8", file=file) from None
         df = pd.read_csv(file, dtype=str, keep_default_na=False, skipinitialspace=True)
     except FileNotFoundError:
         raise InputError("cannot read file: no such file", file=file) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"cannot read file: {err}", file=file) from None
+    except UnicodeDecodeError as err:
+        raise InputError(f"not a text file (CSV): byte {err.start} is not UTF-8", file=file) from None
+    except OSError as err:
+        raise InputError(f"cannot read file: {err.strerror or err}", file=file) from None
     except pd.errors.EmptyDataError:
         raise InputError("the file is empty (a trace needs a header row and data rows)", file=file) from None
     except pd.errors.ParserError as err:

@@ -1,0 +1,93 @@
+"""``pyhpa schedules``: when the windows of a HorizontalAutoscaler start and end (``spec.schedules``)."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ..adapters.autoscaler import find_autoscaler, read_autoscaler
+from ..adapters.errors import InputError
+from ..adapters.parse import format_time, timestamp
+from ..adapters.promql import OFFLINE_SERVER
+from ..adapters.snapshot import read_document
+from ..core import occurrences
+from .explain_cmd import Output, local_time
+
+WEEK = 7 * 86400.0
+UTC = timezone.utc
+
+
+def schedules(
+    file: Path = typer.Argument(..., metavar="FILE", help="A HorizontalAutoscaler (pyhpa.dev/v1alpha1) manifest with spec.schedules."),
+    since: Optional[str] = typer.Option(None, "--from", help="From this time, RFC 3339 (without offset: UTC). Default: now."),
+    until: Optional[str] = typer.Option(None, "--to", help="Up to this time, RFC 3339 (without offset: UTC). Default: 7 days after --from."),
+    limit: int = typer.Option(100, "--limit", help="At most this many occurrences per window."),
+    output: Output = typer.Option(Output.text, "--output", "-o", help="text table or json (one object)."),
+) -> None:
+    """List the windows' starts and ends between --from and --to, in each window's time zone and in UTC.
+
+    An occurrence already running at --from is listed first. Dates in excludeDates are left out;
+    DST rules are the decision core's (docs/schedules.md).
+    """
+    start = timestamp(since, "--from") if since else float(math.floor(time.time()))
+    end = timestamp(until, "--to") if until else start + WEEK
+    if end <= start:
+        raise InputError(f"must be after --from ({format_time(start)})", field="--to")
+    if limit < 1:
+        raise InputError("must be at least 1", field="--limit")
+    try:
+        parsed = read_autoscaler(find_autoscaler(read_document(file)), prometheus_server=OFFLINE_SERVER)
+    except InputError as err:
+        raise err.at(file=str(file)) from None
+    rows, truncated = [], []
+    for w in parsed.hpa.schedules:
+        for k, (s, e) in enumerate(occurrences(w, start, end)):
+            if k == limit:
+                truncated.append(w.name)
+                break
+            rows.append((s, e, w))
+    rows.sort(key=lambda r: (r[0], r[2].name))
+    if output == Output.json:
+        typer.echo(json.dumps({
+            "autoscaler": parsed.label, "from": format_time(start), "to": format_time(end), "truncated": truncated,
+            "occurrences": [{
+                "window": w.name, "timeZone": w.time_zone_name,
+                "start": format_time(s), "end": format_time(e),
+                "startLocal": datetime.fromtimestamp(s, w.time_zone).isoformat(),
+                "endLocal": datetime.fromtimestamp(e, w.time_zone).isoformat(),
+                "running": s < start, "minReplicas": w.min_replicas, "maxReplicas": w.max_replicas,
+            } for s, e, w in rows]}, separators=(",", ":")))
+        return
+    _render(parsed, rows, start, end, truncated)
+
+
+def _render(parsed, rows, start: float, end: float, truncated: list[str]) -> None:
+    console = Console(highlight=False)
+    hpa = parsed.hpa
+    console.print(f"{parsed.label}: {len(hpa.schedules)} window(s), from {format_time(start)} to {format_time(end)}")
+    if not hpa.schedules:
+        console.print("no spec.schedules: the bounds are always minReplicas "
+                      f"{hpa.min_replicas} and maxReplicas {hpa.max_replicas}")
+        return
+    table = Table("window", "start\n(window's zone / UTC)", "end\n(window's zone / UTC)", "floor", "cap")
+    for s, e, w in rows:
+        running = "\n(running at --from)" if s < start else ""
+        table.add_row(f"{w.name}\n{w.time_zone_name}", f"{local_time(s, w.time_zone)}\n{local_time(s, UTC)}{running}",
+                      f"{local_time(e, w.time_zone)}\n{local_time(e, UTC)}", _num(w.min_replicas), _num(w.max_replicas))
+    console.print(table)
+    if not rows:
+        console.print("no window starts or runs in this span")
+    for name in truncated:
+        console.print(f"{name}: more occurrences than --limit; narrow --from/--to or raise --limit")
+
+
+def _num(value: int | None) -> str:
+    return "-" if value is None else str(value)
