@@ -6,7 +6,8 @@ autoscaling/v2 HorizontalPodAutoscalerStatus, both taken from the official OpenA
 nullable types folded; quantities in ``spec`` accept a string, an integer or a number as the API server
 does for native HPAs, quantities in ``status`` are ``x-kubernetes-int-or-string``), plus the per-object settings
 upstream only has as kube-controller-manager flags, scheduled windows (``spec.schedules``, their state in
-``status.schedules``), and the controller memory in ``status.pyhpa``.
+``status.schedules``), ``utilizationBasis`` on Resource and ContainerResource metrics, and the controller
+memory in ``status.pyhpa``.
 
 Run from the repository root: ``python deploy/generate_crd.py`` (writes ``deploy/crd.yaml`` and the
 package copy ``pyhpa/data/deploy/crd.yaml``).
@@ -250,6 +251,13 @@ SCHEDULE_STATUS = {
     },
 }
 
+UTILIZATION_BASIS = {
+    "type": "string", "enum": ["Request", "Limit"],
+    "description": "pyhpa: what a Utilization target is a percentage of: Request (default, upstream) or Limit "
+                   "(the pods' limits, pod-level limits when set; a pod without a limit for the resource fails "
+                   "the metric, as a missing request does).",
+}
+
 
 def _pairs(value_key: str, what: str) -> dict:
     return {"type": "array", "description": what, "items": {
@@ -283,6 +291,8 @@ def crd() -> dict:
     spec["properties"]["schedules"] = schedules()
     item = spec["properties"]["metrics"]["items"]["properties"]
     item["prometheus"] = prometheus_metric(copy.deepcopy(item["external"]["properties"]["target"]))
+    for source in ("resource", "containerResource"):
+        item[source]["properties"]["utilizationBasis"] = copy.deepcopy(UTILIZATION_BASIS)
     item["type"]["description"] += " pyhpa adds Prometheus (the prometheus field)."
     status = structural(defs["io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerStatus"], defs)
     status["description"] = ("The autoscaling/v2 HorizontalPodAutoscaler status, plus the controller memory, the "

@@ -17,8 +17,8 @@ from lightkube.resources.core_v1 import Pod as PodResource
 from pyhpa.core import Behavior, ControllerConfig, Memory, ScalingPolicy, ScalingRules, decide, relevant_memory
 from pyhpa.controller import Controller, Settings
 from pyhpa.controller.autoscaler import parse_autoscaler
-from pyhpa.controller.memory import (StatusMemory, memory_from_status, memory_to_status, persisted_memory,
-                                     restored_memory)
+from pyhpa.controller.memory import (RESTORED_BEFORE, StatusMemory, memory_from_status, memory_to_status,
+                                     persisted_memory, restored_memory)
 from pyhpa.controller.stubs import StubCluster, StubMetrics
 from tests.builders import NOW, cpu_hpa, scale
 
@@ -122,8 +122,8 @@ def test_the_controller_persists_what_the_core_says_can_matter_and_decides_the_s
         persisted = memory_from_status(a.memory_status)
         want = relevant_memory(full, hpa, CFG, now)
         assert _without_live_stamp(relevant_memory(persisted, hpa, CFG, now)) == _without_live_stamp(want)
-        if i == split:  # a new leader without a working copy
-            leader = StatusMemory(clock).load(a, now + 1)
+        if i == split:  # a new leader without a working copy takes over right after this sync (its load stamps
+            leader = StatusMemory(clock).load(a, now + RESTORED_BEFORE)  # the live value just before its sync)
 # ----- the store in a controller (stubs: no HTTP) ----------------------------------------------------------------
 class Clock:
     def __init__(self, now: float) -> None:

@@ -40,7 +40,9 @@ def test_explain_json_one_line_per_snapshot_in_order():
     assert [x["name"] for x in lines] == names + ["php-apache-scale-up-with-a-starting-pod"]
     last = lines[-1]
     assert set(last) == {"name", "proposals", "desiredReplicas", "conditions",  # the keys before issue 9, kept
-                         "sources", "decidedBy", "minReplicasEffective", "maxReplicasEffective", "activeSchedules"}
+                         "sources", "decidedBy", "minReplicasEffective", "maxReplicasEffective", "activeSchedules",
+                         "warnings"}
+    assert last["warnings"] == []  # requests without limits: nothing starves
     assert last["decidedBy"] == "Metric/cpu resource utilization (percentage of request)"
     assert last["sources"] == [{"source": "Metric", "name": "cpu resource utilization (percentage of request)",
                                 "replicas": 4, "minReplicas": None, "maxReplicas": None, "applied": True,

@@ -277,11 +277,14 @@ def _label(kind: str, meta: Any) -> str:
 
 
 def read_autoscaler(d: Any, *, lenient: bool = False, scale_to_zero: bool = False,
-                    prometheus_server: str | None = None, go_structs: bool = False) -> ParsedAutoscaler:
+                    prometheus_server: str | None = None, go_structs: bool = False,
+                    extensions: bool = False) -> ParsedAutoscaler:
     """Read a HorizontalAutoscaler (pyhpa.dev/v1alpha1) or an autoscaling/v2 HorizontalPodAutoscaler.
 
     ``lenient``/``scale_to_zero``/``go_structs`` as ``hpa_from_dict``; ``prometheus_server`` is the default server of
     ``type: Prometheus`` metrics (the controller's ``--prometheus-url``; offline readers pass a placeholder).
+    A HorizontalAutoscaler's metrics may carry pyhpa's metric extensions (``utilizationBasis``); an
+    autoscaling/v2 document only with ``extensions`` (a snapshot written by ``pyhpa snapshot``).
     Raises InputError naming the object and the field.
     """
     if not isinstance(d, dict):
@@ -304,7 +307,8 @@ def read_autoscaler(d: Any, *, lenient: bool = False, scale_to_zero: bool = Fals
         doc["spec"]["metrics"], prom = split_prometheus(spec.get("metrics"), "spec.metrics", prometheus_server)
         if doc["spec"]["metrics"] is None:
             del doc["spec"]["metrics"]
-        hpa, model = hpa_from_dict(doc, lenient=lenient, scale_to_zero=scale_to_zero, go_structs=go_structs)
+        hpa, model = hpa_from_dict(doc, lenient=lenient, scale_to_zero=scale_to_zero, go_structs=go_structs,
+                                   extensions=extensions or kind == KIND)
         hpa = with_prometheus(hpa, prom)
         for key, read in EXTENSIONS.items():
             if key in spec:

@@ -25,7 +25,7 @@ IGNORED_LABELS = ("pod-template-hash", "controller-revision-hash", "pod-template
 _METRICS_KINDS = ("PodMetricsList", "PodMetrics")
 
 
-def _pod_items(doc, path: Path) -> list[dict]:
+def pod_items(doc, path: Path) -> list[dict]:
     """The pods of ``kubectl get pods -o yaml`` (a List or PodList) or one Pod; a PodMetricsList (the
     metrics API's answer, which has no pod status) is refused rather than read as pods without status."""
     kind = doc.get("kind") if isinstance(doc, dict) else None
@@ -110,7 +110,7 @@ def snapshot_from_kubectl(
     pods = []
     if pods_path is not None:
         try:  # only the HPA's namespace counts, as upstream's pod lister
-            pods = pods_in_namespace(_pod_items(read_document(pods_path), pods_path), hpa.namespace, "items", lenient)
+            pods = pods_in_namespace(pod_items(read_document(pods_path), pods_path), hpa.namespace, "items", lenient)
         except InputError as err:
             raise err.at(file=str(pods_path)) from None
     if replicas is None:

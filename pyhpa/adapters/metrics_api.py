@@ -31,16 +31,21 @@ def resource_samples(answer: dict, resource: str, container: str = "", where: st
     if not items:
         return MetricSamples(error="no metrics returned from resource metrics API")
     pods: dict[str, PodSample] = {}
+    per_container: dict[str, dict[str, int]] | None = None
     for i, m in enumerate(items):
         f = f"{where}.items[{i}]"
         name = (m.get("metadata") or {}).get("name")
         ts = timestamp(m.get("timestamp"), f"{f}.timestamp")
         window = duration(m.get("window", "0s"), f"{f}.window")
-        value = _pod_value(m.get("containers") or [], resource, container, f)
+        containers = m.get("containers") or []
+        value = _pod_value(containers, resource, container, f)
         if value is not None:
             pods[name] = PodSample(value, ts, window)
+            if not container and len(containers) > 1:  # for pyhpa.core.checks: who in the pod uses what
+                per_container = per_container if per_container is not None else {}
+                per_container[name] = {c.get("name"): milli((c.get("usage") or {})[resource]) for c in containers}
     first = timestamp(items[0].get("timestamp"), f"{where}.items[0].timestamp")
-    return MetricSamples(pods=pods, timestamp=first)
+    return MetricSamples(pods=pods, timestamp=first, containers=per_container)
 
 
 def _pod_value(containers: list, resource: str, container: str, f: str) -> int | None:

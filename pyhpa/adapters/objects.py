@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import re
 import typing
+from dataclasses import replace
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any
@@ -29,8 +30,10 @@ from lightkube.models.autoscaling_v2 import HorizontalPodAutoscaler as _HPAModel
 from ..core.model import (
     ALLOWED_TARGETS,
     AVERAGE_VALUE,
+    LIMIT,
     METRIC_SOURCE_TYPES,
     UTILIZATION,
+    UTILIZATION_BASES,
     VALUE,
     Behavior,
     Condition,
@@ -416,18 +419,75 @@ def _go_zero(info: Any) -> Any:
     return {}
 
 
+#: ``spec.metrics[]`` sources that take ``utilizationBasis`` (a HorizontalAutoscaler extension), by metric type
+BASIS_SOURCES = {"Resource": "resource", "ContainerResource": "containerResource"}
+
+
+def _split_bases(d: dict, extensions: bool) -> tuple[dict, dict[int, str]]:
+    """``d`` without the ``utilizationBasis`` fields of its metrics, and {metric index: basis}.
+
+    Without ``extensions`` (a plain autoscaling/v2 object) the field is an error, not silently dropped."""
+    spec = d.get("spec")
+    metrics = spec.get("metrics") if isinstance(spec, dict) else None
+    if not isinstance(metrics, list):
+        return d, {}
+    bases: dict[int, str] = {}
+    out = list(metrics)
+    for i, m in enumerate(metrics):
+        if not isinstance(m, dict):
+            continue
+        for key in BASIS_SOURCES.values():
+            src = m.get(key)
+            if not isinstance(src, dict) or "utilizationBasis" not in src:
+                continue
+            field = f"spec.metrics[{i}].{key}.utilizationBasis"
+            if not extensions:
+                raise InputError("utilizationBasis is a field of a HorizontalAutoscaler (pyhpa.dev/v1alpha1), "
+                                 "not of an autoscaling/v2 HorizontalPodAutoscaler", field=field)
+            basis = src["utilizationBasis"]
+            if basis not in UTILIZATION_BASES:
+                raise InputError(f"must be {' or '.join(UTILIZATION_BASES)}, got {basis!r}", field=field)
+            if BASIS_SOURCES.get(m.get("type")) == key:
+                bases[i] = basis
+            out[i] = dict(m, **{key: {k: v for k, v in src.items() if k != "utilizationBasis"}})
+    if not bases and out == metrics:
+        return d, {}
+    return dict(d, spec=dict(spec, metrics=out)), bases
+
+
+def _with_bases(hpa: HPA, bases: dict[int, str], lenient: bool) -> HPA:
+    if not bases:
+        return hpa
+    metrics = list(hpa.metrics)
+    for i, basis in bases.items():
+        m = metrics[i]
+        if basis == LIMIT and m.target_type != UTILIZATION and not lenient:
+            key = BASIS_SOURCES[m.type]
+            raise InputError(f"utilizationBasis Limit needs a Utilization target, not {m.target_type!r}",
+                             obj=f"HorizontalAutoscaler {hpa.namespace}/{hpa.name}",
+                             field=f"spec.metrics[{i}].{key}.utilizationBasis")
+        metrics[i] = replace(m, utilization_basis=basis)
+    return replace(hpa, metrics=tuple(metrics))
+
+
 def hpa_from_dict(d: dict, lenient: bool = False, scale_to_zero: bool = False,
-                  go_structs: bool = False) -> tuple[HPA, Any]:
+                  go_structs: bool = False, extensions: bool = False) -> tuple[HPA, Any]:
     """(core HPA, lightkube model) from an autoscaling/v2 HorizontalPodAutoscaler dict.
 
     ``go_structs``: read the object as upstream's unit tests build it (``go_zero_fill``, bounds unchecked);
-    what ``pyhpa explain --lenient`` does. ``lenient`` alone (the controller) keeps the object's schema."""
+    what ``pyhpa explain --lenient`` does. ``lenient`` alone (the controller) keeps the object's schema.
+    ``extensions``: the spec may carry a HorizontalAutoscaler's metric extensions (``utilizationBasis``:
+    ``Request`` or ``Limit`` on Resource/ContainerResource metrics); otherwise they are an error."""
     if not isinstance(d, dict):
         raise InputError(f"expected an autoscaling/v2 HorizontalPodAutoscaler, got {_json_type(d)}")
     if d.get("kind") != "HorizontalPodAutoscaler" or d.get("apiVersion") != "autoscaling/v2":
         got = " ".join(str(d[k]) for k in ("apiVersion", "kind") if d.get(k)) or "no apiVersion and kind"
         raise InputError(f"expected an autoscaling/v2 HorizontalPodAutoscaler, got {got}", obj=object_label(d),
                          field="kind")
+    try:
+        d, bases = _split_bases(d, extensions)
+    except InputError as err:
+        raise err.at(obj=object_label(d)) from None
     if go_structs:
         d = go_zero_fill(d, HorizontalPodAutoscalerResource)
     else:
@@ -435,7 +495,8 @@ def hpa_from_dict(d: dict, lenient: bool = False, scale_to_zero: bool = False,
         if not isinstance(meta, dict) or not meta.get("name"):
             raise InputError("required field is missing", obj=object_label(d), field="metadata.name")
     model = decode(d)
-    return hpa_from_model(model, lenient, scale_to_zero, go_structs), model
+    hpa = hpa_from_model(model, lenient, scale_to_zero, go_structs)
+    return _with_bases(hpa, bases, lenient or go_structs), model
 
 
 def pod_from_model(p: Any) -> Pod:

@@ -19,7 +19,8 @@ from typing import Any
 
 import yaml
 
-from ..core import ControllerConfig, Decision, Forecast, HPA, Memory, MetricSamples, Pod, Scale, active_windows, decide
+from ..core import ControllerConfig, Decision, Forecast, HPA, HPAWarning, Memory, MetricSamples, Pod, Scale, \
+    active_windows, check_hpa, decide
 from ..core.quantity import format_milli
 from .errors import InputError
 from .metrics_api import external_samples, object_samples, pods_samples, resource_samples
@@ -268,7 +269,8 @@ def snapshot_from_dict(d: Any, source: str, index: int | None = None, lenient: b
             if key not in d:
                 raise InputError(f"missing required key {key!r}", field=key)
         config = controller_config(d.get("controller"))
-        hpa, model, prom, config = _hpa_and_prometheus(d["hpa"], d.get("controller"), lenient, config)
+        hpa, model, prom, config = read_hpa(d["hpa"], config, lenient, server=_prometheus_server(d.get("controller")),
+                                            extensions=True)
         pods = pods_in_namespace(d.get("pods") or [], hpa.namespace, lenient=lenient)
         pre = (d.get("input") or {}).get("prenormalizedDesiredReplicas")
         if pre is not None and (not isinstance(pre, int) or isinstance(pre, bool)):
@@ -311,16 +313,20 @@ def forecast_to_dict(f: Forecast) -> dict:
     return out
 
 
-def _hpa_and_prometheus(doc: Any, controller: Any, lenient: bool, config: ControllerConfig,
-                        ) -> tuple[HPA, Any, dict, ControllerConfig]:
-    """The snapshot's ``hpa``: an autoscaling/v2 HorizontalPodAutoscaler or a HorizontalAutoscaler (read by
-    ``pyhpa.adapters.autoscaler``: ``schedules`` and the other extension fields, ``type: Prometheus`` metrics,
-    what ``pyhpa snapshot`` writes). Returns (HPA, v2 model, {index: (MetricSpec, PromQuery)}, the
-    ``controller`` config with the object's own settings applied). The Prometheus server is not needed
-    offline: ``controller.prometheusUrl`` or a placeholder."""
-    server = (controller.get("prometheusUrl") if isinstance(controller, dict) else None) or OFFLINE_SERVER
+def _prometheus_server(controller: Any) -> str:
+    return (controller.get("prometheusUrl") if isinstance(controller, dict) else None) or OFFLINE_SERVER
+
+
+def read_hpa(doc: Any, config: ControllerConfig, lenient: bool = False, server: str = OFFLINE_SERVER,
+             extensions: bool = False) -> tuple[HPA, Any, dict, ControllerConfig]:
+    """The HPA of a snapshot, ``explain --hpa`` or ``thresholds``: an autoscaling/v2 HorizontalPodAutoscaler or
+    a HorizontalAutoscaler (read by ``pyhpa.adapters.autoscaler.read_autoscaler``: its settings applied to
+    ``config``, ``schedules`` and the other extension fields, ``type: Prometheus`` metrics, what ``pyhpa
+    snapshot`` writes). ``extensions`` also allows a HorizontalAutoscaler's metric extensions
+    (``utilizationBasis``) in an autoscaling/v2 document; ``server``, the Prometheus server, is not needed
+    offline. Returns (HPA, v2 model, {index: (MetricSpec, PromQuery)}, config)."""
     parsed = read_autoscaler(doc, lenient=lenient, scale_to_zero=config.scale_to_zero, prometheus_server=server,
-                             go_structs=lenient)
+                             go_structs=lenient, extensions=extensions)
     return parsed.hpa, parsed.model, parsed.prometheus, effective_config(config, parsed.settings)
 
 
@@ -379,15 +385,27 @@ def run_snapshot(s: Snapshot, recommendation: int | None = None) -> Decision:
     return decide(s.hpa, s.scale, s.pods, s.samples, s.memory, s.now, s.config, pre, forecast=s.forecast)
 
 
-def decision_json(name: str, d: Decision, hpa: HPA | None = None, now: float | None = None) -> dict:
+def snapshot_warnings(s: Snapshot) -> list[HPAWarning]:
+    """Where the snapshot's HPA cannot work as written (``pyhpa.core.check_hpa``)."""
+    return check_hpa(s.hpa, s.scale, s.pods, s.samples, s.config)
+
+
+def warning_json(w: HPAWarning) -> dict:
+    """One warning in the ``explain``/``thresholds`` JSON output."""
+    return {"reason": w.reason, "metric": w.metric, "message": w.message, "pods": list(w.pods),
+            "container": w.container}
+
+
+def decision_json(name: str, d: Decision, hpa: HPA | None = None, now: float | None = None,
+                  warnings: Iterable[HPAWarning] = ()) -> dict:
     """The ``explain --output json`` object of one decision.
 
     Keys: ``name``, ``proposals`` (per metric), ``desiredReplicas``, ``conditions``; the combination of
     sources: ``sources`` (what each source asked for), ``decidedBy`` (``Source/name`` of the one that set the
     number), ``minReplicasEffective``/``maxReplicasEffective`` (bounds after active windows),
-    ``activeSchedules`` (names); with ``hpa`` and ``now``, for an HPA with ``spec.schedules``:
-    ``schedules`` (each active window's ``name``, ``start``, ``end`` (RFC 3339 UTC), ``minReplicas``,
-    ``maxReplicas``) and ``nextScheduleChange``.
+    ``activeSchedules`` (names); ``warnings`` (``snapshot_warnings``: where the HPA cannot work); with ``hpa``
+    and ``now``, for an HPA with ``spec.schedules``: ``schedules`` (each active window's ``name``, ``start``,
+    ``end`` (RFC 3339 UTC), ``minReplicas``, ``maxReplicas``) and ``nextScheduleChange``.
     """
     proposals = [
         {
@@ -406,7 +424,8 @@ def decision_json(name: str, d: Decision, hpa: HPA | None = None, now: float | N
     # status.desiredReplicas: what upstream writes (the previous value when every metric failed)
     out = {"name": name, "proposals": proposals, "desiredReplicas": d.status.desired_replicas, "conditions": conds,
            "sources": sources, "decidedBy": d.decided_by, "minReplicasEffective": d.min_replicas_effective,
-           "maxReplicasEffective": d.max_replicas_effective, "activeSchedules": list(d.active_schedules)}
+           "maxReplicasEffective": d.max_replicas_effective, "activeSchedules": list(d.active_schedules),
+           "warnings": [warning_json(w) for w in warnings]}
     if hpa is not None and now is not None and hpa.schedules:
         out["schedules"] = [{"name": w.name, "start": format_time(w.start), "end": format_time(w.end),
                              "minReplicas": w.min_replicas, "maxReplicas": w.max_replicas}

@@ -16,8 +16,8 @@ from rich.table import Table
 from ..adapters.errors import InputError
 from ..adapters.kubectl import snapshot_from_kubectl
 from ..adapters.parse import format_time, timestamp
-from ..adapters.snapshot import Snapshot, decision_json, load_snapshots, run_snapshot
-from ..core import Decision, Proposal, SourceProposal, active_windows, tolerances
+from ..adapters.snapshot import Snapshot, decision_json, load_snapshots, run_snapshot, snapshot_warnings
+from ..core import LIMIT, Decision, HPAWarning, Proposal, SourceProposal, active_windows, tolerances
 from . import readable
 
 
@@ -44,10 +44,12 @@ def explain(
     console = Console(highlight=False)
     for snap in snaps:
         decision = run_snapshot(snap, recommendation)
+        warnings = snapshot_warnings(snap)
         if output == Output.json:
-            typer.echo(json.dumps(decision_json(snap.name, decision, snap.hpa, snap.now), separators=(",", ":")))
+            typer.echo(json.dumps(decision_json(snap.name, decision, snap.hpa, snap.now, warnings),
+                                  separators=(",", ":")))
         else:
-            render(console, snap, decision)
+            render(console, snap, decision, warnings)
 
 
 def check_inputs(files, hpa, pods, pod_metrics, replicas, selector, now, recommendation) -> None:
@@ -93,7 +95,7 @@ def _value(p: Proposal, milli: int | None) -> str:
 def _target_text(p: Proposal) -> str:
     s = p.spec
     if s.target_type == "Utilization":
-        return f"{s.target_utilization}% of request"
+        return f"{s.target_utilization}% of {_basis(p)}"
     if s.target_type == "AverageValue" and s.target_average_milli is not None:
         return f"{readable.quantity(s.target_average_milli, s)} average"
     if s.target_value_milli is not None:
@@ -101,9 +103,13 @@ def _target_text(p: Proposal) -> str:
     return "-"
 
 
+def _basis(p: Proposal) -> str:
+    return "limit" if p.spec.utilization_basis == LIMIT else "request"
+
+
 def _current_text(p: Proposal) -> str:
     if p.utilization is not None:
-        return f"{p.utilization}% of request (average {_value(p, p.raw_milli)})"
+        return f"{p.utilization}% of {_basis(p)} (average {_value(p, p.raw_milli)})"
     kind = {"AverageValue": " average", "Value": " value"}.get(p.spec.target_type, "")
     return _value(p, p.raw_milli) + ("" if p.raw_milli is None else kind)
 
@@ -135,8 +141,8 @@ def _pod_lines(p: Proposal) -> list[str]:
     return lines
 
 
-def render(console: Console, snap: Snapshot, d: Decision) -> None:
-    """The human explanation of one decision."""
+def render(console: Console, snap: Snapshot, d: Decision, warnings: list[HPAWarning] = ()) -> None:
+    """The human explanation of one decision, then the warnings of ``pyhpa.core.check_hpa``."""
     h = snap.hpa
     down, up = tolerances(h, snap.config)
     console.rule(f"[bold]{snap.name}[/]")
@@ -164,6 +170,9 @@ def render(console: Console, snap: Snapshot, d: Decision) -> None:
         console.print(f"  proposes [bold]{p.replicas}[/] replicas")
     _render_prediction(console, snap, d)
     _render_result(console, d)
+    for w in warnings:
+        console.print(f"[bold yellow]warning {w.reason}[/]: ", end="")
+        console.print(w.message, markup=False)
 
 
 def _render_prediction(console: Console, snap: Snapshot, d: Decision) -> None:

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from ..adapters.errors import InputError
-from ..adapters.autoscaler import effective_config, find_autoscaler, read_autoscaler
-from ..adapters.promql import OFFLINE_SERVER
-from ..adapters.snapshot import read_document
-from ..core import ControllerConfig, tolerances
+from ..adapters.autoscaler import find_autoscaler
+from ..adapters.kubectl import pod_items
+from ..adapters.snapshot import pods_in_namespace, read_document, read_hpa, warning_json
+from ..core import LIMIT, ControllerConfig, check_hpa, tolerances
 from ..core.metrics import describe
 from ..core.quantity import format_milli
 from ..core.thresholds import metric_target, thresholds as threshold_rows
@@ -30,6 +31,8 @@ def _fmt(value: int | None, unit: str) -> str | int | None:
 def thresholds(
     hpa_file: Path = typer.Argument(..., metavar="HPA.yaml", help="autoscaling/v2 HorizontalPodAutoscaler or HorizontalAutoscaler (pyhpa.dev/v1alpha1) manifest."),
     output: Output = typer.Option(Output.text, "--output", "-o", help="text table or json (one object)."),
+    pods: Optional[Path] = typer.Option(None, "--pods", help="Pods of the target (kubectl get pods -l SELECTOR -o yaml): "
+                                                             "warn where their requests and limits starve a target."),
     tolerance: float = typer.Option(0.1, "--tolerance", help="Controller-wide tolerance (--horizontal-pod-autoscaler-tolerance)."),
     no_configurable_tolerance: bool = typer.Option(False, "--no-configurable-tolerance", help="Ignore behavior.*.tolerance (HPAConfigurableTolerance off)."),
 ) -> None:
@@ -37,13 +40,20 @@ def thresholds(
     if not 0.0 <= tolerance < 1.0:
         raise InputError("must be in [0, 1)", field="--tolerance")
     config = ControllerConfig(tolerance=tolerance, configurable_tolerance=not no_configurable_tolerance)
-    try:
-        parsed = read_autoscaler(find_autoscaler(read_document(hpa_file)), prometheus_server=OFFLINE_SERVER)
+    try:  # one autoscaler document; a HorizontalAutoscaler's own tolerance setting overrides --tolerance
+        hpa, _, _, config = read_hpa(find_autoscaler(read_document(hpa_file)), config)
     except InputError as err:
         raise err.at(file=str(hpa_file)) from None
-    hpa, config = parsed.hpa, effective_config(config, parsed.settings)
     down, up = tolerances(hpa, config)
-    result = {"hpa": f"{hpa.namespace}/{hpa.name}", "tolerance": {"scaleDown": down, "scaleUp": up}, "metrics": []}
+    result = {"hpa": f"{hpa.namespace}/{hpa.name}", "tolerance": {"scaleDown": down, "scaleUp": up}, "metrics": [],
+              "warnings": []}
+    if pods is not None:
+        try:
+            listed = pods_in_namespace(pod_items(read_document(pods), pods), hpa.namespace, "items")
+        except InputError as err:
+            raise err.at(file=str(pods)) from None
+        found = check_hpa(hpa, None, listed, [], config)  # the given pods are the target's
+        result["warnings"] = [warning_json(w) for w in found]
     tables = []
     for spec in hpa.metrics:
         target, unit = metric_target(spec)
@@ -51,7 +61,8 @@ def thresholds(
         result["metrics"].append({
             "metric": describe(spec),
             "target": _fmt(target, unit),
-            "unit": "percent of request" if unit == "percent" else "quantity",
+            "unit": ("percent of limit" if spec.utilization_basis == LIMIT else "percent of request")
+            if unit == "percent" else "quantity",
             "rows": [
                 {"replicas": r.replicas, "scale_up_at": _fmt(r.scale_up_at, unit), "scale_up_to": r.scale_up_to,
                  "scale_down_at": _fmt(r.scale_down_at, unit), "scale_down_to": r.scale_down_to}
@@ -62,10 +73,10 @@ def thresholds(
     if output == Output.json:
         typer.echo(json.dumps(result, separators=(",", ":")))
         return
-    _render(result["hpa"], down, up, tables)
+    _render(result["hpa"], down, up, tables, result["warnings"])
 
 
-def _render(name: str, down: float, up: float, tables: list) -> None:
+def _render(name: str, down: float, up: float, tables: list, warnings: list) -> None:
     """The text tables, values as a user writes them (``pyhpa.cli.readable``; -o json keeps them exact).
 
     Measured values are integers (percent, or milli-units), so "scales up at >= v" is "scales up above
@@ -87,3 +98,6 @@ def _render(name: str, down: float, up: float, tables: list) -> None:
             table.add_row(str(r.replicas), cell(above, "up"), str(r.scale_up_to or "-"),
                           cell(r.scale_down_at, "down"), str(r.scale_down_to or "-"))
         console.print(table)
+    for w in warnings:
+        console.print(f"[bold yellow]warning {w['reason']}[/]: ", end="")
+        console.print(w["message"], markup=False)

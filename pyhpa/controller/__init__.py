@@ -121,6 +121,7 @@ class Controller:
         self.memory.forget(key)
         self.predictions.forget(key)
         self.reconciler.selectors.remove(key)
+        self.reconciler.warned.pop(key, None)
         if self.queue is not None:
             self.queue.remove(key)
 

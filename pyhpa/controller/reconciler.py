@@ -14,7 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..core import ControllerConfig, Decision, Event, Forecast, Memory, MetricSamples, Pod, Scale, decide, rescale_failed
+from ..core import (ControllerConfig, Decision, Event, Forecast, Memory, MetricSamples, Pod, Scale, check_hpa, decide,
+                    rescale_failed)
 from .api import ApiFailure, Cluster, SpecError
 from .autoscaler import Autoscaler
 from .events import EventRecorder
@@ -134,6 +135,8 @@ class Reconciler:
         self.clock = clock
         self.predictions = predictions
         self.selectors = SelectorIndex()
+        #: the warnings (``pyhpa.core.check_hpa``) last emitted per key: an event when one appears, not every sync
+        self.warned: dict[str, frozenset] = {}
         self.on_synced: Callable[[SyncResult], None] | None = None
 
     async def sync(self, key: str) -> SyncResult | None:
@@ -174,7 +177,25 @@ class Reconciler:
             decision = decide(a.hpa, inputs.scale, inputs.pods, inputs.samples, inputs.memory, now, a.config,
                               other_selectors=inputs.other_selectors)
         self._observe_metrics(decision, fetched, inputs.scale.spec_replicas, a)
+        self._warn(a, inputs, now)
         return await self._act(a, inputs, decision, handle)
+
+    def _warn(self, a: Autoscaler, inputs: SyncInputs, now: float) -> None:
+        """Warning events for what keeps the autoscaler from working as written (``pyhpa.core.check_hpa``:
+        ScaleStarvation, PodSumHidesContainer), each when it appears (it is logged again when it returns)."""
+        found = check_hpa(a.hpa, inputs.scale, inputs.pods, inputs.samples, a.config)
+        keys = frozenset((w.reason, w.index, w.container) for w in found)
+        before = self.warned.get(a.key, frozenset())
+        if keys == before:
+            return
+        if keys:
+            self.warned[a.key] = keys
+        else:
+            self.warned.pop(a.key, None)
+        for w in found:
+            if (w.reason, w.index, w.container) not in before:
+                log.warning("%s: %s: %s", a.key, w.reason, w.message)
+                self.events.emit(a, Event("Warning", w.reason, w.message), now)
 
     async def gather(self, a: Autoscaler, now: float) -> tuple[SyncInputs, Any, list[Fetched]]:
         """The inputs of one sync of ``a`` (a valid spec) at epoch ``now``: the target's Scale (and the Scale

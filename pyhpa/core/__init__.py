@@ -14,6 +14,8 @@ names listed in the ``__all__`` of ``calculator``, ``metrics``, ``thresholds``, 
 
 from .model import (
     ENFORCE,
+    LIMIT,
+    REQUEST,
     OBSERVE,
     ActiveWindow,
     Behavior,
@@ -41,6 +43,7 @@ from .model import (
     Step,
 )
 from .calculator import MetricError, ReplicaCalculator
+from .checks import HPAWarning, check_hpa
 from .normalize import MemoryHorizons, memory_horizons, relevant_memory, stabilization_windows, store_scale_event
 from .reconcile import decide, rescale_failed, set_condition, tolerances, with_status
 from .schedules import active_windows, check_window, next_change, occurrences
@@ -52,5 +55,5 @@ __all__ = [
     "SourceProposal", "Step", "active_windows", "check_window", "decide", "next_change", "occurrences",
     "rescale_failed", "set_condition", "tolerances", "with_status",
     "MemoryHorizons", "memory_horizons", "relevant_memory", "stabilization_windows", "store_scale_event",
-    "MetricError", "ReplicaCalculator",
+    "MetricError", "ReplicaCalculator", "HPAWarning", "check_hpa", "LIMIT", "REQUEST",
 ]

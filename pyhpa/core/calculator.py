@@ -286,15 +286,17 @@ class ReplicaCalculator:
         return replicas, new_ratio, filled
 
 
-def resource_utilization_replicas(calc: ReplicaCalculator, resource: str, container: str, target: int):
+def resource_utilization_replicas(calc: ReplicaCalculator, resource: str, container: str, target: int,
+                                  limits: bool = False):
     """Utilization target: (replicas, utilization %, raw avg milli, ratio, new ratio, filled).
 
     Upstream: GetResourceReplicas. Missing pods count as 0 % on scale-up and as
     ``max(100, target)`` % of their request on scale-down; unready pods count as 0 % on
-    scale-up. Raises MetricError.
+    scale-up. With ``limits`` (``utilizationBasis: Limit``) the denominator is the pods'
+    limits instead, by the same rules. Raises MetricError.
     """
     values = calc.grouped_values(resource == "cpu")
-    requests = pod_requests(calc.pods, resource, container)
+    requests = pod_requests(calc.pods, resource, container, limits)
     ratio, utilization, raw = utilization_ratio(values, requests, target)
 
     def fill_missing(r: float, vals: dict[str, int]) -> dict[str, int]:

@@ -12,10 +12,10 @@ from .model import (
     AVERAGE_VALUE,
     CONTAINER_RESOURCE,
     EXTERNAL,
+    LIMIT,
     OBJECT,
     PODS,
     RESOURCE,
-    UTILIZATION,
     VALUE,
     MetricSamples,
     MetricSpec,
@@ -48,13 +48,14 @@ def _fail(spec: MetricSpec, reason: str, inner: str, outer: str) -> Proposal:
 def describe(spec: MetricSpec) -> str:
     """Upstream's metric name used in messages ("cpu resource utilization (percentage of request)")."""
     t = spec.type
+    basis = "limit" if spec.utilization_basis == LIMIT else "request"
     if t == RESOURCE:
         if spec.target_average_milli is None:
-            return f"{spec.name} resource utilization (percentage of request)"
+            return f"{spec.name} resource utilization (percentage of {basis})"
         return f"{spec.name} resource"
     if t == CONTAINER_RESOURCE:
         if spec.target_average_milli is None:
-            return f"{spec.name} container resource utilization (percentage of request)"
+            return f"{spec.name} container resource utilization (percentage of {basis})"
         return f"{spec.name} resource"
     if t == PODS:
         return f"pods metric {spec.name}"
@@ -105,7 +106,7 @@ def resource_proposal(calc: ReplicaCalculator, spec: MetricSpec, samples: Metric
             utilization = None
         else:
             replicas, utilization, raw, ratio, new_ratio, filled = calc_mod.resource_utilization_replicas(
-                calc, spec.name, container, spec.target_utilization
+                calc, spec.name, container, spec.target_utilization, spec.utilization_basis == LIMIT
             )
     except MetricError as err:
         inner = f"failed to get {spec.name} {what}: {err}"

@@ -27,6 +27,11 @@ OBJECT = "Object"
 EXTERNAL = "External"
 METRIC_SOURCE_TYPES = (RESOURCE, CONTAINER_RESOURCE, PODS, OBJECT, EXTERNAL)
 
+# What a Utilization target is a percentage of (HorizontalAutoscaler ``utilizationBasis``).
+REQUEST = "Request"
+LIMIT = "Limit"
+UTILIZATION_BASES = (REQUEST, LIMIT)
+
 # Target types (autoscaling/v2 MetricTargetType) and the ones each source allows.
 UTILIZATION = "Utilization"
 AVERAGE_VALUE = "AverageValue"
@@ -100,7 +105,9 @@ class MetricSpec:
     name. ``target_type`` is the declared target type; ``target_utilization`` is percent of
     request, ``target_milli`` the AverageValue/Value in milli-units. ``selector`` is the
     metric label selector as text (for messages), ``described_object`` (kind, name) for
-    Object metrics, ``container`` for ContainerResource.
+    Object metrics, ``container`` for ContainerResource. ``utilization_basis`` (a
+    HorizontalAutoscaler extension) is what a Utilization target is a percentage of:
+    ``REQUEST`` (upstream) or ``LIMIT`` (the pods' limits, pod-level when set).
     """
 
     type: str
@@ -112,6 +119,7 @@ class MetricSpec:
     container: str = ""
     selector: str = ""
     described_object: tuple[str, str] | None = None
+    utilization_basis: str = "Request"
 
 
 @dataclass(slots=True, frozen=True)
@@ -276,13 +284,16 @@ class MetricSamples:
 
     Per-pod sources (Resource, ContainerResource, Pods) fill ``pods``; Object fills
     ``values`` with one value; External fills ``values`` with each series' value (milli).
-    ``error`` is the API's error message when the call failed.
+    ``error`` is the API's error message when the call failed. ``containers`` (pod-sum
+    Resource metrics, pods with several containers) maps pod -> container -> value (milli):
+    not used by the decision, only by ``pyhpa.core.checks``.
     """
 
     pods: dict[str, PodSample] | None = None
     values: list[int] | None = None
     timestamp: float | None = None
     error: str | None = None
+    containers: dict[str, dict[str, int]] | None = None
 
 
 @dataclass(slots=True)
