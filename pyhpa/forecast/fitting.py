@@ -75,7 +75,7 @@ DISPERSION_BINS = 24
 #: Period detection and model selection are repeated at most this often (s); refits in between
 #: re-estimate the selected model on the new history.
 RESELECT_SECONDS = 86400.0
-LEVEL_SECONDS = (600.0, 3600.0)
+LEVEL_SECONDS = (180.0, 600.0, 3600.0)
 TRANSFORMS = ("log", "sqrt")
 
 
