@@ -139,3 +139,45 @@ def test_explain_from_kubectl_reads_the_forecast_from_status_prediction(tmp_path
     assert doc["prediction"]["reason"] == "HistoryUnavailable" and doc["prediction"]["replicas"] is None
     cond = {c["type"]: c for c in doc["conditions"]}["PredictionActive"]
     assert (cond["status"], cond["message"]) == ("False", "prometheus unreachable")
+
+
+def _core_inputs(prediction: PredictionSpec):
+    from pyhpa.core import HPA, Memory, MetricSamples, Pod, PodSample, Scale
+
+    hpa = HPA(namespace="default", name="web", min_replicas=1, max_replicas=20, metrics=METRICS, prediction=prediction)
+    pods = [Pod(f"web-{i}", "Running", {"app": "web"}, start_time=0.0, ready=True, ready_transition_time=0.0,
+                requests={("cpu", ""): 1000}) for i in range(2)]
+    samples = [MetricSamples(pods={p.name: PodSample(500, 1e9 - 10, 15.0) for p in pods}, timestamp=1e9 - 10)]
+    return hpa, Scale(2, 2, "app=web"), pods, samples, Memory()
+
+
+@pytest.mark.parametrize("history, reason", [
+    ("noise", "NotPredictable"), ("flat", "NotPredictable"), ("short", "InsufficientHistory")])
+def test_no_usable_pattern_gives_no_proposal_and_the_condition(history, reason):
+    """Through the forecaster and the core: white noise, a flat series and too little history ask for nothing."""
+    import numpy as np
+
+    from pyhpa.core import ControllerConfig, decide
+    from pyhpa.forecast import Predictor, settings_for, to_core_forecast
+
+    now = 1e9
+    days = 0.1 if history == "short" else 7
+    t = now - days * 86400 + np.arange(0, days * 86400, 60.0)
+    rng = np.random.default_rng(1)
+    v = np.full(t.size, 1000.0)
+    if history == "noise":
+        v += 200.0 * rng.standard_normal(t.size)
+    if history == "short":  # 2.4 hours of a daily cycle
+        v += 600.0 * np.sin(2 * np.pi * t / 86400)
+    spec = PredictionSpec()
+    p = Predictor(settings_for(spec))
+    p.extend(t, v)
+    forecast = to_core_forecast(p.forecast(now))
+    assert forecast.total_milli is None and forecast.reason == reason
+    hpa, scale, pods, samples, memory = _core_inputs(spec)
+    d = decide(hpa, scale, pods, samples, memory, now, ControllerConfig(), forecast=forecast)
+    with_pred = decide(hpa, scale, pods, samples, memory, now, ControllerConfig())
+    assert [s.replicas for s in d.sources if s.source == "Prediction"] == [None]
+    cond = {c.type: c for c in d.conditions}["PredictionActive"]
+    assert (cond.status, cond.reason) == ("False", reason)
+    assert d.desired_replicas == with_pred.desired_replicas == 2  # 50 % of 1 CPU at a 50 % target: as upstream
