@@ -76,7 +76,8 @@ class MetricsStore:
     def _pod_metrics_item(self, pod: dict, entry: dict) -> dict:
         meta = pod["metadata"]
         return {"metadata": {"name": meta["name"], "namespace": meta.get("namespace"),
-                             "labels": meta.get("labels") or {}, "creationTimestamp": timestamp_str(None)},
+                             # the sample's time, not the request's: the same answer for the same sample
+                             "labels": meta.get("labels") or {}, "creationTimestamp": entry["timestamp"]},
                 "timestamp": entry["timestamp"], "window": entry["window"],
                 "containers": [{"name": c, "usage": dict(u)} for c, u in entry["containers"].items()]}
 

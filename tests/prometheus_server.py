@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import httpx
+import httpx2
 
 
 def free_port() -> int:
@@ -68,9 +68,9 @@ class PrometheusServer:
             if self._proc.poll() is not None:
                 raise RuntimeError(f"prometheus exited with code {self._proc.returncode}")
             try:
-                if httpx.get(f"{self.url}/-/ready", timeout=1.0).status_code == 200:
+                if httpx2.get(f"{self.url}/-/ready", timeout=1.0).status_code == 200:
                     return
-            except httpx.HTTPError:
+            except httpx2.HTTPError:
                 pass
             time.sleep(0.2)
         raise RuntimeError("prometheus did not become ready")
@@ -81,10 +81,10 @@ class PrometheusServer:
         answer: dict = {}
         while time.monotonic() < deadline:
             try:
-                answer = httpx.get(f"{self.url}/api/v1/query", params={"query": query}, timeout=2.0).json()
+                answer = httpx2.get(f"{self.url}/api/v1/query", params={"query": query}, timeout=2.0).json()
                 if predicate(answer):
                     return answer
-            except (httpx.HTTPError, ValueError):
+            except (httpx2.HTTPError, ValueError):
                 pass
             time.sleep(0.3)
         raise AssertionError(f"prometheus never satisfied the wait for {query!r}; last answer {answer}")

@@ -132,6 +132,21 @@ def test_errors_name_file_object_and_field_in_the_users_terms(tmp_path, doc, exp
         assert internal not in line, line
 
 
+@pytest.mark.parametrize("change,expected", [
+    (lambda items: items[0].pop("metadata"), "Pod without metadata.name: items[0].metadata.name: required field is missing"),
+    (lambda items: items.__setitem__(0, "x"), "items[0]: expected a v1 Pod, got a string"),
+    (lambda items: items[0]["status"].__setitem__("phase", 3),
+     "Pod default/php-apache-7d4b9-a: items[0].status.phase: expected a string, got an integer"),
+])
+def test_pod_errors_name_file_pod_and_field(tmp_path, change, expected):
+    pods = yaml.safe_load((EX / "pods.yaml").read_text())
+    change(pods["items"])
+    path = _write(tmp_path, "pods.yaml", pods)
+    line = one_line_error(invoke("explain", "--hpa", EX / "hpa.yaml", "--pods", path, "--pod-metrics",
+                                 EX / "podmetrics.json"))
+    assert line == f"error: {path}: {expected}"
+
+
 # ------------------------------------------------------------------------------------------- readable quantities
 MEMORY = MetricSpec("Resource", "memory", "AverageValue")
 CPU = MetricSpec("Resource", "cpu", "Utilization", 50)

@@ -97,7 +97,7 @@ def put_pods(kd: KubeDouble, app: str, start: int, stop: int) -> None:
 def assert_exactly_as_decided(result, written_status: dict) -> None:
     """The status the controller wrote is the core's decision on the inputs that sync gathered."""
     i = result.inputs
-    again = decide(i.autoscaler.hpa, i.scale, i.pods, i.samples, i.memory, i.now, i.config)
+    again = decide(i.hpa, i.scale, i.pods, i.samples, i.memory, i.now, i.config)
     assert again.desired_replicas == result.decision.desired_replicas
     assert written_status == status_from_decision(again, i.autoscaler.generation)
 
@@ -304,7 +304,7 @@ async def test_status_conflict_is_retried_with_the_fresh_resource_version(kd):
 
 
 async def test_health_readiness_and_metrics_endpoints(kd):
-    import httpx
+    import httpx2
 
     from pyhpa.controller import run_controller
 
@@ -320,7 +320,7 @@ async def test_health_readiness_and_metrics_endpoints(kd):
                                               on_started=lambda c, h: started.update(c=c, h=h)))
     await wait_for(lambda: started, what="the controller to start")
     base = f"http://127.0.0.1:{started['h'].port}"
-    async with httpx.AsyncClient(trust_env=False) as http:
+    async with httpx2.AsyncClient(trust_env=False) as http:
         assert (await http.get(f"{base}/healthz")).status_code == 200
         await wait_for(lambda: replicas(kd, "web") == 4, what="the scale up")
 

@@ -91,7 +91,7 @@ def test_json_log_has_one_line_per_rescale_failed_metric_and_invalid_spec():
     rescale = next(r for r in records if r["msg"] == "rescaled")
     assert rescale["level"] == "info" and rescale["autoscaler"] == "default/web"
     assert rescale["target"] == "Deployment/web" and (rescale["old"], rescale["new"]) == (2, 4)
-    assert isinstance(rescale["decided_by"], str) and rescale["decided_by"] not in ("", "-")
+    assert rescale["decided_by"] == "Metric/cpu resource utilization (percentage of request)"  # Decision.decided_by
     assert rescale["reason"] == "cpu resource utilization (percentage of request) above target"
     failed = next(r for r in records if r["msg"] == "metric failed")
     assert failed["level"] == "warning" and failed["reason"] == "FailedGetResourceMetric"

@@ -304,7 +304,7 @@ async def test_controller_on_stubs_decides_with_the_core_and_writes_what_it_says
         await task
     result = results[0]
     i = result.inputs
-    expected = decide(i.autoscaler.hpa, i.scale, i.pods, i.samples, Memory(), i.now, i.config)
+    expected = decide(i.hpa, i.scale, i.pods, i.samples, Memory(), i.now, i.config)
     assert result.decision.desired_replicas == expected.desired_replicas == 6
     assert cluster.scales[("default", "Deployment", "web")][0] == 6
     status = cluster.autoscaler_objects["default/web"]["status"]

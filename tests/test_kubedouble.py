@@ -1,4 +1,4 @@
-"""The Kubernetes API double, exercised through lightkube's real clients (sync and async) and httpx."""
+"""The Kubernetes API double, exercised through lightkube's real clients (sync and async) and httpx2."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import threading
 import time
 from pathlib import Path
 
-import httpx
+import httpx2
 import httpx2
 import pytest
 from lightkube import ApiError
@@ -121,7 +121,7 @@ def test_create_get_list_with_label_and_field_selectors(kd, client):
 def test_raw_selector_syntax_and_paging(kd, client):
     for i in range(5):
         client.create(pod(f"p{i}", app="web", idx=str(i)))
-    raw = httpx.get(f"{kd.url}/api/v1/namespaces/default/pods",
+    raw = httpx2.get(f"{kd.url}/api/v1/namespaces/default/pods",
                     params={"labelSelector": "app==web,idx in (1, 3),!missing"}).json()
     assert [i["metadata"]["name"] for i in raw["items"]] == ["p1", "p3"]
     assert int(raw["metadata"]["resourceVersion"]) == int(kd.resource_version)
@@ -244,7 +244,7 @@ def test_cut_watches_graceful_resumes_without_loss_and_abrupt_raises(kd, client)
 async def test_bookmarks_and_server_timeout():
     async with KubeDouble() as kd:
         url = f"{kd.url}/apis/apps/v1/namespaces/default/deployments"
-        async with httpx.AsyncClient(timeout=5) as h:
+        async with httpx2.AsyncClient(timeout=5) as h:
             params = {"watch": "1", "allowWatchBookmarks": "true", "resourceVersion": kd.resource_version,
                       "timeoutSeconds": "1"}
             async with h.stream("GET", url, params=params) as resp:
@@ -362,14 +362,14 @@ def test_crd_via_post_and_discovery(kd, client):
     assert [c.metadata.name for c in crds] == ["widgets.example.com"]
     assert any(c.type == "Established" and c.status == "True" for c in crds[0].status.conditions)
     client.create(Widget(metadata=ObjectMeta(name="w"), spec={"size": 1}))
-    doc = httpx.get(f"{kd.url}/apis/example.com/v1").json()
+    doc = httpx2.get(f"{kd.url}/apis/example.com/v1").json()
     assert {r["name"] for r in doc["resources"]} == {"widgets", "widgets/status", "widgets/scale"}
     client.delete(CustomResourceDefinition, "widgets.example.com")
-    assert httpx.get(f"{kd.url}/apis/example.com/v1/namespaces/default/widgets").status_code == 404
+    assert httpx2.get(f"{kd.url}/apis/example.com/v1/namespaces/default/widgets").status_code == 404
 
 
 def test_discovery_documents(kd):
-    with httpx.Client(base_url=kd.url) as h:
+    with httpx2.Client(base_url=kd.url) as h:
         assert h.get("/version").json()["minor"] == "37"
         assert h.get("/api").json()["versions"] == ["v1"]
         groups = {g["name"] for g in h.get("/apis").json()["groups"]}
@@ -399,7 +399,7 @@ def test_metrics_apis(kd, client):
     kd.set_object_metric("default", "services", "web", "qps", 7)
     kd.set_external_metric("default", "queue_depth", [({"queue": "a"}, "30"), ({"queue": "b"}, 5)])
 
-    with httpx.Client(base_url=kd.url) as h:
+    with httpx2.Client(base_url=kd.url) as h:
         pm = h.get("/apis/metrics.k8s.io/v1beta1/namespaces/default/pods", params={"labelSelector": "app=web"})
         assert pm.json()["kind"] == "PodMetricsList"
         [item] = pm.json()["items"]
@@ -526,7 +526,7 @@ def test_module_runs_standalone_with_pyhpa_crd():
                           stderr=subprocess.DEVNULL, text=True, cwd=REPO) as proc:
         try:
             url = proc.stdout.readline().rsplit(" ", 1)[-1].strip()
-            doc = httpx.get(f"{url}/apis/pyhpa.dev/v1alpha1", timeout=5).json()
+            doc = httpx2.get(f"{url}/apis/pyhpa.dev/v1alpha1", timeout=5).json()
             assert {r["name"] for r in doc["resources"]} >= {"horizontalautoscalers", "horizontalautoscalers/status"}
         finally:
             proc.terminate()

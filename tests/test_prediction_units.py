@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-import httpx
+import httpx2
 import pytest
 import yaml
 from typer.testing import CliRunner
@@ -92,15 +92,15 @@ def test_range_step_keeps_under_prometheus_point_limit():
     assert (14 * 86400) / range_step(0, 14 * 86400) <= 11000
 
 
-def _client(handler) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=httpx.MockTransport(handler))
+def _client(handler) -> httpx2.AsyncClient:
+    return httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
 
 
 async def test_query_range_reads_one_series_and_drops_nan():
     def handler(request):
         assert request.url.path == "/api/v1/query_range"
         assert request.url.params["step"] == "60"
-        return httpx.Response(200, json={"status": "success", "data": {"resultType": "matrix", "result": [
+        return httpx2.Response(200, json={"status": "success", "data": {"resultType": "matrix", "result": [
             {"metric": {}, "values": [[100, "1.5"], [160, "NaN"], [220, "2"]]}]}})
 
     async with _client(handler) as c:
@@ -108,11 +108,11 @@ async def test_query_range_reads_one_series_and_drops_nan():
 
 
 @pytest.mark.parametrize("response, text", [
-    (httpx.Response(200, json={"status": "success", "data": {"resultType": "matrix", "result": [
+    (httpx2.Response(200, json={"status": "success", "data": {"resultType": "matrix", "result": [
         {"metric": {"pod": "a"}, "values": []}, {"metric": {"pod": "b"}, "values": []}]}}), "2 series"),
-    (httpx.Response(400, json={"status": "error", "error": "parse error"}), "parse error"),
-    (httpx.Response(502, text="bad gateway"), "without JSON"),
-    (httpx.Response(200, json={"status": "success", "data": {"resultType": "vector", "result": []}}), "matrix"),
+    (httpx2.Response(400, json={"status": "error", "error": "parse error"}), "parse error"),
+    (httpx2.Response(502, text="bad gateway"), "without JSON"),
+    (httpx2.Response(200, json={"status": "success", "data": {"resultType": "vector", "result": []}}), "matrix"),
 ])
 async def test_query_range_failures_are_range_query_errors(response, text):
     async with _client(lambda request: response) as c:

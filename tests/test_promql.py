@@ -46,16 +46,16 @@ def test_answers_become_samples_or_errors():
 
 
 async def test_unreachable_prometheus_is_a_metric_error_not_an_exception():
-    import httpx
+    import httpx2
 
-    async with httpx.AsyncClient() as client:
+    async with httpx2.AsyncClient() as client:
         s = await query_samples(client, PromQuery(f"http://127.0.0.1:{free_port()}", "up", timeout_seconds=1))
     assert s.error and s.error.startswith("prometheus unreachable")
 
 
 @needs_prometheus
 async def test_real_prometheus_per_pod_metric_scales_up():
-    import httpx
+    import httpx2
 
     registry = CollectorRegistry()
     gauge = Gauge("app_requests_per_second", "requests per second", ["pod"], registry=registry)
@@ -69,7 +69,7 @@ async def test_real_prometheus_per_pod_metric_scales_up():
             spec, q = metric_from_dict({"type": "Prometheus", "prometheus": {
                 "name": "rps", "query": "app_requests_per_second", "server": prom.url, "podLabel": "pod",
                 "target": {"type": "AverageValue", "averageValue": "10"}}}, "spec.metrics[0]")
-            async with httpx.AsyncClient() as client:
+            async with httpx2.AsyncClient() as client:
                 samples = await query_samples(client, q)
     finally:
         server.shutdown()

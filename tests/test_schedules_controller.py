@@ -68,7 +68,7 @@ async def synced(run: ControllerTask, key: str = "default/web", n: int = 1) -> l
 def decided_as_core(result) -> None:
     """The sync's status is the decision core's on the inputs that sync gathered."""
     i = result.inputs
-    again = decide(i.autoscaler.hpa, i.scale, i.pods, i.samples, i.memory, i.now, i.config)
+    again = decide(i.hpa, i.scale, i.pods, i.samples, i.memory, i.now, i.config)
     assert again.desired_replicas == result.decision.desired_replicas
     assert status_from_decision(again, i.autoscaler.generation) == status_from_decision(result.decision,
                                                                                         i.autoscaler.generation)

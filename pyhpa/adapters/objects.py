@@ -209,9 +209,9 @@ def quantities_as_text(d: Any, cls: type, path: str) -> Any:
 
 def object_label(d: Any) -> str:
     """``Kind namespace/name`` of a dict-shaped object, for error messages (``HorizontalPodAutoscaler
-    default/web``; ``HorizontalPodAutoscaler without metadata.name``; ``a list, not an object``)."""
+    default/web``; ``HorizontalPodAutoscaler without metadata.name``; "" for what is no object at all)."""
     if not isinstance(d, dict):
-        return f"{_json_type(d)}, not an object"
+        return ""  # the error itself says what was found instead
     meta = d.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
     kind, ns, name = d.get("kind"), meta.get("namespace"), meta.get("name")
@@ -639,8 +639,13 @@ def _ceil_milli(q: Decimal) -> int:
 def pod_from_dict(d: dict, lenient: bool = False) -> Pod:
     """A core Pod from a v1 Pod dict; raises InputError. ``lenient``: missing required fields read
     as Go's zero values (``go_zero_fill``), as upstream's tests build pods."""
-    if not isinstance(d, dict) or d.get("kind") not in (None, "Pod"):
-        raise InputError("expected a v1 Pod object", obj=object_label(d))
+    if not isinstance(d, dict):
+        raise InputError(f"expected a v1 Pod, got {_json_type(d)}")
+    if d.get("kind") not in (None, "Pod"):
+        raise InputError(f"expected a v1 Pod, got kind {d.get('kind')}", obj=object_label(d), field="kind")
+    meta = d.get("metadata")
+    if not lenient and (not isinstance(meta, dict) or not meta.get("name")):
+        raise InputError("required field is missing", obj=object_label(d) or "Pod", field="metadata.name")
     d = dict(d)
     d.setdefault("apiVersion", "v1")
     d.setdefault("kind", "Pod")

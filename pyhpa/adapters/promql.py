@@ -1,7 +1,7 @@
 """Prometheus as a metric source, for users without a metrics adapter.
 
 A pyhpa metric of type ``Prometheus`` is an instant PromQL query (Prometheus HTTP API
-``GET /api/v1/query``), read through httpx with a timeout. Two shapes:
+``GET /api/v1/query``), read through httpx2 (the HTTP client lightkube uses) with a timeout. Two shapes:
 
 - per pod (``podLabel`` set, e.g. ``pod``): each series' value is that pod's value; the
   metric then behaves exactly like a ``Pods`` metric (AverageValue target, missing and
@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-import httpx
+import httpx2
 
 from ..core.model import AVERAGE_VALUE, EXTERNAL, HPA, PODS, VALUE, MetricSamples, MetricSpec, PodSample
 from .errors import InputError
@@ -135,7 +135,7 @@ def _per_pod(result: list, label: str) -> MetricSamples:
     return MetricSamples(pods=pods, timestamp=first)
 
 
-async def query_samples(client: httpx.AsyncClient, q: PromQuery, at: float | None = None) -> MetricSamples:
+async def query_samples(client: httpx2.AsyncClient, q: PromQuery, at: float | None = None) -> MetricSamples:
     """Run the instant query (at epoch ``at``, or Prometheus' now) within its timeout.
 
     Never raises for server trouble: timeouts, HTTP and PromQL errors become
@@ -144,7 +144,7 @@ async def query_samples(client: httpx.AsyncClient, q: PromQuery, at: float | Non
     return (await query_answer(client, q, at))[0]
 
 
-async def query_answer(client: httpx.AsyncClient, q: PromQuery, at: float | None = None) -> tuple[MetricSamples, Any]:
+async def query_answer(client: httpx2.AsyncClient, q: PromQuery, at: float | None = None) -> tuple[MetricSamples, Any]:
     """``query_samples`` plus the raw answer: the decoded ``/api/v1/query`` JSON, or the error text when
     there was none (timeout, connection error, a body that is not JSON). Never raises for server trouble."""
     params = {"query": q.query}
@@ -152,9 +152,9 @@ async def query_answer(client: httpx.AsyncClient, q: PromQuery, at: float | None
         params["time"] = f"{at:.3f}"
     try:
         r = await client.get(f"{q.server}/api/v1/query", params=params, timeout=q.timeout_seconds)
-    except httpx.TimeoutException:
+    except httpx2.TimeoutException:
         return _failed(f"prometheus query timed out after {q.timeout_seconds:g}s")
-    except httpx.HTTPError as err:
+    except httpx2.HTTPError as err:
         return _failed(f"prometheus unreachable: {err}")
     try:
         answer = r.json()
@@ -219,7 +219,7 @@ def range_step(start: float, end: float, step: float = 60.0) -> float:
     return float(math.ceil((end - start) / (MAX_RANGE_POINTS - 1) / 60.0) * 60)
 
 
-async def query_range(client: httpx.AsyncClient, server: str, query: str, start: float, end: float, step: float,
+async def query_range(client: httpx2.AsyncClient, server: str, query: str, start: float, end: float, step: float,
                       timeout_seconds: float) -> tuple[list[float], list[float]]:
     """Run a range query (``GET /api/v1/query_range``) and return (epoch times, values) of its one series.
 
@@ -230,9 +230,9 @@ async def query_range(client: httpx.AsyncClient, server: str, query: str, start:
     params = {"query": query, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
     try:
         r = await client.get(f"{server.rstrip('/')}/api/v1/query_range", params=params, timeout=timeout_seconds)
-    except httpx.TimeoutException:
+    except httpx2.TimeoutException:
         raise RangeQueryError(f"prometheus range query timed out after {timeout_seconds:g}s") from None
-    except httpx.HTTPError as err:
+    except httpx2.HTTPError as err:
         raise RangeQueryError(f"prometheus unreachable: {err}") from None
     try:
         answer = r.json()

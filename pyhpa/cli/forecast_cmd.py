@@ -14,7 +14,6 @@ from rich.console import Console
 from ..adapters.errors import InputError
 from ..forecast import DAY, ForecastSettings, replay
 from ..forecast.replay import describe_periods
-from ..simulate.trace import iso, load_trace, time_bound
 
 _DEFAULTS = ForecastSettings()
 
@@ -47,6 +46,7 @@ def forecast(
     then only (a row counts as known at the end of its interval). Prints the accuracy and the
     seasonal periods found, and plots actual against the forecast band.
     """
+    iso, load_trace, time_bound, plot_replay = _simulate_extra()
     settings = _settings(lead, history, quantile, refresh)
     if output_format not in ("text", "json"):
         raise InputError(f"want text or json, got {output_format!r}", field="--format")
@@ -72,8 +72,6 @@ def forecast(
     }
     written = None
     if plot:
-        from ..forecast.plot import plot_replay
-
         output.parent.mkdir(parents=True, exist_ok=True)
         written = plot_replay(output, r, title=f"{trace.name} [{column}]", unit=column, tz=tr.tz, quantile=quantile,
                               lead=lead)
@@ -91,6 +89,23 @@ def forecast(
     console.print(f"mape={_num(acc.mape)} wape={_num(acc.wape)} under_forecast_share={_num(acc.under_share)}")
     if written is not None:
         console.print(f"wrote {written}")
+
+
+def _simulate_extra():
+    """The trace reader and the plot (pandas, matplotlib: the simulate extra, which the controller's image does
+    not install). Missing: one line saying what to install (InputError)."""
+    try:
+        import matplotlib  # noqa: F401
+        import pandas  # noqa: F401
+
+        from ..simulate.forecast_plot import plot_replay
+        from ..simulate.trace import iso, load_trace, time_bound
+    except ModuleNotFoundError as err:
+        if err.name not in ("pandas", "matplotlib"):
+            raise
+        raise InputError(f"pyhpa forecast needs the simulate extra ({err.name} is not installed): "
+                         "pip install 'pyhpa[simulate]'", field="forecast") from None
+    return iso, load_trace, time_bound, plot_replay
 
 
 def _settings(lead: float, history: float, quantile: float, refresh: float) -> ForecastSettings:

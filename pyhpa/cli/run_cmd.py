@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from enum import Enum
 from importlib import resources
 from typing import Optional
 
 import typer
 
+from .. import __version__
 from ..adapters.errors import InputError
 
 MANIFESTS = ("crd", "rbac", "deployment")
@@ -134,12 +136,36 @@ def manifest_text(part: str) -> str:
     return resources.files("pyhpa").joinpath("data", "deploy", f"{part}.yaml").read_text(encoding="utf-8")
 
 
+#: The image the shipped Deployment runs: what ``docker build -t pyhpa:VERSION .`` (the repository's Dockerfile) makes.
+DEFAULT_IMAGE = f"pyhpa:{__version__}"
+# An image reference as docker/containerd accept it: [registry[:port]/]path[:tag][@digest].
+_IMAGE_REF = re.compile(r"^(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+                        r"(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$")
+_IMAGE_LINE = re.compile(r"^(\s*image:\s*)" + re.escape(DEFAULT_IMAGE) + r"\s*$", re.M)
+
+
+def with_image(deployment: str, image: str) -> str:
+    """The Deployment manifest text running ``image`` instead of ``DEFAULT_IMAGE``; InputError for a malformed
+    reference."""
+    if not _IMAGE_REF.match(image):
+        raise InputError(f"not an image reference (want e.g. registry.example.com/pyhpa:{__version__}): {image!r}",
+                         field="--image")
+    text, n = _IMAGE_LINE.subn(lambda m: m.group(1) + image, deployment)
+    if n != 1:  # pragma: no cover - the shipped file has exactly one
+        raise InputError(f"the Deployment manifest has {n} lines 'image: {DEFAULT_IMAGE}'", field="--image")
+    return text
+
+
 def manifests(
     only: Part = typer.Option(Part.all, "--only", help="Print one part: crd, rbac or deployment."),
+    image: str = typer.Option(DEFAULT_IMAGE, "--image", metavar="REF", help="The controller image the Deployment runs (build it with the repository's Dockerfile: docker build -t REF .)."),
 ) -> None:
     """Print the CRD, RBAC and Deployment of the controller (kubectl apply -f - ready)."""
     parts = MANIFESTS if only == Part.all else (only.value,)
     texts = [manifest_text(p).rstrip("\n") for p in parts]
+    if "deployment" in parts and image != DEFAULT_IMAGE:
+        i = parts.index("deployment")
+        texts[i] = with_image(texts[i], image)
     typer.echo("\n---\n".join(texts))
 
 

@@ -6,7 +6,7 @@ import os
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.console import Console
@@ -14,8 +14,9 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..adapters.errors import InputError
 from ..core import ControllerConfig
-from ..simulate import Settings, Simulation, run_simulation
-from ..simulate.report import summary_table, write_outputs
+
+if TYPE_CHECKING:
+    from ..simulate import Simulation
 
 _DEFAULTS = ControllerConfig()
 
@@ -62,6 +63,7 @@ def simulate(
         initial_readiness_delay_seconds=initial_readiness_delay,
         downscale_stabilization_window_seconds=downscale_stabilization,
     )
+    Settings, run_simulation, summary_table, write_outputs = _simulator()
     settings = Settings(sync_period, seed, config, flap_window)
     console = Console(highlight=False)
     kwargs = dict(profile=profile, time_column=time_column, where=tuple(where or ()), start=start, end=end,
@@ -76,6 +78,23 @@ def simulate(
         where = err.filename or output_dir
         raise InputError(f"cannot write the outputs: {err.strerror or err}", file=str(where), field="--output-dir") from None
     console.print("wrote " + ", ".join(str(p) for p in written))
+
+
+def _simulator():
+    """The simulator, imported on use: it needs the ``simulate`` extra (pandas, matplotlib), which the
+    controller's image does not install. Missing: one line saying what to install (InputError)."""
+    try:
+        import matplotlib  # noqa: F401  (plots; imported when drawn)
+        import pandas  # noqa: F401
+
+        from ..simulate import Settings, run_simulation
+        from ..simulate.report import summary_table, write_outputs
+    except ModuleNotFoundError as err:
+        if err.name not in ("pandas", "matplotlib", "numpy"):
+            raise
+        raise InputError(f"pyhpa simulate needs the simulate extra ({err.name} is not installed): "
+                         "pip install 'pyhpa[simulate]'", field="simulate") from None
+    return Settings, run_simulation, summary_table, write_outputs
 
 
 @contextmanager

@@ -3,7 +3,7 @@
 Every record is one line: ``time``, ``level``, ``logger``, ``msg`` and the record's own fields (passed as
 ``extra=fields(key=value, ...)``), either as logfmt (``--log-format text``, the default)::
 
-    time=2026-11-21T10:00:00.123Z level=info logger=pyhpa.controller.reconciler msg=rescaled autoscaler=default/web target=Deployment/web old=2 new=4 decided_by="cpu resource utilization (percentage of request)" reason="cpu resource utilization (percentage of request) above target"
+    time=2026-11-21T10:00:00.123Z level=info logger=pyhpa.controller.reconciler msg=rescaled autoscaler=default/web target=Deployment/web old=2 new=4 decided_by="Metric/cpu resource utilization (percentage of request)" reason="cpu resource utilization (percentage of request) above target"
 
 or as one JSON object per line (``--log-format json``), the same keys, numbers as numbers. Values with
 spaces, quotes or ``=`` are JSON-quoted in logfmt; None is ``-``; a traceback goes into ``exception``

@@ -22,7 +22,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-import httpx
+import httpx2
 
 from ..adapters.parse import format_time
 from ..adapters.promql import PROMETHEUS, RangeQueryError, query_range, range_step
@@ -120,7 +120,7 @@ class LivePredictions:
         self.prometheus_url = prometheus_url.rstrip("/") if prometheus_url else None
         self.timeout_seconds = timeout_seconds
         self._states: dict[str, _State] = {}
-        self._http: httpx.AsyncClient | None = None
+        self._http: httpx2.AsyncClient | None = None
 
     async def close(self) -> None:
         """Cancel history fetches in flight and close the HTTP client."""
@@ -193,7 +193,7 @@ class LivePredictions:
         """Fetch [now - history, now] and refit in a thread; any failure is ``HistoryUnavailable``."""
         try:
             if self._http is None:
-                self._http = httpx.AsyncClient()
+                self._http = httpx2.AsyncClient()
             start = now - st.spec.history_seconds
             step = range_step(start, now, HISTORY_STEP_SECONDS)
             async with asyncio.timeout(self.timeout_seconds):

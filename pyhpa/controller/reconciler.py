@@ -14,8 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..core import (ControllerConfig, Decision, Event, Forecast, Memory, MetricSamples, Pod, Scale, check_hpa, decide,
-                    rescale_failed)
+from ..core import (HPA, ControllerConfig, Decision, Event, Forecast, Memory, MetricSamples, Pod, Scale, check_hpa,
+                    decide, rescale_failed)
 from .api import ApiFailure, Cluster, SpecError
 from .autoscaler import Autoscaler
 from .events import EventRecorder
@@ -46,6 +46,8 @@ class SyncInputs:
     now: float
     config: ControllerConfig
     other_selectors: list[tuple[str, str]] = field(default_factory=list)
+    #: the autoscaler's core HPA as this sync decided it (``autoscaler.hpa`` moves on with later syncs)
+    hpa: HPA | None = None
     forecast: Forecast | None = None
 
 
@@ -91,9 +93,9 @@ def _target(a: Autoscaler) -> str:
 
 
 def decided_by(decision: Decision) -> str:
-    """The source that set the final replica count (the core's ``Decision.decided_by`` when it has one, else
-    the metric whose recommendation it was)."""
-    return getattr(decision, "decided_by", None) or decision.metric_name or "-"
+    """The source that set the final replica count: the core's ``Decision.decided_by`` (``Source/name``, e.g.
+    ``Metric/cpu resource utilization (percentage of request)``, ``Schedule/business-hours``)."""
+    return decision.decided_by or decision.metric_name or "-"
 
 
 def log_rescale(a: Autoscaler, decision: Decision) -> None:
@@ -169,13 +171,13 @@ class Reconciler:
             return await self._failed_get_scale(a, now, str(err), SPEC)
         except ApiFailure as err:
             return await self._failed_get_scale(a, now, err.message, INTERNAL)
-        if a.hpa.prediction is not None and self.predictions is not None:
+        if inputs.hpa.prediction is not None and self.predictions is not None:
             inputs.forecast = self.predictions.forecast(a, now, inputs.samples)
-            decision = decide(a.hpa, inputs.scale, inputs.pods, inputs.samples, inputs.memory, now, a.config,
-                              other_selectors=inputs.other_selectors, forecast=inputs.forecast)
+            decision = decide(inputs.hpa, inputs.scale, inputs.pods, inputs.samples, inputs.memory, now,
+                              inputs.config, other_selectors=inputs.other_selectors, forecast=inputs.forecast)
         else:
-            decision = decide(a.hpa, inputs.scale, inputs.pods, inputs.samples, inputs.memory, now, a.config,
-                              other_selectors=inputs.other_selectors)
+            decision = decide(inputs.hpa, inputs.scale, inputs.pods, inputs.samples, inputs.memory, now,
+                              inputs.config, other_selectors=inputs.other_selectors)
         self._observe_metrics(decision, fetched, inputs.scale.spec_replicas, a)
         self._warn(a, inputs, now)
         return await self._act(a, inputs, decision, handle)
@@ -202,13 +204,14 @@ class Reconciler:
         object read, to write back), its pods from the cache, every metric's answer, the memory. Raises
         SpecError / ApiFailure when the Scale cannot be read; metric failures are in the samples.
         ``pyhpa snapshot`` serializes exactly this."""
+        hpa, config = a.hpa, a.config  # as the sync started: an informer update may replace them meanwhile
         scale, handle = await self.cluster.get_scale(a.namespace, a.scale_target_ref)
         pods = self.pods.select(a.namespace, scale.selector)
         self.selectors.put(a.key, a.namespace, scale.selector)
         others = self.selectors.candidates(a.key, a.namespace, pods)
         fetched = await self.sources.gather(a, scale)
         inputs = SyncInputs(a, scale, pods, [f.samples for f in fetched], [f.answer for f in fetched],
-                            self.memory.load(a, now), now, a.config, others)
+                            self.memory.load(a, now), now, config, others, hpa)
         return inputs, handle, fetched
 
     async def _act(self, a: Autoscaler, inputs: SyncInputs, decision: Decision, handle: Any) -> SyncResult:

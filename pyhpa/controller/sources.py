@@ -8,7 +8,7 @@ are fetched concurrently, and several Resource/ContainerResource metrics share o
 metrics.k8s.io call per sync.
 
 ``Prometheus`` metrics (a pyhpa extension: an instant PromQL query, ``pyhpa.adapters.promql``) are
-asked of their Prometheus server over httpx (``/api/v1/query``), each bounded by its own
+asked of their Prometheus server over httpx2 (``/api/v1/query``), each bounded by its own
 ``timeoutSeconds``; the answer becomes a Pods-like or External-like ``MetricSamples``.
 """
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..adapters.errors import InputError
-import httpx
+import httpx2
 
 from ..adapters.metrics_api import external_samples, object_samples, pods_samples, resource_samples
 from ..adapters.promql import PROMETHEUS, PromQuery, query_answer
@@ -49,7 +49,7 @@ class MetricSources:
     def __init__(self, client: MetricsClient, timeout: float):
         self._client = client
         self._timeout = timeout
-        self._http: httpx.AsyncClient | None = None  # Prometheus queries; made on first use
+        self._http: httpx2.AsyncClient | None = None  # Prometheus queries; made on first use
 
     async def close(self) -> None:
         """Close the Prometheus HTTP client (if one was made)."""
@@ -98,11 +98,11 @@ class MetricSources:
         return await self._bounded(self._client.external_metric(ns, q.name, q.metric_selector))
 
     async def _prometheus(self, q: PromQuery) -> Fetched:
-        """One instant query, bounded by the metric's ``timeoutSeconds`` as a whole (httpx's own timeout
+        """One instant query, bounded by the metric's ``timeoutSeconds`` as a whole (httpx2's own timeout
         is per read, so a server that trickles bytes could otherwise take longer)."""
         start = time.perf_counter()
         if self._http is None:
-            self._http = httpx.AsyncClient()
+            self._http = httpx2.AsyncClient()
         try:
             async with asyncio.timeout(q.timeout_seconds):
                 samples, answer = await query_answer(self._http, q)

@@ -25,10 +25,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
+from functools import lru_cache
 
 from cronsim import CronSim, CronSimError
 
 from .model import ActiveWindow, ScheduleWindow
+
+#: windows x minutes remembered by the memoized cron look-ups below (a few per autoscaler)
+_CACHE = 65536
 
 #: how many excluded starts in a row ``next_change`` and ``active_occurrence`` skip before they give up
 _MAX_SKIPPED = 400
@@ -38,14 +42,36 @@ def _local(ts: float, window: ScheduleWindow) -> datetime:
     return datetime.fromtimestamp(ts, window.time_zone)
 
 
+# Cron look-ups are pure functions of the window and a time; starts and ends fall on whole minutes, so
+# for every time within one minute the latest start at or before it, and the first start after it, are
+# the same. They are memoized per (window, minute): a controller syncing an autoscaler every few
+# seconds parses each cron expression about once a minute instead of at every sync. The caches hold
+# results only, never state a decision depends on.
+
+_ENDS: dict[tuple[ScheduleWindow, float], float] = {}
+
+
 def _end_after(window: ScheduleWindow, start: datetime) -> float:
-    """Epoch seconds at which the occurrence that started at ``start`` ends."""
+    """Epoch seconds at which the occurrence that started at ``start`` (as cronsim gave it) ends."""
     if window.end is None:
         return start.timestamp() + float(window.duration_seconds or 0)
-    return next(CronSim(window.end, start)).timestamp()
+    key = (window, start.timestamp())
+    end = _ENDS.get(key)
+    if end is None:
+        if len(_ENDS) >= _CACHE:
+            _ENDS.clear()
+        end = _ENDS[key] = next(CronSim(window.end, start)).timestamp()
+    return end
 
 
 def _start_at_or_before(window: ScheduleWindow, ts: float) -> datetime:
+    """The latest start at or before epoch ``ts`` (local, aware); memoized per minute."""
+    minute = math.floor(ts) // 60 * 60
+    return _start_at_or_before_minute(window, minute)
+
+
+@lru_cache(maxsize=_CACHE)
+def _start_at_or_before_minute(window: ScheduleWindow, ts: float) -> datetime:
     """The latest start at or before epoch ``ts`` (local, aware).
 
     cronsim's reverse iteration walks wall-clock time, so in the second reading of the hour repeated
@@ -126,18 +152,22 @@ def next_change(windows: Sequence[ScheduleWindow], now: float,
         running = active_occurrence(w, now) if running_by_name is None else running_by_name.get(w.name)
         if running is not None and running.end > now:
             best = running.end if best is None else min(best, running.end)
-        skipped = 0
-        for start in CronSim(w.start, _local(math.floor(now), w)):
-            ts = start.timestamp()
-            if best is not None and ts >= best:
-                break
-            if ts > now and start.date() not in w.exclude_dates:
-                best = ts
-                break
-            skipped += 1
-            if skipped > _MAX_SKIPPED:
-                break
+        ts = _next_start(w, math.floor(now) // 60 * 60)
+        if ts is not None and (best is None or ts < best):
+            best = ts
     return best
+
+
+@lru_cache(maxsize=_CACHE)
+def _next_start(window: ScheduleWindow, minute: float) -> float | None:
+    """The first non-excluded start after the minute that begins at epoch ``minute`` (None past
+    ``_MAX_SKIPPED`` excluded starts): the same for every time within that minute."""
+    for skipped, start in enumerate(CronSim(window.start, _local(minute + 59, window))):
+        if start.date() not in window.exclude_dates:
+            return start.timestamp()
+        if skipped > _MAX_SKIPPED:
+            return None
+    return None
 
 
 def check_window(window: ScheduleWindow) -> list[tuple[str, str]]:

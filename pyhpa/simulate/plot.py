@@ -8,6 +8,7 @@ each metric against its target and tolerance band.
 
 from __future__ import annotations
 
+import textwrap
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,6 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .trace import Trace
 
 MAX_METRIC_PANELS = 3
+LEGEND_WIDTH = 34  # characters per legend line (legends sit right of the panels)
 COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:olive")
 
 
@@ -42,24 +44,50 @@ def _column(cluster: Cluster, index: int) -> list:
 
 
 def _axes(panels: int, title: str):
-    fig, axes = plt.subplots(panels, 1, figsize=(12, 2.6 + 2.4 * panels), sharex=True, squeeze=False)
+    fig, axes = plt.subplots(panels, 1, figsize=(13, 2.6 + 2.4 * panels), sharex=True, squeeze=False,
+                             layout="constrained")
     axes = [a[0] for a in axes]
     fig.suptitle(title, fontsize=12, x=0.01, ha="left")
     return fig, axes
 
 
-def _finish(fig, axes, trace: Trace, path: Path) -> Path:
+def _save(fig, path: Path) -> Path:
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _finish(fig, axes, trace: Trace):
+    """Time axis in the trace's offset; each panel's legend outside it, on the right, so no curve is hidden."""
     loc = mdates.AutoDateLocator(tz=trace.tz, minticks=4, maxticks=10)
     axes[-1].xaxis.set_major_locator(loc)
     axes[-1].xaxis.set_major_formatter(mdates.ConciseDateFormatter(loc, tz=trace.tz))
     axes[-1].set_xlabel(f"time (UTC{_offset(trace)})")
     for ax in axes:
         ax.grid(True, alpha=0.3)
-        ax.legend(loc="upper left", fontsize=8, framealpha=0.85)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+        handles, labels = ax.get_legend_handles_labels()
+        labels = ["\n".join(textwrap.fill(part, LEGEND_WIDTH) for part in label.split("\n")) for label in labels]
+        ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=8,
+                  frameon=False)
+    return fig
+
+
+def metric_title(view) -> str:
+    """A metric as a person names it, without the unit: "CPU utilization", "memory per pod",
+    "requests_per_second per pod", "queue_length" (the timeline column names stay for CSV readers)."""
+    spec = view.spec
+    if spec.type in ("Resource", "ContainerResource"):
+        what = "CPU" if spec.name == "cpu" else spec.name
+        where = f" of container {spec.container}" if spec.type == "ContainerResource" else ""
+        return f"{what} utilization{where}" if view.utilization else f"{what} per pod{where}"
+    if spec.type == "Pods" or spec.target_type == "AverageValue":
+        return f"{spec.name} per pod"
+    return spec.name
+
+
+def metric_unit(view) -> str:
+    """The unit of a metric panel's axis."""
+    return view.unit or "metric's own unit"
 
 
 def _offset(trace: Trace) -> str:
@@ -83,8 +111,8 @@ def _load_panel(ax, t, cluster: Cluster, with_capacity: bool = True) -> None:
         ax.fill_between(t, 0, load, where=over, step="post", color="tab:red", alpha=0.3, lw=0, label="overloaded")
     ax.set_ylabel(unit)
     peak = max((x for x in load if x == x), default=1.0) or 1.0
-    top = max(cap for cap in _column(cluster, cap_index)) if with_capacity else peak
-    ax.set_ylim(0, max(peak * 1.15, min(top * 1.05, peak * 2.5)))
+    top = max((c for c in _column(cluster, cap_index) if c == c), default=peak) if with_capacity else peak
+    ax.set_ylim(0, max(peak, top) * 1.08)  # the whole Ready capacity too: nothing is cut off
 
 
 def _load_unit(cluster: Cluster) -> str:
@@ -146,14 +174,16 @@ def _metric_panel(ax, t, cluster: Cluster, i: int, color: str = "tab:purple", na
     target = view.target
     values = _column(cluster, 6 + 2 * i)
     smooth = _smoothing(len(values))
-    ax.plot(t, values, color=color, lw=0.7, alpha=0.45 if smooth else 1.0, label=f"{name}{view.label} (HPA's view)")
+    title = metric_title(view)
+    ax.plot(t, values, color=color, lw=0.7, alpha=0.45 if smooth else 1.0,
+            label=f"{name}{title}, as the HPA sees it (ready pods with samples, at each sync)")
     if smooth:
         mean = pd.Series(values).rolling(smooth, center=True, min_periods=1).mean()
-        ax.plot(t, mean, color=color, lw=1.6, label=f"rolling mean of {smooth} syncs")
+        ax.plot(t, mean, color=color, lw=1.6, label=f"rolling mean over {_span(smooth, cluster)}")
     ax.axhline(target, color="k", lw=1.0, label=f"target {target:g} {view.unit}".rstrip())
     ax.axhspan(target * (1 - down), target * (1 + up), color="0.6", alpha=0.25,
                label=f"tolerance band (-{down:g}/+{up:g})")
-    ax.set_ylabel(view.unit or view.label)
+    ax.set_ylabel(f"{title}\n({metric_unit(view)})")
     ax.set_ylim(bottom=0)
 
 
@@ -171,13 +201,31 @@ def _prediction_panel(ax, t, cluster: Cluster) -> None:
     ax.set_ylim(bottom=0)
 
 
+def _span(syncs: int, cluster: Cluster) -> str:
+    """A rolling window of ``syncs`` syncs as time ("35 min")."""
+    rows = cluster.rows
+    step = (rows[-1][0] - rows[0][0]) / max(len(rows) - 1, 1) if len(rows) > 1 else 15.0
+    minutes = syncs * step / 60.0
+    return f"{minutes:.0f} min" if minutes < 120 else f"{minutes / 60:.1f} h"
+
+
 def _smoothing(n: int) -> int:
     """Rolling-mean width (syncs) for long runs, 0 for short ones."""
     return n // 300 if n > 3000 else 0
 
 
 def plot_run(path: Path, cluster: Cluster, trace: Trace, label: str) -> Path:
-    """The plot of one run."""
+    """plot.png of one run (``run_figure``)."""
+    return _save(run_figure(cluster, trace, label), path)
+
+
+def plot_compare(path: Path, sim: Simulation) -> Path:
+    """compare.png of several runs (``compare_figure``)."""
+    return _save(compare_figure(sim), path)
+
+
+def run_figure(cluster: Cluster, trace: Trace, label: str):
+    """The figure of one run (a matplotlib Figure; the caller closes it)."""
     n_metrics = min(len(cluster.views), MAX_METRIC_PANELS)
     title = (f"{label}: HPA {cluster.hpa.namespace}/{cluster.hpa.name} on {Path(trace.report.file).name} "
              f"[{trace.report.column} x {trace.report.load_scale:g}]")
@@ -191,13 +239,16 @@ def plot_run(path: Path, cluster: Cluster, trace: Trace, label: str) -> Path:
     for i in range(n_metrics):
         _metric_panel(axes[2 + predicted + i], t, cluster, i)
     shade_windows(axes, t, cluster)
-    return _finish(fig, axes, trace, path)
+    return _finish(fig, axes, trace)
 
 
-def plot_compare(path: Path, sim: Simulation) -> Path:
-    """Several HPAs on the same load: Ready replicas and the first metric, one color each."""
+def compare_figure(sim: Simulation):
+    """Several HPAs on the same load: Ready replicas, and each HPA's first metric as it sees it (one panel per
+    unit, so different units never share an axis), one color per HPA. The caller closes the figure."""
     trace = sim.trace
-    fig, axes = _axes(3, f"compare on {Path(trace.report.file).name} [{trace.report.column} x {trace.report.load_scale:g}]")
+    units = list(dict.fromkeys(metric_unit(r.cluster.views[0]) for r in sim.runs if r.cluster.views))
+    fig, axes = _axes(2 + len(units), f"compare on {Path(trace.report.file).name} "
+                                      f"[{trace.report.column} x {trace.report.load_scale:g}]")
     first = sim.runs[0].cluster
     t = _times(first, trace)
     _load_panel(axes[0], t, first, with_capacity=False)
@@ -208,15 +259,18 @@ def plot_compare(path: Path, sim: Simulation) -> Path:
                      label=f"{run.label}: Ready replicas")
         if c.views:
             view = c.views[0]
+            ax = axes[2 + units.index(metric_unit(view))]
             values = _column(c, 6)
             smooth = _smoothing(len(values))
             if smooth:
                 values = pd.Series(values).rolling(smooth, center=True, min_periods=1).mean()
-            what = f"rolling mean of {smooth} syncs of {view.label}" if smooth else view.label
-            axes[2].plot(_times(c, trace), values, color=color, lw=1.0, label=f"{run.label}: {what}")
-            axes[2].axhline(view.target, color=color, ls="--", lw=0.9)
-    axes[1].set_ylabel("replicas")
+            what = f"{metric_title(view)}, HPA's view" + (f" (rolling mean, {_span(smooth, c)})" if smooth else "")
+            ax.plot(_times(c, trace), values, color=color, lw=1.0, label=f"{run.label}: {what}")
+            ax.axhline(view.target, color=color, ls="--", lw=0.9,
+                       label=f"{run.label}: target {view.target:g} {view.unit}".rstrip())
+    axes[1].set_ylabel("Ready replicas")
     axes[1].set_ylim(bottom=0)
-    axes[2].set_ylabel("first metric (dashed: target)")
-    axes[2].set_ylim(bottom=0)
-    return _finish(fig, axes, trace, path)
+    for i, unit in enumerate(units):
+        axes[2 + i].set_ylabel(f"first metric\n({unit})")
+        axes[2 + i].set_ylim(bottom=0)
+    return _finish(fig, axes, trace)

@@ -12,8 +12,8 @@ import matplotlib.dates as mdates  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .model import PREDICTING  # noqa: E402
-from .replay import Replay, describe_periods  # noqa: E402
+from ..forecast.model import PREDICTING  # noqa: E402
+from ..forecast.replay import Replay, describe_periods  # noqa: E402
 
 
 def plot_replay(path: Path, r: Replay, *, title: str, unit: str, tz: timezone, quantile: float, lead: float) -> Path:
