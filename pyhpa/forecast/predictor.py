@@ -171,6 +171,7 @@ class Predictor:
 
     # ------------------------------------------------------------------ fitting
     def refit_due(self, now: float) -> bool:
+        """Whether a fit is due at ``now`` (epoch s): never fitted, history added, or ``refresh_seconds`` passed."""
         return now >= self._next_fit
 
     def refit(self, now: float) -> Fit:

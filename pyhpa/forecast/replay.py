@@ -1,9 +1,9 @@
 """Replay a series through a ``Predictor``, forecasting each point only from its past.
 
 Used by ``pyhpa forecast`` and the tests. A row at ``t`` stands for the interval
-[t, t + step) and is known at ``t + step`` (as a metrics pipeline reports it); the
-forecast of a row is the one issued ``lead`` seconds before its value was known... more
-precisely at ``t + step - lead``, and it may only use rows known by then.
+[t, t + step) and is known at ``t + step`` (as a metrics pipeline reports it). The
+forecast of a row is issued ``lead`` seconds before that, at ``t + step - lead``, and uses
+only the rows known by then.
 """
 
 from __future__ import annotations
