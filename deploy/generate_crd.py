@@ -193,6 +193,49 @@ PREDICTION_STATUS = {
     },
 }
 
+
+def fallback_schema(where: str) -> dict:
+    """``spec.fallback`` / ``spec.metrics[].fallback``: KEDA's fields plus KEP-5679's duration
+    (``pyhpa.core.fallback``); which fields are required depends on the spec-wide and the metric's own
+    fallback together, so the controller checks that (InvalidSpec naming the field)."""
+    return {
+        "type": "object",
+        "description": f"pyhpa: {where}",
+        "properties": {
+            "failureThreshold": {"type": "integer", "format": "int32", "minimum": 0,
+                                 "description": "Consecutive failed syncs of a metric after which its fallback "
+                                                "applies (it applies once the count passes it; default 3 when "
+                                                "failureDurationSeconds is not given either)."},
+            "failureDurationSeconds": {"type": "number", "minimum": 0,
+                                       "description": "Seconds since a metric's first failure after which its "
+                                                      "fallback applies (with failureThreshold: both must hold)."},
+            "replicas": {"type": "integer", "format": "int32", "minimum": 0,
+                         "description": "Fallback replica count (required unless behavior is currentReplicas)."},
+            "behavior": {"type": "string", "enum": ["static", "currentReplicas", "currentReplicasIfHigher",
+                                                    "currentReplicasIfLower"],
+                         "description": "What a metric in fallback proposes: static (replicas, default), "
+                                        "currentReplicas, currentReplicasIfHigher (max of current and replicas), "
+                                        "currentReplicasIfLower (min of current and replicas)."},
+        },
+    }
+
+
+METRIC_HEALTH = {
+    "type": "array",
+    "description": "pyhpa: each metric's health (only with a fallback): consecutive failed syncs and whether its "
+                   "fallback applies.",
+    "items": {"type": "object", "required": ["metric", "numberOfFailures", "status"], "properties": {
+        "metric": {"type": "string", "description": "What is queried: Resource/cpu, Pods/<name>, External/<name>, ..."},
+        "numberOfFailures": {"type": "integer", "format": "int32", "description": "Consecutive failed syncs."},
+        "status": {"type": "string", "enum": ["Happy", "Failing"]},
+        "firstFailureTime": {"type": "string", "format": "date-time"},
+        "fallbackSince": {"type": "string", "format": "date-time"},
+        "fallbackReplicas": {"type": "integer", "format": "int32",
+                             "description": "What its fallback proposed at the last sync."},
+    }},
+}
+
+
 CRON = {"type": "string", "minLength": 9, "maxLength": 128, "pattern": r"^\s*\S+(\s+\S+){4}\s*$"}
 
 
@@ -275,6 +318,14 @@ MEMORY = {
         "recommendations": _pairs("replicas", "Recent replica recommendations (stabilization window)."),
         "scaleUpEvents": _pairs("replicaChange", "Recent scale-ups (scaling policy periods)."),
         "scaleDownEvents": _pairs("replicaChange", "Recent scale-downs (scaling policy periods)."),
+        "metricFailures": {"type": "array", "description": "Failing metrics (with a fallback): consecutive failed "
+                                                           "syncs, first failure, fallback start.",
+                           "items": {"type": "object", "required": ["metric", "numberOfFailures", "firstFailureTime"],
+                                     "properties": {
+                                         "metric": {"type": "string"},
+                                         "numberOfFailures": {"type": "integer", "format": "int32", "minimum": 1},
+                                         "firstFailureTime": {"type": "string", "format": "date-time"},
+                                         "fallbackSince": {"type": "string", "format": "date-time"}}}},
     },
 }
 
@@ -294,11 +345,16 @@ def crd() -> dict:
     for source in ("resource", "containerResource"):
         item[source]["properties"]["utilizationBasis"] = copy.deepcopy(UTILIZATION_BASIS)
     item["type"]["description"] += " pyhpa adds Prometheus (the prometheus field)."
+    item["fallback"] = fallback_schema("this metric's own fallback when it fails, over spec.fallback field by field.")
+    spec["properties"]["fallback"] = fallback_schema(
+        "replicas a metric proposes once it has failed failureThreshold syncs (and/or failureDurationSeconds), "
+        "maxed with the healthy metrics.")
     status = structural(defs["io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerStatus"], defs)
     status["description"] = ("The autoscaling/v2 HorizontalPodAutoscaler status, plus the controller memory, the "
                              "active schedule windows and the state of the prediction.")
     status["properties"]["pyhpa"] = MEMORY
     status["properties"]["prediction"] = PREDICTION_STATUS
+    status["properties"]["metricHealth"] = METRIC_HEALTH
     status["properties"]["schedules"] = SCHEDULE_STATUS
     columns = [
         {"name": "Reference", "type": "string", "jsonPath": ".spec.scaleTargetRef.name"},

@@ -65,7 +65,14 @@ def test_crd_schema_is_the_hpa_spec_plus_settings_and_the_hpa_status_plus_memory
     assert {"syncPeriodSeconds", "tolerance", "cpuInitializationPeriodSeconds", "initialReadinessDelaySeconds"} <= spec.keys()
     assert {"currentReplicas", "desiredReplicas", "currentMetrics", "conditions", "lastScaleTime",
             "observedGeneration", "pyhpa"} <= status.keys()
-    assert set(status["pyhpa"]["properties"]) == {"recommendations", "scaleUpEvents", "scaleDownEvents"}
+    assert set(status["pyhpa"]["properties"]) == {"recommendations", "scaleUpEvents", "scaleDownEvents",
+                                                  "metricFailures"}
+    fallback = {"failureThreshold", "failureDurationSeconds", "replicas", "behavior"}
+    assert set(spec["fallback"]["properties"]) == fallback
+    assert set(spec["metrics"]["items"]["properties"]["fallback"]["properties"]) == fallback
+    assert spec["fallback"]["properties"]["behavior"]["enum"] == ["static", "currentReplicas", "currentReplicasIfHigher",
+                                                                  "currentReplicasIfLower"]
+    assert set(status["metricHealth"]["items"]["properties"]) >= {"metric", "numberOfFailures", "status"}
     target = spec["metrics"]["items"]["properties"]["resource"]["properties"]["target"]["properties"]
     # quantities the user writes take strings and numbers (0.05 too), those the controller writes int-or-string
     assert target["averageValue"]["x-kubernetes-preserve-unknown-fields"] is True and "type" not in target["averageValue"]

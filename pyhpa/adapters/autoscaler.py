@@ -28,6 +28,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from ..core import HPA, ControllerConfig, ScheduleWindow, check_window
 from .errors import InputError
+from .fallback import has_fallback_fields, read_metric_fallbacks, read_spec_fallback, without_metric_fallbacks
 from .objects import hpa_from_dict, object_label
 from .prediction import prediction_from_dict
 from .promql import split_prometheus, with_prometheus
@@ -200,6 +201,7 @@ def read_prediction(value: Any, f: str, hpa: HPA) -> HPA:
 #: spec fields a HorizontalAutoscaler adds to autoscaling/v2: field -> reader(value, "spec.<field>", hpa) -> hpa
 EXTENSIONS: dict[str, Callable[[Any, str, HPA], HPA]] = {
     "schedules": read_schedules,
+    "fallback": read_spec_fallback,  # then read_metric_fallbacks: spec.metrics[].fallback over it
     "prediction": read_prediction,
 }
 
@@ -304,7 +306,8 @@ def read_autoscaler(d: Any, *, lenient: bool = False, scale_to_zero: bool = Fals
         else:
             status = d.get("status") or {}
             doc = v2_document(meta if isinstance(meta, dict) else {}, spec, status if isinstance(status, dict) else {})
-        doc["spec"]["metrics"], prom = split_prometheus(spec.get("metrics"), "spec.metrics", prometheus_server)
+        doc["spec"]["metrics"], prom = split_prometheus(without_metric_fallbacks(spec.get("metrics")), "spec.metrics",
+                                                        prometheus_server)
         if doc["spec"]["metrics"] is None:
             del doc["spec"]["metrics"]
         hpa, model = hpa_from_dict(doc, lenient=lenient, scale_to_zero=scale_to_zero, go_structs=go_structs,
@@ -313,9 +316,21 @@ def read_autoscaler(d: Any, *, lenient: bool = False, scale_to_zero: bool = Fals
         for key, read in EXTENSIONS.items():
             if key in spec:
                 hpa = read(spec[key], f"spec.{key}", hpa)
+        if has_fallback_fields(spec):
+            _only_on_autoscaler(kind, extensions, spec.get("metrics"))
+            hpa = read_metric_fallbacks(spec.get("metrics"), hpa)
     except InputError as err:
         raise InputError(err.message, err.file, label, err.field, err.line) from None
     return ParsedAutoscaler(hpa=hpa, model=model, kind=kind, settings=own, prometheus=prom, label=label)
+
+
+def _only_on_autoscaler(kind: str, extensions: bool, metrics: Any) -> None:
+    """A metric's ``fallback`` is a HorizontalAutoscaler field (an autoscaling/v2 document: only a snapshot's)."""
+    if kind == KIND or extensions:
+        return
+    i = next(i for i, m in enumerate(metrics) if isinstance(m, dict) and "fallback" in m)
+    raise InputError(f"only a {KIND} ({GROUP_VERSION}) has this field, not an {V2_API_VERSION} {V2_KIND}",
+                     field=f"spec.metrics[{i}].fallback")
 
 
 def _check_fields(kind: str, spec: dict) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from ..core import ControllerConfig, Decision, Forecast, HPA, HPAWarning, Memory, MetricSamples, Pod, Scale, \
+from ..core import ControllerConfig, Decision, Forecast, HPA, HPAWarning, Memory, MetricFailures, MetricSamples, Pod, Scale, \
     active_windows, check_hpa, decide
 from ..core.quantity import format_milli
 from .errors import InputError
@@ -204,7 +204,28 @@ def memory_from_dict(d: Any) -> Memory:
         return out
 
     recs = pairs("recommendations", "replicas") if "recommendations" in d else None
-    return Memory(recs, pairs("scaleUpEvents", "replicaChange"), pairs("scaleDownEvents", "replicaChange"))
+    return Memory(recs, pairs("scaleUpEvents", "replicaChange"), pairs("scaleDownEvents", "replicaChange"),
+                  _metric_failures(d.get("metricFailures")))
+
+
+def _metric_failures(items: Any) -> dict[str, MetricFailures]:
+    """``history.metricFailures``: [{metric, numberOfFailures, firstFailureTime, fallbackSince?}]."""
+    out: dict[str, MetricFailures] = {}
+    if items is None:
+        return out
+    if not isinstance(items, list):
+        raise InputError("must be a list", field="history.metricFailures")
+    for i, e in enumerate(items):
+        f = f"history.metricFailures[{i}]"
+        n = e.get("numberOfFailures") if isinstance(e, dict) else None
+        if not isinstance(e, dict) or not isinstance(e.get("metric"), str) or not isinstance(n, int) or \
+                isinstance(n, bool) or n < 1:
+            raise InputError("needs metric, numberOfFailures (an integer >= 1) and firstFailureTime", field=f)
+        since = e.get("fallbackSince")
+        out[e["metric"]] = MetricFailures(
+            number_of_failures=n, first_failure_time=timestamp(e.get("firstFailureTime"), f"{f}.firstFailureTime"),
+            fallback_since=None if since is None else timestamp(since, f"{f}.fallbackSince"))
+    return out
 
 
 def memory_to_dict(m: Memory) -> dict:
@@ -218,6 +239,11 @@ def memory_to_dict(m: Memory) -> dict:
     }
     if m.recommendations is not None:
         out = {"recommendations": pairs(m.recommendations, "replicas"), **out}
+    if m.metric_failures:
+        out["metricFailures"] = [
+            {"metric": k, "numberOfFailures": f.number_of_failures, "firstFailureTime": format_time(f.first_failure_time),
+             **({"fallbackSince": format_time(f.fallback_since)} if f.fallback_since is not None else {})}
+            for k, f in sorted(m.metric_failures.items())]
     return out
 
 

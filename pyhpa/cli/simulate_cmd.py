@@ -30,7 +30,7 @@ class GapPolicy(str, Enum):
 
 
 def simulate(
-    hpa: Optional[list[Path]] = typer.Option(None, "--hpa", metavar="FILE", help="autoscaling/v2 HPA manifest; repeat to compare several HPAs on the same load."),
+    hpa: Optional[list[Path]] = typer.Option(None, "--hpa", metavar="FILE", help="autoscaling/v2 HPA or pyhpa.dev/v1alpha1 HorizontalAutoscaler (with fallback) manifest; repeat to compare several on the same load."),
     target: Optional[Path] = typer.Option(None, "--target", help="The HPA's target: an apps/v1 Deployment or StatefulSet manifest (pod template: requests, limits, readinessProbe)."),
     trace: Optional[Path] = typer.Option(None, "--trace", help="Load trace CSV with a header; times ISO 8601 or seconds."),
     column: Optional[str] = typer.Option(None, "--column", help="The trace column with the load (requests/s unless the profile's load_unit says otherwise)."),
@@ -45,6 +45,7 @@ def simulate(
     time_column: Optional[str] = typer.Option(None, "--time-column", help="The time column (default: 'timestamp' or 'time')."),
     gaps: GapPolicy = typer.Option(GapPolicy.error, "--gaps", help="Rows more than 1.5 steps apart: error, or hold the last value, zero, interpolate, skip (cut out). Reported in summary.json."),
     metric_column: Optional[list[str]] = typer.Option(None, "--metric-column", metavar="METRIC=COLUMN", help="METRIC=COLUMN: feed a Pods/Object/External metric from a trace column; repeatable."),
+    metrics_outage: Optional[list[str]] = typer.Option(None, "--metrics-outage", metavar="START/END", help="START/END (ISO 8601; END may be a duration, e.g. PT3H): every metrics API call fails in this interval; repeatable. Shown in the timeline's error column and shaded in the plot."),
     tolerance: float = typer.Option(_DEFAULTS.tolerance, "--tolerance", help="--horizontal-pod-autoscaler-tolerance (fraction)."),
     downscale_stabilization: float = typer.Option(_DEFAULTS.downscale_stabilization_window_seconds, "--downscale-stabilization", help="--horizontal-pod-autoscaler-downscale-stabilization, seconds."),
     cpu_initialization_period: float = typer.Option(_DEFAULTS.cpu_initialization_period_seconds, "--cpu-initialization-period", help="--horizontal-pod-autoscaler-cpu-initialization-period, seconds."),
@@ -67,7 +68,8 @@ def simulate(
     settings = Settings(sync_period, seed, config, flap_window)
     console = Console(highlight=False)
     kwargs = dict(profile=profile, time_column=time_column, where=tuple(where or ()), start=start, end=end,
-                  load_scale=load_scale, gaps=gaps.value, metric_columns=tuple(metric_column or ()), settings=settings)
+                  load_scale=load_scale, gaps=gaps.value, metric_columns=tuple(metric_column or ()),
+                  metrics_outages=tuple(metrics_outage or ()), settings=settings)
     with _output_dir(output_dir), _progress(no_progress) as bar:
         sim = run_simulation(hpa or (), target, trace, column, progress=bar, **kwargs)
     _print_inputs(console, sim)
@@ -167,3 +169,7 @@ def _print_inputs(console: Console, sim: Simulation) -> None:
         verb = {"hold": "filled by holding the last value", "zero": "filled with zero load",
                 "interpolate": "filled by linear interpolation", "skip": "cut out"}[rep.gap_policy]
         console.print(f"  gap at line {g.line}: {g.seconds:,.0f} s {verb}")
+    from ..simulate.trace import iso  # the simulator is imported on use (see _simulator)
+
+    for a, b in sim.outages:
+        console.print(f"metrics outage: {iso(a, tr.tz)} to {iso(b, tr.tz)} ({b - a:,.0f} s): every metrics API call fails")

@@ -24,6 +24,9 @@ the windows are applied), and why it is decision-equivalent:
 * scale events (``scaleUpEvents``/``scaleDownEvents``, kept by the core only with ``spec.behavior``):
   those newer than the longest scaling-policy period of either direction (a policy's budget counts the
   events of both directions). They only change on a rescale, which changes the status anyway.
+* metric failures (``metricFailures``, kept by the core only for an autoscaler with a fallback): every
+  failing metric's consecutive failed syncs, first failure time and fallback start, exactly (a metric
+  absent is healthy). They change only while a metric fails, when ``status.metricHealth`` changes anyway.
 * aging alone never causes a write: the stored section is rewritten only when it differs from the new
   one after both dropped what has aged out of the windows and periods by now.
 
@@ -124,7 +127,7 @@ def restored_memory(stored: Memory, now: float) -> Memory:
     if recs:
         ts, value = recs[-1]
         recs = recs[:-1] + [(max(ts, now), value)]
-    return Memory(recs, list(stored.scale_up_events), list(stored.scale_down_events))
+    return Memory(recs, list(stored.scale_up_events), list(stored.scale_down_events), dict(stored.metric_failures))
 
 
 class StatusMemory:

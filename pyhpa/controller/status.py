@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from ..adapters.errors import InputError
 from ..adapters.parse import timestamp
-from ..core import Condition, Decision, HPAStatus, Memory, set_condition, with_status
+from ..core import Condition, Decision, HPAStatus, Memory, MetricHealth, set_condition, with_status
 from .api import ApiFailure
 from .autoscaler import API_VERSION, KIND, MEMORY_KEY, Autoscaler
 from .memory import MemoryStore
@@ -45,7 +45,8 @@ def condition_dict(c: Condition) -> dict:
 
 def status_from_decision(decision: Decision, generation: int) -> dict:
     """The autoscaling/v2 status of a sync (``observedGeneration`` is the spec generation synced),
-    with the HorizontalAutoscaler's ``schedules`` section when the spec has windows."""
+    with the HorizontalAutoscaler's ``schedules`` section when the spec has windows and ``metricHealth`` when it
+    has a fallback."""
     st: HPAStatus = decision.status
     out = {"observedGeneration": generation, "desiredReplicas": st.desired_replicas}
     if st.current_replicas:
@@ -61,6 +62,21 @@ def status_from_decision(decision: Decision, generation: int) -> dict:
         if st.schedules.next_change is not None:
             section["nextChangeTime"] = time_text(st.schedules.next_change)
         out["schedules"] = section
+    if st.metric_health is not None:
+        out["metricHealth"] = [metric_health_dict(h) for h in st.metric_health]
+    return out
+
+
+def metric_health_dict(h: MetricHealth) -> dict:
+    """One ``status.metricHealth`` entry: ``metric``, ``numberOfFailures``, ``status`` (Happy/Failing), and while
+    failing ``firstFailureTime``, and in fallback ``fallbackSince`` and ``fallbackReplicas``."""
+    out: dict = {"metric": h.metric, "numberOfFailures": h.number_of_failures, "status": h.status}
+    if h.first_failure_time is not None:
+        out["firstFailureTime"] = time_text(h.first_failure_time)
+    if h.fallback_since is not None:
+        out["fallbackSince"] = time_text(h.fallback_since)
+    if h.fallback_replicas is not None:
+        out["fallbackReplicas"] = h.fallback_replicas
     return out
 
 

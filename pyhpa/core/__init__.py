@@ -2,7 +2,7 @@
 
 ``decide`` runs one sync of one HPA exactly as upstream Kubernetes'
 HorizontalController does (replica calculator, normalization, conditions, events), and
-combines it with the HorizontalAutoscaler's extra sources (schedules, prediction) by the one
+combines it with the HorizontalAutoscaler's extra sources (schedules, prediction, fallback) by the one
 rule of ``pyhpa.core.combine``; ``explain``, ``simulate`` and the live controller all call it.
 Inputs and outputs are the plain types of ``pyhpa.core.model``; ``pyhpa.adapters`` builds
 them from Kubernetes objects.
@@ -23,10 +23,13 @@ from .model import (
     ControllerConfig,
     Decision,
     Event,
+    FallbackSpec,
     Forecast,
     HPA,
     HPAStatus,
     Memory,
+    MetricFailures,
+    MetricHealth,
     MetricSamples,
     MetricSpec,
     Pod,
@@ -44,15 +47,17 @@ from .model import (
 )
 from .calculator import MetricError, ReplicaCalculator
 from .checks import HPAWarning, check_hpa
+from .fallback import check_fallback, effective_fallback, fallback_replicas, metric_key
 from .normalize import MemoryHorizons, memory_horizons, relevant_memory, stabilization_windows, store_scale_event
 from .reconcile import decide, rescale_failed, set_condition, tolerances, with_status
 from .schedules import active_windows, check_window, next_change, occurrences
 
 __all__ = [
     "ENFORCE", "OBSERVE", "ActiveWindow", "Behavior", "Condition", "ControllerConfig", "Decision", "Event",
-    "Forecast", "HPA", "HPAStatus", "Memory", "MetricSamples", "MetricSpec", "Pod", "PodSample", "PredictionSpec",
-    "PredictionStatus", "Proposal", "Scale", "ScalingPolicy", "ScalingRules", "ScheduleStatus", "ScheduleWindow",
-    "SourceProposal", "Step", "active_windows", "check_window", "decide", "next_change", "occurrences",
+    "FallbackSpec", "Forecast", "HPA", "HPAStatus", "Memory", "MetricFailures", "MetricHealth", "MetricSamples",
+    "MetricSpec", "Pod", "PodSample", "PredictionSpec", "PredictionStatus", "Proposal", "Scale", "ScalingPolicy",
+    "ScalingRules", "ScheduleStatus", "ScheduleWindow", "SourceProposal", "Step", "active_windows", "check_fallback",
+    "check_window", "decide", "effective_fallback", "fallback_replicas", "metric_key", "next_change", "occurrences",
     "rescale_failed", "set_condition", "tolerances", "with_status",
     "MemoryHorizons", "memory_horizons", "relevant_memory", "stabilization_windows", "store_scale_event",
     "MetricError", "ReplicaCalculator", "HPAWarning", "check_hpa", "LIMIT", "REQUEST",

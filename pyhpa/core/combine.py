@@ -4,6 +4,10 @@ Sources (each a ``SourceProposal`` in ``Decision.sources``):
 
 - **Metric** — each ``spec.metrics[]`` item, exactly as upstream computes it
   (computeReplicasForMetrics); upstream's rule for invalid metrics still applies first.
+- **Fallback** — a metric that has failed past its fallback's threshold (``spec.fallback``,
+  ``spec.metrics[].fallback``; ``pyhpa.core.fallback``): its fallback replicas are *its* proposal in
+  upstream's maximum over the metrics, and it is not an invalid metric for upstream's rule; so a
+  healthy metric that wants more wins, and a fallback never scales below a healthy metric.
 - **Prediction** — ``spec.prediction``: the forecast quantile of the metric's workload total over
   the lead window, turned into replicas as upstream turns a metric value into replicas for that
   target (total / per-pod target, ``ceil``, tolerance around the current count).
@@ -12,7 +16,7 @@ Sources (each a ``SourceProposal`` in ``Decision.sources``):
 
 The rule, in this order:
 
-1. the **recommendation** is the largest replica proposal (metrics, an applied prediction) — as
+1. the **recommendation** is the largest replica proposal (metrics and fallbacks, an applied prediction) — as
    upstream takes the largest over metrics — raised to the highest active floor, then lowered to
    the lowest active cap; where a floor exceeds a cap, the floor wins (availability over cost);
 2. the **effective bounds** are ``max(spec.minReplicas, floors)`` and ``min(spec.maxReplicas,
@@ -25,7 +29,7 @@ The rule, in this order:
    does outside its bounds: the bound is recorded as that sync's recommendation), the scale-down
    after a window ends waits out the stabilization window and the policies.
 
-Without schedules and prediction every step is upstream's, bit for bit. ``decided_by`` names the
+Without schedules, prediction and fallback every step is upstream's, bit for bit. ``decided_by`` names the
 source that set the final number (see ``decided_by``).
 """
 

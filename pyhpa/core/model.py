@@ -107,7 +107,8 @@ class MetricSpec:
     metric label selector as text (for messages), ``described_object`` (kind, name) for
     Object metrics, ``container`` for ContainerResource. ``utilization_basis`` (a
     HorizontalAutoscaler extension) is what a Utilization target is a percentage of:
-    ``REQUEST`` (upstream) or ``LIMIT`` (the pods' limits, pod-level when set).
+    ``REQUEST`` (upstream) or ``LIMIT`` (the pods' limits, pod-level when set). ``fallback`` (a
+    HorizontalAutoscaler extension) is the metric's own fallback, over ``HPA.fallback`` field by field.
     """
 
     type: str
@@ -120,6 +121,34 @@ class MetricSpec:
     selector: str = ""
     described_object: tuple[str, str] | None = None
     utilization_basis: str = "Request"
+    fallback: FallbackSpec | None = None
+
+
+#: ``fallback.behavior`` values (KEDA's names): what a metric in fallback proposes
+FALLBACK_STATIC = "static"
+FALLBACK_CURRENT = "currentReplicas"
+FALLBACK_CURRENT_IF_HIGHER = "currentReplicasIfHigher"
+FALLBACK_CURRENT_IF_LOWER = "currentReplicasIfLower"
+FALLBACK_BEHAVIORS = (FALLBACK_STATIC, FALLBACK_CURRENT, FALLBACK_CURRENT_IF_HIGHER, FALLBACK_CURRENT_IF_LOWER)
+#: ``failureThreshold`` when a fallback gives neither it nor ``failureDurationSeconds``
+DEFAULT_FAILURE_THRESHOLD = 3
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class FallbackSpec:
+    """``spec.fallback`` of a HorizontalAutoscaler, or one metric's own ``fallback`` (KEDA's names).
+
+    Every field may be None: a metric's own fallback inherits what it leaves unset from the
+    spec-wide one (``pyhpa.core.fallback.effective_fallback``). ``replicas`` is the fallback replica
+    count; ``behavior`` one of ``FALLBACK_BEHAVIORS`` (default "static"); ``failure_threshold`` the
+    consecutive failed syncs of a metric after which its fallback applies, ``failure_duration_seconds``
+    the seconds since its first failure after which it applies (both given: both must hold).
+    """
+
+    replicas: int | None = None
+    behavior: str | None = None
+    failure_threshold: int | None = None
+    failure_duration_seconds: float | None = None
 
 
 @dataclass(slots=True, frozen=True)
@@ -209,8 +238,9 @@ class Forecast:
 class HPA:
     """What the core needs of a HorizontalPodAutoscaler (spec and the status it carries).
 
-    ``schedules`` and ``prediction`` are HorizontalAutoscaler extensions; empty/None for an
-    autoscaling/v2 HPA, which then decides exactly as upstream.
+    ``schedules``, ``prediction`` and ``fallback`` (spec-wide; a metric may carry its own in
+    ``MetricSpec.fallback``) are HorizontalAutoscaler extensions; empty/None for an autoscaling/v2
+    HPA, which then decides exactly as upstream.
     """
 
     namespace: str
@@ -224,6 +254,7 @@ class HPA:
     status_desired_replicas: int | None = None
     schedules: tuple[ScheduleWindow, ...] = ()
     prediction: PredictionSpec | None = None
+    fallback: FallbackSpec | None = None
 
 
 @dataclass(slots=True, frozen=True)
@@ -296,22 +327,39 @@ class MetricSamples:
     containers: dict[str, dict[str, int]] | None = None
 
 
+@dataclass(slots=True, frozen=True, kw_only=True)
+class MetricFailures:
+    """How long one metric has been failing (controller memory, kept only with a fallback configured).
+
+    ``number_of_failures``: consecutive syncs in which the metric could not be computed (KEDA's
+    ``numberOfFailures``); ``first_failure_time``: epoch s of the first of them; ``fallback_since``:
+    epoch s of the sync from which its fallback applied (None while below its threshold).
+    """
+
+    number_of_failures: int
+    first_failure_time: float
+    fallback_since: float | None = None
+
+
 @dataclass(slots=True)
 class Memory:
     """The controller's memory of one HPA.
 
     ``recommendations``: (epoch s, replicas) pairs, None when there is no memory yet (the
     controller then seeds it with the current replica count at ``now``);
-    ``scale_up_events``/``scale_down_events``: (epoch s, replica change) pairs.
+    ``scale_up_events``/``scale_down_events``: (epoch s, replica change) pairs;
+    ``metric_failures``: the failing metrics of an HPA with a fallback, keyed by
+    ``pyhpa.core.fallback.metric_key`` (a metric absent here is healthy).
     """
 
     recommendations: list[tuple[float, int]] | None = None
     scale_up_events: list[tuple[float, int]] = field(default_factory=list)
     scale_down_events: list[tuple[float, int]] = field(default_factory=list)
+    metric_failures: dict[str, MetricFailures] = field(default_factory=dict)
 
     def copy(self) -> Memory:
         recs = None if self.recommendations is None else list(self.recommendations)
-        return Memory(recs, list(self.scale_up_events), list(self.scale_down_events))
+        return Memory(recs, list(self.scale_up_events), list(self.scale_down_events), dict(self.metric_failures))
 
 
 @dataclass(slots=True)
@@ -426,6 +474,29 @@ class PredictionStatus:
     mode: str
 
 
+#: ``MetricHealth.status`` values (KEDA's)
+HAPPY = "Happy"
+FAILING = "Failing"
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class MetricHealth:
+    """One metric's entry of ``status.metricHealth`` (only for an HPA with a fallback configured).
+
+    ``metric`` is the metric's key (``pyhpa.core.fallback.metric_key``), ``name`` its name as upstream
+    writes it in messages; ``status`` "Happy" or "Failing"; ``fallback_replicas`` what its fallback
+    proposed at this sync (None when not in fallback, or when the sync did not evaluate metrics).
+    """
+
+    metric: str
+    name: str
+    number_of_failures: int
+    status: str
+    first_failure_time: float | None = None
+    fallback_since: float | None = None
+    fallback_replicas: int | None = None
+
+
 @dataclass(slots=True, frozen=True, kw_only=True)
 class HPAStatus:
     """The autoscaling/v2 status a sync writes (plus the HorizontalAutoscaler sections).
@@ -440,6 +511,7 @@ class HPAStatus:
     last_scale_time: float | None
     schedules: ScheduleStatus | None = None
     prediction: PredictionStatus | None = None
+    metric_health: tuple[MetricHealth, ...] | None = None
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)

@@ -9,7 +9,7 @@ returns the new recommendation list; none mutates its inputs.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .model import HPA, MAX_INT32, Behavior, ControllerConfig, Memory, ScalingRules, Step
 
@@ -131,6 +131,8 @@ def relevant_memory(memory: Memory, hpa: HPA, config: ControllerConfig, now: flo
     than every newer one, or inside the scale-up window and lower than every newer one
     (stabilization takes the highest, resp. lowest, recommendation inside each window; a newer one
     at least as extreme outlives it in both). Scale events: those inside the longest policy period.
+    Metric failures (an HPA with a fallback, ``pyhpa.core.fallback``): all, exactly (a failing metric's
+    count and first failure time decide when its fallback applies; a healthy metric has none).
     ``recommendations`` None (no memory yet) stays None. Deciding with the result at ``now`` or
     later gives what the full memory gives, except that a live value restamped later holds longer.
     """
@@ -140,7 +142,7 @@ def relevant_memory(memory: Memory, hpa: HPA, config: ControllerConfig, now: flo
         recs = _essential_recommendations(recs, h, now, live_since)
     up = sorted(e for e in memory.scale_up_events if e[0] > now - h.event_period)
     down = sorted(e for e in memory.scale_down_events if e[0] > now - h.event_period)
-    return Memory(None if recs is None else list(recs), up, down)
+    return Memory(None if recs is None else list(recs), up, down, dict(memory.metric_failures))
 
 
 def _essential_recommendations(recs: list[tuple[float, int]], h: MemoryHorizons, now: float,
@@ -320,5 +322,5 @@ def store_scale_event(memory: Memory, behavior: Behavior | None, prev: int, new:
     else:
         events.append(event)
     if up:
-        return Memory(memory.recommendations, events, memory.scale_down_events)
-    return Memory(memory.recommendations, memory.scale_up_events, events)
+        return replace(memory, scale_up_events=events)
+    return replace(memory, scale_down_events=events)

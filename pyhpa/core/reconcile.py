@@ -14,10 +14,12 @@ from dataclasses import replace
 from .calculator import ReplicaCalculator
 from .combine import SPEC_MAX, SPEC_MIN, Bounds, decided_by, effective_bounds, prediction_proposal, recommend, \
     schedule_sources
+from .fallback import FALLBACK_CONDITION, FallbackTracker, has_fallback, metric_health
 from .metrics import UNABLE_PREFIX, compute_proposal, describe
 from .model import (
     ENFORCE,
     EXTERNAL,
+    FALLBACK_SOURCE,
     METRIC_SOURCE,
     OBJECT,
     RECOMMENDATION_SOURCE,
@@ -73,11 +75,14 @@ def tolerances(hpa: HPA, config: ControllerConfig) -> tuple[float, float]:
 class _Sync:
     """Mutable state of one sync; methods mirror the steps of reconcileAutoscaler."""
 
-    __slots__ = ("hpa", "scale", "now", "config", "conds", "events", "proposals", "error", "others", "selected")
+    __slots__ = ("hpa", "scale", "now", "config", "conds", "events", "proposals", "error", "others", "selected",
+                 "fallback", "fallbacks")
 
     def __init__(self, hpa: HPA, scale: Scale, now: float, config: ControllerConfig,
                  others: Sequence[tuple[str, str]] = ()):
         self.others = others
+        self.fallback: FallbackTracker | None = None
+        self.fallbacks: dict[int, SourceProposal] = {}
         self.hpa = hpa
         self.scale = scale
         self.now = now
@@ -131,8 +136,11 @@ class _Sync:
                 keys.add(key)
         return sorted(keys)
 
-    def metrics(self, pods: list[Pod], samples: list[MetricSamples]) -> tuple[int, str] | None:
-        """computeReplicasForMetrics: (replicas, metric name), or None when the sync must stop."""
+    def metrics(self, pods: list[Pod], samples: list[MetricSamples], mem: Memory) -> tuple[int, str, str] | None:
+        """computeReplicasForMetrics: (replicas, metric name, source label), or None when the sync must stop.
+
+        With a fallback configured (``pyhpa.core.fallback``) a failing metric past its threshold
+        proposes its fallback replicas instead of being invalid; ``mem.metric_failures`` is updated."""
         selected = self.select_pods(pods)
         if selected is None:
             return None
@@ -140,29 +148,48 @@ class _Sync:
         hpa, scale = self.hpa, self.scale
         down, up = tolerances(hpa, self.config)
         calc = ReplicaCalculator(selected, {}, scale.spec_replicas, down, up, self.now, self.config, hpa.namespace)
-        replicas, name, invalid, first = 0, "", 0, None
+        track = self.fallback
+        replicas, name, label, invalid, failed, first, first_invalid = 0, "", "", 0, 0, None, None
         for i, spec in enumerate(hpa.metrics):
             s = samples[i] if i < len(samples) else _NO_SAMPLES
             p = compute_proposal(calc, spec, s, scale.status_replicas)
             self.proposals.append(p)
             if p.error is not None:
                 self.events.append(Event("Warning", p.reason, p.note.removeprefix(UNABLE_PREFIX)))
-                invalid += 1
+                failed += 1
                 first = first or p
+                fb = track.failed(spec, p.metric) if track is not None else None
+                if fb is None:
+                    invalid += 1
+                    first_invalid = first_invalid or p
+                    continue
+                self.fallbacks[i] = fb
+                if replicas == 0 or fb.replicas > replicas:
+                    replicas, name, label = fb.replicas, p.metric, fb.label
                 continue
+            if track is not None:
+                track.succeeded(spec, p.metric)
             if replicas == 0 or p.replicas > replicas:
-                replicas, name = p.replicas, p.metric
+                replicas, name, label = p.replicas, p.metric, f"{METRIC_SOURCE}/{p.metric}"
         if first is not None:
             self.error = (
-                f"invalid metrics ({invalid} invalid out of {len(hpa.metrics)}), first error is: {first.error}"
+                f"invalid metrics ({failed} invalid out of {len(hpa.metrics)}), first error is: {first.error}"
             )
+        if track is not None:
+            mem.metric_failures = track.failures
+            self.events.extend(track.events)
+            self.cond(FALLBACK_CONDITION, *track.condition())
         if invalid >= len(hpa.metrics) or (invalid > 0 and replicas < scale.spec_replicas):
-            if first is not None:
-                self.cond("ScalingActive", "False", first.reason, first.note)
+            if first_invalid is not None:  # without a fallback: upstream's first failing metric
+                self.cond("ScalingActive", "False", first_invalid.reason, first_invalid.note)
             return None
-        self.cond("ScalingActive", "True", "ValidMetricFound",
-                  f"the HPA was able to successfully calculate a replica count from {name}")
-        return replicas, name
+        if label.startswith(FALLBACK_SOURCE + "/"):
+            self.cond("ScalingActive", "True", "FallbackReplicas",
+                      f"the replica count comes from the fallback of {name}, which is failing")
+        else:
+            self.cond("ScalingActive", "True", "ValidMetricFound",
+                      f"the HPA was able to successfully calculate a replica count from {name}")
+        return replicas, name, label
 
 
 def _scaled_to_zero_status(hpa: HPA) -> bool:
@@ -211,8 +238,8 @@ def decide(
     normalized. ``other_selectors`` are (``namespace/name``, selector text) of other HPAs
     that may select the same pods: if any does, the sync stops with AmbiguousSelector, as
     upstream. ``forecast`` is the forecaster's answer when ``hpa.prediction`` is set.
-    Sources are combined by the rule of ``pyhpa.core.combine``; without schedules and
-    prediction the decision is upstream's. Never raises for bad metric data: failures become
+    Sources (metrics, fallback, prediction, schedule windows) are combined by the rule of
+    ``pyhpa.core.combine``; without schedules, prediction and fallback the decision is upstream's. Never raises for bad metric data: failures become
     conditions, events and ``Decision.error``, as upstream.
     """
     sync = _Sync(hpa, scale, now, config, other_selectors)
@@ -221,6 +248,11 @@ def decide(
     mem = memory.copy()
     if mem.recommendations is None:
         mem.recommendations = [(now, current)]
+    if has_fallback(hpa):
+        sync.fallback = FallbackTracker(hpa, mem.metric_failures, now, current)
+    elif mem.metric_failures or any(c.type == FALLBACK_CONDITION for c in sync.conds):  # fallback removed
+        mem.metric_failures = {}
+        sync.conds = [c for c in sync.conds if c.type != FALLBACK_CONDITION]
     active = active_windows(hpa.schedules, now) if hpa.schedules else ()
     bounds = effective_bounds(hpa.min_replicas, hpa.max_replicas, active)
     if hpa.schedules:
@@ -251,14 +283,15 @@ def decide(
         _remember_window_bound(mem, bounds.min_source, min_r, current, min_r, max_r, hpa, now, config)
     else:
         if prenormalized is None:
-            got = sync.metrics(pods, samples)
+            got = sync.metrics(pods, samples, mem)
             if got is None:
                 sync.events.append(Event("Warning", "FailedComputeMetricsReplicas", sync.error or ""))
-                out.sources[:0] = _metric_sources(sync.proposals)
+                out.sources[:0] = _metric_sources(sync.proposals, sync.fallbacks)
                 return _failed(sync, out, current, mem, steps)
-            pre, metric_name = got
-            winner = f"{METRIC_SOURCE}/{metric_name}"
-            out.sources[:0] = _metric_sources(sync.proposals)
+            pre, metric_name, winner = got
+            if winner.startswith(FALLBACK_SOURCE + "/"):
+                metric_name = winner
+            out.sources[:0] = _metric_sources(sync.proposals, sync.fallbacks)
         else:
             pre, metric_name = prenormalized, "the given recommendation"
             winner = f"{RECOMMENDATION_SOURCE}/given"
@@ -273,6 +306,8 @@ def decide(
         desired, rescale_metric = (pre, metric_name) if pre > desired else (desired, "")
         if desired > current:
             reason = f"{rescale_metric} above target"
+            if rescale_metric.startswith(FALLBACK_SOURCE + "/"):
+                reason = f"fallback for {rescale_metric.removeprefix(FALLBACK_SOURCE + '/')}"
         if desired < current:
             reason = "All metrics below target"
         desired, mem.recommendations, able, limited, steps = normalize(
@@ -323,9 +358,14 @@ def _bound_reason(where: str, source: str, value: int) -> str:
     return f"Current number of replicas {where} {source} {bound} ({value})"
 
 
-def _metric_sources(proposals: list[Proposal]) -> list[SourceProposal]:
-    return [SourceProposal(source=METRIC_SOURCE, name=p.metric, replicas=p.replicas, error=p.error)
-            for p in proposals]
+def _metric_sources(proposals: list[Proposal], fallbacks: dict[int, SourceProposal]) -> list[SourceProposal]:
+    """One Metric source per metric, each followed by its Fallback source when it is in fallback."""
+    out = []
+    for i, p in enumerate(proposals):
+        out.append(SourceProposal(source=METRIC_SOURCE, name=p.metric, replicas=p.replicas, error=p.error))
+        if i in fallbacks:
+            out.append(fallbacks[i])
+    return out
 
 
 def _schedule_condition(sync: _Sync, active: tuple[ActiveWindow, ...], bounds: Bounds) -> None:
@@ -367,7 +407,7 @@ def _prediction(sync: _Sync, out: _Outcome, forecast: Forecast | None, current: 
 
 def _failed(sync: _Sync, out: _Outcome, current: int, mem: Memory, steps: list[Step]) -> Decision:
     """Metrics failed: status gets current replicas and metrics; desired stays as it was."""
-    status = _status(sync, out, current, _previous_desired(sync), sync.hpa.last_scale_time)
+    status = _status(sync, out, current, _previous_desired(sync), sync.hpa.last_scale_time, mem)
     return _decision(sync, out, current=current, desired=current, rescale=False, reason="", mem=mem, pre=None,
                      steps=steps, metric_name="", status=status, without_event=mem)
 
@@ -378,15 +418,20 @@ def _previous_desired(sync: _Sync) -> int:
     return 0 if d is None else d
 
 
-def _status(sync: _Sync, out: _Outcome, current: int, desired: int, last_scale: float | None) -> HPAStatus:
+def _status(sync: _Sync, out: _Outcome, current: int, desired: int, last_scale: float | None,
+            mem: Memory) -> HPAStatus:
     hpa = sync.hpa
     schedules = None
     if hpa.schedules:
         schedules = ScheduleStatus(active=tuple(w.name for w in out.active),
                                    next_change=next_change(hpa.schedules, sync.now, out.active))
+    health = None
+    if sync.fallback is not None:
+        health = metric_health(hpa, mem.metric_failures, sync.fallback.sources)
     return HPAStatus(current_replicas=current, desired_replicas=desired,
                      current_metrics=_current_metrics(sync.proposals), conditions=tuple(sync.conds),
-                     last_scale_time=last_scale, schedules=schedules, prediction=out.prediction)
+                     last_scale_time=last_scale, schedules=schedules, prediction=out.prediction,
+                     metric_health=health)
 
 
 def _decision(sync: _Sync, out: _Outcome, *, current: int, desired: int, rescale: bool, reason: str, mem: Memory,
@@ -412,7 +457,7 @@ def _finish(sync: _Sync, out: _Outcome, current: int, desired: int, rescale: boo
         last_scale = sync.now
     else:
         desired = current
-    status = _status(sync, out, current, desired, last_scale)
+    status = _status(sync, out, current, desired, last_scale, mem)
     return _decision(sync, out, current=current, desired=desired, rescale=rescale, reason=reason, mem=mem, pre=pre,
                      steps=steps, metric_name=metric_name, status=status, without_event=without_event)
 

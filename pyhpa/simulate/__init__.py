@@ -26,7 +26,7 @@ from .metrics import columns_needed, metric_views
 from .profile import MetricSource, Profile, load_profile, metric_source
 from .report import summarize
 from .target import Target, load_target
-from .trace import Trace, load_trace, time_bound
+from .trace import Trace, load_trace, parse_outages, time_bound
 
 __all__ = ["BUNDLED", "Run", "Settings", "Simulation", "bundled_path", "display_path", "run_simulation"]
 
@@ -79,7 +79,8 @@ class Run:
 
 @dataclass(slots=True)
 class Simulation:
-    """All runs over one trace; ``inputs`` says which file each input came from."""
+    """All runs over one trace; ``inputs`` says which file each input came from; ``outages`` the
+    ``--metrics-outage`` intervals (epoch s)."""
 
     runs: list[Run]
     trace: Trace
@@ -87,6 +88,7 @@ class Simulation:
     profile: Profile
     settings: Settings
     inputs: dict[str, str]
+    outages: tuple[tuple[float, float], ...] = ()
 
 
 def run_simulation(
@@ -103,6 +105,7 @@ def run_simulation(
     load_scale: float = 1.0,
     gaps: str = "error",
     metric_columns: Sequence[str] = (),
+    metrics_outages: Sequence[str] = (),
     settings: Settings | None = None,
     progress: Callable[[str, float, float], None] | None = None,
 ) -> Simulation:
@@ -111,8 +114,10 @@ def run_simulation(
     ``column`` is the load column (requests/s unless the profile's ``load_unit`` says
     otherwise), multiplied by ``load_scale``; ``metric_columns`` items are
     ``METRIC=COLUMN`` sources for Pods/Object/External metrics (overriding the
-    profile's). ``progress(label, simulated_seconds, total_seconds)`` is called during
-    each run. Raises InputError for any bad input.
+    profile's). ``metrics_outages`` items are ``START/END`` intervals (ISO 8601; END may be
+    a duration such as ``PT3H``) in which every metrics API call fails. ``progress(label,
+    simulated_seconds, total_seconds)`` is called during each run. Raises InputError for any
+    bad input.
     """
     settings = settings or Settings()
     _check_settings(settings)
@@ -125,6 +130,7 @@ def run_simulation(
     tr = load_trace(files["trace"], files["column"], extra_columns=extra, time_column=time_column, where=tuple(where),
                     start=start, end=end, load_scale=load_scale, gaps=gaps)
     tr.report.file = display_path(files["trace"])
+    outages = parse_outages(metrics_outages, tr)
     rps = prof.load_to_rps(tr.values[files["column"]])
     history = None
     if any(h.hpa.prediction is not None for h in hpas):
@@ -133,12 +139,12 @@ def run_simulation(
     for h, label in zip(hpas, _labels(files["hpa"])):
         f = display_path(h.file)
         cluster = Cluster(h.hpa, tgt, prof, h.config, tr.times, rps, tr.values, tr.start, tr.end, h.sync_period_seconds,
-                          settings.seed, history=history)
+                          settings.seed, outages, history=history)
         total = tr.end - tr.start
         cluster.run(None if progress is None else (lambda s, lab=label: progress(lab, s, total)))
         runs.append(Run(label, f, cluster, summarize(label, f, cluster, tr, settings)))
     inputs = {k: (", ".join(map(display_path, v)) if isinstance(v, list) else display_path(v)) for k, v in files.items()}
-    return Simulation(runs, tr, tgt, prof, settings, inputs)
+    return Simulation(runs, tr, tgt, prof, settings, inputs, outages)
 
 
 def _history(files: dict, prof: Profile, tr: Trace, extra: tuple, time_column, where: tuple, start,

@@ -26,6 +26,8 @@ from .target import Target
 
 INF = math.inf
 LONG_AGO = 86400.0  # initial pods started this many seconds before the simulation
+#: what a metrics API call answers during a ``--metrics-outage`` (an aggregated API that is down)
+OUTAGE_ERROR = "the server is currently unable to handle the request (simulated metrics outage)"
 
 
 @dataclass(slots=True, frozen=True)
@@ -111,12 +113,14 @@ class Cluster:
     ``times``/``rps`` is the load step function (epoch s, requests/s); ``columns`` holds
     the trace columns the metric sources read; the HPA syncs from ``start`` (its first
     sync) to ``end``. Before ``start`` the cluster warms up for two metric resolutions
-    at the first load value so that metrics exist at the first sync.
+    at the first load value so that metrics exist at the first sync. In each of ``outages``
+    ((start, end) epoch s) every metrics API call of the HPA fails (``OUTAGE_ERROR``); metrics-server
+    keeps scraping, so the first sync after an outage sees fresh metrics.
     """
 
     def __init__(self, hpa: HPA, target: Target, profile: Profile, config: ControllerConfig, times: np.ndarray,
                  rps: np.ndarray, columns: dict[str, np.ndarray], start: float, end: float, sync_period: float,
-                 seed: int, history: History | None = None):
+                 seed: int, outages: tuple[tuple[float, float], ...] = (), history: History | None = None):
         self.hpa, self.target, self.profile, self.config = hpa, target, profile, config
         self.rng = random.Random(seed)
         self.times, self.rps_values = times.tolist(), rps.tolist()
@@ -134,6 +138,10 @@ class Cluster:
         self.rows: list[tuple] = []
         self.scale_events: list[tuple[float, int, int]] = []
         self.failed_syncs = 0
+        self.outages = outages
+        self.outage_syncs = 0
+        self.fallback_syncs = 0
+        self._outage_samples = [MetricSamples(error=OUTAGE_ERROR) for _ in self.views]
         self._init_state()
 
     # ----------------------------------------------------------------- set-up
@@ -487,6 +495,9 @@ class Cluster:
         self.next_sync = self.t0 + self.sync_k * self.sync_period
         scale = Scale(self.spec_replicas, self.n_live, self.target.selector)
         samples = self._live_samples()
+        if self.outages and any(a <= t < b for a, b in self.outages):
+            samples = self._outage_samples
+            self.outage_syncs += 1
         if self.prediction is None:
             d = decide(self.hpa, scale, self.core_pods, samples, self.memory, t, self.config)
         else:
@@ -498,6 +509,8 @@ class Cluster:
         self.hpa = with_status(self.hpa, d.status)
         if d.error is not None:
             self.failed_syncs += 1
+        if any(s.source == "Fallback" for s in d.sources):
+            self.fallback_syncs += 1
         self._record(t, d)
         if d.rescale:
             self._rescale(t, d)

@@ -3,7 +3,8 @@
 Panels, sharing the time axis (the trace's own UTC offset): load and Ready capacity
 (requests/s, overload shaded); desired and Ready replicas with min/max (the effective bounds
 when the autoscaler has ``spec.schedules``, whose active windows are shaded on every panel);
-each metric against its target and tolerance band.
+each metric against its target and tolerance band. ``--metrics-outage`` intervals are shaded
+grey (hatched) in every panel.
 """
 
 from __future__ import annotations
@@ -49,6 +50,15 @@ def _axes(panels: int, title: str):
     axes = [a[0] for a in axes]
     fig.suptitle(title, fontsize=12, x=0.01, ha="left")
     return fig, axes
+
+
+def _shade_outages(axes, outages) -> None:
+    """Grey band over each metrics outage (epoch s pairs) in every panel, labelled once per panel."""
+    epoch = mdates.date2num(datetime(1970, 1, 1, tzinfo=timezone.utc))
+    for ax in axes:
+        for k, (a, b) in enumerate(outages):
+            ax.axvspan(a / 86400.0 + epoch, b / 86400.0 + epoch, color="0.45", alpha=0.18, lw=0, hatch="//",
+                       label="metrics outage" if k == 0 else None, zorder=0)
 
 
 def _save(fig, path: Path) -> Path:
@@ -239,6 +249,7 @@ def run_figure(cluster: Cluster, trace: Trace, label: str):
     for i in range(n_metrics):
         _metric_panel(axes[2 + predicted + i], t, cluster, i)
     shade_windows(axes, t, cluster)
+    _shade_outages(axes, cluster.outages)
     return _finish(fig, axes, trace)
 
 
@@ -273,4 +284,5 @@ def compare_figure(sim: Simulation):
     for i, unit in enumerate(units):
         axes[2 + i].set_ylabel(f"first metric\n({unit})")
         axes[2 + i].set_ylim(bottom=0)
+    _shade_outages(axes, first.outages)
     return _finish(fig, axes, trace)

@@ -19,7 +19,7 @@ import pandas as pd
 from rich.table import Table
 
 from ..core import tolerances
-from .trace import Trace, iso_array
+from .trace import Trace, iso, iso_array
 
 if TYPE_CHECKING:  # pragma: no cover
     from . import Settings, Simulation
@@ -48,6 +48,7 @@ TABLE_ROWS = (
     ("recovery_time_mean_seconds", "recovery time, mean s"),
     ("recovery_time_max_seconds", "recovery time, max s"),
     ("failed_syncs", "syncs with a metric error"),
+    ("fallback_syncs", "syncs with a metric in fallback"),
 )
 
 
@@ -96,6 +97,10 @@ def summarize(label: str, hpa_file: str, cluster: Cluster, trace: Trace, setting
         "recovery_time_mean_seconds": _r(_mean(recoveries)),
         "recovery_time_max_seconds": _r(max(recoveries) if recoveries else None),
         "failed_syncs": cluster.failed_syncs,
+        "fallback_syncs": cluster.fallback_syncs,
+        "metrics_outages": [{"start": iso(a, trace.tz), "end": iso(b, trace.tz), "seconds": _r(b - a)}
+                            for a, b in cluster.outages],
+        "outage_syncs": cluster.outage_syncs,
         "metrics": _metric_summaries(cluster),
         "trace": trace.report.to_dict(trace.tz),
         "settings": _settings(cluster, settings),

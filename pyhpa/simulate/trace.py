@@ -86,6 +86,7 @@ class Trace:
     end: float
     tz: timezone
     report: TraceReport
+    numeric_time: bool = False
 
     @property
     def start(self) -> float:
@@ -163,7 +164,7 @@ def load_trace(
     times, values = _apply_gaps(times, values, step, lines, report, file, tz)
     last_end = float(times[-1]) + step
     trace_end = min(last_end, hi) if hi is not None else last_end
-    return Trace(times, values, trace_end, tz, report)
+    return Trace(times, values, trace_end, tz, report, numeric_time)
 
 
 def _read_csv(file: str) -> pd.DataFrame:
@@ -339,3 +340,32 @@ def _insert_rows(times, values, step, idx, policy, report: TraceReport):
     all_t = np.concatenate(new_t)
     order = np.argsort(all_t, kind="stable")
     return all_t[order], {c: np.concatenate(parts)[order] for c, parts in new_v.items()}
+
+
+def parse_outages(items, trace: Trace) -> tuple[tuple[float, float], ...]:
+    """``--metrics-outage`` items: ``START/END`` ISO 8601 intervals (a time without offset is in the trace's
+    offset; END may be an ISO 8601 duration such as ``PT3H``; seconds for a trace with numeric times), as
+    sorted (start, end) epoch seconds. Each must overlap the simulated span; raises InputError naming the item."""
+    out = []
+    numeric = trace.numeric_time
+    for item in items:
+        start_text, sep, end_text = str(item).partition("/")
+        if not sep or not start_text.strip() or not end_text.strip():
+            raise InputError(f"want START/END (ISO 8601, e.g. 1995-07-13T01:00:00/1995-07-13T04:00:00 or "
+                             f"1995-07-13T01:00:00/PT3H), got {item!r}", field="--metrics-outage")
+        start = _bound(start_text, trace.tz, numeric, "--metrics-outage")
+        if end_text.strip().upper().startswith("P"):
+            try:
+                end = start + pd.Timedelta(end_text.strip().upper()).total_seconds()
+            except ValueError:
+                raise InputError(f"malformed ISO 8601 duration {end_text!r} (want e.g. PT3H)",
+                                 field="--metrics-outage") from None
+        else:
+            end = _bound(end_text, trace.tz, numeric, "--metrics-outage")
+        if not end > start:
+            raise InputError(f"the end must be after the start, got {item!r}", field="--metrics-outage")
+        if end <= trace.start or start >= trace.end:
+            raise InputError(f"{item!r} does not overlap the simulated span ({iso(trace.start, trace.tz)} to "
+                             f"{iso(trace.end, trace.tz)})", field="--metrics-outage")
+        out.append((start, end))
+    return tuple(sorted(out))
