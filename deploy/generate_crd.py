@@ -138,6 +138,62 @@ def prometheus_metric(target: dict) -> dict:
     }
 
 
+PREDICTION = {
+    "type": "object",
+    "description": "pyhpa: predictive scaling (docs/prediction.md). {} turns it on with defaults for a web service "
+                   "with a daily cycle. The forecast quantile of the metric's workload total over the lead window "
+                   "becomes one more replica proposal, combined with the metrics' (the largest wins) before "
+                   "upstream's stabilization, policies and bounds.",
+    "properties": {
+        "metric": {"type": "integer", "minimum": 0, "default": 0,
+                   "description": "Which entry of spec.metrics to forecast (index, default 0)."},
+        "historySeconds": {"type": "integer", "minimum": 7200, "default": 604800,
+                           "description": "Seconds of history a fit uses (default 7 days; 14 or more to find a weekly "
+                                          "cycle)."},
+        "leadSeconds": {"type": "integer", "minimum": 1, "default": 300,
+                        "description": "How far ahead the forecast must cover: pod scheduling + start-up + a sync "
+                                       "(default 300)."},
+        "quantile": {"type": "number", "minimum": 0.5, "maximum": 1, "exclusiveMaximum": True, "default": 0.9,
+                     "description": "The forecast quantile provisioned for (default 0.9)."},
+        "mode": {"type": "string", "enum": ["Enforce", "Observe"], "default": "Enforce",
+                 "description": "Enforce: the forecast may raise replicas. Observe: computed and reported, never "
+                                "applied."},
+        "refreshSeconds": {"type": "integer", "minimum": 60, "default": 3600,
+                           "description": "Seconds between refits of the model (default 3600)."},
+        "historyQuery": {"type": "string", "minLength": 1,
+                         "description": "PromQL (range query) for the metric's workload total, overriding the "
+                                        "default query for the metric type."},
+    },
+}
+
+PREDICTION_STATUS = {
+    "type": "object",
+    "description": "pyhpa: the state of spec.prediction at the last sync.",
+    "properties": {
+        "reason": {"type": "string", "description": "The PredictionActive reason (Predicting, Observing, "
+                                                    "InsufficientHistory, NotPredictable, HistoryUnavailable, "
+                                                    "AccuracyTooLow)."},
+        "message": {"type": "string", "description": "Why, in one sentence."},
+        "model": {"type": "string", "description": "The fitted model (e.g. robust-seasonal/log)."},
+        "periodsSeconds": {"type": "array", "items": {"type": "integer"},
+                           "description": "Seasonal periods detected in the history, seconds."},
+        "lastFitTime": {"type": "string", "format": "date-time", "description": "When the model was last fitted."},
+        "forecastTime": {"type": "string", "format": "date-time",
+                         "description": "Start of the forecast window (the sync's time)."},
+        "leadSeconds": {"type": "integer", "description": "Length of the forecast window, seconds."},
+        "forecast": {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True,
+                     "description": "The quantile of the metric's workload total over the forecast window "
+                                    "(the metric's unit: cores for CPU, bytes for memory)."},
+        "replicas": {"type": "integer", "format": "int32", "description": "Replicas the forecast asks for."},
+        "accuracy": {"type": "object", "description": "Recent forecasts against what happened.", "properties": {
+            "mape": {"type": "number", "description": "Mean absolute percentage error (fraction)."},
+            "wape": {"type": "number", "description": "Sum of absolute errors over sum of actual values."},
+            "underForecastShare": {"type": "number", "description": "Share of actual values above the "
+                                                                    "forecast quantile."}}},
+    },
+}
+
+
 def fallback_schema(where: str) -> dict:
     """``spec.fallback`` / ``spec.metrics[].fallback``: KEDA's fields plus KEP-5679's duration
     (``pyhpa.core.fallback``); which fields are required depends on the spec-wide and the metric's own
@@ -279,9 +335,10 @@ def crd() -> dict:
     defs = json.loads((SCHEMA_DIR / "_definitions.json").read_text())["$defs"]
     spec = structural(defs["io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec"], defs, number_or_string_quantity)
     spec["description"] = ("The autoscaling/v2 HorizontalPodAutoscaler spec plus the per-object settings that "
-                           "upstream only has as controller flags, and scheduled windows (schedules).")
+                           "upstream only has as controller flags, scheduled windows (schedules) and predictive scaling (prediction).")
     spec["properties"]["minReplicas"]["default"] = 1  # the API server's default for autoscaling/v2
     spec["properties"].update(SETTINGS)
+    spec["properties"]["prediction"] = PREDICTION
     spec["properties"]["schedules"] = schedules()
     item = spec["properties"]["metrics"]["items"]["properties"]
     item["prometheus"] = prometheus_metric(copy.deepcopy(item["external"]["properties"]["target"]))
@@ -293,9 +350,10 @@ def crd() -> dict:
         "replicas a metric proposes once it has failed failureThreshold syncs (and/or failureDurationSeconds), "
         "maxed with the healthy metrics.")
     status = structural(defs["io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerStatus"], defs)
-    status["description"] = ("The autoscaling/v2 HorizontalPodAutoscaler status, plus the controller memory and the "
-                             "active schedule windows.")
+    status["description"] = ("The autoscaling/v2 HorizontalPodAutoscaler status, plus the controller memory, the "
+                             "active schedule windows and the state of the prediction.")
     status["properties"]["pyhpa"] = MEMORY
+    status["properties"]["prediction"] = PREDICTION_STATUS
     status["properties"]["metricHealth"] = METRIC_HEALTH
     status["properties"]["schedules"] = SCHEDULE_STATUS
     columns = [

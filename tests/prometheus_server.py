@@ -29,10 +29,15 @@ def prometheus_binary() -> str | None:
 
 
 class PrometheusServer:
-    """Start with ``with PrometheusServer(["127.0.0.1:9100"]) as prom: prom.url``."""
+    """Start with ``with PrometheusServer(["127.0.0.1:9100"]) as prom: prom.url``.
 
-    def __init__(self, targets: list[str], scrape_interval: str = "1s"):
+    ``backfill``: an OpenMetrics text file written into the TSDB before the start with
+    ``promtool tsdb create-blocks-from openmetrics`` (past samples, e.g. days of history).
+    """
+
+    def __init__(self, targets: list[str], scrape_interval: str = "1s", backfill: Path | None = None):
         self.targets = targets
+        self.backfill = backfill
         self.scrape_interval = scrape_interval
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -46,6 +51,9 @@ class PrometheusServer:
             f"global:\n  scrape_interval: {self.scrape_interval}\n  evaluation_interval: {self.scrape_interval}\n"
             f"scrape_configs:\n  - job_name: test\n    static_configs:\n      - targets: [{targets}]\n"
         )
+        if self.backfill is not None:
+            subprocess.run([shutil.which("promtool") or "promtool", "tsdb", "create-blocks-from", "openmetrics",
+                            str(self.backfill), str(d / "data")], check=True, capture_output=True, timeout=300)
         self._proc = subprocess.Popen(
             [prometheus_binary(), f"--config.file={d / 'prometheus.yml'}", f"--storage.tsdb.path={d / 'data'}",
              f"--web.listen-address=127.0.0.1:{self.port}"],

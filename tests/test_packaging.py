@@ -131,7 +131,7 @@ def _undeclared(paths, declared: set[str]) -> dict[str, set[str]]:
     return missing
 
 
-SIMULATE_ONLY = ("pyhpa/simulate/", "pyhpa/cli/simulate_cmd.py")
+SIMULATE_ONLY = ("pyhpa/simulate/", "pyhpa/cli/simulate_cmd.py", "pyhpa/cli/forecast_cmd.py")
 
 
 def test_the_controller_code_imports_only_base_dependencies():
@@ -155,14 +155,15 @@ def test_declared_dependencies_are_used_and_one_http_client_stack():
     dists = packages_distributions()
     used = {d.lower().replace("_", "-") for m in imported for d in dists.get(m, [m])}
     # declared but not imported: libraries used through another one (lightkube's models), by pytest itself, and
-    # the prediction stack the controller's forecasting needs (scipy, statsmodels), and the time zone data
+    # the time zone data
     # zoneinfo reads (tzdata) where the system has none
-    assert declared - used <= {"lightkube-models", "pytest-asyncio", "pyhpa", "scipy", "statsmodels", "tzdata"}, \
+    assert declared - used <= {"lightkube-models", "pytest-asyncio", "pyhpa", "tzdata"}, \
         declared - used
     assert "croniter" not in declared and "cronsim" in _declared()
     assert "httpx" not in declared and "httpx" not in imported  # httpx2 (lightkube's client) serves both jobs
     assert {"pandas", "matplotlib"} & _declared() == set()  # only the simulate extra pulls them
-    assert {"numpy", "scipy", "statsmodels"} <= _declared()
+    assert {"numpy", "scipy"} <= _declared()  # the forecaster (pyhpa.forecast) runs in `run`
+    assert "statsmodels" not in _declared() and "pandas" not in _declared()  # nothing in `run` needs them
 
 
 @pytest.fixture(scope="module")

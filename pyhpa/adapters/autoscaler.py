@@ -30,6 +30,7 @@ from ..core import HPA, ControllerConfig, ScheduleWindow, check_window
 from .errors import InputError
 from .fallback import has_fallback_fields, read_metric_fallbacks, read_spec_fallback, without_metric_fallbacks
 from .objects import hpa_from_dict, object_label
+from .prediction import prediction_from_dict
 from .promql import split_prometheus, with_prometheus
 
 GROUP_VERSION = "pyhpa.dev/v1alpha1"
@@ -42,6 +43,8 @@ V2_SPEC_FIELDS = ("scaleTargetRef", "minReplicas", "maxReplicas", "metrics", "be
 SETTING_FIELDS = ("syncPeriodSeconds", "tolerance", "cpuInitializationPeriodSeconds", "initialReadinessDelaySeconds")
 #: ``status`` key of the controller memory of a HorizontalAutoscaler
 MEMORY_KEY = "pyhpa"
+#: ``status`` sections of a HorizontalAutoscaler that autoscaling/v2 does not have
+STATUS_EXTENSIONS = (MEMORY_KEY, "prediction", "schedules")
 
 
 # ------------------------------------------------------------------------------------------ settings
@@ -190,10 +193,16 @@ def read_schedules(value: Any, f: str, hpa: HPA) -> HPA:
     return replace(hpa, schedules=tuple(windows))
 
 
+def read_prediction(value: Any, f: str, hpa: HPA) -> HPA:
+    """``spec.prediction`` (``pyhpa.adapters.prediction``; ``{}`` or null: the defaults)."""
+    return replace(hpa, prediction=prediction_from_dict(value, hpa.metrics, f))
+
+
 #: spec fields a HorizontalAutoscaler adds to autoscaling/v2: field -> reader(value, "spec.<field>", hpa) -> hpa
 EXTENSIONS: dict[str, Callable[[Any, str, HPA], HPA]] = {
     "schedules": read_schedules,
     "fallback": read_spec_fallback,  # then read_metric_fallbacks: spec.metrics[].fallback over it
+    "prediction": read_prediction,
 }
 
 
@@ -243,7 +252,7 @@ def v2_document(meta: dict, spec: dict, status: dict) -> dict:
         "spec": {k: v for k, v in spec.items() if k in V2_SPEC_FIELDS},
     }
     if isinstance(status, dict) and status.get("desiredReplicas") is not None:
-        doc["status"] = {k: v for k, v in status.items() if k != MEMORY_KEY}
+        doc["status"] = {k: v for k, v in status.items() if k not in STATUS_EXTENSIONS}
     return doc
 
 

@@ -201,3 +201,60 @@ def with_prometheus(hpa: HPA, found: dict[int, tuple[MetricSpec, PromQuery]]) ->
         return hpa
     metrics = tuple(found[i][0] if i in found else m for i, m in enumerate(hpa.metrics))
     return replace(hpa, metrics=metrics)
+
+
+class RangeQueryError(Exception):
+    """A ``/api/v1/query_range`` call that gave no usable answer (message says why)."""
+
+
+#: Prometheus refuses range queries of more than 11,000 points per series.
+MAX_RANGE_POINTS = 11000
+
+
+def range_step(start: float, end: float, step: float = 60.0) -> float:
+    """``step`` (s), raised to a whole minute multiple when the range would exceed Prometheus' point limit."""
+    points = (end - start) / step
+    if points <= MAX_RANGE_POINTS - 1:
+        return step
+    return float(math.ceil((end - start) / (MAX_RANGE_POINTS - 1) / 60.0) * 60)
+
+
+async def query_range(client: httpx2.AsyncClient, server: str, query: str, start: float, end: float, step: float,
+                      timeout_seconds: float) -> tuple[list[float], list[float]]:
+    """Run a range query (``GET /api/v1/query_range``) and return (epoch times, values) of its one series.
+
+    The query must return one series (wrap it in ``sum(...)``); NaN and infinite values are left out
+    (gaps). Raises ``RangeQueryError`` for every failure: timeout, connection, HTTP or PromQL error,
+    several series, a malformed answer.
+    """
+    params = {"query": query, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
+    try:
+        r = await client.get(f"{server.rstrip('/')}/api/v1/query_range", params=params, timeout=timeout_seconds)
+    except httpx2.TimeoutException:
+        raise RangeQueryError(f"prometheus range query timed out after {timeout_seconds:g}s") from None
+    except httpx2.HTTPError as err:
+        raise RangeQueryError(f"prometheus unreachable: {err}") from None
+    try:
+        answer = r.json()
+    except ValueError:
+        raise RangeQueryError(f"prometheus answered HTTP {r.status_code} without JSON") from None
+    if not isinstance(answer, dict) or answer.get("status") != "success":
+        err = answer.get("error") if isinstance(answer, dict) else None
+        raise RangeQueryError(f"prometheus range query failed: {err or f'HTTP {r.status_code}'}")
+    data = answer.get("data") or {}
+    if data.get("resultType") != "matrix":
+        raise RangeQueryError(f"prometheus range query returned a {data.get('resultType')}, want a matrix")
+    result = data.get("result") or []
+    if len(result) > 1:
+        raise RangeQueryError(f"the history query returned {len(result)} series, want one (wrap it in sum(...))")
+    times: list[float] = []
+    values: list[float] = []
+    for pair in (result[0].get("values") or []) if result else []:
+        try:
+            t, v = float(pair[0]), float(pair[1])
+        except (TypeError, ValueError, IndexError):
+            raise RangeQueryError(f"malformed sample in the range answer: {pair!r}") from None
+        if math.isfinite(v):
+            times.append(t)
+            values.append(v)
+    return times, values

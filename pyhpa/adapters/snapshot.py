@@ -19,14 +19,14 @@ from typing import Any
 
 import yaml
 
-from ..core import ControllerConfig, Decision, HPA, HPAWarning, Memory, MetricFailures, MetricSamples, Pod, Scale, active_windows, \
-    check_hpa, decide
+from ..core import ControllerConfig, Decision, Forecast, HPA, HPAWarning, Memory, MetricFailures, MetricSamples, Pod, Scale, \
+    active_windows, check_hpa, decide
 from ..core.quantity import format_milli
 from .errors import InputError
 from .metrics_api import external_samples, object_samples, pods_samples, resource_samples
 from .autoscaler import effective_config, read_autoscaler
 from .objects import object_label, pod_from_dict
-from .parse import format_time, timestamp
+from .parse import format_time, milli, timestamp
 from .promql import OFFLINE_SERVER, samples_from_answer
 
 
@@ -47,6 +47,7 @@ class Snapshot:
     prenormalized: int | None
     expect: dict | None
     hpa_object: Any = None
+    forecast: Forecast | None = None
 
 
 def read_document(path: str | Path) -> Any:
@@ -148,10 +149,12 @@ def metrics_to_dict(answers: Iterable[tuple[str, str, Any, bool]]) -> dict:
 
 def snapshot_to_dict(*, name: str, source: str, now: float, controller: dict, hpa: dict, scale: Scale,
                      scale_name: str, namespace: str, pods: list[dict], metrics: dict,
-                     memory: Memory | None = None, level: str = "controller") -> dict:
+                     memory: Memory | None = None, level: str = "controller", forecast: Forecast | None = None,
+                     ) -> dict:
     """A snapshot document (FORMAT.md) that ``load_snapshots`` reads back into the same inputs: ``hpa`` an
     autoscaling/v2 object dict, ``pods`` v1 Pod dicts, ``controller``/``metrics`` from ``controller_to_dict``
-    / ``metrics_to_dict``, ``memory`` the controller memory (``history``; None: none kept)."""
+    / ``metrics_to_dict``, ``memory`` the controller memory (``history``; None: none kept), ``forecast``
+    what the forecaster answered (an autoscaler with ``spec.prediction``)."""
     doc = {
         "name": name,
         "source": source,
@@ -168,6 +171,8 @@ def snapshot_to_dict(*, name: str, source: str, now: float, controller: dict, hp
     }
     if memory is not None:
         doc["history"] = memory_to_dict(memory)
+    if forecast is not None:
+        doc["forecast"] = forecast_to_dict(forecast)
     return doc
 
 
@@ -300,10 +305,38 @@ def snapshot_from_dict(d: Any, source: str, index: int | None = None, lenient: b
             str(d.get("name") or label), source, str(d.get("level", "controller")), timestamp(d["now"], "now"),
             config, hpa, scale_from_dict(d["scale"]), pods, _with_prometheus_samples(
                 samples_for(hpa, d.get("metrics")), prom, d.get("metrics")),
-            memory_from_dict(d.get("history")), pre, d.get("expect"), model,
+            memory_from_dict(d.get("history")), pre, d.get("expect"), model, forecast_from_dict(d.get("forecast")),
         )
     except InputError as err:
         raise InputError(err.message, source, f"{label}: {err.obj}" if err.obj else label, err.field) from None
+
+
+def forecast_from_dict(d: Any) -> Forecast | None:
+    """The snapshot's ``forecast`` (``{total: quantity, reason, message}``) as the core's ``Forecast``."""
+    if d is None:
+        return None
+    if not isinstance(d, dict):
+        raise InputError("must be a mapping {total, reason, message}", field="forecast")
+    unknown = set(d) - {"total", "reason", "message"}
+    if unknown:
+        raise InputError(f"unknown key {sorted(unknown)[0]!r} (known: total, reason, message)", field="forecast")
+    total = d.get("total")
+    reason = d.get("reason", "Predicting" if total is not None else None)
+    if not isinstance(reason, str) or not reason:
+        raise InputError("needs a reason (a PredictionActive reason) when there is no total", field="forecast.reason")
+    message = d.get("message", "")
+    if not isinstance(message, str):
+        raise InputError("must be a string", field="forecast.message")
+    return Forecast(total_milli=None if total is None else milli(total, "forecast.total"), reason=reason,
+                    message=message)
+
+
+def forecast_to_dict(f: Forecast) -> dict:
+    """``forecast_from_dict`` inverted (for ``pyhpa snapshot``)."""
+    out: dict = {"reason": f.reason, "message": f.message}
+    if f.total_milli is not None:
+        out["total"] = format_milli(f.total_milli)
+    return out
 
 
 def _prometheus_server(controller: Any) -> str:
@@ -375,7 +408,7 @@ def load_snapshots(path: str | Path, lenient: bool = False) -> list[Snapshot]:
 def run_snapshot(s: Snapshot, recommendation: int | None = None) -> Decision:
     """Feed a snapshot through the decision core (``recommendation`` overrides the input)."""
     pre = recommendation if recommendation is not None else s.prenormalized
-    return decide(s.hpa, s.scale, s.pods, s.samples, s.memory, s.now, s.config, pre)
+    return decide(s.hpa, s.scale, s.pods, s.samples, s.memory, s.now, s.config, pre, forecast=s.forecast)
 
 
 def snapshot_warnings(s: Snapshot) -> list[HPAWarning]:
@@ -425,4 +458,13 @@ def decision_json(name: str, d: Decision, hpa: HPA | None = None, now: float | N
                             for w in active_windows(hpa.schedules, now)]
         change = d.status.schedules.next_change if d.status.schedules is not None else None
         out["nextScheduleChange"] = format_time(change)
+    p = d.status.prediction
+    if p is not None:
+        source = next((x for x in d.sources if x.source == "Prediction"), None)
+        out["prediction"] = {
+            "forecast": format_milli(p.forecast_milli) if p.forecast_milli is not None else None,
+            "replicas": p.replicas, "reason": p.reason, "mode": p.mode,
+            "applied": bool(source is not None and source.applied and source.replicas is not None),
+            "won": d.decided_by.startswith("Prediction/"),
+        }
     return out

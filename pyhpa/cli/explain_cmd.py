@@ -168,10 +168,39 @@ def render(console: Console, snap: Snapshot, d: Decision, warnings: list[HPAWarn
         for line in _pod_lines(p):
             console.print(f"  {line}")
         console.print(f"  proposes [bold]{p.replicas}[/] replicas")
+    _render_prediction(console, snap, d)
     _render_result(console, d)
     for w in warnings:
         console.print(f"[bold yellow]warning {w.reason}[/]: ", end="")
         console.print(w.message, markup=False)
+
+
+def _render_prediction(console: Console, snap: Snapshot, d: Decision) -> None:
+    """What spec.prediction asked for, and whether it set the number."""
+    spec = snap.hpa.prediction
+    if spec is None:
+        return
+    st = d.status.prediction
+    src = next((s for s in d.sources if s.source == "Prediction"), None)
+    console.print(f"\n[bold]prediction:[/] metric {spec.metric + 1}, lead {spec.lead_seconds} s, quantile {spec.quantile:g}, "
+                  f"mode {spec.mode}")
+    if st is None or src is None:
+        console.print("  not evaluated (the sync stopped before the sources were combined)")
+        return
+    if st.forecast_milli is not None:
+        metric = snap.hpa.metrics[spec.metric] if spec.metric < len(snap.hpa.metrics) else None
+        console.print(f"  forecast: {readable.quantity(st.forecast_milli, metric)} (the {spec.quantile:g} quantile "
+                      f"of the metric's "
+                      f"workload total over the next {spec.lead_seconds} s)", markup=False)
+    if src.replicas is None:
+        console.print(f"  steps aside [{st.reason}]: {src.note}", markup=False)
+        return
+    if not src.applied:
+        console.print(f"  asks for [bold]{src.replicas}[/] replicas; not applied ({src.note or st.reason})")
+        return
+    won = d.decided_by.startswith("Prediction/")
+    verdict = "[bold green]it set the number[/]" if won else f"not the deciding source (decided by {d.decided_by})"
+    console.print(f"  asks for [bold]{src.replicas}[/] replicas: {verdict}")
 
 
 def _render_result(console: Console, d: Decision) -> None:

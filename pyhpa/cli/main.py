@@ -42,13 +42,14 @@ def input_errors(fn):
 
 
 def _register() -> None:
-    from . import explain_cmd, run_cmd, schedules_cmd, simulate_cmd, snapshot_cmd, thresholds_cmd
+    from . import explain_cmd, forecast_cmd, run_cmd, schedules_cmd, simulate_cmd, snapshot_cmd, thresholds_cmd
 
     app.command("explain", cls=Command)(input_errors(explain_cmd.explain))
     app.command("snapshot", cls=Command)(input_errors(snapshot_cmd.snapshot))
     app.command("thresholds", cls=Command)(input_errors(thresholds_cmd.thresholds))
     app.command("simulate", cls=Command)(input_errors(simulate_cmd.simulate))
     app.command("schedules", cls=Command)(input_errors(schedules_cmd.schedules))
+    app.command("forecast", cls=Command)(input_errors(forecast_cmd.forecast))
     run_cmd.register(app, input_errors, Command)
 
 

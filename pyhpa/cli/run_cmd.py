@@ -34,7 +34,7 @@ INITIAL_READINESS_DELAY_OPTION = typer.Option(30.0, "--initial-readiness-delay",
 DOWNSCALE_STABILIZATION_OPTION = typer.Option(300.0, "--downscale-stabilization", help="Seconds of the scale-down window when spec.behavior does not set one.")
 SCALE_TO_ZERO_OPTION = typer.Option(False, "--scale-to-zero", help="Feature gate HPAScaleToZero (minReplicas 0 with Object/External metrics).")
 HTTP_OPTION = typer.Option(Http.aiohttp, "--http", help="Transport under lightkube: aiohttp (faster) or httpx (lightkube's stock).")
-PROMETHEUS_URL_OPTION = typer.Option(None, "--prometheus-url", help="Default Prometheus server of type: Prometheus metrics (their prometheus.server overrides), e.g. http://prometheus:9090.")
+PROMETHEUS_URL_OPTION = typer.Option(None, "--prometheus-url", help="Default Prometheus server of type: Prometheus metrics (their prometheus.server overrides), and the history source of spec.prediction, e.g. http://prometheus:9090.")
 
 
 class LogFormat(str, Enum):

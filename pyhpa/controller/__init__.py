@@ -41,6 +41,7 @@ from .load import SyncLoad, tune_gc
 from .memory import InProcessMemory, MemoryStore, StatusMemory
 from .monitor import Monitor
 from .nsmetrics import NamespaceMetrics, namespace_jitter
+from .prediction import LivePredictions
 from .preview import enable_preview
 from .queue import QueueClosed, WorkQueue
 from .reconciler import Reconciler, SyncResult
@@ -84,8 +85,9 @@ class Controller:
             metrics = NamespaceMetrics(metrics, self.pods.count, self.pods.labels,
                                        lambda ns, selector: len(self.pods.select(ns, selector)))
         self.sources = MetricSources(metrics, settings.metrics_timeout_seconds)
+        self.predictions = LivePredictions(settings.prometheus_url, settings.metrics_timeout_seconds)
         self.reconciler = Reconciler(self.autoscalers, self.pods, cluster, self.sources, self.memory, self.writer,
-                                     self.status, self.events, self.monitor, clock)
+                                     self.status, self.events, self.monitor, clock, predictions=self.predictions)
         self.autoscaler_informer = Informer("autoscalers", cluster.autoscalers(settings.namespace),
                                             self._on_autoscaler, self._on_autoscaler_deleted)
         self.pod_informer = Informer("pods", cluster.pods(settings.namespace), self.pods.upsert, self.pods.delete)
@@ -131,6 +133,7 @@ class Controller:
         self.monitor.num_autoscalers.dec()
         self.monitor.deleted(a.namespace, a.name)
         self.memory.forget(key)
+        self.predictions.forget(key)
         self.reconciler.selectors.remove(key)
         self.reconciler.warned.pop(key, None)
         if self.queue is not None:
@@ -227,6 +230,7 @@ class Controller:
             await asyncio.gather(*pending, return_exceptions=True)
         await self.events.flush(grace)
         await self.sources.close()
+        await self.predictions.close()
         for task in background:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)

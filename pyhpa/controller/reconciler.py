@@ -14,7 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..core import HPA, ControllerConfig, Decision, Event, Memory, MetricSamples, Pod, Scale, check_hpa, decide, rescale_failed
+from ..core import (HPA, ControllerConfig, Decision, Event, Forecast, Memory, MetricSamples, Pod, Scale, check_hpa,
+                    decide, rescale_failed)
 from .api import ApiFailure, Cluster, SpecError
 from .autoscaler import Autoscaler
 from .events import EventRecorder
@@ -22,6 +23,7 @@ from .informer import PodCache
 from .logs import fields
 from .memory import MemoryStore
 from .monitor import INTERNAL, NONE, SPEC, Monitor, action_label
+from .prediction import LivePredictions
 from .scalecache import ScaleCache
 from .selectors import SelectorIndex
 from .sources import Fetched, MetricSources
@@ -47,6 +49,7 @@ class SyncInputs:
     other_selectors: list[tuple[str, str]] = field(default_factory=list)
     #: the autoscaler's core HPA as this sync decided it (``autoscaler.hpa`` moves on with later syncs)
     hpa: HPA | None = None
+    forecast: Forecast | None = None
 
 
 @dataclass(slots=True)
@@ -122,7 +125,7 @@ class Reconciler:
 
     def __init__(self, autoscalers: dict[str, Autoscaler], pods: PodCache, cluster: Cluster, sources: MetricSources,
                  memory: MemoryStore, writer: Writer, status: StatusWriter, events: EventRecorder, monitor: Monitor,
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time, predictions: LivePredictions | None = None):
         self.autoscalers = autoscalers
         self.pods = pods
         self.cluster = cluster
@@ -133,6 +136,7 @@ class Reconciler:
         self.events = events
         self.monitor = monitor
         self.clock = clock
+        self.predictions = predictions
         self.selectors = SelectorIndex()
         #: the warnings (``pyhpa.core.check_hpa``) last emitted per key: an event when one appears, not every sync
         self.warned: dict[str, frozenset] = {}
@@ -170,8 +174,13 @@ class Reconciler:
             return await self._failed_get_scale(a, now, str(err), SPEC)
         except ApiFailure as err:
             return await self._failed_get_scale(a, now, err.message, INTERNAL)
-        decision = decide(inputs.hpa, inputs.scale, inputs.pods, inputs.samples, inputs.memory, now, inputs.config,
-                          other_selectors=inputs.other_selectors)
+        if inputs.hpa.prediction is not None and self.predictions is not None:
+            inputs.forecast = self.predictions.forecast(a, now, inputs.samples)
+            decision = decide(inputs.hpa, inputs.scale, inputs.pods, inputs.samples, inputs.memory, now,
+                              inputs.config, other_selectors=inputs.other_selectors, forecast=inputs.forecast)
+        else:
+            decision = decide(inputs.hpa, inputs.scale, inputs.pods, inputs.samples, inputs.memory, now,
+                              inputs.config, other_selectors=inputs.other_selectors)
         if decision.rescale and handle is None:  # decided from the Scale cache: never write from it
             try:
                 live, handle = await self.cluster.get_scale(a.namespace, a.scale_target_ref)
@@ -241,7 +250,12 @@ class Reconciler:
         self.monitor.desired(a.namespace, a.name, decision.desired_replicas)
         for event in decision.events:  # before the status write, as upstream: a failed status write loses none
             self.events.emit(a, event, now)
-        await self.status.write(a, status_from_decision(decision, a.generation), decision.memory, decision)
+        status = status_from_decision(decision, a.generation)
+        if self.predictions is not None:
+            section = self.predictions.status(a, decision)
+            if section is not None:
+                status["prediction"] = section
+        await self.status.write(a, status, decision.memory, decision)
         action = action_label(decision.current_replicas, decision.desired_replicas) if decision.rescale else NONE
         return SyncResult(a.key, action, error, decision, inputs, retry=retry, message=decision.error or "")
 

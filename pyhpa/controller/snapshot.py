@@ -28,6 +28,7 @@ from lightkube.resources.autoscaling_v2 import HorizontalPodAutoscaler as HpaRes
 
 from ..adapters.autoscaler import autoscaler_document
 from ..adapters.errors import InputError
+from ..adapters.kubectl import status_forecast
 from ..adapters.promql import PROMETHEUS
 from ..adapters.snapshot import controller_to_dict, metrics_to_dict, snapshot_to_dict
 from . import Controller
@@ -118,7 +119,17 @@ def snapshot_document(inputs: SyncInputs, pods: list[dict], settings: Settings, 
         hpa=autoscaler_document({"name": a.name, "namespace": a.namespace}, dict(a.obj.get("spec") or {}), a.status),
         scale=inputs.scale, scale_name=a.scale_target_ref.name, namespace=a.namespace, pods=pods,
         metrics=metrics_to_dict(answers), memory=inputs.memory if a.memory_status is not None else None,
+        forecast=_forecast(inputs),
     )
+
+
+def _forecast(inputs: SyncInputs):
+    """With ``spec.prediction``: the forecast of this sync, else the one the controller last wrote in
+    ``status.prediction`` (``pyhpa snapshot`` has no forecaster of its own)."""
+    a = inputs.autoscaler
+    if a.hpa is None or a.hpa.prediction is None:
+        return None
+    return inputs.forecast or status_forecast({"status": a.status})
 
 
 def _readable(q: MetricQuery, answer: Any) -> bool:

@@ -21,12 +21,12 @@ from ..adapters.objects import object_label
 from ..adapters.promql import OFFLINE_SERVER
 from ..adapters.snapshot import read_document
 from ..core import HPA, ControllerConfig
-from .cluster import Cluster
+from .cluster import Cluster, History
 from .metrics import columns_needed, metric_views
 from .profile import MetricSource, Profile, load_profile, metric_source
 from .report import summarize
 from .target import Target, load_target
-from .trace import Trace, load_trace, parse_outages
+from .trace import Trace, load_trace, parse_outages, time_bound
 
 __all__ = ["BUNDLED", "Run", "Settings", "Simulation", "bundled_path", "display_path", "run_simulation"]
 
@@ -132,16 +132,34 @@ def run_simulation(
     tr.report.file = display_path(files["trace"])
     outages = parse_outages(metrics_outages, tr)
     rps = prof.load_to_rps(tr.values[files["column"]])
+    history = None
+    if any(h.hpa.prediction is not None for h in hpas):
+        history = _history(files, prof, tr, extra, time_column, tuple(where), start, load_scale)
     runs = []
     for h, label in zip(hpas, _labels(files["hpa"])):
         f = display_path(h.file)
         cluster = Cluster(h.hpa, tgt, prof, h.config, tr.times, rps, tr.values, tr.start, tr.end, h.sync_period_seconds,
-                          settings.seed, outages)
+                          settings.seed, outages, history=history)
         total = tr.end - tr.start
         cluster.run(None if progress is None else (lambda s, lab=label: progress(lab, s, total)))
         runs.append(Run(label, f, cluster, summarize(label, f, cluster, tr, settings)))
     inputs = {k: (", ".join(map(display_path, v)) if isinstance(v, list) else display_path(v)) for k, v in files.items()}
     return Simulation(runs, tr, tgt, prof, settings, inputs, outages)
+
+
+def _history(files: dict, prof: Profile, tr: Trace, extra: tuple, time_column, where: tuple, start,
+             load_scale: float) -> History | None:
+    """The trace rows before ``--start`` (the forecaster's history; gaps are left as gaps)."""
+    if start is None:
+        return None
+    lo = time_bound(start, tr, "--start")
+    full = load_trace(files["trace"], files["column"], extra_columns=extra, time_column=time_column, where=where,
+                      load_scale=load_scale, gaps="hold")
+    keep = full.times < lo
+    if not keep.any():
+        return None
+    values = {c: v[keep] for c, v in full.values.items()}
+    return History(times=full.times[keep], rps=prof.load_to_rps(values[files["column"]]), columns=values)
 
 
 def _check_settings(s: Settings) -> None:

@@ -18,8 +18,9 @@ import numpy as np
 
 from ..adapters.errors import InputError
 from ..core import HPA, ControllerConfig, Decision, Memory, MetricSamples, Pod, PodSample, Scale, decide, with_status
-from ..core.model import ZERO_TIME
+from ..core.model import PREDICTION_SOURCE, ZERO_TIME
 from .metrics import MetricView, metric_views
+from .prediction import SimPrediction, history_totals
 from .profile import Profile
 from .target import Target
 
@@ -27,6 +28,16 @@ INF = math.inf
 LONG_AGO = 86400.0  # initial pods started this many seconds before the simulation
 #: what a metrics API call answers during a ``--metrics-outage`` (an aggregated API that is down)
 OUTAGE_ERROR = "the server is currently unable to handle the request (simulated metrics outage)"
+
+
+@dataclass(slots=True, frozen=True)
+class History:
+    """Trace rows before the simulated span (for the forecaster): ``times`` (epoch s), ``rps`` (load in
+    requests/s) and the trace ``columns``."""
+
+    times: np.ndarray
+    rps: np.ndarray
+    columns: dict[str, np.ndarray]
 
 
 @dataclass(slots=True)
@@ -109,7 +120,7 @@ class Cluster:
 
     def __init__(self, hpa: HPA, target: Target, profile: Profile, config: ControllerConfig, times: np.ndarray,
                  rps: np.ndarray, columns: dict[str, np.ndarray], start: float, end: float, sync_period: float,
-                 seed: int, outages: tuple[tuple[float, float], ...] = ()):
+                 seed: int, outages: tuple[tuple[float, float], ...] = (), history: History | None = None):
         self.hpa, self.target, self.profile, self.config = hpa, target, profile, config
         self.rng = random.Random(seed)
         self.times, self.rps_values = times.tolist(), rps.tolist()
@@ -117,6 +128,7 @@ class Cluster:
         self.t0, self.end, self.sync_period = start, end, sync_period
         self.views = metric_views(hpa, target, profile)
         self._model_constants()
+        self.prediction = self._prediction(history)
         res = profile.metric_resolution_seconds
         offset = profile.metrics_scrape_offset_seconds
         self.scrape_offset = self.rng.uniform(0.0, res) if offset is None else offset
@@ -150,6 +162,17 @@ class Cluster:
         self.need_cpu = bool(kinds & {"cpu", "idle"})
         self.need_memory = "memory" in kinds
         self.need_served = "served" in kinds
+
+    def _prediction(self, history: History | None) -> SimPrediction | None:
+        """The forecaster when the HPA has ``spec.prediction``: history rows become the metric's totals."""
+        spec = self.hpa.prediction
+        if spec is None or not 0 <= spec.metric < len(self.views):
+            return None
+        view = self.views[spec.metric]
+        if history is None or history.times.size == 0:
+            return SimPrediction(spec, view, np.empty(0), np.empty(0))
+        totals = history_totals(view, self.hpa, self.target, self.profile, self.cap, history.rps, history.columns)
+        return SimPrediction(spec, view, history.times, totals)
 
     def _init_state(self) -> None:
         self.pods: list[SimPod] = []
@@ -475,7 +498,13 @@ class Cluster:
         if self.outages and any(a <= t < b for a, b in self.outages):
             samples = self._outage_samples
             self.outage_syncs += 1
-        d = decide(self.hpa, scale, self.core_pods, samples, self.memory, t, self.config)
+        if self.prediction is None:
+            d = decide(self.hpa, scale, self.core_pods, samples, self.memory, t, self.config)
+        else:
+            forecast = self.prediction.step(t, samples)
+            d = decide(self.hpa, scale, self.core_pods, samples, self.memory, t, self.config, forecast=forecast)
+            if d.decided_by.startswith(PREDICTION_SOURCE + "/"):
+                self.prediction.decided += 1
         self.memory = d.memory
         self.hpa = with_status(self.hpa, d.status)
         if d.error is not None:
@@ -504,6 +533,9 @@ class Cluster:
         missing = len(groups.missing) if groups is not None else None
         unserved = self.unserved_cum - self.unserved_at_sync
         self.unserved_at_sync = self.unserved_cum
+        if self.prediction is not None:
+            values.append(next((s.replicas for s in d.sources if s.source == PREDICTION_SOURCE), None))
+            values.append(self.prediction.forecast_value())
         self.rows.append((t, self.rps, d.current_replicas, self.n_ready, d.desired_replicas, d.prenormalized, *values,
                           unready, missing, self.n_serving * self.cap, unserved, self._changed(d), d.error or "",
                           d.min_replicas_effective, d.max_replicas_effective, ";".join(d.active_schedules)))
@@ -521,6 +553,8 @@ class Cluster:
     def columns_header(self) -> list[str]:
         """Names of the fields of each row in ``rows``."""
         metric_cols = [c for v in self.views for c in (v.label, f"{v.label}_target")]
+        if self.prediction is not None:
+            metric_cols += ["predicted_replicas", "forecast"]
         return ["time", "load", "current_replicas", "ready_replicas", "desired_replicas", "recommended_replicas",
                 *metric_cols, "unready_pods", "missing_pods", "ready_capacity", "unserved_requests",
                 "conditions_changed", "error", "min_replicas_effective", "max_replicas_effective", "active_schedules"]

@@ -136,6 +136,10 @@ def _load_unit(cluster: Cluster) -> str:
 def _replica_panel(ax, t, cluster: Cluster) -> None:
     ax.plot(t, _column(cluster, 3), color="tab:orange", lw=2.2, alpha=0.7, label="Ready replicas", drawstyle="steps-post")
     ax.plot(t, _column(cluster, 4), color="tab:blue", lw=0.9, label="desired replicas", drawstyle="steps-post")
+    if cluster.prediction is not None:
+        i = cluster.columns_header().index("predicted_replicas")
+        ax.plot(t, _column(cluster, i), color="tab:red", lw=0.8, ls=":", label="predicted replicas",
+                drawstyle="steps-post")
     hpa = cluster.hpa
     top = hpa.max_replicas
     if hpa.schedules:  # the bounds move with the windows: draw the effective ones
@@ -193,6 +197,20 @@ def _metric_panel(ax, t, cluster: Cluster, i: int, color: str = "tab:purple", na
     ax.set_ylim(bottom=0)
 
 
+def _prediction_panel(ax, t, cluster: Cluster) -> None:
+    """The predicted metric's workload total: observed, the forecast band for the time it targets
+    (lead seconds later) and the forecast the core was given (quantile over the lead window)."""
+    p = cluster.prediction
+    lead_days = p.spec.lead_seconds / 86400.0
+    ax.plot(t, p.observed, color="0.25", lw=0.8, label=f"observed total ({p.unit})", drawstyle="steps-post")
+    ax.fill_between(t + lead_days, p.low, p.high, color="tab:blue", alpha=0.25, lw=0, step="post",
+                    label=f"forecast band ({1 - p.spec.quantile:g}-{p.spec.quantile:g} quantiles) at its target time")
+    ax.plot(t, p.upper, color="tab:red", lw=0.8, label=f"forecast: {p.spec.quantile:g} quantile over the next "
+            f"{p.spec.lead_seconds} s", drawstyle="steps-post")
+    ax.set_ylabel(p.unit)
+    ax.set_ylim(bottom=0)
+
+
 def _span(syncs: int, cluster: Cluster) -> str:
     """A rolling window of ``syncs`` syncs as time ("35 min")."""
     rows = cluster.rows
@@ -221,12 +239,15 @@ def run_figure(cluster: Cluster, trace: Trace, label: str):
     n_metrics = min(len(cluster.views), MAX_METRIC_PANELS)
     title = (f"{label}: HPA {cluster.hpa.namespace}/{cluster.hpa.name} on {Path(trace.report.file).name} "
              f"[{trace.report.column} x {trace.report.load_scale:g}]")
-    fig, axes = _axes(2 + n_metrics, title)
+    predicted = cluster.prediction is not None
+    fig, axes = _axes(2 + n_metrics + predicted, title)
     t = _times(cluster, trace)
     _load_panel(axes[0], t, cluster)
     _replica_panel(axes[1], t, cluster)
+    if predicted:
+        _prediction_panel(axes[2], t, cluster)
     for i in range(n_metrics):
-        _metric_panel(axes[2 + i], t, cluster, i)
+        _metric_panel(axes[2 + predicted + i], t, cluster, i)
     shade_windows(axes, t, cluster)
     _shade_outages(axes, cluster.outages)
     return _finish(fig, axes, trace)

@@ -69,7 +69,7 @@ def summarize(label: str, hpa_file: str, cluster: Cluster, trace: Trace, setting
     recoveries = [e[1] for e in s.episodes]
     request = cluster.target.requests.get(("cpu", ""))
     util = 100.0 * s.cpu_millicore_seconds / (request * s.running_pod_seconds) if request and s.running_pod_seconds else None
-    return {
+    out = {
         "label": label,
         "hpa": f"{cluster.hpa.namespace}/{cluster.hpa.name}",
         "hpa_file": hpa_file,
@@ -105,6 +105,9 @@ def summarize(label: str, hpa_file: str, cluster: Cluster, trace: Trace, setting
         "trace": trace.report.to_dict(trace.tz),
         "settings": _settings(cluster, settings),
     }
+    if cluster.prediction is not None:
+        out["prediction"] = cluster.prediction.summary()
+    return out
 
 
 def count_flaps(events: list[tuple[float, int, int]], window: float) -> int:
@@ -163,6 +166,8 @@ def timeline_frame(cluster: Cluster, trace: Trace) -> pd.DataFrame:
     df["time"] = iso_array(np.array([r[0] for r in cluster.rows], dtype=float), trace.tz)
     metric_cols = header[6:6 + 2 * len(cluster.views)]
     digits = {"load": 6, "ready_capacity": 4, "unserved_requests": 3, **{c: 4 for c in metric_cols}}
+    if "forecast" in header:
+        digits["forecast"] = 4
     for col, d in digits.items():
         df[col] = [None if x is None else round(x, d) for x in df[col]]
     return df

@@ -55,6 +55,7 @@ class TraceReport:
     gap_policy: str
     gaps: list[Gap] = field(default_factory=list)
     rows_inserted: int = 0
+    time_column_numeric: bool = False
 
     @property
     def gap_seconds(self) -> float:
@@ -157,7 +158,8 @@ def load_trace(
     values[column] = values[column] * load_scale
     step = float(np.median(np.diff(times)))
     report = TraceReport(file, column, tcol, list(where), rows_in_file, rows_in_file - matched,
-                         matched - len(times), len(times), step, load_scale, gaps)
+                         matched - len(times), len(times), step, load_scale, gaps,
+                         time_column_numeric=numeric_time)
     lines = df.index.to_numpy() + 2
     times, values = _apply_gaps(times, values, step, lines, report, file, tz)
     last_end = float(times[-1]) + step
@@ -245,6 +247,12 @@ def _zone(text: str) -> timezone:
         return timezone.utc
     off = dt.utcoffset()
     return timezone.utc if off is None or off == timedelta(0) else timezone(off)
+
+
+def time_bound(text: str | None, trace: Trace, option: str) -> float | None:
+    """A ``--start``/``--end`` value as epoch seconds, read as ``load_trace`` reads it (ISO 8601,
+    without offset in the trace's own offset; seconds when the trace's times are seconds)."""
+    return _bound(text, trace.tz, trace.report.time_column_numeric, option)
 
 
 def _bound(text: str | None, tz: timezone, numeric_time: bool, option: str) -> float | None:

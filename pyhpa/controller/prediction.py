@@ -1,0 +1,270 @@
+"""Predictive scaling in the live controller: history from Prometheus, a forecast per sync.
+
+For each autoscaler with ``spec.prediction`` a ``Predictor`` (``pyhpa.forecast``) keeps the metric's
+workload total. Its history comes from Prometheus (``/api/v1/query_range`` through
+``pyhpa.adapters.promql``): ``spec.prediction.historyQuery``, or a default query per metric type
+(``default_history_query``). Every ``refreshSeconds`` the history is fetched again and the model
+refitted, in the background: a sync never waits for Prometheus, and the fit runs in a thread. Between
+fits each sync adds what the metrics APIs answered (the pods' values summed, or the Object/External
+value) and asks the fitted model for [now, now + leadSeconds].
+
+A Prometheus that is down, slow (each range query is bounded by ``timeout_seconds``) or answers
+nonsense makes the prediction step aside with ``HistoryUnavailable`` until a fetch succeeds (retried
+every ``RETRY_SECONDS``): the decision is then the reactive one, never a scale-down caused by missing
+history, never a stuck worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import re
+from dataclasses import dataclass, field
+
+import httpx2
+
+from ..adapters.parse import format_time
+from ..adapters.promql import PROMETHEUS, RangeQueryError, query_range, range_step
+from ..core import Decision, Forecast, MetricSamples, PredictionSpec
+from ..core.quantity import format_milli
+from ..forecast import HISTORY_UNAVAILABLE, Prediction, Predictor, fit, observed_total, settings_for, to_core_forecast
+from .autoscaler import Autoscaler, MetricQuery
+
+log = logging.getLogger("pyhpa.controller.prediction")
+
+#: Seconds between attempts after a failed history fetch.
+RETRY_SECONDS = 60.0
+#: Step of the history range query, seconds (coarser for very long histories: Prometheus' point limit).
+HISTORY_STEP_SECONDS = 60.0
+_CONTAINERS = 'container!="",container!="POD"'
+
+
+def _label_value(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _regex_literal(text: str) -> str:
+    """``text`` matched literally by an RE2 regex (only regex metacharacters escaped: PromQL strings
+    refuse unknown escapes such as ``\\-``)."""
+    return re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", text)
+
+
+def _matchers(selector: str) -> str:
+    """Equality requirements of a label selector text (``a=b,c=d``) as PromQL matchers; others are left out."""
+    out = []
+    for part in (selector or "").split(","):
+        m = re.fullmatch(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*==?\s*([^=!,]*)\s*", part)
+        if m:
+            out.append(f'{m.group(1)}="{_label_value(m.group(2))}"')
+    return "".join("," + m for m in out)
+
+
+def default_history_query(a: Autoscaler, index: int) -> tuple[str, str] | None:
+    """(PromQL, unit) of the default history of ``spec.metrics[index]``'s workload total, or None.
+
+    The target's pods are found by name (``pod=~"<target>-.*"``, how Deployment and StatefulSet pods are
+    named, as Crane does): CPU ``sum(rate(container_cpu_usage_seconds_total{...}[5m]))`` (cores), memory
+    ``sum(container_memory_working_set_bytes{...})`` (bytes), for ContainerResource only that container;
+    a Pods metric ``sum(NAME{namespace, pod=~...})``, an Object metric ``sum(NAME{namespace})``, an External
+    metric ``sum(NAME{selector})``; a Prometheus metric its own query (summed over pods when per pod).
+    """
+    q: MetricQuery = a.queries[index]
+    ns = _label_value(a.namespace)
+    target = a.scale_target_ref.name if a.scale_target_ref is not None else a.name
+    pods = f'namespace="{ns}",pod=~"{_label_value(_regex_literal(target))}-.*"'
+    if q.type in ("Resource", "ContainerResource"):
+        where = pods + "," + (f'container="{_label_value(q.container)}"' if q.type == "ContainerResource" else _CONTAINERS)
+        if q.name == "cpu":
+            return f"sum(rate(container_cpu_usage_seconds_total{{{where}}}[5m]))", "cores"
+        if q.name == "memory":
+            return f"sum(container_memory_working_set_bytes{{{where}}})", "bytes"
+        return None
+    if q.type == "Pods":
+        return f"sum({q.name}{{{pods}{_matchers(q.metric_selector)}}})", "the metric's unit"
+    if q.type == "Object":
+        return f'sum({q.name}{{namespace="{ns}"{_matchers(q.metric_selector)}}})', "the metric's unit"
+    if q.type == "External":
+        sel = _matchers(q.metric_selector).lstrip(",")
+        return f"sum({q.name}{{{sel}}})", "the metric's unit"
+    if q.type == PROMETHEUS and q.prom is not None:
+        return (f"sum({q.prom.query})" if q.prom.pod_label else q.prom.query), "the query's unit"
+    return None
+
+
+@dataclass(slots=True)
+class _State:
+    """One autoscaler's predictor and the state of its history fetches."""
+
+    spec: PredictionSpec
+    query: str | None
+    predictor: Predictor
+    task: asyncio.Task | None = None
+    failed: str | None = None
+    retry_at: float = -math.inf
+    fetched_at: float | None = None
+    last: Prediction | None = None
+    last_seen: float = -math.inf
+    history_points: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+class LivePredictions:
+    """Forecasts of every autoscaler with ``spec.prediction`` (see the module docstring).
+
+    ``prometheus_url`` is the controller's ``--prometheus-url`` (the history source); ``timeout_seconds``
+    bounds each range query.
+    """
+
+    def __init__(self, prometheus_url: str | None, timeout_seconds: float = 10.0):
+        self.prometheus_url = prometheus_url.rstrip("/") if prometheus_url else None
+        self.timeout_seconds = timeout_seconds
+        self._states: dict[str, _State] = {}
+        self._http: httpx2.AsyncClient | None = None
+
+    async def close(self) -> None:
+        """Cancel history fetches in flight and close the HTTP client."""
+        for st in self._states.values():
+            if st.task is not None:
+                st.task.cancel()
+        self._states.clear()
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+    def forget(self, key: str) -> None:
+        """Drop the predictor of a deleted autoscaler."""
+        st = self._states.pop(key, None)
+        if st is not None and st.task is not None:
+            st.task.cancel()
+
+    def forecast(self, a: Autoscaler, now: float, samples: list[MetricSamples]) -> Forecast | None:
+        """Learn this sync's observation and return the core's ``Forecast`` (None without ``spec.prediction``).
+
+        Never waits for Prometheus: a due history refresh is started in the background.
+        """
+        spec = a.hpa.prediction if a.hpa is not None else None
+        if spec is None:
+            self.forget(a.key)
+            return None
+        st = self._state(a, spec)
+        s = samples[spec.metric] if spec.metric < len(samples) else None
+        total = observed_total(s) if s is not None else None
+        seen = s.timestamp if s is not None and s.timestamp is not None else now
+        if total is not None and seen > st.last_seen:
+            st.predictor.observe(seen, total)
+            st.last_seen = seen
+        if st.task is None and now >= st.retry_at and st.predictor.refit_due(now):
+            self._start_refresh(a.key, st, now)
+        if st.failed is not None:
+            st.last = None
+            return Forecast(total_milli=None, reason=HISTORY_UNAVAILABLE, message=st.failed)
+        if st.predictor.fit is None:
+            return Forecast(total_milli=None, reason=HISTORY_UNAVAILABLE,
+                            message="the metric's history is being fetched from Prometheus")
+        p = st.predictor.forecast(now, refit=False)
+        st.last = p
+        return to_core_forecast(p)
+
+    def _state(self, a: Autoscaler, spec: PredictionSpec) -> _State:
+        query = spec.history_query
+        unit = "the query's unit"
+        if query is None:
+            found = default_history_query(a, spec.metric) if spec.metric < len(a.queries) else None
+            query, unit = found if found is not None else (None, "")
+        st = self._states.get(a.key)
+        if st is None or st.spec != spec or st.query != query:
+            self.forget(a.key)
+            st = self._states[a.key] = _State(spec, query, Predictor(settings_for(spec)), extra={"unit": unit})
+        return st
+
+    def _start_refresh(self, key: str, st: _State, now: float) -> None:
+        if st.query is None:
+            st.failed = "no history query for this metric type: set spec.prediction.historyQuery"
+            st.retry_at = now + st.spec.refresh_seconds
+            return
+        if self.prometheus_url is None:
+            st.failed = "no Prometheus to read the metric's history from: run with --prometheus-url"
+            st.retry_at = now + st.spec.refresh_seconds
+            return
+        st.task = asyncio.get_running_loop().create_task(self._refresh(key, st, now))
+
+    async def _refresh(self, key: str, st: _State, now: float) -> None:
+        """Fetch [now - history, now] and refit in a thread; any failure is ``HistoryUnavailable``."""
+        try:
+            if self._http is None:
+                self._http = httpx2.AsyncClient()
+            start = now - st.spec.history_seconds
+            step = range_step(start, now, HISTORY_STEP_SECONDS)
+            async with asyncio.timeout(self.timeout_seconds):
+                times, values = await query_range(self._http, self.prometheus_url, st.query, start, now, step,
+                                                  self.timeout_seconds)
+            milli = [v * 1000.0 for v in values]  # base units -> milli-units, as the metrics APIs' MilliValue()
+            live_t, live_v = st.predictor.history()
+            after = live_t > (times[-1] if times else -math.inf)
+            history_t = list(times) + live_t[after].tolist()
+            history_v = milli + live_v[after].tolist()
+            st.predictor.replace_history(history_t, history_v)
+            result = await asyncio.to_thread(fit, history_t, history_v, now=now, settings=st.predictor.settings,
+                                             previous=st.predictor.fit)
+            st.predictor.install(result, now)
+            st.failed, st.fetched_at, st.history_points = None, now, len(times)
+        except asyncio.CancelledError:
+            raise
+        except TimeoutError:
+            self._failed(key, st, now, f"the history query to Prometheus took longer than {self.timeout_seconds:g}s")
+        except RangeQueryError as err:
+            self._failed(key, st, now, str(err))
+        except Exception as err:  # noqa: BLE001 - a broken fetch or fit never takes the controller down
+            self._failed(key, st, now, f"history fetch failed: {type(err).__name__}: {err}")
+        finally:
+            st.task = None
+
+    def _failed(self, key: str, st: _State, now: float, message: str) -> None:
+        if st.failed != message:
+            log.warning("prediction of %s steps aside: %s", key, message)
+        st.failed = message
+        st.retry_at = now + RETRY_SECONDS
+
+    def status(self, a: Autoscaler, decision: Decision) -> dict | None:
+        """``status.prediction`` of this sync (None without ``spec.prediction``).
+
+        Figures are rounded (forecast to 3 significant digits, accuracy to 0.01) so that the status is
+        rewritten when they change, not at every sync.
+        """
+        spec = a.hpa.prediction if a.hpa is not None else None
+        ps = decision.status.prediction
+        if spec is None or ps is None:
+            return None
+        out: dict = {"reason": ps.reason, "leadSeconds": spec.lead_seconds}
+        cond = next((c for c in decision.conditions if c.type == "PredictionActive"), None)
+        if cond is not None:
+            out["message"] = cond.message
+        if ps.replicas is not None:
+            out["replicas"] = ps.replicas
+        if ps.forecast_milli is not None:
+            out["forecast"] = format_milli(_significant(ps.forecast_milli))
+        st = self._states.get(a.key)
+        f = st.predictor.fit if st is not None else None
+        if f is not None:
+            out["lastFitTime"] = format_time(f.fitted_at)
+            if f.model is not None:
+                out["model"] = f.model.name
+            if f.periods:
+                out["periodsSeconds"] = [int(p) for p in f.periods]
+        last = st.last if st is not None else None
+        if last is not None and last.accuracy.evaluations:
+            acc = last.accuracy
+            out["accuracy"] = {k: v for k, v in {
+                "mape": None if acc.mape is None else round(acc.mape, 2),
+                "wape": None if acc.wape is None else round(acc.wape, 2),
+                "underForecastShare": None if acc.under_share is None else round(acc.under_share, 2),
+            }.items() if v is not None}
+        return out
+
+
+def _significant(milli: int, digits: int = 3) -> int:
+    if milli == 0:
+        return 0
+    scale = 10 ** max(int(math.floor(math.log10(abs(milli)))) - digits + 1, 0)
+    return int(math.ceil(milli / scale) * scale)

@@ -1,0 +1,142 @@
+"""Predictive scaling in the simulator: the forecaster learns only from the past.
+
+Before the run, the trace rows before ``--start`` are the metric's history, turned into the
+metric's workload total through the profile as Prometheus would have recorded it from pods that
+served that load (``history_totals``). During the run, at every sync, it learns the total the
+HPA observed (the metric's samples summed over the pods, or the Object/External value) and
+forecasts [now, now + leadSeconds]; the forecast goes to ``pyhpa.core.decide`` as numbers. It
+never sees a trace row the simulated cluster has not yet lived through.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..core import HPA, Forecast, MetricSamples, PredictionSpec
+from ..forecast import Prediction, Predictor, observed_total, settings_for, to_core_forecast
+from .metrics import MIB_MILLI, MetricView
+from .profile import Profile
+from .target import Target
+
+
+def total_unit(view: MetricView) -> tuple[str, float]:
+    """(unit, factor from milli-units) of a metric's workload total: millicores, MiB or the metric's unit."""
+    if view.kind in ("cpu", "idle") and view.spec.name == "cpu":
+        return "millicores", 1.0
+    if view.spec.name == "memory" and view.kind in ("memory", "idle"):
+        return "MiB", 1.0 / MIB_MILLI
+    return view.unit or view.spec.name, 0.001
+
+
+def history_totals(view: MetricView, hpa: HPA, target: Target, profile: Profile, cap: float, rps: np.ndarray,
+                   columns: dict[str, np.ndarray]) -> np.ndarray:
+    """The metric's workload total (milli-units) per history row, as Prometheus would have recorded it:
+    ``pods = clamp(ceil(load / pod capacity), minReplicas, maxReplicas)`` pods serving ``min(load,
+    pods x capacity)``; CPU ``cpu_baseline_millicores x pods + cpu_millicore_seconds_per_request x served``,
+    memory ``memory_baseline_mebibytes x pods + memory_mebibytes_per_rps x served``, served requests/s,
+    or the trace column (times its scale) for column-fed metrics."""
+    kind = view.kind
+    if kind in ("column", "pods_column"):
+        return columns[view.column] * view.scale * 1000.0
+    pods = np.clip(np.ceil(rps / cap), hpa.min_replicas, hpa.max_replicas)
+    served = np.minimum(rps, pods * cap)
+    if kind == "cpu":
+        return profile.cpu_baseline_millicores * pods + profile.cpu_millicore_seconds_per_request * served
+    if kind == "memory":
+        mib = profile.memory_baseline_mebibytes * pods + profile.memory_mebibytes_per_rps * served
+        return mib * MIB_MILLI
+    if kind == "served":
+        return served * 1000.0
+    return np.zeros(rps.size)
+
+
+class SimPrediction:
+    """The forecaster of one simulated HPA (``hpa.prediction`` set) and what it said at each sync.
+
+    ``step(now, samples)`` learns the newest observation and returns the core's ``Forecast``;
+    ``times``/``observed``/``upper``/``low``/``high`` (metric-total units, see ``total_unit``) keep
+    every sync's figures for the plot and the summary.
+    """
+
+    def __init__(self, spec: PredictionSpec, view: MetricView, history_times: np.ndarray, history_values: np.ndarray):
+        self.spec = spec
+        self.view = view
+        self.unit, self.factor = total_unit(view)
+        self.predictor = Predictor(settings_for(spec))
+        keep = history_times >= (history_times[-1] - spec.history_seconds if history_times.size else 0)
+        if history_times.size:
+            self.predictor.extend(history_times[keep], history_values[keep])
+        self.history_rows = int(keep.sum()) if history_times.size else 0
+        self.times: list[float] = []
+        self.observed: list[float] = []
+        self.upper: list[float] = []
+        self.point: list[float] = []
+        self.low: list[float] = []
+        self.high: list[float] = []
+        self.reasons: dict[str, int] = {}
+        self.last: Prediction | None = None
+        self.decided = 0  # syncs whose final number the prediction set (Decision.decided_by)
+        self._last_seen = -math.inf
+
+    def step(self, now: float, samples: list[MetricSamples]) -> Forecast:
+        """Learn the metric's newest total, then forecast [now, now + lead]."""
+        s = samples[self.spec.metric] if self.spec.metric < len(samples) else None
+        total = observed_total(s) if s is not None else None
+        seen = s.timestamp if s is not None and s.timestamp is not None else now
+        if total is not None and seen > self._last_seen:
+            self.predictor.observe(seen, total)
+            self._last_seen = seen
+        p = self.predictor.forecast(now)
+        self.last = p
+        f = self.factor
+        nan = math.nan
+        self.times.append(now)
+        self.observed.append(nan if total is None else total * f)
+        self.upper.append(nan if p.upper is None else p.upper * f)
+        self.point.append(nan if p.point is None else p.point * f)
+        self.low.append(nan if p.low is None else p.low * f)
+        self.high.append(nan if p.high is None else p.high * f)
+        self.reasons[p.reason] = self.reasons.get(p.reason, 0) + 1
+        return to_core_forecast(p)
+
+    def forecast_value(self) -> float | None:
+        """The last forecast (the highest quantile over the lead window) in metric-total units."""
+        p = self.last
+        return None if p is None or p.upper is None or not p.usable else round(p.upper * self.factor, 4)
+
+    def summary(self) -> dict:
+        """summary.json ``prediction``: settings, syncs per reason, accuracy of the point forecasts
+        (MAPE, WAPE, share of actual totals above the high band) over the run."""
+        t = np.asarray(self.times)
+        obs = np.asarray(self.observed)
+        point = np.asarray(self.point)
+        high = np.asarray(self.high)
+        lead = self.spec.lead_seconds
+        idx = np.searchsorted(t, t + lead)
+        ok = (idx < t.size) & np.isfinite(point)
+        idx = np.minimum(idx, t.size - 1)
+        actual = obs[idx]
+        ok &= np.isfinite(actual)
+        a, p, h = actual[ok], point[ok], high[ok]
+        pos = a > 0
+        fit = self.predictor.fit
+        return {
+            "metric": self.spec.metric,
+            "mode": self.spec.mode,
+            "lead_seconds": lead,
+            "history_seconds": self.spec.history_seconds,
+            "quantile": self.spec.quantile,
+            "refresh_seconds": self.spec.refresh_seconds,
+            "history_rows_before_start": self.history_rows,
+            "unit": self.unit,
+            "syncs_by_reason": dict(sorted(self.reasons.items())),
+            "syncs_decided_by_prediction": self.decided,
+            "model": fit.model.name if fit is not None and fit.model is not None else None,
+            "periods_seconds": list(fit.periods) if fit is not None else [],
+            "forecasts_judged": int(ok.sum()),
+            "mape": round(float(np.mean(np.abs(p[pos] - a[pos]) / a[pos])), 4) if pos.any() else None,
+            "wape": round(float(np.abs(p - a).sum() / a.sum()), 4) if a.size and a.sum() > 0 else None,
+            "under_forecast_share": round(float(np.mean(a > h)), 4) if a.size else None,
+        }

@@ -1,0 +1,253 @@
+"""The forecaster (pyhpa.forecast): seasonality, level, quantiles, 'not predictable', accuracy, no look-ahead."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from pyhpa.forecast import (
+    ACCURACY_TOO_LOW,
+    DAY,
+    HISTORY_UNAVAILABLE,
+    INSUFFICIENT_HISTORY,
+    NOT_PREDICTABLE,
+    PREDICTING,
+    WEEK,
+    ForecastSettings,
+    Predictor,
+    fit,
+    replay,
+)
+
+T0 = 1_700_000_000.0 - (1_700_000_000.0 % DAY)  # a UTC midnight
+STEP = 60.0
+
+
+def daily(t, base=1000.0, amp=600.0, phase=0.0):
+    return base + amp * np.sin(2 * np.pi * (t - T0) / DAY + phase)
+
+
+def series(days, fn, noise=0.0, seed=0, step=STEP):
+    t = T0 + np.arange(0, days * DAY, step)
+    rng = np.random.default_rng(seed)
+    return t, np.maximum(fn(t) + noise * rng.standard_normal(t.size), 0.0)
+
+
+def predictor_with(t, v, **kw):
+    p = Predictor(ForecastSettings(**kw))
+    p.extend(t, v)
+    return p
+
+
+def test_daily_sine_is_forecast_within_a_few_percent():
+    t, v = series(7, daily, noise=20.0)
+    p = predictor_with(t, v)
+    now = t[-1] + STEP
+    for k in range(12):  # every 2 hours over the next day, feeding the truth as it happens
+        f = p.forecast(now)
+        assert f.reason == PREDICTING and f.usable, f.message
+        assert f.fit.periods == (DAY,)
+        truth = daily(np.array([now + 300.0]))[0]
+        assert abs(f.point - truth) / truth < 0.04, (k, f.point, truth)
+        peak = daily(np.arange(now, now + 301.0, 60.0)).max()
+        assert f.upper >= peak * 0.98
+        assert f.upper <= peak * 1.15
+        for s in np.arange(now, now + 7200.0, STEP):
+            p.observe(s, float(daily(np.array([s]))[0]))
+        now += 7200.0
+
+
+def test_fit_reports_periods_strength_and_heldout_score():
+    t, v = series(7, daily, noise=20.0)
+    f = fit(t, v, now=t[-1] + STEP)
+    assert f.reason == PREDICTING
+    assert f.periods == (DAY,)
+    assert f.strengths[0] > 0.9
+    assert f.score.wape < 0.05 < f.score.flat_wape
+    assert f.model.step == 60.0 and len(f.model.profiles[0]) == 1440
+
+
+def test_weekly_seasonality_is_found_with_two_weeks():
+    def weekly(t):
+        weekday = ((t - T0) // DAY) % 7
+        return daily(t) * np.where(weekday >= 5, 0.4, 1.0)
+
+    t, v = series(21, weekly, noise=10.0)
+    # the default history (7 days) cannot show a weekly cycle; three weeks can
+    assert fit(t, v, now=t[-1] + STEP).periods == (DAY,)
+    three_weeks = ForecastSettings(history_seconds=21 * DAY)
+    f = fit(t, v, now=t[-1] + STEP, settings=three_weeks)
+    assert f.reason == PREDICTING
+    assert f.periods == (DAY, WEEK)
+    # Day 26 is a "weekend" day (index 5 of the week): forecast its noon from its morning.
+    p = predictor_with(t, v, history_seconds=21 * DAY)
+    now = T0 + 26 * DAY + 12 * 3600.0
+    for s in np.arange(t[-1] + STEP, now, STEP):
+        p.observe(s, float(weekly(np.array([s]))[0]))
+    got = p.forecast(now)
+    truth = weekly(np.array([now + 300.0]))[0]
+    assert abs(got.point - truth) / truth < 0.05
+
+
+def test_too_little_history_gives_insufficient_history():
+    t, v = series(0.25, daily, noise=5.0)
+    f = fit(t, v, now=t[-1] + STEP)
+    assert f.reason == INSUFFICIENT_HISTORY and f.model is None
+    assert "history" in f.message
+    p = predictor_with(t[:30], v[:30])
+    got = p.forecast(t[30])
+    assert got.reason == INSUFFICIENT_HISTORY and got.upper is None and not got.usable
+
+
+def test_flat_series_is_not_predictable():
+    t = T0 + np.arange(0, 7 * DAY, STEP)
+    f = fit(t, np.full(t.size, 500.0), now=t[-1] + STEP)
+    assert f.reason == NOT_PREDICTABLE and "flat" in f.message
+    f0 = fit(t, np.zeros(t.size), now=t[-1] + STEP)
+    assert f0.reason == NOT_PREDICTABLE
+
+
+def test_white_noise_is_not_predictable():
+    rng = np.random.default_rng(3)
+    t = T0 + np.arange(0, 7 * DAY, STEP)
+    v = 1000.0 + 200.0 * rng.standard_normal(t.size)
+    f = fit(t, v, now=t[-1] + STEP)
+    assert f.reason == NOT_PREDICTABLE and f.model is None, f.message
+    p = predictor_with(t, v)
+    assert p.forecast(t[-1] + STEP).upper is None
+
+
+def test_outliers_and_gaps_are_ignored():
+    t, v = series(7, daily, noise=10.0)
+    rng = np.random.default_rng(5)
+    spikes = rng.choice(t.size, size=t.size // 100, replace=False)
+    v = v.copy()
+    v[spikes] *= 8.0
+    gap = (t > T0 + 3 * DAY) & (t < T0 + 3.5 * DAY)
+    t2, v2 = t[~gap], v[~gap]
+    f = fit(t2, v2, now=t2[-1] + STEP)
+    assert f.reason == PREDICTING and f.periods == (DAY,)
+    p = predictor_with(t2, v2)
+    now = t2[-1] + STEP
+    got = p.forecast(now)
+    truth = daily(np.array([now + 300.0]))[0]
+    assert abs(got.point - truth) / truth < 0.05
+
+
+def test_level_shift_is_followed_within_the_level_window():
+    t, v = series(7, daily, noise=10.0)
+    p = predictor_with(t, v)
+    now = t[-1] + STEP
+    window = p.forecast(now).fit.model.level_seconds  # fit on the old level
+    assert 600.0 <= window <= 3600.0
+    for s in np.arange(now, now + window, STEP):  # the load doubles
+        p.observe(s, 2.0 * float(daily(np.array([s]))[0]))
+    now += window
+    got = p.forecast(now)
+    truth = 2.0 * daily(np.array([now + 300.0]))[0]
+    assert abs(got.point - truth) / truth < 0.06
+
+
+def test_trend_is_followed():
+    t, v = series(7, lambda t: daily(t) * (1.0 + 0.15 * (t - T0) / DAY), noise=10.0)
+    p = predictor_with(t, v)
+    now = t[-1] + STEP
+    got = p.forecast(now)
+    truth = daily(np.array([now + 300.0]))[0] * (1.0 + 0.15 * (now + 300.0 - T0) / DAY)
+    assert got.reason == PREDICTING
+    assert abs(got.point - truth) / truth < 0.05
+
+
+def test_broken_pattern_makes_the_prediction_step_aside_and_come_back():
+    t, v = series(7, daily, noise=10.0)
+    settings = dict(refresh_seconds=10 * DAY, accuracy_window_seconds=3600.0, min_evaluations=20)
+    p = predictor_with(t, v, **settings)
+    now = t[-1] + STEP
+    assert p.forecast(now).reason == PREDICTING
+    # The daily pattern turns upside down; the fitted model keeps predicting the old shape.
+    seen = []
+    for s in np.arange(now, now + 12 * 3600.0, STEP):
+        p.observe(s, float(daily(np.array([s]), phase=math.pi)[0]))
+        seen.append(p.forecast(s + STEP).reason)
+    assert ACCURACY_TOO_LOW in seen
+    aside = p.forecast(now + 12 * 3600.0)
+    assert aside.reason == ACCURACY_TOO_LOW and not aside.usable and "steps aside" in aside.message
+    # The old pattern returns: accuracy recovers within the accuracy window.
+    back = now + 12 * 3600.0
+    for s in np.arange(back, back + 3 * 3600.0, STEP):
+        p.observe(s, float(daily(np.array([s]))[0]))
+        last = p.forecast(s + STEP)
+    assert last.reason == PREDICTING and last.usable
+
+
+def test_no_observations_means_history_unavailable():
+    t, v = series(7, daily, noise=10.0)
+    p = predictor_with(t, v, stale_seconds=600.0)
+    assert p.forecast(t[-1] + STEP).reason == PREDICTING
+    got = p.forecast(t[-1] + 3600.0)
+    assert got.reason == HISTORY_UNAVAILABLE and got.upper is None
+
+
+def test_fit_never_reads_data_after_now():
+    t, v = series(8, daily, noise=10.0)
+    now = T0 + 7 * DAY
+    a = fit(t, v, now=now)
+    w = v.copy()
+    w[t > now] = 99999.0
+    b = fit(t, w, now=now)
+    assert a == b
+
+
+def test_replay_has_no_look_ahead():
+    t, v = series(9, daily, noise=30.0, seed=1)
+    settings = ForecastSettings(refresh_seconds=6 * 3600.0)
+    start = T0 + 7 * DAY
+    a = replay(t, v, settings=settings, start=start)
+    cut = T0 + 8 * DAY
+    w = v.copy()
+    w[t >= cut] = w[t >= cut] * 3.0 + 500.0
+    b = replay(t, w, settings=settings, start=start)
+    # A row at t is forecast from rows known lead seconds before its end: rows starting at or after the
+    # cut can change forecasts of rows whose forecast was made after the first changed row was known.
+    known = cut + STEP  # the first changed row is known at the end of its interval
+    first_issue_after = t + STEP - settings.lead_seconds >= known
+    same = (a.times >= start) & ~first_issue_after[np.searchsorted(t, a.times)]
+    assert same.sum() > 1000
+    np.testing.assert_array_equal(a.point[same], b.point[same])
+    np.testing.assert_array_equal(a.upper[same], b.upper[same])
+    assert not np.allclose(a.point[~same], b.point[~same])
+
+
+def test_replay_accuracy_of_a_noisy_daily_series():
+    t, v = series(9, daily, noise=50.0, seed=2)
+    r = replay(t, v, start=T0 + 7 * DAY)
+    assert r.periods == (DAY,)
+    assert r.accuracy.evaluations == r.times.size
+    assert r.accuracy.mape < 0.08
+    # the band is calibrated: about 1 - q of the rows fall above the q quantile
+    assert 0.03 < r.accuracy.under_share < 0.2
+
+
+@pytest.mark.parametrize("step", [15.0, 300.0])
+def test_other_sampling_steps(step):
+    t, v = series(7, daily, noise=10.0, step=step)
+    f = fit(t, v, now=t[-1] + step)
+    assert f.reason == PREDICTING and f.periods == (DAY,)
+    assert f.model.step >= step
+
+
+def test_refits_reuse_the_selected_model_for_a_day_then_select_again():
+    t, v = series(9, daily, noise=20.0)
+    now = T0 + 7 * DAY
+    first = fit(t, v, now=now)
+    assert first.candidates > 1 and first.selected_at == now
+    hour_later = fit(t, v, now=now + 3600.0, previous=first)
+    assert hour_later.candidates == 0 and hour_later.selected_at == now
+    assert hour_later.model.transform == first.model.transform
+    assert hour_later.model.profiles != first.model.profiles  # re-estimated on the newer history
+    day_later = fit(t, v, now=now + DAY, previous=hour_later)
+    assert day_later.candidates > 1 and day_later.selected_at == now + DAY
+    flat = np.full(t.size, 300.0)
+    assert fit(t, flat, now=now + 3600.0, previous=first).reason == NOT_PREDICTABLE  # never reused blindly
