@@ -298,10 +298,10 @@ def _rss_mb(pid: int) -> float:
 
 
 def _scrape(port: int) -> dict:
-    import httpx
+    import httpx2
     from prometheus_client.parser import text_string_to_metric_families
 
-    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30).text
+    text = httpx2.get(f"http://127.0.0.1:{port}/metrics", timeout=30).text
     return {(s.name, tuple(sorted(s.labels.items()))): s.value
             for f in text_string_to_metric_families(text) for s in f.samples}
 

@@ -18,7 +18,7 @@ import threading
 import time
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -66,8 +66,8 @@ class Replica:
     def metrics(self) -> dict:
         """``{(name, labels): value}`` of the replica's /metrics (empty while it is not serving)."""
         try:
-            text = httpx.get(f"http://127.0.0.1:{self.port}/metrics", timeout=2).text
-        except httpx.HTTPError:
+            text = httpx2.get(f"http://127.0.0.1:{self.port}/metrics", timeout=2).text
+        except httpx2.HTTPError:
             return {}
         return {(s.name, tuple(sorted(s.labels.items()))): s.value
                 for f in text_string_to_metric_families(text) for s in f.samples}
