@@ -150,32 +150,30 @@ class Api:
         """LIST with label/field selectors and limit/continue paging."""
         labels = parse_label_selector(query.get("labelSelector"))
         fields = parse_field_selector(query.get("fieldSelector"), rt.field_selectors)
-        with self.store.lock:
-            rv = self.store.rv
-            items = [o for o in self.store.list(rt.key, ns)
-                     if labels_match(labels, o["metadata"].get("labels")) and fields_match(fields, o)]
-        meta: dict[str, Any] = {"resourceVersion": str(rv)}
-        items = self._page(items, query, meta)
-        return {"kind": f"{rt.kind}List", "apiVersion": rt.api_version(version), "metadata": meta,
-                "items": [self.render(rt, version, o, in_list=True) for o in items]}
-
-    @staticmethod
-    def _page(items: list[dict], query: dict, meta: dict) -> list[dict]:
+        after = None
         if query.get("continue"):
             try:
                 token = json.loads(base64.urlsafe_b64decode(query["continue"].encode()))
-                start = tuple(token["start"])
+                after = tuple(token["start"])
             except (ValueError, KeyError, TypeError, binascii.Error) as e:
                 raise bad_request("continue key is not valid", record=False) from e
-            items = [o for o in items if (o["metadata"].get("namespace", ""), o["metadata"]["name"]) > start]
-        limit = int_param(query, "limit")
-        if 0 < limit < len(items):
-            last = items[limit - 1]["metadata"]
+        limit = max(0, int_param(query, "limit"))
+
+        def match(o: dict) -> bool:
+            return (not labels or labels_match(labels, o["metadata"].get("labels"))) and \
+                (not fields or fields_match(fields, o))
+
+        with self.store.lock:
+            rv = self.store.rv
+            items, remaining = self.store.page(rt.key, ns, match, after, limit)
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        if remaining:
+            last = items[-1]["metadata"]
             token = {"rv": meta["resourceVersion"], "start": [last.get("namespace", ""), last["name"]]}
             meta["continue"] = base64.urlsafe_b64encode(json.dumps(token).encode()).decode()
-            meta["remainingItemCount"] = len(items) - limit
-            items = items[:limit]
-        return items
+            meta["remainingItemCount"] = remaining
+        return {"kind": f"{rt.kind}List", "apiVersion": rt.api_version(version), "metadata": meta,
+                "items": [self.render(rt, version, o, in_list=True) for o in items]}
 
     # ----- create -----------------------------------------------------------------------------------------
     def create(self, rt: ResourceType, version: str, ns: Optional[str], body: Any, dry_run: bool = False) -> dict:

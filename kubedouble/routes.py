@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -24,6 +25,17 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kubedouble")
 TRUE = ("true", "1")
+
+
+@dataclass(frozen=True)
+class LoggedRequest:
+    """One request as received: ``at`` is the wall-clock time (epoch seconds) it reached the double."""
+
+    method: str
+    path: str
+    query: dict
+    user_agent: str
+    at: float
 
 
 @dataclass
@@ -61,6 +73,8 @@ class Routes:
     async def middleware(self, request: web.Request, handler: Any) -> web.StreamResponse:
         """Log the request, apply a matching fault, and turn every failure into a ``Status``."""
         self.kd.requests.append((request.method, request.path, dict(request.query)))
+        self.kd.request_log.append(LoggedRequest(request.method, request.path, dict(request.query),
+                                                 request.headers.get("User-Agent", ""), time.time()))
         try:
             fault = self.kd.faults.take(request)
             if fault is not None:

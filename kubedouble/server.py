@@ -15,7 +15,7 @@ from .faults import Fault, Faults
 from .metrics import MetricsStore, Series, Timestamp, timestamp_str
 from .ops import CRD_KEY, Api, spec_part, now_rfc3339
 from .registry import Registry, ResourceType, resource_from_crd
-from .routes import Routes
+from .routes import LoggedRequest, Routes
 from .store import ABORT, BOOKMARK, CUT, STOP, Store
 from .validation import Validator
 
@@ -46,6 +46,7 @@ class KubeDouble:
         self.metrics = MetricsStore(lambda ns: self.store.list(("", "pods"), ns))
         self.faults = Faults()
         self.requests: list[tuple[str, str, dict]] = []
+        self.request_log: list[LoggedRequest] = []  # the same requests with their User-Agent and arrival time
         self.invalid_requests: list[dict] = []
         self.bookmark_interval = bookmark_interval
         self.url: Optional[str] = None
@@ -286,8 +287,9 @@ class KubeDouble:
         self.faults.clear()
 
     def clear_requests(self) -> None:
-        """Empty ``requests`` (the log of ``(method, path, query_dict)``)."""
+        """Empty ``requests`` (the log of ``(method, path, query_dict)``) and ``request_log``."""
         self.requests.clear()
+        self.request_log.clear()
 
     def count_requests(self, method: Optional[str] = None, path_regex: Optional[str] = None,
                        watch: Optional[bool] = None) -> int:

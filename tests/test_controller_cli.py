@@ -145,9 +145,15 @@ def test_run_serves_a_double_and_stops_gracefully_on_sigterm():
 
 def test_benchmark_prints_one_line_per_api_and_worker_count():
     result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "controller.py"), "--hpas", "30",
-                             "--workers", "2"], capture_output=True, text=True, timeout=300)
+                             "--workers", "2", "--shard-period", "1", "--shard-seconds", "1"],
+                            capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
+    http, sharded = "api=http workers=2 hpas=30", "api=http shards=2 workers=2 hpas=30 sync_period_seconds=1"
     assert [line.rsplit("=", 1)[0] for line in lines] == [
-        "api=stub workers=2 hpas=30 reconciles_per_second", "api=http workers=2 hpas=30 reconciles_per_second"]
-    assert all(int(line.rsplit("=", 1)[1]) > 0 for line in lines)
+        "api=stub workers=2 hpas=30 reconciles_per_second", f"{http} reconciles_per_second",
+        f"{http} first_round_seconds", f"{http} steady_round_seconds", f"{http} requests_per_sync",
+        f"{http} controller_cpu_ms_per_sync", f"{sharded} syncs_per_second", f"{sharded} sync_lag_p50_seconds",
+        f"{sharded} sync_lag_p99_seconds"]
+    values = [float(line.rsplit("=", 1)[1]) for line in lines]
+    assert all(v > 0 for v in values[:4]) and values[4] >= 0 and values[6] > 0

@@ -33,13 +33,18 @@ def resource_samples(answer: dict, resource: str, container: str = "", where: st
     pods: dict[str, PodSample] = {}
     per_container: dict[str, dict[str, int]] | None = None
     for i, m in enumerate(items):
-        f = f"{where}.items[{i}]"
-        name = (m.get("metadata") or {}).get("name")
-        ts = timestamp(m.get("timestamp"), f"{f}.timestamp")
-        window = duration(m.get("window", "0s"), f"{f}.window")
         containers = m.get("containers") or []
-        value = _pod_value(containers, resource, container, f)
+        try:  # the hot path of every sync: field names are only built for an error message
+            ts = timestamp(m.get("timestamp"))
+            window = duration(m.get("window", "0s"))
+            value = _pod_value(containers, resource, container, "")
+        except (InputError, AttributeError):
+            f = f"{where}.items[{i}]"  # again, with the field names: raises the same error, named
+            ts = timestamp(m.get("timestamp"), f"{f}.timestamp")
+            window = duration(m.get("window", "0s"), f"{f}.window")
+            value = _pod_value(containers, resource, container, f)
         if value is not None:
+            name = (m.get("metadata") or {}).get("name")
             pods[name] = PodSample(value, ts, window)
             if not container and len(containers) > 1:  # for pyhpa.core.checks: who in the pod uses what
                 per_container = per_container if per_container is not None else {}

@@ -125,10 +125,20 @@ def _timestamp_text(text: str) -> float | None:
 
 
 def duration(value, field: str = "") -> float:
-    """A Go duration (``"1m0s"``, ``"30s"``, ``"500ms"``) or a number of seconds, as seconds."""
+    """A Go duration (``"1m0s"``, ``"30s"``, ``"500ms"``) or a number of seconds, as seconds.
+
+    Raises InputError naming ``field``; memoized on the text.
+    """
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
-    text = str(value).strip()
+    total = _duration_text(str(value).strip())
+    if total is None:
+        raise InputError(f"malformed duration {value!r} (want e.g. 30s or 1m0s)", field=field)
+    return total
+
+
+@lru_cache(maxsize=4096)
+def _duration_text(text: str) -> float | None:
     if text == "0":
         return 0.0
     pos, total = 0, 0.0
@@ -138,7 +148,7 @@ def duration(value, field: str = "") -> float:
         total += float(m.group(1)) * _DUR_UNIT[m.group(2)]
         pos = m.end()
     if pos != len(text) or not text:
-        raise InputError(f"malformed duration {value!r} (want e.g. 30s or 1m0s)", field=field)
+        return None
     return total
 
 

@@ -84,6 +84,7 @@ def run(
     lease_name: str = typer.Option("pyhpa-controller", "--leader-elect-resource-name", help="Name of the Lease."),
     identity: str = typer.Option("", "--leader-elect-identity", help="Holder identity (default: <hostname>_<random>)."),
     memory_store: MemoryStoreKind = typer.Option(MemoryStoreKind.status, "--memory-store", help="Controller memory: status (kept in status.pyhpa, a new leader continues it) or process (upstream's: lost on restart)."),
+    shards: str = typer.Option("1", "--shards", help="1: one replica syncs every autoscaler (with --leader-elect, the leader). auto: every replica holds a Lease of its own (group --leader-elect-resource-name, timings --leader-elect-*) and syncs its share, split by consistent hashing of namespace/name."),
 ) -> None:
     """Run the HPA controller: sync HorizontalAutoscaler objects (pyhpa.dev/v1alpha1) until SIGTERM/SIGINT."""
     from ..controller import Settings, load_config, run_controller
@@ -97,10 +98,11 @@ def run(
         initial_readiness_delay_seconds=initial_readiness_delay,
         downscale_stabilization_window_seconds=downscale_stabilization, scale_to_zero=scale_to_zero,
         prometheus_url=prometheus_url, preview=preview,
-        leader_elect=(not server and not preview) if leader_elect is None else leader_elect,
+        leader_elect=(not server and not preview and shards != "auto") if leader_elect is None else leader_elect,
         leader_elect_lease_duration_seconds=lease_duration, leader_elect_renew_deadline_seconds=renew_deadline,
         leader_elect_retry_period_seconds=retry_period, leader_elect_namespace=lease_namespace,
         leader_elect_name=lease_name, leader_elect_identity=identity, memory_store=memory_store.value,
+        shards=shards,
     )
     config = load_config(kubeconfig, server, context)
     _run(run_controller(settings, config, http.value))

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import random
 import signal
 import time
 from typing import Any, Callable
@@ -36,20 +35,28 @@ from .api import Cluster, HttpMetrics, LightkubeCluster, MetricsClient
 from .autoscaler import Autoscaler, parse_autoscaler
 from .events import EventRecorder
 from .informer import Informer, PodCache
-from .leadership import Leadership, LeadershipLost, lease_settings
+from .. import __version__
+from .leadership import Leadership, LeadershipLost, default_identity, lease_settings
+from .load import SyncLoad, tune_gc
 from .memory import InProcessMemory, MemoryStore, StatusMemory
 from .monitor import Monitor
 from .prediction import LivePredictions
+from .nsmetrics import NamespaceMetrics, namespace_jitter
 from .preview import enable_preview
 from .queue import QueueClosed, WorkQueue
 from .reconciler import Reconciler, SyncResult
+from .scalecache import ScaleCache
 from .server import HealthServer
 from .settings import Settings
+from .shards import Sharding, ShardSettings
 from .sources import MetricSources
 from .status import StatusWriter
 from .writer import Writer
 
 log = logging.getLogger("pyhpa.controller")
+
+#: Seconds the workers wait at start for the Scale cache's first list (after that, live GETs until it has).
+SCALE_CACHE_WAIT_SECONDS = 30.0
 
 __all__ = ["Controller", "LeadershipLost", "Settings", "load_config", "run_controller"]
 
@@ -74,6 +81,9 @@ class Controller:
         self.events = EventRecorder(self.writer, settings.reporting_controller, settings.instance,
                                     settings.event_series_window_seconds)
         self.status = StatusWriter(self.writer, self.memory)
+        if isinstance(metrics, HttpMetrics):  # one metrics.k8s.io list per namespace and tick (nsmetrics)
+            metrics = NamespaceMetrics(metrics, self.pods.count, self.pods.labels,
+                                       lambda ns, selector: len(self.pods.select(ns, selector)))
         self.sources = MetricSources(metrics, settings.metrics_timeout_seconds)
         self.predictions = LivePredictions(settings.prometheus_url, settings.metrics_timeout_seconds)
         self.reconciler = Reconciler(self.autoscalers, self.pods, cluster, self.sources, self.memory, self.writer,
@@ -81,12 +91,16 @@ class Controller:
         self.autoscaler_informer = Informer("autoscalers", cluster.autoscalers(settings.namespace),
                                             self._on_autoscaler, self._on_autoscaler_deleted)
         self.pod_informer = Informer("pods", cluster.pods(settings.namespace), self.pods.upsert, self.pods.delete)
+        self.scales = ScaleCache(cluster.listwatch, settings.namespace) if hasattr(cluster, "listwatch") else None
+        self.reconciler.scales = self.scales
         self.queue: WorkQueue | None = None
         self.syncs = 0
         self.stopping = False
-        self._random = random.Random()
         if settings.preview:  # --preview: native HPAs, read-only, report only (pyhpa.controller.preview)
             enable_preview(self)
+        self.load = SyncLoad(self.monitor.registry)  # lag, requests per sync, shard size (pyhpa.controller.load)
+        self.load.whole(lambda: len(self.autoscalers))
+        self.shards: Sharding | None = None  # --shards auto: set by Sharding.run
 
     @property
     def ready(self) -> bool:
@@ -142,8 +156,7 @@ class Controller:
         if result.retry:
             return max(0.0, min(self.queue.retry_delay(key), period, change - loop_now))
         self.queue.forget(key)
-        jitter = self.settings.jitter
-        due = started + period * (1.0 + self._random.uniform(-jitter, jitter))
+        due = started + period * (1.0 + namespace_jitter(a.namespace, period, started, self.settings.jitter))
         return max(0.0, min(due, change) - loop_now)
 
     async def _worker(self) -> None:
@@ -153,7 +166,11 @@ class Controller:
                 key = await queue.get()
             except QueueClosed:
                 return
+            if self.shards is not None and not self.shards.claim(key):
+                queue.done(key)  # another replica's share (it was requeued before the membership changed)
+                continue
             started, delay = loop.time(), None
+            sync = self.load.begin(key, started - queue.last_due)
             try:
                 result = await self.reconciler.sync(key)
                 self.syncs += 1
@@ -163,6 +180,9 @@ class Controller:
                 delay = min(queue.retry_delay(key), self.settings.sync_period_seconds)
             finally:
                 queue.done(key, delay)
+                self.load.end(sync)
+                if self.shards is not None:
+                    self.shards.settle(key)
 
     # ----- lifecycle ---------------------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event | None = None) -> None:
@@ -175,9 +195,13 @@ class Controller:
         background = [asyncio.create_task(self.autoscaler_informer.run(), name="informer-autoscalers"),
                       asyncio.create_task(self.pod_informer.run(), name="informer-pods"),
                       asyncio.create_task(self.events.run(), name="events")]
+        if self.scales is not None and not self.settings.preview:
+            background += self.scales.tasks()
         workers: list[asyncio.Task] = []
         try:
             if await self._wait_synced(stop):
+                if self.scales is not None and not s.preview:  # else the first round GETs every Scale
+                    await self.scales.wait_synced(SCALE_CACHE_WAIT_SECONDS, stop)
                 log.info("caches synced: %d autoscalers, %d pods; starting %d workers",
                          len(self.autoscalers), len(self.pods), s.workers)
                 workers = [asyncio.create_task(self._worker(), name=f"worker-{i}") for i in range(s.workers)]
@@ -260,17 +284,20 @@ async def run_controller(settings: Settings, config: SingleConfig, http: str = "
     seconds of the decisions. Returns the stopped Controller.
     """
     stop = stop or asyncio.Event()
+    tune_gc()
     if install_signals:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
+    identity = settings.leader_elect_identity or default_identity()
     cluster = LightkubeCluster(config, settings.api_timeout_seconds, settings.field_manager, settings.list_chunk_size,
-                               settings.watch_timeout_seconds, http)
+                               settings.watch_timeout_seconds, http, user_agent=f"pyhpa/{__version__} ({identity})")
     metrics = HttpMetrics(cluster.raw, cluster.discovery, settings.metrics_timeout_seconds)
-    leadership = _leadership(settings, cluster)
+    sharding = _sharding(settings, cluster, identity)
+    leadership = None if sharding else _leadership(settings, cluster, identity)
     memory = StatusMemory(clock) if settings.memory_store == "status" else InProcessMemory()
-    controller = Controller(settings, cluster, metrics, memory=memory,
-                            gate=leadership.may_write if leadership else None, clock=clock)
+    gate = sharding.may_write if sharding else leadership.may_write if leadership else None
+    controller = Controller(settings, cluster, metrics, memory=memory, gate=gate, clock=clock)
     health = None
     try:
         if settings.health_port is not None:
@@ -280,7 +307,10 @@ async def run_controller(settings: Settings, config: SingleConfig, http: str = "
             log.info("serving /healthz, /readyz and /metrics on %s:%d", settings.health_host, health.port)
         if on_started is not None:
             on_started(controller, health)
-        await (leadership.run(controller, stop) if leadership else controller.run(stop))
+        if sharding:
+            await sharding.run(controller, stop)
+        else:
+            await (leadership.run(controller, stop) if leadership else controller.run(stop))
     finally:
         if health is not None:
             await health.stop()
@@ -288,12 +318,23 @@ async def run_controller(settings: Settings, config: SingleConfig, http: str = "
     return controller
 
 
-def _leadership(settings: Settings, cluster: LightkubeCluster) -> Leadership | None:
+def _sharding(settings: Settings, cluster: LightkubeCluster, identity: str) -> Sharding | None:
+    """``--shards auto``: this replica's Lease in the shard group ``--leader-elect-resource-name`` (None for
+    ``--shards 1``)."""
+    if settings.shards != "auto":
+        return None
+    return Sharding(cluster.client, ShardSettings(
+        settings.leader_elect_namespace, settings.leader_elect_name, identity,
+        settings.leader_elect_lease_duration_seconds, settings.leader_elect_renew_deadline_seconds,
+        settings.leader_elect_retry_period_seconds))
+
+
+def _leadership(settings: Settings, cluster: LightkubeCluster, identity: str) -> Leadership | None:
     """The Lease campaign of ``--leader-elect`` (None without it)."""
     if not settings.leader_elect:
         return None
     lease = lease_settings(settings.leader_elect_namespace, settings.leader_elect_name,
-                           settings.leader_elect_identity, settings.leader_elect_lease_duration_seconds,
+                           identity, settings.leader_elect_lease_duration_seconds,
                            settings.leader_elect_renew_deadline_seconds, settings.leader_elect_retry_period_seconds)
     return Leadership(cluster.client, lease)
 

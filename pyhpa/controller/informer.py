@@ -165,6 +165,15 @@ class PodCache:
                 if not names:
                     del index[label]
 
+    def count(self, namespace: str) -> int:
+        """Pods cached in ``namespace``."""
+        return len(self._pods.get(namespace, ()))
+
+    def labels(self, namespace: str, name: str) -> dict | None:
+        """The labels of a cached pod (None when the cache does not have it)."""
+        pod = self._pods.get(namespace, {}).get(name)
+        return None if pod is None else pod.labels
+
     def select(self, namespace: str, selector: str) -> list[Pod]:
         """The pods of ``namespace`` matching ``selector`` text, sorted by name ([] for an empty or bad selector:
         the decision core reports SelectorRequired / InvalidSelector itself)."""

@@ -39,6 +39,7 @@ class WorkQueue:
         self._retry = (retry_base, retry_max, retry_qps, float(retry_burst))
         self._tokens = float(retry_burst)
         self._tokens_at = self._clock()
+        self.last_due = 0.0  # due time of the key ``get`` returned last (the sync lag metric)
 
     def __len__(self) -> int:
         """Keys waiting (due or not), not counting those being processed."""
@@ -95,6 +96,7 @@ class WorkQueue:
                 continue  # superseded by an earlier add, or removed
             del self._due[key]
             self._processing.add(key)
+            self.last_due = due
             return key
         if heap:
             self._arm(heap[0][0])

@@ -24,6 +24,7 @@ from .logs import fields
 from .memory import MemoryStore
 from .monitor import INTERNAL, NONE, SPEC, Monitor, action_label
 from .prediction import LivePredictions
+from .scalecache import ScaleCache
 from .selectors import SelectorIndex
 from .sources import Fetched, MetricSources
 from .status import StaleSpec, StatusWriter, status_from_decision, status_with_condition
@@ -140,6 +141,8 @@ class Reconciler:
         #: the warnings (``pyhpa.core.check_hpa``) last emitted per key: an event when one appears, not every sync
         self.warned: dict[str, frozenset] = {}
         self.on_synced: Callable[[SyncResult], None] | None = None
+        self.scales: ScaleCache | None = None  # targets' Scale from informers (pyhpa.controller.scalecache)
+        self._live: set[str] = set()  # keys whose next Scale read must be a GET (the cache may be stale)
 
     async def sync(self, key: str) -> SyncResult | None:
         """Sync ``key``; None when the autoscaler is gone. Never raises for API failures."""
@@ -173,11 +176,18 @@ class Reconciler:
             return await self._failed_get_scale(a, now, err.message, INTERNAL)
         if inputs.hpa.prediction is not None and self.predictions is not None:
             inputs.forecast = self.predictions.forecast(a, now, inputs.samples)
-            decision = decide(inputs.hpa, inputs.scale, inputs.pods, inputs.samples, inputs.memory, now,
-                              inputs.config, other_selectors=inputs.other_selectors, forecast=inputs.forecast)
-        else:
-            decision = decide(inputs.hpa, inputs.scale, inputs.pods, inputs.samples, inputs.memory, now,
-                              inputs.config, other_selectors=inputs.other_selectors)
+        decision = decide(inputs.hpa, inputs.scale, inputs.pods, inputs.samples, inputs.memory, now, inputs.config,
+                          other_selectors=inputs.other_selectors, forecast=inputs.forecast)
+        if decision.rescale and handle is None:  # decided from the Scale cache: never write from it
+            try:
+                live, handle = await self.cluster.get_scale(a.namespace, a.scale_target_ref)
+            except SpecError as err:
+                return await self._failed_get_scale(a, now, str(err), SPEC)
+            except ApiFailure as err:
+                return await self._failed_get_scale(a, now, err.message, INTERNAL)
+            if live != inputs.scale:  # the cache was behind: decide again from the live Scale
+                self._live.add(a.key)
+                return await self._sync(a)
         self._observe_metrics(decision, fetched, inputs.scale.spec_replicas, a)
         self._warn(a, inputs, now)
         return await self._act(a, inputs, decision, handle)
@@ -205,7 +215,12 @@ class Reconciler:
         SpecError / ApiFailure when the Scale cannot be read; metric failures are in the samples.
         ``pyhpa snapshot`` serializes exactly this."""
         hpa, config = a.hpa, a.config  # as the sync started: an informer update may replace them meanwhile
-        scale, handle = await self.cluster.get_scale(a.namespace, a.scale_target_ref)
+        scale = None
+        if self.scales is not None and a.key not in self._live:
+            scale, handle = self.scales.get(a.namespace, a.scale_target_ref), None
+        if scale is None:
+            self._live.discard(a.key)
+            scale, handle = await self.cluster.get_scale(a.namespace, a.scale_target_ref)
         pods = self.pods.select(a.namespace, scale.selector)
         self.selectors.put(a.key, a.namespace, scale.selector)
         others = self.selectors.candidates(a.key, a.namespace, pods)
@@ -227,6 +242,7 @@ class Reconciler:
                     error=err.message))
                 decision = rescale_failed(decision, a.hpa, err.message, now)
                 error, retry = (INTERNAL if error == NONE else error), True
+                self._live.add(a.key)  # the target moved (409) or the write failed: read it live next time
         self.memory.save(a, decision.memory)
         self.monitor.desired(a.namespace, a.name, decision.desired_replicas)
         for event in decision.events:  # before the status write, as upstream: a failed status write loses none

@@ -70,6 +70,9 @@ class Settings:
     leader_elect_name: str = "pyhpa-controller"
     leader_elect_identity: str = ""  # default: <hostname>_<random>
     memory_store: str = "status"  # --memory-store: status (persisted in status.pyhpa) or process (upstream's)
+    # --shards: "1" (one replica syncs everything; with --leader-elect, one leader) or "auto" (each replica holds a
+    # Lease of its own in the group --leader-elect-resource-name; autoscalers split by consistent hashing)
+    shards: str = "1"
 
     def __post_init__(self) -> None:
         checks = (
@@ -92,6 +95,10 @@ class Settings:
             (bool(self.leader_elect_namespace), "--leader-elect-resource-namespace", "must not be empty"),
             (bool(self.leader_elect_name), "--leader-elect-resource-name", "must not be empty"),
             (self.memory_store in ("status", "process"), "--memory-store", "must be status or process"),
+            (self.shards in ("1", "auto"), "--shards", f"must be 1 or auto, got {self.shards!r}"),
+            (not (self.shards == "auto" and self.leader_elect), "--shards",
+             "auto gives every replica a Lease of its own: do not combine it with --leader-elect"),
+            (not (self.shards == "auto" and self.preview), "--shards", "auto does not apply to --preview (it writes nothing)"),
         )
         for ok, flag, problem in checks:
             if not ok:

@@ -19,6 +19,8 @@ import aiohttp
 import httpx2
 import yarl
 
+from .load import note_request
+
 _SKIP_HEADERS = frozenset({b"content-length", b"transfer-encoding", b"host"})
 
 
@@ -66,9 +68,10 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
     (ConnectError, ConnectTimeout, ReadTimeout, RemoteProtocolError), as lightkube expects.
     """
 
-    def __init__(self, ssl_context: ssl.SSLContext | None = None, limit: int = 100):
+    def __init__(self, ssl_context: ssl.SSLContext | None = None, limit: int = 100, user_agent: str | None = None):
         self._ssl = ssl_context
         self._limit = limit
+        self._user_agent = user_agent
         self._session: aiohttp.ClientSession | None = None
 
     def _get_session(self) -> aiohttp.ClientSession:
@@ -78,6 +81,9 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
         return self._session
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        note_request()
+        if self._user_agent:
+            request.headers["User-Agent"] = self._user_agent
         headers = _headers(tuple(request.headers.raw))
         body = await request.aread() if request.method in ("POST", "PUT", "PATCH", "DELETE") else None
         try:
@@ -99,3 +105,21 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+class CountedTransport(httpx2.AsyncBaseTransport):
+    """Another httpx2 transport (``--http httpx``: httpx2's own), with the same accounting as
+    ``AiohttpTransport``: each request counts for the current sync and carries ``user_agent``."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport, user_agent: str | None = None):
+        self._inner = inner
+        self._user_agent = user_agent
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        note_request()
+        if self._user_agent:
+            request.headers["User-Agent"] = self._user_agent
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()

@@ -1,0 +1,419 @@
+"""Sharding across replicas (``pyhpa run --shards auto``) on coordination.k8s.io/v1 Leases.
+
+Each replica holds a Lease of its own (``<group>-shard-<hash of its identity>``, labelled
+``pyhpa.dev/shard-group: <group>``) and renews it every retry period; the set of live Leases of the group is
+the membership. Every replica lists the group's Leases every retry period and judges a Lease dead as
+client-go judges a leader's: its record (holder, renewTime) has not changed for ``leaseDurationSeconds`` on
+the observer's own monotonic clock (clock skew between nodes does not matter). Autoscalers are split by
+rendezvous (highest-random-weight) hashing of ``namespace/name`` over the sorted member identities
+(``owner``): a replica that joins takes only the keys it now wins, one that leaves gives only its own.
+
+A replica writes an object only while (the write gate, ``may_write``):
+
+* its own Lease was renewed less than ``renew_deadline`` ago (as ``--leader-elect``), and
+* its view of the membership comes from a list started less than ``renew_deadline`` ago, and
+* it has *joined*: one ``lease_duration`` has passed since its Lease was created, and
+* the autoscaler being synced is in its share under that view.
+
+Why no object is written by two replicas at once (``delta``: how long a write takes to reach the API server
+after the gate said yes; the margin is ``lease_duration - renew_deadline``, as for leader election):
+
+* A replica C that joins at t0 (its Lease created) writes from t0 + lease_duration on. Any other replica
+  writing at t >= t0 + lease_duration has a view listed after t - renew_deadline > t0, which holds C, so it no
+  longer owns C's keys; one whose view predates C checked before t0 + renew_deadline.
+* Two replicas that both see each other cannot both own a key: both compute the same winner among them.
+* A replica that leaves (its Lease unchanged for lease_duration on the observer's clock) renewed last at some
+  r; it stopped writing at r + renew_deadline; the others take its keys no earlier than r + lease_duration.
+  A graceful stop closes the gate, finishes or cancels the syncs, then deletes the Lease, so the others take
+  over at their next list.
+
+So the other replicas pick up a dead replica's share within one lease duration plus a retry period of its last
+renewal (then sync each gained key at once), and a joining replica's share pauses for one lease duration. A
+replica that cannot renew for ``renew_deadline`` stops writing; past that it has lost its Lease: it stops and
+``run`` raises ``ShardLost`` (``pyhpa run`` exits 1, Kubernetes restarts it with a new identity, which joins
+anew). Leases found dead are deleted by whoever sees them (so restarts leave no garbage).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Callable, Iterable
+
+import httpx2
+from lightkube import ApiError, AsyncClient
+from lightkube.models.coordination_v1 import LeaseSpec
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.coordination_v1 import Lease
+
+from .leadership import LeadershipLost
+from .load import current_sync
+
+log = logging.getLogger("pyhpa.controller.shards")
+
+GROUP_LABEL = "pyhpa.dev/shard-group"
+
+
+class ShardLost(LeadershipLost):
+    """This replica could not renew its shard Lease within the renew deadline: the process must exit (code 1,
+    as for a lost leader Lease)."""
+
+
+def weight(member: str, key: str) -> int:
+    """Rendezvous weight of ``key`` on ``member`` (64 bits of BLAKE2b of both)."""
+    return int.from_bytes(hashlib.blake2b(f"{member}\x00{key}".encode(), digest_size=8).digest(), "big")
+
+
+def owner(key: str, members: Iterable[str]) -> str | None:
+    """The member that owns ``key`` (``namespace/name``): the highest weight, ties to the smaller identity;
+    None for no members."""
+    best, best_w = None, -1
+    for m in sorted(members):
+        w = weight(m, key)
+        if w > best_w:
+            best, best_w = m, w
+    return best
+
+
+def lease_name(group: str, identity: str) -> str:
+    """The Lease of ``identity`` in ``group`` (a valid object name whatever the identity holds)."""
+    return f"{group}-shard-{hashlib.sha256(identity.encode()).hexdigest()[:16]}"
+
+
+@dataclass(frozen=True, slots=True)
+class ShardSettings:
+    """Durations in seconds, as ``--leader-elect-*``; ``group`` prefixes the Lease names (and labels them)."""
+
+    namespace: str
+    group: str
+    identity: str
+    lease_duration_seconds: float = 15.0
+    renew_deadline_seconds: float = 10.0
+    retry_period_seconds: float = 2.0
+
+    def validate(self) -> None:
+        if not (self.lease_duration_seconds > self.renew_deadline_seconds > self.retry_period_seconds > 0):
+            raise ValueError("need lease duration > renew deadline > retry period > 0")
+
+
+class ShardMembership:
+    """This replica's Lease and its view of the group (see the module docstring).
+
+    ``members``: sorted identities of the live Leases (this replica's included); ``joined`` and ``lost``
+    are asyncio Events; ``on_change()`` is called whenever ``members`` or ``joined`` changes.
+    """
+
+    def __init__(self, client: AsyncClient, settings: ShardSettings, clock: Callable[[], float] = time.monotonic):
+        settings.validate()
+        self.client = client
+        self.settings = settings
+        self.clock = clock
+        self.name = lease_name(settings.group, settings.identity)
+        self.members: tuple[str, ...] = ()
+        self.joined = asyncio.Event()
+        self.lost = asyncio.Event()
+        self.on_change: Callable[[], None] | None = None
+        self._lease: Lease | None = None
+        self._created_at: float | None = None
+        self._renewed_at: float | None = None
+        self._listed_at: float | None = None
+        self._observed: dict[str, tuple[tuple, float]] = {}  # lease name -> (record, when it last changed)
+        self._next_expiry: float | None = None  # when the first live member's Lease expires unless renewed
+        self._owns: dict[str, bool] = {}
+        self.changes = 0
+
+    # ----- the gate ------------------------------------------------------------------------------------------
+    def may_write(self) -> bool:
+        """Joined, Lease renewed and membership listed within the renew deadline, not lost."""
+        return self.joined.is_set() and not self.lost.is_set() and self._fresh()
+
+    def _fresh(self) -> bool:
+        """Own Lease renewed and the group listed, both started less than the renew deadline ago."""
+        if self._renewed_at is None or self._listed_at is None:
+            return False
+        now, deadline = self.clock(), self.settings.renew_deadline_seconds
+        return now - self._renewed_at < deadline and now - self._listed_at < deadline
+
+    def owns(self, key: str) -> bool:
+        """``key`` is in this replica's share under its current view (False until joined)."""
+        if not self.joined.is_set() or self.lost.is_set():
+            return False
+        mine = self._owns.get(key)
+        if mine is None:
+            mine = self._owns[key] = owner(key, self.members) == self.settings.identity
+        return mine
+
+    # ----- the loop ------------------------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Create the Lease, then renew and list every retry period; returns once the Lease is lost."""
+        s = self.settings
+        while self._created_at is None:
+            await self._create()
+            if self._created_at is None:
+                await asyncio.sleep(s.retry_period_seconds)
+        log.info("joined shard group %s as %s (Lease %s/%s); taking a share in %.1fs", s.group, s.identity,
+                 s.namespace, self.name, s.lease_duration_seconds)
+        while True:
+            await self.tick()
+            if self.lost.is_set():
+                return
+            next_tick = self.clock() + s.retry_period_seconds
+            while True:  # between ticks, list again the moment another member's Lease would expire
+                expiry = self._next_expiry
+                if expiry is None or expiry >= next_tick:
+                    await asyncio.sleep(max(0.0, next_tick - self.clock()))
+                    break
+                await asyncio.sleep(max(0.0, expiry - self.clock()) + 0.01)
+                await self._list()
+
+    async def tick(self) -> None:
+        """One renewal and one list of the group; updates the view, ``joined`` and ``lost``."""
+        s = self.settings
+        renewed = await self._renew()
+        if not renewed and self._renewed_at is not None and \
+                self.clock() - self._renewed_at >= s.renew_deadline_seconds:
+            self.lost.set()
+            log.warning("lost shard Lease %s/%s (identity %s)", s.namespace, self.name, s.identity)
+            self._changed()
+            return
+        await self._list()
+        if not self.joined.is_set() and self._created_at is not None and \
+                self.clock() - self._created_at >= s.lease_duration_seconds and self._fresh():
+            self.joined.set()
+            log.info("shard %s active: %d members %s", s.identity, len(self.members), list(self.members))
+            self._changed()
+
+    async def _create(self) -> None:
+        s = self.settings
+        now = datetime.now(timezone.utc)
+        lease = Lease(metadata=ObjectMeta(name=self.name, namespace=s.namespace, labels={GROUP_LABEL: s.group}),
+                      spec=LeaseSpec(holderIdentity=s.identity, leaseDurationSeconds=_seconds(s.lease_duration_seconds),
+                                     acquireTime=now, renewTime=now, leaseTransitions=0))
+        started = self.clock()
+        try:
+            self._lease = await self.client.create(lease)
+        except ApiError as err:
+            if err.status.code == 409:  # our name is taken: an identity used twice must not share a Lease
+                raise ShardLost(f"Lease {s.namespace}/{self.name} already exists: identity {s.identity!r} "
+                                f"is in use by another replica") from None
+            log.warning("cannot create shard Lease %s/%s: %s", s.namespace, self.name, err.status.message)
+            return
+        except (httpx2.HTTPError, OSError) as err:
+            log.warning("cannot create shard Lease %s/%s: %s", s.namespace, self.name, err)
+            return
+        self._renewed_at = started
+        self._created_at = self.clock()
+
+    async def _renew(self) -> bool:
+        lease = self._lease
+        lease.spec.renewTime = datetime.now(timezone.utc)
+        started = self.clock()
+        try:
+            self._lease = await self.client.replace(lease)
+        except (httpx2.HTTPError, OSError) as err:  # ApiError included: 404 (deleted as dead), 409, 5xx
+            log.warning("shard Lease %s not renewed: %s", self.name, getattr(getattr(err, "status", None),
+                                                                           "message", None) or err)
+            return False
+        self._renewed_at = started
+        return True
+
+    async def _list(self) -> None:
+        s = self.settings
+        started = self.clock()
+        try:
+            leases = [lease async for lease in self.client.list(Lease, namespace=s.namespace,
+                                                                 labels={GROUP_LABEL: s.group})]
+        except (httpx2.HTTPError, OSError) as err:
+            log.warning("shard Leases of %s not listed: %s", s.group, err)
+            return
+        now = self.clock()
+        live, dead, seen, expiries = {s.identity}, [], {}, []
+        for lease in leases:
+            name, spec = lease.metadata.name, lease.spec or LeaseSpec()
+            record = (spec.holderIdentity, spec.renewTime, spec.leaseTransitions)
+            old = self._observed.get(name)
+            since = old[1] if old is not None and old[0] == record else now
+            seen[name] = (record, since)
+            if name == self.name or not spec.holderIdentity:
+                continue
+            duration = spec.leaseDurationSeconds or s.lease_duration_seconds
+            if now - since >= duration:
+                dead.append(name)
+            else:
+                live.add(spec.holderIdentity)
+                expiries.append(since + duration)
+        self._observed = seen
+        self._next_expiry = min(expiries, default=None)
+        self._listed_at = started
+        members = tuple(sorted(live))
+        if members != self.members:
+            log.info("shard group %s: %d members %s", s.group, len(members), list(members))
+            self.members = members
+            self._changed()
+        for name in dead:
+            await self._delete_dead(name)
+
+    async def _delete_dead(self, name: str) -> None:
+        """Delete a Lease judged dead (its holder stopped writing long ago; if it still runs, its renewal now
+        fails and it exits)."""
+        try:
+            await self.client.delete(Lease, name, namespace=self.settings.namespace)
+            log.info("deleted dead shard Lease %s/%s", self.settings.namespace, name)
+        except (httpx2.HTTPError, OSError):
+            pass  # someone else did, or will
+        self._observed.pop(name, None)
+
+    def _changed(self) -> None:
+        self._owns.clear()
+        self.changes += 1
+        if self.on_change is not None:
+            self.on_change()
+
+    async def release(self) -> None:
+        """Stop writing, then delete the Lease (graceful stop: the others take over at their next list)."""
+        self.lost.set()
+        self._owns.clear()
+        if self._lease is None:
+            return
+        try:
+            await self.client.delete(Lease, self.name, namespace=self.settings.namespace)
+        except (httpx2.HTTPError, OSError) as err:  # best effort: it expires anyway
+            log.info("could not delete shard Lease %s: %s", self.name, err)
+
+
+def _seconds(value: float) -> int:
+    return max(1, int(round(value)))
+
+
+class Sharding:
+    """Runs a Controller as one shard of the group: the controller syncs only the keys this replica owns.
+
+    ``may_write`` is the controller's write gate (the membership's gate, plus ownership of the autoscaler the
+    current sync is for); ``claim(key)`` tells the worker whether to sync a key it took from the queue.
+    """
+
+    def __init__(self, client: AsyncClient, settings: ShardSettings, clock: Callable[[], float] = time.monotonic):
+        self.membership = ShardMembership(client, settings, clock)
+        self.settings = settings
+        self.controller: Any = None
+        self._owned: set[str] = set()
+
+    @property
+    def identity(self) -> str:
+        return self.settings.identity
+
+    def may_write(self) -> bool:
+        m = self.membership
+        if not m.may_write():
+            return False
+        sync = current_sync()
+        return sync is None or m.owns(sync.key)
+
+    def claim(self, key: str) -> bool:
+        """The worker took ``key``: True when it is ours to sync now."""
+        if self.membership.owns(key):
+            self._owned.add(key)
+            return True
+        return False
+
+    def settle(self, key: str) -> None:
+        """A sync of ``key`` ended: if the key left the share meanwhile, drop what that sync kept (its memory
+        working copy and its desired_replicas series; its writes were refused by the gate)."""
+        if not self.membership.owns(key):
+            self._drop(key)
+
+    def _drop(self, key: str) -> None:
+        c = self.controller
+        self._owned.discard(key)
+        c.queue.remove(key)
+        c.memory.forget(key)
+        a = c.autoscalers.get(key)
+        if a is not None:
+            c.monitor.deleted(a.namespace, a.name)
+
+    def refresh_foreign_selectors(self) -> int:
+        """File the pod selector of every autoscaler of another share in the controller's selector index, from
+        the Scale cache (upstream's AmbiguousSelector check needs the selectors of *all* autoscalers; a
+        replica learns its own share's from its syncs). Returns how many are known."""
+        c = self.controller
+        scales = getattr(c, "scales", None)
+        if c is None or scales is None:
+            return 0
+        index, known = c.reconciler.selectors, 0
+        for key, a in list(c.autoscalers.items()):
+            if self.membership.owns(key) or a.scale_target_ref is None:
+                continue
+            scale = scales.peek(a.namespace, a.scale_target_ref)
+            if scale is not None:
+                index.put(key, a.namespace, scale.selector)
+                known += 1
+        return known
+
+    async def _foreign_selectors(self) -> None:
+        while True:
+            self.refresh_foreign_selectors()
+            await asyncio.sleep(self.settings.retry_period_seconds)
+
+    def owned(self) -> int:
+        """Autoscalers known to this replica that are in its share (the shard size)."""
+        autoscalers = self.controller.autoscalers if self.controller is not None else {}
+        return sum(1 for key in autoscalers if self.membership.owns(key))
+
+    def _rebalance(self) -> None:
+        """Membership changed: sync the keys gained at once (memory from status), drop the ones lost."""
+        c = self.controller
+        if c is None or c.queue is None:
+            return
+        now = {key for key in c.autoscalers if self.membership.owns(key)}
+        gained, lost = sorted(now - self._owned), self._owned - now
+        for key in gained:
+            c.memory.forget(key)  # a working copy from an earlier term is stale: load the status' memory
+            c.queue.add(key)
+        for key in lost:
+            self._drop(key)
+        self._owned = now
+        if gained or lost:
+            log.info("shard %s: %d autoscalers (+%d, -%d)", self.identity, len(now), len(gained), len(lost))
+
+    async def run(self, controller: Any, stop: asyncio.Event) -> None:
+        """Campaign and run ``controller`` as this shard until ``stop`` (then release the Lease); raises ShardLost
+        when the Lease is lost. Cancelled (the process dies): no release."""
+        self.controller = controller
+        controller.shards = self
+        controller.load.shard(self.owned, lambda: len(self.membership.members))
+        self.membership.on_change = self._rebalance
+        member = asyncio.create_task(self.membership.run(), name="shard-membership")
+        foreign = asyncio.create_task(self._foreign_selectors(), name="shard-foreign-selectors")
+        controller_stop = asyncio.Event()
+        led = asyncio.create_task(controller.run(controller_stop), name="controller")
+        lost = asyncio.ensure_future(self.membership.lost.wait())
+        stopped = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait({member, led, lost, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            if member.done() and not member.cancelled() and member.exception() is not None:
+                raise member.exception()  # ShardLost: our Lease name is taken
+            controller_stop.set()
+            if not stop.is_set():
+                self.membership.lost.set()  # the gate closes before the in-flight syncs end
+            await led
+            if not stop.is_set():
+                s = self.settings
+                raise ShardLost(f"lost shard Lease {s.namespace}/{self.membership.name} (identity {s.identity}); "
+                                "exiting")
+            member.cancel()
+            await asyncio.gather(member, return_exceptions=True)
+            await self.membership.release()
+            log.info("left shard group %s", self.settings.group)
+        finally:
+            for task in (lost, stopped, member, led, foreign):
+                if not task.done():
+                    task.cancel()
+            await asyncio.gather(lost, stopped, member, led, foreign, return_exceptions=True)
+
+
+__all__ = ["GROUP_LABEL", "ShardLost", "ShardMembership", "ShardSettings", "Sharding", "lease_name", "owner",
+           "weight"]
