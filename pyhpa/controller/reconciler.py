@@ -176,11 +176,8 @@ class Reconciler:
             return await self._failed_get_scale(a, now, err.message, INTERNAL)
         if inputs.hpa.prediction is not None and self.predictions is not None:
             inputs.forecast = self.predictions.forecast(a, now, inputs.samples)
-            decision = decide(inputs.hpa, inputs.scale, inputs.pods, inputs.samples, inputs.memory, now,
-                              inputs.config, other_selectors=inputs.other_selectors, forecast=inputs.forecast)
-        else:
-            decision = decide(inputs.hpa, inputs.scale, inputs.pods, inputs.samples, inputs.memory, now,
-                              inputs.config, other_selectors=inputs.other_selectors)
+        decision = decide(inputs.hpa, inputs.scale, inputs.pods, inputs.samples, inputs.memory, now, inputs.config,
+                          other_selectors=inputs.other_selectors, forecast=inputs.forecast)
         if decision.rescale and handle is None:  # decided from the Scale cache: never write from it
             try:
                 live, handle = await self.cluster.get_scale(a.namespace, a.scale_target_ref)
