@@ -40,8 +40,14 @@ class LeaseSettings:
     retry_period_seconds: float = 2.0
 
     def validate(self) -> None:
-        if not (self.lease_duration_seconds > self.renew_deadline_seconds > self.retry_period_seconds > 0):
-            raise ValueError("need lease duration > renew deadline > retry period > 0")
+        validate_lease_timing(self.lease_duration_seconds, self.renew_deadline_seconds, self.retry_period_seconds)
+
+
+def validate_lease_timing(lease_duration: float, renew_deadline: float, retry_period: float) -> None:
+    """The rule of kube-controller-manager's --leader-elect-* flags (leader election and shard Leases alike);
+    ValueError when it does not hold."""
+    if not (lease_duration > renew_deadline > retry_period > 0):
+        raise ValueError("need lease duration > renew deadline > retry period > 0")
 
 
 @dataclass

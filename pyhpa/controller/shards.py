@@ -50,6 +50,7 @@ from lightkube.models.coordination_v1 import LeaseSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.coordination_v1 import Lease
 
+from ..leader import validate_lease_timing
 from .leadership import LeadershipLost
 from .load import current_sync
 
@@ -96,8 +97,7 @@ class ShardSettings:
     retry_period_seconds: float = 2.0
 
     def validate(self) -> None:
-        if not (self.lease_duration_seconds > self.renew_deadline_seconds > self.retry_period_seconds > 0):
-            raise ValueError("need lease duration > renew deadline > retry period > 0")
+        validate_lease_timing(self.lease_duration_seconds, self.renew_deadline_seconds, self.retry_period_seconds)
 
 
 class ShardMembership:
