@@ -4,6 +4,8 @@ import pytest
 
 from kubedouble import KubeDouble
 
+from controller_util import CRD
+
 
 @pytest.fixture
 async def kube_double():
@@ -20,3 +22,12 @@ def kube_double_thread():
         yield kd
     finally:
         kd.stop()
+
+
+@pytest.fixture
+async def kd():
+    """A Kubernetes API double on the test's event loop with the HorizontalAutoscaler CRD registered (the
+    controller tests' world)."""
+    async with KubeDouble() as double:
+        double.register_crd(CRD)
+        yield double

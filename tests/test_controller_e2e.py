@@ -25,13 +25,6 @@ from controller_util import CRD, autoscaler, deployment, pod, wait_for
 HA = "pyhpa.dev/v1alpha1"
 
 
-@pytest.fixture
-async def kd():
-    async with KubeDouble() as double:
-        double.register_crd(CRD)
-        yield double
-
-
 class Running:
     """A Controller against the double on the test's loop; ``results`` are its SyncResults in order,
     ``written`` the status bodies it PUT (key, status), ``synced_at[key]`` the loop times of its syncs."""

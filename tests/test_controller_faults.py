@@ -22,13 +22,6 @@ from controller_util import CRD, ControllerTask, autoscaler, cpu_metric, deploym
 HA = "pyhpa.dev/v1alpha1"
 
 
-@pytest.fixture
-async def kd():
-    async with KubeDouble() as double:
-        double.register_crd(CRD)
-        yield double
-
-
 def replicas(kd: KubeDouble, name: str) -> int:
     return kd.get_object("apps/v1", "deployments", "default", name)["spec"]["replicas"]
 

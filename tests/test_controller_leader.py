@@ -28,13 +28,6 @@ LEASE = "pyhpa-test"
 WINDOW = 600  # scale-down stabilization window, seconds of decision time
 
 
-@pytest.fixture
-async def kd():
-    async with KubeDouble() as double:
-        double.register_crd(CRD)
-        yield double
-
-
 def replica(kd: KubeDouble, identity: str, clock: Skew, **overrides) -> ControllerTask:
     """One ``pyhpa run --leader-elect`` process with fast Lease timings (generous for a loaded machine)."""
     lease = dict(leader_elect_lease_duration_seconds=3.0, leader_elect_renew_deadline_seconds=2.0,

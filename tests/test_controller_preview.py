@@ -19,7 +19,6 @@ import sys
 import threading
 from pathlib import Path
 
-import pytest
 from lightkube import codecs
 from prometheus_client import generate_latest
 from typer.testing import CliRunner
@@ -35,13 +34,6 @@ from test_controller_e2e import put_pods, replicas, set_cpu
 
 HPA_GV = "autoscaling/v2"
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
-
-
-@pytest.fixture
-async def kd():
-    async with KubeDouble() as double:
-        double.register_crd(CRD)
-        yield double
 
 
 def native_hpa(name: str, desired: int, current: int, target: str = "") -> dict:

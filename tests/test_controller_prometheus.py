@@ -33,13 +33,6 @@ QUERY = "sum by (pod) (app_requests_per_second)"
 WINDOW = 3.0  # scale-down stabilization, seconds (test-shortened)
 
 
-@pytest.fixture
-async def kd():
-    async with KubeDouble() as double:
-        double.register_crd(CRD)
-        yield double
-
-
 def prom_metric(**fields) -> dict:
     p = {"name": "requests_per_second", "query": QUERY, "podLabel": "pod", "timeoutSeconds": 5,
          "target": {"type": "AverageValue", "averageValue": "10"}, **fields}

@@ -26,13 +26,6 @@ from pyhpa.controller.shards import GROUP_LABEL, ShardMembership, ShardSettings,
 from controller_util import CRD, ControllerTask, autoscaler, deployment, pod, wait_for
 
 
-@pytest.fixture
-async def kd():
-    async with KubeDouble() as double:
-        double.register_crd(CRD)
-        yield double
-
-
 def cluster_of(kd: KubeDouble) -> LightkubeCluster:
     return LightkubeCluster(load_config(server=kd.url), 10.0, "pyhpa-test", trust_env=False)
 

@@ -30,13 +30,6 @@ FAST = {"scaleDown": {"stabilizationWindowSeconds": 0},
 MEMORY = {"type": "Resource", "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "100Mi"}}}
 
 
-@pytest.fixture
-async def kd():
-    async with KubeDouble() as double:
-        double.register_crd(CRD)
-        yield double
-
-
 def replicas(kd: KubeDouble, name: str) -> int:
     return kd.get_object("apps/v1", "deployments", "default", name)["spec"]["replicas"]
 

@@ -32,13 +32,6 @@ needs_prometheus = pytest.mark.skipif(
 BUSY_SECONDS = 3 * 3600
 
 
-@pytest.fixture
-async def kd():
-    async with KubeDouble() as double:
-        double.register_crd(CRD)
-        yield double
-
-
 def stored_status(kd: KubeDouble, name: str) -> dict:
     return (kd.get_object(HA, "horizontalautoscalers", "default", name) or {}).get("status") or {}
 

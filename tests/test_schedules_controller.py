@@ -25,13 +25,6 @@ NY = ZoneInfo("America/New_York")
 BERLIN = ZoneInfo("Europe/Berlin")
 
 
-@pytest.fixture
-async def kd():
-    async with KubeDouble() as double:
-        double.register_crd(CRD)
-        yield double
-
-
 def at(tz, *fields, fold=0) -> float:
     return datetime(*fields, tzinfo=tz, fold=fold).timestamp()
 

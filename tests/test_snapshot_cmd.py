@@ -29,13 +29,6 @@ WRITES = ("POST", "PUT", "PATCH", "DELETE")
 runner = CliRunner()
 
 
-@pytest.fixture
-async def kd():
-    async with KubeDouble() as double:
-        double.register_crd(CRD)
-        yield double
-
-
 async def cli(*args) -> tuple[int, str]:
     """Run ``pyhpa ARGS`` in a thread (the double keeps serving on this loop); (exit code, output)."""
     result = await asyncio.to_thread(runner.invoke, app, [str(a) for a in args])
