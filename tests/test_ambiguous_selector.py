@@ -6,7 +6,7 @@ from lightkube import codecs
 
 from pyhpa.controller.selectors import SelectorIndex
 from pyhpa.core import ControllerConfig, Pod, decide
-from test_controller_e2e import Running, events, kd, put_pods, replicas, set_cpu  # noqa: F401 (fixture)
+from test_controller_e2e import Running, events, put_pods, replicas, set_cpu
 from controller_util import autoscaler, deployment, wait_for
 from tests.builders import NOW, cpu_hpa, cpu_pods, old_memory, scale
 
