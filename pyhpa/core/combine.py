@@ -8,9 +8,11 @@ Sources (each a ``SourceProposal`` in ``Decision.sources``):
   ``spec.metrics[].fallback``; ``pyhpa.core.fallback``): its fallback replicas are *its* proposal in
   upstream's maximum over the metrics, and it is not an invalid metric for upstream's rule; so a
   healthy metric that wants more wins, and a fallback never scales below a healthy metric.
-- **Prediction** — ``spec.prediction``: the forecast quantile of the metric's workload total over
-  the lead window, turned into replicas as upstream turns a metric value into replicas for that
-  target (total / per-pod target, ``ceil``, tolerance around the current count).
+- **Prediction** — ``spec.prediction``: the forecast of the metric's workload total over the lead
+  window, provisioned for up to its quantile (``provisioned_total``: for a Utilization target
+  the band above the central forecast counts in proportion to how much of the target's own
+  headroom it would use), turned into replicas as upstream turns a metric value into replicas for
+  that target (total / per-pod target, ``ceil``, tolerance around the current count).
 - **Schedule** — each active ``spec.schedules[]`` window: a floor (``minReplicas``) and/or a cap
   (``maxReplicas``).
 
@@ -168,11 +170,38 @@ def _per_pod_target(spec: MetricSpec, pods: Sequence[Pod]) -> tuple[float | None
     return None, ""
 
 
+def provisioned_total(metric: MetricSpec, forecast: Forecast) -> float | None:
+    """The workload total (milli-units) the Prediction source provisions for, or None without a forecast.
+
+    ``forecast.total_milli`` is the quantile Q of the total over the lead window and
+    ``forecast.expected_milli`` its central forecast E. A Utilization target of u % already keeps
+    ``100/u - 1`` of headroom above the load it is sized for (43 % at 70 %): forecast uncertainty
+    well inside that headroom is absorbed by it, uncertainty as large as it is not. So for a
+    Utilization target below 100 % the band counts in proportion to the share of the headroom it
+    would use: ``E + w * (Q - E)`` with ``w = min(1, (Q - E) / (E * (100/u - 1)))`` — a narrow band
+    (a forecast that is rarely wrong by much) adds little, a band as wide as the headroom is
+    provisioned in full. Other targets (AverageValue, Value, no E, E >= Q) provision Q, the
+    quantile as given.
+    """
+    total = forecast.total_milli
+    if total is None:
+        return None
+    q = float(total)
+    e = forecast.expected_milli
+    u = metric.target_utilization if metric.target_type == UTILIZATION else None
+    if e is None or not u or u >= 100 or e <= 0 or q <= e:
+        return q
+    band = q - float(e)
+    weight = min(1.0, band / (float(e) * (100.0 / u - 1.0)))
+    return float(e) + weight * band
+
+
 def prediction_proposal(hpa: HPA, forecast: Forecast | None, pods: Sequence[Pod], current: int,
                         tolerance_down: float, tolerance_up: float, metric_name: str) -> SourceProposal:
     """The Prediction source of one sync (``hpa.prediction`` must be set).
 
-    AverageValue and Utilization targets: ``ceil(total / per-pod target)`` where the per-pod
+    ``total`` is ``provisioned_total`` of the forecast. AverageValue and Utilization targets:
+    ``ceil(total / per-pod target)`` where the per-pod
     target is ``averageValue`` or ``averageUtilization`` % of the pods' mean request; Value
     targets: ``ceil(current * forecast / target)`` as upstream's usage ratio. Within the
     tolerance band around ``current`` the proposal is ``current``. Units: milli-units.
@@ -189,7 +218,7 @@ def prediction_proposal(hpa: HPA, forecast: Forecast | None, pods: Sequence[Pod]
         return SourceProposal(source=PREDICTION_SOURCE, name=metric_name, applied=False, error="InvalidMetric",
                               note=f"spec.prediction.metric {spec.metric} names no entry of spec.metrics")
     m = hpa.metrics[spec.metric]
-    total = float(forecast.total_milli)
+    total = provisioned_total(m, forecast)
     if m.target_type == VALUE and m.target_value_milli:
         ratio = total / float(m.target_value_milli)
         replicas = current if 1 - tolerance_down <= ratio <= 1 + tolerance_up else math.ceil(ratio * current)

@@ -222,14 +222,19 @@ class PredictionSpec:
 class Forecast:
     """The forecaster's answer for one sync, as numbers (fitting lives outside the core).
 
-    ``total_milli`` is the forecast quantile of the metric's workload total over
-    ``[now, now + leadSeconds]`` in milli-units (summed millicores of the target's pods for a CPU
-    Resource metric, the summed per-pod value for Pods metrics, the value for Object/External);
-    None when there is no usable forecast, and then ``reason`` says why (a ``PredictionActive``
-    reason: InsufficientHistory, NotPredictable, HistoryUnavailable, AccuracyTooLow).
+    ``total_milli`` is the forecast quantile (``spec.prediction.quantile``) of the metric's workload
+    total over ``[now, now + leadSeconds]`` in milli-units (summed millicores of the target's pods
+    for a CPU Resource metric, the summed per-pod value for Pods metrics, the value for
+    Object/External); None when there is no usable forecast, and then ``reason`` says why (a
+    ``PredictionActive`` reason: InsufficientHistory, NotPredictable, HistoryUnavailable,
+    AccuracyTooLow). ``expected_milli`` is the highest central (median) forecast over the same
+    window, same unit; None when the forecaster gives only the quantile (the quantile is then
+    provisioned for in full). How much of the band between the two is provisioned for is the
+    core's rule (``pyhpa.core.combine.provisioned_total``).
     """
 
     total_milli: int | None
+    expected_milli: int | None = None
     reason: str = "Predicting"
     message: str = ""
 
@@ -465,13 +470,17 @@ class ScheduleStatus:
 
 @dataclass(slots=True, frozen=True, kw_only=True)
 class PredictionStatus:
-    """What the core knows of ``status.prediction``: the forecast it was given (milli-units) and
-    the replicas it proposed (None when it stepped aside: ``reason``)."""
+    """What the core knows of ``status.prediction``: the forecast it was given (milli-units: the
+    quantile ``forecast_milli`` and the central ``expected_milli``), the total it provisioned for
+    (``provisioned_milli``, see ``pyhpa.core.combine.provisioned_total``) and the replicas it
+    proposed (None when it stepped aside: ``reason``)."""
 
     forecast_milli: int | None
     replicas: int | None
     reason: str
     mode: str
+    expected_milli: int | None = None
+    provisioned_milli: int | None = None
 
 
 #: ``MetricHealth.status`` values (KEDA's)

@@ -7,13 +7,14 @@ rescale and the status write; if the rescale fails it calls ``rescale_failed``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from dataclasses import replace
 
 from .calculator import ReplicaCalculator
-from .combine import SPEC_MAX, SPEC_MIN, Bounds, decided_by, effective_bounds, prediction_proposal, recommend, \
-    schedule_sources
+from .combine import SPEC_MAX, SPEC_MIN, Bounds, decided_by, effective_bounds, prediction_proposal, \
+    provisioned_total, recommend, schedule_sources
 from .fallback import FALLBACK_CONDITION, FallbackTracker, has_fallback, metric_health
 from .metrics import UNABLE_PREFIX, compute_proposal, describe
 from .model import (
@@ -390,6 +391,10 @@ def _prediction(sync: _Sync, out: _Outcome, forecast: Forecast | None, current: 
     p = prediction_proposal(hpa, forecast, sync.selected, current, down, up, name)
     out.sources.append(p)
     total = None if forecast is None else forecast.total_milli
+    expected = None if forecast is None else forecast.expected_milli
+    provisioned = None
+    if total is not None and 0 <= spec.metric < len(hpa.metrics):
+        provisioned = math.ceil(provisioned_total(hpa.metrics[spec.metric], forecast) - 1e-9)
     if p.replicas is None:
         reason = p.error or "NotPredictable"
         sync.cond("PredictionActive", "False", reason, p.note or "the prediction stepped aside")
@@ -401,7 +406,8 @@ def _prediction(sync: _Sync, out: _Outcome, forecast: Forecast | None, current: 
         reason = "Predicting"
         sync.cond("PredictionActive", "True", reason,
                   f"the forecast over the next {spec.lead_seconds}s asks for {p.replicas} replicas")
-    out.prediction = PredictionStatus(forecast_milli=total, replicas=p.replicas, reason=reason, mode=spec.mode)
+    out.prediction = PredictionStatus(forecast_milli=total, expected_milli=expected, provisioned_milli=provisioned,
+                                      replicas=p.replicas, reason=reason, mode=spec.mode)
     return p
 
 

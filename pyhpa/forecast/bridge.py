@@ -22,7 +22,10 @@ def observed_total(s: MetricSamples) -> float | None:
 
 def to_core_forecast(p: Prediction) -> Forecast:
     """The core's ``Forecast`` (milli-units, rounded up as ``MilliValue()``) of a ``Prediction``:
-    a total only when the prediction is usable, else the reason and message of stepping aside."""
+    the quantile and the central forecast over the window only when the prediction is usable,
+    else the reason and message of stepping aside."""
     if p.usable and p.upper is not None:
-        return Forecast(total_milli=int(math.ceil(p.upper - 1e-9)), reason=p.reason, message=p.message)
+        expected = None if p.expected is None else int(math.ceil(p.expected - 1e-9))
+        return Forecast(total_milli=int(math.ceil(p.upper - 1e-9)), expected_milli=expected, reason=p.reason,
+                        message=p.message)
     return Forecast(total_milli=None, reason=p.reason, message=p.message)

@@ -27,8 +27,10 @@ The method (in the spirit of Crane's DSP predictor and AHPA's robust decompositi
 5. Model selection on a held-out period (the last day, or a quarter of a shorter
    history): every candidate (transform x profile smoothing x period set) forecasts each
    held-out point one lead ahead from the data before it, exactly as it would live; the
-   lowest WAPE wins. A winner no better than the training median (flat forecast) is
-   ``NotPredictable``; one whose error exceeds ``max_error`` is ``AccuracyTooLow``.
+   lowest WAPE wins. A winner whose profile does not forecast the held-out period one hour
+   ahead about as well as its recent level alone (within 5 %: a "cycle" fitted in noise), or
+   that is no better than the training median (flat forecast), is ``NotPredictable``; one
+   whose error exceeds ``max_error`` is ``AccuracyTooLow``.
 6. Quantiles come from the winner's held-out errors at the lead horizon (in the transformed
    space, divided by the noise level of their hour of day, so that bands are wider where the
    history is noisier).
@@ -39,7 +41,7 @@ Everything is vectorized; a fit on 7 days of 1-minute history takes tens of mill
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -70,6 +72,10 @@ MIN_EXTRA_STRENGTH = 0.10
 MIN_PERIOD_SECONDS = 3600.0
 #: A candidate must beat the flat forecast (training median) by this factor on the held-out period.
 FLAT_MARGIN = 0.9
+#: A usable pattern: one hour ahead on the held-out period, the seasonal profile must forecast at least
+#: about as well (within 5 %) as the recent level alone; otherwise the "cycle" is noise fitted in sample.
+SKILL_HORIZON_SECONDS = 3600.0
+SKILL_MARGIN = 1.05
 SMOOTH_SECONDS = (600.0, 1800.0)
 DISPERSION_BINS = 24
 #: Period detection and model selection are repeated at most this often (s); refits in between
@@ -134,7 +140,14 @@ def fit(times, values, *, now: float, settings: ForecastSettings = ForecastSetti
         return Fit(reason=INSUFFICIENT_HISTORY, **common,
                    message=f"{_dur(span)} of history is too short to hold out a period for validation")
     cand, score, n_cands = chosen
+    seasonal_wape, level_wape = _profile_skill(grid, i0, step, cand, offset)
+    score = replace(score, ahead_wape=seasonal_wape, ahead_level_wape=level_wape)
     common.update(score=score, candidates=n_cands)
+    if seasonal_wape > SKILL_MARGIN * level_wape:
+        return Fit(reason=NOT_PREDICTABLE, **common,
+                   message=f"the {_dur(cand.periods[0] * step)} profile does not forecast the held-out period "
+                           f"{_dur(SKILL_HORIZON_SECONDS)} ahead better than the recent level alone "
+                           f"({_pct(seasonal_wape)} against {_pct(level_wape)} error): no usable pattern")
     if not score.wape < FLAT_MARGIN * score.flat_wape:
         return Fit(reason=NOT_PREDICTABLE, **common,
                    message=f"the seasonal model ({_pct(score.wape)} error on the held-out period) is no better than "
@@ -418,7 +431,7 @@ class _Candidate:
 def _select(grid, i0, step, periods, offset, settings: ForecastSettings):
     """The best candidate on the held-out period: (candidate, score, count), or None if too short."""
     n = grid.size
-    hold = int(round(min(DAY, max(2 * 3600.0, n * step / 4)) / step))
+    hold = _holdout_cells(n, step)
     n_tr = n - hold
     m = max(1, int(math.ceil(settings.lead_seconds / step)))
     if hold <= m + 2 or n_tr < 2:
@@ -452,6 +465,37 @@ def _select(grid, i0, step, periods, offset, settings: ForecastSettings):
     if best is None:
         return None
     return best[0], best[1], count
+
+
+def _holdout_cells(n: int, step: float) -> int:
+    """Cells held out for validation: the last day, or a quarter of a shorter history (at least 2 h)."""
+    return int(round(min(DAY, max(2 * 3600.0, n * step / 4)) / step))
+
+
+def _profile_skill(grid, i0, step, cand: _Candidate, offset: float) -> tuple[float, float]:
+    """(WAPE of the candidate, WAPE of its level alone) forecasting the held-out period
+    ``SKILL_HORIZON_SECONDS`` ahead, with profiles from the data before it. A real cycle makes the
+    first clearly smaller; a cycle found in noise does not."""
+    n = grid.size
+    n_tr = n - _holdout_cells(n, step)
+    m = max(1, int(round(SKILL_HORIZON_SECONDS / step)))
+    lo, hi = n_tr - 1, n - m
+    if hi - lo < 3:
+        return 0.0, 0.0
+    y = forward(cand.transform, grid, offset)
+    seasonal = _seasonal(_profiles(y[:n_tr], i0, cand.periods, cand.smooth), cand.periods, i0, n)
+    actual = grid[lo + m:hi + m]
+    out = []
+    for s in (seasonal, None):
+        d = y if s is None else y - s
+        level = _ffill(_trailing_median(d, cand.level, lo, hi))
+        point = level if s is None else level + s[lo + m:hi + m]
+        ok = ~np.isnan(level) & ~np.isnan(actual)
+        total = float(actual[ok].sum())
+        if total <= 0:
+            return 0.0, 0.0
+        out.append(float(np.abs(backward(cand.transform, point[ok], offset) - actual[ok]).sum() / total))
+    return out[0], out[1]
 
 
 def _trailing_median(d: np.ndarray, k: int, lo: int, hi: int) -> np.ndarray:

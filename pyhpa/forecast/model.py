@@ -99,12 +99,16 @@ class SeasonalModel:
 class HoldoutScore:
     """Accuracy of a candidate on the held-out period: ``wape`` (sum |error| / sum actual,
     point forecasts at the lead horizon), ``flat_wape`` of the training median (the
-    "no model" baseline), ``persistence_wape`` of "the last value goes on"."""
+    "no model" baseline), ``persistence_wape`` of "the last value goes on";
+    ``ahead_wape`` and ``ahead_level_wape``: the model's and its recent level's WAPE one hour
+    ahead (``fitting.SKILL_HORIZON_SECONDS``), the test of a usable pattern."""
 
     wape: float
     flat_wape: float
     persistence_wape: float
     evaluations: int
+    ahead_wape: float | None = None
+    ahead_level_wape: float | None = None
 
 
 @dataclass(slots=True, frozen=True)
@@ -161,9 +165,11 @@ class Prediction:
     ``upper``: the highest ``quantile`` of the workload total over the window (metric
     units), None unless ``reason`` is ``Predicting``/``AccuracyTooLow`` with a model (it is
     computed while stepping aside too, so that accuracy can recover; ``usable`` says
-    whether the caller should act on it). ``point`` the central forecast at now + lead,
-    ``low``/``high`` its (1 - q, q) band. ``fit`` the fit in use, ``accuracy`` the recent
-    accuracy.
+    whether the caller should act on it). ``expected``: the highest central (median) forecast
+    over the same window (the decision core provisions for the band between the two in
+    proportion to the target's headroom, ``pyhpa.core.provisioned_total``). ``point`` the
+    central forecast at now + lead, ``low``/``high`` its (1 - q, q) band. ``fit`` the fit in use,
+    ``accuracy`` the recent accuracy.
     """
 
     now: float
@@ -171,6 +177,7 @@ class Prediction:
     message: str
     usable: bool = False
     upper: float | None = None
+    expected: float | None = None
     point: float | None = None
     low: float | None = None
     high: float | None = None

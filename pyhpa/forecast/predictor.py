@@ -132,7 +132,7 @@ class Predictor:
         self._aside = False
         self._level_key: tuple | None = None
         self._level_value = 0.0
-        self._cells: tuple | None = None  # (c0, c1, model, window top, seasonal at c1, spread at c1)
+        self._cells: tuple | None = None  # (c0, c1, model, window top, seasonal at c1, spread at c1, point top)
 
     # ------------------------------------------------------------------ history
     def extend(self, times, values) -> None:
@@ -239,9 +239,11 @@ class Predictor:
         if cells is None or cells[0] != c0 or cells[1] != c1 or cells[2] is not m:
             werr = m.window_error
             top = max(self._s(m, c) + werr * m.spread(c) for c in range(c0, c1 + 1))
-            cells = self._cells = (c0, c1, m, top, self._s(m, c1), m.spread(c1))
+            top_point = max(self._s(m, c) for c in range(c0, c1 + 1))
+            cells = self._cells = (c0, c1, m, top, self._s(m, c1), m.spread(c1), top_point)
         top, seas, spread = cells[3], cells[4], cells[5]
         upper = _back(m, level + top)
+        expected = min(_back(m, level + cells[6]), upper)
         point_y = level + seas
         point = _back(m, point_y)
         low = _back(m, point_y + m.point_low * spread)
@@ -250,8 +252,8 @@ class Predictor:
             self._last_issue_cell = c0
             self.tracker.issue(now, now + lead, point, high, self._v[-1])
         reason, msg, usable = self._judge(acc, f)
-        return Prediction(now=now, reason=reason, message=msg, usable=usable, upper=upper, point=point, low=low,
-                          high=high, fit=f, accuracy=acc)
+        return Prediction(now=now, reason=reason, message=msg, usable=usable, upper=upper, expected=expected,
+                          point=point, low=low, high=high, fit=f, accuracy=acc)
 
     def _judge(self, acc: Accuracy, f: Fit) -> tuple[str, str, bool]:
         s = self.settings
