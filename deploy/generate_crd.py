@@ -184,6 +184,12 @@ PREDICTION_STATUS = {
         "forecast": {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True,
                      "description": "The quantile of the metric's workload total over the forecast window "
                                     "(the metric's unit: cores for CPU, bytes for memory)."},
+        "expected": {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True,
+                     "description": "The highest central (median) forecast over the forecast window (same unit)."},
+        "provisioned": {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True,
+                        "description": "The total the replicas are sized for: the expected value plus the band up "
+                                       "to the quantile, in proportion to the share of a Utilization target's "
+                                       "headroom the band would use (same unit)."},
         "replicas": {"type": "integer", "format": "int32", "description": "Replicas the forecast asks for."},
         "accuracy": {"type": "object", "description": "Recent forecasts against what happened.", "properties": {
             "mape": {"type": "number", "description": "Mean absolute percentage error (fraction)."},

@@ -20,6 +20,7 @@ from pyhpa.core import (
     decide,
     next_change,
     occurrences,
+    provisioned_total,
     with_status,
 )
 from tests.builders import cpu_hpa, cpu_pods, scale
@@ -248,6 +249,44 @@ def test_a_forecast_that_steps_aside_gives_no_proposal_and_its_reason():
         d = decide(predicted(), scale(4), pods, [samples], Memory([(t - 3600, 4)]), t, CFG, forecast=forecast)
         assert d.desired_replicas == 4 and conds(d)["PredictionActive"] == ("False", reason)
         assert next(s for s in d.sources if s.source == "Prediction").replicas is None
+
+
+def test_the_band_counts_in_proportion_to_the_headroom_of_a_utilization_target():
+    # 4 pods of 1000m at 50 %: 500m per pod, and 100 % headroom above the load the target sizes for.
+    pods, samples = cpu_pods([500] * 4)
+    t = at(2026, 1, 5, 12)
+
+    def prediction(forecast, hpa=None):
+        d = decide(hpa or predicted(), scale(4), pods, [samples], Memory([(t - 3600, 4)]), t, CFG, forecast=forecast)
+        return next(s for s in d.sources if s.source == "Prediction").replicas, d.status.prediction
+
+    # narrow band: 3,000m expected, 3,600m quantile uses a fifth of the headroom -> 3,000 + 0.2 x 600 = 3,120m
+    replicas, st = prediction(Forecast(total_milli=3600, expected_milli=3000))
+    assert (replicas, st.forecast_milli, st.expected_milli, st.provisioned_milli) == (7, 3600, 3000, 3120)
+    assert prediction(Forecast(total_milli=3600))[0] == 8  # no central forecast: the quantile in full
+    # a band as wide as the headroom (or wider) is provisioned in full
+    assert prediction(Forecast(total_milli=4600, expected_milli=2300))[1].provisioned_milli == 4600
+    assert prediction(Forecast(total_milli=4600, expected_milli=1000))[0] == 10
+    # an AverageValue target has no headroom the core knows of: the quantile in full
+    average = replace(predicted(), metrics=(replace(predicted().metrics[0], target_type="AverageValue",
+                                                    target_utilization=None, target_average_milli=500),))
+    assert prediction(Forecast(total_milli=3600, expected_milli=3000), average)[1].provisioned_milli == 3600
+
+
+def test_provisioned_total_keeps_expected_and_quantile_as_bounds():
+    from hypothesis import given, strategies as st
+
+    metric = predicted().metrics[0]
+
+    @given(st.integers(1, 10**9), st.integers(0, 10**9), st.integers(1, 99))
+    def check(expected, band, u):
+        m = replace(metric, target_utilization=u)
+        v = provisioned_total(m, Forecast(total_milli=expected + band, expected_milli=expected))
+        assert expected <= v <= expected + band
+        if band >= expected * (100 / u - 1):
+            assert v == expected + band
+
+    check()
 
 
 def test_forecast_below_the_metrics_never_lowers_the_decision():

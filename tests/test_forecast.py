@@ -19,6 +19,7 @@ from pyhpa.forecast import (
     Predictor,
     fit,
     replay,
+    to_core_forecast,
 )
 
 T0 = 1_700_000_000.0 - (1_700_000_000.0 % DAY)  # a UTC midnight
@@ -117,6 +118,30 @@ def test_white_noise_is_not_predictable():
     assert f.reason == NOT_PREDICTABLE and f.model is None, f.message
     p = predictor_with(t, v)
     assert p.forecast(t[-1] + STEP).upper is None
+
+
+def test_a_cycle_that_does_not_forecast_the_held_out_period_is_not_predictable():
+    # six days of a daily cycle, then a day without it: the profile is strong in sample, but one hour
+    # ahead on the held-out day it is worse than the recent level alone
+    t, v = series(7, daily, noise=20.0)
+    last = t >= t[-1] - DAY + STEP
+    v[last] = 1000.0 + 20.0 * np.random.default_rng(1).standard_normal(int(last.sum()))
+    f = fit(t, v, now=t[-1] + STEP)
+    assert f.reason == NOT_PREDICTABLE and f.model is None
+    assert "does not forecast the held-out period 1h ahead" in f.message, f.message
+    assert f.score.ahead_wape > 1.05 * f.score.ahead_level_wape
+    # the same cycle kept up on the last day passes the test, and says by how much
+    ok = fit(*series(7, daily, noise=20.0), now=t[-1] + STEP)
+    assert ok.reason == PREDICTING and ok.score.ahead_wape < 0.5 * ok.score.ahead_level_wape
+
+
+def test_expected_is_the_central_forecast_below_the_quantile():
+    t, v = series(7, daily, noise=20.0)
+    f = predictor_with(t, v).forecast(t[-1] + STEP)
+    peak = daily(np.arange(t[-1] + STEP, t[-1] + STEP + 301.0, 60.0)).max()
+    assert f.expected <= f.upper and abs(f.expected - peak) / peak < 0.04
+    core = to_core_forecast(f)
+    assert core.expected_milli == math.ceil(f.expected) and core.total_milli == math.ceil(f.upper)
 
 
 def test_outliers_and_gaps_are_ignored():

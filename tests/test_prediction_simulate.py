@@ -171,9 +171,10 @@ def test_explain_shows_what_the_prediction_asked_for_and_whether_it_won():
     assert text.exit_code == 0, text.output
     assert "prediction: metric 1, lead 300 s, quantile 0.9, mode Enforce" in text.output
     assert "forecast: 500m" in text.output and "asks for 5 replicas: it set the number" in text.output
+    assert "expected: 400m; provisioned for: 425m" in text.output
     out = json.loads(runner.invoke(app, ["explain", "-o", "json", SNAPSHOT]).output)
-    assert out["prediction"] == {"forecast": "500m", "replicas": 5, "reason": "Predicting", "mode": "Enforce",
-                                 "applied": True, "won": True}
+    assert out["prediction"] == {"forecast": "500m", "expected": "400m", "provisioned": "425m", "replicas": 5,
+                                 "reason": "Predicting", "mode": "Enforce", "applied": True, "won": True}
     assert out["desiredReplicas"] == 5 and out["decidedBy"].startswith("Prediction/")
     assert [p["replicas"] for p in out["proposals"]] == [4]
 

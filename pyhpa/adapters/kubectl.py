@@ -132,11 +132,14 @@ def snapshot_from_kubectl(
 
 def status_forecast(doc: dict):
     """The forecast the controller last wrote to a HorizontalAutoscaler's ``status.prediction``
-    (``forecast``, ``reason``, ``message``), as the snapshot's ``forecast``; None when there is none."""
+    (``forecast``, ``expected``, ``reason``, ``message``), as the snapshot's ``forecast``; None when there
+    is none."""
     section = (doc.get("status") or {}).get("prediction") if isinstance(doc.get("status"), dict) else None
     if not isinstance(section, dict) or "reason" not in section:
         return None
     d = {"total": section.get("forecast"), "reason": section["reason"], "message": section.get("message", "")}
+    if section.get("expected") is not None and d["total"] is not None:
+        d["expected"] = section["expected"]
     try:
         return forecast_from_dict(d)
     except InputError as err:

@@ -192,6 +192,10 @@ def _render_prediction(console: Console, snap: Snapshot, d: Decision) -> None:
         console.print(f"  forecast: {readable.quantity(st.forecast_milli, metric)} (the {spec.quantile:g} quantile "
                       f"of the metric's "
                       f"workload total over the next {spec.lead_seconds} s)", markup=False)
+        if st.expected_milli is not None and st.provisioned_milli is not None:
+            console.print(f"  expected: {readable.quantity(st.expected_milli, metric)}; provisioned for: "
+                          f"{readable.quantity(st.provisioned_milli, metric)} (the band above the expected value "
+                          "counts in proportion to the target's headroom it would use)", markup=False)
     if src.replicas is None:
         console.print(f"  steps aside [{st.reason}]: {src.note}", markup=False)
         return

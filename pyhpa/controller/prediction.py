@@ -244,6 +244,10 @@ class LivePredictions:
             out["replicas"] = ps.replicas
         if ps.forecast_milli is not None:
             out["forecast"] = format_milli(_significant(ps.forecast_milli))
+        if ps.expected_milli is not None:
+            out["expected"] = format_milli(_significant(ps.expected_milli))
+        if ps.provisioned_milli is not None:
+            out["provisioned"] = format_milli(_significant(ps.provisioned_milli))
         st = self._states.get(a.key)
         f = st.predictor.fit if st is not None else None
         if f is not None:
