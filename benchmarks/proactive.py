@@ -19,6 +19,11 @@ the per-trace ratios) and ``overall_ratio=...``: all traces pooled, the predicti
 seconds over the reactive frontier's at equal pod-hours, summed over the traces. Target: overall
 ratio <= 0.5, no trace above 1.0.
 ``--quick`` simulates one week of each trace only.
+
+The same comparison on another trace (e.g. a production one): ``--csv FILE --column NAME --start T
+--end T`` (rows before ``--start`` are the history; ``--load-scale``, ``--min-replicas``,
+``--max-replicas`` as for the built-in traces; the trace is named by its file stem). With ``--csv``
+only that trace runs, unless ``--trace`` names built-in ones too.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from pyhpa.adapters.errors import InputError  # noqa: E402
 from pyhpa.simulate import Settings, run_simulation  # noqa: E402
 
 HERE = ROOT / "benchmarks"
@@ -131,11 +137,30 @@ def main() -> None:
     ap.add_argument("-v", "--verbose", action="store_true", help="print every run's figures to stderr")
     ap.add_argument("--prediction", default="{}", help="spec.prediction of the predictive run, YAML flow style "
                     "(default {}: the figures are for the defaults; e.g. '{quantile: 0.95, leadSeconds: 600}')")
+    ap.add_argument("--csv", type=Path, help="another trace: a CSV file with a timestamp column")
+    ap.add_argument("--column", help="with --csv: the load column (requests per second)")
+    ap.add_argument("--start", help="with --csv: start of the simulation (rows before it are the history)")
+    ap.add_argument("--end", help="with --csv: end of the simulation")
+    ap.add_argument("--load-scale", type=float, default=1.0, help="with --csv: multiply the load (default 1)")
+    ap.add_argument("--min-replicas", type=int, default=2, help="with --csv: minReplicas (default 2)")
+    ap.add_argument("--max-replicas", type=int, default=400, help="with --csv: maxReplicas (default 400)")
     args = ap.parse_args()
+    traces = {name: TRACES[name] for name in (args.trace or ([] if args.csv else list(TRACES)))}
+    if args.csv is not None:
+        missing = [f"--{k}" for k in ("column", "start", "end") if not getattr(args, k)]
+        if missing:
+            ap.error(f"--csv needs {', '.join(missing)}")
+        traces[args.csv.name.split(".")[0]] = dict(
+            file=args.csv, column=args.column, load_scale=args.load_scale, start=args.start, end=args.end,
+            quick_end=args.end, min_replicas=args.min_replicas, max_replicas=args.max_replicas)
     ratios, proactive, reactive = [], 0.0, 0.0
     with tempfile.TemporaryDirectory() as tmp:
-        for name in args.trace or list(TRACES):
-            r = run_trace(name, TRACES[name], args.quick, Path(tmp), args.verbose, args.prediction)
+        for name, cfg in traces.items():
+            try:
+                r = run_trace(name, cfg, args.quick, Path(tmp), args.verbose, args.prediction)
+            except InputError as err:
+                print(f"proactive.py: {err}", file=sys.stderr)
+                sys.exit(2)
             ratios.append(r["ratio"])
             proactive += r["overloaded"]
             reactive += r["reactive"]

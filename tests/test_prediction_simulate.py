@@ -66,7 +66,9 @@ def test_prediction_scales_up_before_the_daily_rise_and_reports_it(tmp_path):
     assert ready_at_rise(predictive) > ready_at_rise(reactive) + 10
     early = predictive[(predictive["time"] < rise) & (predictive["desired_replicas"] > 45)]
     assert not early.empty and early["time"].iloc[0] >= rise - 1800  # ahead of the rise, not hours ahead
-    assert set(predictive.columns) >= {"predicted_replicas", "forecast"}
+    assert set(predictive.columns) >= {"predicted_replicas", "forecast", "provisioned"}
+    both = predictive.dropna(subset=["forecast", "provisioned"])
+    assert not both.empty and (both["provisioned"] <= both["forecast"] + 1e-3).all()
     assert "predicted_replicas" not in reactive.columns
     p = sim.runs[1].summary["prediction"]
     assert p["history_rows_before_start"] == 7 * DAY // 60

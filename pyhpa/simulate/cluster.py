@@ -536,6 +536,9 @@ class Cluster:
         if self.prediction is not None:
             values.append(next((s.replicas for s in d.sources if s.source == PREDICTION_SOURCE), None))
             values.append(self.prediction.forecast_value())
+            st = d.status.prediction
+            values.append(self.prediction.record_provisioned(
+                st.provisioned_milli if st is not None and st.replicas is not None else None))
         self.rows.append((t, self.rps, d.current_replicas, self.n_ready, d.desired_replicas, d.prenormalized, *values,
                           unready, missing, self.n_serving * self.cap, unserved, self._changed(d), d.error or "",
                           d.min_replicas_effective, d.max_replicas_effective, ";".join(d.active_schedules)))
@@ -554,7 +557,7 @@ class Cluster:
         """Names of the fields of each row in ``rows``."""
         metric_cols = [c for v in self.views for c in (v.label, f"{v.label}_target")]
         if self.prediction is not None:
-            metric_cols += ["predicted_replicas", "forecast"]
+            metric_cols += ["predicted_replicas", "forecast", "provisioned"]
         return ["time", "load", "current_replicas", "ready_replicas", "desired_replicas", "recommended_replicas",
                 *metric_cols, "unready_pods", "missing_pods", "ready_capacity", "unserved_requests",
                 "conditions_changed", "error", "min_replicas_effective", "max_replicas_effective", "active_schedules"]

@@ -207,6 +207,9 @@ def _prediction_panel(ax, t, cluster: Cluster) -> None:
                     label=f"forecast band ({1 - p.spec.quantile:g}-{p.spec.quantile:g} quantiles) at its target time")
     ax.plot(t, p.upper, color="tab:red", lw=0.8, label=f"forecast: {p.spec.quantile:g} quantile over the next "
             f"{p.spec.lead_seconds} s", drawstyle="steps-post")
+    if len(p.provisioned) == len(t):
+        ax.plot(t, p.provisioned, color="tab:purple", lw=0.8, ls="--", drawstyle="steps-post",
+                label="provisioned for (the band in proportion to the target's headroom)")
     ax.set_ylabel(p.unit)
     ax.set_ylim(bottom=0)
 

@@ -72,6 +72,7 @@ class SimPrediction:
         self.times: list[float] = []
         self.observed: list[float] = []
         self.upper: list[float] = []
+        self.provisioned: list[float] = []  # what the core sized the replicas for (``record_provisioned``)
         self.point: list[float] = []
         self.low: list[float] = []
         self.high: list[float] = []
@@ -100,6 +101,13 @@ class SimPrediction:
         self.high.append(nan if p.high is None else p.high * f)
         self.reasons[p.reason] = self.reasons.get(p.reason, 0) + 1
         return to_core_forecast(p)
+
+    def record_provisioned(self, milli: int | None) -> float | None:
+        """Keep the total the core provisioned for at this sync (``PredictionStatus.provisioned_milli``,
+        None when it stepped aside); returns it in metric-total units for the timeline."""
+        v = None if milli is None else round(milli * self.factor, 4)
+        self.provisioned.append(math.nan if v is None else v)
+        return v
 
     def forecast_value(self) -> float | None:
         """The last forecast (the highest quantile over the lead window) in metric-total units."""

@@ -168,6 +168,7 @@ def timeline_frame(cluster: Cluster, trace: Trace) -> pd.DataFrame:
     digits = {"load": 6, "ready_capacity": 4, "unserved_requests": 3, **{c: 4 for c in metric_cols}}
     if "forecast" in header:
         digits["forecast"] = 4
+        digits["provisioned"] = 4
     for col, d in digits.items():
         df[col] = [None if x is None else round(x, d) for x in df[col]]
     return df
