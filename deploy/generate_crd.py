@@ -154,7 +154,9 @@ PREDICTION = {
                         "description": "How far ahead the forecast must cover: pod scheduling + start-up + a sync "
                                        "(default 300)."},
         "quantile": {"type": "number", "minimum": 0.5, "maximum": 1, "exclusiveMaximum": True, "default": 0.9,
-                     "description": "The forecast quantile provisioned for (default 0.9)."},
+                     "description": "The forecast quantile provisioned for (default 0.9); for a Utilization "
+                                    "target the band above the central forecast counts in proportion to the "
+                                    "share of the target's headroom it would use."},
         "mode": {"type": "string", "enum": ["Enforce", "Observe"], "default": "Enforce",
                  "description": "Enforce: the forecast may raise replicas. Observe: computed and reported, never "
                                 "applied."},
