@@ -137,9 +137,8 @@ def status_forecast(doc: dict):
     section = (doc.get("status") or {}).get("prediction") if isinstance(doc.get("status"), dict) else None
     if not isinstance(section, dict) or "reason" not in section:
         return None
-    d = {"total": section.get("forecast"), "reason": section["reason"], "message": section.get("message", "")}
-    if section.get("expected") is not None and d["total"] is not None:
-        d["expected"] = section["expected"]
+    d = {"total": section.get("forecast"), "expected": section.get("expected"), "reason": section["reason"],
+         "message": section.get("message", "")}
     try:
         return forecast_from_dict(d)
     except InputError as err:

@@ -197,11 +197,12 @@ def provisioned_total(metric: MetricSpec, forecast: Forecast) -> float | None:
 
 
 def prediction_proposal(hpa: HPA, forecast: Forecast | None, pods: Sequence[Pod], current: int,
-                        tolerance_down: float, tolerance_up: float, metric_name: str) -> SourceProposal:
-    """The Prediction source of one sync (``hpa.prediction`` must be set).
+                        tolerance_down: float, tolerance_up: float,
+                        metric_name: str) -> tuple[SourceProposal, float | None]:
+    """The Prediction source of one sync (``hpa.prediction`` must be set) and the total it
+    provisioned for (``provisioned_total`` of the forecast; None without a forecast or metric).
 
-    ``total`` is ``provisioned_total`` of the forecast. AverageValue and Utilization targets:
-    ``ceil(total / per-pod target)`` where the per-pod
+    AverageValue and Utilization targets: ``ceil(total / per-pod target)`` where the per-pod
     target is ``averageValue`` or ``averageUtilization`` % of the pods' mean request; Value
     targets: ``ceil(current * forecast / target)`` as upstream's usage ratio. Within the
     tolerance band around ``current`` the proposal is ``current``. Units: milli-units.
@@ -213,10 +214,10 @@ def prediction_proposal(hpa: HPA, forecast: Forecast | None, pods: Sequence[Pod]
         reason = "HistoryUnavailable" if forecast is None else forecast.reason
         message = "no forecast was available" if forecast is None else forecast.message
         return SourceProposal(source=PREDICTION_SOURCE, name=metric_name, applied=False, error=reason,
-                              note=message)
+                              note=message), None
     if not 0 <= spec.metric < len(hpa.metrics):
         return SourceProposal(source=PREDICTION_SOURCE, name=metric_name, applied=False, error="InvalidMetric",
-                              note=f"spec.prediction.metric {spec.metric} names no entry of spec.metrics")
+                              note=f"spec.prediction.metric {spec.metric} names no entry of spec.metrics"), None
     m = hpa.metrics[spec.metric]
     total = provisioned_total(m, forecast)
     if m.target_type == VALUE and m.target_value_milli:
@@ -225,11 +226,12 @@ def prediction_proposal(hpa: HPA, forecast: Forecast | None, pods: Sequence[Pod]
     else:
         per_pod, why = _per_pod_target(m, pods)
         if per_pod is None or per_pod <= 0:
+            why = why or "the metric's target cannot size a forecast"
             return SourceProposal(source=PREDICTION_SOURCE, name=metric_name, applied=False,
-                                  error="NotPredictable", note=why or "the metric's target cannot size a forecast")
+                                  error="NotPredictable", note=why), total
         ratio = total / (per_pod * current) if current > 0 else math.inf
         replicas = current if 1 - tolerance_down <= ratio <= 1 + tolerance_up else math.ceil(total / per_pod)
     note = "" if applied else "Observe mode: computed and reported, never applied"
     return SourceProposal(source=PREDICTION_SOURCE, name=metric_name, replicas=max(int(replicas), 0),
-                          applied=applied, note=note)
+                          applied=applied, note=note), total
 

@@ -205,8 +205,9 @@ class PredictionSpec:
 
     ``metric`` indexes ``spec.metrics``; ``history_seconds``, ``lead_seconds`` and
     ``refresh_seconds`` are seconds; ``quantile`` is the forecast quantile provisioned for
-    (0..1; for a Utilization target in proportion to its headroom: ``pyhpa.core.provisioned_total``); ``mode`` is "Enforce" (the forecast may raise replicas) or "Observe" (computed and
-    reported, never applied); ``history_query`` is PromQL overriding the default history query.
+    (0..1; for a Utilization target in proportion to its headroom: ``pyhpa.core.provisioned_total``);
+    ``mode`` is "Enforce" (the forecast may raise replicas) or "Observe" (computed and reported,
+    never applied); ``history_query`` is PromQL overriding the default history query.
     """
 
     metric: int = 0

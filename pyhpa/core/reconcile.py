@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from .calculator import ReplicaCalculator
-from .combine import SPEC_MAX, SPEC_MIN, Bounds, decided_by, effective_bounds, prediction_proposal, \
-    provisioned_total, recommend, schedule_sources
+from .combine import SPEC_MAX, SPEC_MIN, Bounds, decided_by, effective_bounds, prediction_proposal, recommend, \
+    schedule_sources
 from .fallback import FALLBACK_CONDITION, FallbackTracker, has_fallback, metric_health
 from .metrics import UNABLE_PREFIX, compute_proposal, describe
 from .model import (
@@ -388,13 +388,10 @@ def _prediction(sync: _Sync, out: _Outcome, forecast: Forecast | None, current: 
     assert spec is not None
     down, up = tolerances(hpa, sync.config)
     name = describe(hpa.metrics[spec.metric]) if 0 <= spec.metric < len(hpa.metrics) else f"metrics[{spec.metric}]"
-    p = prediction_proposal(hpa, forecast, sync.selected, current, down, up, name)
+    p, provisioned = prediction_proposal(hpa, forecast, sync.selected, current, down, up, name)
     out.sources.append(p)
     total = None if forecast is None else forecast.total_milli
     expected = None if forecast is None else forecast.expected_milli
-    provisioned = None
-    if total is not None and 0 <= spec.metric < len(hpa.metrics):
-        provisioned = math.ceil(provisioned_total(hpa.metrics[spec.metric], forecast) - 1e-9)
     if p.replicas is None:
         reason = p.error or "NotPredictable"
         sync.cond("PredictionActive", "False", reason, p.note or "the prediction stepped aside")
@@ -406,7 +403,8 @@ def _prediction(sync: _Sync, out: _Outcome, forecast: Forecast | None, current: 
         reason = "Predicting"
         sync.cond("PredictionActive", "True", reason,
                   f"the forecast over the next {spec.lead_seconds}s asks for {p.replicas} replicas")
-    out.prediction = PredictionStatus(forecast_milli=total, expected_milli=expected, provisioned_milli=provisioned,
+    out.prediction = PredictionStatus(forecast_milli=total, expected_milli=expected,
+                                      provisioned_milli=None if provisioned is None else math.ceil(provisioned - 1e-9),
                                       replicas=p.replicas, reason=reason, mode=spec.mode)
     return p
 
