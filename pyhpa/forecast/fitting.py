@@ -474,27 +474,20 @@ def _holdout_cells(n: int, step: float) -> int:
 
 def _profile_skill(grid, i0, step, cand: _Candidate, offset: float) -> tuple[float, float]:
     """(WAPE of the candidate, WAPE of its level alone) forecasting the held-out period
-    ``SKILL_HORIZON_SECONDS`` ahead, with profiles from the data before it. A real cycle makes the
-    first clearly smaller; a cycle found in noise does not."""
+    ``SKILL_HORIZON_SECONDS`` ahead (``_holdout``), with profiles from the data before it. A real cycle
+    makes the first clearly smaller; a cycle found in noise does not."""
     n = grid.size
     n_tr = n - _holdout_cells(n, step)
     m = max(1, int(round(SKILL_HORIZON_SECONDS / step)))
-    lo, hi = n_tr - 1, n - m
-    if hi - lo < 3:
-        return 0.0, 0.0
     y = forward(cand.transform, grid, offset)
     seasonal = _seasonal(_profiles(y[:n_tr], i0, cand.periods, cand.smooth), cand.periods, i0, n)
-    actual = grid[lo + m:hi + m]
+    flat = np.ones(n)
     out = []
-    for s in (seasonal, None):
-        d = y if s is None else y - s
-        level = _ffill(_trailing_median(d, cand.level, lo, hi))
-        point = level if s is None else level + s[lo + m:hi + m]
-        ok = ~np.isnan(level) & ~np.isnan(actual)
-        total = float(actual[ok].sum())
-        if total <= 0:
+    for s in (seasonal, np.zeros(n)):
+        result = _holdout(y, grid, s, flat, n_tr, m, cand.level, cand.transform, offset, 0.5, 0.0)
+        if result is None:
             return 0.0, 0.0
-        out.append(float(np.abs(backward(cand.transform, point[ok], offset) - actual[ok]).sum() / total))
+        out.append(result[0].wape)
     return out[0], out[1]
 
 
