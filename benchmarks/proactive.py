@@ -55,9 +55,9 @@ TRACES = {
                        quick_end="1998-06-08T00:00:00Z", min_replicas=2, max_replicas=400),
 }
 
-REACTIVE = """apiVersion: autoscaling/v2
-kind: HorizontalPodAutoscaler
-metadata: {{name: web, namespace: bench}}
+#: The HPA of both sides: upstream's kind for the reactive frontier, and the same spec as a
+#: HorizontalAutoscaler with ``prediction`` for the predictive run.
+SPEC = """metadata: {{name: web, namespace: bench}}
 spec:
   scaleTargetRef: {{apiVersion: apps/v1, kind: Deployment, name: web}}
   minReplicas: {min_replicas}
@@ -66,19 +66,8 @@ spec:
   - type: Resource
     resource: {{name: cpu, target: {{type: Utilization, averageUtilization: {target}}}}}
 """
-
-PREDICTIVE = """apiVersion: pyhpa.dev/v1alpha1
-kind: HorizontalAutoscaler
-metadata: {{name: web, namespace: bench}}
-spec:
-  scaleTargetRef: {{apiVersion: apps/v1, kind: Deployment, name: web}}
-  minReplicas: {min_replicas}
-  maxReplicas: {max_replicas}
-  metrics:
-  - type: Resource
-    resource: {{name: cpu, target: {{type: Utilization, averageUtilization: {target}}}}}
-  prediction: {prediction}
-"""
+REACTIVE = "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\n" + SPEC
+PREDICTIVE = "apiVersion: pyhpa.dev/v1alpha1\nkind: HorizontalAutoscaler\n" + SPEC + "  prediction: {prediction}\n"
 
 
 def interpolate(points: list[tuple[float, float]], x: float) -> float:
