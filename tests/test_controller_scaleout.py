@@ -273,7 +273,9 @@ async def test_steady_syncs_read_no_scale_and_a_rescale_reads_it_live_first(kd):
             kd.set_pod_metrics("default", f"web-{i}", {"app": {"cpu": "200m"}})  # 100 %: wants 4
         await wait_for(lambda: kd.get_object("apps/v1", "deployments", "default", "web")["spec"]["replicas"] == 4,
                        what="the scale-up")
-        rescaled = [r for r in run.results if r.decision is not None and r.decision.rescale]
+        # the sync that wrote the Scale records its result after the write returns: wait for that too
+        rescaled = await wait_for(lambda: [r for r in run.results if r.decision is not None and r.decision.rescale],
+                                  what="the rescaling sync's result")
         assert len(rescaled) == 1 and rescaled[0].inputs.scale.spec_replicas == 3  # decided again from the live Scale
         assert rescaled[0].decision.current_replicas == 3
         assert kd.count_requests("PUT", r"/scale$") == 1
