@@ -85,7 +85,10 @@ async def test_backfilled_history_drives_a_scale_up_before_the_load_arrives(kd, 
             # 0.2 cores of now, at most the 4 cores of the busy hours (plus the band)
             total = up.inputs.forecast.total_milli
             assert 1000 <= total <= 5000
-            asked = -(-total // 500)  # 50 % of 1 CPU per pod
+            # the core sizes for the expected value plus the band in proportion to the 50 % target's headroom
+            provisioned = d.status.prediction.provisioned_milli
+            assert up.inputs.forecast.expected_milli <= provisioned <= total
+            asked = -(-provisioned // 500)  # 50 % of 1 CPU per pod
             assert [s.replicas for s in d.sources if s.source == "Prediction"] == [asked]
             assert d.desired_replicas == min(asked, 4)  # upstream's scale-up limit from 1: max(2 x 1, 4)
             await wait_for(lambda: stored_status(kd, "web").get("prediction", {}).get("reason") == "Predicting",
