@@ -40,12 +40,13 @@ Everything is vectorized; a fit on 7 days of 1-minute history takes tens of mill
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
-from scipy.ndimage import uniform_filter1d
+from scipy.ndimage import median_filter, uniform_filter1d
 from scipy.signal import find_peaks, periodogram
 
 from .model import (
@@ -83,6 +84,19 @@ DISPERSION_BINS = 24
 RESELECT_SECONDS = 86400.0
 LEVEL_SECONDS = (180.0, 600.0, 3600.0)
 TRANSFORMS = ("log", "sqrt")
+#: Recurring short events at fixed clock times (``_events``): looked for on grids of at most this step (s)
+#: with at least this many cycles of the hourly and the daily profile. An event phase is kept when its
+#: median over the cycles is at least ``EVENT_MIN_EFFECT`` (a relative change: 5 %) and ``EVENT_Z`` standard
+#: errors away from 0, and when most cycles (``EVENT_MIN_SHARE``) show at least half of it, on the same side.
+EVENT_MAX_STEP = 120.0
+EVENT_PERIODS = (3600.0, DAY)
+EVENT_MIN_CYCLES = (24, 3)
+EVENT_MIN_EFFECT = 0.05
+EVENT_Z = 3.0
+EVENT_MIN_SHARE = 0.6
+#: The main profile of an event candidate is median-filtered over this span first (s), so that events shorter
+#: than about half of it stay out of it (and in the event profiles).
+EVENT_FILTER_SECONDS = 900.0
 
 
 def fit(times, values, *, now: float, settings: ForecastSettings = ForecastSettings(),
@@ -159,8 +173,9 @@ def fit(times, values, *, now: float, settings: ForecastSettings = ForecastSetti
     model = _final_model(grid, i0, step, cand, offset)
     per = ", ".join(_dur(p) for p in found)
     return Fit(reason=PREDICTING, model=model, selected_at=now, **common,
-               message=f"{model.name} model with period {per}; held-out error {_pct(score.wape)} "
-                       f"(mean: {_pct(score.flat_wape)}, last value: {_pct(score.persistence_wape)})")
+               message=f"{model.name} model with period {per}{describe_events(model)}; held-out error "
+                       f"{_pct(score.wape)} (mean: {_pct(score.flat_wape)}, last value: "
+                       f"{_pct(score.persistence_wape)})")
 
 
 def _refresh(previous: Fit | None, grid, i0: int, step: float, now: float, common: dict) -> Fit | None:
@@ -168,11 +183,11 @@ def _refresh(previous: Fit | None, grid, i0: int, step: float, now: float, commo
     m = previous.model if previous is not None else None
     if m is None or previous.selected_at is None or now - previous.selected_at >= RESELECT_SECONDS or m.step != step:
         return None
-    periods = tuple(int(round(p / step)) for p in m.periods)
+    periods = tuple(int(round(p / step)) for p in m.seasonal_periods)
     if max(periods) > grid.size:
         return None
     cand = _Candidate(m.transform, int(round(m.smooth_seconds / step)), int(round(m.level_seconds / step)), periods,
-                      m.window_error, m.point_low, m.point_high)
+                      m.window_error, m.point_low, m.point_high, m.event_filter_seconds > 0)
     model = _final_model(grid, i0, step, cand, _log_offset(grid))
     return Fit(reason=PREDICTING, model=model, periods=previous.periods, strengths=previous.strengths,
                score=previous.score, candidates=0, selected_at=previous.selected_at, message=previous.message,
@@ -263,18 +278,24 @@ def nanmedian_rows(a: np.ndarray) -> np.ndarray:
     return med
 
 
-def _phase_median(r: np.ndarray, i0: int, period: int) -> np.ndarray:
-    """Per-phase median over cycles (phase = absolute cell index mod ``period``); NaN where never seen."""
+def _phase_matrix(r: np.ndarray, i0: int, period: int) -> np.ndarray:
+    """``r`` laid out as (phase, cycle): phase = absolute cell index mod ``period``; NaN where not seen."""
     lead = i0 % period
     total = lead + r.size
     cycles = -(-total // period)
     m = np.full(cycles * period, np.nan)
     m[lead:lead + r.size] = r
-    return nanmedian_rows(m.reshape(cycles, period).T)
+    return m.reshape(cycles, period).T
 
 
-def _smooth_circular(prof: np.ndarray, width: int) -> np.ndarray:
-    """Fill never-seen phases by circular interpolation, then a circular moving average."""
+def _phase_median(r: np.ndarray, i0: int, period: int) -> np.ndarray:
+    """Per-phase median over cycles (phase = absolute cell index mod ``period``); NaN where never seen."""
+    return nanmedian_rows(_phase_matrix(r, i0, period))
+
+
+def _smooth_circular(prof: np.ndarray, width: int, robust: int = 0) -> np.ndarray:
+    """Fill never-seen phases by circular interpolation, then (``robust`` > 1) a circular median filter over
+    ``robust`` cells, which removes bumps shorter than about half of it, then a circular moving average."""
     bad = np.isnan(prof)
     if bad.all():
         return np.zeros_like(prof)
@@ -282,27 +303,96 @@ def _smooth_circular(prof: np.ndarray, width: int) -> np.ndarray:
         idx = np.arange(prof.size)
         prof = prof.copy()
         prof[bad] = np.interp(idx[bad], idx[~bad], prof[~bad], period=prof.size)
+    if robust > 1 and prof.size > robust:
+        prof = median_filter(prof, size=robust, mode="wrap")
     if width > 1:
         prof = uniform_filter1d(prof, size=min(width, prof.size), mode="wrap")
     return prof - prof.mean()
 
 
-def _profiles(y: np.ndarray, i0: int, periods: tuple[int, ...], width: int) -> list[np.ndarray]:
-    """Robust profiles, one per period (ascending): each from what the previous ones leave."""
-    r = y - _moving_average(y, max(periods))
+def _profiles(y: np.ndarray, i0: int, periods: tuple[int, ...], width: int, robust: int = 0,
+              trend_of: np.ndarray | None = None) -> tuple[list[np.ndarray], np.ndarray]:
+    """Robust profiles, one per period (ascending): each from what the previous ones leave; and the residual
+    they leave (series - trend - profiles). The trend is the moving average of ``trend_of`` (default ``y``)
+    over the longest period."""
+    r = y - _moving_average(y if trend_of is None else trend_of, max(periods))
     out = []
     for p in periods:
-        prof = _smooth_circular(_phase_median(r, i0, p), width)
+        prof = _smooth_circular(_phase_median(r, i0, p), width, robust)
         out.append(prof)
         r = r - prof[(i0 + np.arange(r.size)) % p]
+    return out, r
+
+
+def _events(r: np.ndarray, i0: int, step: float, floor: float) -> list[tuple[int, np.ndarray]]:
+    """Recurring short events at fixed clock times in the residual ``r`` (series - trend - smooth profiles):
+    one sparse profile per period of ``EVENT_PERIODS`` (hourly: spikes at :00 and :30 of most hours; daily:
+    an event at the same minute on most days), as ``(period in cells, profile)``, each from what the
+    previous leaves. A phase is an event when the median of ``r`` over the cycles is at least ``floor``
+    (the transform's ``EVENT_MIN_EFFECT``) and ``EVENT_Z`` standard errors of a median away from 0, and at
+    least ``EVENT_MIN_SHARE`` of the cycles show half of it or more on the same side: a spike of one day,
+    or of a few hours, is not an event. Every other phase is 0."""
+    out: list[tuple[int, np.ndarray]] = []
+    if step > EVENT_MAX_STEP:
+        return out
+    for period_s, min_cycles in zip(EVENT_PERIODS, EVENT_MIN_CYCLES):
+        p = int(round(period_s / step))
+        if p < 2 or r.size < min_cycles * p:
+            continue
+        m = _phase_matrix(r, i0, p)
+        seen = np.count_nonzero(~np.isnan(m), axis=1)
+        if np.median(seen) < min_cycles:
+            continue
+        med = nanmedian_rows(m)
+        base = float(np.nanmedian(med))  # most phases hold no event: their level is the baseline, not an event
+        m = m - base
+        med = med - base
+        dev = np.abs(r - np.nanmedian(r))
+        sigma = 1.4826 * float(np.nanmedian(dev)) if np.isfinite(dev).any() else 0.0
+        size = np.abs(med)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            thr = np.maximum(floor, EVENT_Z * 1.2533 * sigma / np.sqrt(np.maximum(seen, 1)))
+            agree = (np.sign(m) == np.sign(med)[:, None]) & (np.abs(m) >= size[:, None] / 2)
+            share = np.count_nonzero(agree, axis=1) / np.maximum(seen, 1)
+        keep = (size >= thr) & (share >= EVENT_MIN_SHARE) & (seen >= min_cycles)
+        if not keep.any():
+            continue
+        ev = np.where(keep, med, 0.0)
+        out.append((p, ev))
+        r = r - ev[(i0 + np.arange(r.size)) % p]
     return out
 
 
-def _seasonal(profiles, periods, i0: int, n: int) -> np.ndarray:
+def _event_floor(transform: str, y: np.ndarray) -> float:
+    """``EVENT_MIN_EFFECT`` in the transform's space: a relative change in log space; in square-root space
+    half of it times the typical square root (d sqrt(x) = sqrt(x) dx / 2x)."""
+    if transform == "log":
+        return EVENT_MIN_EFFECT
+    return EVENT_MIN_EFFECT / 2 * max(float(np.nanmedian(y)), 1e-12)
+
+
+def _decompose(y: np.ndarray, i0: int, step: float, cand: _Candidate) -> tuple[list[np.ndarray], list]:
+    """The candidate's smooth profiles and (with ``cand.events``) its event profiles, fitted on ``y``."""
+    if not cand.events:
+        return _profiles(y, i0, cand.periods, cand.smooth)[0], []
+    robust = int(round(EVENT_FILTER_SECONDS / step))
+    floor = _event_floor(cand.transform, y)
+    profs, r = _profiles(y, i0, cand.periods, cand.smooth, robust)
+    events = _events(r, i0, step, floor)
+    if events:  # the trend (a moving average) took in a share of the events: once more, its input without them
+        profs, r = _profiles(y, i0, cand.periods, cand.smooth, robust, trend_of=y - _seasonal((), (), i0, y.size,
+                                                                                               events))
+        events = _events(r, i0, step, floor)
+    return profs, events
+
+
+def _seasonal(profiles, periods, i0: int, n: int, events=()) -> np.ndarray:
     idx = i0 + np.arange(n)
     s = np.zeros(n)
     for prof, p in zip(profiles, periods):
         s += prof[idx % p]
+    for p, ev in events:
+        s += ev[idx % p]
     return s
 
 
@@ -426,6 +516,7 @@ class _Candidate:
     window_error: float
     point_low: float
     point_high: float
+    events: bool = False
 
 
 def _select(grid, i0, step, periods, offset, settings: ForecastSettings):
@@ -446,22 +537,24 @@ def _select(grid, i0, step, periods, offset, settings: ForecastSettings):
     count = 0
     for transform in TRANSFORMS:
         y = forward(transform, grid, offset)
-        for ps in sets:
-            for smooth_s in SMOOTH_SECONDS:
-                width = max(1, int(round(smooth_s / step)))
-                profs = _profiles(y[:n_tr], i0, ps, width)
-                s = _seasonal(profs, ps, i0, n)
-                disp = _dispersion_at(_dispersion(y[:n_tr], i0, ps, s[:n_tr]), i0, ps[0], n)
-                for level_s in LEVEL_SECONDS:
-                    k = max(1, int(round(level_s / step)))
-                    result = _holdout(y, x_all, s, disp, n_tr, m, k, transform, offset, settings.quantile,
-                                      flat_value)
-                    count += 1
-                    if result is None:
-                        continue
-                    score, errs = result
-                    if best is None or score.wape < best[1].wape:
-                        best = (_Candidate(transform, width, k, ps, *errs), score)
+        for ps, smooth_s, events in itertools.product(sets, SMOOTH_SECONDS, (False, True)):
+            width = max(1, int(round(smooth_s / step)))
+            shape = _Candidate(transform, width, 0, ps, 0.0, 0.0, 0.0, events)
+            profs, evs = _decompose(y[:n_tr], i0, step, shape)
+            if events and not evs:
+                continue  # nothing recurs at minute scale: the candidate without events stands for it
+            s = _seasonal(profs, ps, i0, n, evs)
+            disp = _dispersion_at(_dispersion(y[:n_tr], i0, ps, s[:n_tr]), i0, ps[0], n)
+            for level_s in LEVEL_SECONDS:
+                k = max(1, int(round(level_s / step)))
+                result = _holdout(y, x_all, s, disp, n_tr, m, k, transform, offset, settings.quantile, flat_value)
+                count += 1
+                if result is None:
+                    continue
+                score, errs = result
+                if best is None or score.wape < best[1].wape:
+                    best = (replace(shape, level=k, window_error=errs[0], point_low=errs[1], point_high=errs[2]),
+                            score)
     if best is None:
         return None
     return best[0], best[1], count
@@ -480,7 +573,8 @@ def _profile_skill(grid, i0, step, cand: _Candidate, offset: float) -> tuple[flo
     n_tr = n - _holdout_cells(n, step)
     m = max(1, int(round(SKILL_HORIZON_SECONDS / step)))
     y = forward(cand.transform, grid, offset)
-    seasonal = _seasonal(_profiles(y[:n_tr], i0, cand.periods, cand.smooth), cand.periods, i0, n)
+    profs, events = _decompose(y[:n_tr], i0, step, cand)
+    seasonal = _seasonal(profs, cand.periods, i0, n, events)
     flat = np.ones(n)
     out = []
     for s in (seasonal, np.zeros(n)):
@@ -551,8 +645,8 @@ def _ffill(a: np.ndarray) -> np.ndarray:
 def _final_model(grid, i0, step, cand: _Candidate, offset: float) -> SeasonalModel:
     """Refit the chosen candidate's profiles on all the history; level at the end."""
     y = forward(cand.transform, grid, offset)
-    profs = _profiles(y, i0, cand.periods, cand.smooth)
-    s = _seasonal(profs, cand.periods, i0, y.size)
+    profs, events = _decompose(y, i0, step, cand)
+    s = _seasonal(profs, cand.periods, i0, y.size, events)
     disp = _dispersion(y, i0, cand.periods, s)
     d = y - s
     ok = np.flatnonzero(~np.isnan(d))
@@ -560,16 +654,41 @@ def _final_model(grid, i0, step, cand: _Candidate, offset: float) -> SeasonalMod
     last = ok[-k:]
     return SeasonalModel(
         transform=cand.transform, offset=offset, step=step,
-        periods=tuple(p * step for p in cand.periods),
-        profiles=tuple(tuple(float(v) for v in p) for p in profs),
+        periods=tuple(p * step for p in cand.periods) + tuple(p * step for p, _ in events),
+        profiles=tuple(tuple(float(v) for v in p) for p in profs) + tuple(tuple(float(v) for v in ev)
+                                                                          for _, ev in events),
         smooth_seconds=cand.smooth * step, level_seconds=cand.level * step,
         window_error=cand.window_error, point_low=cand.point_low, point_high=cand.point_high,
         dispersion=tuple(float(v) for v in disp),
         level=float(np.median(d[last])), level_time=(i0 + int(ok[-1]) + 1) * step,
+        event_profiles=len(events), event_filter_seconds=EVENT_FILTER_SECONDS if cand.events else 0.0,
     )
 
 
 # ----------------------------------------------------------------------------- text
+def describe_events(model: SeasonalModel, most: int = 4) -> str:
+    """"; events each hour at :00-:03, :30-:33 (up to +95 %)" for a model with event profiles, else ""."""
+    parts = []
+    for period in sorted(set(model.periods[len(model.periods) - model.event_profiles:])):
+        cells = sorted((off, v) for p, off, v in model.events() if p == period and v > 0)
+        if not cells:
+            continue
+        runs: list[list[float]] = []
+        for off, _ in cells:
+            if runs and off - runs[-1][1] <= model.step + 1e-9:
+                runs[-1][1] = off
+            else:
+                runs.append([off, off])
+        fmt = (lambda x: f":{int(x // 60):02d}") if period <= 3600 else \
+            (lambda x: f"{int(x // 3600):02d}:{int(x % 3600 // 60):02d}")
+        at = ", ".join(fmt(a) if a == b else f"{fmt(a)}-{fmt(b)}" for a, b in runs[:most])
+        more = f" and {len(runs) - most} more" if len(runs) > most else ""
+        top = max(v for _, v in cells)
+        height = f"up to +{_pct(math.expm1(top))}" if model.transform == "log" else f"up to +{top:.3g} in sqrt"
+        parts.append(f"each {'hour' if period <= 3600 else 'day'} at {at}{more} UTC ({height})")
+    return "; recurring events " + " and ".join(parts) if parts else ""
+
+
 def _dur(seconds: float) -> str:
     if seconds >= DAY and abs(seconds / DAY - round(seconds / DAY)) < 0.02:
         return f"{round(seconds / DAY):d}d"

@@ -68,6 +68,10 @@ class SeasonalModel:
     (1 - q)-quantile of pointwise errors at the lead horizon on the held-out period, in
     transformed space and divided by the relative noise level of their time of day:
     ``dispersion`` holds that level for up to 24 bins of the shortest period (mean 1).
+    The last ``event_profiles`` profiles (and periods) are sparse *event* profiles: recurring short
+    events at fixed clock times (an hourly and a daily profile, 0 outside the events), found in what
+    the smooth profiles leave; ``event_filter_seconds`` > 0 marks a model that looks for them (its
+    smooth profiles are median-filtered over that span first, so that short events stay out of them).
     """
 
     transform: str
@@ -83,6 +87,22 @@ class SeasonalModel:
     level: float
     level_time: float
     dispersion: tuple[float, ...] = (1.0,)
+    event_profiles: int = 0
+    event_filter_seconds: float = 0.0
+
+    @property
+    def seasonal_periods(self) -> tuple[float, ...]:
+        """The periods (s) of the smooth seasonal profiles, without the event profiles."""
+        return self.periods[:len(self.periods) - self.event_profiles]
+
+    def events(self) -> list[tuple[float, float, float]]:
+        """Recurring events as ``(period s, offset s into the period, effect in the model's space)``, one per
+        grid cell of an event profile that is not 0, in the order of the profiles."""
+        out = []
+        for period, prof in zip(self.periods[len(self.periods) - self.event_profiles:],
+                                self.profiles[len(self.profiles) - self.event_profiles:]):
+            out.extend((period, k * self.step, v) for k, v in enumerate(prof) if v != 0.0)
+        return out
 
     def spread(self, cell: int) -> float:
         """Relative noise level of grid cell ``cell`` (absolute index): bands are errors times this."""
