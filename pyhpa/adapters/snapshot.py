@@ -21,6 +21,7 @@ import yaml
 
 from ..core import ControllerConfig, Decision, Forecast, HPA, HPAWarning, Memory, MetricFailures, MetricSamples, Pod, Scale, \
     active_windows, check_hpa, decide
+from ..core.model import PREDICTING
 from ..core.quantity import format_milli
 from .errors import InputError
 from .metrics_api import external_samples, object_samples, pods_samples, resource_samples
@@ -326,7 +327,7 @@ def forecast_from_dict(d: Any) -> Forecast | None:
     expected = d.get("expected")
     if expected is not None and total is None:
         raise InputError("needs a total (the quantile) when it has an expected value", field="forecast.expected")
-    reason = d.get("reason", "Predicting" if total is not None else None)
+    reason = d.get("reason", PREDICTING if total is not None else None)
     if not isinstance(reason, str) or not reason:
         raise InputError("needs a reason (a PredictionActive reason) when there is no total", field="forecast.reason")
     message = d.get("message", "")

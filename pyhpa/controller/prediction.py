@@ -27,6 +27,7 @@ import httpx2
 from ..adapters.parse import format_time
 from ..adapters.promql import PROMETHEUS, RangeQueryError, query_range, range_step
 from ..core import Decision, Forecast, MetricSamples, PredictionSpec
+from ..core.model import PREDICTION_ACTIVE
 from ..core.quantity import format_milli
 from ..forecast import HISTORY_UNAVAILABLE, Prediction, Predictor, fit, observed_total, settings_for, to_core_forecast
 from .autoscaler import Autoscaler, MetricQuery
@@ -237,7 +238,7 @@ class LivePredictions:
         if spec is None or ps is None:
             return None
         out: dict = {"reason": ps.reason, "leadSeconds": spec.lead_seconds}
-        cond = next((c for c in decision.conditions if c.type == "PredictionActive"), None)
+        cond = next((c for c in decision.conditions if c.type == PREDICTION_ACTIVE), None)
         if cond is not None:
             out["message"] = cond.message
         if ps.replicas is not None:

@@ -44,6 +44,8 @@ from dataclasses import dataclass
 from .model import (
     CONTAINER_RESOURCE,
     ENFORCE,
+    HISTORY_UNAVAILABLE,
+    NOT_PREDICTABLE,
     PREDICTION_SOURCE,
     RESOURCE,
     SCHEDULE_SOURCE,
@@ -211,7 +213,7 @@ def prediction_proposal(hpa: HPA, forecast: Forecast | None, pods: Sequence[Pod]
     assert spec is not None
     applied = spec.mode == ENFORCE
     if forecast is None or forecast.total_milli is None:
-        reason = "HistoryUnavailable" if forecast is None else forecast.reason
+        reason = HISTORY_UNAVAILABLE if forecast is None else forecast.reason
         message = "no forecast was available" if forecast is None else forecast.message
         return SourceProposal(source=PREDICTION_SOURCE, name=metric_name, applied=False, error=reason,
                               note=message), None
@@ -228,7 +230,7 @@ def prediction_proposal(hpa: HPA, forecast: Forecast | None, pods: Sequence[Pod]
         if per_pod is None or per_pod <= 0:
             why = why or "the metric's target cannot size a forecast"
             return SourceProposal(source=PREDICTION_SOURCE, name=metric_name, applied=False,
-                                  error="NotPredictable", note=why), total
+                                  error=NOT_PREDICTABLE, note=why), total
         ratio = total / (per_pod * current) if current > 0 else math.inf
         replicas = current if 1 - tolerance_down <= ratio <= 1 + tolerance_up else math.ceil(total / per_pod)
     note = "" if applied else "Observe mode: computed and reported, never applied"

@@ -197,6 +197,20 @@ class ActiveWindow:
 #: ``spec.prediction.mode``
 ENFORCE = "Enforce"
 OBSERVE = "Observe"
+PREDICTION_MODES = (ENFORCE, OBSERVE)
+
+#: The condition a HorizontalAutoscaler with ``spec.prediction`` reports, and its reasons: True with
+#: ``PREDICTING`` (the forecast is applied); False with ``OBSERVING`` (``mode: Observe``) or why the prediction
+#: stepped aside (too little history, no usable cycle, no history source, recent forecasts too bad).
+PREDICTION_ACTIVE = "PredictionActive"
+PREDICTING = "Predicting"
+OBSERVING = "Observing"
+INSUFFICIENT_HISTORY = "InsufficientHistory"
+NOT_PREDICTABLE = "NotPredictable"
+HISTORY_UNAVAILABLE = "HistoryUnavailable"
+ACCURACY_TOO_LOW = "AccuracyTooLow"
+PREDICTION_REASONS = (PREDICTING, OBSERVING, INSUFFICIENT_HISTORY, NOT_PREDICTABLE, HISTORY_UNAVAILABLE,
+                      ACCURACY_TOO_LOW)
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
@@ -236,7 +250,7 @@ class Forecast:
 
     total_milli: int | None
     expected_milli: int | None = None
-    reason: str = "Predicting"
+    reason: str = PREDICTING
     message: str = ""
 
 

@@ -22,7 +22,11 @@ from .model import (
     EXTERNAL,
     FALLBACK_SOURCE,
     METRIC_SOURCE,
+    NOT_PREDICTABLE,
     OBJECT,
+    OBSERVING,
+    PREDICTING,
+    PREDICTION_ACTIVE,
     RECOMMENDATION_SOURCE,
     ActiveWindow,
     Condition,
@@ -393,15 +397,15 @@ def _prediction(sync: _Sync, out: _Outcome, forecast: Forecast | None, current: 
     total = None if forecast is None else forecast.total_milli
     expected = None if forecast is None else forecast.expected_milli
     if p.replicas is None:
-        reason = p.error or "NotPredictable"
-        sync.cond("PredictionActive", "False", reason, p.note or "the prediction stepped aside")
+        reason = p.error or NOT_PREDICTABLE
+        sync.cond(PREDICTION_ACTIVE, "False", reason, p.note or "the prediction stepped aside")
     elif spec.mode != ENFORCE:
-        reason = "Observing"
-        sync.cond("PredictionActive", "False", reason,
+        reason = OBSERVING
+        sync.cond(PREDICTION_ACTIVE, "False", reason,
                   f"Observe mode: the forecast asks for {p.replicas} replicas; not applied")
     else:
-        reason = "Predicting"
-        sync.cond("PredictionActive", "True", reason,
+        reason = PREDICTING
+        sync.cond(PREDICTION_ACTIVE, "True", reason,
                   f"the forecast over the next {spec.lead_seconds}s asks for {p.replicas} replicas")
     out.prediction = PredictionStatus(forecast_milli=total, expected_milli=expected,
                                       provisioned_milli=None if provisioned is None else math.ceil(provisioned - 1e-9),

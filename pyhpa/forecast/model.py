@@ -10,16 +10,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# PredictionActive condition reasons: the core's condition and names; the forecaster says which applies.
+from ..core.model import (  # noqa: F401 - re-exported
+    ACCURACY_TOO_LOW,
+    HISTORY_UNAVAILABLE,
+    INSUFFICIENT_HISTORY,
+    NOT_PREDICTABLE,
+    OBSERVING,
+    PREDICTING,
+)
+
 DAY = 86400.0
 WEEK = 7 * DAY
-
-# PredictionActive condition reasons (the core's condition; the forecaster says which applies).
-PREDICTING = "Predicting"
-OBSERVING = "Observing"
-INSUFFICIENT_HISTORY = "InsufficientHistory"
-NOT_PREDICTABLE = "NotPredictable"
-HISTORY_UNAVAILABLE = "HistoryUnavailable"
-ACCURACY_TOO_LOW = "AccuracyTooLow"
 
 
 @dataclass(slots=True, frozen=True)
