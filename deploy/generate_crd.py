@@ -17,12 +17,24 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 from pathlib import Path
 
 import kubernetes_validate
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script from a checkout: the package next to it
+    sys.path.insert(0, str(ROOT))
+
+from pyhpa.core.model import PREDICTION_ACTIVE, PREDICTION_MODES, PREDICTION_REASONS, PredictionSpec  # noqa: E402
+from pyhpa.core.prediction import (  # noqa: E402
+    MAX_QUANTILE,
+    MIN_HISTORY_SECONDS,
+    MIN_LEAD_SECONDS,
+    MIN_QUANTILE,
+    MIN_REFRESH_SECONDS,
+)
 SCHEMA_DIR = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema" / "v1.37.0-local-strict"
 PREFIX = "#/$defs/"
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
@@ -138,6 +150,9 @@ def prometheus_metric(target: dict) -> dict:
     }
 
 
+#: the limits and defaults of spec.prediction are the core's (pyhpa.core.prediction, PredictionSpec)
+_DEFAULT = PredictionSpec()
+
 PREDICTION = {
     "type": "object",
     "description": "pyhpa: predictive scaling (docs/prediction.md). {} turns it on with defaults for a web service "
@@ -145,22 +160,23 @@ PREDICTION = {
                    "becomes one more replica proposal, combined with the metrics' (the largest wins) before "
                    "upstream's stabilization, policies and bounds.",
     "properties": {
-        "metric": {"type": "integer", "minimum": 0, "default": 0,
+        "metric": {"type": "integer", "minimum": 0, "default": _DEFAULT.metric,
                    "description": "Which entry of spec.metrics to forecast (index, default 0)."},
-        "historySeconds": {"type": "integer", "minimum": 7200, "default": 604800,
+        "historySeconds": {"type": "integer", "minimum": MIN_HISTORY_SECONDS, "default": _DEFAULT.history_seconds,
                            "description": "Seconds of history a fit uses (default 7 days; 14 or more to find a weekly "
                                           "cycle)."},
-        "leadSeconds": {"type": "integer", "minimum": 1, "default": 300,
+        "leadSeconds": {"type": "integer", "minimum": MIN_LEAD_SECONDS, "default": _DEFAULT.lead_seconds,
                         "description": "How far ahead the forecast must cover: pod scheduling + start-up + a sync "
                                        "(default 300)."},
-        "quantile": {"type": "number", "minimum": 0.5, "maximum": 1, "exclusiveMaximum": True, "default": 0.9,
+        "quantile": {"type": "number", "minimum": MIN_QUANTILE, "maximum": MAX_QUANTILE, "exclusiveMaximum": True,
+                     "default": _DEFAULT.quantile,
                      "description": "The forecast quantile provisioned for (default 0.9); for a Utilization "
                                     "target the band above the central forecast counts in proportion to the "
                                     "share of the target's headroom it would use."},
-        "mode": {"type": "string", "enum": ["Enforce", "Observe"], "default": "Enforce",
+        "mode": {"type": "string", "enum": list(PREDICTION_MODES), "default": _DEFAULT.mode,
                  "description": "Enforce: the forecast may raise replicas. Observe: computed and reported, never "
                                 "applied."},
-        "refreshSeconds": {"type": "integer", "minimum": 60, "default": 3600,
+        "refreshSeconds": {"type": "integer", "minimum": MIN_REFRESH_SECONDS, "default": _DEFAULT.refresh_seconds,
                            "description": "Seconds between refits of the model (default 3600)."},
         "historyQuery": {"type": "string", "minLength": 1,
                          "description": "PromQL (range query) for the metric's workload total, overriding the "
@@ -172,9 +188,8 @@ PREDICTION_STATUS = {
     "type": "object",
     "description": "pyhpa: the state of spec.prediction at the last sync.",
     "properties": {
-        "reason": {"type": "string", "description": "The PredictionActive reason (Predicting, Observing, "
-                                                    "InsufficientHistory, NotPredictable, HistoryUnavailable, "
-                                                    "AccuracyTooLow)."},
+        "reason": {"type": "string", "description": f"The {PREDICTION_ACTIVE} reason "
+                                                    f"({', '.join(PREDICTION_REASONS)})."},
         "message": {"type": "string", "description": "Why, in one sentence."},
         "model": {"type": "string", "description": "The fitted model (e.g. robust-seasonal/log)."},
         "periodsSeconds": {"type": "array", "items": {"type": "integer"},

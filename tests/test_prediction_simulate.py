@@ -218,6 +218,8 @@ def test_forecast_command_prints_accuracy_and_periods_and_plots(tmp_path):
 @pytest.mark.parametrize("args, field", [
     (["--lead", "0"], "--lead"),
     (["--quantile", "1"], "--quantile"),
+    (["--history", "3600"], "--history"),
+    (["--refresh", "30"], "--refresh: must be at least 60"),
     (["--column", "nope"], "--column"),
 ])
 def test_forecast_command_bad_input(tmp_path, args, field):

@@ -18,8 +18,10 @@ from pyhpa.cli.main import app
 from pyhpa.controller.autoscaler import parse_autoscaler
 from pyhpa.controller.prediction import default_history_query
 from pyhpa.controller.settings import Settings
-from pyhpa.core import PredictionSpec
+from deploy.generate_crd import crd
+from pyhpa.core import PredictionSpec, check_prediction
 from pyhpa.core.model import MetricSpec
+from pyhpa.core.prediction import MAX_QUANTILE, MIN_HISTORY_SECONDS, MIN_LEAD_SECONDS, MIN_QUANTILE, MIN_REFRESH_SECONDS
 
 METRICS = (MetricSpec("Resource", "cpu", "Utilization", 50),)
 
@@ -50,6 +52,30 @@ def test_bad_prediction_fields(d, field):
     with pytest.raises(InputError) as err:
         prediction_from_dict(d, METRICS)
     assert err.value.field == field
+
+
+def test_one_rule_set_for_spec_prediction_the_forecast_flags_and_the_crd():
+    assert check_prediction(PredictionSpec()) == []
+    bad = PredictionSpec(metric=2, history_seconds=3600, lead_seconds=0, quantile=1.0, mode="Sometimes",
+                         refresh_seconds=59, history_query=" ")
+    assert [f for f, _ in check_prediction(bad, METRICS)] == [
+        "metric", "historySeconds", "leadSeconds", "quantile", "mode", "refreshSeconds", "historyQuery"]
+    assert check_prediction(PredictionSpec(lead_seconds=7200, history_seconds=7200)) == [
+        ("leadSeconds", "must be shorter than historySeconds (7200)")]
+    assert check_prediction(PredictionSpec(lead_seconds=float("nan")))[0][0] == "leadSeconds"
+    assert check_prediction(PredictionSpec(), (MetricSpec("Prometheus", "q"),)) == [
+        ("metric", "spec.metrics[0] of type 'Prometheus' cannot be forecast")]
+    schema = crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"][
+        "prediction"]["properties"]
+    assert (schema["historySeconds"]["minimum"], schema["leadSeconds"]["minimum"],
+            schema["refreshSeconds"]["minimum"]) == (MIN_HISTORY_SECONDS, MIN_LEAD_SECONDS, MIN_REFRESH_SECONDS)
+    assert (schema["quantile"]["minimum"], schema["quantile"]["maximum"]) == (MIN_QUANTILE, MAX_QUANTILE)
+    for field, value in (("historySeconds", MIN_HISTORY_SECONDS - 1), ("leadSeconds", MIN_LEAD_SECONDS - 1),
+                         ("refreshSeconds", MIN_REFRESH_SECONDS - 1), ("quantile", MAX_QUANTILE)):
+        with pytest.raises(InputError) as err:
+            prediction_from_dict({field: value}, METRICS)
+        assert err.value.field == f"spec.prediction.{field}"
+        prediction_from_dict({field: schema[field]["minimum"]} if field != "quantile" else {}, METRICS)
 
 
 def parsed(metrics, **prediction):

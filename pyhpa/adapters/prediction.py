@@ -12,21 +12,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core import ENFORCE, OBSERVE, PredictionSpec
-from ..core.model import CONTAINER_RESOURCE, EXTERNAL, OBJECT, PODS, RESOURCE, MetricSpec
+from ..core import PredictionSpec, check_prediction
+from ..core.model import MetricSpec
+from ..core.prediction import MAX_QUANTILE, MIN_QUANTILE
 from .errors import InputError
 
 FIELD = "spec.prediction"
-MIN_HISTORY_SECONDS = 7200
-MIN_REFRESH_SECONDS = 60
 _KEYS = ("metric", "historySeconds", "leadSeconds", "quantile", "mode", "refreshSeconds", "historyQuery")
 
 
 def prediction_from_dict(d: Any, metrics: tuple[MetricSpec, ...] | None = None, field: str = FIELD) -> PredictionSpec:
     """A ``PredictionSpec`` from the ``spec.prediction`` mapping (None or ``{}``: all defaults).
 
-    With ``metrics`` (the HPA's parsed ``spec.metrics``) the ``metric`` index is checked against
-    them. Raises InputError naming ``field`` and the key.
+    Reads the types here and checks the values by the core's one rule set (``pyhpa.core.check_prediction``:
+    limits, modes and, with ``metrics``, the HPA's parsed ``spec.metrics``, the ``metric`` index). Raises
+    InputError naming ``field`` and the key of the first problem.
     """
     if d is None:
         d = {}
@@ -36,47 +36,33 @@ def prediction_from_dict(d: Any, metrics: tuple[MetricSpec, ...] | None = None, 
     if unknown:
         raise InputError(f"unknown field (known: {', '.join(_KEYS)})", field=f"{field}.{unknown[0]}")
     default = PredictionSpec()
-    metric = _int(d, "metric", default.metric, 0, field)
-    history = _int(d, "historySeconds", default.history_seconds, MIN_HISTORY_SECONDS, field)
-    lead = _int(d, "leadSeconds", default.lead_seconds, 1, field)
-    refresh = _int(d, "refreshSeconds", default.refresh_seconds, MIN_REFRESH_SECONDS, field)
     quantile = d.get("quantile", default.quantile)
-    if isinstance(quantile, bool) or not isinstance(quantile, (int, float)) or not 0.5 <= quantile < 1:
-        raise InputError(f"must be a number in [0.5, 1), got {quantile!r}", field=f"{field}.quantile")
-    mode = d.get("mode", default.mode)
-    if mode not in (ENFORCE, OBSERVE):
-        raise InputError(f"must be {ENFORCE} or {OBSERVE}, got {mode!r}", field=f"{field}.mode")
-    query = d.get("historyQuery")
-    if query is not None and (not isinstance(query, str) or not query.strip()):
-        raise InputError("must be a non-empty PromQL query", field=f"{field}.historyQuery")
-    if lead >= history:
-        raise InputError(f"must be shorter than historySeconds ({history})", field=f"{field}.leadSeconds")
-    spec = PredictionSpec(metric=metric, history_seconds=history, lead_seconds=lead, quantile=float(quantile),
-                          mode=mode, refresh_seconds=refresh, history_query=query)
-    if metrics is not None:
-        check_metric(spec, metrics, field)
+    if isinstance(quantile, bool) or not isinstance(quantile, (int, float)):
+        raise InputError(f"must be a number in [{MIN_QUANTILE:g}, {MAX_QUANTILE:g}), got {quantile!r}",
+                         field=f"{field}.quantile")
+    spec = PredictionSpec(
+        metric=_int(d, "metric", default.metric, field),
+        history_seconds=_int(d, "historySeconds", default.history_seconds, field),
+        lead_seconds=_int(d, "leadSeconds", default.lead_seconds, field),
+        quantile=float(quantile),
+        mode=d.get("mode", default.mode),
+        refresh_seconds=_int(d, "refreshSeconds", default.refresh_seconds, field),
+        history_query=d.get("historyQuery"),
+    )
+    problems = check_prediction(spec, metrics)
+    if problems:
+        sub, message = problems[0]
+        raise InputError(message, field=f"{field}.{sub}")
     return spec
 
 
-def check_metric(spec: PredictionSpec, metrics: tuple[MetricSpec, ...], field: str = FIELD) -> None:
-    """The ``metric`` index must name an entry of ``spec.metrics`` of a type that has a workload total."""
-    n = len(metrics)
-    if not spec.metric < n:
-        raise InputError(f"{spec.metric} names no entry of spec.metrics ({n} metric{'s' if n != 1 else ''})",
-                         field=f"{field}.metric")
-    m = metrics[spec.metric]
-    if m.type not in (RESOURCE, CONTAINER_RESOURCE, PODS, OBJECT, EXTERNAL):
-        raise InputError(f"spec.metrics[{spec.metric}] of type {m.type!r} cannot be forecast", field=f"{field}.metric")
-
-
-def _int(d: dict, key: str, default: int, minimum: int, field: str) -> int:
+def _int(d: dict, key: str, default: int, field: str) -> int:
+    """An integer field as the API server takes ``type: integer``: an int, or a float with no fraction."""
     value = d.get(key, default)
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise InputError(f"must be an integer, got {value!r}", field=f"{field}.{key}")
-    if value < minimum:
-        raise InputError(f"must be at least {minimum}, got {value}", field=f"{field}.{key}")
     return value
 
 

@@ -12,7 +12,8 @@ import typer
 from rich.console import Console
 
 from ..adapters.errors import InputError
-from ..forecast import DAY, ForecastSettings, replay
+from ..core import PredictionSpec, check_prediction
+from ..forecast import DAY, ForecastSettings, replay, settings_for
 from ..forecast.replay import describe_periods
 
 _DEFAULTS = ForecastSettings()
@@ -108,16 +109,18 @@ def _simulate_extra():
     return iso, load_trace, time_bound, plot_replay
 
 
+#: ``spec.prediction`` fields -> the flags of ``pyhpa forecast`` that set them
+_FLAGS = {"leadSeconds": "--lead", "historySeconds": "--history", "quantile": "--quantile", "refreshSeconds": "--refresh"}
+
+
 def _settings(lead: float, history: float, quantile: float, refresh: float) -> ForecastSettings:
-    if not lead > 0:
-        raise InputError(f"must be > 0 seconds, got {lead:g}", field="--lead")
-    if not history >= 2 * 3600:
-        raise InputError(f"must be at least 7200 seconds, got {history:g}", field="--history")
-    if not 0.5 <= quantile < 1:
-        raise InputError(f"must be in [0.5, 1), got {quantile:g}", field="--quantile")
-    if not refresh > 0:
-        raise InputError(f"must be > 0 seconds, got {refresh:g}", field="--refresh")
-    return ForecastSettings(history_seconds=history, lead_seconds=lead, quantile=quantile, refresh_seconds=refresh)
+    """The flags as ``ForecastSettings``, checked by the rules of ``spec.prediction`` (``check_prediction``)."""
+    spec = PredictionSpec(lead_seconds=lead, history_seconds=history, quantile=quantile, refresh_seconds=refresh)
+    problems = check_prediction(spec)
+    if problems:
+        sub, message = problems[0]
+        raise InputError(message, field=_FLAGS.get(sub, sub))
+    return settings_for(spec)
 
 
 def _num(v: float | None) -> str:

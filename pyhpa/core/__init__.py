@@ -8,8 +8,8 @@ Inputs and outputs are the plain types of ``pyhpa.core.model``; ``pyhpa.adapters
 them from Kubernetes objects.
 
 The public surface: the names below (``__all__``), the plain types of ``pyhpa.core.model``, and the
-names listed in the ``__all__`` of ``calculator``, ``metrics``, ``thresholds``, ``selector`` and
-``quantity``. Nothing outside the core imports anything else of it (tests/test_core_surface.py).
+names listed in the ``__all__`` of ``calculator``, ``metrics``, ``thresholds``, ``selector``,
+``prediction`` and ``quantity``. Nothing outside the core imports anything else of it (tests/test_core_surface.py).
 """
 
 from .model import (
@@ -50,6 +50,7 @@ from .checks import HPAWarning, check_hpa
 from .combine import provisioned_total
 from .fallback import check_fallback, effective_fallback, fallback_replicas, metric_key
 from .normalize import MemoryHorizons, memory_horizons, relevant_memory, stabilization_windows, store_scale_event
+from .prediction import check_prediction
 from .reconcile import decide, rescale_failed, set_condition, tolerances, with_status
 from .schedules import active_windows, check_window, next_change, occurrences
 
@@ -58,8 +59,8 @@ __all__ = [
     "FallbackSpec", "Forecast", "HPA", "HPAStatus", "Memory", "MetricFailures", "MetricHealth", "MetricSamples",
     "MetricSpec", "Pod", "PodSample", "PredictionSpec", "PredictionStatus", "Proposal", "Scale", "ScalingPolicy",
     "ScalingRules", "ScheduleStatus", "ScheduleWindow", "SourceProposal", "Step", "active_windows", "check_fallback",
-    "check_window", "decide", "effective_fallback", "fallback_replicas", "metric_key", "next_change", "occurrences",
-    "provisioned_total", "rescale_failed", "set_condition", "tolerances", "with_status",
+    "check_prediction", "check_window", "decide", "effective_fallback", "fallback_replicas", "metric_key",
+    "next_change", "occurrences", "provisioned_total", "rescale_failed", "set_condition", "tolerances", "with_status",
     "MemoryHorizons", "memory_horizons", "relevant_memory", "stabilization_windows", "store_scale_event",
     "MetricError", "ReplicaCalculator", "HPAWarning", "check_hpa", "LIMIT", "REQUEST",
 ]
