@@ -289,6 +289,32 @@ def test_provisioned_total_keeps_expected_and_quantile_as_bounds():
     check()
 
 
+def test_a_limit_basis_sizes_the_forecast_against_the_pods_limits():
+    # 4 pods using 100m of 100m requests, 200m limits; target 50 % of the limit: 100m per pod.
+    # The metric asks for 4 (100m / 200m = 50 %), and a forecast of the same 400m total asks for 4 too.
+    pods = [replace(p, requests={("cpu", ""): 100, ("cpu", "c"): 100}, limits={("cpu", ""): 200, ("cpu", "c"): 200},
+                    containers=("c",)) for p in cpu_pods([100] * 4)[0]]
+    _, samples = cpu_pods([100] * 4)
+    hpa = replace(predicted(), metrics=(replace(predicted().metrics[0], utilization_basis="Limit"),))
+    t = at(2026, 1, 5, 12)
+    d = decide(hpa, scale(4), pods, [samples], Memory([(t - 3600, 4)]), t, CFG, forecast=Forecast(total_milli=400))
+    assert [p.replicas for p in d.proposals] == [4]
+    assert next(s for s in d.sources if s.source == "Prediction").replicas == 4
+    assert d.desired_replicas == 4 and d.status.prediction.replicas == 4
+
+
+def test_a_huge_forecast_saturates_the_replicas_at_int32_like_upstream():
+    pods, samples = cpu_pods([500] * 4)
+    t = at(2026, 1, 5, 12)
+    for hpa in (predicted(), replace(predicted(), metrics=(replace(
+            predicted().metrics[0], type="External", name="q", target_type="Value", target_utilization=None,
+            target_value_milli=1000),))):
+        d = decide(hpa, scale(4), pods, [samples], Memory([(t - 3600, 4)]), t, CFG,
+                   forecast=Forecast(total_milli=10**30))
+        assert next(s for s in d.sources if s.source == "Prediction").replicas == 2**31 - 1
+        assert d.status.prediction.replicas == 2**31 - 1 and d.desired_replicas == 8
+
+
 def test_forecast_below_the_metrics_never_lowers_the_decision():
     pods, samples = cpu_pods([1000] * 4)
     t = at(2026, 1, 5, 12)

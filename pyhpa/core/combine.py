@@ -41,10 +41,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .calculator import MetricError, ceil_replicas, ceil_saturate, pod_amount, within
 from .model import (
     CONTAINER_RESOURCE,
     ENFORCE,
     HISTORY_UNAVAILABLE,
+    LIMIT,
+    MAX_INT32,
     NOT_PREDICTABLE,
     PREDICTION_SOURCE,
     RESOURCE,
@@ -152,20 +155,26 @@ def decided_by(winner: str, steps: Sequence[Step], bounds: Bounds, with_behavior
 
 
 def _per_pod_target(spec: MetricSpec, pods: Sequence[Pod]) -> tuple[float | None, str]:
-    """Milli-units one pod may carry at the target, or (None, why)."""
+    """Milli-units one pod may carry at the target, or (None, why).
+
+    A Utilization target is a percentage of the mean request (or limit, ``utilizationBasis: Limit``) of
+    the pods that are neither deleted nor failed, each read as the replica calculator reads it
+    (``pod_amount``: pod-level values when set, else the containers'; a missing one is upstream's error).
+    """
     if spec.target_type == UTILIZATION and spec.type in (RESOURCE, CONTAINER_RESOURCE):
-        key = (spec.name, spec.container if spec.type == CONTAINER_RESOURCE else "")
+        container = spec.container if spec.type == CONTAINER_RESOURCE else ""
+        limits = spec.utilization_basis == LIMIT
         total, count = 0, 0
         for p in pods:
             if p.deleted or p.phase == "Failed":
                 continue
-            req = p.requests.get(key)
-            if req is None:
-                return None, f"missing request for {spec.name} on pod {p.name}"
-            total += req
+            try:
+                total += pod_amount(p, spec.name, container, limits=limits)
+            except MetricError as err:
+                return None, str(err)
             count += 1
         if count == 0 or total <= 0 or not spec.target_utilization:
-            return None, "no pods with requests to size the forecast against"
+            return None, f"no pods with {'limits' if limits else 'requests'} to size the forecast against"
         return total / count * spec.target_utilization / 100.0, ""
     if spec.target_average_milli:
         return float(spec.target_average_milli), ""
@@ -205,9 +214,10 @@ def prediction_proposal(hpa: HPA, forecast: Forecast | None, pods: Sequence[Pod]
     provisioned for (``provisioned_total`` of the forecast; None without a forecast or metric).
 
     AverageValue and Utilization targets: ``ceil(total / per-pod target)`` where the per-pod
-    target is ``averageValue`` or ``averageUtilization`` % of the pods' mean request; Value
-    targets: ``ceil(current * forecast / target)`` as upstream's usage ratio. Within the
-    tolerance band around ``current`` the proposal is ``current``. Units: milli-units.
+    target is ``averageValue`` or ``averageUtilization`` % of the pods' mean request (mean limit with
+    ``utilizationBasis: Limit``); Value targets: ``ceil(current * forecast / target)`` as upstream's
+    usage ratio. Within the tolerance band around ``current`` the proposal is ``current``; replica
+    counts saturate at 2^31-1 as upstream's (``ceil_replicas``). Units: milli-units.
     """
     spec = hpa.prediction
     assert spec is not None
@@ -224,7 +234,7 @@ def prediction_proposal(hpa: HPA, forecast: Forecast | None, pods: Sequence[Pod]
     total = provisioned_total(m, forecast)
     if m.target_type == VALUE and m.target_value_milli:
         ratio = total / float(m.target_value_milli)
-        replicas = current if 1 - tolerance_down <= ratio <= 1 + tolerance_up else math.ceil(ratio * current)
+        replicas = current if within(ratio, tolerance_down, tolerance_up) else ceil_replicas(ratio, current)
     else:
         per_pod, why = _per_pod_target(m, pods)
         if per_pod is None or per_pod <= 0:
@@ -232,8 +242,8 @@ def prediction_proposal(hpa: HPA, forecast: Forecast | None, pods: Sequence[Pod]
             return SourceProposal(source=PREDICTION_SOURCE, name=metric_name, applied=False,
                                   error=NOT_PREDICTABLE, note=why), total
         ratio = total / (per_pod * current) if current > 0 else math.inf
-        replicas = current if 1 - tolerance_down <= ratio <= 1 + tolerance_up else math.ceil(total / per_pod)
+        replicas = current if within(ratio, tolerance_down, tolerance_up) else ceil_saturate(total / per_pod, MAX_INT32)
     note = "" if applied else "Observe mode: computed and reported, never applied"
-    return SourceProposal(source=PREDICTION_SOURCE, name=metric_name, replicas=max(int(replicas), 0),
+    return SourceProposal(source=PREDICTION_SOURCE, name=metric_name, replicas=max(replicas, 0),
                           applied=applied, note=note), total
 
