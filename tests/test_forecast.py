@@ -15,6 +15,7 @@ from pyhpa.forecast import (
     NOT_PREDICTABLE,
     PREDICTING,
     WEEK,
+    ForecastLoop,
     ForecastSettings,
     Predictor,
     fit,
@@ -213,6 +214,27 @@ def test_no_observations_means_history_unavailable():
     assert p.forecast(t[-1] + STEP).reason == PREDICTING
     got = p.forecast(t[-1] + 3600.0)
     assert got.reason == HISTORY_UNAVAILABLE and got.upper is None
+
+
+def test_the_forecast_loop_learns_each_sample_once_and_keeps_the_last_prediction():
+    from pyhpa.core import MetricSamples, PodSample, PredictionSpec
+
+    t, v = series(7, daily, noise=10.0)
+    loop = ForecastLoop(PredictionSpec(metric=1))
+    loop.predictor.extend(t, v)
+    now = t[-1] + STEP
+    pods = {"a": PodSample(400, now - 10, 30.0), "b": PodSample(600, now - 10, 30.0)}
+    samples = [MetricSamples(error="not this metric"), MetricSamples(pods=pods, timestamp=now - 10)]
+    assert loop.learn(now, samples) == 1000.0 and loop.last_seen == now - 10
+    assert loop.learn(now + 15, samples) == 1000.0  # the same samples again: not learnt twice
+    assert loop.predictor.history()[0][-2:].tolist() == [t[-1], now - 10]
+    assert loop.learn(now, [samples[0], MetricSamples(error="down")]) is None
+    got = loop.forecast(now)
+    assert loop.last is not None and loop.last.reason == PREDICTING and got == to_core_forecast(loop.last)
+    assert got.total_milli is not None and loop.predictor.fit is not None
+    aside = loop.aside(HISTORY_UNAVAILABLE, "prometheus is down")
+    assert (aside.total_milli, aside.reason, aside.message, loop.last) == (None, HISTORY_UNAVAILABLE,
+                                                                           "prometheus is down", None)
 
 
 def test_fit_never_reads_data_after_now():

@@ -1,7 +1,7 @@
 """Predictive scaling in the live controller: history from Prometheus, a forecast per sync.
 
-For each autoscaler with ``spec.prediction`` a ``Predictor`` (``pyhpa.forecast``) keeps the metric's
-workload total. Its history comes from Prometheus (``/api/v1/query_range`` through
+For each autoscaler with ``spec.prediction`` a ``ForecastLoop`` (``pyhpa.forecast``, the simulator's loop
+too) keeps the metric's workload total. Its history comes from Prometheus (``/api/v1/query_range`` through
 ``pyhpa.adapters.promql``): ``spec.prediction.historyQuery``, or a default query per metric type
 (``default_history_query``). Every ``refreshSeconds`` the history is fetched again and the model
 refitted, in the background: a sync never waits for Prometheus, and the fit runs in a thread. Between
@@ -29,7 +29,7 @@ from ..adapters.promql import PROMETHEUS, RangeQueryError, query_range, range_st
 from ..core import Decision, Forecast, MetricSamples, PredictionSpec
 from ..core.model import PREDICTION_ACTIVE
 from ..core.quantity import format_milli
-from ..forecast import HISTORY_UNAVAILABLE, Prediction, Predictor, fit, observed_total, settings_for, to_core_forecast
+from ..forecast import HISTORY_UNAVAILABLE, ForecastLoop, fit
 from .autoscaler import Autoscaler, MetricQuery
 
 log = logging.getLogger("pyhpa.controller.prediction")
@@ -95,17 +95,14 @@ def default_history_query(a: Autoscaler, index: int) -> tuple[str, str] | None:
 
 @dataclass(slots=True)
 class _State:
-    """One autoscaler's predictor and the state of its history fetches."""
+    """One autoscaler's forecast loop and the state of its history fetches."""
 
-    spec: PredictionSpec
+    loop: ForecastLoop
     query: str | None
-    predictor: Predictor
     task: asyncio.Task | None = None
     failed: str | None = None
     retry_at: float = -math.inf
     fetched_at: float | None = None
-    last: Prediction | None = None
-    last_seen: float = -math.inf
     history_points: int = 0
     extra: dict = field(default_factory=dict)
 
@@ -149,23 +146,15 @@ class LivePredictions:
             self.forget(a.key)
             return None
         st = self._state(a, spec)
-        s = samples[spec.metric] if spec.metric < len(samples) else None
-        total = observed_total(s) if s is not None else None
-        seen = s.timestamp if s is not None and s.timestamp is not None else now
-        if total is not None and seen > st.last_seen:
-            st.predictor.observe(seen, total)
-            st.last_seen = seen
-        if st.task is None and now >= st.retry_at and st.predictor.refit_due(now):
+        loop = st.loop
+        loop.learn(now, samples)
+        if st.task is None and now >= st.retry_at and loop.predictor.refit_due(now):
             self._start_refresh(a.key, st, now)
         if st.failed is not None:
-            st.last = None
-            return Forecast(total_milli=None, reason=HISTORY_UNAVAILABLE, message=st.failed)
-        if st.predictor.fit is None:
-            return Forecast(total_milli=None, reason=HISTORY_UNAVAILABLE,
-                            message="the metric's history is being fetched from Prometheus")
-        p = st.predictor.forecast(now, refit=False)
-        st.last = p
-        return to_core_forecast(p)
+            return loop.aside(HISTORY_UNAVAILABLE, st.failed)
+        if loop.predictor.fit is None:
+            return loop.aside(HISTORY_UNAVAILABLE, "the metric's history is being fetched from Prometheus")
+        return loop.forecast(now, refit=False)
 
     def _state(self, a: Autoscaler, spec: PredictionSpec) -> _State:
         query = spec.history_query
@@ -174,19 +163,19 @@ class LivePredictions:
             found = default_history_query(a, spec.metric) if spec.metric < len(a.queries) else None
             query, unit = found if found is not None else (None, "")
         st = self._states.get(a.key)
-        if st is None or st.spec != spec or st.query != query:
+        if st is None or st.loop.spec != spec or st.query != query:
             self.forget(a.key)
-            st = self._states[a.key] = _State(spec, query, Predictor(settings_for(spec)), extra={"unit": unit})
+            st = self._states[a.key] = _State(ForecastLoop(spec), query, extra={"unit": unit})
         return st
 
     def _start_refresh(self, key: str, st: _State, now: float) -> None:
         if st.query is None:
             st.failed = "no history query for this metric type: set spec.prediction.historyQuery"
-            st.retry_at = now + st.spec.refresh_seconds
+            st.retry_at = now + st.loop.spec.refresh_seconds
             return
         if self.prometheus_url is None:
             st.failed = "no Prometheus to read the metric's history from: run with --prometheus-url"
-            st.retry_at = now + st.spec.refresh_seconds
+            st.retry_at = now + st.loop.spec.refresh_seconds
             return
         st.task = asyncio.get_running_loop().create_task(self._refresh(key, st, now))
 
@@ -195,20 +184,21 @@ class LivePredictions:
         try:
             if self._http is None:
                 self._http = httpx2.AsyncClient()
-            start = now - st.spec.history_seconds
+            predictor = st.loop.predictor
+            start = now - st.loop.spec.history_seconds
             step = range_step(start, now, HISTORY_STEP_SECONDS)
             async with asyncio.timeout(self.timeout_seconds):
                 times, values = await query_range(self._http, self.prometheus_url, st.query, start, now, step,
                                                   self.timeout_seconds)
             milli = [v * 1000.0 for v in values]  # base units -> milli-units, as the metrics APIs' MilliValue()
-            live_t, live_v = st.predictor.history()
+            live_t, live_v = predictor.history()
             after = live_t > (times[-1] if times else -math.inf)
             history_t = list(times) + live_t[after].tolist()
             history_v = milli + live_v[after].tolist()
-            st.predictor.replace_history(history_t, history_v)
-            result = await asyncio.to_thread(fit, history_t, history_v, now=now, settings=st.predictor.settings,
-                                             previous=st.predictor.fit)
-            st.predictor.install(result, now)
+            predictor.replace_history(history_t, history_v)
+            result = await asyncio.to_thread(fit, history_t, history_v, now=now, settings=predictor.settings,
+                                             previous=predictor.fit)
+            predictor.install(result, now)
             st.failed, st.fetched_at, st.history_points = None, now, len(times)
         except asyncio.CancelledError:
             raise
@@ -250,14 +240,14 @@ class LivePredictions:
         if ps.provisioned_milli is not None:
             out["provisioned"] = format_milli(_significant(ps.provisioned_milli))
         st = self._states.get(a.key)
-        f = st.predictor.fit if st is not None else None
+        f = st.loop.predictor.fit if st is not None else None
         if f is not None:
             out["lastFitTime"] = format_time(f.fitted_at)
             if f.model is not None:
                 out["model"] = f.model.name
             if f.periods:
                 out["periodsSeconds"] = [int(p) for p in f.periods]
-        last = st.last if st is not None else None
+        last = st.loop.last if st is not None else None
         if last is not None and last.accuracy.evaluations:
             acc = last.accuracy
             out["accuracy"] = {k: v for k, v in {

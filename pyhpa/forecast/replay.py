@@ -88,7 +88,10 @@ def replay(times, values, *, settings: ForecastSettings = ForecastSettings(), st
 
 
 def accuracy(actual: np.ndarray, point: np.ndarray, high: np.ndarray, use: np.ndarray) -> Accuracy:
-    """MAPE (rows with actual > 0), WAPE and share of rows above the high band, over rows ``use`` with a forecast."""
+    """Accuracy of point forecasts against what happened, over the rows ``use`` (a bool mask) with a forecast
+    (``point`` not NaN): MAPE (rows with actual > 0), WAPE (None unless the actuals sum above 0) and the share of
+    rows whose actual is above the ``high`` band; ``Accuracy()`` when no row counts. Arrays of equal length, metric
+    units. The one formula of ``replay`` and of ``pyhpa simulate``'s summary."""
     ok = use & ~np.isnan(point)
     n = int(ok.sum())
     if n == 0:

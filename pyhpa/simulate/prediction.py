@@ -15,7 +15,8 @@ import math
 import numpy as np
 
 from ..core import HPA, Forecast, MetricSamples, PredictionSpec
-from ..forecast import Prediction, Predictor, observed_total, settings_for, to_core_forecast
+from ..forecast import ForecastLoop
+from ..forecast.replay import accuracy
 from .metrics import MIB_MILLI, MetricView
 from .profile import Profile
 from .target import Target
@@ -55,7 +56,8 @@ def history_totals(view: MetricView, hpa: HPA, target: Target, profile: Profile,
 class SimPrediction:
     """The forecaster of one simulated HPA (``hpa.prediction`` set) and what it said at each sync.
 
-    ``step(now, samples)`` learns the newest observation and returns the core's ``Forecast``;
+    ``step(now, samples)`` learns the newest observation and returns the core's ``Forecast`` (``loop``, the
+    ``ForecastLoop`` the controller runs too, refitting inline when due);
     ``times``/``observed``/``upper``/``low``/``high`` (metric-total units, see ``total_unit``) keep
     every sync's figures for the plot and the summary.
     """
@@ -64,10 +66,10 @@ class SimPrediction:
         self.spec = spec
         self.view = view
         self.unit, self.factor = total_unit(view)
-        self.predictor = Predictor(settings_for(spec))
+        self.loop = ForecastLoop(spec)
         keep = history_times >= (history_times[-1] - spec.history_seconds if history_times.size else 0)
         if history_times.size:
-            self.predictor.extend(history_times[keep], history_values[keep])
+            self.loop.predictor.extend(history_times[keep], history_values[keep])
         self.history_rows = int(keep.sum()) if history_times.size else 0
         self.times: list[float] = []
         self.observed: list[float] = []
@@ -77,20 +79,13 @@ class SimPrediction:
         self.low: list[float] = []
         self.high: list[float] = []
         self.reasons: dict[str, int] = {}
-        self.last: Prediction | None = None
         self.decided = 0  # syncs whose final number the prediction set (Decision.decided_by)
-        self._last_seen = -math.inf
 
     def step(self, now: float, samples: list[MetricSamples]) -> Forecast:
         """Learn the metric's newest total, then forecast [now, now + lead]."""
-        s = samples[self.spec.metric] if self.spec.metric < len(samples) else None
-        total = observed_total(s) if s is not None else None
-        seen = s.timestamp if s is not None and s.timestamp is not None else now
-        if total is not None and seen > self._last_seen:
-            self.predictor.observe(seen, total)
-            self._last_seen = seen
-        p = self.predictor.forecast(now)
-        self.last = p
+        total = self.loop.learn(now, samples)
+        forecast = self.loop.forecast(now)
+        p = self.loop.last
         f = self.factor
         nan = math.nan
         self.times.append(now)
@@ -100,7 +95,7 @@ class SimPrediction:
         self.low.append(nan if p.low is None else p.low * f)
         self.high.append(nan if p.high is None else p.high * f)
         self.reasons[p.reason] = self.reasons.get(p.reason, 0) + 1
-        return to_core_forecast(p)
+        return forecast
 
     def record_provisioned(self, milli: int | None) -> float | None:
         """Keep the total the core provisioned for at this sync (``PredictionStatus.provisioned_milli``,
@@ -111,25 +106,24 @@ class SimPrediction:
 
     def forecast_value(self) -> float | None:
         """The last forecast (the highest quantile over the lead window) in metric-total units."""
-        p = self.last
+        p = self.loop.last
         return None if p is None or p.upper is None or not p.usable else round(p.upper * self.factor, 4)
 
     def summary(self) -> dict:
         """summary.json ``prediction``: settings, syncs per reason, accuracy of the point forecasts
-        (MAPE, WAPE, share of actual totals above the high band) over the run."""
+        (``pyhpa.forecast.replay.accuracy``: MAPE, WAPE, share of actual totals above the high band) over the
+        run, each sync's forecast judged against the total observed at the first sync a lead later."""
         t = np.asarray(self.times)
         obs = np.asarray(self.observed)
         point = np.asarray(self.point)
-        high = np.asarray(self.high)
         lead = self.spec.lead_seconds
         idx = np.searchsorted(t, t + lead)
         ok = (idx < t.size) & np.isfinite(point)
         idx = np.minimum(idx, t.size - 1)
         actual = obs[idx]
         ok &= np.isfinite(actual)
-        a, p, h = actual[ok], point[ok], high[ok]
-        pos = a > 0
-        fit = self.predictor.fit
+        acc = accuracy(actual, point, np.asarray(self.high), ok)
+        fit = self.loop.predictor.fit
         return {
             "metric": self.spec.metric,
             "mode": self.spec.mode,
@@ -143,8 +137,12 @@ class SimPrediction:
             "syncs_decided_by_prediction": self.decided,
             "model": fit.model.name if fit is not None and fit.model is not None else None,
             "periods_seconds": list(fit.periods) if fit is not None else [],
-            "forecasts_judged": int(ok.sum()),
-            "mape": round(float(np.mean(np.abs(p[pos] - a[pos]) / a[pos])), 4) if pos.any() else None,
-            "wape": round(float(np.abs(p - a).sum() / a.sum()), 4) if a.size and a.sum() > 0 else None,
-            "under_forecast_share": round(float(np.mean(a > h)), 4) if a.size else None,
+            "forecasts_judged": acc.evaluations,
+            "mape": _round(acc.mape),
+            "wape": _round(acc.wape),
+            "under_forecast_share": _round(acc.under_share),
         }
+
+
+def _round(v: float | None) -> float | None:
+    return None if v is None else round(v, 4)
