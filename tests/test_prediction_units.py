@@ -12,14 +12,14 @@ from typer.testing import CliRunner
 
 from controller_util import autoscaler, cpu_metric
 from pyhpa.adapters.errors import InputError
-from pyhpa.adapters.prediction import prediction_from_dict, prediction_to_dict
+from pyhpa.adapters.prediction import forecast_from_status, prediction_from_dict, prediction_status, prediction_to_dict
 from pyhpa.adapters.promql import RangeQueryError, query_range, range_step
 from pyhpa.cli.main import app
 from pyhpa.controller.autoscaler import parse_autoscaler
 from pyhpa.controller.prediction import default_history_query
 from pyhpa.controller.settings import Settings
 from deploy.generate_crd import crd
-from pyhpa.core import PredictionSpec, check_prediction
+from pyhpa.core import Forecast, PredictionSpec, PredictionStatus, check_prediction
 from pyhpa.core.model import MetricSpec
 from pyhpa.core.prediction import MAX_QUANTILE, MIN_HISTORY_SECONDS, MIN_LEAD_SECONDS, MIN_QUANTILE, MIN_REFRESH_SECONDS
 
@@ -165,6 +165,25 @@ def test_explain_from_kubectl_reads_the_forecast_from_status_prediction(tmp_path
     assert doc["prediction"]["reason"] == "HistoryUnavailable" and doc["prediction"]["replicas"] is None
     cond = {c["type"]: c for c in doc["conditions"]}["PredictionActive"]
     assert (cond["status"], cond["message"]) == ("False", "prometheus unreachable")
+
+
+def test_status_prediction_has_one_renderer_and_the_reader_takes_back_what_it_wrote():
+    ps = PredictionStatus(forecast_milli=123456, expected_milli=100001, provisioned_milli=110000, replicas=7,
+                          reason="Predicting", mode="Enforce")
+    assert prediction_status(ps) == {"forecast": "123456m", "expected": "100001m", "provisioned": "110",
+                                     "replicas": 7, "reason": "Predicting", "mode": "Enforce"}
+    written = prediction_status(ps, significant=3)  # what the controller writes: rounded up to 3 digits
+    assert (written["forecast"], written["expected"]) == ("124", "101")
+    assert forecast_from_status({"prediction": {**written, "message": "seasonal"}}) == Forecast(
+        total_milli=124000, expected_milli=101000, reason="Predicting", message="seasonal")
+    aside = PredictionStatus(forecast_milli=None, replicas=None, reason="HistoryUnavailable", mode="Enforce")
+    assert prediction_status(aside) == {"forecast": None, "expected": None, "provisioned": None, "replicas": None,
+                                        "reason": "HistoryUnavailable", "mode": "Enforce"}
+    assert forecast_from_status({"prediction": {"reason": "HistoryUnavailable"}}).total_milli is None
+    assert forecast_from_status(None) is None and forecast_from_status({"prediction": {"forecast": "1"}}) is None
+    with pytest.raises(InputError) as err:
+        forecast_from_status({"prediction": {"reason": "Predicting", "forecast": "lots"}})
+    assert err.value.field == "status.prediction.forecast"
 
 
 def _core_inputs(prediction: PredictionSpec):

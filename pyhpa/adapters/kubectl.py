@@ -16,7 +16,8 @@ from .errors import InputError
 from .metrics_api import resource_samples
 from .autoscaler import effective_config, find_autoscaler, read_autoscaler
 from .promql import OFFLINE_SERVER
-from .snapshot import Snapshot, forecast_from_dict, pods_in_namespace, read_document
+from .prediction import forecast_from_status
+from .snapshot import Snapshot, pods_in_namespace, read_document
 
 IGNORED_LABELS = ("pod-template-hash", "controller-revision-hash", "pod-template-generation",
                   "statefulset.kubernetes.io/pod-name", "apps.kubernetes.io/pod-index")
@@ -103,7 +104,7 @@ def snapshot_from_kubectl(
         doc = find_autoscaler(read_document(hpa_path))
         parsed = read_autoscaler(doc, lenient=lenient, scale_to_zero=config.scale_to_zero,
                                  prometheus_server=OFFLINE_SERVER, go_structs=lenient)
-        forecast = status_forecast(doc) if parsed.hpa.prediction is not None else None
+        forecast = forecast_from_status(doc.get("status")) if parsed.hpa.prediction is not None else None
     except InputError as err:
         raise err.at(file=str(hpa_path)) from None
     hpa, model, config = parsed.hpa, parsed.model, effective_config(config, parsed.settings)
@@ -128,21 +129,6 @@ def snapshot_from_kubectl(
         f"{hpa.namespace}/{hpa.name}", str(hpa_path), "controller", now, config, hpa,
         Scale(replicas, replicas, sel), pods, samples, Memory(), None, None, model, forecast,
     )
-
-
-def status_forecast(doc: dict):
-    """The forecast the controller last wrote to a HorizontalAutoscaler's ``status.prediction``
-    (``forecast``, ``expected``, ``reason``, ``message``), as the snapshot's ``forecast``; None when there
-    is none."""
-    section = (doc.get("status") or {}).get("prediction") if isinstance(doc.get("status"), dict) else None
-    if not isinstance(section, dict) or "reason" not in section:
-        return None
-    d = {"total": section.get("forecast"), "expected": section.get("expected"), "reason": section["reason"],
-         "message": section.get("message", "")}
-    try:
-        return forecast_from_dict(d)
-    except InputError as err:
-        raise InputError(err.message, field="status.prediction." + err.field.removeprefix("forecast.")) from None
 
 
 def _samples(hpa, metrics_path: Path | None) -> list[MetricSamples]:

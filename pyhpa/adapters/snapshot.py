@@ -21,13 +21,13 @@ import yaml
 
 from ..core import ControllerConfig, Decision, Forecast, HPA, HPAWarning, Memory, MetricFailures, MetricSamples, Pod, Scale, \
     active_windows, check_hpa, decide
-from ..core.model import PREDICTING
 from ..core.quantity import format_milli
 from .errors import InputError
 from .metrics_api import external_samples, object_samples, pods_samples, resource_samples
 from .autoscaler import effective_config, read_autoscaler
 from .objects import object_label, pod_from_dict
-from .parse import format_time, milli, timestamp
+from .prediction import forecast_from_dict, forecast_to_dict, prediction_report
+from .parse import format_time, timestamp
 from .promql import OFFLINE_SERVER, samples_from_answer
 
 
@@ -312,42 +312,6 @@ def snapshot_from_dict(d: Any, source: str, index: int | None = None, lenient: b
         raise InputError(err.message, source, f"{label}: {err.obj}" if err.obj else label, err.field) from None
 
 
-def forecast_from_dict(d: Any) -> Forecast | None:
-    """The snapshot's ``forecast`` (``{total: quantity, expected: quantity, reason, message}``; ``total`` the
-    quantile, ``expected`` the central forecast, both optional) as the core's ``Forecast``."""
-    if d is None:
-        return None
-    if not isinstance(d, dict):
-        raise InputError("must be a mapping {total, expected, reason, message}", field="forecast")
-    unknown = set(d) - {"total", "expected", "reason", "message"}
-    if unknown:
-        raise InputError(f"unknown key {sorted(unknown)[0]!r} (known: total, expected, reason, message)",
-                         field="forecast")
-    total = d.get("total")
-    expected = d.get("expected")
-    if expected is not None and total is None:
-        raise InputError("needs a total (the quantile) when it has an expected value", field="forecast.expected")
-    reason = d.get("reason", PREDICTING if total is not None else None)
-    if not isinstance(reason, str) or not reason:
-        raise InputError("needs a reason (a PredictionActive reason) when there is no total", field="forecast.reason")
-    message = d.get("message", "")
-    if not isinstance(message, str):
-        raise InputError("must be a string", field="forecast.message")
-    return Forecast(total_milli=None if total is None else milli(total, "forecast.total"),
-                    expected_milli=None if expected is None else milli(expected, "forecast.expected"),
-                    reason=reason, message=message)
-
-
-def forecast_to_dict(f: Forecast) -> dict:
-    """``forecast_from_dict`` inverted (for ``pyhpa snapshot``)."""
-    out: dict = {"reason": f.reason, "message": f.message}
-    if f.total_milli is not None:
-        out["total"] = format_milli(f.total_milli)
-    if f.expected_milli is not None:
-        out["expected"] = format_milli(f.expected_milli)
-    return out
-
-
 def _prometheus_server(controller: Any) -> str:
     return (controller.get("prometheusUrl") if isinstance(controller, dict) else None) or OFFLINE_SERVER
 
@@ -467,15 +431,7 @@ def decision_json(name: str, d: Decision, hpa: HPA | None = None, now: float | N
                             for w in active_windows(hpa.schedules, now)]
         change = d.status.schedules.next_change if d.status.schedules is not None else None
         out["nextScheduleChange"] = format_time(change)
-    p = d.status.prediction
-    if p is not None:
-        source = next((x for x in d.sources if x.source == "Prediction"), None)
-        out["prediction"] = {
-            "forecast": format_milli(p.forecast_milli) if p.forecast_milli is not None else None,
-            "expected": format_milli(p.expected_milli) if p.expected_milli is not None else None,
-            "provisioned": format_milli(p.provisioned_milli) if p.provisioned_milli is not None else None,
-            "replicas": p.replicas, "reason": p.reason, "mode": p.mode,
-            "applied": bool(source is not None and source.applied and source.replicas is not None),
-            "won": d.decided_by.startswith("Prediction/"),
-        }
+    prediction = prediction_report(d)
+    if prediction is not None:
+        out["prediction"] = prediction
     return out

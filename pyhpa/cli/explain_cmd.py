@@ -16,8 +16,10 @@ from rich.table import Table
 from ..adapters.errors import InputError
 from ..adapters.kubectl import snapshot_from_kubectl
 from ..adapters.parse import format_time, timestamp
+from ..adapters.prediction import prediction_report
 from ..adapters.snapshot import Snapshot, decision_json, load_snapshots, run_snapshot, snapshot_warnings
 from ..core import LIMIT, Decision, HPAWarning, Proposal, SourceProposal, active_windows, tolerances
+from ..core.model import PREDICTION_SOURCE
 from . import readable
 
 
@@ -176,15 +178,17 @@ def render(console: Console, snap: Snapshot, d: Decision, warnings: list[HPAWarn
 
 
 def _render_prediction(console: Console, snap: Snapshot, d: Decision) -> None:
-    """What spec.prediction asked for, and whether it set the number."""
+    """What spec.prediction asked for, and whether it set the number (the values of ``-o json``'s ``prediction``,
+    ``prediction_report``, with the quantities in readable units)."""
     spec = snap.hpa.prediction
     if spec is None:
         return
     st = d.status.prediction
-    src = next((s for s in d.sources if s.source == "Prediction"), None)
+    src = next((s for s in d.sources if s.source == PREDICTION_SOURCE), None)
     console.print(f"\n[bold]prediction:[/] metric {spec.metric + 1}, lead {spec.lead_seconds} s, quantile {spec.quantile:g}, "
                   f"mode {spec.mode}")
-    if st is None or src is None:
+    report = prediction_report(d)
+    if st is None or report is None or src is None:
         console.print("  not evaluated (the sync stopped before the sources were combined)")
         return
     if st.forecast_milli is not None:
@@ -196,15 +200,16 @@ def _render_prediction(console: Console, snap: Snapshot, d: Decision) -> None:
             console.print(f"  expected: {readable.quantity(st.expected_milli, metric)}; provisioned for: "
                           f"{readable.quantity(st.provisioned_milli, metric)} (the band above the expected value "
                           "counts in proportion to the target's headroom it would use)", markup=False)
-    if src.replicas is None:
-        console.print(f"  steps aside [{st.reason}]: {src.note}", markup=False)
+    if report["replicas"] is None:
+        console.print(f"  steps aside [{report['reason']}]: {src.note}", markup=False)
         return
-    if not src.applied:
-        console.print(f"  asks for [bold]{src.replicas}[/] replicas; not applied ({src.note or st.reason})")
+    if not report["applied"]:
+        console.print(f"  asks for [bold]{report['replicas']}[/] replicas; "
+                      f"not applied ({src.note or report['reason']})")
         return
-    won = d.decided_by.startswith("Prediction/")
-    verdict = "[bold green]it set the number[/]" if won else f"not the deciding source (decided by {d.decided_by})"
-    console.print(f"  asks for [bold]{src.replicas}[/] replicas: {verdict}")
+    verdict = ("[bold green]it set the number[/]" if report["won"]
+               else f"not the deciding source (decided by {d.decided_by})")
+    console.print(f"  asks for [bold]{report['replicas']}[/] replicas: {verdict}")
 
 
 def _render_result(console: Console, d: Decision) -> None:

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 import httpx2
 
 from ..adapters.parse import format_time
+from ..adapters.prediction import prediction_status
 from ..adapters.promql import PROMETHEUS, RangeQueryError, query_range, range_step
 from ..core import Decision, Forecast, MetricSamples, PredictionSpec
 from ..core.model import PREDICTION_ACTIVE
-from ..core.quantity import format_milli
 from ..forecast import HISTORY_UNAVAILABLE, ForecastLoop, fit
 from .autoscaler import Autoscaler, MetricQuery
 
@@ -38,6 +38,8 @@ log = logging.getLogger("pyhpa.controller.prediction")
 RETRY_SECONDS = 60.0
 #: Step of the history range query, seconds (coarser for very long histories: Prometheus' point limit).
 HISTORY_STEP_SECONDS = 60.0
+#: The figures of ``prediction_status`` the status carries when set (``mode`` is the spec's, not written back).
+STATUS_FIGURES = ("replicas", "forecast", "expected", "provisioned")
 _CONTAINERS = 'container!="",container!="POD"'
 
 
@@ -231,14 +233,8 @@ class LivePredictions:
         cond = next((c for c in decision.conditions if c.type == PREDICTION_ACTIVE), None)
         if cond is not None:
             out["message"] = cond.message
-        if ps.replicas is not None:
-            out["replicas"] = ps.replicas
-        if ps.forecast_milli is not None:
-            out["forecast"] = format_milli(_significant(ps.forecast_milli))
-        if ps.expected_milli is not None:
-            out["expected"] = format_milli(_significant(ps.expected_milli))
-        if ps.provisioned_milli is not None:
-            out["provisioned"] = format_milli(_significant(ps.provisioned_milli))
+        figures = prediction_status(ps, significant=3)
+        out.update((key, figures[key]) for key in STATUS_FIGURES if figures[key] is not None)
         st = self._states.get(a.key)
         f = st.loop.predictor.fit if st is not None else None
         if f is not None:
@@ -257,9 +253,3 @@ class LivePredictions:
             }.items() if v is not None}
         return out
 
-
-def _significant(milli: int, digits: int = 3) -> int:
-    if milli == 0:
-        return 0
-    scale = 10 ** max(int(math.floor(math.log10(abs(milli)))) - digits + 1, 0)
-    return int(math.ceil(milli / scale) * scale)

@@ -28,7 +28,7 @@ from lightkube.resources.autoscaling_v2 import HorizontalPodAutoscaler as HpaRes
 
 from ..adapters.autoscaler import autoscaler_document
 from ..adapters.errors import InputError
-from ..adapters.kubectl import status_forecast
+from ..adapters.prediction import forecast_from_status
 from ..adapters.promql import PROMETHEUS
 from ..adapters.snapshot import controller_to_dict, metrics_to_dict, snapshot_to_dict
 from . import Controller
@@ -129,7 +129,7 @@ def _forecast(inputs: SyncInputs):
     a = inputs.autoscaler
     if a.hpa is None or a.hpa.prediction is None:
         return None
-    return inputs.forecast or status_forecast({"status": a.status})
+    return inputs.forecast or forecast_from_status(a.status)
 
 
 def _readable(q: MetricQuery, answer: Any) -> bool:
