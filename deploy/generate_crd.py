@@ -27,13 +27,27 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from a checkout: the package next to it
     sys.path.insert(0, str(ROOT))
 
-from pyhpa.core.model import PREDICTION_ACTIVE, PREDICTION_MODES, PREDICTION_REASONS, PredictionSpec  # noqa: E402
+from pyhpa.core.model import (  # noqa: E402
+    PREDICTION_ACTIVE,
+    PREDICTION_MODES,
+    PREDICTION_REASONS,
+    SATURATION_ACTIVE,
+    SATURATION_REASONS,
+    PredictionSpec,
+    SaturationSpec,
+)
 from pyhpa.core.prediction import (  # noqa: E402
     MAX_QUANTILE,
     MIN_HISTORY_SECONDS,
     MIN_LEAD_SECONDS,
     MIN_QUANTILE,
     MIN_REFRESH_SECONDS,
+)
+from pyhpa.core.saturation import (  # noqa: E402
+    MAX_DEMAND_FACTOR,
+    MAX_PINNED_PERCENT,
+    MIN_DEMAND_FACTOR,
+    MIN_PINNED_PERCENT,
 )
 SCHEMA_DIR = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema" / "v1.37.0-local-strict"
 PREFIX = "#/$defs/"
@@ -217,6 +231,50 @@ PREDICTION_STATUS = {
 }
 
 
+#: the limits and defaults of spec.saturation are the core's (pyhpa.core.saturation, SaturationSpec)
+_SATURATION = SaturationSpec()
+
+SATURATION = {
+    "type": "object",
+    "description": "pyhpa: scale-up when the pods are pinned at their CPU limit (docs/saturation.md). {} turns it "
+                   "on with defaults for a web service. While the ready pods use pinnedPercent of their CPU limit, "
+                   "their utilization is a lower bound of the demand: demandFactor times their usage becomes one "
+                   "more replica proposal (the largest wins), never below the current replicas, before upstream's "
+                   "stabilization, policies and bounds.",
+    "properties": {
+        "metric": {"type": "integer", "minimum": 0,
+                   "description": "Which entry of spec.metrics to watch: a Resource or ContainerResource cpu metric "
+                                  "(index; default the first such metric)."},
+        "pinnedPercent": {"type": "integer", "minimum": MIN_PINNED_PERCENT, "maximum": MAX_PINNED_PERCENT,
+                          "default": _SATURATION.pinned_percent,
+                          "description": "CPU usage of the ready pods, in percent of their CPU limit, at or above "
+                                         "which they are pinned (default 95)."},
+        "demandFactor": {"type": "number", "minimum": MIN_DEMAND_FACTOR, "exclusiveMinimum": True,
+                         "maximum": MAX_DEMAND_FACTOR, "default": _SATURATION.demand_factor,
+                         "description": "The demand assumed while pinned, as a multiple of the ready pods' usage "
+                                        "(default 2: the reactive proposal of the ready pods, doubled)."},
+        "mode": {"type": "string", "enum": list(PREDICTION_MODES), "default": _SATURATION.mode,
+                 "description": "Enforce: it may raise replicas. Observe: computed and reported, never applied."},
+    },
+}
+
+SATURATION_STATUS = {
+    "type": "object",
+    "description": "pyhpa: the state of spec.saturation at the last sync.",
+    "properties": {
+        "reason": {"type": "string", "description": f"The {SATURATION_ACTIVE} reason "
+                                                    f"({', '.join(SATURATION_REASONS)})."},
+        "message": {"type": "string", "description": "Why, in one sentence."},
+        "mode": {"type": "string", "description": "spec.saturation.mode."},
+        "pinned": {"type": "boolean", "description": "The ready pods use pinnedPercent or more of their CPU limit."},
+        "usagePercentOfLimit": {"type": "integer",
+                                "description": "While pinned: the ready pods' CPU usage in percent of their limit."},
+        "readyPods": {"type": "integer", "description": "While pinned: the ready pods it was judged on."},
+        "replicas": {"type": "integer", "format": "int32", "description": "While pinned: replicas it asks for."},
+    },
+}
+
+
 def fallback_schema(where: str) -> dict:
     """``spec.fallback`` / ``spec.metrics[].fallback``: KEDA's fields plus KEP-5679's duration
     (``pyhpa.core.fallback``); which fields are required depends on the spec-wide and the metric's own
@@ -358,10 +416,12 @@ def crd() -> dict:
     defs = json.loads((SCHEMA_DIR / "_definitions.json").read_text())["$defs"]
     spec = structural(defs["io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec"], defs, number_or_string_quantity)
     spec["description"] = ("The autoscaling/v2 HorizontalPodAutoscaler spec plus the per-object settings that "
-                           "upstream only has as controller flags, scheduled windows (schedules) and predictive scaling (prediction).")
+                           "upstream only has as controller flags, scheduled windows (schedules), predictive scaling (prediction), "
+                           "scale-up at the CPU limit (saturation) and fallback replicas (fallback).")
     spec["properties"]["minReplicas"]["default"] = 1  # the API server's default for autoscaling/v2
     spec["properties"].update(SETTINGS)
     spec["properties"]["prediction"] = PREDICTION
+    spec["properties"]["saturation"] = SATURATION
     spec["properties"]["schedules"] = schedules()
     item = spec["properties"]["metrics"]["items"]["properties"]
     item["prometheus"] = prometheus_metric(copy.deepcopy(item["external"]["properties"]["target"]))
@@ -374,9 +434,10 @@ def crd() -> dict:
         "maxed with the healthy metrics.")
     status = structural(defs["io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerStatus"], defs)
     status["description"] = ("The autoscaling/v2 HorizontalPodAutoscaler status, plus the controller memory, the "
-                             "active schedule windows and the state of the prediction.")
+                             "active schedule windows and the state of the prediction and of the saturation source.")
     status["properties"]["pyhpa"] = MEMORY
     status["properties"]["prediction"] = PREDICTION_STATUS
+    status["properties"]["saturation"] = SATURATION_STATUS
     status["properties"]["metricHealth"] = METRIC_HEALTH
     status["properties"]["schedules"] = SCHEDULE_STATUS
     columns = [

@@ -31,6 +31,7 @@ from .errors import InputError
 from .fallback import has_fallback_fields, read_metric_fallbacks, read_spec_fallback, without_metric_fallbacks
 from .objects import hpa_from_dict, object_label
 from .prediction import prediction_from_dict
+from .saturation import saturation_from_dict
 from .promql import split_prometheus, with_prometheus
 
 GROUP_VERSION = "pyhpa.dev/v1alpha1"
@@ -44,7 +45,7 @@ SETTING_FIELDS = ("syncPeriodSeconds", "tolerance", "cpuInitializationPeriodSeco
 #: ``status`` key of the controller memory of a HorizontalAutoscaler
 MEMORY_KEY = "pyhpa"
 #: ``status`` sections of a HorizontalAutoscaler that autoscaling/v2 does not have
-STATUS_EXTENSIONS = (MEMORY_KEY, "prediction", "schedules")
+STATUS_EXTENSIONS = (MEMORY_KEY, "prediction", "schedules", "saturation")
 
 
 # ------------------------------------------------------------------------------------------ settings
@@ -198,11 +199,17 @@ def read_prediction(value: Any, f: str, hpa: HPA) -> HPA:
     return replace(hpa, prediction=prediction_from_dict(value, hpa.metrics, f))
 
 
+def read_saturation(value: Any, f: str, hpa: HPA) -> HPA:
+    """``spec.saturation`` (``pyhpa.adapters.saturation``; ``{}`` or null: the defaults)."""
+    return replace(hpa, saturation=saturation_from_dict(value, hpa.metrics, f))
+
+
 #: spec fields a HorizontalAutoscaler adds to autoscaling/v2: field -> reader(value, "spec.<field>", hpa) -> hpa
 EXTENSIONS: dict[str, Callable[[Any, str, HPA], HPA]] = {
     "schedules": read_schedules,
     "fallback": read_spec_fallback,  # then read_metric_fallbacks: spec.metrics[].fallback over it
     "prediction": read_prediction,
+    "saturation": read_saturation,
 }
 
 

@@ -14,6 +14,7 @@ from functools import lru_cache
 
 from ..adapters.errors import InputError
 from ..adapters.parse import timestamp
+from ..adapters.saturation import saturation_status
 from ..core import Condition, Decision, HPAStatus, Memory, MetricHealth, set_condition, with_status
 from .api import ApiFailure
 from .autoscaler import API_VERSION, KIND, MEMORY_KEY, Autoscaler
@@ -45,8 +46,9 @@ def condition_dict(c: Condition) -> dict:
 
 def status_from_decision(decision: Decision, generation: int) -> dict:
     """The autoscaling/v2 status of a sync (``observedGeneration`` is the spec generation synced),
-    with the HorizontalAutoscaler's ``schedules`` section when the spec has windows and ``metricHealth`` when it
-    has a fallback."""
+    with the HorizontalAutoscaler's ``schedules`` section when the spec has windows, ``metricHealth`` when it
+    has a fallback and ``saturation`` (``pyhpa.adapters.saturation.saturation_status``) when it has
+    ``spec.saturation``."""
     st: HPAStatus = decision.status
     out = {"observedGeneration": generation, "desiredReplicas": st.desired_replicas}
     if st.current_replicas:
@@ -64,6 +66,8 @@ def status_from_decision(decision: Decision, generation: int) -> dict:
         out["schedules"] = section
     if st.metric_health is not None:
         out["metricHealth"] = [metric_health_dict(h) for h in st.metric_health]
+    if st.saturation is not None:
+        out["saturation"] = saturation_status(st.saturation)
     return out
 
 

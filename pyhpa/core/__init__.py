@@ -37,6 +37,8 @@ from .model import (
     PredictionSpec,
     PredictionStatus,
     Proposal,
+    SaturationSpec,
+    SaturationStatus,
     Scale,
     ScalingPolicy,
     ScalingRules,
@@ -52,6 +54,7 @@ from .fallback import check_fallback, effective_fallback, fallback_replicas, met
 from .normalize import MemoryHorizons, memory_horizons, relevant_memory, stabilization_windows, store_scale_event
 from .prediction import check_prediction
 from .reconcile import decide, rescale_failed, set_condition, tolerances, with_status
+from .saturation import check_saturation, saturation_metric
 from .schedules import active_windows, check_window, next_change, occurrences
 
 __all__ = [
@@ -63,4 +66,5 @@ __all__ = [
     "next_change", "occurrences", "provisioned_total", "rescale_failed", "set_condition", "tolerances", "with_status",
     "MemoryHorizons", "memory_horizons", "relevant_memory", "stabilization_windows", "store_scale_event",
     "MetricError", "ReplicaCalculator", "HPAWarning", "check_hpa", "LIMIT", "REQUEST",
+    "SaturationSpec", "SaturationStatus", "check_saturation", "saturation_metric",
 ]

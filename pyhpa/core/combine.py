@@ -13,13 +13,16 @@ Sources (each a ``SourceProposal`` in ``Decision.sources``):
   the band above the central forecast counts in proportion to how much of the target's own
   headroom it would use), turned into replicas as upstream turns a metric value into replicas for
   that target (total / per-pod target, ``ceil``, tolerance around the current count).
+- **Saturation** — ``spec.saturation``: while the ready pods use their whole CPU limit their utilization
+  is a lower bound of the demand; the source assumes ``demandFactor`` times their usage and sizes it at
+  the metric's target, never below the current replicas (``pyhpa.core.saturation``).
 - **Schedule** — each active ``spec.schedules[]`` window: a floor (``minReplicas``) and/or a cap
   (``maxReplicas``).
 
 The rule, in this order:
 
-1. the **recommendation** is the largest replica proposal (metrics and fallbacks, an applied prediction) — as
-   upstream takes the largest over metrics — raised to the highest active floor, then lowered to
+1. the **recommendation** is the largest replica proposal (metrics and fallbacks, an applied prediction or
+   saturation) — as upstream takes the largest over metrics — raised to the highest active floor, then lowered to
    the lowest active cap; where a floor exceeds a cap, the floor wins (availability over cost);
 2. the **effective bounds** are ``max(spec.minReplicas, floors)`` and ``min(spec.maxReplicas,
    caps)`` (again the floor wins a conflict);
@@ -31,8 +34,8 @@ The rule, in this order:
    does outside its bounds: the bound is recorded as that sync's recommendation), the scale-down
    after a window ends waits out the stabilization window and the policies.
 
-Without schedules, prediction and fallback every step is upstream's, bit for bit. ``decided_by`` names the
-source that set the final number (see ``decided_by``).
+Without schedules, prediction, saturation and fallback every step is upstream's, bit for bit.
+``decided_by`` names the source that set the final number (see ``decided_by``).
 """
 
 from __future__ import annotations

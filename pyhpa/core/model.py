@@ -254,11 +254,42 @@ class Forecast:
     message: str = ""
 
 
+#: The condition a HorizontalAutoscaler with ``spec.saturation`` reports, and its reasons: True with
+#: ``PINNED_AT_LIMIT`` (the ready pods use their whole CPU limit and the source asks for more); False with
+#: ``OBSERVING`` (``mode: Observe``, pinned, not applied), ``BELOW_LIMIT`` (not pinned), ``NO_CPU_LIMIT`` (a pod
+#: has no CPU limit: its usage is never capped, the metric sees the whole demand) or ``NO_CPU_SAMPLES`` (no
+#: ready pod with a CPU sample to judge).
+SATURATION_ACTIVE = "SaturationActive"
+PINNED_AT_LIMIT = "PinnedAtLimit"
+BELOW_LIMIT = "BelowLimit"
+NO_CPU_LIMIT = "NoCPULimit"
+NO_CPU_SAMPLES = "NoCPUSamples"
+SATURATION_REASONS = (PINNED_AT_LIMIT, OBSERVING, BELOW_LIMIT, NO_CPU_LIMIT, NO_CPU_SAMPLES)
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class SaturationSpec:
+    """``spec.saturation`` of a HorizontalAutoscaler; ``saturation: {}`` gives these defaults
+    (rules and limits: ``pyhpa.core.saturation``).
+
+    ``metric`` indexes ``spec.metrics`` (a Resource or ContainerResource ``cpu`` metric; None: the first
+    one); ``pinned_percent`` is the ready pods' CPU usage, in percent of their CPU limit, at or above which
+    they are *pinned* (their usage no longer shows the demand); ``demand_factor`` is the demand assumed
+    while they are pinned, as a multiple of their usage (2.0: the reactive proposal of the ready pods,
+    doubled); ``mode`` "Enforce" or "Observe" (computed and reported, never applied).
+    """
+
+    metric: int | None = None
+    pinned_percent: int = 95
+    demand_factor: float = 2.0
+    mode: str = ENFORCE
+
+
 @dataclass(slots=True, frozen=True)
 class HPA:
     """What the core needs of a HorizontalPodAutoscaler (spec and the status it carries).
 
-    ``schedules``, ``prediction`` and ``fallback`` (spec-wide; a metric may carry its own in
+    ``schedules``, ``prediction``, ``saturation`` and ``fallback`` (spec-wide; a metric may carry its own in
     ``MetricSpec.fallback``) are HorizontalAutoscaler extensions; empty/None for an autoscaling/v2
     HPA, which then decides exactly as upstream.
     """
@@ -275,6 +306,7 @@ class HPA:
     schedules: tuple[ScheduleWindow, ...] = ()
     prediction: PredictionSpec | None = None
     fallback: FallbackSpec | None = None
+    saturation: SaturationSpec | None = None
 
 
 @dataclass(slots=True, frozen=True)
@@ -445,6 +477,7 @@ class Event:
 METRIC_SOURCE = "Metric"
 SCHEDULE_SOURCE = "Schedule"
 PREDICTION_SOURCE = "Prediction"
+SATURATION_SOURCE = "Saturation"
 FALLBACK_SOURCE = "Fallback"
 RECOMMENDATION_SOURCE = "Recommendation"
 
@@ -453,7 +486,7 @@ RECOMMENDATION_SOURCE = "Recommendation"
 class SourceProposal:
     """What one source of a decision asked for (see ``pyhpa.core.combine``).
 
-    ``source`` is "Metric", "Schedule", "Prediction", "Fallback" or "Recommendation"; ``name``
+    ``source`` is "Metric", "Schedule", "Prediction", "Saturation", "Fallback" or "Recommendation"; ``name``
     the metric (as upstream names it in messages) or the window name. A replica source sets
     ``replicas`` (None when it could not propose: ``error`` or ``note`` says why); a window
     sets ``min_replicas`` (floor) and/or ``max_replicas`` (cap). ``applied`` is False for a
@@ -498,6 +531,22 @@ class PredictionStatus:
     provisioned_milli: int | None = None
 
 
+@dataclass(slots=True, frozen=True, kw_only=True)
+class SaturationStatus:
+    """What the core knows of ``status.saturation``: the ``SaturationActive`` ``reason`` and ``message``,
+    ``usage_percent`` (the ready pods' CPU usage in percent of their CPU limit, integer-truncated; None when
+    it could not be judged), ``pinned`` (at or above ``pinned_percent``), ``ready_pods`` it was judged on and
+    ``replicas`` the source proposed (None when not pinned)."""
+
+    reason: str
+    message: str
+    mode: str
+    pinned: bool = False
+    usage_percent: int | None = None
+    ready_pods: int = 0
+    replicas: int | None = None
+
+
 #: ``MetricHealth.status`` values (KEDA's)
 HAPPY = "Happy"
 FAILING = "Failing"
@@ -536,6 +585,7 @@ class HPAStatus:
     schedules: ScheduleStatus | None = None
     prediction: PredictionStatus | None = None
     metric_health: tuple[MetricHealth, ...] | None = None
+    saturation: SaturationStatus | None = None
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)

@@ -22,12 +22,16 @@ from .model import (
     EXTERNAL,
     FALLBACK_SOURCE,
     METRIC_SOURCE,
+    NO_CPU_SAMPLES,
     NOT_PREDICTABLE,
     OBJECT,
     OBSERVING,
+    PINNED_AT_LIMIT,
     PREDICTING,
     PREDICTION_ACTIVE,
     RECOMMENDATION_SOURCE,
+    SATURATION_ACTIVE,
+    SATURATION_SOURCE,
     ActiveWindow,
     Condition,
     ControllerConfig,
@@ -41,12 +45,14 @@ from .model import (
     Pod,
     PredictionStatus,
     Proposal,
+    SaturationStatus,
     Scale,
     ScheduleStatus,
     SourceProposal,
     Step,
 )
 from .normalize import normalize, store_scale_event
+from .saturation import saturation_metric, saturation_proposal
 from .schedules import active_windows, next_change
 from .selector import SelectorError, matches, parse_selector
 
@@ -304,6 +310,8 @@ def decide(
         extra = []
         if hpa.prediction is not None:
             extra.append(_prediction(sync, out, forecast, current))
+        if hpa.saturation is not None and prenormalized is None:
+            extra.append(_saturation(sync, out, samples, current))
         if extra or active:
             pre, winner = recommend(extra, bounds, active, pre, winner)
             if not winner.startswith(METRIC_SOURCE + "/") and winner != f"{RECOMMENDATION_SOURCE}/given":
@@ -334,7 +342,7 @@ def decide(
 class _Outcome:
     """What the combination rule adds to a sync: bounds, active windows, sources, the decider."""
 
-    __slots__ = ("bounds", "active", "sources", "decided_by", "prediction")
+    __slots__ = ("bounds", "active", "sources", "decided_by", "prediction", "saturation")
 
     def __init__(self, bounds: Bounds, active: tuple[ActiveWindow, ...], sources: list[SourceProposal]):
         self.bounds = bounds
@@ -342,6 +350,7 @@ class _Outcome:
         self.sources = sources
         self.decided_by = ""
         self.prediction: PredictionStatus | None = None
+        self.saturation: SaturationStatus | None = None
 
 
 def _remember_window_bound(mem: Memory, source: str, bound: int, current: int, min_r: int, max_r: int, hpa: HPA,
@@ -413,6 +422,30 @@ def _prediction(sync: _Sync, out: _Outcome, forecast: Forecast | None, current: 
     return p
 
 
+def _saturation(sync: _Sync, out: _Outcome, samples: list[MetricSamples], current: int) -> SourceProposal:
+    """The Saturation source (``pyhpa.core.saturation``), its SaturationActive condition, its status, and a
+    Warning event when the pods become pinned."""
+    hpa = sync.hpa
+    spec = hpa.saturation
+    assert spec is not None
+    i = saturation_metric(spec, hpa.metrics)
+    if i is None:  # an object the adapter would refuse: say so, never raise
+        p = SourceProposal(source=SATURATION_SOURCE, name="cpu", applied=False, error=NO_CPU_SAMPLES,
+                           note="spec.saturation watches no Resource or ContainerResource cpu metric")
+        st = SaturationStatus(reason=NO_CPU_SAMPLES, message=p.note, mode=spec.mode)
+    else:
+        s = samples[i] if i < len(samples) else _NO_SAMPLES
+        p, st = saturation_proposal(spec, hpa.metrics[i], s, sync.selected, current, sync.now, sync.config,
+                                    describe(hpa.metrics[i]))
+    out.sources.append(p)
+    out.saturation = st
+    before = next((c for c in sync.conds if c.type == SATURATION_ACTIVE), None)
+    if st.pinned and (before is None or before.reason not in (PINNED_AT_LIMIT, OBSERVING)):
+        sync.events.append(Event("Warning", PINNED_AT_LIMIT, st.message))
+    sync.cond(SATURATION_ACTIVE, "True" if st.reason == PINNED_AT_LIMIT else "False", st.reason, st.message)
+    return p
+
+
 def _failed(sync: _Sync, out: _Outcome, current: int, mem: Memory, steps: list[Step]) -> Decision:
     """Metrics failed: status gets current replicas and metrics; desired stays as it was."""
     status = _status(sync, out, current, _previous_desired(sync), sync.hpa.last_scale_time, mem)
@@ -439,7 +472,7 @@ def _status(sync: _Sync, out: _Outcome, current: int, desired: int, last_scale: 
     return HPAStatus(current_replicas=current, desired_replicas=desired,
                      current_metrics=_current_metrics(sync.proposals), conditions=tuple(sync.conds),
                      last_scale_time=last_scale, schedules=schedules, prediction=out.prediction,
-                     metric_health=health)
+                     metric_health=health, saturation=out.saturation)
 
 
 def _decision(sync: _Sync, out: _Outcome, *, current: int, desired: int, rescale: bool, reason: str, mem: Memory,

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..adapters.errors import InputError
 from ..core import HPA, ControllerConfig, Decision, Memory, MetricSamples, Pod, PodSample, Scale, decide, with_status
-from ..core.model import PREDICTION_SOURCE, ZERO_TIME
+from ..core.model import PREDICTION_SOURCE, SATURATION_SOURCE, ZERO_TIME
 from .metrics import MetricView, metric_views
 from .prediction import SimPrediction, history_totals
 from .profile import Profile
@@ -38,6 +38,37 @@ class History:
     times: np.ndarray
     rps: np.ndarray
     columns: dict[str, np.ndarray]
+
+
+@dataclass(slots=True)
+class SaturationRecord:
+    """What the Saturation source did over a run (``spec.saturation``): syncs at which the ready pods were
+    pinned at their CPU limit, syncs whose final number it set, and pinned episodes (consecutive pinned
+    syncs)."""
+
+    pinned_syncs: int = 0
+    decided_syncs: int = 0
+    episodes: int = 0
+    syncs_by_reason: dict[str, int] = field(default_factory=dict)
+    _pinned: bool = False
+
+    def record(self, d: Decision) -> None:
+        st = d.status.saturation
+        pinned = st is not None and st.pinned
+        if st is not None:
+            self.syncs_by_reason[st.reason] = self.syncs_by_reason.get(st.reason, 0) + 1
+        if pinned:
+            self.pinned_syncs += 1
+            self.episodes += not self._pinned
+        self._pinned = pinned
+        if d.decided_by.startswith(SATURATION_SOURCE + "/"):
+            self.decided_syncs += 1
+
+    def summary(self, spec) -> dict:
+        """summary.json ``saturation``."""
+        return {"pinned_percent": spec.pinned_percent, "demand_factor": spec.demand_factor, "mode": spec.mode,
+                "syncs_by_reason": dict(sorted(self.syncs_by_reason.items())), "pinned_syncs": self.pinned_syncs,
+                "pinned_episodes": self.episodes, "syncs_decided_by_saturation": self.decided_syncs}
 
 
 @dataclass(slots=True)
@@ -141,6 +172,7 @@ class Cluster:
         self.outages = outages
         self.outage_syncs = 0
         self.fallback_syncs = 0
+        self.saturation = SaturationRecord() if hpa.saturation is not None else None
         self._outage_samples = [MetricSamples(error=OUTAGE_ERROR) for _ in self.views]
         self._init_state()
 
@@ -511,6 +543,8 @@ class Cluster:
             self.failed_syncs += 1
         if any(s.source == "Fallback" for s in d.sources):
             self.fallback_syncs += 1
+        if self.saturation is not None:
+            self.saturation.record(d)
         self._record(t, d)
         if d.rescale:
             self._rescale(t, d)
@@ -539,6 +573,10 @@ class Cluster:
             st = d.status.prediction
             values.append(self.prediction.record_provisioned(
                 st.provisioned_milli if st is not None and st.replicas is not None else None))
+        if self.saturation is not None:
+            st = d.status.saturation
+            values.append(None if st is None else st.replicas)
+            values.append(None if st is None else st.usage_percent)
         self.rows.append((t, self.rps, d.current_replicas, self.n_ready, d.desired_replicas, d.prenormalized, *values,
                           unready, missing, self.n_serving * self.cap, unserved, self._changed(d), d.error or "",
                           d.min_replicas_effective, d.max_replicas_effective, ";".join(d.active_schedules)))
@@ -558,6 +596,8 @@ class Cluster:
         metric_cols = [c for v in self.views for c in (v.label, f"{v.label}_target")]
         if self.prediction is not None:
             metric_cols += ["predicted_replicas", "forecast", "provisioned"]
+        if self.saturation is not None:
+            metric_cols += ["saturation_replicas", "cpu_percent_of_limit"]
         return ["time", "load", "current_replicas", "ready_replicas", "desired_replicas", "recommended_replicas",
                 *metric_cols, "unready_pods", "missing_pods", "ready_capacity", "unserved_requests",
                 "conditions_changed", "error", "min_replicas_effective", "max_replicas_effective", "active_schedules"]

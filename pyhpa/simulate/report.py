@@ -107,6 +107,8 @@ def summarize(label: str, hpa_file: str, cluster: Cluster, trace: Trace, setting
     }
     if cluster.prediction is not None:
         out["prediction"] = cluster.prediction.summary()
+    if cluster.saturation is not None:
+        out["saturation"] = cluster.saturation.summary(cluster.hpa.saturation)
     return out
 
 

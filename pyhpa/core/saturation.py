@@ -1,0 +1,167 @@
+"""The Saturation source (``spec.saturation``): pods pinned at their CPU limit ask for more.
+
+A pod whose CPU is limited cannot use more than its limit: when the demand rises above what the pods can
+serve, their CPU usage stops at the limit and the utilization the HPA reads is a *lower bound* of the
+demand. Upstream then proposes ``usage / target`` (1.43x the pods at a 70 % target when they read 100 %),
+waits a sync and a start-up, sees the new pods pinned too, and proposes 1.43x again: a burst of 2.5x
+takes two or three rounds (kubernetes/kubernetes#51650, #18291). Knative's KPA answers a burst with its
+panic mode; the Saturation source is the same idea for CPU-limited pods:
+
+- **Pinned** — the ready pods of the metric (``pyhpa.core.calculator.group_pods``: ready, CPU initialized,
+  with a sample) use at least ``pinnedPercent`` of their CPU limit, summed over them
+  (``pod_amount(..., limits=True)``: the pod-level limit when set, else the containers'; for a
+  ContainerResource metric that container's). A pod without a CPU limit is never pinned: its usage shows
+  the whole demand, and the source stays out (``NoCPULimit``).
+- **Proposal** — while pinned, the demand is assumed to be ``demandFactor`` times the ready pods' usage,
+  sized at the metric's target as the Prediction source sizes a total (``averageUtilization`` % of the
+  pods' mean request, or limit with ``utilizationBasis: Limit``; ``averageValue``):
+  ``ceil(usage x demandFactor / per-pod target)``, never below the current replicas (in panic KPA never
+  scales down). It counts the *ready* pods only: pods still starting add nothing, so the proposal does not
+  compound from sync to sync while they start; when they are ready and still pinned, the next round asks
+  ``demandFactor`` times again.
+- **Bounds** — the proposal is one more replica source in the combination rule (the largest wins), so
+  upstream's stabilization, ``behavior`` policies (or the scale-up limit) and min/max apply to it; the
+  scale-down stabilization window keeps the pods for its length after the burst, as KPA leaves panic after
+  a full stable window.
+
+Not pinned, the source asks for nothing and says why. Without ``spec.saturation`` nothing here runs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from .calculator import MetricError, ceil_saturate, group_pods, pod_amount
+from .combine import _per_pod_target
+from .model import (
+    BELOW_LIMIT,
+    CONTAINER_RESOURCE,
+    ENFORCE,
+    MAX_INT32,
+    NO_CPU_LIMIT,
+    NO_CPU_SAMPLES,
+    OBSERVING,
+    PINNED_AT_LIMIT,
+    PREDICTION_MODES,
+    RESOURCE,
+    SATURATION_SOURCE,
+    ControllerConfig,
+    MetricSamples,
+    MetricSpec,
+    Pod,
+    SaturationSpec,
+    SaturationStatus,
+    SourceProposal,
+)
+
+__all__ = [
+    "MAX_DEMAND_FACTOR", "MAX_PINNED_PERCENT", "MIN_DEMAND_FACTOR", "MIN_PINNED_PERCENT", "check_saturation",
+    "saturation_metric", "saturation_proposal",
+]
+
+#: ``pinnedPercent`` lies in [MIN_PINNED_PERCENT, MAX_PINNED_PERCENT] (percent of the CPU limit).
+MIN_PINNED_PERCENT = 50
+MAX_PINNED_PERCENT = 100
+#: ``demandFactor`` lies in (MIN_DEMAND_FACTOR, MAX_DEMAND_FACTOR]: more than what the pods show, at most 10x.
+MIN_DEMAND_FACTOR = 1.0
+MAX_DEMAND_FACTOR = 10.0
+
+
+def _is_cpu(m: MetricSpec) -> bool:
+    return m.type in (RESOURCE, CONTAINER_RESOURCE) and m.name == "cpu"
+
+
+def saturation_metric(spec: SaturationSpec, metrics: Sequence[MetricSpec]) -> int | None:
+    """The index of the metric ``spec`` watches: ``spec.metric``, or the first Resource/ContainerResource
+    ``cpu`` metric; None when there is none."""
+    if spec.metric is not None:
+        return spec.metric if 0 <= spec.metric < len(metrics) else None
+    return next((i for i, m in enumerate(metrics) if _is_cpu(m)), None)
+
+
+def check_saturation(spec: SaturationSpec, metrics: Sequence[MetricSpec] | None = None) -> list[tuple[str, str]]:
+    """What is wrong with ``spec``, as (field, message) pairs (empty when it is valid); fields are relative to
+    ``spec.saturation``. With ``metrics`` (the HPA's ``spec.metrics``) the watched metric must be a
+    Resource or ContainerResource ``cpu`` metric with a Utilization or AverageValue target."""
+    problems: list[tuple[str, str]] = []
+    if spec.metric is not None and not spec.metric >= 0:
+        problems.append(("metric", f"must be at least 0, got {spec.metric}"))
+    elif metrics is not None:
+        i = saturation_metric(spec, metrics)
+        if spec.metric is not None and i is None:
+            n = len(metrics)
+            problems.append(("metric", f"{spec.metric} names no entry of spec.metrics ({n} metric{'s' if n != 1 else ''})"))
+        elif i is None:
+            problems.append(("metric", "spec.metrics has no Resource or ContainerResource cpu metric to watch "
+                                       "(pods are pinned at their CPU limit)"))
+        elif not _is_cpu(metrics[i]):
+            problems.append(("metric", f"spec.metrics[{i}] is not a Resource or ContainerResource cpu metric"))
+    if not MIN_PINNED_PERCENT <= spec.pinned_percent <= MAX_PINNED_PERCENT:
+        problems.append(("pinnedPercent", f"must be in [{MIN_PINNED_PERCENT}, {MAX_PINNED_PERCENT}] (percent of the "
+                                          f"CPU limit), got {spec.pinned_percent!r}"))
+    if not MIN_DEMAND_FACTOR < spec.demand_factor <= MAX_DEMAND_FACTOR:
+        problems.append(("demandFactor", f"must be above {MIN_DEMAND_FACTOR:g} and at most {MAX_DEMAND_FACTOR:g}, "
+                                         f"got {spec.demand_factor!r}"))
+    if spec.mode not in PREDICTION_MODES:
+        problems.append(("mode", f"must be {' or '.join(PREDICTION_MODES)}, got {spec.mode!r}"))
+    return problems
+
+
+def saturation_proposal(spec: SaturationSpec, metric: MetricSpec, samples: MetricSamples, pods: Sequence[Pod],
+                        current: int, now: float, config: ControllerConfig,
+                        name: str) -> tuple[SourceProposal, SaturationStatus]:
+    """The Saturation source of one sync and what ``status.saturation`` reports (see the module docstring).
+
+    ``metric``/``samples`` are the watched cpu metric and what the metrics API answered for it (millicores);
+    ``pods`` the pods the HPA selected; ``current`` the target's replicas; ``now`` epoch s; ``name`` the metric
+    as upstream names it in messages. Never raises: a pod without a CPU limit or no sample to judge makes the
+    source stay out (``SourceProposal.error``: the ``SaturationActive`` reason)."""
+    applied = spec.mode == ENFORCE
+    if samples.error is not None or not samples.pods:
+        return _aside(spec, name, NO_CPU_SAMPLES, "no CPU samples of the pods this sync: nothing to judge")
+    container = metric.container if metric.type == CONTAINER_RESOURCE else ""
+    groups = group_pods(list(pods), samples.pods, True, now, config)
+    skip = set(groups.unready) | set(groups.ignored)
+    usage = limit = ready = 0
+    for p in pods:
+        s = samples.pods.get(p.name)
+        if s is None or p.name in skip:
+            continue
+        try:
+            limit += pod_amount(p, "cpu", container, limits=True)
+        except MetricError as err:
+            return _aside(spec, name, NO_CPU_LIMIT,
+                          f"{err}: a pod without a CPU limit is never pinned (its usage shows the whole demand)")
+        usage += s.value
+        ready += 1
+    if ready == 0 or limit <= 0:
+        return _aside(spec, name, NO_CPU_SAMPLES, "no ready pod with a CPU sample and a CPU limit to judge")
+    percent = usage * 100 // limit
+    if percent < spec.pinned_percent:  # the message does not change with the usage: no status write per sync
+        message = (f"the ready pods use less than {spec.pinned_percent} % of their CPU limit: "
+                   "their usage shows the demand")
+        return _aside(spec, name, BELOW_LIMIT, message, percent, ready)
+    per_pod, why = _per_pod_target(metric, pods)
+    if per_pod is None or per_pod <= 0:
+        return _aside(spec, name, NO_CPU_SAMPLES, why or "the metric's target cannot size the demand", percent, ready)
+    replicas = max(ceil_saturate(usage * spec.demand_factor / per_pod - 1e-9, MAX_INT32), current)
+    message = (f"the {ready} ready pods use {percent} % of their CPU limit: the demand is above what they can show; "
+               f"assuming {spec.demand_factor:g}x their usage ({_cores(usage * spec.demand_factor)}) asks for "
+               f"{replicas} replicas")
+    reason = PINNED_AT_LIMIT if applied else OBSERVING
+    note = "" if applied else "Observe mode: computed and reported, never applied"
+    source = SourceProposal(source=SATURATION_SOURCE, name=name, replicas=replicas, applied=applied, note=note)
+    return source, SaturationStatus(reason=reason, message=message, mode=spec.mode, pinned=True,
+                                    usage_percent=percent, ready_pods=ready, replicas=replicas)
+
+
+def _aside(spec: SaturationSpec, name: str, reason: str, message: str, percent: int | None = None,
+           ready: int = 0) -> tuple[SourceProposal, SaturationStatus]:
+    source = SourceProposal(source=SATURATION_SOURCE, name=name, applied=False, error=reason, note=message)
+    return source, SaturationStatus(reason=reason, message=message, mode=spec.mode, usage_percent=percent,
+                                    ready_pods=ready)
+
+
+def _cores(milli: float) -> str:
+    return f"{math.ceil(milli - 1e-9)}m CPU"
