@@ -27,6 +27,7 @@ from .metrics_api import external_samples, object_samples, pods_samples, resourc
 from .autoscaler import effective_config, read_autoscaler
 from .objects import object_label, pod_from_dict
 from .prediction import forecast_from_dict, forecast_to_dict, prediction_report
+from .saturation import saturation_report
 from .parse import format_time, timestamp
 from .promql import OFFLINE_SERVER, samples_from_answer
 
@@ -434,4 +435,7 @@ def decision_json(name: str, d: Decision, hpa: HPA | None = None, now: float | N
     prediction = prediction_report(d)
     if prediction is not None:
         out["prediction"] = prediction
+    saturation = saturation_report(d)
+    if saturation is not None:
+        out["saturation"] = saturation
     return out

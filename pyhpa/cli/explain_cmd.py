@@ -17,6 +17,7 @@ from ..adapters.errors import InputError
 from ..adapters.kubectl import snapshot_from_kubectl
 from ..adapters.parse import format_time, timestamp
 from ..adapters.prediction import prediction_report
+from ..adapters.saturation import saturation_report
 from ..adapters.snapshot import Snapshot, decision_json, load_snapshots, run_snapshot, snapshot_warnings
 from ..core import LIMIT, Decision, HPAWarning, Proposal, SourceProposal, active_windows, tolerances
 from ..core.model import PREDICTION_SOURCE
@@ -171,6 +172,7 @@ def render(console: Console, snap: Snapshot, d: Decision, warnings: list[HPAWarn
             console.print(f"  {line}")
         console.print(f"  proposes [bold]{p.replicas}[/] replicas")
     _render_prediction(console, snap, d)
+    _render_saturation(console, snap, d)
     _render_result(console, d)
     for w in warnings:
         console.print(f"[bold yellow]warning {w.reason}[/]: ", end="")
@@ -206,6 +208,33 @@ def _render_prediction(console: Console, snap: Snapshot, d: Decision) -> None:
     if not report["applied"]:
         console.print(f"  asks for [bold]{report['replicas']}[/] replicas; "
                       f"not applied ({src.note or report['reason']})")
+        return
+    verdict = ("[bold green]it set the number[/]" if report["won"]
+               else f"not the deciding source (decided by {d.decided_by})")
+    console.print(f"  asks for [bold]{report['replicas']}[/] replicas: {verdict}")
+
+
+def _render_saturation(console: Console, snap: Snapshot, d: Decision) -> None:
+    """Whether the pods were pinned at their CPU limit, what spec.saturation asked for, and whether it set the
+    number (the values of ``-o json``'s ``saturation``, ``saturation_report``)."""
+    spec = snap.hpa.saturation
+    if spec is None:
+        return
+    console.print(f"\n[bold]saturation:[/] pinned at {spec.pinned_percent} % of the CPU limit, demand factor "
+                  f"{spec.demand_factor:g}, mode {spec.mode}")
+    report = saturation_report(d)
+    if report is None:
+        console.print("  not evaluated (the sync stopped before the sources were combined)")
+        return
+    if report["replicas"] is None:
+        if report["usagePercentOfLimit"] is not None:
+            console.print(f"  the {report['readyPods']} ready pods use {report['usagePercentOfLimit']} % of their "
+                          "CPU limit", markup=False)
+        console.print(f"  stays out [{report['reason']}]: {report['message']}", markup=False)
+        return
+    console.print(f"  pinned: {report['message']}", markup=False)
+    if not report["applied"]:
+        console.print(f"  asks for [bold]{report['replicas']}[/] replicas; not applied ({report['reason']})")
         return
     verdict = ("[bold green]it set the number[/]" if report["won"]
                else f"not the deciding source (decided by {d.decided_by})")

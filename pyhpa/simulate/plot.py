@@ -140,6 +140,15 @@ def _replica_panel(ax, t, cluster: Cluster) -> None:
         i = cluster.columns_header().index("predicted_replicas")
         ax.plot(t, _column(cluster, i), color="tab:red", lw=0.8, ls=":", label="predicted replicas",
                 drawstyle="steps-post")
+    if cluster.saturation is not None:
+        asked = _column(cluster, cluster.column("saturation_replicas"))
+        pinned = [x == x for x in asked]
+        if any(pinned):
+            ax.fill_between(t, 0, 1, where=pinned, step="post", transform=ax.get_xaxis_transform(),
+                            color="tab:red", alpha=0.12, lw=0,
+                            label=f"pods pinned at {cluster.hpa.saturation.pinned_percent} % of their CPU limit")
+            ax.plot(t, asked, color="tab:brown", lw=0 if len(t) > 3000 else 1.0, marker=".", ms=3,
+                    label="saturation asks for", drawstyle="steps-post")
     hpa = cluster.hpa
     top = hpa.max_replicas
     if hpa.schedules:  # the bounds move with the windows: draw the effective ones
@@ -153,7 +162,12 @@ def _replica_panel(ax, t, cluster: Cluster) -> None:
         ax.axhline(hpa.max_replicas, color="0.5", ls="--", lw=0.8, label=f"min/max ({hpa.min_replicas}/{hpa.max_replicas})")
         ax.axhline(hpa.min_replicas, color="0.5", ls="--", lw=0.8)
     ax.set_ylabel("replicas")
-    ax.set_ylim(0, top * 1.08 + 0.5)
+    seen = max([x for i in (3, 4) for x in _column(cluster, i) if x == x], default=top)
+    if cluster.saturation is not None:
+        seen = max([seen, *[x for x in _column(cluster, cluster.column("saturation_replicas")) if x == x]])
+    # a maxReplicas far above what the run used would flatten the lines: the axis shows what happened, the
+    # legend still gives the bounds
+    ax.set_ylim(0, (top if top <= 2 * seen else seen * 1.25) * 1.08 + 0.5)
 
 
 WINDOW_COLORS = ("tab:green", "tab:purple", "tab:brown", "tab:cyan", "tab:olive", "tab:pink")
