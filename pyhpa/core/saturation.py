@@ -131,8 +131,8 @@ def saturation_proposal(spec: SaturationSpec, metric: MetricSpec, samples: Metri
         try:
             limit += pod_amount(p, "cpu", container, limits=True)
         except MetricError as err:
-            return _aside(spec, name, NO_CPU_LIMIT,
-                          f"{err}: a pod without a CPU limit is never pinned (its usage shows the whole demand)")
+            return _aside(spec, name, NO_CPU_LIMIT, f"no CPU limit to be pinned at ({err}): the pods' usage is not "
+                                                    "capped and shows the whole demand")
         usage += s.value
         ready += 1
     if ready == 0 or limit <= 0:
