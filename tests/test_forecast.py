@@ -298,3 +298,85 @@ def test_refits_reuse_the_selected_model_for_a_day_then_select_again():
     assert day_later.candidates > 1 and day_later.selected_at == now + DAY
     flat = np.full(t.size, 300.0)
     assert fit(t, flat, now=now + 3600.0, previous=first).reason == NOT_PREDICTABLE  # never reused blindly
+
+
+# ------------------------------------------------------------------ recurring events at minute scale
+
+def clock_spikes(t, height=2.0, minutes=4, days=None, hours=range(24)):
+    """``daily`` with ``height``x spikes of ``minutes`` minutes at :00 and :30 of ``hours`` (on ``days`` only
+    when given: day indexes from T0)."""
+    v = daily(t)
+    minute = ((t % 3600) // 60).astype(int)
+    hour = ((t % DAY) // 3600).astype(int)
+    on = np.isin(hour, list(hours)) & ((minute % 30) < minutes)
+    if days is not None:
+        on &= np.isin(((t - T0) // DAY).astype(int), list(days))
+    return np.where(on, v * height, v)
+
+
+def forecast_at(p, t, v, now, until):
+    """Feed the truth up to ``until`` (as it happens), then forecast at ``until``."""
+    for k in np.flatnonzero((t >= now) & (t < until)):
+        p.observe(t[k] + STEP, v[k])
+    return p.forecast(until, refit=False)
+
+
+@pytest.mark.parametrize("hours", [range(24), range(8, 22)])
+def test_spikes_at_00_and_30_are_forecast_at_their_height_and_time(hours):
+    t = T0 + np.arange(0, 8 * DAY, STEP)
+    rng = np.random.default_rng(3)
+    v = clock_spikes(t, hours=hours) * (1 + 0.03 * rng.standard_normal(t.size))
+    now = T0 + 7 * DAY
+    f = fit(t[t < now], v[t < now], now=now)
+    assert f.reason == PREDICTING and f.model.event_profiles >= 1, f.message
+    assert "recurring events each" in f.message and "30-" in f.message and ":33" in f.message
+    p = predictor_with(t[t < now], v[t < now])
+    p.install(f, now)
+    base = daily(np.array([now + 12 * 3600.0]))[0]
+    before = forecast_at(p, t, v, now, now + 11 * 3600 + 57 * 60)  # 11:57: the 12:00 spike is in the window
+    assert 1.85 * base < before.expected < 2.2 * base, (before.expected, base)
+    between = forecast_at(p, t, v, now, now + 12 * 3600 + 10 * 60)  # 12:10: the next spike is 20 min away
+    assert between.expected < 1.15 * base
+    # the spike's timing: the central forecast at now + lead is high only when that minute is a spike minute
+    p = predictor_with(t[t < now], v[t < now])
+    p.install(f, now)
+    fed = now
+    for k in range(4, 36):
+        issue = now + 12 * 3600 + k * 60 - 300
+        pr = forecast_at(p, t, v, fed, issue)
+        fed = issue
+        spike = (k % 30) < 4
+        assert (pr.point > 1.6 * base) == spike, (k, pr.point, base)
+
+
+def test_spikes_on_one_day_only_are_not_forecast():
+    t = T0 + np.arange(0, 8 * DAY, STEP)
+    rng = np.random.default_rng(4)
+    v = clock_spikes(t, days=[3]) * (1 + 0.03 * rng.standard_normal(t.size))
+    now = T0 + 7 * DAY
+    f = fit(t[t < now], v[t < now], now=now)
+    assert f.reason == PREDICTING and f.model.event_profiles == 0, f.message
+    p = predictor_with(t[t < now], v[t < now])
+    p.install(f, now)
+    base = daily(np.array([now + 12 * 3600.0]))[0]
+    assert forecast_at(p, t, v, now, now + 11 * 3600 + 57 * 60).expected < 1.1 * base
+
+
+def test_spikes_on_fewer_than_most_days_are_not_forecast_and_on_most_days_are():
+    t = T0 + np.arange(0, 8 * DAY, STEP)
+    rng = np.random.default_rng(5)
+    now = T0 + 7 * DAY
+    few = clock_spikes(t, days=[1, 4, 6], hours=[9]) * (1 + 0.03 * rng.standard_normal(t.size))
+    assert fit(t[t < now], few[t < now], now=now).model.event_profiles == 0
+    most = clock_spikes(t, days=[1, 2, 3, 4, 5, 6], hours=[9]) * (1 + 0.03 * rng.standard_normal(t.size))
+    f = fit(t[t < now], most[t < now], now=now)
+    assert f.model.event_profiles == 1 and "each day at 09:00-09:03, 09:30-09:33 UTC" in f.message, f.message
+
+
+def test_a_series_without_events_keeps_the_smooth_model():
+    t, v = series(8, daily, noise=30.0, seed=6)
+    now = T0 + 7 * DAY
+    f = fit(t[t < now], v[t < now], now=now)
+    assert f.reason == PREDICTING and f.model.event_profiles == 0 and f.model.event_filter_seconds == 0
+    assert "events" not in f.message
+    assert len(f.model.profiles) == len(f.model.periods) == 1
