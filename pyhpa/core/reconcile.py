@@ -435,8 +435,9 @@ def _saturation(sync: _Sync, out: _Outcome, samples: list[MetricSamples], curren
         st = SaturationStatus(reason=NO_CPU_SAMPLES, message=p.note, mode=spec.mode)
     else:
         s = samples[i] if i < len(samples) else _NO_SAMPLES
+        groups = sync.proposals[i].groups if i < len(sync.proposals) else None  # the metric's own grouping
         p, st = saturation_proposal(spec, hpa.metrics[i], s, sync.selected, current, sync.now, sync.config,
-                                    describe(hpa.metrics[i]))
+                                    describe(hpa.metrics[i]), groups)
     out.sources.append(p)
     out.saturation = st
     before = next((c for c in sync.conds if c.type == SATURATION_ACTIVE), None)

@@ -50,6 +50,7 @@ from .model import (
     MetricSamples,
     MetricSpec,
     Pod,
+    PodGroups,
     SaturationSpec,
     SaturationStatus,
     SourceProposal,
@@ -109,23 +110,28 @@ def check_saturation(spec: SaturationSpec, metrics: Sequence[MetricSpec] | None 
 
 
 def saturation_proposal(spec: SaturationSpec, metric: MetricSpec, samples: MetricSamples, pods: Sequence[Pod],
-                        current: int, now: float, config: ControllerConfig,
-                        name: str) -> tuple[SourceProposal, SaturationStatus]:
+                        current: int, now: float, config: ControllerConfig, name: str,
+                        groups: PodGroups | None = None) -> tuple[SourceProposal, SaturationStatus]:
     """The Saturation source of one sync and what ``status.saturation`` reports (see the module docstring).
 
     ``metric``/``samples`` are the watched cpu metric and what the metrics API answered for it (millicores);
     ``pods`` the pods the HPA selected; ``current`` the target's replicas; ``now`` epoch s; ``name`` the metric
-    as upstream names it in messages. Never raises: a pod without a CPU limit or no sample to judge makes the
-    source stay out (``SourceProposal.error``: the ``SaturationActive`` reason)."""
+    as upstream names it in messages; ``groups`` the replica calculator's grouping of these pods for this
+    metric when the sync has it (else it is made here, by the same rule). Never raises: a pod without a CPU
+    limit or no sample to judge makes the source stay out (``SourceProposal.error``: the ``SaturationActive``
+    reason)."""
     applied = spec.mode == ENFORCE
     if samples.error is not None or not samples.pods:
         return _aside(spec, name, NO_CPU_SAMPLES, "no CPU samples of the pods this sync: nothing to judge")
     container = metric.container if metric.type == CONTAINER_RESOURCE else ""
-    groups = group_pods(list(pods), samples.pods, True, now, config)
-    skip = set(groups.unready) | set(groups.ignored)
+    if groups is None:
+        groups = group_pods(list(pods), samples.pods, True, now, config)
+    skip = set(groups.unready)
+    skip.update(groups.ignored)
+    got = samples.pods.get
     usage = limit = ready = 0
     for p in pods:
-        s = samples.pods.get(p.name)
+        s = got(p.name)
         if s is None or p.name in skip:
             continue
         try:
