@@ -335,6 +335,8 @@ def _events(r: np.ndarray, i0: int, step: float, floor: float) -> list[tuple[int
     out: list[tuple[int, np.ndarray]] = []
     if step > EVENT_MAX_STEP:
         return out
+    center = np.nanmedian(r)
+    sigma = 1.4826 * float(np.nanmedian(np.abs(r - center))) if np.isfinite(center) else 0.0
     for period_s, min_cycles in zip(EVENT_PERIODS, EVENT_MIN_CYCLES):
         p = int(round(period_s / step))
         if p < 2 or r.size < min_cycles * p:
@@ -347,8 +349,6 @@ def _events(r: np.ndarray, i0: int, step: float, floor: float) -> list[tuple[int
         base = float(np.nanmedian(med))  # most phases hold no event: their level is the baseline, not an event
         m = m - base
         med = med - base
-        dev = np.abs(r - np.nanmedian(r))
-        sigma = 1.4826 * float(np.nanmedian(dev)) if np.isfinite(dev).any() else 0.0
         size = np.abs(med)
         with np.errstate(invalid="ignore", divide="ignore"):
             thr = np.maximum(floor, EVENT_Z * 1.2533 * sigma / np.sqrt(np.maximum(seen, 1)))
@@ -538,6 +538,8 @@ def _select(grid, i0, step, periods, offset, settings: ForecastSettings):
     for transform in TRANSFORMS:
         y = forward(transform, grid, offset)
         for ps, smooth_s, events in itertools.product(sets, SMOOTH_SECONDS, (False, True)):
+            if events and smooth_s != SMOOTH_SECONDS[0]:
+                continue  # the event candidates' profiles are median-filtered first: the narrow smoothing suffices
             width = max(1, int(round(smooth_s / step)))
             shape = _Candidate(transform, width, 0, ps, 0.0, 0.0, 0.0, events)
             profs, evs = _decompose(y[:n_tr], i0, step, shape)
