@@ -1,4 +1,4 @@
-"""Parsing at the edge: quantities, timestamps, durations, tolerances.
+"""Parsing at the edge: quantities, timestamps, durations, tolerances, extension fields.
 
 Quantities use lightkube's parser (``lightkube.utils.quantity.parse_quantity``), extended
 with the ``n``/``u`` suffixes that metrics-server writes (e.g. ``"12345678n"`` CPU).
@@ -13,6 +13,8 @@ import re
 from functools import lru_cache
 from datetime import datetime, timezone
 from decimal import Decimal, InvalidOperation
+
+from typing import Any
 
 from lightkube.utils.quantity import parse_quantity
 
@@ -158,3 +160,27 @@ def format_time(ts: float | None) -> str | None:
         return None
     dt = datetime.fromtimestamp(ts, tz=timezone.utc)
     return dt.strftime("%Y-%m-%dT%H:%M:%S") + ("Z" if dt.microsecond == 0 else f".{dt.microsecond:06d}Z")
+
+
+def extension_fields(d: Any, keys: tuple[str, ...], field: str) -> dict:
+    """The mapping of an extension field such as ``spec.prediction`` (None: ``{}``, all defaults); InputError
+    naming ``field`` when it is not a mapping, or ``field.key`` for the first key not in ``keys``."""
+    if d is None:
+        return {}
+    if not isinstance(d, dict):
+        raise InputError(f"must be an object (e.g. {{}} for the defaults), got {type(d).__name__}", field=field)
+    unknown = [k for k in d if k not in keys]
+    if unknown:
+        raise InputError(f"unknown field (known: {', '.join(keys)})", field=f"{field}.{unknown[0]}")
+    return d
+
+
+def api_integer(d: dict, key: str, default: Any, field: str) -> int:
+    """``d[key]`` (``default`` when absent) as the API server takes ``type: integer``: an int, or a float with no
+    fraction (as YAML/JSON may write it); InputError naming ``field.key`` otherwise."""
+    value = d.get(key, default)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"must be an integer, got {value!r}", field=f"{field}.{key}")
+    return value

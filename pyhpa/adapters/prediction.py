@@ -23,7 +23,7 @@ from ..core.model import PREDICTING, PREDICTION_SOURCE, MetricSpec
 from ..core.prediction import MAX_QUANTILE, MIN_QUANTILE
 from ..core.quantity import format_milli
 from .errors import InputError
-from .parse import milli
+from .parse import api_integer, extension_fields, milli
 
 FIELD = "spec.prediction"
 _KEYS = ("metric", "historySeconds", "leadSeconds", "quantile", "mode", "refreshSeconds", "historyQuery")
@@ -36,25 +36,19 @@ def prediction_from_dict(d: Any, metrics: tuple[MetricSpec, ...] | None = None, 
     limits, modes and, with ``metrics``, the HPA's parsed ``spec.metrics``, the ``metric`` index). Raises
     InputError naming ``field`` and the key of the first problem.
     """
-    if d is None:
-        d = {}
-    if not isinstance(d, dict):
-        raise InputError(f"must be an object (e.g. {{}} for the defaults), got {type(d).__name__}", field=field)
-    unknown = [k for k in d if k not in _KEYS]
-    if unknown:
-        raise InputError(f"unknown field (known: {', '.join(_KEYS)})", field=f"{field}.{unknown[0]}")
+    d = extension_fields(d, _KEYS, field)
     default = PredictionSpec()
     quantile = d.get("quantile", default.quantile)
     if isinstance(quantile, bool) or not isinstance(quantile, (int, float)):
         raise InputError(f"must be a number in [{MIN_QUANTILE:g}, {MAX_QUANTILE:g}), got {quantile!r}",
                          field=f"{field}.quantile")
     spec = PredictionSpec(
-        metric=_int(d, "metric", default.metric, field),
-        history_seconds=_int(d, "historySeconds", default.history_seconds, field),
-        lead_seconds=_int(d, "leadSeconds", default.lead_seconds, field),
+        metric=api_integer(d, "metric", default.metric, field),
+        history_seconds=api_integer(d, "historySeconds", default.history_seconds, field),
+        lead_seconds=api_integer(d, "leadSeconds", default.lead_seconds, field),
         quantile=float(quantile),
         mode=d.get("mode", default.mode),
-        refresh_seconds=_int(d, "refreshSeconds", default.refresh_seconds, field),
+        refresh_seconds=api_integer(d, "refreshSeconds", default.refresh_seconds, field),
         history_query=d.get("historyQuery"),
     )
     problems = check_prediction(spec, metrics)
@@ -62,16 +56,6 @@ def prediction_from_dict(d: Any, metrics: tuple[MetricSpec, ...] | None = None, 
         sub, message = problems[0]
         raise InputError(message, field=f"{field}.{sub}")
     return spec
-
-
-def _int(d: dict, key: str, default: int, field: str) -> int:
-    """An integer field as the API server takes ``type: integer``: an int, or a float with no fraction."""
-    value = d.get(key, default)
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"must be an integer, got {value!r}", field=f"{field}.{key}")
-    return value
 
 
 def prediction_to_dict(spec: PredictionSpec) -> dict:

@@ -18,6 +18,7 @@ from typing import Any
 from ..core import Decision, SaturationSpec, SaturationStatus, check_saturation
 from ..core.model import SATURATION_SOURCE, MetricSpec
 from .errors import InputError
+from .parse import api_integer, extension_fields
 
 FIELD = "spec.saturation"
 _KEYS = ("metric", "pinnedPercent", "demandFactor", "mode")
@@ -31,21 +32,15 @@ def saturation_from_dict(d: Any, metrics: tuple[MetricSpec, ...] | None = None,
     limits, modes and, with ``metrics``, that a cpu metric is watched). Raises InputError naming ``field``
     and the key of the first problem.
     """
-    if d is None:
-        d = {}
-    if not isinstance(d, dict):
-        raise InputError(f"must be an object (e.g. {{}} for the defaults), got {type(d).__name__}", field=field)
-    unknown = [k for k in d if k not in _KEYS]
-    if unknown:
-        raise InputError(f"unknown field (known: {', '.join(_KEYS)})", field=f"{field}.{unknown[0]}")
+    d = extension_fields(d, _KEYS, field)
     default = SaturationSpec()
     factor = d.get("demandFactor", default.demand_factor)
     if isinstance(factor, bool) or not isinstance(factor, (int, float)):
         raise InputError(f"must be a number, got {factor!r}", field=f"{field}.demandFactor")
     metric = d.get("metric")
     spec = SaturationSpec(
-        metric=None if metric is None else _int(d, "metric", field),
-        pinned_percent=_int(d, "pinnedPercent", field, default.pinned_percent),
+        metric=None if metric is None else api_integer(d, "metric", None, field),
+        pinned_percent=api_integer(d, "pinnedPercent", default.pinned_percent, field),
         demand_factor=float(factor),
         mode=d.get("mode", default.mode),
     )
@@ -54,16 +49,6 @@ def saturation_from_dict(d: Any, metrics: tuple[MetricSpec, ...] | None = None,
         sub, message = problems[0]
         raise InputError(message, field=f"{field}.{sub}")
     return spec
-
-
-def _int(d: dict, key: str, field: str, default: int | None = None) -> int:
-    """An integer field as the API server takes ``type: integer``: an int, or a float with no fraction."""
-    value = d.get(key, default)
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"must be an integer, got {value!r}", field=f"{field}.{key}")
-    return value
 
 
 def saturation_to_dict(spec: SaturationSpec) -> dict:
