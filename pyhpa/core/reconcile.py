@@ -63,6 +63,8 @@ def set_condition(conds: list[Condition], ctype: str, status: str, reason: str, 
     """Upstream setCondition: update in place (new transition time only when status changes) or append."""
     for i, c in enumerate(conds):
         if c.type == ctype:
+            if c.status == status and c.reason == reason and c.message == message:
+                return  # unchanged: the same condition, transition time included (no new object per sync)
             t = c.last_transition_time if c.status == status else now
             conds[i] = Condition(ctype, status, reason, message, t)
             return

@@ -14,9 +14,8 @@ steps aside with ``AccuracyTooLow`` (and comes back when they recover).
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
+from bisect import bisect_left, insort
 from collections import deque
-from statistics import median
 
 import numpy as np
 
@@ -112,6 +111,57 @@ class AccuracyTracker:
         return self._cached
 
 
+class _History:
+    """Observations (epoch s, metric units) in time order, in numpy arrays that grow by doubling: appending is
+    O(1) amortized, a window is a view (a fit reads it without a copy), old points go by moving the start."""
+
+    __slots__ = ("_t", "_v", "_start", "_end")
+
+    def __init__(self, times: np.ndarray | None = None, values: np.ndarray | None = None):
+        n = 0 if times is None else times.size
+        self._t = np.empty(max(1024, 2 * n))
+        self._v = np.empty(max(1024, 2 * n))
+        if n:
+            self._t[:n] = times
+            self._v[:n] = values
+        self._start, self._end = 0, n
+
+    def __len__(self) -> int:
+        return self._end - self._start
+
+    def append(self, t: float, value: float) -> None:
+        if self._end == self._t.size:  # full: copy what is kept into arrays twice its size
+            times, values = self.times().copy(), self.values().copy()
+            self._t, self._v = np.empty(max(1024, 2 * times.size)), np.empty(max(1024, 2 * times.size))
+            self._t[:times.size], self._v[:times.size] = times, values
+            self._start, self._end = 0, times.size
+        self._t[self._end] = t
+        self._v[self._end] = value
+        self._end += 1
+
+    def times(self) -> np.ndarray:
+        """The times kept (a view)."""
+        return self._t[self._start:self._end]
+
+    def values(self) -> np.ndarray:
+        """The values kept (a view)."""
+        return self._v[self._start:self._end]
+
+    def last(self) -> tuple[float, float] | None:
+        """The newest (time, value), None when empty."""
+        if self._end == self._start:
+            return None
+        return float(self._t[self._end - 1]), float(self._v[self._end - 1])
+
+    def index(self, t: float, lo: int = 0) -> int:
+        """The position (0 = oldest kept) of the first observation at or after ``t``, searching from ``lo``."""
+        return lo + int(np.searchsorted(self._t[self._start + lo:self._end], t, side="left"))
+
+    def drop_before(self, t: float) -> None:
+        """Forget the observations before ``t``."""
+        self._start += self.index(t)
+
+
 class Predictor:
     """History, model and accuracy of one metric's workload total.
 
@@ -121,12 +171,12 @@ class Predictor:
 
     def __init__(self, settings: ForecastSettings = ForecastSettings()):
         self.settings = settings
-        self._t: list[float] = []
-        self._v: list[float] = []
+        self._h = _History()
         self.fit: Fit | None = None
         self._model: SeasonalModel | None = None
         self._next_fit = -math.inf
         self._recent: deque[tuple[float, float]] = deque()  # (t, de-seasonalized value) within level window
+        self._ordered: list[float] = []  # the same de-seasonalized values, sorted (their median is the level)
         self.tracker = AccuracyTracker(settings.accuracy_window_seconds)
         self._last_issue_cell: int | None = None
         self._aside = False
@@ -142,32 +192,36 @@ class Predictor:
         ok = np.isfinite(t) & np.isfinite(v)
         if not ok.any():
             return
-        pairs = sorted(zip(self._t + t[ok].tolist(), self._v + v[ok].tolist()))
-        self._t = [p[0] for p in pairs]
-        self._v = [p[1] for p in pairs]
+        all_t = np.concatenate((self._h.times(), t[ok]))
+        all_v = np.concatenate((self._h.values(), v[ok]))
+        order = np.argsort(all_t, kind="stable")  # merged in time order; equal times keep the older first
+        self._h = _History(all_t[order], all_v[order])
         self._next_fit = -math.inf
 
     def observe(self, t: float, value: float) -> None:
         """One observation at ``t`` (epoch s, not before the previous one); NaN or None is ignored."""
         if value is None or not math.isfinite(value):
             return
-        if self._t and t < self._t[-1]:
+        newest = self._h.last()
+        if newest is not None and t < newest[0]:
             return
-        self._t.append(t)
-        self._v.append(value)
+        self._h.append(t, value)
         self.tracker.observe(t, value)
         m = self._model
         if m is not None:
-            self._recent.append((t, self._deseason(m, t, value)))
+            d = self._deseason(m, t, value)
+            self._recent.append((t, d))
+            insort(self._ordered, d)
 
     @property
     def last_observation(self) -> float | None:
         """Time (epoch s) of the newest observation, None without history."""
-        return self._t[-1] if self._t else None
+        newest = self._h.last()
+        return None if newest is None else newest[0]
 
     def history(self) -> tuple[np.ndarray, np.ndarray]:
-        """(times, values) currently kept."""
-        return np.asarray(self._t), np.asarray(self._v)
+        """(times, values) currently kept (copies)."""
+        return self._h.times().copy(), self._h.values().copy()
 
     # ------------------------------------------------------------------ fitting
     def refit_due(self, now: float) -> bool:
@@ -178,39 +232,39 @@ class Predictor:
         """Fit on the history of (now - history_seconds, now] and schedule the next fit."""
         s = self.settings
         self._trim(now)
-        lo = bisect_left(self._t, now - s.history_seconds)
-        hi = bisect_left(self._t, now + 1e-9) if self._t and self._t[-1] > now else len(self._t)
-        return self.install(fit(self._t[lo:hi], self._v[lo:hi], now=now, settings=s, previous=self.fit), now)
+        h = self._h
+        lo = h.index(now - s.history_seconds)
+        hi = h.index(now + 1e-9, lo)
+        return self.install(fit(h.times()[lo:hi], h.values()[lo:hi], now=now, settings=s, previous=self.fit), now)
 
     def replace_history(self, times, values) -> None:
         """Replace the history (e.g. by a fresh copy from Prometheus); times increasing, NaN values dropped."""
-        self._t, self._v = [], []
+        self._h = _History()
         self.extend(times, values)
 
     def install(self, f: Fit, now: float) -> Fit:
         """Use ``f`` (a fit made at ``now``, possibly in another thread from a copy of the history) from now
         on and schedule the next fit ``refresh_seconds`` later."""
         s = self.settings
-        lo = bisect_left(self._t, now - s.history_seconds)
-        hi = len(self._t)
+        h = self._h
+        lo = h.index(now - s.history_seconds)
         self.fit = f
         self._model = f.model
         self._next_fit = now + s.refresh_seconds
         self._recent.clear()
+        self._ordered.clear()
         self._level_key = None
         m = f.model
         if m is not None:
-            start = bisect_left(self._t, now - m.level_seconds, lo, hi)
-            for i in range(start, hi):
-                self._recent.append((self._t[i], self._deseason(m, self._t[i], self._v[i])))
+            start = h.index(now - m.level_seconds, lo)
+            for t, v in zip(h.times()[start:].tolist(), h.values()[start:].tolist()):
+                d = self._deseason(m, t, v)
+                self._recent.append((t, d))
+                insort(self._ordered, d)
         return f
 
     def _trim(self, now: float) -> None:
-        keep_from = now - self.settings.history_seconds - self.settings.refresh_seconds
-        i = bisect_left(self._t, keep_from)
-        if i > 0:
-            del self._t[:i]
-            del self._v[:i]
+        self._h.drop_before(now - self.settings.history_seconds - self.settings.refresh_seconds)
 
     # ------------------------------------------------------------------ forecasting
     def forecast(self, now: float, refit: bool = True) -> Prediction:
@@ -250,7 +304,7 @@ class Predictor:
         high = _back(m, point_y + m.point_high * spread)
         if self._last_issue_cell != c0:
             self._last_issue_cell = c0
-            self.tracker.issue(now, now + lead, point, high, self._v[-1])
+            self.tracker.issue(now, now + lead, point, high, self._h.last()[1])
         reason, msg, usable = self._judge(acc, f)
         return Prediction(now=now, reason=reason, message=msg, usable=usable, upper=upper, expected=expected,
                           point=point, low=low, high=high, fit=f, accuracy=acc)
@@ -295,15 +349,16 @@ class Predictor:
     def _level(self, m: SeasonalModel, now: float) -> float:
         """Median of the de-seasonalized observations of the last ``level_seconds`` (recomputed once per
         grid cell or when the newest observation changed it)."""
-        recent = self._recent
+        recent, ordered = self._recent, self._ordered
         cutoff = now - m.level_seconds
         while len(recent) > 1 and recent[0][0] < cutoff:
-            recent.popleft()
+            del ordered[bisect_left(ordered, recent.popleft()[1])]
         if not recent:
             return m.level
         key = (int(now // m.step), len(recent), recent[-1][0])
         if self._level_key != key:
             if key[0] != (self._level_key or (None,))[0] or len(recent) < 32:
-                self._level_value = median(d for _, d in recent)
+                n = len(ordered)  # the median of the sorted values, as statistics.median computes it
+                self._level_value = ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
             self._level_key = key
         return self._level_value
