@@ -542,6 +542,11 @@ def _restore_scaled_to_zero(conds: list[Condition], hpa: HPA) -> None:
 
 def with_status(hpa: HPA, status: HPAStatus) -> HPA:
     """``hpa`` carrying the status a sync wrote (conditions, last scale time, desired replicas):
-    what the next sync of the same object reads. Used by the controller and the simulator."""
-    return replace(hpa, conditions=tuple(status.conditions), last_scale_time=status.last_scale_time,
+    what the next sync of the same object reads. Used by the controller and the simulator. ``hpa`` itself
+    when nothing of it changed (a steady sync builds no new object)."""
+    conditions = tuple(status.conditions)
+    if (conditions == hpa.conditions and status.last_scale_time == hpa.last_scale_time
+            and status.desired_replicas == hpa.status_desired_replicas):
+        return hpa
+    return replace(hpa, conditions=conditions, last_scale_time=status.last_scale_time,
                    status_desired_replicas=status.desired_replicas)
