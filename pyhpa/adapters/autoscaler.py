@@ -28,6 +28,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from ..core import HPA, ControllerConfig, ScheduleWindow, check_window
 from .errors import InputError
+from .parse import refuse_first
 from .fallback import has_fallback_fields, read_metric_fallbacks, read_spec_fallback, without_metric_fallbacks
 from .objects import hpa_from_dict, object_label
 from .prediction import prediction_from_dict
@@ -171,10 +172,7 @@ def schedule_window(w: Any, f: str) -> ScheduleWindow:
         time_zone_name=zone_name, min_replicas=_int(w, "minReplicas", f), max_replicas=_int(w, "maxReplicas", f),
         exclude_dates=_dates(w.get("excludeDates"), f"{f}.excludeDates"),
     )
-    problems = check_window(window)
-    if problems:
-        sub, message = problems[0]
-        raise InputError(message, field=f"{f}.{sub}")
+    refuse_first(check_window(window), f)
     return window
 
 

@@ -184,3 +184,11 @@ def api_integer(d: dict, key: str, default: Any, field: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InputError(f"must be an integer, got {value!r}", field=f"{field}.{key}")
     return value
+
+
+def refuse_first(problems: list[tuple[str, str]], field: str) -> None:
+    """Raise the first of a core check's ``(sub-field, message)`` problems as an InputError naming
+    ``field.sub-field`` (``check_window``, ``check_prediction``, ``check_saturation``); nothing when there is none."""
+    if problems:
+        sub, message = problems[0]
+        raise InputError(message, field=f"{field}.{sub}")

@@ -23,7 +23,7 @@ from ..core.model import PREDICTING, PREDICTION_SOURCE, MetricSpec
 from ..core.prediction import MAX_QUANTILE, MIN_QUANTILE
 from ..core.quantity import format_milli
 from .errors import InputError
-from .parse import api_integer, extension_fields, milli
+from .parse import api_integer, extension_fields, milli, refuse_first
 
 FIELD = "spec.prediction"
 _KEYS = ("metric", "historySeconds", "leadSeconds", "quantile", "mode", "refreshSeconds", "historyQuery")
@@ -51,10 +51,7 @@ def prediction_from_dict(d: Any, metrics: tuple[MetricSpec, ...] | None = None, 
         refresh_seconds=api_integer(d, "refreshSeconds", default.refresh_seconds, field),
         history_query=d.get("historyQuery"),
     )
-    problems = check_prediction(spec, metrics)
-    if problems:
-        sub, message = problems[0]
-        raise InputError(message, field=f"{field}.{sub}")
+    refuse_first(check_prediction(spec, metrics), field)
     return spec
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from ..core import Decision, SaturationSpec, SaturationStatus, check_saturation
 from ..core.model import SATURATION_SOURCE, MetricSpec
 from .errors import InputError
-from .parse import api_integer, extension_fields
+from .parse import api_integer, extension_fields, refuse_first
 
 FIELD = "spec.saturation"
 _KEYS = ("metric", "pinnedPercent", "demandFactor", "mode")
@@ -44,10 +44,7 @@ def saturation_from_dict(d: Any, metrics: tuple[MetricSpec, ...] | None = None,
         demand_factor=float(factor),
         mode=d.get("mode", default.mode),
     )
-    problems = check_saturation(spec, metrics)
-    if problems:
-        sub, message = problems[0]
-        raise InputError(message, field=f"{field}.{sub}")
+    refuse_first(check_saturation(spec, metrics), field)
     return spec
 
 
