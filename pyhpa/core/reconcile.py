@@ -402,7 +402,7 @@ def _prediction(sync: _Sync, out: _Outcome, forecast: Forecast | None, current: 
     spec = hpa.prediction
     assert spec is not None
     down, up = tolerances(hpa, sync.config)
-    name = describe(hpa.metrics[spec.metric]) if 0 <= spec.metric < len(hpa.metrics) else f"metrics[{spec.metric}]"
+    name = _metric_name(sync, spec.metric) if 0 <= spec.metric < len(hpa.metrics) else f"metrics[{spec.metric}]"
     p, provisioned = prediction_proposal(hpa, forecast, sync.selected, current, down, up, name)
     out.sources.append(p)
     total = None if forecast is None else forecast.total_milli
@@ -424,6 +424,11 @@ def _prediction(sync: _Sync, out: _Outcome, forecast: Forecast | None, current: 
     return p
 
 
+def _metric_name(sync: _Sync, i: int) -> str:
+    """``spec.metrics[i]`` as upstream names it in messages (``describe``; the sync's proposal has it already)."""
+    return sync.proposals[i].metric if i < len(sync.proposals) else describe(sync.hpa.metrics[i])
+
+
 def _saturation(sync: _Sync, out: _Outcome, samples: list[MetricSamples], current: int) -> SourceProposal:
     """The Saturation source (``pyhpa.core.saturation``), its SaturationActive condition, its status, and a
     Warning event when the pods become pinned."""
@@ -439,7 +444,7 @@ def _saturation(sync: _Sync, out: _Outcome, samples: list[MetricSamples], curren
         s = samples[i] if i < len(samples) else _NO_SAMPLES
         groups = sync.proposals[i].groups if i < len(sync.proposals) else None  # the metric's own grouping
         p, st = saturation_proposal(spec, hpa.metrics[i], s, sync.selected, current, sync.now, sync.config,
-                                    describe(hpa.metrics[i]), groups)
+                                    _metric_name(sync, i), groups)
     out.sources.append(p)
     out.saturation = st
     before = next((c for c in sync.conds if c.type == SATURATION_ACTIVE), None)

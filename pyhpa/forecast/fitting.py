@@ -196,7 +196,14 @@ def _refresh(previous: Fit | None, grid, i0: int, step: float, now: float, commo
 
 # ----------------------------------------------------------------------------- grid
 def _grid_step(t: np.ndarray, span: float) -> float:
-    spacing = float(np.median(np.diff(np.sort(t)))) if t.size > 1 else 60.0
+    if t.size <= 1:
+        return _first_step(60.0, span)
+    d = np.diff(t)
+    spacing = float(np.median(d if (d >= 0).all() else np.diff(np.sort(t))))  # a predictor's history is sorted
+    return _first_step(spacing, span)
+
+
+def _first_step(spacing: float, span: float) -> float:
     want = max(spacing, span / MAX_POINTS)
     for s in GRID_STEPS:
         if s >= want - 1e-9:
