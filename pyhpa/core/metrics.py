@@ -6,6 +6,8 @@ error text and the ScalingActive=False reason (FailedGetResourceMetric, ...).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from . import calculator as calc_mod
 from .calculator import MetricError, ReplicaCalculator
 from .model import (
@@ -23,7 +25,7 @@ from .model import (
 )
 from .quantity import format_milli
 
-__all__ = ["FAILED_REASON", "UNABLE_PREFIX", "compute_proposal", "describe"]
+__all__ = ["FAILED_REASON", "UNABLE_PREFIX", "compute_proposal", "describe", "metric_index_problem"]
 
 
 #: upstream getUnableComputeReplicaCountCondition's message prefix; the event carries the rest
@@ -43,6 +45,17 @@ def _fail(spec: MetricSpec, reason: str, inner: str, outer: str) -> Proposal:
     p = Proposal(metric=describe(spec), spec=spec, error=outer, reason=reason)
     p.note = UNABLE_PREFIX + inner
     return p
+
+
+def metric_index_problem(index: int, metrics: Sequence[MetricSpec] | None) -> str | None:
+    """Why ``index`` (an extension's ``metric`` field: ``spec.prediction.metric``, ``spec.saturation.metric``)
+    names no entry of ``metrics`` (the HPA's ``spec.metrics``), or None; without ``metrics`` only its sign."""
+    if not index >= 0:
+        return f"must be at least 0, got {index}"
+    if metrics is not None and not index < len(metrics):
+        n = len(metrics)
+        return f"{index} names no entry of spec.metrics ({n} metric{'s' if n != 1 else ''})"
+    return None
 
 
 def describe(spec: MetricSpec) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .metrics import metric_index_problem
 from .model import METRIC_SOURCE_TYPES, PREDICTION_MODES, MetricSpec, PredictionSpec
 
 __all__ = [
@@ -37,16 +38,12 @@ def check_prediction(spec: PredictionSpec, metrics: Sequence[MetricSpec] | None 
     ``metrics`` (the HPA's ``spec.metrics``) the ``metric`` index must name one of a forecastable type.
     """
     problems: list[tuple[str, str]] = []
-    if not spec.metric >= 0:
-        problems.append(("metric", f"must be at least 0, got {spec.metric}"))
-    elif metrics is not None:
-        n = len(metrics)
-        if not spec.metric < n:
-            problems.append(("metric", f"{spec.metric} names no entry of spec.metrics "
-                                       f"({n} metric{'s' if n != 1 else ''})"))
-        elif metrics[spec.metric].type not in FORECASTABLE_TYPES:
-            problems.append(("metric", f"spec.metrics[{spec.metric}] of type {metrics[spec.metric].type!r} "
-                                       "cannot be forecast"))
+    why = metric_index_problem(spec.metric, metrics)
+    if why is not None:
+        problems.append(("metric", why))
+    elif metrics is not None and metrics[spec.metric].type not in FORECASTABLE_TYPES:
+        problems.append(("metric", f"spec.metrics[{spec.metric}] of type {metrics[spec.metric].type!r} "
+                                   "cannot be forecast"))
     history, lead = spec.history_seconds, spec.lead_seconds
     if not history >= MIN_HISTORY_SECONDS:
         problems.append(("historySeconds", f"must be at least {MIN_HISTORY_SECONDS}, got {_num(history)}"))

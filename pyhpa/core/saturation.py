@@ -34,6 +34,7 @@ from collections.abc import Sequence
 
 from .calculator import MetricError, ceil_saturate, group_pods, pod_amount
 from .combine import _per_pod_target
+from .metrics import metric_index_problem
 from .model import (
     BELOW_LIMIT,
     CONTAINER_RESOURCE,
@@ -86,14 +87,12 @@ def check_saturation(spec: SaturationSpec, metrics: Sequence[MetricSpec] | None 
     ``spec.saturation``. With ``metrics`` (the HPA's ``spec.metrics``) the watched metric must be a
     Resource or ContainerResource ``cpu`` metric with a Utilization or AverageValue target."""
     problems: list[tuple[str, str]] = []
-    if spec.metric is not None and not spec.metric >= 0:
-        problems.append(("metric", f"must be at least 0, got {spec.metric}"))
+    why = None if spec.metric is None else metric_index_problem(spec.metric, metrics)
+    if why is not None:
+        problems.append(("metric", why))
     elif metrics is not None:
         i = saturation_metric(spec, metrics)
-        if spec.metric is not None and i is None:
-            n = len(metrics)
-            problems.append(("metric", f"{spec.metric} names no entry of spec.metrics ({n} metric{'s' if n != 1 else ''})"))
-        elif i is None:
+        if i is None:
             problems.append(("metric", "spec.metrics has no Resource or ContainerResource cpu metric to watch "
                                        "(pods are pinned at their CPU limit)"))
         elif not _is_cpu(metrics[i]):
