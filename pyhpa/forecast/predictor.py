@@ -118,23 +118,21 @@ class _History:
     __slots__ = ("_t", "_v", "_start", "_end")
 
     def __init__(self, times: np.ndarray | None = None, values: np.ndarray | None = None):
-        n = 0 if times is None else times.size
-        self._t = np.empty(max(1024, 2 * n))
-        self._v = np.empty(max(1024, 2 * n))
-        if n:
-            self._t[:n] = times
-            self._v[:n] = values
+        self._fill(np.empty(0) if times is None else times, np.empty(0) if values is None else values)
+
+    def _fill(self, times: np.ndarray, values: np.ndarray) -> None:
+        """Hold ``times``/``values`` (copied) in new arrays of twice their size (at least 1024)."""
+        n = times.size
+        self._t, self._v = np.empty(max(1024, 2 * n)), np.empty(max(1024, 2 * n))
+        self._t[:n], self._v[:n] = times, values
         self._start, self._end = 0, n
 
     def __len__(self) -> int:
         return self._end - self._start
 
     def append(self, t: float, value: float) -> None:
-        if self._end == self._t.size:  # full: copy what is kept into arrays twice its size
-            times, values = self.times().copy(), self.values().copy()
-            self._t, self._v = np.empty(max(1024, 2 * times.size)), np.empty(max(1024, 2 * times.size))
-            self._t[:times.size], self._v[:times.size] = times, values
-            self._start, self._end = 0, times.size
+        if self._end == self._t.size:  # full: what is kept moves into arrays twice its size
+            self._fill(self.times(), self.values())
         self._t[self._end] = t
         self._v[self._end] = value
         self._end += 1
