@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from a checkout: the package next to it
     sys.path.insert(0, str(ROOT))
 
+from pyhpa.adapters.autoscaler import DATE_TIME_PATTERN, DATED_PREFIX, OFFSET_SUFFIX  # noqa: E402
 from pyhpa.core.model import (  # noqa: E402
     PREDICTION_ACTIVE,
     PREDICTION_MODES,
@@ -317,14 +318,54 @@ METRIC_HEALTH = {
 }
 
 
-CRON = {"type": "string", "minLength": 9, "maxLength": 128, "pattern": r"^\s*\S+(\s+\S+){4}\s*$"}
+CRON_PATTERN = r"^\s*\S+(\s+\S+){4}\s*$"
+#: a window's start or end: a 5-field cron, or a date-time (a dated window)
+CRON = {"type": "string", "minLength": 9, "maxLength": 128,
+        "pattern": f"^({CRON_PATTERN[1:-1]}|{DATE_TIME_PATTERN[1:-1]})$"}
+
+
+def _dated(x: str) -> str:
+    """CEL: the start or end ``x`` is a date-time (``pyhpa.adapters.autoscaler.is_dated``)."""
+    return f"{x}.matches('{DATED_PREFIX}')"
+
+
+def _offset(x: str) -> str:
+    """CEL: the date-time ``x`` carries a UTC offset."""
+    return f"{x}.matches('{OFFSET_SUFFIX}')"
+
+
+def _instant(x: str) -> str:
+    """CEL: the instant of the date-time ``x``; one without an offset read as UTC, which orders wall-clock
+    times of one zone as the instants they stand for (a skipped time is refused by the controller)."""
+    return f"timestamp({_offset(x)} ? {x} : {x} + 'Z')"
+
+
+def _comparable_dated(x: str) -> str:
+    """CEL: window ``x`` is dated with start and end given the same way (both with an offset or both without)."""
+    return (f"has({x}.end) && {_dated(x + '.start')} && {_dated(x + '.end')} && "
+            f"{_offset(x + '.start')} == {_offset(x + '.end')}")
+
+
+def _zone(x: str) -> str:
+    return f"(has({x}.timeZone) ? {x}.timeZone : 'UTC')"
+
+
+#: CEL on spec.schedules: two dated windows of the same kind (two floors or two caps) do not overlap. Windows whose
+#: date-times CEL cannot put on one time line (local times in different zones) are checked by the controller.
+NO_OVERLAP = (
+    f"self.all(a, self.all(b, a.name == b.name || !({_comparable_dated('a')}) || !({_comparable_dated('b')}) || "
+    f"!((has(a.minReplicas) && has(b.minReplicas)) || (has(a.maxReplicas) && has(b.maxReplicas))) || "
+    f"!({_offset('a.start')} ? {_offset('b.start')} : (!{_offset('b.start')} && {_zone('a')} == {_zone('b')})) || "
+    f"!({_instant('a.start')} < {_instant('b.end')} && {_instant('b.start')} < {_instant('a.end')})))"
+)
 
 
 def schedules() -> dict:
-    """``spec.schedules``: cron windows with a floor (``minReplicas``) and/or a cap (``maxReplicas``), the fields
-    ``pyhpa.adapters.autoscaler.schedule_window`` reads. The schema rejects what it can (shape, unique names,
-    neither bound, end and duration, start == end, floor above cap); cron syntax and time zone names are
-    checked by the controller (``InvalidSpec``) and every pyhpa command."""
+    """``spec.schedules``: cron or dated windows with a floor (``minReplicas``) and/or a cap (``maxReplicas``), the
+    fields ``pyhpa.adapters.autoscaler.schedule_window`` reads. The schema rejects what it can (shape, unique names,
+    neither bound, end and duration, start == end, floor above cap; for dated windows an end before the start and
+    two floors or two caps that overlap); cron syntax, time zone names and what CEL cannot compare are checked by
+    the controller (``InvalidSpec``) and every pyhpa command."""
     window = {
         "type": "object",
         "description": "A window active from each occurrence of start to the next occurrence of end (or "
@@ -333,8 +374,11 @@ def schedules() -> dict:
         "required": ["name", "start"],
         "properties": {
             "name": {"type": "string", "minLength": 1, "maxLength": 63, "description": "Unique in spec.schedules."},
-            "start": dict(CRON, description="5-field cron (minute hour day-of-month month day-of-week) of the starts."),
-            "end": dict(CRON, description="5-field cron: the window ends at its first occurrence after a start."),
+            "start": dict(CRON, description="5-field cron (minute hour day-of-month month day-of-week) of the starts; "
+                                            "or a date-time (RFC 3339 with seconds, with an offset, or without one: in "
+                                            "timeZone) for a dated window, active once from start to end."),
+            "end": dict(CRON, description="5-field cron: the window ends at its first occurrence after a start; for a "
+                                          "dated window, its end date-time (given the same way as start)."),
             "durationSeconds": {"type": "integer", "format": "int64", "minimum": 1,
                                 "description": "Instead of end: the window lasts this many seconds (elapsed time)."},
             "timeZone": {"type": "string", "default": "UTC", "minLength": 1, "maxLength": 64,
@@ -357,21 +401,38 @@ def schedules() -> dict:
              "message": "end must differ from start"},
             {"rule": "!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",
              "fieldPath": ".minReplicas", "message": "minReplicas must not be greater than maxReplicas"},
+            {"rule": f"!has(self.end) || {_dated('self.start')} == {_dated('self.end')}", "fieldPath": ".end",
+             "message": "start and end must both be date-times (a dated window) or both crons"},
+            {"rule": f"!{_dated('self.start')} || !has(self.durationSeconds)", "fieldPath": ".durationSeconds",
+             "message": "a dated window takes an end date-time, not durationSeconds"},
+            {"rule": f"!{_dated('self.start')} || !has(self.excludeDates)", "fieldPath": ".excludeDates",
+             "message": "excludeDates applies to cron windows only (a dated window has one occurrence)"},
+            {"rule": f"!has(self.end) || !{_dated('self.start')} || !{_dated('self.end')} || "
+                     f"{_offset('self.start')} == {_offset('self.end')}", "fieldPath": ".end",
+             "message": "give start and end both with a UTC offset or both without one (then both are read in timeZone)"},
+            {"rule": f"!({_comparable_dated('self')}) || {_instant('self.end')} > {_instant('self.start')}",
+             "fieldPath": ".end", "message": "end must be after start"},
         ],
     }
     return {"type": "array", "maxItems": 64, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
-            "description": "pyhpa: scheduled scaling. Cron windows that raise minReplicas (a floor) and/or lower "
-                           "maxReplicas (a cap) while active; see docs/schedules.md.",
+            "description": "pyhpa: scheduled scaling. Cron or dated windows that raise minReplicas (a floor) and/or "
+                           "lower maxReplicas (a cap) while active; see docs/schedules.md.",
+            "x-kubernetes-validations": [
+                {"rule": NO_OVERLAP,
+                 "message": "dated windows of the same kind (two floors or two caps) must not overlap"}],
             "items": window}
 
 
 SCHEDULE_STATUS = {
     "type": "object",
-    "description": "The windows of spec.schedules active at the last sync, and the next start or end of any window.",
+    "description": "The windows of spec.schedules active at the last sync, the next start or end of any window, "
+                   "and the dated windows that have expired.",
     "properties": {
         "active": {"type": "array", "items": {"type": "string"}, "description": "Names of the active windows."},
         "nextChangeTime": {"type": "string", "format": "date-time",
                            "description": "The next start or end of a window (the controller syncs then)."},
+        "expired": {"type": "array", "items": {"type": "string"},
+                    "description": "Names of the dated windows that have ended: they never apply again."},
     },
 }
 

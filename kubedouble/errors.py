@@ -113,6 +113,17 @@ def invalid(kind: str, group: str, name: str, field: str, message: str) -> KubeE
                      record=True)
 
 
+def invalid_causes(kind: str, group: str, name: str, causes: list[tuple[str, str, str]]) -> KubeError:
+    """422 Invalid with one cause per ``(field, reason, message)``, worded as the API server words several field
+    errors: ``Kind.group "name" is invalid: [field: message, field: message]`` (one error: no brackets)."""
+    what = f"{kind}.{group}" if group else kind
+    parts = [f"{field}: {message}" if field else message for field, _, message in causes]
+    joined = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+    details = {"name": name, "group": group, "kind": kind,
+               "causes": [{"reason": reason, "message": message, "field": field} for field, reason, message in causes]}
+    return KubeError(422, f'{what} "{name}" is invalid: {joined}', "Invalid", details=details, record=True)
+
+
 def bad_request(message: str, record: bool = True) -> KubeError:
     """400 BadRequest (recorded in ``invalid_requests`` unless ``record`` is false)."""
     return KubeError(400, message, "BadRequest", record=record)

@@ -115,14 +115,14 @@ class Api:
         if ns and meta.get("namespace") and meta["namespace"] != ns:
             raise bad_request("the namespace of the provided object does not match the namespace sent on the request")
 
-    def _prepare(self, rt: ResourceType, version: str, obj: dict) -> None:
-        """Defaulting + validation of a candidate object."""
+    def _prepare(self, rt: ResourceType, version: str, obj: dict, old: Optional[dict] = None) -> None:
+        """Defaulting + validation of a candidate object (``old``: the stored object it replaces)."""
         if rt.defaults:
             rt.defaults(obj)
         if rt.schemas is not None:
             apply_defaults((rt.schemas or {}).get(version), obj)
         if self.validator:
-            self.validator.validate(rt, version, obj)
+            self.validator.validate(rt, version, obj, old)
         if rt.key == CRD_KEY:
             resource_from_crd(obj)
         obj["apiVersion"] = rt.api_version()  # stored at the preferred version ("None" conversion)
@@ -261,7 +261,7 @@ class Api:
             else:
                 meta.pop(key, None)
         meta["resourceVersion"] = old_meta["resourceVersion"]
-        self._prepare(rt, version, new)
+        self._prepare(rt, version, new, cur)
         if spec_part(rt, new) != spec_part(rt, cur):
             meta["generation"] = int(old_meta.get("generation") or 0) + 1
         if new == cur:

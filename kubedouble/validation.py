@@ -3,7 +3,8 @@
 Built-in kinds use the strict JSON schemas shipped with ``kubernetes_validate`` through the exact algorithm of
 ``kubernetes_validate.validate(obj, version, strict=True)`` (same files, same Draft 2020-12 validator, same
 reference registry), with the compiled validator cached per kind because the uncached call re-reads a 1.8 MB
-definitions file each time. CRD objects are checked with ``jsonschema`` against the CRD's ``openAPIV3Schema``.
+definitions file each time. CRD objects are checked with ``jsonschema`` against the CRD's ``openAPIV3Schema``, then with its CEL
+``x-kubernetes-validations`` rules (``kubedouble.cel``); a CRD whose rules do not compile is refused.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from packaging.version import Version
 from referencing import Registry as RefRegistry
 from referencing import Resource
 
-from .errors import KubeError, invalid
+from .cel import RuleCompileError, RuleSet
+from .errors import KubeError, invalid, invalid_causes
 from .registry import ResourceType
 
 _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -166,15 +168,18 @@ class Validator:
 
     def __init__(self, k8s_version: str = "1.37"):
         self.version = resolve_version(k8s_version)
-        self._crd_cache: dict[tuple[int, str], tuple[ResourceType, jsonschema.Validator]] = {}
+        self._crd_cache: dict[tuple[int, str], tuple[ResourceType, jsonschema.Validator, RuleSet]] = {}
 
-    def validate(self, rt: ResourceType, version: str, obj: dict) -> None:
-        """Check ``obj`` (a full object of type ``rt`` served at ``version``)."""
+    def validate(self, rt: ResourceType, version: str, obj: dict, old: Optional[dict] = None) -> None:
+        """Check ``obj`` (a full object of type ``rt`` served at ``version``; ``old`` the object it replaces on an
+        update, for CEL transition rules and ratcheting)."""
         check_metadata(rt, obj)
         if rt.schemas is None:
             self.validate_builtin(obj, rt)
+            if rt.kind == "CustomResourceDefinition":
+                check_crd_rules(obj)
         else:
-            self._validate_crd(rt, version, obj)
+            self._validate_crd(rt, version, obj, old)
 
     def validate_builtin(self, obj: dict, rt: Optional[ResourceType] = None) -> None:
         """Strict ``kubernetes_validate`` schema check for a built-in kind (also used for ``Scale`` bodies)."""
@@ -190,11 +195,29 @@ class Validator:
         """Call ``kubernetes_validate.validate`` itself (slow, uncached); used to prove parity in tests."""
         kubernetes_validate.validate(obj, self.version, strict=True)
 
-    def _validate_crd(self, rt: ResourceType, version: str, obj: dict) -> None:
+    def _validate_crd(self, rt: ResourceType, version: str, obj: dict, old: Optional[dict] = None) -> None:
         key = (id(rt), version)  # the cached entry keeps rt alive, so its id cannot be reused
         if key not in self._crd_cache:
             schema = (rt.schemas or {}).get(version) or {}
-            self._crd_cache[key] = (rt, jsonschema.Draft4Validator(crd_json_schema(schema)))
-        err = jsonschema.exceptions.best_match(self._crd_cache[key][1].iter_errors(obj))
+            self._crd_cache[key] = (rt, jsonschema.Draft4Validator(crd_json_schema(schema)), RuleSet(schema))
+        _, validator, rules = self._crd_cache[key]
+        err = jsonschema.exceptions.best_match(validator.iter_errors(obj))
         if err is not None:
             raise _invalid_from(rt, obj, err)
+        failed = rules.errors(obj, old)
+        if failed:
+            name = (obj.get("metadata") or {}).get("name", "")
+            raise invalid_causes(rt.kind, rt.group, name, [(e.field, e.reason, e.message) for e in failed])
+
+
+def check_crd_rules(crd: dict) -> None:
+    """Refuse a CustomResourceDefinition whose CEL rules do not compile, as the API server does (422 naming the
+    rule's place in the schema)."""
+    name = (crd.get("metadata") or {}).get("name", "")
+    for i, v in enumerate((crd.get("spec") or {}).get("versions") or []):
+        schema = ((v or {}).get("schema") or {}).get("openAPIV3Schema")
+        try:
+            RuleSet(schema)
+        except RuleCompileError as err:
+            raise invalid("CustomResourceDefinition", "apiextensions.k8s.io", name, f"spec.versions[{i}].schema.{err.path}",
+                          f"Invalid value: {err.text!r}: {err.message}") from None

@@ -20,13 +20,14 @@ Adding an extension field: write ``def read_x(value, field: str, hpa: HPA) -> HP
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
-from datetime import date, datetime
+from datetime import date, datetime, timezone
 from functools import lru_cache
 from typing import Any, Callable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from ..core import HPA, ControllerConfig, ScheduleWindow, check_window
+from ..core import HPA, ControllerConfig, ScheduleWindow, check_window, check_windows
 from .errors import InputError
 from .parse import refuse_first
 from .fallback import has_fallback_fields, read_metric_fallbacks, read_spec_fallback, without_metric_fallbacks
@@ -89,6 +90,18 @@ def effective_config(base: ControllerConfig, own: ObjectSettings) -> ControllerC
 
 # ------------------------------------------------------------------------------------------ schedules
 WINDOW_FIELDS = ("name", "start", "end", "durationSeconds", "timeZone", "minReplicas", "maxReplicas", "excludeDates")
+#: a window's ``start`` or ``end`` that begins with a year is a date-time (a dated window), else a cron
+#: (the CRD's CEL rules use the same test: ``deploy/generate_crd.py``)
+DATED_PREFIX = r"^[0-9]{4}-"
+#: the date-times a dated window takes: RFC 3339 with ``T`` and seconds, with an offset (``Z``, ``-05:00``) or
+#: without one (then a wall-clock time in the window's ``timeZone``); the CRD's schema has the same pattern
+DATE_TIME_PATTERN = (r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+                     r"(\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])?$")
+#: a date-time that ends with a UTC offset
+OFFSET_SUFFIX = r"(Z|[+-][0-9]{2}:[0-9]{2})$"
+_DATED = re.compile(DATED_PREFIX)
+_DATE_TIME = re.compile(DATE_TIME_PATTERN)
+_OFFSET = re.compile(OFFSET_SUFFIX)
 
 
 @lru_cache(maxsize=1)
@@ -146,11 +159,51 @@ def _dates(value: Any, f: str) -> frozenset[date]:
     return frozenset(out)
 
 
+def _time_text(w: dict, key: str, f: str) -> str | None:
+    """``w[key]`` as ``_text`` reads it, and a date-time YAML read as a ``datetime`` (an unquoted
+    ``2026-11-27T09:00:00Z``) as RFC 3339 text; a date alone is refused (a dated window needs a time)."""
+    value = w.get(key)
+    if isinstance(value, datetime):
+        return value.isoformat(timespec="microseconds" if value.microsecond else "seconds")
+    if isinstance(value, date):
+        raise InputError(f"a dated window needs a date and a time (e.g. {value.isoformat()}T00:00:00), "
+                         f"got the date {value.isoformat()}", field=f"{f}.{key}")
+    return _text(w, key, f, required=key == "start")
+
+
+def is_dated(text: str) -> bool:
+    """Whether a window's ``start`` or ``end`` text is a date-time (it begins with a year), not a cron."""
+    return bool(_DATED.match(text))
+
+
+def dated_time(text: str, zone: ZoneInfo, zone_name: str, field: str) -> float:
+    """Epoch seconds of a dated window's ``start`` or ``end``: RFC 3339 with an offset (``2026-11-27T09:00:00Z``,
+    ``...-05:00``), or without one, a wall-clock time in ``zone`` (``2026-11-27T09:00:00``). Parsed by
+    ``datetime.fromisoformat`` after the CRD's pattern (``DATE_TIME_PATTERN``). A wall-clock time repeated when
+    clocks fall back is its first occurrence (as a cron start); one skipped when they spring forward does not
+    exist and is refused (give an offset). InputError naming ``field`` otherwise."""
+    if not _DATE_TIME.match(text):
+        raise InputError(f"must be a date-time such as 2026-11-27T09:00:00-05:00 (RFC 3339) or 2026-11-27T09:00:00 "
+                         f"(in timeZone), or a 5-field cron; got {text!r}", field=field)
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError as err:
+        raise InputError(f"not a valid date-time {text!r}: {err}", field=field) from None
+    if parsed.tzinfo is not None:
+        return parsed.timestamp()
+    local = parsed.replace(tzinfo=zone)
+    if local.astimezone(timezone.utc).astimezone(zone).replace(tzinfo=None) != parsed:
+        raise InputError(f"{text} does not exist in {zone_name} (the clocks spring forward over it); "
+                         "give another time, or one with a UTC offset", field=field)
+    return local.timestamp()
+
+
 def schedule_window(w: Any, f: str) -> ScheduleWindow:
     """One ``spec.schedules[]`` item (``f`` is its field path); raises InputError naming the sub-field.
 
-    ``start``/``end`` are 5-field crons (checked by cronsim through ``pyhpa.core.check_window``),
-    ``timeZone`` an IANA name (default ``UTC``), ``excludeDates`` ISO dates in that zone.
+    ``start``/``end`` are 5-field crons (checked by cronsim through ``pyhpa.core.check_window``), or both
+    date-times (a dated window, ``dated_time``); ``timeZone`` an IANA name (default ``UTC``), ``excludeDates``
+    ISO dates in that zone.
     """
     if not isinstance(w, dict):
         raise InputError(f"must be a mapping (name, start, end or durationSeconds, minReplicas and/or "
@@ -159,18 +212,29 @@ def schedule_window(w: Any, f: str) -> ScheduleWindow:
         if key not in WINDOW_FIELDS:
             raise InputError(f"unknown field (a window has {', '.join(WINDOW_FIELDS)})", field=f"{f}.{key}")
     name = _text(w, "name", f, required=True)
-    start = _text(w, "start", f, required=True)
-    end = _text(w, "end", f)
+    start = _time_text(w, "start", f)
+    end = _time_text(w, "end", f)
     zone_name = _text(w, "timeZone", f) or "UTC"
     try:
         zone = time_zone(zone_name)
     except ValueError:
         raise InputError(f"unknown time zone {zone_name!r} (want an IANA name such as Europe/Berlin or UTC)",
                          field=f"{f}.timeZone") from None
+    start_time = end_time = None
+    if is_dated(start) or (end is not None and is_dated(end)):
+        for key, text in (("start", start), ("end", end)):
+            if text is not None and not is_dated(text):
+                raise InputError(f"start and end must both be date-times or both crons, got {text!r}",
+                                 field=f"{f}.{key}")
+        if end is not None and bool(_OFFSET.search(start)) != bool(_OFFSET.search(end)):
+            raise InputError("give start and end both with a UTC offset or both without one (then both are "
+                             f"read in timeZone {zone_name})", field=f"{f}.end")
+        start_time = dated_time(start, zone, zone_name, f"{f}.start")
+        end_time = None if end is None else dated_time(end, zone, zone_name, f"{f}.end")
     window = ScheduleWindow(
         name=name, start=start, end=end, duration_seconds=_int(w, "durationSeconds", f), time_zone=zone,
         time_zone_name=zone_name, min_replicas=_int(w, "minReplicas", f), max_replicas=_int(w, "maxReplicas", f),
-        exclude_dates=_dates(w.get("excludeDates"), f"{f}.excludeDates"),
+        exclude_dates=_dates(w.get("excludeDates"), f"{f}.excludeDates"), start_time=start_time, end_time=end_time,
     )
     refuse_first(check_window(window), f)
     return window
@@ -189,6 +253,8 @@ def read_schedules(value: Any, f: str, hpa: HPA) -> HPA:
                              field=f"{f}[{i}].name")
         seen[w.name] = i
         windows.append(w)
+    for i, sub, message in check_windows(windows)[:1]:
+        raise InputError(message, field=f"{f}[{i}].{sub}")
     return replace(hpa, schedules=tuple(windows))
 
 

@@ -405,7 +405,8 @@ def decision_json(name: str, d: Decision, hpa: HPA | None = None, now: float | N
     number), ``minReplicasEffective``/``maxReplicasEffective`` (bounds after active windows),
     ``activeSchedules`` (names); ``warnings`` (``snapshot_warnings``: where the HPA cannot work); with ``hpa``
     and ``now``, for an HPA with ``spec.schedules``: ``schedules`` (each active window's ``name``, ``start``,
-    ``end`` (RFC 3339 UTC), ``minReplicas``, ``maxReplicas``) and ``nextScheduleChange``.
+    ``end`` (RFC 3339 UTC), ``minReplicas``, ``maxReplicas``), ``nextScheduleChange`` and ``expiredSchedules``
+    (names of the dated windows that have ended: they never apply again).
     """
     proposals = [
         {
@@ -432,6 +433,7 @@ def decision_json(name: str, d: Decision, hpa: HPA | None = None, now: float | N
                             for w in active_windows(hpa.schedules, now)]
         change = d.status.schedules.next_change if d.status.schedules is not None else None
         out["nextScheduleChange"] = format_time(change)
+        out["expiredSchedules"] = list(d.status.schedules.expired) if d.status.schedules is not None else []
     prediction = prediction_report(d)
     if prediction is not None:
         out["prediction"] = prediction

@@ -43,7 +43,13 @@ def explain(
 ) -> None:
     """Explain the decision of one HPA sync, per metric and per normalization step."""
     check_inputs(snapshots or [], hpa, pods, pod_metrics, replicas, selector, now, recommendation)
-    snaps = _gather(snapshots or [], hpa, pods, pod_metrics, replicas, selector, now, lenient)
+    explain_snapshots(_gather(snapshots or [], hpa, pods, pod_metrics, replicas, selector, now, lenient), output,
+                      recommendation)
+
+
+def explain_snapshots(snaps: list[Snapshot], output: Output, recommendation: int | None = None) -> None:
+    """Decide each snapshot and print why: text for people, or one JSON object per line (``decision_json``).
+    Also what ``kubectl pyhpa explain`` prints for the live snapshot it takes."""
     console = Console(highlight=False)
     for snap in snaps:
         decision = run_snapshot(snap, recommendation)
@@ -286,6 +292,11 @@ def _render_schedules(console: Console, snap: Snapshot, d: Decision) -> None:
     console.print(f"\n[bold]schedules[/] at now: {len(active)} of {len(h.schedules)} window(s) active")
     for w in h.schedules:
         a = active.get(w.name)
+        if a is None and w.dated:
+            when = (f"expired: ended {local_time(w.end_time, w.time_zone)}" if snap.now >= w.end_time else
+                    f"dated, starts {local_time(w.start_time, w.time_zone)}")
+            console.print(f"  {w.name}: not active ({when}; {_bounds_text(w)})", markup=False)
+            continue
         if a is None:
             console.print(f"  {w.name}: not active ({_bounds_text(w)}; {w.time_zone_name})", markup=False)
             continue

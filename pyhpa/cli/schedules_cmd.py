@@ -13,12 +13,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..adapters.autoscaler import find_autoscaler, read_autoscaler
+from ..adapters.autoscaler import ParsedAutoscaler, find_autoscaler, read_autoscaler
 from ..adapters.errors import InputError
 from ..adapters.parse import format_time, timestamp
 from ..adapters.promql import OFFLINE_SERVER
 from ..adapters.snapshot import read_document
-from ..core import occurrences
+from ..core import expired_windows, occurrences
 from .explain_cmd import Output, local_time
 
 WEEK = 7 * 86400.0
@@ -35,18 +35,32 @@ def schedules(
     """List the windows' starts and ends between --from and --to, in each window's time zone and in UTC.
 
     An occurrence already running at --from is listed first. Dates in excludeDates are left out;
-    DST rules are the decision core's (docs/schedules.md).
+    DST rules are the decision core's (docs/schedules.md). A dated window that has ended by --from is
+    reported as expired (it never applies again).
     """
+    start, end = schedule_span(since, until, limit)
+    try:
+        parsed = read_autoscaler(find_autoscaler(read_document(file)), prometheus_server=OFFLINE_SERVER)
+    except InputError as err:
+        raise err.at(file=str(file)) from None
+    report_schedules(parsed, start, end, limit, output)
+
+
+def schedule_span(since: str | None, until: str | None, limit: int) -> tuple[float, float]:
+    """``--from``/``--to`` as epoch seconds (defaults: now, and 7 days later); InputError naming the flag."""
     start = timestamp(since, "--from") if since else float(math.floor(time.time()))
     end = timestamp(until, "--to") if until else start + WEEK
     if end <= start:
         raise InputError(f"must be after --from ({format_time(start)})", field="--to")
     if limit < 1:
         raise InputError("must be at least 1", field="--limit")
-    try:
-        parsed = read_autoscaler(find_autoscaler(read_document(file)), prometheus_server=OFFLINE_SERVER)
-    except InputError as err:
-        raise err.at(file=str(file)) from None
+    return start, end
+
+
+def report_schedules(parsed: ParsedAutoscaler, start: float, end: float, limit: int, output: Output) -> None:
+    """Print the occurrences of ``parsed``'s windows between ``start`` and ``end`` (epoch s; at most ``limit`` per
+    window) and its expired dated windows, as a table or one JSON object. Also what ``kubectl pyhpa
+    schedules`` prints for the live autoscaler."""
     rows, truncated = [], []
     for w in parsed.hpa.schedules:
         for k, (s, e) in enumerate(occurrences(w, start, end)):
@@ -55,6 +69,8 @@ def schedules(
                 break
             rows.append((s, e, w))
     rows.sort(key=lambda r: (r[0], r[2].name))
+    gone = set(expired_windows(parsed.hpa.schedules, start))
+    expired = [w for w in parsed.hpa.schedules if w.name in gone]
     if output == Output.json:
         typer.echo(json.dumps({
             "autoscaler": parsed.label, "from": format_time(start), "to": format_time(end), "truncated": truncated,
@@ -64,12 +80,15 @@ def schedules(
                 "startLocal": datetime.fromtimestamp(s, w.time_zone).isoformat(),
                 "endLocal": datetime.fromtimestamp(e, w.time_zone).isoformat(),
                 "running": s < start, "minReplicas": w.min_replicas, "maxReplicas": w.max_replicas,
-            } for s, e, w in rows]}, separators=(",", ":")))
+            } for s, e, w in rows],
+            "expired": [{"window": w.name, "timeZone": w.time_zone_name, "start": format_time(w.start_time),
+                         "end": format_time(w.end_time), "minReplicas": w.min_replicas,
+                         "maxReplicas": w.max_replicas} for w in expired]}, separators=(",", ":")))
         return
-    _render(parsed, rows, start, end, truncated)
+    _render(parsed, rows, start, end, truncated, expired)
 
 
-def _render(parsed, rows, start: float, end: float, truncated: list[str]) -> None:
+def _render(parsed, rows, start: float, end: float, truncated: list[str], expired: list) -> None:
     console = Console(highlight=False)
     hpa = parsed.hpa
     console.print(f"{parsed.label}: {len(hpa.schedules)} window(s), from {format_time(start)} to {format_time(end)}")
@@ -85,6 +104,9 @@ def _render(parsed, rows, start: float, end: float, truncated: list[str]) -> Non
     console.print(table)
     if not rows:
         console.print("no window starts or runs in this span")
+    for w in expired:
+        console.print(f"{w.name}: expired (dated window that ended {local_time(w.end_time, w.time_zone)}, "
+                      f"{format_time(w.end_time)}); it never applies again", markup=False)
     for name in truncated:
         console.print(f"{name}: more occurrences than --limit; narrow --from/--to or raise --limit")
 

@@ -18,6 +18,39 @@ from . import run_cmd
 from .run_cmd import Http
 
 
+def _default(option) -> object:
+    return option.default
+
+
+def live_snapshot(key: str, kubeconfig: str | None = None, context: str | None = None, server: str | None = None,
+                  kind: str = "horizontalautoscaler", clock: float | None = None, *,
+                  metrics_timeout: float = _default(run_cmd.METRICS_TIMEOUT_OPTION),
+                  api_timeout: float = _default(run_cmd.API_TIMEOUT_OPTION),
+                  tolerance: float = _default(run_cmd.TOLERANCE_OPTION),
+                  cpu_initialization_period: float = _default(run_cmd.CPU_INITIALIZATION_PERIOD_OPTION),
+                  initial_readiness_delay: float = _default(run_cmd.INITIAL_READINESS_DELAY_OPTION),
+                  downscale_stabilization: float = _default(run_cmd.DOWNSCALE_STABILIZATION_OPTION),
+                  scale_to_zero: bool = False, prometheus_url: str | None = None, http: str = "aiohttp") -> dict:
+    """The snapshot document (FORMAT.md) of one sync of the live autoscaler ``key`` (``NAMESPACE/NAME``) at epoch
+    ``clock`` (default: the wall clock), read from the cluster of ``kubeconfig``/``context`` (or ``server``)
+    through the controller's own code path; the keyword settings are ``pyhpa run``'s flags, with its defaults.
+    ``kind``: ``horizontalautoscaler`` or ``hpa``. Writes nothing; InputError naming what failed."""
+    from ..controller import Settings, load_config
+    from ..controller.snapshot import parse_key, take_snapshot
+
+    namespace, name = parse_key(key)
+    settings = Settings(
+        namespace=namespace, metrics_timeout_seconds=metrics_timeout, api_timeout_seconds=api_timeout,
+        health_port=None, tolerance=tolerance, cpu_initialization_period_seconds=cpu_initialization_period,
+        initial_readiness_delay_seconds=initial_readiness_delay,
+        downscale_stabilization_window_seconds=downscale_stabilization, scale_to_zero=scale_to_zero,
+        prometheus_url=prometheus_url,
+    )
+    config = load_config(kubeconfig, server, context)
+    now = time.time() if clock is None else clock
+    return asyncio.run(take_snapshot(settings, config, namespace, name, kind, now, http))
+
+
 class Kind(str, Enum):
     horizontalautoscaler = "horizontalautoscaler"
     hpa = "hpa"
@@ -53,20 +86,12 @@ def snapshot(
     code path, and writes it in the snapshot format (tests/data/conformance/FORMAT.md). Writes nothing to
     the cluster.
     """
-    from ..controller import Settings, load_config
-    from ..controller.snapshot import parse_key, take_snapshot
-
-    namespace, name = parse_key(key)
-    clock = timestamp(now, "--now") if now else time.time()
-    settings = Settings(
-        namespace=namespace, metrics_timeout_seconds=metrics_timeout, api_timeout_seconds=api_timeout,
-        health_port=None, tolerance=tolerance, cpu_initialization_period_seconds=cpu_initialization_period,
-        initial_readiness_delay_seconds=initial_readiness_delay,
-        downscale_stabilization_window_seconds=downscale_stabilization, scale_to_zero=scale_to_zero,
-        prometheus_url=prometheus_url,
-    )
-    config = load_config(kubeconfig, server, context)
-    doc = asyncio.run(take_snapshot(settings, config, namespace, name, kind.value, clock, http.value))
+    doc = live_snapshot(key, kubeconfig, context, server, kind.value, timestamp(now, "--now") if now else None,
+                        metrics_timeout=metrics_timeout, api_timeout=api_timeout, tolerance=tolerance,
+                        cpu_initialization_period=cpu_initialization_period,
+                        initial_readiness_delay=initial_readiness_delay,
+                        downscale_stabilization=downscale_stabilization, scale_to_zero=scale_to_zero,
+                        prometheus_url=prometheus_url, http=http.value)
     text = (json.dumps(doc, indent=2) + "\n") if fmt == Format.json else yaml.safe_dump(doc, sort_keys=False)
     if output is None:
         typer.echo(text, nl=False)

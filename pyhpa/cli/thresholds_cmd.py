@@ -14,7 +14,7 @@ from ..adapters.errors import InputError
 from ..adapters.autoscaler import find_autoscaler
 from ..adapters.kubectl import pod_items
 from ..adapters.snapshot import pods_in_namespace, read_document, read_hpa, warning_json
-from ..core import LIMIT, ControllerConfig, check_hpa, tolerances
+from ..core import HPA, LIMIT, ControllerConfig, Pod, check_hpa, tolerances
 from ..core.metrics import describe
 from ..core.quantity import format_milli
 from ..core.thresholds import metric_target, thresholds as threshold_rows
@@ -44,15 +44,24 @@ def thresholds(
         hpa, _, _, config = read_hpa(find_autoscaler(read_document(hpa_file)), config)
     except InputError as err:
         raise err.at(file=str(hpa_file)) from None
-    down, up = tolerances(hpa, config)
-    result = {"hpa": f"{hpa.namespace}/{hpa.name}", "tolerance": {"scaleDown": down, "scaleUp": up}, "metrics": [],
-              "warnings": []}
+    listed = None
     if pods is not None:
         try:
             listed = pods_in_namespace(pod_items(read_document(pods), pods), hpa.namespace, "items")
         except InputError as err:
             raise err.at(file=str(pods)) from None
-        found = check_hpa(hpa, None, listed, [], config)  # the given pods are the target's
+    report_thresholds(hpa, config, listed, output)
+
+
+def report_thresholds(hpa: HPA, config: ControllerConfig, pods: list[Pod] | None, output: Output) -> None:
+    """Print the thresholds of ``hpa`` under ``config`` (text tables or one JSON object); with ``pods`` (the
+    target's), the warnings where their requests and limits starve a target. Also what ``kubectl pyhpa
+    thresholds`` prints for the live autoscaler."""
+    down, up = tolerances(hpa, config)
+    result = {"hpa": f"{hpa.namespace}/{hpa.name}", "tolerance": {"scaleDown": down, "scaleUp": up}, "metrics": [],
+              "warnings": []}
+    if pods is not None:
+        found = check_hpa(hpa, None, pods, [], config)  # the given pods are the target's
         result["warnings"] = [warning_json(w) for w in found]
     tables = []
     for spec in hpa.metrics:

@@ -63,6 +63,8 @@ def status_from_decision(decision: Decision, generation: int) -> dict:
         section: dict = {"active": list(st.schedules.active)}
         if st.schedules.next_change is not None:
             section["nextChangeTime"] = time_text(st.schedules.next_change)
+        if st.schedules.expired:
+            section["expired"] = list(st.schedules.expired)
         out["schedules"] = section
     if st.metric_health is not None:
         out["metricHealth"] = [metric_health_dict(h) for h in st.metric_health]

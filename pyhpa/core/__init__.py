@@ -55,14 +55,15 @@ from .normalize import MemoryHorizons, memory_horizons, relevant_memory, stabili
 from .prediction import check_prediction
 from .reconcile import decide, rescale_failed, set_condition, tolerances, with_status
 from .saturation import check_saturation, saturation_metric
-from .schedules import active_windows, check_window, next_change, occurrences
+from .schedules import active_windows, check_window, check_windows, expired_windows, next_change, occurrences
 
 __all__ = [
     "ENFORCE", "OBSERVE", "ActiveWindow", "Behavior", "Condition", "ControllerConfig", "Decision", "Event",
     "FallbackSpec", "Forecast", "HPA", "HPAStatus", "Memory", "MetricFailures", "MetricHealth", "MetricSamples",
     "MetricSpec", "Pod", "PodSample", "PredictionSpec", "PredictionStatus", "Proposal", "Scale", "ScalingPolicy",
     "ScalingRules", "ScheduleStatus", "ScheduleWindow", "SourceProposal", "Step", "active_windows", "check_fallback",
-    "check_prediction", "check_window", "decide", "effective_fallback", "fallback_replicas", "metric_key",
+    "check_prediction", "check_window", "check_windows", "decide", "effective_fallback", "expired_windows",
+    "fallback_replicas", "metric_key",
     "next_change", "occurrences", "provisioned_total", "rescale_failed", "set_condition", "tolerances", "with_status",
     "MemoryHorizons", "memory_horizons", "relevant_memory", "stabilization_windows", "store_scale_event",
     "MetricError", "ReplicaCalculator", "HPAWarning", "check_hpa", "LIMIT", "REQUEST",

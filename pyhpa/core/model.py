@@ -166,10 +166,16 @@ class Condition:
 class ScheduleWindow:
     """One ``spec.schedules[]`` window of a HorizontalAutoscaler (pyhpa.dev/v1alpha1).
 
-    ``start``/``end`` are 5-field cron expressions read in ``time_zone`` (a resolved IANA zone);
-    exactly one of ``end`` and ``duration_seconds`` (elapsed seconds) is set. ``min_replicas`` is
-    a floor and ``max_replicas`` a cap while the window is active; ``exclude_dates`` are local
-    dates on which the window does not start. Semantics: ``pyhpa.core.schedules``.
+    A cron window: ``start``/``end`` are 5-field cron expressions read in ``time_zone`` (a resolved
+    IANA zone); exactly one of ``end`` and ``duration_seconds`` (elapsed seconds) is set;
+    ``exclude_dates`` are local dates on which the window does not start.
+
+    A dated window (``dated``): ``start_time`` and ``end_time`` are the instants (epoch s) its
+    ``start`` and ``end`` date-times stand for, as the adapter parsed them (``start``/``end`` keep
+    the text the user gave); it is active once, from ``start_time`` up to ``end_time``, then expired.
+
+    ``min_replicas`` is a floor and ``max_replicas`` a cap while the window is active.
+    Semantics: ``pyhpa.core.schedules``.
     """
 
     name: str
@@ -181,6 +187,13 @@ class ScheduleWindow:
     max_replicas: int | None = None
     exclude_dates: frozenset[date] = frozenset()
     time_zone_name: str = "UTC"
+    start_time: float | None = None
+    end_time: float | None = None
+
+    @property
+    def dated(self) -> bool:
+        """True for a window given by a start and an end date-time (one occurrence), not by crons."""
+        return self.start_time is not None
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
@@ -510,10 +523,12 @@ class SourceProposal:
 
 @dataclass(slots=True, frozen=True, kw_only=True)
 class ScheduleStatus:
-    """``status.schedules``: the active windows' names and the next start or end (epoch s)."""
+    """``status.schedules``: the active windows' names, the next start or end (epoch s), and the dated
+    windows that have ended (``expired``: they never apply again)."""
 
     active: tuple[str, ...]
     next_change: float | None
+    expired: tuple[str, ...] = ()
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)

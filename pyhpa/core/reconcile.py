@@ -53,7 +53,7 @@ from .model import (
 )
 from .normalize import normalize, store_scale_event
 from .saturation import saturation_metric, saturation_proposal
-from .schedules import active_windows, next_change
+from .schedules import active_windows, expired_windows, next_change
 from .selector import SelectorError, matches, parse_selector
 
 _NO_SAMPLES = MetricSamples()
@@ -473,7 +473,8 @@ def _status(sync: _Sync, out: _Outcome, current: int, desired: int, last_scale: 
     schedules = None
     if hpa.schedules:
         schedules = ScheduleStatus(active=tuple(w.name for w in out.active),
-                                   next_change=next_change(hpa.schedules, sync.now, out.active))
+                                   next_change=next_change(hpa.schedules, sync.now, out.active),
+                                   expired=expired_windows(hpa.schedules, sync.now))
     health = None
     if sync.fallback is not None:
         health = metric_health(hpa, mem.metric_failures, sync.fallback.sources)

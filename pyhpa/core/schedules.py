@@ -17,6 +17,11 @@ Time-zone rules (those of Debian's cron, as the ``cronsim`` library implements t
   22:00 on an excluded date is skipped, and one that started the evening before runs to its end
   (also when occurrences of one window overlap).
 
+A dated window (``ScheduleWindow.dated``: a ``start`` and an ``end`` date-time instead of crons) is
+active once, from its ``start_time`` up to (not including) its ``end_time``; from ``end_time`` on it
+is expired and never applies again. The adapters parse the date-times (RFC 3339, or a local date-time
+in the window's zone) into those instants; the core only compares them.
+
 The cron expressions are parsed by ``cronsim`` (5 fields); the core only evaluates them.
 """
 
@@ -102,6 +107,11 @@ def active_occurrence(window: ScheduleWindow, now: float) -> ActiveWindow | None
     or not) has ended, no earlier one is running either: an excluded start does not cut short an
     earlier occurrence that is still running.
     """
+    if window.dated:
+        if window.start_time <= now < window.end_time:
+            return ActiveWindow(name=window.name, start=window.start_time, end=window.end_time,
+                                min_replicas=window.min_replicas, max_replicas=window.max_replicas)
+        return None
     start = _start_at_or_before(window, now)
     for _ in range(_MAX_SKIPPED):
         end = _end_after(window, start)
@@ -124,9 +134,19 @@ def active_windows(windows: Sequence[ScheduleWindow], now: float) -> tuple[Activ
     return tuple(out)
 
 
+def expired_windows(windows: Sequence[ScheduleWindow], now: float) -> tuple[str, ...]:
+    """Names of the dated windows that have ended at ``now``, in spec order."""
+    return tuple(w.name for w in windows if w.dated and now >= w.end_time)
+
+
 def occurrences(window: ScheduleWindow, since: float, until: float) -> Iterator[tuple[float, float]]:
     """(start, end) epoch seconds of every non-excluded occurrence that overlaps ``[since, until)``,
-    in time order (an occurrence already running at ``since`` comes first)."""
+    in time order (an occurrence already running at ``since`` comes first). A dated window has one
+    occurrence (none once it has expired at ``since``)."""
+    if window.dated:
+        if window.start_time < until and window.end_time > since:
+            yield window.start_time, window.end_time
+        return
     running = active_occurrence(window, since)
     if running is not None:
         yield running.start, running.end
@@ -152,7 +172,10 @@ def next_change(windows: Sequence[ScheduleWindow], now: float,
         running = active_occurrence(w, now) if running_by_name is None else running_by_name.get(w.name)
         if running is not None and running.end > now:
             best = running.end if best is None else min(best, running.end)
-        ts = _next_start(w, math.floor(now) // 60 * 60)
+        if w.dated:
+            ts = w.start_time if w.start_time > now else None
+        else:
+            ts = _next_start(w, math.floor(now) // 60 * 60)
         if ts is not None and (best is None or ts < best):
             best = ts
     return best
@@ -174,8 +197,15 @@ def check_window(window: ScheduleWindow) -> list[tuple[str, str]]:
     """What is wrong with one window, as (field, message) pairs (empty when it is valid).
 
     Fields are relative to the window (``start``, ``end``, ``durationSeconds``, ``minReplicas``).
-    The time zone is resolved by the caller (an unknown IANA name never reaches the core).
+    The time zone is resolved, and the date-times of a dated window parsed, by the caller (an unknown
+    IANA name or a bad date never reaches the core).
     """
+    problems = _check_dated(window) if window.dated else _check_crons(window)
+    _check_bounds(window, problems)
+    return problems
+
+
+def _check_crons(window: ScheduleWindow) -> list[tuple[str, str]]:
     problems: list[tuple[str, str]] = []
     probe = datetime(2026, 1, 1, tzinfo=timezone.utc)
     for field, expr in (("start", window.start), ("end", window.end)):
@@ -196,6 +226,23 @@ def check_window(window: ScheduleWindow) -> list[tuple[str, str]]:
         problems.append(("durationSeconds", f"must be greater than 0, got {window.duration_seconds}"))
     if window.end is not None and window.end.split() == window.start.split():
         problems.append(("end", "must differ from start (the window would never be active)"))
+    return problems
+
+
+def _check_dated(window: ScheduleWindow) -> list[tuple[str, str]]:
+    problems: list[tuple[str, str]] = []
+    if window.end_time is None:
+        problems.append(("end", "a dated window (start is a date-time) needs an end date-time"))
+    elif window.end_time <= window.start_time:
+        problems.append(("end", f"must be after start ({window.end!r} is not after {window.start!r})"))
+    if window.duration_seconds is not None:
+        problems.append(("durationSeconds", "a dated window takes an end date-time, not durationSeconds"))
+    if window.exclude_dates:
+        problems.append(("excludeDates", "applies to cron windows only (a dated window has one occurrence)"))
+    return problems
+
+
+def _check_bounds(window: ScheduleWindow, problems: list[tuple[str, str]]) -> None:
     if window.min_replicas is None and window.max_replicas is None:
         problems.append(("minReplicas", "a window needs minReplicas (a floor), maxReplicas (a cap) or both"))
     for field, value in (("minReplicas", window.min_replicas), ("maxReplicas", window.max_replicas)):
@@ -206,4 +253,28 @@ def check_window(window: ScheduleWindow) -> list[tuple[str, str]]:
     if (window.min_replicas is not None and window.max_replicas is not None
             and window.min_replicas > window.max_replicas):
         problems.append(("minReplicas", f"minReplicas {window.min_replicas} is greater than maxReplicas {window.max_replicas}"))
+
+
+def check_windows(windows: Sequence[ScheduleWindow]) -> list[tuple[int, str, str]]:
+    """What is wrong between windows, as (index, field, message) triples (empty when nothing is).
+
+    Two dated windows of the same kind (both floors, ``minReplicas``, or both caps, ``maxReplicas``)
+    must not overlap: their spans ``[start_time, end_time)`` may touch but not intersect. The later
+    one in spec order is named (field ``start``). Cron windows may overlap (the highest floor and the
+    lowest cap count).
+    """
+    problems: list[tuple[int, str, str]] = []
+    dated = [(i, w) for i, w in enumerate(windows) if w.dated and w.end_time is not None]
+    for k, (j, b) in enumerate(dated):
+        for i, a in dated[:k]:
+            if not (a.start_time < b.end_time and b.start_time < a.end_time):
+                continue
+            kinds = [name for name, x, y in (("floors", a.min_replicas, b.min_replicas),
+                                             ("caps", a.max_replicas, b.max_replicas))
+                     if x is not None and y is not None]
+            if kinds:
+                problems.append((j, "start", f"dated window {b.name!r} overlaps dated window {a.name!r} "
+                                             f"(spec.schedules[{i}]); both are {' and '.join(kinds)}: "
+                                             "dated windows of the same kind must not overlap"))
+                break
     return problems

@@ -1,0 +1,109 @@
+"""``kubectl-pyhpa``: the kubectl plugin (``kubectl pyhpa explain|thresholds|schedules NAMESPACE/NAME``).
+
+kubectl runs any ``kubectl-<name>`` executable on the PATH as ``kubectl <name>``, passing the arguments
+through; installing pyhpa installs this one (a console script in pyproject.toml). Each command reads the
+live autoscaler from the current kubeconfig context (``--context``, ``--kubeconfig`` as kubectl's) exactly as
+``pyhpa snapshot`` does (``pyhpa.cli.snapshot_cmd.live_snapshot``: the controller's own code path for the
+object, its target's scale, its pods and its metrics), then prints what ``pyhpa explain``, ``pyhpa
+thresholds`` and ``pyhpa schedules`` print for that snapshot. Nothing is written to the cluster.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import typer
+
+from ..adapters.autoscaler import find_autoscaler, read_autoscaler
+from ..adapters.parse import timestamp
+from ..adapters.promql import OFFLINE_SERVER
+from ..adapters.snapshot import snapshot_from_dict
+from . import run_cmd
+from .explain_cmd import Output, explain_snapshots
+from .help import CONTEXT_SETTINGS, Command, Group
+from .main import input_errors
+from .schedules_cmd import report_schedules, schedule_span
+from .snapshot_cmd import Kind, live_snapshot
+from .thresholds_cmd import report_thresholds
+
+plugin = typer.Typer(
+    cls=Group,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_show_locals=False,
+    context_settings=CONTEXT_SETTINGS,
+    no_args_is_help=True,
+    help="pyhpa as a kubectl plugin: explain, thresholds and schedules of a live autoscaler "
+         "(kubectl pyhpa explain NAMESPACE/NAME).",
+)
+
+KEY = typer.Argument(..., metavar="NAMESPACE/NAME", help="The autoscaler, as in kubectl get hza -n NAMESPACE NAME.")
+KIND_OPTION = typer.Option(Kind.horizontalautoscaler, "--kind",
+                           help="horizontalautoscaler (pyhpa.dev) or hpa (a native autoscaling/v2 HPA).")
+OUTPUT_OPTION = typer.Option(Output.text, "--output", "-o", help="text for people, or json.")
+
+
+def _live(key: str, kubeconfig: str | None, context: str | None, server: str | None, kind: Kind,
+          now: str | None = None):
+    """The live snapshot of ``key``, parsed (``pyhpa.adapters.snapshot.Snapshot``)."""
+    clock = timestamp(now, "--now") if now else None
+    doc = live_snapshot(key, kubeconfig, context, server, kind.value, clock)
+    return doc, snapshot_from_dict(doc, source=f"kubectl pyhpa {key}")
+
+
+def explain(
+    key: str = KEY,
+    kubeconfig: Optional[str] = run_cmd.KUBECONFIG_OPTION,
+    context: Optional[str] = run_cmd.CONTEXT_OPTION,
+    server: Optional[str] = run_cmd.SERVER_OPTION,
+    kind: Kind = KIND_OPTION,
+    output: Output = OUTPUT_OPTION,
+    now: Optional[str] = typer.Option(None, "--now", help="The sync's clock, RFC 3339 (default: the wall clock)."),
+) -> None:
+    """Explain what the live autoscaler decides now, per metric, per source and per normalization step."""
+    _, snap = _live(key, kubeconfig, context, server, kind, now)
+    explain_snapshots([snap], output)
+
+
+def thresholds(
+    key: str = KEY,
+    kubeconfig: Optional[str] = run_cmd.KUBECONFIG_OPTION,
+    context: Optional[str] = run_cmd.CONTEXT_OPTION,
+    server: Optional[str] = run_cmd.SERVER_OPTION,
+    kind: Kind = KIND_OPTION,
+    output: Output = OUTPUT_OPTION,
+) -> None:
+    """For each metric of the live autoscaler and replica count: the value above which it scales up and at or below which it scales down; with warnings where its pods' requests and limits starve a target."""
+    _, snap = _live(key, kubeconfig, context, server, kind)
+    report_thresholds(snap.hpa, snap.config, snap.pods, output)
+
+
+def schedules(
+    key: str = KEY,
+    kubeconfig: Optional[str] = run_cmd.KUBECONFIG_OPTION,
+    context: Optional[str] = run_cmd.CONTEXT_OPTION,
+    server: Optional[str] = run_cmd.SERVER_OPTION,
+    since: Optional[str] = typer.Option(None, "--from", help="From this time, RFC 3339 (without offset: UTC). Default: now."),
+    until: Optional[str] = typer.Option(None, "--to", help="Up to this time, RFC 3339 (without offset: UTC). Default: 7 days after --from."),
+    limit: int = typer.Option(100, "--limit", help="At most this many occurrences per window."),
+    output: Output = OUTPUT_OPTION,
+) -> None:
+    """List the live autoscaler's window starts and ends between --from and --to, and its expired dated windows."""
+    start, end = schedule_span(since, until, limit)
+    doc, _ = _live(key, kubeconfig, context, server, Kind.horizontalautoscaler)
+    parsed = read_autoscaler(find_autoscaler(doc["hpa"]), prometheus_server=OFFLINE_SERVER, extensions=True)
+    report_schedules(parsed, start, end, limit, output)
+
+
+plugin.command("explain", cls=Command)(input_errors(explain))
+plugin.command("thresholds", cls=Command)(input_errors(thresholds))
+plugin.command("schedules", cls=Command)(input_errors(schedules))
+
+
+def main() -> None:  # pragma: no cover - console entry point
+    plugin(prog_name="kubectl pyhpa")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
