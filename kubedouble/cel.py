@@ -15,10 +15,13 @@ CustomResourceDefinitions"):
 - ratcheting (``CRDValidationRatcheting``, on by default since 1.30): on an update, a value equal to the one it
   replaces is not re-checked by its (non-transition) rules;
 - a failed rule is one field error at the node's path plus its ``fieldPath``, with the rule's ``message``
-  (or ``messageExpression``, or ``failed rule: <rule>``) and its ``reason`` (``FieldValueInvalid``
-  by default): ``spec.schedules[0].end: Invalid value: "object": end must be after start``;
-- an expression that fails to evaluate (``no such key``, a malformed ``timestamp``) is an Invalid error whose
-  message names the error and the rule; one that does not compile refuses the CRD itself.
+  (or ``messageExpression``, or ``failed rule: <rule>``) and its ``reason`` (``FieldValueInvalid`` by
+  default), worded as apimachinery's field errors: the bad value is printed for a scalar and left out for
+  an object or a list (``spec.schedules[0].end: Invalid value: end must be after start``,
+  ``spec.size: Invalid value: 11: ...``, ``Forbidden: ...``, ``Required value: ...``);
+- an expression that fails to evaluate (``no such key``, a malformed ``timestamp``) is an Invalid error at
+  the node, ``Invalid value: "object": <error> evaluating rule: <message or rule>``; one that does not
+  compile refuses the CRD itself.
 
 Kubernetes' own CEL libraries (``isSorted``, ``quantity``, ``url``, ``format``, ``ip``...) are not provided: a
 rule that calls one fails to compile here (none of pyhpa's rules uses them). Cost limits are not estimated.
@@ -26,6 +29,7 @@ rule that calls one fails to compile here (none of pyhpa's rules uses them). Cos
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -37,9 +41,7 @@ _ENV = cel.NewEnv(variables={"self": cel.Type.DYN, "oldSelf": cel.Type.DYN},
                   extensions=[ext_strings.ExtStrings(), ext_math.ExtMath(), ext_optional.ExtOptional(),
                               ext_encoders.ExtEncoders()])
 _OLD_SELF = re.compile(r"\boldSelf\b")
-#: ``reason`` of a rule -> how the API server prints that kind of field error
-_REASON_TEXT = {"FieldValueInvalid": "Invalid value", "FieldValueForbidden": "Forbidden",
-                "FieldValueRequired": "Required value", "FieldValueDuplicate": "Duplicate value"}
+_MISSING_KEY = re.compile(r'Key not found in map ?: ?"([^"]*)"')
 
 
 class RuleCompileError(ValueError):
@@ -69,6 +71,11 @@ class _Rule:
     field_path: str
     reason: str
     transition: bool
+
+    @property
+    def shown(self) -> str:
+        """How an error names the rule: its message, else its expression (``ruleErrorString``)."""
+        return (self.message or "").strip() or self.text.strip()
 
 
 def _compile(text: str, where: str) -> Any:
@@ -163,32 +170,45 @@ def _old_item(item: Any, old: Any, keys: Optional[list]) -> Any:
 
 
 def _type_name(node: dict) -> str:
-    t = node.get("type")
-    if t:
-        return t
-    return "object" if node.get("x-kubernetes-int-or-string") is None else "integer-or-string"
+    return node.get("type") or ("integer-or-string" if node.get("x-kubernetes-int-or-string") else "object")
+
+
+def _value_text(node: dict, value: Any) -> str:
+    """The bad value as the API server prints it after ``Invalid value:``: none for an object or an array
+    (``field.OmitValueType``), a quoted string, a plain number or bool."""
+    if _type_name(node) in ("object", "array") or isinstance(value, (dict, list)):
+        return ""
+    if isinstance(value, str):
+        return json.dumps(value) + ": "
+    if isinstance(value, bool):
+        return ("true" if value else "false") + ": "
+    return ("null" if value is None else str(value)) + ": "
 
 
 def _evaluate(rule: _Rule, node: dict, value: Any, old: Any, path: str) -> Optional[FieldError]:
+    """One rule on one value, as the API server's CEL validator words its outcome."""
     activation = {"self": value, "oldSelf": old}
-    field = path + rule.field_path if rule.field_path.startswith((".", "[")) else (
-        f"{path}.{rule.field_path}" if rule.field_path else path)
-    shown = f'"{_type_name(node)}"'
     result = rule.program.eval(data=activation)
     kind = result.type()
-    if kind == cel.Type.ERROR:
-        return FieldError(field, "FieldValueInvalid",
-                          f"Invalid value: {shown}: {_error_text(result.value())} evaluating rule: {rule.text}")
+    if kind == cel.Type.ERROR:  # at the node itself, the schema type as the value, the message (or rule) named
+        return FieldError(path, "FieldValueInvalid", f'Invalid value: "{_type_name(node)}": '
+                                                     f"{_error_text(result.value())} evaluating rule: {rule.shown}")
     if kind != cel.Type.BOOL:
-        return FieldError(field, "FieldValueInvalid",
-                          f"Invalid value: {shown}: rule did not evaluate to a bool: {rule.text}")
+        return FieldError(path, "FieldValueInvalid", f'Invalid value: "{_type_name(node)}": '
+                                                     f"rule did not evaluate to a bool: {rule.shown}")
     if result.value():
         return None
+    field = path + rule.field_path if rule.field_path.startswith((".", "[")) else (
+        f"{path}.{rule.field_path}" if rule.field_path else path)
     message = _message(rule, activation)
-    text = _REASON_TEXT.get(rule.reason, "Invalid value")
-    if rule.reason in ("FieldValueInvalid", "FieldValueDuplicate"):
-        return FieldError(field, rule.reason, f"{text}: {shown}: {message}")
-    return FieldError(field, rule.reason, f"{text}: {message}")
+    if rule.reason == "FieldValueForbidden":
+        return FieldError(field, rule.reason, f"Forbidden: {message}")
+    if rule.reason == "FieldValueRequired":
+        return FieldError(field, rule.reason, f"Required value: {message}")
+    if rule.reason == "FieldValueDuplicate":
+        return FieldError(field, rule.reason, "Duplicate value" + (f": {_value_text(node, value)[:-2]}"
+                                                                   if _value_text(node, value) else ""))
+    return FieldError(field, "FieldValueInvalid", f"Invalid value: {_value_text(node, value)}{message}")
 
 
 def _message(rule: _Rule, activation: dict) -> str:
@@ -196,12 +216,15 @@ def _message(rule: _Rule, activation: dict) -> str:
     if rule.message_program is not None:
         got = rule.message_program.eval(data=activation)
         if got.type() == cel.Type.STRING and got.value().strip():
-            return got.value()
-    return rule.message or f"failed rule: {rule.text}"
+            return got.value().strip()
+    return (rule.message or "").strip() or f"failed rule: {rule.text.strip()}"
 
 
 def _error_text(text: str) -> str:
-    """cel-expr-python's status text without its code (``NOT_FOUND: Key not found in map : "x"``: cel-go words
-    it ``no such key: x``)."""
+    """cel-expr-python's status text as cel-go words it (``NOT_FOUND: Key not found in map : "x"`` is
+    ``no such key: x``); other errors without their status code."""
+    missing = _MISSING_KEY.search(str(text))
+    if missing:
+        return f"no such key: {missing.group(1)}"
     code, sep, rest = str(text).partition(": ")
     return rest if sep and code.isupper() else str(text)
