@@ -22,7 +22,7 @@ from ..adapters.snapshot import snapshot_from_dict
 from . import run_cmd
 from .explain_cmd import Output, explain_snapshots
 from .help import CONTEXT_SETTINGS, Command, Group
-from .main import input_errors
+from .errors import input_errors
 from .schedules_cmd import report_schedules, schedule_span
 from .snapshot_cmd import Kind, live_snapshot
 from .thresholds_cmd import report_thresholds

@@ -6,13 +6,11 @@ and exit code 2 (``InputError``); nothing prints a traceback for user mistakes.
 
 from __future__ import annotations
 
-import functools
 import sys
 
 import typer
-from rich.console import Console
 
-from ..adapters.errors import InputError
+from .errors import err_console, input_errors  # noqa: F401 - err_console: part of this module's surface
 from .help import CONTEXT_SETTINGS, Command, Group
 
 app = typer.Typer(
@@ -24,21 +22,6 @@ app = typer.Typer(
     no_args_is_help=True,
     help="The Kubernetes Horizontal Pod Autoscaler, rebuilt in Python: explain, rehearse and run HPA decisions.",
 )
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-def input_errors(fn):
-    """Decorator: InputError -> one line on stderr and exit code 2."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except InputError as err:
-            err_console.print(f"error: {err}", markup=False)
-            raise typer.Exit(2) from None
-
-    return wrapper
 
 
 def _register() -> None:
