@@ -199,3 +199,13 @@ def test_pip_install_without_extras_gives_a_working_controller(fresh_install):
     assert sim.returncode == 2 and sim.stderr.strip().splitlines() == [
         "error: simulate: pyhpa simulate needs the simulate extra (matplotlib is not installed): "
         "pip install 'pyhpa[simulate]'"], sim.stderr
+
+
+@pytest.mark.slow
+def test_pip_install_also_installs_the_kubectl_plugin(fresh_install):
+    plugin = fresh_install / "bin" / "kubectl-pyhpa"
+    out = subprocess.run([str(plugin), "--help"], capture_output=True, text=True, timeout=120, cwd=fresh_install)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("Usage: kubectl pyhpa ")
+    for command in ("explain", "thresholds", "schedules"):
+        assert f"  {command} " in out.stdout
