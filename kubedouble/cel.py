@@ -106,19 +106,23 @@ class RuleSet:
 
     def __init__(self, schema: Optional[dict]):
         self._compiled: dict[int, tuple[_Rule, ...]] = {}
+        self._below: set[int] = set()  # nodes with a rule at or below them: only those are walked
         self._schema = schema or {}
-        self._walk_compile(self._schema, "openAPIV3Schema")
-        self.empty = not any(self._compiled.values())
+        self.empty = not self._walk_compile(self._schema, "openAPIV3Schema")
 
-    def _walk_compile(self, node: Any, where: str) -> None:
+    def _walk_compile(self, node: Any, where: str) -> bool:
         if not isinstance(node, dict):
-            return
-        self._compiled[id(node)] = _rules(node, where)
+            return False
+        rules = self._compiled[id(node)] = _rules(node, where)
+        found = bool(rules)
         for key, sub in (node.get("properties") or {}).items():
-            self._walk_compile(sub, f"{where}.properties[{key}]")
+            found |= self._walk_compile(sub, f"{where}.properties[{key}]")
         for key in ("items", "additionalProperties"):
             if isinstance(node.get(key), dict):
-                self._walk_compile(node[key], f"{where}.{key}")
+                found |= self._walk_compile(node[key], f"{where}.{key}")
+        if found:
+            self._below.add(id(node))
+        return found
 
     def errors(self, obj: dict, old: Optional[dict] = None) -> list[FieldError]:
         """Every failed rule for ``obj`` (``old``: the stored object on an update, None on a create)."""
@@ -128,6 +132,8 @@ class RuleSet:
         return out
 
     def _walk(self, node: dict, value: Any, old: Any, path: str, out: list[FieldError]) -> None:
+        if id(node) not in self._below:
+            return
         rules = self._compiled.get(id(node), ())
         unchanged = old is not None and old == value
         for rule in rules:
