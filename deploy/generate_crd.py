@@ -317,6 +317,21 @@ METRIC_HEALTH = {
 }
 
 
+#: status.pause (pyhpa.controller.status.pause_status; the annotations: pyhpa.core.pause)
+PAUSE_STATUS = {
+    "type": "object",
+    "description": "pyhpa: present while a pause annotation (pyhpa.dev/paused, paused-replicas, paused-scale-in, "
+                   "paused-scale-out) holds the autoscaler (docs/operations.md).",
+    "properties": {
+        "reason": {"type": "string", "enum": ["Paused", "PausedReplicas", "PausedScaleIn", "PausedScaleOut"],
+                   "description": "The Paused condition's reason."},
+        "since": {"type": "string", "format": "date-time", "description": "When the autoscaler was paused."},
+        "replicas": {"type": "integer", "format": "int32",
+                     "description": "The replicas held (paused-replicas, or the count paused froze)."},
+    },
+}
+
+
 CRON = {"type": "string", "minLength": 9, "maxLength": 128, "pattern": r"^\s*\S+(\s+\S+){4}\s*$"}
 
 
@@ -440,12 +455,14 @@ def crd() -> dict:
     status["properties"]["saturation"] = SATURATION_STATUS
     status["properties"]["metricHealth"] = METRIC_HEALTH
     status["properties"]["schedules"] = SCHEDULE_STATUS
+    status["properties"]["pause"] = PAUSE_STATUS
     columns = [
         {"name": "Reference", "type": "string", "jsonPath": ".spec.scaleTargetRef.name"},
         {"name": "MinPods", "type": "integer", "jsonPath": ".spec.minReplicas"},
         {"name": "MaxPods", "type": "integer", "jsonPath": ".spec.maxReplicas"},
         {"name": "Replicas", "type": "integer", "jsonPath": ".status.currentReplicas"},
         {"name": "Windows", "type": "string", "jsonPath": ".status.schedules.active", "priority": 1},
+        {"name": "Paused", "type": "string", "jsonPath": ".status.pause.reason", "priority": 1},
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     ]
     return {
