@@ -11,6 +11,7 @@ query of every panel of the committed dashboard returns data; the committed file
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import shutil
 import subprocess
 import sys
@@ -27,8 +28,9 @@ from test_prediction_live import history_file
 from tests.prometheus_server import PrometheusServer, free_port, prometheus_binary
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "deploy" / "monitoring"))
-import build  # noqa: E402  (deploy/monitoring/build.py)
+_spec = importlib.util.spec_from_file_location("pyhpa_monitoring_build", ROOT / "deploy" / "monitoring" / "build.py")
+build = importlib.util.module_from_spec(_spec)  # deploy/monitoring/build.py
+_spec.loader.exec_module(build)
 
 needs_prometheus = pytest.mark.skipif(
     prometheus_binary() is None or shutil.which("promtool") is None,
