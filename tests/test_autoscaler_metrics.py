@@ -77,3 +77,46 @@ async def test_series_per_autoscaler_and_removed_with_it(kd):
         text = generate_latest(run.controller.monitor.registry).decode()
         assert 'name="worker"' not in text
         assert 'pyhpa_autoscaler_desired_replicas{name="web",namespace="default"}' in text
+
+
+def test_series_follow_the_spec_and_the_metric_state():
+    """Unit: a metric that fails loses its value series (its target stays); a metric removed from the spec loses
+    both; a sync that stopped before deciding counts its reason and keeps the last decision's series."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from prometheus_client import CollectorRegistry
+
+    from builders import NOW, cpu_hpa, cpu_pods, old_memory, scale
+    from pyhpa.controller.autoscaler_metrics import AutoscalerMetrics
+    from pyhpa.core import ControllerConfig, MetricSamples, MetricSpec, decide
+
+    registry = CollectorRegistry()
+    m = AutoscalerMetrics(registry)
+    pods, samples = cpu_pods([600] * 4)
+    two = replace(cpu_hpa(), metrics=(MetricSpec("Resource", "cpu", "Utilization", 50),
+                                      MetricSpec("Pods", "rps", "AverageValue", target_average_milli=10_000)))
+    a = SimpleNamespace(namespace="ns", name="web", key="ns/web", hpa=two, sync_period_seconds=15)
+    rps = MetricSamples(error="no rps")
+    d = decide(two, scale(4), pods, [samples, rps], old_memory(4), NOW, ControllerConfig())
+    m.synced(a, SimpleNamespace(decision=d, error="internal", reason=""), NOW)
+    got = lambda name, **labels: registry.get_sample_value(name, dict(namespace="ns", name="web", **labels))  # noqa: E731
+    assert got("pyhpa_autoscaler_metric_value", metric="Resource/cpu") == 60
+    assert got("pyhpa_autoscaler_metric_value", metric="Pods/rps") is None  # failing: no value
+    assert got("pyhpa_autoscaler_metric_target", metric="Pods/rps") == 10
+    assert got("pyhpa_autoscaler_sync_errors_total", reason="FailedGetPodsMetric") == 1
+
+    one = cpu_hpa()
+    a.hpa = one
+    d = decide(one, scale(4), pods, [samples], old_memory(4), NOW, ControllerConfig())
+    m.synced(a, SimpleNamespace(decision=d, error="none", reason=""), NOW + 15)
+    assert got("pyhpa_autoscaler_metric_target", metric="Pods/rps") is None  # removed from the spec
+    assert got("pyhpa_autoscaler_metric_target", metric="Resource/cpu") == 50
+    assert got("pyhpa_autoscaler_sync_errors_total", reason="FailedGetPodsMetric") == 1  # a counter stays
+
+    m.synced(a, SimpleNamespace(decision=None, error="internal", reason="FailedGetScale"), NOW + 30)
+    assert got("pyhpa_autoscaler_sync_errors_total", reason="FailedGetScale") == 1
+    assert got("pyhpa_autoscaler_desired_replicas") == d.desired_replicas
+    assert got("pyhpa_autoscaler_last_sync_timestamp_seconds") == NOW + 30
+    m.remove("ns", "web")
+    assert not [s for f in registry.collect() for s in f.samples if s.labels.get("name") == "web"]

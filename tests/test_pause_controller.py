@@ -62,7 +62,8 @@ async def test_pause_annotations_through_pyhpa_run(kd):
         assert st["pause"]["reason"] == "Paused" and st["pause"]["replicas"] == 2
         since = timestamp(st["pause"]["since"])
         assert paused(kd)[1] == "Paused" and "frozen at 2" in paused(kd)[2]
-        assert any(e["reason"] == "Paused" and e["type"] == "Normal" for e in events(kd))
+        await wait_for(lambda: any(e["reason"] == "Paused" and e["type"] == "Normal" for e in events(kd)),
+                       what="the Normal event Paused")  # events are sent by a background task
 
         # paused-replicas wins over paused: scales to 5 and holds, at once (an annotation is no spec change)
         await annotate(kd, {"pyhpa.dev/paused-replicas": "5"})
@@ -75,7 +76,8 @@ async def test_pause_annotations_through_pyhpa_run(kd):
         await annotate(kd, {"pyhpa.dev/paused-replicas": "five", "pyhpa.dev/paused": None})
         await wait_for(lambda: paused(kd)[1] == "InvalidPauseAnnotation", timeout=20, what="InvalidPauseAnnotation")
         assert paused(kd)[0] == "False" and "'five'" in paused(kd)[2]
-        warning = [e for e in events(kd) if e["reason"] == "InvalidPauseAnnotation"]
+        warning = await wait_for(lambda: [e for e in events(kd) if e["reason"] == "InvalidPauseAnnotation"],
+                                 what="the Warning event InvalidPauseAnnotation")
         assert warning and warning[0]["type"] == "Warning" and "pyhpa.dev/paused-replicas" in warning[0]["note"]
         assert "pause" not in status(kd)
         await wait_for(lambda: replicas(kd) == 6, timeout=20, what="autoscaling again (3 pods at twice the target): not paused")

@@ -99,73 +99,27 @@ class AutoscalerMetrics:
                               "event's: FailedGetResourceMetric, FailedGetScale, FailedRescale, InvalidSpec, ...; "
                               "APIError when an API call failed otherwise).", ("namespace", "name", "reason"),
                               registry=r)
-        #: per autoscaler key: (family, label values) of the series it has now
-        self._series: dict[tuple[str, str], set[tuple[Any, tuple]]] = {}
-
-    def _set(self, have: set, family: Gauge, labels: tuple, value: float | None) -> None:
-        if value is None:
-            return
-        family.labels(*labels).set(value)
-        have.add((family, labels))
+        #: per autoscaler (namespace, name): its series (children cached: a steady sync only sets values)
+        self._series: dict[tuple[str, str], _Series] = {}
 
     def synced(self, a: Any, result: Any, now: float, predictions: Any = None) -> None:
         """Record one sync of Autoscaler ``a`` (``result``: its SyncResult) at epoch ``now``; ``predictions`` the
-        controller's ``LivePredictions`` (forecast observation and WAPE)."""
-        ns, name = a.namespace, a.name
-        own = (ns, name)
-        have: set = set()
-        self._set(have, self.last_sync, own, now)
-        self._set(have, self.period, own, float(a.sync_period_seconds))
-        reasons = self._errors(result)
-        for reason in reasons:
-            self.errors.labels(ns, name, reason).inc()
-        old = self._series.get(own, set())
-        for family, labels in old:  # error counters stay for as long as the autoscaler does
-            if family is self.errors:
-                have.add((family, labels))
-        for reason in reasons:
-            have.add((self.errors, (ns, name, reason)))
+        controller's ``LivePredictions`` (forecast observation and WAPE). A sync that stopped before deciding
+        keeps the series of the last decision and counts its error."""
+        own = (a.namespace, a.name)
+        rec = self._series.get(own)
+        if rec is None:
+            rec = self._series[own] = _Series(self, own)
+        rec.last_sync.set(now)
+        if rec.period_value != a.sync_period_seconds:
+            rec.period_value = a.sync_period_seconds
+            rec.period.set(float(a.sync_period_seconds))
+        if result.error != "none" or result.decision is None or result.decision.error is not None:
+            for reason in self._errors(result):
+                rec.error(reason).inc()
         d = result.decision
         if d is not None:
-            self._decision(have, a, d, own, predictions)
-        else:  # the sync stopped before deciding: keep what the last decision said, refresh the clock only
-            have |= {s for s in old if s[0] is not self.errors}
-        for family, labels in old - have:
-            family.remove(*labels)
-        self._series[own] = have
-
-    def _decision(self, have: set, a: Any, d: Decision, own: tuple, predictions: Any) -> None:
-        self._set(have, self.current, own, float(d.current_replicas))
-        self._set(have, self.desired, own, float(d.desired_replicas))
-        if d.max_replicas_effective or d.min_replicas_effective:
-            self._set(have, self.min, own, float(d.min_replicas_effective))
-            self._set(have, self.max, own, float(d.max_replicas_effective))
-        for p in d.proposals:
-            labels = (*own, metric_key(p.spec))
-            self._set(have, self.metric_value, labels, _value(p))
-            self._set(have, self.metric_target, labels, _target(p))
-        decided = d.decided_by or "None"
-        self.decided_by.labels(*own).info({"source": decided.split("/", 1)[0], "decided_by": decided})
-        have.add((self.decided_by, own))
-        self._set(have, self.paused, own, 1.0 if d.status.pause is not None else 0.0)
-        fallback = any(s.source == FALLBACK_SOURCE and s.applied and s.replicas is not None for s in d.sources)
-        self._set(have, self.fallback, own, 1.0 if fallback else 0.0)
-        hpa = a.hpa
-        if hpa is not None and hpa.prediction is not None:
-            c = _condition(d, PREDICTION_ACTIVE)
-            self._set(have, self.predicting, own, 1.0 if c is not None and c.reason == PREDICTING else 0.0)
-            i = hpa.prediction.metric
-            labels = (*own, metric_key(hpa.metrics[i]) if 0 <= i < len(hpa.metrics) else f"metrics[{i}]")
-            ps = d.status.prediction
-            if ps is not None and ps.forecast_milli is not None:
-                self._set(have, self.forecast, labels, ps.forecast_milli / 1000.0)
-            if predictions is not None:
-                observed, wape = predictions.figures(a.key)
-                self._set(have, self.observed, labels, None if observed is None else observed / 1000.0)
-                self._set(have, self.wape, own, wape)
-        if hpa is not None and hpa.saturation is not None:
-            c = _condition(d, SATURATION_ACTIVE)
-            self._set(have, self.saturated, own, 1.0 if c is not None and c.status == "True" else 0.0)
+            rec.decided(a, d, predictions)
 
     @staticmethod
     def _errors(result: Any) -> list[str]:
@@ -184,8 +138,147 @@ class AutoscalerMetrics:
 
     def remove(self, namespace: str, name: str) -> None:
         """Drop every series of the autoscaler (deleted, or moved to another shard)."""
-        for family, labels in self._series.pop((namespace, name), set()):
+        rec = self._series.pop((namespace, name), None)
+        if rec is not None:
+            rec.drop_all()
+
+
+class _Series:
+    """The series of one autoscaler: labelled children, created once and set at each sync."""
+
+    __slots__ = ("m", "own", "labels", "last_sync", "period", "period_value", "errors", "replicas", "specs",
+                 "metric_children", "value_on", "decided_label", "prediction", "saturated", "values")
+
+    def __init__(self, m: AutoscalerMetrics, own: tuple[str, str]):
+        self.m, self.own = m, own
+        self.labels: set[tuple[Any, tuple]] = set()  # every (family, label values) created, for drop_all
+        self.last_sync = self._child(m.last_sync, own)
+        self.period = self._child(m.period, own)
+        self.period_value: float | None = None
+        self.errors: dict[str, Any] = {}
+        self.replicas: tuple | None = None
+        self.values: tuple = ()
+        self.specs: tuple = ()
+        self.metric_children: list[tuple[tuple, Any, Any]] = []
+        self.value_on: list[bool] = []
+        self.decided_label: str | None = None
+        self.prediction: tuple | None = None
+        self.saturated: Any = None
+
+    def _child(self, family: Any, labels: tuple) -> Any:
+        self.labels.add((family, labels))
+        return family.labels(*labels)
+
+    def _drop(self, family: Any, labels: tuple) -> None:
+        if (family, labels) in self.labels:
+            self.labels.discard((family, labels))
             try:
                 family.remove(*labels)
             except KeyError:
                 pass
+
+    def drop_all(self) -> None:
+        for family, labels in list(self.labels):
+            self._drop(family, labels)
+
+    def error(self, reason: str) -> Any:
+        child = self.errors.get(reason)
+        if child is None:
+            child = self.errors[reason] = self._child(self.m.errors, (*self.own, reason))
+        return child
+
+    def decided(self, a: Any, d: Decision, predictions: Any) -> None:
+        m, own = self.m, self.own
+        if self.replicas is None:
+            self.replicas = tuple(self._child(g, own) for g in (m.current, m.desired, m.min, m.max, m.paused,
+                                                                   m.fallback))
+        values = (d.current_replicas, d.desired_replicas, d.min_replicas_effective, d.max_replicas_effective,
+                  1 if d.status.pause is not None else 0,
+                  1 if any(s.source == FALLBACK_SOURCE and s.applied and s.replicas is not None for s in d.sources)
+                  else 0)
+        if values != self.values:  # a steady sync sets nothing
+            self.values = values
+            for child, value in zip(self.replicas, values):
+                child.set(value)
+        self._metrics(d)
+        label = d.decided_by or "None"
+        if label != self.decided_label:
+            self.decided_label = label
+            self.labels.add((m.decided_by, own))
+            m.decided_by.labels(*own).info({"source": label.split("/", 1)[0], "decided_by": label})
+        hpa = a.hpa
+        self._prediction(a, hpa, d, predictions)
+        if hpa is not None and hpa.saturation is not None:
+            if self.saturated is None:
+                self.saturated = self._child(m.saturated, own)
+            c = _condition(d, SATURATION_ACTIVE)
+            self.saturated.set(1 if c is not None and c.status == "True" else 0)
+        elif self.saturated is not None:
+            self.saturated = None
+            self._drop(m.saturated, own)
+
+    def _metrics(self, d: Decision) -> None:
+        m, own = self.m, self.own
+        specs = tuple(p.spec for p in d.proposals)
+        if specs != self.specs:
+            for labels, _, _ in self.metric_children:
+                self._drop(m.metric_value, labels)
+                self._drop(m.metric_target, labels)
+            self.specs = specs
+            self.metric_children = []
+            self.value_on = []
+            for p in d.proposals:
+                labels = (*own, metric_key(p.spec))
+                target = _target(p)
+                child = self._child(m.metric_target, labels) if target is not None else None
+                if child is not None:
+                    child.set(target)
+                self.metric_children.append((labels, None, child))
+                self.value_on.append(False)
+        for i, p in enumerate(d.proposals):
+            labels, child, _ = self.metric_children[i]
+            value = _value(p)
+            if value is None:
+                if self.value_on[i]:
+                    self.value_on[i] = False
+                    self._drop(m.metric_value, labels)
+                    self.metric_children[i] = (labels, None, self.metric_children[i][2])
+                continue
+            if child is None:
+                child = self._child(m.metric_value, labels)
+                self.metric_children[i] = (labels, child, self.metric_children[i][2])
+                self.value_on[i] = True
+            child.set(value)
+
+    def _prediction(self, a: Any, hpa: Any, d: Decision, predictions: Any) -> None:
+        m, own = self.m, self.own
+        if hpa is None or hpa.prediction is None:
+            if self.prediction is not None:
+                labels = self.prediction[0]
+                self.prediction = None
+                for family, lab in ((m.predicting, own), (m.wape, own), (m.forecast, labels),
+                                    (m.observed, labels)):
+                    self._drop(family, lab)
+            return
+        i = hpa.prediction.metric
+        labels = (*own, metric_key(hpa.metrics[i]) if 0 <= i < len(hpa.metrics) else f"metrics[{i}]")
+        if self.prediction is None or self.prediction[0] != labels:
+            if self.prediction is not None:
+                for family in (m.forecast, m.observed):
+                    self._drop(family, self.prediction[0])
+            self.prediction = (labels, self._child(m.predicting, own))
+        c = _condition(d, PREDICTION_ACTIVE)
+        self.prediction[1].set(1 if c is not None and c.reason == PREDICTING else 0)
+        ps = d.status.prediction
+        self._optional(m.forecast, labels, None if ps is None or ps.forecast_milli is None else ps.forecast_milli / 1000)
+        observed, wape = predictions.figures(a.key) if predictions is not None else (None, None)
+        self._optional(m.observed, labels, None if observed is None else observed / 1000.0)
+        self._optional(m.wape, own, wape)
+
+    def _optional(self, family: Any, labels: tuple, value: float | None) -> None:
+        """A series present while it has a value."""
+        if value is None:
+            self._drop(family, labels)
+        else:
+            self.labels.add((family, labels))
+            family.labels(*labels).set(value)
