@@ -7,11 +7,14 @@ the annotation resumes; under ``--preview`` a native HPA's annotations pause wha
 from __future__ import annotations
 
 import asyncio
+import json
 
 from lightkube import codecs
+from typer.testing import CliRunner
 
 from kubedouble import KubeDouble
 from pyhpa.adapters.parse import timestamp
+from pyhpa.cli.main import app
 from pyhpa.controller import Controller, Settings, load_config
 from pyhpa.controller.api import HttpMetrics, LightkubeCluster
 from pyhpa.controller.autoscaler import HorizontalAutoscaler
@@ -47,7 +50,7 @@ async def annotate(kd: KubeDouble, value: dict) -> None:
                                   namespace="default")
 
 
-async def test_pause_annotations_through_pyhpa_run(kd):
+async def test_pause_annotations_through_pyhpa_run(kd, tmp_path):
     await kd.async_client().create(codecs.from_dict(deployment("web", 2)))
     for i in range(3):
         kd.put_object(pod(f"web-{i}", "web"))
@@ -64,6 +67,17 @@ async def test_pause_annotations_through_pyhpa_run(kd):
         assert paused(kd)[1] == "Paused" and "frozen at 2" in paused(kd)[2]
         await wait_for(lambda: any(e["reason"] == "Paused" and e["type"] == "Normal" for e in events(kd)),
                        what="the Normal event Paused")  # events are sent by a background task
+
+        # `pyhpa snapshot` keeps the annotation: `pyhpa explain` of the live autoscaler says paused, as the controller
+        snap = await asyncio.to_thread(CliRunner().invoke, app, ["snapshot", "default/web", "--server", kd.url,
+                                                                 "--format", "json"])
+        assert snap.exit_code == 0, snap.output
+        assert json.loads(snap.output)["hpa"]["metadata"]["annotations"] == {"pyhpa.dev/paused": "true"}
+        path = tmp_path / "web.json"
+        path.write_text(snap.output)
+        explained = json.loads(CliRunner().invoke(app, ["explain", "-o", "json", str(path)]).output)
+        assert explained["desiredReplicas"] == 2
+        assert [c["reason"] for c in explained["conditions"] if c["type"] == "Paused"] == ["Paused"]
 
         # paused-replicas wins over paused: scales to 5 and holds, at once (an annotation is no spec change)
         await annotate(kd, {"pyhpa.dev/paused-replicas": "5"})
