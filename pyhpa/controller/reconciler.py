@@ -162,7 +162,8 @@ class Reconciler:
             result = SyncResult(key, NONE, INTERNAL, retry=True, message=err.message)
             log.warning("sync failed", extra=fields(autoscaler=key, error=err.message))
         self.monitor.reconciliation(result.action, result.error, time.perf_counter() - start)
-        self.monitor.autoscalers.synced(a, result, self.clock(), self.predictions)
+        if key in self.autoscalers:  # not deleted meanwhile (its series are gone and stay gone)
+            self.monitor.autoscalers.synced(a, result, self.clock(), self.predictions)
         if self.on_synced is not None:
             self.on_synced(result)
         return result
