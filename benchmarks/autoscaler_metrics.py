@@ -14,11 +14,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from prometheus_client import CollectorRegistry  # noqa: E402
 
-from decision import NOW, inputs  # noqa: E402
+from benchmarks.decision import NOW, inputs  # noqa: E402
 from pyhpa.controller.autoscaler_metrics import AutoscalerMetrics  # noqa: E402
 from pyhpa.core import ControllerConfig, Memory, decide  # noqa: E402
 
