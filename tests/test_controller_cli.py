@@ -29,7 +29,8 @@ def test_manifests_prints_crd_rbac_and_deployment_from_the_package():
     docs = [d for d in yaml.safe_load_all(result.output) if d]
     kinds = [d["kind"] for d in docs]
     assert kinds == ["CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
-                     "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "Deployment"]
+                     "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "Deployment", "PodDisruptionBudget",
+                     "Service"]
     preview = next(d for d in docs if d["metadata"]["name"] == "pyhpa-preview" and d["kind"] == "ClusterRole")
     assert preview["rules"] == [{"apiGroups": ["autoscaling"], "resources": ["horizontalpodautoscalers"],
                                  "verbs": ["get", "list", "watch"]}]
@@ -39,7 +40,7 @@ def test_manifests_prints_crd_rbac_and_deployment_from_the_package():
 
 @pytest.mark.parametrize("part", MANIFESTS)
 def test_repository_deploy_files_are_the_package_copies(part):
-    assert (ROOT / "deploy" / f"{part}.yaml").read_text() == manifest_text(part)
+    assert (ROOT / "deploy" / "base" / f"{part}.yaml").read_text() == manifest_text(part)
 
 
 @pytest.mark.parametrize("part", MANIFESTS)

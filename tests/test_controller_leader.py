@@ -165,20 +165,22 @@ def test_bad_leader_election_flags_are_one_line_errors(args, message):
     assert message in result.output
 
 
-def test_the_shipped_deployment_runs_two_leader_elected_replicas_with_least_privilege_lease_access():
+def test_the_shipped_deployment_runs_two_sharded_replicas_with_least_privilege_lease_access():
+    """The shipped Deployment (deploy/base, issue 22) runs two replicas with --shards auto, which replaces
+    --leader-elect; the Role grants the Lease verbs sharding uses, in the controller's namespace only."""
     import typer
     import yaml
 
     from pyhpa.cli.run_cmd import manifest_text
 
-    deploy = yaml.safe_load(manifest_text("deployment"))
+    deploy = next(d for d in yaml.safe_load_all(manifest_text("deployment")) if d and d["kind"] == "Deployment")
     container = deploy["spec"]["template"]["spec"]["containers"][0]
     args = container["args"]
-    assert deploy["spec"]["replicas"] == 2 and "--leader-elect" in args
+    assert deploy["spec"]["replicas"] == 2 and args[args.index("--shards") + 1] == "auto"
+    assert "--leader-elect" not in args  # giving both is an error
     options = {o for p in typer.main.get_command(app).commands["run"].params for o in p.opts + p.secondary_opts}
     assert {a for a in args if a.startswith("--")} <= options  # every flag exists
     namespace = args[args.index("--leader-elect-resource-namespace") + 1]
-    lease_name = args[args.index("--leader-elect-resource-name") + 1]
     env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in container["env"]}
     assert namespace == "$(POD_NAMESPACE)" and env["POD_NAMESPACE"] == "metadata.namespace"
     docs = list(yaml.safe_load_all(manifest_text("rbac")))
@@ -187,8 +189,7 @@ def test_the_shipped_deployment_runs_two_leader_elected_replicas_with_least_priv
     assert role["metadata"]["namespace"] == binding["metadata"]["namespace"] == deploy["metadata"]["namespace"]
     assert binding["subjects"][0]["name"] == deploy["spec"]["template"]["spec"]["serviceAccountName"]
     rules = [(r["apiGroups"], r["resources"], r.get("resourceNames"), set(r["verbs"])) for r in role["rules"]]
-    assert rules == [(["coordination.k8s.io"], ["leases"], None, {"create"}),
-                     (["coordination.k8s.io"], ["leases"], [lease_name], {"get", "update"})]
+    assert rules == [(["coordination.k8s.io"], ["leases"], None, {"create", "list", "update", "delete"})]
 
 
 def test_leader_election_is_on_by_default_and_off_for_a_local_server_unless_asked(monkeypatch, tmp_path):

@@ -188,6 +188,10 @@ def test_three_replicas_share_the_autoscalers_and_take_over_a_killed_ones_share(
         synced = wait(shares, 60, "three members sharing every autoscaler")
         expected = {i: {k for k in keys if owner(k, IDS) == i} for i in IDS}
         assert synced == expected and all(expected.values())
+        # the per-autoscaler series follow the share: a key that moved away left its old owner's /metrics
+        per = {i: {f"{dict(lab)['namespace']}/{dict(lab)['name']}" for (name, lab) in r.metrics()
+                   if name == "pyhpa_autoscaler_desired_replicas"} for i, r in replicas.items()}
+        assert per == expected
         mark = time.time()
         time.sleep(3 * PERIOD)
         recent = syncs(kd, mark)

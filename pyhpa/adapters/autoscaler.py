@@ -32,6 +32,7 @@ from .errors import InputError
 from .parse import refuse_first
 from .fallback import has_fallback_fields, read_metric_fallbacks, read_spec_fallback, without_metric_fallbacks
 from .objects import hpa_from_dict, object_label
+from .pause import pause_annotations, pause_from_annotations
 from .prediction import prediction_from_dict
 from .saturation import saturation_from_dict
 from .promql import split_prometheus, with_prometheus
@@ -314,14 +315,17 @@ def find_autoscaler(doc: Any, file: str = "") -> dict:
 
 
 def v2_document(meta: dict, spec: dict, status: dict) -> dict:
-    """The autoscaling/v2 HorizontalPodAutoscaler a HorizontalAutoscaler stands for: name and namespace, the
-    v2 fields of the spec, the status (without the controller memory) when it has desiredReplicas."""
+    """The autoscaling/v2 HorizontalPodAutoscaler a HorizontalAutoscaler stands for: name, namespace and pause
+    annotations (``pyhpa.adapters.pause``), the v2 fields of the spec, the status (without the controller memory) when it has desiredReplicas."""
     doc = {
         "apiVersion": V2_API_VERSION,
         "kind": V2_KIND,
         "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
         "spec": {k: v for k, v in spec.items() if k in V2_SPEC_FIELDS},
     }
+    pause = dict(pause_annotations(meta))
+    if pause:  # they decide too: a snapshot keeps them
+        doc["metadata"]["annotations"] = pause
     if isinstance(status, dict) and status.get("desiredReplicas") is not None:
         doc["status"] = {k: v for k, v in status.items() if k not in STATUS_EXTENSIONS}
     return doc
@@ -390,6 +394,9 @@ def read_autoscaler(d: Any, *, lenient: bool = False, scale_to_zero: bool = Fals
         if has_fallback_fields(spec):
             _only_on_autoscaler(kind, extensions, spec.get("metrics"))
             hpa = read_metric_fallbacks(spec.get("metrics"), hpa)
+        pause = pause_from_annotations(meta.get("annotations") if isinstance(meta, dict) else None)
+        if pause is not None:
+            hpa = replace(hpa, pause=pause)
     except InputError as err:
         raise InputError(err.message, err.file, label, err.field, err.line) from None
     return ParsedAutoscaler(hpa=hpa, model=model, kind=kind, settings=own, prometheus=prom, label=label)

@@ -31,6 +31,7 @@ from lightkube.config.models import User
 from lightkube.core.exceptions import ConfigError
 
 from ..adapters.errors import InputError
+from ..adapters.pause import pause_annotations
 from .api import Cluster, HttpMetrics, LightkubeCluster, MetricsClient
 from .autoscaler import Autoscaler, parse_autoscaler
 from .events import EventRecorder
@@ -114,7 +115,8 @@ class Controller:
         old = self.autoscalers.get(key)
         meta = obj["metadata"]
         generation = int(meta.get("generation") or 0)
-        same_object = old is not None and old.uid == meta.get("uid", "") and old.generation == generation
+        same_object = (old is not None and old.uid == meta.get("uid", "") and old.generation == generation
+                       and pause_annotations(meta) == pause_annotations(_meta(old.obj)))  # a pause: sync at once
         if same_object and _same_status(old, obj):
             old.resource_version, old.obj = meta.get("resourceVersion", ""), obj
             return
@@ -249,6 +251,11 @@ def _schedule_due(result: SyncResult, started: float) -> float:
     if d is None or inputs is None or d.status.schedules is None or d.status.schedules.next_change is None:
         return math.inf
     return started + max(0.0, d.status.schedules.next_change - inputs.now) + SCHEDULE_MARGIN_SECONDS
+
+
+def _meta(obj: Any) -> dict:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    return meta if isinstance(meta, dict) else {}
 
 
 def _same_status(old: Autoscaler, obj: Any) -> bool:

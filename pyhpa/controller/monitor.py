@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from .autoscaler_metrics import AutoscalerMetrics
+
 SUBSYSTEM = "horizontal_pod_autoscaler_controller"
 BUCKETS = tuple(0.001 * 2**k for k in range(15))
 ACTION_HELP = ("The label 'action' should be either 'scale_down', 'scale_up', or 'none'. Also, the label 'error' "
@@ -59,6 +61,8 @@ class Monitor:
             registry=r)  # client-go's leader election metric (set only with --leader-elect)
 
         self._children: dict[tuple, tuple] = {}
+        #: the per-autoscaler series (pyhpa.controller.autoscaler_metrics)
+        self.autoscalers = AutoscalerMetrics(r)
 
     def _pair(self, counter: Counter, histogram: Histogram, labels: tuple) -> tuple:
         """The labelled children of a counter/histogram pair (looked up once per label set)."""
@@ -86,8 +90,9 @@ class Monitor:
         self.desired_replicas.labels(namespace, name).set(replicas)
 
     def deleted(self, namespace: str, name: str) -> None:
-        """The autoscaler is gone: drop its desired_replicas series."""
+        """The autoscaler is gone (or moved to another shard): drop its desired_replicas and per-autoscaler series."""
         try:
             self.desired_replicas.remove(namespace, name)
         except KeyError:
             pass
+        self.autoscalers.remove(namespace, name)

@@ -107,6 +107,7 @@ class _State:
     fetched_at: float | None = None
     history_points: int = 0
     extra: dict = field(default_factory=dict)
+    observed: float | None = None
 
 
 class LivePredictions:
@@ -149,7 +150,7 @@ class LivePredictions:
             return None
         st = self._state(a, spec)
         loop = st.loop
-        loop.learn(now, samples)
+        st.observed = loop.learn(now, samples)
         if st.task is None and now >= st.retry_at and loop.predictor.refit_due(now):
             self._start_refresh(a.key, st, now)
         if st.failed is not None:
@@ -157,6 +158,16 @@ class LivePredictions:
         if loop.predictor.fit is None:
             return loop.aside(HISTORY_UNAVAILABLE, "the metric's history is being fetched from Prometheus")
         return loop.forecast(now, refit=False)
+
+    def figures(self, key: str) -> tuple[float | None, float | None]:
+        """(the workload total observed at the last sync of ``key``, milli-units; the recent WAPE of its forecasts,
+        a fraction): None each when unknown (no ``spec.prediction``, the metric failed, too few evaluations)."""
+        st = self._states.get(key)
+        if st is None:
+            return None, None
+        last = st.loop.last
+        wape = last.accuracy.wape if last is not None and last.accuracy.evaluations else None
+        return st.observed, wape
 
     def _state(self, a: Autoscaler, spec: PredictionSpec) -> _State:
         query = spec.history_query

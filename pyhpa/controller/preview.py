@@ -141,12 +141,12 @@ class PreviewReconciler(Reconciler):
 
     async def _failed_get_scale(self, a: Autoscaler, now: float, message: str, label: str) -> SyncResult:
         self._report(a, ERROR, None, cluster_desired(a), None, f"FailedGetScale: {message}", "")
-        return SyncResult(a.key, NONE, label, retry=True, message=message)
+        return SyncResult(a.key, NONE, label, retry=True, message=message, reason="FailedGetScale")
 
     async def _invalid_spec(self, a: Autoscaler, now: float) -> SyncResult:
         message = f"the HPA spec is invalid: {a.error}"
         self._report(a, ERROR, None, None, None, f"InvalidSpec: {message}", "")
-        return SyncResult(a.key, NONE, SPEC, message=message)
+        return SyncResult(a.key, NONE, SPEC, message=message, reason="InvalidSpec")
 
     def _report(self, a: Autoscaler, result: str, desired: int | None, cluster: int | None, current: int | None,
                 reason: str, conditions: str) -> None:

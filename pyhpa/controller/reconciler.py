@@ -65,6 +65,8 @@ class SyncResult:
     retry: bool = False
     again: bool = False
     message: str = ""
+    #: why a sync that stopped before deciding failed (FailedGetScale, InvalidSpec); "" otherwise
+    reason: str = ""
 
 
 def _metric_error_label(error: str | None, reason: str) -> str:
@@ -160,6 +162,8 @@ class Reconciler:
             result = SyncResult(key, NONE, INTERNAL, retry=True, message=err.message)
             log.warning("sync failed", extra=fields(autoscaler=key, error=err.message))
         self.monitor.reconciliation(result.action, result.error, time.perf_counter() - start)
+        if key in self.autoscalers:  # not deleted meanwhile (its series are gone and stay gone)
+            self.monitor.autoscalers.synced(a, result, self.clock(), self.predictions)
         if self.on_synced is not None:
             self.on_synced(result)
         return result
@@ -271,7 +275,7 @@ class Reconciler:
                                        f"the HPA controller was unable to get the target's current scale: {message}",
                                        now)
         await self.status.write(a, status)
-        return SyncResult(a.key, NONE, label, retry=True, message=message)
+        return SyncResult(a.key, NONE, label, retry=True, message=message, reason="FailedGetScale")
 
     async def _invalid_spec(self, a: Autoscaler, now: float) -> SyncResult:
         """A spec the API server accepted but the controller cannot read: condition and event, others go on."""
@@ -279,4 +283,4 @@ class Reconciler:
         log.warning("invalid spec", extra=fields(autoscaler=a.key, reason="InvalidSpec", error=a.error))
         self.events.emit(a, Event("Warning", "InvalidSpec", message), now)
         await self.status.write(a, status_with_condition(a, "ScalingActive", "False", "InvalidSpec", message, now))
-        return SyncResult(a.key, NONE, SPEC, message=message)
+        return SyncResult(a.key, NONE, SPEC, message=message, reason="InvalidSpec")

@@ -116,7 +116,9 @@ def snapshot_document(inputs: SyncInputs, pods: list[dict], settings: Settings, 
                for q, answer in zip(a.queries, inputs.answers)]
     return snapshot_to_dict(
         name=a.key, source=f"pyhpa snapshot of {kind} {a.key}", now=inputs.now, controller=controller,
-        hpa=autoscaler_document({"name": a.name, "namespace": a.namespace}, dict(a.obj.get("spec") or {}), a.status),
+        hpa=autoscaler_document({"name": a.name, "namespace": a.namespace,
+                                 "annotations": (a.obj.get("metadata") or {}).get("annotations")},
+                                dict(a.obj.get("spec") or {}), a.status),
         scale=inputs.scale, scale_name=a.scale_target_ref.name, namespace=a.namespace, pods=pods,
         metrics=metrics_to_dict(answers), memory=inputs.memory if a.memory_status is not None else None,
         forecast=_forecast(inputs),

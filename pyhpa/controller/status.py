@@ -15,7 +15,7 @@ from functools import lru_cache
 from ..adapters.errors import InputError
 from ..adapters.parse import timestamp
 from ..adapters.saturation import saturation_status
-from ..core import Condition, Decision, HPAStatus, Memory, MetricHealth, set_condition, with_status
+from ..core import Condition, Decision, HPAStatus, Memory, MetricHealth, PauseStatus, set_condition, with_status
 from .api import ApiFailure
 from .autoscaler import API_VERSION, KIND, MEMORY_KEY, Autoscaler
 from .memory import MemoryStore
@@ -47,8 +47,8 @@ def condition_dict(c: Condition) -> dict:
 def status_from_decision(decision: Decision, generation: int) -> dict:
     """The autoscaling/v2 status of a sync (``observedGeneration`` is the spec generation synced),
     with the HorizontalAutoscaler's ``schedules`` section when the spec has windows, ``metricHealth`` when it
-    has a fallback and ``saturation`` (``pyhpa.adapters.saturation.saturation_status``) when it has
-    ``spec.saturation``."""
+    has a fallback, ``saturation`` (``pyhpa.adapters.saturation.saturation_status``) when it has
+    ``spec.saturation`` and ``pause`` (``pause_status``) while a pause annotation holds it."""
     st: HPAStatus = decision.status
     out = {"observedGeneration": generation, "desiredReplicas": st.desired_replicas}
     if st.current_replicas:
@@ -70,6 +70,19 @@ def status_from_decision(decision: Decision, generation: int) -> dict:
         out["metricHealth"] = [metric_health_dict(h) for h in st.metric_health]
     if st.saturation is not None:
         out["saturation"] = saturation_status(st.saturation)
+    if st.pause is not None:
+        out["pause"] = pause_status(st.pause)
+    return out
+
+
+def pause_status(p: PauseStatus) -> dict:
+    """``status.pause`` while paused: ``reason`` (the Paused condition's), ``since`` (RFC 3339: when it was
+    paused), ``replicas`` held (paused-replicas or the frozen count; absent when one direction is blocked)."""
+    out: dict = {"reason": p.reason}
+    if p.since is not None:
+        out["since"] = time_text(p.since)
+    if p.replicas is not None:
+        out["replicas"] = p.replicas
     return out
 
 

@@ -9,7 +9,7 @@ them from Kubernetes objects.
 
 The public surface: the names below (``__all__``), the plain types of ``pyhpa.core.model``, and the
 names listed in the ``__all__`` of ``calculator``, ``metrics``, ``thresholds``, ``selector``,
-``prediction`` and ``quantity``. Nothing outside the core imports anything else of it (tests/test_core_surface.py).
+``prediction``, ``pause`` and ``quantity``. Nothing outside the core imports anything else of it (tests/test_core_surface.py).
 """
 
 from .model import (
@@ -32,6 +32,9 @@ from .model import (
     MetricHealth,
     MetricSamples,
     MetricSpec,
+    PAUSE_ANNOTATIONS,
+    PauseSpec,
+    PauseStatus,
     Pod,
     PodSample,
     PredictionSpec,
@@ -68,4 +71,5 @@ __all__ = [
     "MemoryHorizons", "memory_horizons", "relevant_memory", "stabilization_windows", "store_scale_event",
     "MetricError", "ReplicaCalculator", "HPAWarning", "check_hpa", "LIMIT", "REQUEST",
     "SaturationSpec", "SaturationStatus", "check_saturation", "saturation_metric",
+    "PAUSE_ANNOTATIONS", "PauseSpec", "PauseStatus",
 ]

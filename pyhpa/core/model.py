@@ -298,13 +298,63 @@ class SaturationSpec:
     mode: str = ENFORCE
 
 
+#: The annotations that pause an autoscaler (KEDA's ``autoscaling.keda.sh/paused*``, under ``pyhpa.dev/``)
+PAUSED_ANNOTATION = "pyhpa.dev/paused"
+PAUSED_REPLICAS_ANNOTATION = "pyhpa.dev/paused-replicas"
+PAUSED_SCALE_IN_ANNOTATION = "pyhpa.dev/paused-scale-in"
+PAUSED_SCALE_OUT_ANNOTATION = "pyhpa.dev/paused-scale-out"
+PAUSE_ANNOTATIONS = (PAUSED_ANNOTATION, PAUSED_REPLICAS_ANNOTATION, PAUSED_SCALE_IN_ANNOTATION,
+                     PAUSED_SCALE_OUT_ANNOTATION)
+#: The condition a paused (or once paused) autoscaler reports, and its reasons: True with ``PAUSED`` (the replica
+#: count is frozen), ``PAUSED_REPLICAS`` (held at paused-replicas), ``PAUSED_SCALE_IN`` / ``PAUSED_SCALE_OUT`` (one
+#: direction blocked); False with ``RESUMED`` (no pause annotation any more) or ``INVALID_PAUSE_ANNOTATION``.
+PAUSED_CONDITION = "Paused"
+PAUSED = "Paused"
+PAUSED_REPLICAS = "PausedReplicas"
+PAUSED_SCALE_IN = "PausedScaleIn"
+PAUSED_SCALE_OUT = "PausedScaleOut"
+RESUMED = "Resumed"
+INVALID_PAUSE_ANNOTATION = "InvalidPauseAnnotation"
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class PauseSpec:
+    """The pause annotations of an autoscaler, parsed (KEDA's semantics; rules: ``pyhpa.core.pause``).
+
+    ``paused``: ``pyhpa.dev/paused: "true"`` freezes the replica count; ``replicas``: ``pyhpa.dev/paused-replicas:
+    "N"`` scales to N and holds it (wins over ``paused``); ``scale_in`` / ``scale_out``:
+    ``pyhpa.dev/paused-scale-in`` / ``-scale-out: "true"`` block one direction. ``problems`` are the annotations
+    whose value did not parse (``pyhpa.dev/paused-replicas: must be ..., got 'five'``): each is ignored, reported
+    by a Warning event and the ``Paused`` condition, never a silent pause.
+    """
+
+    paused: bool = False
+    replicas: int | None = None
+    scale_in: bool = False
+    scale_out: bool = False
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class PauseStatus:
+    """``status.pause``: the ``Paused`` condition's ``reason`` and ``message``, ``since`` (epoch s: when the
+    autoscaler was paused, the condition's transition time) and ``replicas`` held (paused-replicas or the frozen
+    count; None when only one direction is blocked)."""
+
+    reason: str
+    message: str
+    since: float | None
+    replicas: int | None = None
+
+
 @dataclass(slots=True, frozen=True)
 class HPA:
     """What the core needs of a HorizontalPodAutoscaler (spec and the status it carries).
 
     ``schedules``, ``prediction``, ``saturation`` and ``fallback`` (spec-wide; a metric may carry its own in
     ``MetricSpec.fallback``) are HorizontalAutoscaler extensions; empty/None for an autoscaling/v2
-    HPA, which then decides exactly as upstream.
+    HPA, which then decides exactly as upstream. ``pause`` is read from the pause annotations of either kind
+    (None without any).
     """
 
     namespace: str
@@ -320,6 +370,7 @@ class HPA:
     prediction: PredictionSpec | None = None
     fallback: FallbackSpec | None = None
     saturation: SaturationSpec | None = None
+    pause: PauseSpec | None = None
 
 
 @dataclass(slots=True, frozen=True)
@@ -493,6 +544,7 @@ PREDICTION_SOURCE = "Prediction"
 SATURATION_SOURCE = "Saturation"
 FALLBACK_SOURCE = "Fallback"
 RECOMMENDATION_SOURCE = "Recommendation"
+PAUSE_SOURCE = "Pause"
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
@@ -601,6 +653,7 @@ class HPAStatus:
     prediction: PredictionStatus | None = None
     metric_health: tuple[MetricHealth, ...] | None = None
     saturation: SaturationStatus | None = None
+    pause: PauseStatus | None = None
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)

@@ -25,7 +25,10 @@ from .model import (
     NO_CPU_SAMPLES,
     NOT_PREDICTABLE,
     OBJECT,
+    INVALID_PAUSE_ANNOTATION,
     OBSERVING,
+    PAUSED,
+    PAUSED_CONDITION,
     PINNED_AT_LIMIT,
     PREDICTING,
     PREDICTION_ACTIVE,
@@ -42,9 +45,11 @@ from .model import (
     HPAStatus,
     Memory,
     MetricSamples,
+    PauseStatus,
     Pod,
     PredictionStatus,
     Proposal,
+    RESUMED,
     SaturationStatus,
     Scale,
     ScheduleStatus,
@@ -52,6 +57,7 @@ from .model import (
     Step,
 )
 from .normalize import normalize, store_scale_event
+from .pause import pause_rule
 from .saturation import saturation_metric, saturation_proposal
 from .schedules import active_windows, expired_windows, next_change
 from .selector import SelectorError, matches, parse_selector
@@ -344,7 +350,7 @@ def decide(
 class _Outcome:
     """What the combination rule adds to a sync: bounds, active windows, sources, the decider."""
 
-    __slots__ = ("bounds", "active", "sources", "decided_by", "prediction", "saturation")
+    __slots__ = ("bounds", "active", "sources", "decided_by", "prediction", "saturation", "pause")
 
     def __init__(self, bounds: Bounds, active: tuple[ActiveWindow, ...], sources: list[SourceProposal]):
         self.bounds = bounds
@@ -353,6 +359,7 @@ class _Outcome:
         self.decided_by = ""
         self.prediction: PredictionStatus | None = None
         self.saturation: SaturationStatus | None = None
+        self.pause: PauseStatus | None = None
 
 
 def _remember_window_bound(mem: Memory, source: str, bound: int, current: int, min_r: int, max_r: int, hpa: HPA,
@@ -455,7 +462,12 @@ def _saturation(sync: _Sync, out: _Outcome, samples: list[MetricSamples], curren
 
 
 def _failed(sync: _Sync, out: _Outcome, current: int, mem: Memory, steps: list[Step]) -> Decision:
-    """Metrics failed: status gets current replicas and metrics; desired stays as it was."""
+    """Metrics failed: status gets current replicas and metrics; desired stays as it was (a paused-replicas
+    annotation still moves the target to its count)."""
+    pause = sync.hpa.pause
+    if pause is not None and pause.replicas is not None and pause.replicas != current:
+        return _finish(sync, out, current, current, False, "", mem, None, steps, "")
+    _pause(sync, out, current, current, "", steps)
     status = _status(sync, out, current, _previous_desired(sync), sync.hpa.last_scale_time, mem)
     return _decision(sync, out, current=current, desired=current, rescale=False, reason="", mem=mem, pre=None,
                      steps=steps, metric_name="", status=status, without_event=mem)
@@ -481,7 +493,7 @@ def _status(sync: _Sync, out: _Outcome, current: int, desired: int, last_scale: 
     return HPAStatus(current_replicas=current, desired_replicas=desired,
                      current_metrics=_current_metrics(sync.proposals), conditions=tuple(sync.conds),
                      last_scale_time=last_scale, schedules=schedules, prediction=out.prediction,
-                     metric_health=health, saturation=out.saturation)
+                     metric_health=health, saturation=out.saturation, pause=out.pause)
 
 
 def _decision(sync: _Sync, out: _Outcome, *, current: int, desired: int, rescale: bool, reason: str, mem: Memory,
@@ -500,6 +512,9 @@ def _finish(sync: _Sync, out: _Outcome, current: int, desired: int, rescale: boo
             pre: int | None, steps: list[Step], metric_name: str) -> Decision:
     without_event = mem
     last_scale = sync.hpa.last_scale_time
+    if sync.hpa.pause is not None or sync.conds and _was_paused(sync.conds):
+        desired, reason = _pause(sync, out, current, desired, reason, steps)
+        rescale = desired != current
     if rescale:
         sync.cond("AbleToScale", "True", "SucceededRescale", f"the HPA controller was able to update the target scale to {desired}")
         sync.events.append(Event("Normal", "SuccessfulRescale", f"New size: {desired}; reason: {reason}"))
@@ -510,6 +525,54 @@ def _finish(sync: _Sync, out: _Outcome, current: int, desired: int, rescale: boo
     status = _status(sync, out, current, desired, last_scale, mem)
     return _decision(sync, out, current=current, desired=desired, rescale=rescale, reason=reason, mem=mem, pre=pre,
                      steps=steps, metric_name=metric_name, status=status, without_event=without_event)
+
+
+def _was_paused(conds: list[Condition]) -> bool:
+    """A ``Paused`` condition other than ``Resumed`` is there (the annotations were just removed)."""
+    for c in conds:
+        if c.type == PAUSED_CONDITION:
+            return c.reason != RESUMED
+    return False
+
+
+def _pause(sync: _Sync, out: _Outcome, current: int, desired: int, reason: str,
+           steps: list[Step]) -> tuple[int, str]:
+    """The pause annotations (``pyhpa.core.pause``), last: (desired, rescale reason) after them; the ``Paused``
+    condition, ``status.pause``, the Pause source and step, and the events ``Paused``/``Resumed`` (Normal) and
+    ``InvalidPauseAnnotation`` (Warning) when they appear."""
+    spec = sync.hpa.pause
+    before = next((c for c in sync.conds if c.type == PAUSED_CONDITION), None)
+    got = pause_rule(spec, current, desired) if spec is not None else None
+    problems = "; ".join(spec.problems) if spec is not None else ""
+    if got is None:
+        if problems:
+            message = f"not paused: ignored {problems}"
+            sync.cond(PAUSED_CONDITION, "False", INVALID_PAUSE_ANNOTATION, message)
+        elif before is not None and before.reason != RESUMED:
+            message = "no pause annotation: autoscaling resumed"
+            sync.cond(PAUSED_CONDITION, "False", RESUMED, message)
+            if before.status == "True":
+                sync.events.append(Event("Normal", RESUMED, message))
+        if problems and (before is None or before.message != message):
+            sync.events.append(Event("Warning", INVALID_PAUSE_ANNOTATION, message))
+        return desired, reason
+    out.sources.append(got.source)
+    if got.desired != desired:
+        steps.append(Step("pause", desired, got.desired, got.reason, got.message))
+        if got.desired != current:
+            reason = got.message
+    if got.holds or got.desired != desired:
+        out.decided_by = got.source.label
+    message = got.message + (f"; ignored {problems}" if problems else "")
+    sync.cond(PAUSED_CONDITION, "True", got.reason, message)
+    if before is None or before.status != "True":
+        sync.events.append(Event("Normal", PAUSED, got.message))
+    if problems and (before is None or before.message != message):
+        sync.events.append(Event("Warning", INVALID_PAUSE_ANNOTATION, f"ignored {problems}"))
+    since = next(c.last_transition_time for c in sync.conds if c.type == PAUSED_CONDITION)
+    out.pause = PauseStatus(reason=got.reason, message=message, since=since,
+                            replicas=got.source.replicas)
+    return got.desired, reason
 
 
 def rescale_failed(decision: Decision, hpa: HPA, message: str, now: float) -> Decision:
