@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import time
 from datetime import datetime
-from enum import Enum
 from pathlib import Path
 from typing import Optional
 
@@ -22,11 +21,16 @@ from ..adapters.snapshot import Snapshot, decision_json, load_snapshots, run_sna
 from ..core import LIMIT, Decision, HPAWarning, Proposal, SourceProposal, active_windows, tolerances
 from ..core.model import PREDICTION_SOURCE
 from . import readable
+from .help import examples
+from .options import Output, console as text_console
 
-
-class Output(str, Enum):
-    text = "text"
-    json = "json"
+EXAMPLES = examples(
+    "pyhpa explain examples/explain/snapshot.yaml",
+    "pyhpa explain -o json examples/explain/snapshot.yaml",
+    "pyhpa explain --recommendation 1 examples/explain/snapshot.yaml     # what if metrics asked for 1 now?",
+    "pyhpa explain --hpa examples/explain/hpa.yaml --pods examples/explain/pods.yaml \\",
+    "              --pod-metrics examples/explain/podmetrics.json --now 2026-11-21T10:00:00Z",
+)
 
 
 def explain(
@@ -44,7 +48,7 @@ def explain(
     """Explain the decision of one HPA sync, per metric and per normalization step."""
     check_inputs(snapshots or [], hpa, pods, pod_metrics, replicas, selector, now, recommendation)
     snaps = _gather(snapshots or [], hpa, pods, pod_metrics, replicas, selector, now, lenient)
-    console = Console(highlight=False)
+    console = text_console()
     for snap in snaps:
         decision = run_snapshot(snap, recommendation)
         warnings = snapshot_warnings(snap)

@@ -1,10 +1,16 @@
-"""``--help`` as command-line users read it: click's plain layout, conventional metavars, nothing cut.
+"""``--help`` as command-line users read it, and click's own errors as one line (docs/cli.md).
+
+``--help``: click's plain layout, conventional metavars, nothing cut, an "Examples:" section kept as written.
 
 Typer's defaults show Python types as metavars (``<bool>``, ``<list[Path]>``, ``<str>``), draw tables that
 cut long flag names with "…" on narrower terminals, and shorten command summaries. ``Command`` and
 ``Group`` (the ``cls`` of every ``pyhpa`` command) use click's plain help instead, with metavars in the
 usual style: ``INTEGER``, ``NUMBER``, ``TEXT``, ``FILE``, ``DIR``, ``[text|json]``, nothing for flags;
 arguments show their metavar and no type; command summaries are the docstring's first sentence, whole.
+
+Errors: click's usage errors (unknown option or command, bad choice, missing argument) are shown like every
+other pyhpa error, one line ``error: FLAG: problem (see pyhpa CMD -h)`` on stderr, exit code 2, instead of
+click's usage block.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import typing
 from enum import Enum
 from typing import Any
 
+import click
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 #: ``context_settings`` of the app: help fills terminals up to 120 columns; ``-h`` works as ``--help``.
@@ -61,8 +68,53 @@ def first_sentence(text: str | None) -> str | None:
     return head + "." if dot else para
 
 
+def examples(*lines: str) -> str:
+    """A command's ``epilog``: "Examples:" and the command lines, each kept on its own line in ``--help``."""
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+class OneLineUsageError(click.UsageError):
+    """A click usage error shown as one line: ``error: FLAG: problem (see pyhpa CMD -h)``, exit code 2."""
+
+    exit_code = 2
+
+    def __init__(self, text: str, ctx: click.Context | None = None):
+        super().__init__(text, ctx)
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.message}", file=file or click.get_text_stream("stderr"))
+
+
+def one_line(err: click.UsageError) -> OneLineUsageError:
+    """``err`` as one line naming the flag or argument, and where the help is."""
+    if isinstance(err, OneLineUsageError):
+        return err
+    ctx = err.ctx
+    if isinstance(err, click.NoSuchOption):
+        close = sorted(err.possibilities or ())
+        text = f"{err.option_name}: no such option" + (f" (did you mean {' or '.join(close)}?)" if close else "")
+    elif isinstance(err, click.MissingParameter) and err.param is not None:
+        hint = err.param_hint or _hint(err.param, ctx)
+        what = "argument" if isinstance(err.param, click.Argument) else "option"
+        text = f"{hint}: missing {what}"
+    elif isinstance(err, click.BadParameter) and err.param is not None:
+        message = err.message.removeprefix("Value error, ")
+        text = f"{err.param_hint or _hint(err.param, ctx)}: {message}"
+    else:
+        text = err.message.rstrip(".")
+    if ctx is not None:
+        text += f" (see {ctx.command_path} -h)"
+    return OneLineUsageError(" ".join(text.split()), ctx)
+
+
+def _hint(param: click.Parameter, ctx: click.Context | None) -> str:
+    if isinstance(param, click.Argument):
+        return (param.metavar or param.name or "ARG").strip("[]").rstrip(".")
+    return "/".join(param.opts)
+
+
 class Command(TyperCommand):
-    """A ``pyhpa`` subcommand with plain, uncut help (see module doc)."""
+    """A ``pyhpa`` subcommand with plain, uncut help and one-line usage errors (see module doc)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -77,12 +129,30 @@ class Command(TyperCommand):
             tidy(option)
         return option
 
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except click.UsageError as err:
+            raise one_line(err) from None
+
 
 class Group(TyperGroup):
-    """The ``pyhpa`` group, with the same plain help."""
+    """The ``pyhpa`` group, with the same plain help and one-line usage errors."""
 
     def get_help_option(self, ctx: Any) -> Any:
         option = super().get_help_option(ctx)
         if option is not None:
             tidy(option)
         return option
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except click.UsageError as err:
+            raise one_line(err) from None
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as err:
+            raise one_line(err) from None

@@ -15,7 +15,15 @@ import yaml
 from ..adapters.errors import InputError
 from ..adapters.parse import timestamp
 from . import run_cmd
+from .help import examples
+from .options import output_file
 from .run_cmd import Http
+
+EXAMPLES = examples(
+    "pyhpa snapshot prod/web --output-file out/web.yaml && pyhpa explain out/web.yaml",
+    "pyhpa snapshot default/web --kind hpa -o json                 # a native autoscaling/v2 HPA, as JSON",
+    "pyhpa snapshot default/web --now 2026-11-21T10:00:00Z --tolerance 0.05",
+)
 
 
 class Kind(str, Enum):
@@ -34,8 +42,9 @@ def snapshot(
     context: Optional[str] = run_cmd.CONTEXT_OPTION,
     server: Optional[str] = run_cmd.SERVER_OPTION,
     kind: Kind = typer.Option(Kind.horizontalautoscaler, "--kind", help="horizontalautoscaler (pyhpa.dev) or hpa (a native autoscaling/v2 HPA)."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the snapshot to FILE (default: stdout)."),
-    fmt: Format = typer.Option(Format.yaml, "--format", help="yaml or json."),
+    fmt: Format = typer.Option(Format.yaml, "--output", "-o", help="The snapshot's format: yaml or json."),
+    output_path: Optional[Path] = typer.Option(None, "--output-file", metavar="FILE", dir_okay=False, help="Write the snapshot to FILE (its folder is created) instead of stdout."),
+    old_fmt: Optional[Format] = typer.Option(None, "--format", hidden=True, help="Older spelling of -o/--output."),
     now: Optional[str] = typer.Option(None, "--now", help="The sync's clock, RFC 3339 (default: the wall clock)."),
     metrics_timeout: float = run_cmd.METRICS_TIMEOUT_OPTION,
     api_timeout: float = run_cmd.API_TIMEOUT_OPTION,
@@ -56,6 +65,9 @@ def snapshot(
     from ..controller import Settings, load_config
     from ..controller.snapshot import parse_key, take_snapshot
 
+    fmt = old_fmt or fmt
+    if output_path is not None:
+        output_file(output_path, "--output-file", example="out/web.yaml")
     namespace, name = parse_key(key)
     clock = timestamp(now, "--now") if now else time.time()
     settings = Settings(
@@ -68,10 +80,11 @@ def snapshot(
     config = load_config(kubeconfig, server, context)
     doc = asyncio.run(take_snapshot(settings, config, namespace, name, kind.value, clock, http.value))
     text = (json.dumps(doc, indent=2) + "\n") if fmt == Format.json else yaml.safe_dump(doc, sort_keys=False)
-    if output is None:
+    if output_path is None:
         typer.echo(text, nl=False)
         return
     try:
-        output.write_text(text, encoding="utf-8")
+        output_path.write_text(text, encoding="utf-8")
     except OSError as err:
-        raise InputError(f"cannot write the snapshot: {err.strerror}", file=str(output)) from None
+        raise InputError(f"cannot write the snapshot: {err.strerror}", file=str(output_path),
+                         field="--output-file") from None
