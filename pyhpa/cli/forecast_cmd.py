@@ -17,7 +17,7 @@ from .help import examples
 from .options import GAPS_HELP, OUT, GapPolicy, Output, console as text_console, output_file, plot_formats
 
 _DEFAULTS = ForecastSettings()
-#: The fewest forecast rows a plot is drawn from (fewer: the numbers are printed, the plot is not drawn)
+#: The fewest rows a plot is drawn from (fewer: the numbers are printed, the plot is not drawn, a warning says so)
 MIN_PLOT_ROWS = 2
 
 EXAMPLES = examples(
@@ -31,6 +31,7 @@ EXAMPLES = examples(
 def forecast(
     trace: Path = typer.Option(..., "--trace", help="CSV trace with a header; times ISO 8601 or seconds."),
     column: str = typer.Option(..., "--column", help="The column to forecast."),
+    unit: Optional[str] = typer.Option(None, "--unit", help="The column's unit, for the plot's axis (e.g. requests/s). Default: read from the column's name (requests_per_second: per second)."),
     start: Optional[str] = typer.Option(None, "--start", help="Forecast rows at or after this time (earlier rows are history only). Default: one history length after the first row."),
     end: Optional[str] = typer.Option(None, "--end", help="Forecast rows before this time (later rows are never read)."),
     lead: float = typer.Option(_DEFAULTS.lead_seconds, "--lead", help="Seconds ahead each forecast is made (spec.prediction.leadSeconds)."),
@@ -51,7 +52,7 @@ def forecast(
     then only (a row counts as known at the end of its interval). Prints the accuracy and the
     seasonal periods found, and plots actual against the forecast band.
     """
-    iso, load_trace, time_bound, plot_replay = _simulate_extra()
+    iso, load_trace, time_bound, plot_replay, axis_label = _simulate_extra()
     settings = _settings(lead, history, quantile, refresh)
     output = old_format or output
     if plot:
@@ -76,12 +77,12 @@ def forecast(
         "mape": acc.mape, "wape": acc.wape, "under_forecast_share": acc.under_share, "reasons": dict(reasons),
     }
     written, not_drawn = None, None
-    if plot and acc.evaluations < MIN_PLOT_ROWS:
-        not_drawn = (f"no plot: {acc.evaluations} forecast row(s), a plot needs at least {MIN_PLOT_ROWS} "
+    if plot and r.times.size < MIN_PLOT_ROWS:
+        not_drawn = (f"no plot: {r.times.size} row(s) to forecast, a plot needs at least {MIN_PLOT_ROWS} "
                      "(a longer trace, or an earlier --start)")
     elif plot:
-        written = plot_replay(plot_file, r, title=f"{trace.name} [{column}]", unit=column, tz=tr.tz,
-                              quantile=quantile, lead=lead)
+        written = plot_replay(plot_file, r, title=f"{trace.name} [{column}]", unit=axis_label(column, unit),
+                              tz=tr.tz, quantile=quantile, lead=lead)
         out["plot"] = str(written)
     console = text_console()
     if output == Output.json:
@@ -109,14 +110,14 @@ def _simulate_extra():
         import matplotlib  # noqa: F401
         import pandas  # noqa: F401
 
-        from ..simulate.forecast_plot import plot_replay
+        from ..simulate.forecast_plot import axis_label, plot_replay
         from ..simulate.trace import iso, load_trace, time_bound
     except ModuleNotFoundError as err:
         if err.name not in ("pandas", "matplotlib"):
             raise
         raise InputError(f"pyhpa forecast needs the simulate extra ({err.name} is not installed): "
                          "pip install 'pyhpa[simulate]'", field="forecast") from None
-    return iso, load_trace, time_bound, plot_replay
+    return iso, load_trace, time_bound, plot_replay, axis_label
 
 
 #: ``spec.prediction`` fields -> the flags of ``pyhpa forecast`` that set them

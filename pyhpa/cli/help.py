@@ -16,12 +16,18 @@ click's usage block.
 from __future__ import annotations
 
 import inspect
+import re
+import sys
 import typing
 from enum import Enum
 from typing import Any
 
-import click
+import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+
+# click's exception classes as the installed typer raises them (recent typer releases vendor click)
+_exceptions = sys.modules[typer.BadParameter.__module__]
+UsageError = _exceptions.UsageError
 
 #: ``context_settings`` of the app: help fills terminals up to 120 columns; ``-h`` works as ``--help``.
 CONTEXT_SETTINGS = {"max_content_width": 120, "help_option_names": ["-h", "--help"]}
@@ -73,44 +79,45 @@ def examples(*lines: str) -> str:
     return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
 
 
-class OneLineUsageError(click.UsageError):
+class OneLineUsageError(UsageError):
     """A click usage error shown as one line: ``error: FLAG: problem (see pyhpa CMD -h)``, exit code 2."""
 
     exit_code = 2
 
-    def __init__(self, text: str, ctx: click.Context | None = None):
-        super().__init__(text, ctx)
-
     def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.message}", file=file or click.get_text_stream("stderr"))
+        typer.echo(f"error: {self.message}", err=file is None, file=file)
 
 
-def one_line(err: click.UsageError) -> OneLineUsageError:
+def one_line(err: Any) -> OneLineUsageError:
     """``err`` as one line naming the flag or argument, and where the help is."""
     if isinstance(err, OneLineUsageError):
         return err
     ctx = err.ctx
-    if isinstance(err, click.NoSuchOption):
+    if isinstance(err, _exceptions.NoSuchOption):
         close = sorted(err.possibilities or ())
         text = f"{err.option_name}: no such option" + (f" (did you mean {' or '.join(close)}?)" if close else "")
-    elif isinstance(err, click.MissingParameter) and err.param is not None:
-        hint = err.param_hint or _hint(err.param, ctx)
-        what = "argument" if isinstance(err.param, click.Argument) else "option"
-        text = f"{hint}: missing {what}"
-    elif isinstance(err, click.BadParameter) and err.param is not None:
+    elif isinstance(err, _exceptions.MissingParameter) and err.param is not None:
+        what = "argument" if err.param.param_type_name == "argument" else "option"
+        text = f"{_hint(err.param)}: missing {what}"
+    elif isinstance(err, _exceptions.BadParameter) and err.param is not None:
         message = err.message.removeprefix("Value error, ")
-        text = f"{err.param_hint or _hint(err.param, ctx)}: {message}"
+        text = f"{_hint(err.param)}: {message}"
+    elif isinstance(err, _exceptions.BadOptionUsage):
+        text = f"{err.option_name}: " + err.message.replace(f"Option {err.option_name!r} ", "")
     else:
-        text = err.message.rstrip(".")
+        m = re.fullmatch(r"No such command '(.*)'\.?", err.message)
+        text = f"{m.group(1)}: no such command" if m else err.message
+    text = text.rstrip(".")
     if ctx is not None:
         text += f" (see {ctx.command_path} -h)"
     return OneLineUsageError(" ".join(text.split()), ctx)
 
 
-def _hint(param: click.Parameter, ctx: click.Context | None) -> str:
-    if isinstance(param, click.Argument):
+def _hint(param: Any) -> str:
+    """An argument's metavar, or an option's longest flag."""
+    if param.param_type_name == "argument":
         return (param.metavar or param.name or "ARG").strip("[]").rstrip(".")
-    return "/".join(param.opts)
+    return max(param.opts, key=len)
 
 
 class Command(TyperCommand):
@@ -129,10 +136,10 @@ class Command(TyperCommand):
             tidy(option)
         return option
 
-    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
         try:
             return super().make_context(*args, **kwargs)
-        except click.UsageError as err:
+        except UsageError as err:
             raise one_line(err) from None
 
 
@@ -145,14 +152,14 @@ class Group(TyperGroup):
             tidy(option)
         return option
 
-    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
         try:
             return super().make_context(*args, **kwargs)
-        except click.UsageError as err:
+        except UsageError as err:
             raise one_line(err) from None
 
-    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         try:
             return super().resolve_command(ctx, args)
-        except click.UsageError as err:
+        except UsageError as err:
             raise one_line(err) from None
