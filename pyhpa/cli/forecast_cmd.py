@@ -11,12 +11,10 @@ import typer
 
 from ..adapters.errors import InputError
 from ..core import PredictionSpec, check_prediction
-from ..forecast import DAY, ForecastSettings, replay, settings_for
-from ..forecast.replay import describe_periods
 from .help import examples
 from .options import GAPS_HELP, OUT, GapPolicy, Output, console as text_console, output_file, plot_formats
 
-_DEFAULTS = ForecastSettings()
+_DEFAULTS = PredictionSpec()  # the flags' defaults are spec.prediction's (the forecaster, scipy, loads on use)
 #: The fewest rows a plot is drawn from (fewer: the numbers are printed, the plot is not drawn, a warning says so)
 MIN_PLOT_ROWS = 2
 
@@ -52,6 +50,9 @@ def forecast(
     then only (a row counts as known at the end of its interval). Prints the accuracy and the
     seasonal periods found, and plots actual against the forecast band.
     """
+    from ..forecast import replay
+    from ..forecast.replay import describe_periods
+
     iso, load_trace, time_bound, plot_replay, axis_label = _simulate_extra()
     settings = _settings(lead, history, quantile, refresh)
     output = old_format or output
@@ -124,8 +125,10 @@ def _simulate_extra():
 _FLAGS = {"leadSeconds": "--lead", "historySeconds": "--history", "quantile": "--quantile", "refreshSeconds": "--refresh"}
 
 
-def _settings(lead: float, history: float, quantile: float, refresh: float) -> ForecastSettings:
+def _settings(lead: float, history: float, quantile: float, refresh: float):
     """The flags as ``ForecastSettings``, checked by the rules of ``spec.prediction`` (``check_prediction``)."""
+    from ..forecast import settings_for
+
     spec = PredictionSpec(lead_seconds=lead, history_seconds=history, quantile=quantile, refresh_seconds=refresh)
     problems = check_prediction(spec)
     if problems:
@@ -138,4 +141,4 @@ def _num(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.4f}"
 
 
-__all__ = ["forecast", "DAY"]
+__all__ = ["forecast"]
