@@ -204,14 +204,14 @@ def test_forecast_command_prints_accuracy_and_periods_and_plots(tmp_path):
     pd.DataFrame({"time": t.astype(int), "rps": np.round(1000 + 600 * np.sin(2 * np.pi * t / DAY), 2)}).to_csv(
         trace, index=False)
     out = runner.invoke(app, ["forecast", "--trace", str(trace), "--column", "rps", "--start", str(T0 + 7 * DAY),
-                              "-o", str(tmp_path / "f.png")])
+                              "--plot-file", str(tmp_path / "f.png")])
     assert out.exit_code == 0, out.output
     assert "periods: 1d" in out.output
     mape = float(out.output.split("mape=")[1].split()[0])
     assert mape < 0.03
     assert "under_forecast_share=" in out.output and (tmp_path / "f.png").read_bytes()[:4] == b"\x89PNG"
     js = json.loads(runner.invoke(app, ["forecast", "--trace", str(trace), "--column", "rps", "--start",
-                                        str(T0 + 8 * DAY), "--format", "json", "--no-plot"]).output)
+                                        str(T0 + 8 * DAY), "-o", "json", "--no-plot"]).output)
     assert js["periods_seconds"] == [DAY] and js["rows"] == DAY // 60 and js["forecast_rows"] == js["rows"]
 
 

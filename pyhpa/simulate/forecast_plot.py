@@ -17,10 +17,21 @@ from ..forecast.replay import Replay, describe_periods  # noqa: E402
 
 
 def plot_replay(path: Path, r: Replay, *, title: str, unit: str, tz: timezone, quantile: float, lead: float) -> Path:
+    """Write ``replay_figure`` to ``path`` (the format from its extension); returns ``path``."""
+    fig = replay_figure(r, title=title, unit=unit, tz=tz, quantile=quantile, lead=lead)
+    try:
+        fig.savefig(path, dpi=100)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def replay_figure(r: Replay, *, title: str, unit: str, tz: timezone, quantile: float, lead: float):
     """Two panels sharing time (at least 2 rows): actual vs point forecast, (1-q, q) band and the highest q
     quantile over the lead window, the y axis labelled ``unit`` and high enough for the highest value; below,
     the forecast's error over a rolling hour as WAPE (sum of absolute errors / sum of actuals, so hours of
-    near-zero load do not blow up as a percentage error would) and where the prediction stood aside."""
+    near-zero load do not blow up as a percentage error would) and where the prediction stood aside. A matplotlib
+    Figure; the caller closes it."""
     epoch = mdates.date2num(datetime(1970, 1, 1, tzinfo=timezone.utc))
     t = r.times / 86400.0 + epoch
     fig, (ax, ax2) = plt.subplots(2, 1, figsize=(13, 7.5), sharex=True, gridspec_kw={"height_ratios": [3, 1.2]})
@@ -59,9 +70,7 @@ def plot_replay(path: Path, r: Replay, *, title: str, unit: str, tz: timezone, q
         a.grid(True, alpha=0.3)
         a.legend(loc="upper left", fontsize=8, framealpha=0.85)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return fig
 
 
 def axis_label(column: str, unit: str | None = None) -> str:
