@@ -35,6 +35,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -99,8 +100,8 @@ def segments(line: str) -> list[tuple[str, list[str]]]:
             op, current = token, []
         else:
             current.append(token)
-    if current:
-        out.append((op, current))
+    if current or op:
+        out.append((op, current))  # a trailing operator (``cmd &``) as an empty last piece
     return out
 
 
@@ -223,7 +224,7 @@ class Runner:
                         MPLBACKEND="Agg", NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
         self.ran: set[str] = set()
         self.skipped: list[str] = []
-        self.seconds: list[tuple[float, str]] = []  # (wall seconds, command): shown with -s, never asserted
+        self.seconds: list[tuple[float, float, str]] = []  # (wall s, CPU s, command): shown with -s, never asserted
         self.lock = threading.Lock()
 
     def args(self, tokens: list[str]) -> list[str]:
@@ -253,10 +254,13 @@ class Runner:
         return failures
 
     def run_line(self, line: str, heredoc: str | None = None) -> None:
-        parts = [p for p in segments(line) if p[1]]
+        parts = segments(line)
         i = 0
         while i < len(parts):
             op, tokens = parts[i]
+            if not tokens:
+                i += 1
+                continue
             nxt = parts[i + 1] if i + 1 < len(parts) else ("", [])
             if tokens[:1] == ["pyhpa"] and nxt[0] == "|":
                 assert nxt[1] == ["kubectl", "apply", "-f", "-"], nxt[1]
@@ -287,13 +291,28 @@ class Runner:
         self.output(tokens)
 
     def output(self, tokens: list[str]) -> str:
+        """Run a command to its end (killed after ``BUDGET_SECONDS``); assert exit 0 and no traceback; its stdout.
+        Its wall and CPU seconds go to ``seconds`` (printed, never asserted)."""
         began = time.monotonic()
-        done = subprocess.run(self.args(tokens), cwd=self.workdir, env=self.env, capture_output=True, text=True,
-                              timeout=BUDGET_SECONDS)
-        self.seconds.append((round(time.monotonic() - began, 1), " ".join(tokens)[:160]))
-        output = done.stdout + done.stderr
-        assert done.returncode == 0 and "Traceback" not in output, output[-3000:]
-        return done.stdout
+        with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+            proc = subprocess.Popen(self.args(tokens), cwd=self.workdir, env=self.env, stdout=out, stderr=err,
+                                    text=True)
+            timer = threading.Timer(BUDGET_SECONDS, proc.kill)
+            timer.start()
+            try:
+                _, status, usage = os.wait4(proc.pid, 0)
+            finally:
+                timer.cancel()
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            out.seek(0)
+            err.seek(0)
+            stdout, stderr = out.read(), err.read()
+        self.seconds.append((round(time.monotonic() - began, 1), round(usage.ru_utime + usage.ru_stime, 1),
+                             " ".join(tokens)[:150]))
+        output = stdout + stderr
+        assert proc.returncode != -signal.SIGKILL, f"still running after {BUDGET_SECONDS} s"
+        assert proc.returncode == 0 and "Traceback" not in output, output[-3000:]
+        return stdout
 
     def serve(self, tokens: list[str]) -> None:
         """``pyhpa run``: until its caches synced (the leader after taking the Lease), then SIGTERM: exit 0."""
@@ -347,8 +366,9 @@ def test_every_documented_command_runs_from_a_fresh_clone_and_leaves_git_status_
             failures = [f for found in pool.map(lambda b: runner.run_block(*b), blocks) for f in found]
     finally:
         kd.stop()
-    for seconds, command in sorted(runner.seconds, reverse=True)[:8]:
-        print(f"{seconds:6.1f} s  {command}")
+    for wall, cpu, command in sorted(runner.seconds, key=lambda x: -x[1]):
+        print(f"{wall:6.1f} s wall {cpu:5.1f} s CPU  {command}")
+    print(f"CPU seconds of the commands: {sum(c for _, c, _ in runner.seconds):.0f}")
     assert not failures, "\n".join(failures)
     assert runner.skipped and all(marked(line) for line in runner.skipped)
     assert (workdir / "out" / "wc98" / "compare.png").exists() and (workdir / "out" / "web.yaml").exists()
