@@ -135,7 +135,7 @@ def test_every_help_has_examples_that_name_existing_files(command):
     assert "Examples:" in out
     examples = out.split("Examples:", 1)[1]
     lines = [line.strip() for line in examples.replace("\\\n", " ").splitlines() if line.strip()]
-    assert any(line.startswith(f"pyhpa {command}") or f"& pyhpa {command}" in line for line in lines), examples
+    assert any(line.startswith(f"pyhpa {command}") for line in lines), examples
     for line in lines:
         for token in shlex.split(line.split("#")[0]):
             if re.fullmatch(r"(examples|benchmarks|pyhpa/data)/\S+\.(yaml|json|csv|csv\.gz)", token):
@@ -161,14 +161,14 @@ def test_forecast_a_three_row_trace_with_the_plot_on(short_trace, tmp_path):
 
 
 @pytest.mark.parametrize("name, problem", [
-    ("f.txt", "f.txt: unknown file extension '.txt' (want one of "),
-    ("plot", "plot: no file extension (want one of "),
+    ("f.txt", "f.txt: --plot-file: unknown file extension '.txt' (want one of "),
+    ("plot", "plot: --plot-file: no file extension (want one of "),
 ])
 def test_forecast_refuses_a_plot_file_it_cannot_write_before_any_work(short_trace, tmp_path, monkeypatch, name, problem):
     monkeypatch.chdir(tmp_path)
     line = one_error_line(invoke("forecast", "--trace", short_trace, "--column", "requests_per_second",
                                  "--plot-file", name))
-    assert line.startswith(f"error: --plot-file: {problem}") and ".png" in line and ".svg" in line
+    assert line.startswith(f"error: {problem}") and ".png" in line and ".svg" in line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv"]
 
 
@@ -178,7 +178,7 @@ def test_forecast_refuses_a_folder_as_plot_file(short_trace, tmp_path, monkeypat
     (tmp_path / "bad").mkdir()
     line = one_error_line(invoke("forecast", "--trace", short_trace, "--column", "requests_per_second",
                                  "--plot-file", given))
-    assert line.startswith("error: --plot-file:") and "directory" in line or "folder" in line
+    assert line == "error: bad: --plot-file: is a folder; give a file name, e.g. bad/forecast.png"
     assert list((tmp_path / "bad").iterdir()) == [] and not (tmp_path / "bad.png").exists()
 
 

@@ -27,9 +27,10 @@ from .options import Output, console as text_console
 EXAMPLES = examples(
     "pyhpa explain examples/explain/snapshot.yaml",
     "pyhpa explain -o json examples/explain/snapshot.yaml",
-    "pyhpa explain --recommendation 1 examples/explain/snapshot.yaml     # what if metrics asked for 1 now?",
-    "pyhpa explain --hpa examples/explain/hpa.yaml --pods examples/explain/pods.yaml \\",
-    "              --pod-metrics examples/explain/podmetrics.json --now 2026-11-21T10:00:00Z",
+    "pyhpa explain --recommendation 1 examples/explain/snapshot.yaml",
+    "pyhpa explain --hpa examples/explain/hpa.yaml \\",
+    "  --pods examples/explain/pods.yaml \\",
+    "  --pod-metrics examples/explain/podmetrics.json --now 2026-11-21T10:00:00Z",
 )
 
 

@@ -19,10 +19,12 @@ _DEFAULTS = PredictionSpec()  # the flags' defaults are spec.prediction's (the f
 MIN_PLOT_ROWS = 2
 
 EXAMPLES = examples(
-    "pyhpa forecast --trace benchmarks/data/nasa_http_1995-07_per_minute.csv.gz --column requests_per_second \\",
-    "               --start 1995-07-08 --end 1995-07-10 --plot-file out/nasa-forecast.png",
-    "pyhpa forecast --trace examples/traces/bitbrains_rnd-411_2013-08_cpu.csv --column cpu_usage_percent \\",
-    "               --where vm=rnd-411 --no-plot -o json",
+    "pyhpa forecast \\",
+    "  --trace benchmarks/data/nasa_http_1995-07_per_minute.csv.gz \\",
+    "  --column requests_per_second --start 1995-07-08 --end 1995-07-10 \\",
+    "  --plot-file out/nasa-forecast.png",
+    "pyhpa forecast --trace examples/traces/bitbrains_rnd-411_2013-08_cpu.csv \\",
+    "  --column cpu_usage_percent --where vm=rnd-411 --no-plot -o json",
 )
 
 
@@ -40,7 +42,7 @@ def forecast(
     time_column: Optional[str] = typer.Option(None, "--time-column", help="The time column (default: 'timestamp' or 'time')."),
     gaps: GapPolicy = typer.Option(GapPolicy.hold, "--gaps", help=GAPS_HELP.replace("(each row holds until the next)", "(each row holds until the next; no forecast inside the gap)")),
     output: Output = typer.Option(Output.text, "--output", "-o", help="text for people, or json (one object)."),
-    plot_file: Path = typer.Option(OUT / "forecast.png", "--plot-file", metavar="FILE", dir_okay=False, help="Where the plot goes (.png, .svg, .pdf, ...; its folder is created)."),
+    plot_file: Path = typer.Option(OUT / "forecast.png", "--plot-file", metavar="FILE", help="Where the plot goes (.png, .svg, .pdf, ...; its folder is created)."),
     old_format: Optional[Output] = typer.Option(None, "--format", hidden=True, help="Older spelling of -o/--output."),
     plot: bool = typer.Option(True, "--plot/--no-plot", help="Write the plot."),
 ) -> None:

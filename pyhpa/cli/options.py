@@ -68,17 +68,18 @@ def output_file(path: Path, flag: str, formats: dict[str, str] | None = None, ex
     text = str(path)
     if path.is_dir() or text.endswith(("/", "\\")):
         name = Path(example).name
-        raise InputError(f"{text} is a folder; give a file name, e.g. {Path(text) / name}", field=flag)
+        raise InputError(f"is a folder; give a file name, e.g. {Path(text) / name}", file=text, field=flag)
     if formats is not None:
         suffix = path.suffix.lower().lstrip(".")
         if suffix not in formats:
             want = ", ".join(f".{k}" for k in sorted(formats))
             what = f"unknown file extension {path.suffix!r}" if suffix else "no file extension"
-            raise InputError(f"{text}: {what} (want one of {want})", field=flag)
+            raise InputError(f"{what} (want one of {want})", file=text, field=flag)
     if path.parent.exists() and not path.parent.is_dir():
-        raise InputError(f"{path.parent} is not a folder", field=flag)
+        raise InputError(f"{path.parent} is not a folder", file=text, field=flag)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise InputError(f"cannot create the folder {path.parent}: {err.strerror or err}", field=flag) from None
+        raise InputError(f"cannot create the folder {path.parent}: {err.strerror or err}", file=text,
+                         field=flag) from None
     return path

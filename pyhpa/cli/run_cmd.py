@@ -172,14 +172,16 @@ def manifests(
 
 
 RUN_EXAMPLES = (
-    "pyhpa run --workers 5 --sync-period 15              # with your kubeconfig (or in the cluster)",
-    "pyhpa run --preview                                 # read-only beside native HPAs: what pyhpa would decide",
-    "python -m kubedouble --port 8001 & pyhpa run --server http://127.0.0.1:8001   # no cluster: the API double",
+    "pyhpa run --workers 5 --sync-period 15   # your kubeconfig (or in-cluster)",
+    "pyhpa run --preview             # read-only beside native HPAs",
+    "python -m kubedouble --port 8001 &       # no cluster: the API double",
+    "pyhpa run --server http://127.0.0.1:8001",
 )
 MANIFESTS_EXAMPLES = (
     "pyhpa manifests | kubectl apply -f -",
     "pyhpa manifests --only crd",
-    "pyhpa manifests --image registry.example.com/pyhpa:0.1.0 | kubectl apply -f -",
+    "pyhpa manifests --image registry.example.com/pyhpa:0.1.0 \\",
+    "  | kubectl apply -f -",
 )
 
 

@@ -95,7 +95,7 @@ def _num(value: int | None) -> str:
 
 
 EXAMPLES = examples(
-    "pyhpa schedules examples/schedules/php-apache-schedules.yaml                 # the next 7 days",
-    "pyhpa schedules examples/schedules/php-apache-schedules.yaml --from 1995-07-12T00:00:00-04:00 \\",
-    "                --to 1995-07-14T00:00:00-04:00 -o json",
+    "pyhpa schedules examples/schedules/php-apache-schedules.yaml   # next 7 days",
+    "pyhpa schedules examples/schedules/php-apache-schedules.yaml \\",
+    "  --from 1995-07-12T00:00:00-04:00 --to 1995-07-14T00:00:00-04:00 -o json",
 )

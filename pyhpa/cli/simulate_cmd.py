@@ -23,11 +23,14 @@ _DEFAULTS = ControllerConfig()
 
 
 EXAMPLES = examples(
-    "pyhpa simulate            # the php-apache HPA of the walkthrough on 2 days of NASA 1995, into out/simulate/",
-    "pyhpa simulate --hpa examples/simulate/nasa/hpa.yaml --target examples/simulate/nasa/deployment.yaml \\",
-    "  --profile examples/simulate/nasa/profile.yaml --trace examples/traces/nasa_http_1995-07-10_16_per_minute.csv \\",
-    "  --column requests_per_second --load-scale 30 --start 1995-07-10 --end 1995-07-12 --output-dir out/nasa",
-    "pyhpa simulate --hpa a.yaml --hpa b.yaml ...   # several HPAs on the same load: compare.png",
+    "pyhpa simulate          # the bundled example, into out/simulate/",
+    "pyhpa simulate --hpa examples/simulate/nasa/hpa.yaml \\",
+    "  --target examples/simulate/nasa/deployment.yaml \\",
+    "  --profile examples/simulate/nasa/profile.yaml \\",
+    "  --trace examples/traces/nasa_http_1995-07-10_16_per_minute.csv \\",
+    "  --column requests_per_second --load-scale 30 \\",
+    "  --start 1995-07-12 --end 1995-07-14 --output-dir out/nasa",
+    "pyhpa simulate --hpa A.yaml --hpa B.yaml ...   # compared: compare.png",
 )
 
 
@@ -40,7 +43,7 @@ def simulate(
     end: Optional[str] = typer.Option(None, "--end", help="Keep rows before this time (ISO 8601)."),
     load_scale: float = typer.Option(1.0, "--load-scale", help="Multiply the load column by this factor."),
     profile: Optional[Path] = typer.Option(None, "--profile", help="Workload profile YAML (docs/profile.md); default: built-in defaults."),
-    output_dir: Path = typer.Option(OUT / "simulate", "--output-dir", file_okay=False, help="The folder timeline.csv, summary.json and plot.png go to (created if missing)."),
+    output_dir: Path = typer.Option(OUT / "simulate", "--output-dir", metavar="DIR", help="The folder timeline.csv, summary.json and plot.png go to (created if missing)."),
     sync_period: float = typer.Option(15.0, "--sync-period", help="HPA sync period, seconds (--horizontal-pod-autoscaler-sync-period)."),
     seed: int = typer.Option(0, "--seed", help="Seed for scrape phase, start-up jitter and traffic imbalance."),
     where: Optional[list[str]] = typer.Option(None, "--where", metavar="COLUMN=VALUE", help="COLUMN=VALUE: keep only matching rows (long-format traces, e.g. vm=rnd-411); repeatable."),

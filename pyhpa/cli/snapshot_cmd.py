@@ -20,8 +20,9 @@ from .options import output_file
 from .run_cmd import Http
 
 EXAMPLES = examples(
-    "pyhpa snapshot prod/web --output-file out/web.yaml && pyhpa explain out/web.yaml",
-    "pyhpa snapshot default/web --kind hpa -o json                 # a native autoscaling/v2 HPA, as JSON",
+    "pyhpa snapshot prod/web --output-file out/web.yaml",
+    "pyhpa explain out/web.yaml                 # the same decision, offline",
+    "pyhpa snapshot default/web --kind hpa -o json     # a native HPA, as JSON",
     "pyhpa snapshot default/web --now 2026-11-21T10:00:00Z --tolerance 0.05",
 )
 
@@ -43,7 +44,7 @@ def snapshot(
     server: Optional[str] = run_cmd.SERVER_OPTION,
     kind: Kind = typer.Option(Kind.horizontalautoscaler, "--kind", help="horizontalautoscaler (pyhpa.dev) or hpa (a native autoscaling/v2 HPA)."),
     fmt: Format = typer.Option(Format.yaml, "--output", "-o", help="The snapshot's format: yaml or json."),
-    output_path: Optional[Path] = typer.Option(None, "--output-file", metavar="FILE", dir_okay=False, help="Write the snapshot to FILE (its folder is created) instead of stdout."),
+    output_path: Optional[Path] = typer.Option(None, "--output-file", metavar="FILE", help="Write the snapshot to FILE (its folder is created) instead of stdout."),
     old_fmt: Optional[Format] = typer.Option(None, "--format", hidden=True, help="Older spelling of -o/--output."),
     now: Optional[str] = typer.Option(None, "--now", help="The sync's clock, RFC 3339 (default: the wall clock)."),
     metrics_timeout: float = run_cmd.METRICS_TIMEOUT_OPTION,

@@ -106,5 +106,6 @@ def _render(name: str, down: float, up: float, tables: list, warnings: list) -> 
 EXAMPLES = examples(
     "pyhpa thresholds examples/explain/hpa.yaml",
     "pyhpa thresholds -o json examples/explain/hpa.yaml",
-    "pyhpa thresholds --pods examples/explain/starved/pods.yaml examples/explain/starved/hpa.yaml   # can the pods reach the target?",
+    "pyhpa thresholds --pods examples/explain/starved/pods.yaml \\",
+    "  examples/explain/starved/hpa.yaml        # can the pods reach the target?",
 )
