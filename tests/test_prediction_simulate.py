@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,6 +14,8 @@ from typer.testing import CliRunner
 
 from pyhpa.cli.main import app
 from pyhpa.simulate import Settings, run_simulation
+from pyhpa.simulate.plot import run_figure
+from pyhpa.simulate.report import extension_warnings, summary_table
 from simulate_util import PROFILE, hpa_doc, target_doc, write_yaml
 
 runner = CliRunner()
@@ -77,6 +80,28 @@ def test_prediction_scales_up_before_the_daily_rise_and_reports_it(tmp_path):
     assert p["syncs_decided_by_prediction"] > 0
     assert sim.runs[1].summary["overloaded_seconds"] < sim.runs[0].summary["overloaded_seconds"]
     assert "PredictionActive=True/Predicting" in predictive["conditions_changed"].iloc[0]
+    # what the table and summary.json say about it (issue 20): its share of syncs, and no warning
+    ext = sim.runs[1].summary["extensions"]["prediction"]
+    assert ext["active_syncs"] == p["syncs_by_reason"]["Predicting"]
+    assert ext["decided_syncs"] == p["syncs_decided_by_prediction"] == sim.runs[1].summary["syncs_decided_by"]["Prediction"]
+    assert extension_warnings(sim.runs[1].summary) == [] and sim.runs[0].summary["extensions"] == {}
+    table = summary_table(sim)
+    labels = list(table.columns[0].cells)
+    assert "prediction: predicting, share of syncs" in labels
+    row = labels.index("prediction: decided the replicas, share of syncs")
+    assert list(table.columns[1].cells)[row] == "-"  # the upstream HPA has no prediction
+    # the plot's prediction panel: the band drawn above the lines, the two forecast lines in interleaved dashes
+    fig = run_figure(sim.runs[1].cluster, sim.trace, "predictive")
+    try:
+        panel = fig.axes[2]
+        band = [c for c in panel.collections if "forecast band" in c.get_label()]
+        assert band and band[0].get_zorder() > max(line.get_zorder() for line in panel.get_lines())
+        forecast, provisioned = (next(line for line in panel.get_lines() if line.get_label().startswith(start))
+                                 for start in ("forecast:", "provisioned"))
+        assert forecast._unscaled_dash_pattern[1] == provisioned._unscaled_dash_pattern[1]
+        assert forecast._unscaled_dash_pattern[0] != provisioned._unscaled_dash_pattern[0]
+    finally:
+        plt.close(fig)
 
 
 def test_no_look_ahead_changing_later_rows_changes_no_earlier_decision(tmp_path):
