@@ -12,7 +12,7 @@ import typer
 from ..adapters.errors import InputError
 from ..core import PredictionSpec, check_prediction
 from .help import examples
-from .options import GAPS_HELP, OUT, GapPolicy, Output, console as text_console, output_file, plot_formats
+from .options import GAPS_HELP, OUT, GapPolicy, Output, console as text_console, output_file
 
 _DEFAULTS = PredictionSpec()  # the flags' defaults are spec.prediction's (the forecaster, scipy, loads on use)
 #: The fewest rows a plot is drawn from (fewer: the numbers are printed, the plot is not drawn, a warning says so)
@@ -55,7 +55,7 @@ def forecast(
     from ..forecast import replay
     from ..forecast.replay import describe_periods
 
-    iso, load_trace, time_bound, plot_replay, axis_label = _simulate_extra()
+    iso, load_trace, time_bound, plot_replay, axis_label, plot_formats = _simulate_extra()
     settings = _settings(lead, history, quantile, refresh)
     output = old_format or output
     if plot:
@@ -113,14 +113,14 @@ def _simulate_extra():
         import matplotlib  # noqa: F401
         import pandas  # noqa: F401
 
-        from ..simulate.forecast_plot import axis_label, plot_replay
+        from ..simulate.forecast_plot import axis_label, plot_formats, plot_replay
         from ..simulate.trace import iso, load_trace, time_bound
     except ModuleNotFoundError as err:
         if err.name not in ("pandas", "matplotlib"):
             raise
         raise InputError(f"pyhpa forecast needs the simulate extra ({err.name} is not installed): "
                          "pip install 'pyhpa[simulate]'", field="forecast") from None
-    return iso, load_trace, time_bound, plot_replay, axis_label
+    return iso, load_trace, time_bound, plot_replay, axis_label, plot_formats
 
 
 #: ``spec.prediction`` fields -> the flags of ``pyhpa forecast`` that set them

@@ -53,17 +53,10 @@ def console(stderr: bool = False) -> Console:
     return c
 
 
-def plot_formats() -> dict[str, str]:
-    """File extensions matplotlib can write (``png`` -> "Portable Network Graphics", ...)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    return FigureCanvasAgg(Figure()).get_supported_filetypes()
-
-
 def output_file(path: Path, flag: str, formats: dict[str, str] | None = None, example: str = "out/file") -> Path:
     """Check a file the command is to write (``flag`` names it in errors) before any work: not an existing folder,
-    not a path ending in a separator, and (``formats``) an extension of those; its folder is created if missing.
+    not a path ending in a separator, and (``formats``: extension -> description, e.g. matplotlib's
+    ``plot_formats``) an extension of those; its folder is created if missing.
     InputError (exit 2) otherwise. Returns ``path``."""
     text = str(path)
     if path.is_dir() or text.endswith(("/", "\\")):

@@ -10,6 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.dates as mdates  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ..forecast.model import PREDICTING  # noqa: E402
@@ -71,6 +72,12 @@ def replay_figure(r: Replay, *, title: str, unit: str, tz: timezone, quantile: f
         a.legend(loc="upper left", fontsize=8, framealpha=0.85)
     fig.tight_layout()
     return fig
+
+
+def plot_formats() -> dict[str, str]:
+    """File extensions a figure can be written as (``png`` -> "Portable Network Graphics", ...): matplotlib's
+    Agg canvas, the backend every pyhpa plot uses."""
+    return FigureCanvasAgg.get_supported_filetypes()
 
 
 def axis_label(column: str, unit: str | None = None) -> str:
