@@ -95,9 +95,9 @@ def test_prediction_scales_up_before_the_daily_rise_and_reports_it(tmp_path):
     try:
         panel = fig.axes[2]
         band = [c for c in panel.collections if "forecast band" in c.get_label()]
-        assert band and band[0].get_zorder() > max(line.get_zorder() for line in panel.get_lines())
         forecast, provisioned = (next(line for line in panel.get_lines() if line.get_label().startswith(start))
                                  for start in ("forecast:", "provisioned"))
+        assert band and band[0].get_zorder() > max(forecast.get_zorder(), provisioned.get_zorder())
         assert forecast._unscaled_dash_pattern[1] == provisioned._unscaled_dash_pattern[1]
         assert forecast._unscaled_dash_pattern[0] != provisioned._unscaled_dash_pattern[0]
     finally:

@@ -216,9 +216,10 @@ def _prediction_panel(ax, t, cluster: Cluster) -> None:
     (lead seconds later) and the forecast the core was given (quantile over the lead window)."""
     p = cluster.prediction
     lead_days = p.spec.lead_seconds / 86400.0
-    ax.plot(t, p.observed, color="0.25", lw=0.8, label=f"observed total ({p.unit})", drawstyle="steps-post")
-    # the band above the lines (zorder 3, translucent) and its edges drawn, so lines that coincide with it or with
-    # each other never hide it; the two forecast lines interleave their dashes, so each stays visible where equal
+    ax.plot(t, p.observed, color="0.25", lw=0.8, label=f"observed total ({p.unit})", drawstyle="steps-post",
+            zorder=4)
+    # the band above the forecast lines (zorder 3, translucent, edges drawn), so lines that coincide with it or
+    # with each other never hide it (the observed total on top); the two forecast lines interleave their dashes
     ax.fill_between(t + lead_days, p.low, p.high, color="tab:blue", alpha=0.3, lw=0.6, edgecolor="tab:blue",
                     step="post", zorder=3,
                     label=f"forecast band ({1 - p.spec.quantile:g}-{p.spec.quantile:g} quantiles) at its target time")
