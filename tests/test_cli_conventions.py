@@ -281,3 +281,9 @@ def test_compare_draws_identical_runs_in_distinct_styles_and_interleaved_targets
         assert dash0 == dash1 and off0 != off1  # equal targets interleave their dashes
     finally:
         plt.close(fig)
+
+
+def test_pyhpa_alone_still_shows_the_whole_help():
+    done = subprocess.run([sys.executable, "-m", "pyhpa.cli.main"], capture_output=True, text=True, timeout=120)
+    out = done.stdout + done.stderr
+    assert out.startswith("Usage: pyhpa [OPTIONS] COMMAND") and "\nCommands:\n" in out and "error:" not in out

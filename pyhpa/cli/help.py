@@ -113,6 +113,11 @@ def one_line(err: Any) -> OneLineUsageError:
     return OneLineUsageError(" ".join(text.split()), ctx)
 
 
+def _shows_help(err: Any) -> bool:
+    """Whether ``err`` is click's "no arguments: show the help" (``no_args_is_help``), which stays as it is."""
+    return type(err).__name__ == "NoArgsIsHelpError"
+
+
 def _hint(param: Any) -> str:
     """An argument's metavar, or an option's longest flag."""
     if param.param_type_name == "argument":
@@ -140,6 +145,8 @@ class Command(TyperCommand):
         try:
             return super().make_context(*args, **kwargs)
         except UsageError as err:
+            if _shows_help(err):
+                raise
             raise one_line(err) from None
 
 
@@ -156,10 +163,14 @@ class Group(TyperGroup):
         try:
             return super().make_context(*args, **kwargs)
         except UsageError as err:
+            if _shows_help(err):
+                raise
             raise one_line(err) from None
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         try:
             return super().resolve_command(ctx, args)
         except UsageError as err:
+            if _shows_help(err):
+                raise
             raise one_line(err) from None
