@@ -12,8 +12,8 @@ The daily shape is the Crane production series ``input9`` (``benchmarks/data/``,
 Columns ``timestamp,load``; 2021-10-08 to 2021-10-23, one row a minute. Use them like the Crane series
 (history 8-14 October, simulated 15-22 October), e.g.::
 
-    python benchmarks/synthetic_traces.py --out simulate-output/synthetic
-    python benchmarks/proactive.py --csv simulate-output/synthetic/clock.csv --column load \\
+    python benchmarks/synthetic_traces.py --out out/synthetic
+    python benchmarks/proactive.py --csv out/synthetic/clock.csv --column load \\
         --start 2021-10-15T00:00:00Z --end 2021-10-23T00:00:00Z --load-scale 0.6
 
 They are synthetic: never a figure of real traffic, only a check that a kind of load is handled.
@@ -60,7 +60,7 @@ def bursts(base: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=Path("simulate-output/synthetic"), help="folder to write into")
+    ap.add_argument("--out", type=Path, default=Path("out/synthetic"), help="folder to write into")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     t, base = daily_shape()

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-_SKIP = {".git", ".venv", "build", "dist", ".pytest_cache", ".hypothesis", "__pycache__", "simulate-output"}
+_SKIP = {".git", ".venv", "build", "dist", ".pytest_cache", ".hypothesis", "__pycache__", "simulate-output", "out"}
 
 
 def repo_files() -> list[Path]:

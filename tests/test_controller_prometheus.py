@@ -102,7 +102,7 @@ async def test_scales_up_then_down_after_the_window_on_a_promql_metric(kd, tmp_p
 
         # `pyhpa snapshot` of that sync keeps the PromQL metric and Prometheus' answer; explain agrees
         snap = await asyncio.to_thread(CliRunner().invoke, app, [
-            "snapshot", "default/web", "--server", kd.url, "--prometheus-url", prom.url, "--format", "json",
+            "snapshot", "default/web", "--server", kd.url, "--prometheus-url", prom.url, "-o", "json",
             "--now", format_time(last.inputs.now)])
         assert snap.exit_code == 0, snap.output
         doc = json.loads(snap.output)

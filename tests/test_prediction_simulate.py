@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,6 +14,8 @@ from typer.testing import CliRunner
 
 from pyhpa.cli.main import app
 from pyhpa.simulate import Settings, run_simulation
+from pyhpa.simulate.plot import run_figure
+from pyhpa.simulate.report import extension_warnings, summary_table
 from simulate_util import PROFILE, hpa_doc, target_doc, write_yaml
 
 runner = CliRunner()
@@ -77,6 +80,28 @@ def test_prediction_scales_up_before_the_daily_rise_and_reports_it(tmp_path):
     assert p["syncs_decided_by_prediction"] > 0
     assert sim.runs[1].summary["overloaded_seconds"] < sim.runs[0].summary["overloaded_seconds"]
     assert "PredictionActive=True/Predicting" in predictive["conditions_changed"].iloc[0]
+    # what the table and summary.json say about it (issue 20): its share of syncs, and no warning
+    ext = sim.runs[1].summary["extensions"]["prediction"]
+    assert ext["active_syncs"] == p["syncs_by_reason"]["Predicting"]
+    assert ext["decided_syncs"] == p["syncs_decided_by_prediction"] == sim.runs[1].summary["syncs_decided_by"]["Prediction"]
+    assert extension_warnings(sim.runs[1].summary) == [] and sim.runs[0].summary["extensions"] == {}
+    table = summary_table(sim)
+    labels = list(table.columns[0].cells)
+    assert "prediction: predicting, share of syncs" in labels
+    row = labels.index("prediction: decided the replicas, share of syncs")
+    assert list(table.columns[1].cells)[row] == "-"  # the upstream HPA has no prediction
+    # the plot's prediction panel: the band drawn above the lines, the two forecast lines in interleaved dashes
+    fig = run_figure(sim.runs[1].cluster, sim.trace, "predictive")
+    try:
+        panel = fig.axes[2]
+        band = [c for c in panel.collections if "forecast band" in c.get_label()]
+        forecast, provisioned = (next(line for line in panel.get_lines() if line.get_label().startswith(start))
+                                 for start in ("forecast:", "provisioned"))
+        assert band and band[0].get_zorder() > max(forecast.get_zorder(), provisioned.get_zorder())
+        assert forecast._unscaled_dash_pattern[1] == provisioned._unscaled_dash_pattern[1]
+        assert forecast._unscaled_dash_pattern[0] != provisioned._unscaled_dash_pattern[0]
+    finally:
+        plt.close(fig)
 
 
 def test_no_look_ahead_changing_later_rows_changes_no_earlier_decision(tmp_path):
@@ -204,14 +229,14 @@ def test_forecast_command_prints_accuracy_and_periods_and_plots(tmp_path):
     pd.DataFrame({"time": t.astype(int), "rps": np.round(1000 + 600 * np.sin(2 * np.pi * t / DAY), 2)}).to_csv(
         trace, index=False)
     out = runner.invoke(app, ["forecast", "--trace", str(trace), "--column", "rps", "--start", str(T0 + 7 * DAY),
-                              "-o", str(tmp_path / "f.png")])
+                              "--plot-file", str(tmp_path / "f.png")])
     assert out.exit_code == 0, out.output
     assert "periods: 1d" in out.output
     mape = float(out.output.split("mape=")[1].split()[0])
     assert mape < 0.03
     assert "under_forecast_share=" in out.output and (tmp_path / "f.png").read_bytes()[:4] == b"\x89PNG"
     js = json.loads(runner.invoke(app, ["forecast", "--trace", str(trace), "--column", "rps", "--start",
-                                        str(T0 + 8 * DAY), "--format", "json", "--no-plot"]).output)
+                                        str(T0 + 8 * DAY), "-o", "json", "--no-plot"]).output)
     assert js["periods_seconds"] == [DAY] and js["rows"] == DAY // 60 and js["forecast_rows"] == js["rows"]
 
 

@@ -246,7 +246,7 @@ async def test_pyhpa_snapshot_keeps_the_windows_and_explain_decides_as_the_contr
     path = tmp_path / "web.yaml"
     runner = CliRunner()
     result = await asyncio.to_thread(runner.invoke, app, ["snapshot", "default/web", "--server", kd.url, "--now",
-                                                          format_time(sync.inputs.now), "-o", str(path)])
+                                                          format_time(sync.inputs.now), "--output-file", str(path)])
     assert result.exit_code == 0, result.output
     snap = yaml.safe_load(path.read_text())
     assert (snap["hpa"]["apiVersion"], snap["hpa"]["kind"]) == (HA, "HorizontalAutoscaler")

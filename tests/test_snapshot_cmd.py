@@ -87,7 +87,7 @@ async def test_snapshot_of_a_sync_explains_to_the_controllers_decision(kd, tmp_p
 
     path = tmp_path / "web.yaml"
     code, out = await cli("snapshot", "default/web", "--server", kd.url, "--now", format_time(sync.inputs.now),
-                          "-o", path)
+                          "--output-file", path)
     assert code == 0, out
     assert [r for r in kd.requests if r[0] in WRITES] == []
     snap = yaml.safe_load(path.read_text())
@@ -115,7 +115,7 @@ async def test_snapshot_of_a_sync_explains_to_the_controllers_decision(kd, tmp_p
     # without the memory the policy has no scale event to count: 5 would be allowed
     set_memory(kd, "web", None)
     code, text = await cli("snapshot", "default/web", "--server", kd.url, "--now", format_time(sync.inputs.now),
-                           "--format", "json")
+                           "-o", "json")
     assert code == 0, text
     bare = json.loads(text)
     assert "history" not in bare
@@ -152,7 +152,7 @@ async def test_snapshot_keeps_every_metric_api_answer_and_failure_as_the_control
     assert first.decision.proposals[3].error is not None  # the external metrics API failed
     path = tmp_path / "api.json"
     code, out = await cli("snapshot", "default/api", "--server", kd.url, "--now", format_time(first.inputs.now),
-                          "--format", "json", "-o", path)
+                          "-o", "json", "--output-file", path)
     assert code == 0, out
     snap = json.loads(path.read_text())
     assert sorted(snap["metrics"]) == ["errors", "object", "pods", "resource"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import time
 from datetime import datetime
-from enum import Enum
 from pathlib import Path
 from typing import Optional
 
@@ -22,11 +21,17 @@ from ..adapters.snapshot import Snapshot, decision_json, load_snapshots, run_sna
 from ..core import LIMIT, Decision, HPAWarning, Proposal, SourceProposal, active_windows, tolerances
 from ..core.model import PREDICTION_SOURCE
 from . import readable
+from .help import examples
+from .options import Output, console as text_console
 
-
-class Output(str, Enum):
-    text = "text"
-    json = "json"
+EXAMPLES = examples(
+    "pyhpa explain examples/explain/snapshot.yaml",
+    "pyhpa explain -o json examples/explain/snapshot.yaml",
+    "pyhpa explain --recommendation 1 examples/explain/snapshot.yaml",
+    "pyhpa explain --hpa examples/explain/hpa.yaml \\",
+    "  --pods examples/explain/pods.yaml \\",
+    "  --pod-metrics examples/explain/podmetrics.json --now 2026-11-21T10:00:00Z",
+)
 
 
 def explain(
@@ -50,7 +55,7 @@ def explain(
 def explain_snapshots(snaps: list[Snapshot], output: Output, recommendation: int | None = None) -> None:
     """Decide each snapshot and print why: text for people, or one JSON object per line (``decision_json``).
     Also what ``kubectl pyhpa explain`` prints for the live snapshot it takes."""
-    console = Console(highlight=False)
+    console = text_console()
     for snap in snaps:
         decision = run_snapshot(snap, recommendation)
         warnings = snapshot_warnings(snap)

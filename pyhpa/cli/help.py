@@ -1,20 +1,33 @@
-"""``--help`` as command-line users read it: click's plain layout, conventional metavars, nothing cut.
+"""``--help`` as command-line users read it, and click's own errors as one line (docs/cli.md).
+
+``--help``: click's plain layout, conventional metavars, nothing cut, an "Examples:" section kept as written.
 
 Typer's defaults show Python types as metavars (``<bool>``, ``<list[Path]>``, ``<str>``), draw tables that
 cut long flag names with "…" on narrower terminals, and shorten command summaries. ``Command`` and
 ``Group`` (the ``cls`` of every ``pyhpa`` command) use click's plain help instead, with metavars in the
 usual style: ``INTEGER``, ``NUMBER``, ``TEXT``, ``FILE``, ``DIR``, ``[text|json]``, nothing for flags;
 arguments show their metavar and no type; command summaries are the docstring's first sentence, whole.
+
+Errors: click's usage errors (unknown option or command, bad choice, missing argument) are shown like every
+other pyhpa error, one line ``error: FLAG: problem (see pyhpa CMD -h)`` on stderr, exit code 2, instead of
+click's usage block.
 """
 
 from __future__ import annotations
 
 import inspect
+import re
+import sys
 import typing
 from enum import Enum
 from typing import Any
 
+import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+
+# click's exception classes as the installed typer raises them (recent typer releases vendor click)
+_exceptions = sys.modules[typer.BadParameter.__module__]
+UsageError = _exceptions.UsageError
 
 #: ``context_settings`` of the app: help fills terminals up to 120 columns; ``-h`` works as ``--help``.
 CONTEXT_SETTINGS = {"max_content_width": 120, "help_option_names": ["-h", "--help"]}
@@ -61,8 +74,59 @@ def first_sentence(text: str | None) -> str | None:
     return head + "." if dot else para
 
 
+def examples(*lines: str) -> str:
+    """A command's ``epilog``: "Examples:" and the command lines, each kept on its own line in ``--help``."""
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+class OneLineUsageError(UsageError):
+    """A click usage error shown as one line: ``error: FLAG: problem (see pyhpa CMD -h)``, exit code 2."""
+
+    exit_code = 2
+
+    def show(self, file: Any = None) -> None:
+        typer.echo(f"error: {self.message}", err=file is None, file=file)
+
+
+def one_line(err: Any) -> OneLineUsageError:
+    """``err`` as one line naming the flag or argument, and where the help is."""
+    if isinstance(err, OneLineUsageError):
+        return err
+    ctx = err.ctx
+    if isinstance(err, _exceptions.NoSuchOption):
+        close = sorted(err.possibilities or ())
+        text = f"{err.option_name}: no such option" + (f" (did you mean {' or '.join(close)}?)" if close else "")
+    elif isinstance(err, _exceptions.MissingParameter) and err.param is not None:
+        what = "argument" if err.param.param_type_name == "argument" else "option"
+        text = f"{_hint(err.param)}: missing {what}"
+    elif isinstance(err, _exceptions.BadParameter) and err.param is not None:
+        message = err.message.removeprefix("Value error, ")
+        text = f"{_hint(err.param)}: {message}"
+    elif isinstance(err, _exceptions.BadOptionUsage):
+        text = f"{err.option_name}: " + err.message.replace(f"Option {err.option_name!r} ", "")
+    else:
+        m = re.fullmatch(r"No such command '(.*)'\.?", err.message)
+        text = f"{m.group(1)}: no such command" if m else err.message
+    text = text.rstrip(".")
+    if ctx is not None:
+        text += f" (see {ctx.command_path} -h)"
+    return OneLineUsageError(" ".join(text.split()), ctx)
+
+
+def _shows_help(err: Any) -> bool:
+    """Whether ``err`` is click's "no arguments: show the help" (``no_args_is_help``), which stays as it is."""
+    return type(err).__name__ == "NoArgsIsHelpError"
+
+
+def _hint(param: Any) -> str:
+    """An argument's metavar, or an option's longest flag."""
+    if param.param_type_name == "argument":
+        return (param.metavar or param.name or "ARG").strip("[]").rstrip(".")
+    return max(param.opts, key=len)
+
+
 class Command(TyperCommand):
-    """A ``pyhpa`` subcommand with plain, uncut help (see module doc)."""
+    """A ``pyhpa`` subcommand with plain, uncut help and one-line usage errors (see module doc)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -77,12 +141,36 @@ class Command(TyperCommand):
             tidy(option)
         return option
 
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().make_context(*args, **kwargs)
+        except UsageError as err:
+            if _shows_help(err):
+                raise
+            raise one_line(err) from None
+
 
 class Group(TyperGroup):
-    """The ``pyhpa`` group, with the same plain help."""
+    """The ``pyhpa`` group, with the same plain help and one-line usage errors."""
 
     def get_help_option(self, ctx: Any) -> Any:
         option = super().get_help_option(ctx)
         if option is not None:
             tidy(option)
         return option
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().make_context(*args, **kwargs)
+        except UsageError as err:
+            if _shows_help(err):
+                raise
+            raise one_line(err) from None
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        try:
+            return super().resolve_command(ctx, args)
+        except UsageError as err:
+            if _shows_help(err):
+                raise
+            raise one_line(err) from None

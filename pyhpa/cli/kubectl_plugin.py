@@ -20,7 +20,8 @@ from ..adapters.parse import timestamp
 from ..adapters.promql import OFFLINE_SERVER
 from ..adapters.snapshot import snapshot_from_dict
 from . import run_cmd
-from .explain_cmd import Output, explain_snapshots
+from .explain_cmd import explain_snapshots
+from .options import Output
 from .help import CONTEXT_SETTINGS, Command, Group
 from .errors import input_errors
 from .schedules_cmd import report_schedules, schedule_span

@@ -1,7 +1,8 @@
 """The ``pyhpa`` command line (typer + rich).
 
 Every command turns bad input into one line on stderr naming the file, object and field,
-and exit code 2 (``InputError``); nothing prints a traceback for user mistakes.
+and exit code 2 (``InputError``); nothing prints a traceback for user mistakes. click's own usage
+errors look the same (``pyhpa.cli.help``). The conventions every command follows: docs/cli.md.
 """
 
 from __future__ import annotations
@@ -10,29 +11,42 @@ import sys
 
 import typer
 
+from .. import __version__
 from .errors import err_console, input_errors  # noqa: F401 - err_console: part of this module's surface
 from .help import CONTEXT_SETTINGS, Command, Group
 
 app = typer.Typer(
     cls=Group,
-    add_completion=False,
+    add_completion=True,
     rich_markup_mode=None,
     pretty_exceptions_show_locals=False,
     context_settings=CONTEXT_SETTINGS,
     no_args_is_help=True,
-    help="The Kubernetes Horizontal Pod Autoscaler, rebuilt in Python: explain, rehearse and run HPA decisions.",
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"pyhpa {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+) -> None:
+    """The Kubernetes Horizontal Pod Autoscaler, rebuilt in Python: explain, rehearse and run HPA decisions.
+
+    Conventions of every command (-o/--output, files, errors, exit codes): docs/cli.md.
+    """
 
 
 def _register() -> None:
     from . import explain_cmd, forecast_cmd, run_cmd, schedules_cmd, simulate_cmd, snapshot_cmd, thresholds_cmd
 
-    app.command("explain", cls=Command)(input_errors(explain_cmd.explain))
-    app.command("snapshot", cls=Command)(input_errors(snapshot_cmd.snapshot))
-    app.command("thresholds", cls=Command)(input_errors(thresholds_cmd.thresholds))
-    app.command("simulate", cls=Command)(input_errors(simulate_cmd.simulate))
-    app.command("schedules", cls=Command)(input_errors(schedules_cmd.schedules))
-    app.command("forecast", cls=Command)(input_errors(forecast_cmd.forecast))
+    for name, module in (("explain", explain_cmd), ("snapshot", snapshot_cmd), ("thresholds", thresholds_cmd),
+                         ("simulate", simulate_cmd), ("schedules", schedules_cmd), ("forecast", forecast_cmd)):
+        app.command(name, cls=Command, epilog=module.EXAMPLES)(input_errors(getattr(module, name)))
     run_cmd.register(app, input_errors, Command)
 
 

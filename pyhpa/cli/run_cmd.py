@@ -171,7 +171,23 @@ def manifests(
     typer.echo("\n---\n".join(texts))
 
 
+RUN_EXAMPLES = (
+    "pyhpa run --workers 5 --sync-period 15   # your kubeconfig (or in-cluster)",
+    "pyhpa run --preview             # read-only beside native HPAs",
+    "python -m kubedouble --port 8001 &       # no cluster: the API double",
+    "pyhpa run --server http://127.0.0.1:8001",
+)
+MANIFESTS_EXAMPLES = (
+    "pyhpa manifests | kubectl apply -f -",
+    "pyhpa manifests --only crd",
+    "pyhpa manifests --image registry.example.com/pyhpa:0.1.0 \\",
+    "  | kubectl apply -f -",
+)
+
+
 def register(app: typer.Typer, input_errors, cls=None) -> None:
     """Add ``run`` and ``manifests`` to the CLI, with the one-line InputError wrapper (``cls``: the command class)."""
-    app.command("run", cls=cls)(input_errors(run))
-    app.command("manifests", cls=cls)(input_errors(manifests))
+    from .help import examples
+
+    app.command("run", cls=cls, epilog=examples(*RUN_EXAMPLES))(input_errors(run))
+    app.command("manifests", cls=cls, epilog=examples(*MANIFESTS_EXAMPLES))(input_errors(manifests))

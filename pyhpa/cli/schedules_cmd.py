@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from ..adapters.autoscaler import ParsedAutoscaler, find_autoscaler, read_autoscaler
@@ -19,7 +18,9 @@ from ..adapters.parse import format_time, timestamp
 from ..adapters.promql import OFFLINE_SERVER
 from ..adapters.snapshot import read_document
 from ..core import expired_windows, occurrences
-from .explain_cmd import Output, local_time
+from .explain_cmd import local_time
+from .help import examples
+from .options import Output, console as text_console
 
 WEEK = 7 * 86400.0
 UTC = timezone.utc
@@ -89,7 +90,7 @@ def report_schedules(parsed: ParsedAutoscaler, start: float, end: float, limit: 
 
 
 def _render(parsed, rows, start: float, end: float, truncated: list[str], expired: list) -> None:
-    console = Console(highlight=False)
+    console = text_console()
     hpa = parsed.hpa
     console.print(f"{parsed.label}: {len(hpa.schedules)} window(s), from {format_time(start)} to {format_time(end)}")
     if not hpa.schedules:
@@ -113,3 +114,10 @@ def _render(parsed, rows, start: float, end: float, truncated: list[str], expire
 
 def _num(value: int | None) -> str:
     return "-" if value is None else str(value)
+
+
+EXAMPLES = examples(
+    "pyhpa schedules examples/schedules/php-apache-schedules.yaml   # next 7 days",
+    "pyhpa schedules examples/schedules/php-apache-schedules.yaml \\",
+    "  --from 1995-07-12T00:00:00-04:00 --to 1995-07-14T00:00:00-04:00 -o json",
+)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
-from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
@@ -14,6 +13,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..adapters.errors import InputError
 from ..core import ControllerConfig
+from .help import examples
+from .options import GAPS_HELP, OUT, GapPolicy, console as text_console
 
 if TYPE_CHECKING:
     from ..simulate import Simulation
@@ -21,12 +22,16 @@ if TYPE_CHECKING:
 _DEFAULTS = ControllerConfig()
 
 
-class GapPolicy(str, Enum):
-    error = "error"
-    hold = "hold"
-    zero = "zero"
-    interpolate = "interpolate"
-    skip = "skip"
+EXAMPLES = examples(
+    "pyhpa simulate          # the bundled example, into out/simulate/",
+    "pyhpa simulate --hpa examples/simulate/nasa/hpa.yaml \\",
+    "  --target examples/simulate/nasa/deployment.yaml \\",
+    "  --profile examples/simulate/nasa/profile.yaml \\",
+    "  --trace examples/traces/nasa_http_1995-07-10_16_per_minute.csv \\",
+    "  --column requests_per_second --load-scale 30 \\",
+    "  --start 1995-07-12 --end 1995-07-14 --output-dir out/nasa",
+    "pyhpa simulate --hpa A.yaml --hpa B.yaml ...   # compared: compare.png",
+)
 
 
 def simulate(
@@ -38,12 +43,12 @@ def simulate(
     end: Optional[str] = typer.Option(None, "--end", help="Keep rows before this time (ISO 8601)."),
     load_scale: float = typer.Option(1.0, "--load-scale", help="Multiply the load column by this factor."),
     profile: Optional[Path] = typer.Option(None, "--profile", help="Workload profile YAML (docs/profile.md); default: built-in defaults."),
-    output_dir: Path = typer.Option(Path("simulate-output"), "--output-dir", help="Where timeline.csv, summary.json and plot.png go."),
+    output_dir: Path = typer.Option(OUT / "simulate", "--output-dir", metavar="DIR", help="The folder timeline.csv, summary.json and plot.png go to (created if missing)."),
     sync_period: float = typer.Option(15.0, "--sync-period", help="HPA sync period, seconds (--horizontal-pod-autoscaler-sync-period)."),
     seed: int = typer.Option(0, "--seed", help="Seed for scrape phase, start-up jitter and traffic imbalance."),
     where: Optional[list[str]] = typer.Option(None, "--where", metavar="COLUMN=VALUE", help="COLUMN=VALUE: keep only matching rows (long-format traces, e.g. vm=rnd-411); repeatable."),
     time_column: Optional[str] = typer.Option(None, "--time-column", help="The time column (default: 'timestamp' or 'time')."),
-    gaps: GapPolicy = typer.Option(GapPolicy.error, "--gaps", help="Rows more than 1.5 steps apart: error, or hold the last value, zero, interpolate, skip (cut out). Reported in summary.json."),
+    gaps: GapPolicy = typer.Option(GapPolicy.error, "--gaps", help=GAPS_HELP.replace("(each row holds until the next)", "(the load holds its last value)").replace("the output", "summary.json")),
     metric_column: Optional[list[str]] = typer.Option(None, "--metric-column", metavar="METRIC=COLUMN", help="METRIC=COLUMN: feed a Pods/Object/External metric from a trace column; repeatable."),
     metrics_outage: Optional[list[str]] = typer.Option(None, "--metrics-outage", metavar="START/END", help="START/END (ISO 8601; END may be a duration, e.g. PT3H): every metrics API call fails in this interval; repeatable. Shown in the timeline's error column and shaded in the plot."),
     tolerance: float = typer.Option(_DEFAULTS.tolerance, "--tolerance", help="--horizontal-pod-autoscaler-tolerance (fraction)."),
@@ -64,9 +69,9 @@ def simulate(
         initial_readiness_delay_seconds=initial_readiness_delay,
         downscale_stabilization_window_seconds=downscale_stabilization,
     )
-    Settings, run_simulation, summary_table, write_outputs = _simulator()
+    Settings, run_simulation, summary_table, write_outputs, extension_warnings = _simulator()
     settings = Settings(sync_period, seed, config, flap_window)
-    console = Console(highlight=False)
+    console = text_console()
     kwargs = dict(profile=profile, time_column=time_column, where=tuple(where or ()), start=start, end=end,
                   load_scale=load_scale, gaps=gaps.value, metric_columns=tuple(metric_column or ()),
                   metrics_outages=tuple(metrics_outage or ()), settings=settings)
@@ -74,6 +79,9 @@ def simulate(
         sim = run_simulation(hpa or (), target, trace, column, progress=bar, **kwargs)
     _print_inputs(console, sim)
     console.print(summary_table(sim))
+    for run in sim.runs:
+        for line in extension_warnings(run.summary):
+            console.print(f"warning: {line}", markup=False)
     try:
         written = write_outputs(sim, output_dir, plot=plot)
     except OSError as err:
@@ -90,13 +98,13 @@ def _simulator():
         import pandas  # noqa: F401
 
         from ..simulate import Settings, run_simulation
-        from ..simulate.report import summary_table, write_outputs
+        from ..simulate.report import extension_warnings, summary_table, write_outputs
     except ModuleNotFoundError as err:
         if err.name not in ("pandas", "matplotlib", "numpy"):
             raise
         raise InputError(f"pyhpa simulate needs the simulate extra ({err.name} is not installed): "
                          "pip install 'pyhpa[simulate]'", field="simulate") from None
-    return Settings, run_simulation, summary_table, write_outputs
+    return Settings, run_simulation, summary_table, write_outputs, extension_warnings
 
 
 @contextmanager

@@ -15,7 +15,16 @@ import yaml
 from ..adapters.errors import InputError
 from ..adapters.parse import timestamp
 from . import run_cmd
+from .help import examples
+from .options import output_file
 from .run_cmd import Http
+
+EXAMPLES = examples(
+    "pyhpa snapshot prod/web --output-file out/web.yaml",
+    "pyhpa explain out/web.yaml                 # the same decision, offline",
+    "pyhpa snapshot default/web --kind hpa -o json     # a native HPA, as JSON",
+    "pyhpa snapshot default/web --now 2026-11-21T10:00:00Z --tolerance 0.05",
+)
 
 
 def _default(option) -> object:
@@ -67,8 +76,9 @@ def snapshot(
     context: Optional[str] = run_cmd.CONTEXT_OPTION,
     server: Optional[str] = run_cmd.SERVER_OPTION,
     kind: Kind = typer.Option(Kind.horizontalautoscaler, "--kind", help="horizontalautoscaler (pyhpa.dev) or hpa (a native autoscaling/v2 HPA)."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the snapshot to FILE (default: stdout)."),
-    fmt: Format = typer.Option(Format.yaml, "--format", help="yaml or json."),
+    fmt: Format = typer.Option(Format.yaml, "--output", "-o", help="The snapshot's format: yaml or json."),
+    output_path: Optional[Path] = typer.Option(None, "--output-file", metavar="FILE", help="Write the snapshot to FILE (its folder is created) instead of stdout."),
+    old_fmt: Optional[Format] = typer.Option(None, "--format", hidden=True, help="Older spelling of -o/--output."),
     now: Optional[str] = typer.Option(None, "--now", help="The sync's clock, RFC 3339 (default: the wall clock)."),
     metrics_timeout: float = run_cmd.METRICS_TIMEOUT_OPTION,
     api_timeout: float = run_cmd.API_TIMEOUT_OPTION,
@@ -86,6 +96,9 @@ def snapshot(
     code path, and writes it in the snapshot format (tests/data/conformance/FORMAT.md). Writes nothing to
     the cluster.
     """
+    fmt = old_fmt or fmt
+    if output_path is not None:
+        output_file(output_path, "--output-file", example="out/web.yaml")
     doc = live_snapshot(key, kubeconfig, context, server, kind.value, timestamp(now, "--now") if now else None,
                         metrics_timeout=metrics_timeout, api_timeout=api_timeout, tolerance=tolerance,
                         cpu_initialization_period=cpu_initialization_period,
@@ -93,10 +106,11 @@ def snapshot(
                         downscale_stabilization=downscale_stabilization, scale_to_zero=scale_to_zero,
                         prometheus_url=prometheus_url, http=http.value)
     text = (json.dumps(doc, indent=2) + "\n") if fmt == Format.json else yaml.safe_dump(doc, sort_keys=False)
-    if output is None:
+    if output_path is None:
         typer.echo(text, nl=False)
         return
     try:
-        output.write_text(text, encoding="utf-8")
+        output_path.write_text(text, encoding="utf-8")
     except OSError as err:
-        raise InputError(f"cannot write the snapshot: {err.strerror}", file=str(output)) from None
+        raise InputError(f"cannot write the snapshot: {err.strerror}", file=str(output_path),
+                         field="--output-file") from None

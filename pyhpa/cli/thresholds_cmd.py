@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from ..adapters.errors import InputError
@@ -19,7 +18,8 @@ from ..core.metrics import describe
 from ..core.quantity import format_milli
 from ..core.thresholds import metric_target, thresholds as threshold_rows
 from . import readable
-from .explain_cmd import Output
+from .help import examples
+from .options import Output, console as text_console
 
 
 def _fmt(value: int | None, unit: str) -> str | int | None:
@@ -91,7 +91,7 @@ def _render(name: str, down: float, up: float, tables: list, warnings: list) -> 
     Measured values are integers (percent, or milli-units), so "scales up at >= v" is "scales up above
     v - 1": the table shows that bound, which is the round number target x (1 + tolerance). Rounded
     values err on the safe side: scale-up bounds up, scale-down bounds down, so every line stays true."""
-    console = Console(highlight=False)
+    console = text_console()
     console.print(f"HPA {name}  tolerance: scale-down {down:g}, scale-up {up:g}")
     for spec, target, unit, rows in tables:
         def cell(v, rounding="nearest", spec=spec, unit=unit):
@@ -110,3 +110,11 @@ def _render(name: str, down: float, up: float, tables: list, warnings: list) -> 
     for w in warnings:
         console.print(f"[bold yellow]warning {w['reason']}[/]: ", end="")
         console.print(w["message"], markup=False)
+
+
+EXAMPLES = examples(
+    "pyhpa thresholds examples/explain/hpa.yaml",
+    "pyhpa thresholds -o json examples/explain/hpa.yaml",
+    "pyhpa thresholds --pods examples/explain/starved/pods.yaml \\",
+    "  examples/explain/starved/hpa.yaml        # can the pods reach the target?",
+)

@@ -172,6 +172,8 @@ class Cluster:
         self.outages = outages
         self.outage_syncs = 0
         self.fallback_syncs = 0
+        self.schedule_syncs = 0  # syncs with a schedule window active
+        self.decided_by: dict[str, int] = {}  # syncs per kind of what set the final number (Metric, Prediction, ...)
         self.saturation = SaturationRecord() if hpa.saturation is not None else None
         self._outage_samples = [MetricSamples(error=OUTAGE_ERROR) for _ in self.views]
         self._init_state()
@@ -545,6 +547,10 @@ class Cluster:
             self.fallback_syncs += 1
         if self.saturation is not None:
             self.saturation.record(d)
+        if d.active_schedules:
+            self.schedule_syncs += 1
+        kind = d.decided_by.partition("/")[0]
+        self.decided_by[kind] = self.decided_by.get(kind, 0) + 1
         self._record(t, d)
         if d.rescale:
             self._rescale(t, d)

@@ -216,13 +216,17 @@ def _prediction_panel(ax, t, cluster: Cluster) -> None:
     (lead seconds later) and the forecast the core was given (quantile over the lead window)."""
     p = cluster.prediction
     lead_days = p.spec.lead_seconds / 86400.0
-    ax.plot(t, p.observed, color="0.25", lw=0.8, label=f"observed total ({p.unit})", drawstyle="steps-post")
-    ax.fill_between(t + lead_days, p.low, p.high, color="tab:blue", alpha=0.25, lw=0, step="post",
+    ax.plot(t, p.observed, color="0.25", lw=0.8, label=f"observed total ({p.unit})", drawstyle="steps-post",
+            zorder=4)
+    # the band above the forecast lines (zorder 3, translucent, edges drawn), so lines that coincide with it or
+    # with each other never hide it (the observed total on top); the two forecast lines interleave their dashes
+    ax.fill_between(t + lead_days, p.low, p.high, color="tab:blue", alpha=0.3, lw=0.6, edgecolor="tab:blue",
+                    step="post", zorder=3,
                     label=f"forecast band ({1 - p.spec.quantile:g}-{p.spec.quantile:g} quantiles) at its target time")
-    ax.plot(t, p.upper, color="tab:red", lw=0.8, label=f"forecast: {p.spec.quantile:g} quantile over the next "
-            f"{p.spec.lead_seconds} s", drawstyle="steps-post")
+    ax.plot(t, p.upper, color="tab:red", lw=1.0, ls=(0, (4, 4)), label=f"forecast: {p.spec.quantile:g} quantile "
+            f"over the next {p.spec.lead_seconds} s", drawstyle="steps-post")
     if len(p.provisioned) == len(t):
-        ax.plot(t, p.provisioned, color="tab:purple", lw=0.8, ls="--", drawstyle="steps-post",
+        ax.plot(t, p.provisioned, color="tab:purple", lw=1.0, ls=(4, (4, 4)), drawstyle="steps-post",
                 label="provisioned for (the band in proportion to the target's headroom)")
     ax.set_ylabel(p.unit)
     ax.set_ylim(bottom=0)
@@ -270,9 +274,21 @@ def run_figure(cluster: Cluster, trace: Trace, label: str):
     return _finish(fig, axes, trace)
 
 
+#: Line styles of the runs in compare.png, in order (with a width falling from the first): two runs that behave
+#: the same still show both lines.
+RUN_STYLES = ("-", (0, (5, 2)), (0, (1, 1.5)), (0, (6, 2, 1, 2)))
+
+
+def _run_style(k: int, n: int) -> tuple:
+    """(line style, width) of run ``k`` of ``n``: solid and widest first, then dashed, dotted, dash-dotted, each
+    thinner, so identical lines stay distinguishable."""
+    return RUN_STYLES[k % len(RUN_STYLES)], 2.4 - 1.4 * k / max(n - 1, 1)
+
+
 def compare_figure(sim: Simulation):
     """Several HPAs on the same load: Ready replicas, and each HPA's first metric as it sees it (one panel per
-    unit, so different units never share an axis), one color per HPA. The caller closes the figure."""
+    unit, so different units never share an axis), one color and line style per HPA (``_run_style``); equal
+    targets interleave their dashes. The caller closes the figure."""
     trace = sim.trace
     units = list(dict.fromkeys(metric_unit(r.cluster.views[0]) for r in sim.runs if r.cluster.views))
     fig, axes = _axes(2 + len(units), f"compare on {Path(trace.report.file).name} "
@@ -280,10 +296,12 @@ def compare_figure(sim: Simulation):
     first = sim.runs[0].cluster
     t = _times(first, trace)
     _load_panel(axes[0], t, first, with_capacity=False)
+    n = len(sim.runs)
     for k, run in enumerate(sim.runs):
         color = COLORS[k % len(COLORS)]
+        style, width = _run_style(k, n)
         c = run.cluster
-        axes[1].plot(_times(c, trace), _column(c, 3), color=color, lw=1.0, drawstyle="steps-post",
+        axes[1].plot(_times(c, trace), _column(c, 3), color=color, lw=width, ls=style, drawstyle="steps-post",
                      label=f"{run.label}: Ready replicas")
         if c.views:
             view = c.views[0]
@@ -293,8 +311,8 @@ def compare_figure(sim: Simulation):
             if smooth:
                 values = pd.Series(values).rolling(smooth, center=True, min_periods=1).mean()
             what = f"{metric_title(view)}, HPA's view" + (f" (rolling mean, {_span(smooth, c)})" if smooth else "")
-            ax.plot(_times(c, trace), values, color=color, lw=1.0, label=f"{run.label}: {what}")
-            ax.axhline(view.target, color=color, ls="--", lw=0.9,
+            ax.plot(_times(c, trace), values, color=color, lw=width, ls=style, label=f"{run.label}: {what}")
+            ax.axhline(view.target, color=color, ls=(6 * k, (6, 6 * (n - 1) or 6)), lw=1.2,
                        label=f"{run.label}: target {view.target:g} {view.unit}".rstrip())
     axes[1].set_ylabel("Ready replicas")
     axes[1].set_ylim(bottom=0)

@@ -19,6 +19,7 @@ import pandas as pd
 from rich.table import Table
 
 from ..core import tolerances
+from ..core.model import PREDICTING
 from .trace import Trace, iso, iso_array
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -109,6 +110,68 @@ def summarize(label: str, hpa_file: str, cluster: Cluster, trace: Trace, setting
         out["prediction"] = cluster.prediction.summary()
     if cluster.saturation is not None:
         out["saturation"] = cluster.saturation.summary(cluster.hpa.saturation)
+    out["syncs_decided_by"] = dict(sorted(cluster.decided_by.items()))
+    out["extensions"] = extension_activity(cluster, out)
+    return out
+
+
+#: The extensions of a HorizontalAutoscaler, as (key, source kind in decided_by, "active" in words)
+EXTENSIONS = (
+    ("prediction", "Prediction", "predicting"),
+    ("schedules", "Schedule", "a window active"),
+    ("fallback", "Fallback", "a metric in fallback"),
+    ("saturation", "Saturation", "pods pinned at their CPU limit"),
+)
+
+
+def extension_activity(cluster: Cluster, summary: dict) -> dict:
+    """summary.json ``extensions``: for each extension the HPA configures, the syncs at which it was active
+    (prediction: reason Predicting; schedules: a window active; fallback: a metric in fallback; saturation: the
+    ready pods pinned at their CPU limit) and the syncs whose final number it set (``decided_by``), as counts
+    and as shares of all syncs."""
+    hpa, syncs = cluster.hpa, summary["syncs"]
+    active = {
+        "prediction": summary.get("prediction", {}).get("syncs_by_reason", {}).get(PREDICTING, 0)
+        if hpa.prediction is not None else None,
+        "schedules": cluster.schedule_syncs if hpa.schedules else None,
+        "fallback": cluster.fallback_syncs
+        if hpa.fallback is not None or any(m.fallback is not None for m in hpa.metrics) else None,
+        "saturation": cluster.saturation.pinned_syncs if cluster.saturation is not None else None,
+    }
+    out = {}
+    for key, kind, _ in EXTENSIONS:
+        if active[key] is None:
+            continue
+        decided = cluster.decided_by.get(kind, 0)
+        out[key] = {"active_syncs": active[key], "decided_syncs": decided,
+                    "active_share": _r(active[key] / syncs if syncs else 0.0, 4),
+                    "decided_share": _r(decided / syncs if syncs else 0.0, 4)}
+    return out
+
+
+def extension_warnings(summary: dict) -> list[str]:
+    """One line per extension the HPA configures that was never active over the run, with why where known."""
+    why = {
+        "saturation": "the ready pods never reached pinnedPercent of their CPU limit",
+        "fallback": "no metric failed failureThreshold syncs in a row",
+        "schedules": "no window was active during the run",
+    }
+    out = []
+    for key, _, what in EXTENSIONS:
+        ext = summary.get("extensions", {}).get(key)
+        if ext is None or ext["active_syncs"] > 0:
+            continue
+        syncs = summary["syncs"]
+        reason = why.get(key, "")
+        if key == "prediction":
+            reasons = summary["prediction"]["syncs_by_reason"]
+            reason = ", ".join(f"{r} on {n} of {syncs} syncs" for r, n in reasons.items())
+            if "InsufficientHistory" in reasons:
+                reason += (" (the forecaster needs 2 h of load history or more, a daily cycle 2 days: let the trace "
+                           "begin that much before --start)")
+            reason += "; it never changed a decision"
+        out.append(f"{summary['label']}: {key} is configured but was never active ({what} on 0 of {syncs} syncs): "
+                   f"{reason}")
     return out
 
 
@@ -228,6 +291,13 @@ def _cell(summary: dict, key: str) -> str:
     return f"{value:,}" if isinstance(value, int) else str(value)
 
 
+def _share(summary: dict, key: str, which: str) -> str:
+    ext = summary.get("extensions", {}).get(key)
+    if ext is None:
+        return "-"
+    return f"{100 * ext[which + '_share']:.1f} % ({ext[which + '_syncs']:,})"
+
+
 def summary_table(sim: Simulation) -> Table:
     """A rich table of the summary figures, one column per HPA."""
     table = Table(title="pyhpa simulate", title_justify="left")
@@ -236,6 +306,12 @@ def summary_table(sim: Simulation) -> Table:
         table.add_column(run.label, justify="right")
     for key, label in TABLE_ROWS:
         table.add_row(label, *[_cell(r.summary, key) for r in sim.runs])
+    for key, _, what in EXTENSIONS:
+        if not any(key in r.summary.get("extensions", {}) for r in sim.runs):
+            continue
+        table.add_row(f"{key}: {what}, share of syncs", *[_share(r.summary, key, "active") for r in sim.runs])
+        table.add_row(f"{key}: decided the replicas, share of syncs",
+                      *[_share(r.summary, key, "decided") for r in sim.runs])
     trace = sim.trace.report
     if trace.gaps:
         verb = "skipped" if trace.gap_policy == "skip" else f"filled ({trace.gap_policy})"

@@ -1,0 +1,289 @@
+"""The conventions every ``pyhpa`` command follows (docs/cli.md, issue 20): one-line errors with exit code 2 for
+click's own errors too, ``-o/--output`` the output format everywhere, files on ``-dir``/``-file`` flags, one
+``--gaps`` set, ``--version``, completion, examples in every ``--help``; ``forecast``'s output paths and short
+traces; what ``simulate`` says about its extensions; tables that do not wrap when piped; the plots."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+from datetime import timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+import typer
+import yaml
+from typer.testing import CliRunner
+
+from pyhpa import __version__
+from pyhpa.cli.main import app
+
+ROOT = Path(__file__).resolve().parent.parent
+runner = CliRunner()
+GROUP = typer.main.get_command(app)
+COMMANDS = sorted(GROUP.commands)
+
+
+def invoke(*args, **kwargs):
+    return runner.invoke(app, [str(a) for a in args], **kwargs)
+
+
+def one_error_line(result) -> str:
+    """The single stderr line of a failed command (exit code 2), asserted to be one line without traceback."""
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    assert "Traceback" not in result.output and "Usage:" not in result.output
+    return lines[0]
+
+
+# ------------------------------------------------------------------------------------------- click's own errors
+@pytest.mark.parametrize("command", COMMANDS)
+def test_an_unknown_option_is_one_line_and_exit_2_on_every_command(command):
+    line = one_error_line(invoke(command, "--no-such-flag"))
+    assert line.startswith("error: --no-such-flag: no such option") and f"{command} -h" in line
+
+
+GOLDEN = [
+    (["explain", "--bogus"], "error: --bogus: no such option (did you mean --pods?) (see root explain -h)"),
+    (["explain", "-o", "yaml", "x.yaml"], "error: --output: 'yaml' is not one of 'text', 'json' (see root explain -h)"),
+    (["forecast", "--trace", "t.csv", "--column", "c", "--gaps", "keep"],
+     "error: --gaps: 'keep' is not one of 'error', 'hold', 'zero', 'interpolate', 'skip' (see root forecast -h)"),
+    (["snapshot", "default/web", "-o", "web.yaml"],
+     "error: --output: 'web.yaml' is not one of 'yaml', 'json' (see root snapshot -h)"),
+    (["thresholds"], "error: HPA.yaml: missing argument (see root thresholds -h)"),
+    (["snapshot"], "error: NAMESPACE/NAME: missing argument (see root snapshot -h)"),
+    (["no-such-command"], "error: no-such-command: no such command (see root -h)"),
+    (["simulate", "--output-dir"], "error: --output-dir: requires an argument"),
+]
+
+
+@pytest.mark.parametrize("args, line", GOLDEN, ids=[" ".join(a) for a, _ in GOLDEN])
+def test_click_errors_read_like_every_other_error(args, line):
+    assert one_error_line(invoke(*args)) == line
+
+
+def test_click_errors_from_the_installed_command_name_it():
+    done = subprocess.run([sys.executable, "-m", "pyhpa.cli.main", "explain", "--bogus"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == "error: --bogus: no such option (did you mean --pods?) (see pyhpa explain -h)\n"
+
+
+# --------------------------------------------------------------------------------------------------- the flags
+def _options(command: str):
+    return [p for p in GROUP.commands[command].params if p.param_type_name == "option"]
+
+
+def _choices(p) -> tuple | None:
+    """The values a choice option takes (None: not a choice)."""
+    desc = p.type_descriptor
+    if not desc.is_choice:
+        return None
+    return tuple(getattr(c, "value", c) for c in desc.choices)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_output_is_the_format_and_files_have_their_own_flags(command):
+    for p in _options(command):
+        if "--output" in p.opts:
+            assert "-o" in p.opts
+            assert set(_choices(p)) <= {"text", "json", "yaml"} and "json" in _choices(p), command
+        if "--format" in p.opts:
+            assert _choices(p) is not None, f"{command} --format is free text"
+        if p.opts[0].endswith("-dir"):
+            assert p.metavar == "DIR", (command, p.opts)
+        if p.opts[0].endswith("-file"):
+            assert p.metavar == "FILE", (command, p.opts)
+
+
+def test_output_exists_where_commands_print_a_format():
+    have = {c for c in COMMANDS if any("--output" in p.opts for p in _options(c))}
+    assert {"explain", "thresholds", "schedules", "forecast", "snapshot"} <= have
+
+
+def test_gaps_has_one_set_of_choices():
+    sets = {c: _choices(p) for c in COMMANDS for p in _options(c) if "--gaps" in p.opts}
+    assert set(sets) >= {"simulate", "forecast"}
+    assert set(sets.values()) == {("error", "hold", "zero", "interpolate", "skip")}
+
+
+def test_simulate_output_dir_shows_dir():
+    out = invoke("simulate", "-h").output
+    assert re.search(r"--output-dir DIR\b", out) and "out/simulate" in out
+
+
+def test_version():
+    r = invoke("--version")
+    assert r.exit_code == 0 and r.output == f"pyhpa {__version__}\n"
+
+
+def test_completion_can_be_installed():
+    assert "--install-completion" in invoke("-h").output
+    done = subprocess.run([sys.executable, "-m", "pyhpa.cli.main", "--show-completion", "bash"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and "_PYHPA_COMPLETE" in done.stdout
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_help_has_examples_that_name_existing_files(command):
+    out = invoke(command, "-h").output
+    assert "Examples:" in out
+    examples = out.split("Examples:", 1)[1]
+    lines = [line.strip() for line in examples.replace("\\\n", " ").splitlines() if line.strip()]
+    assert any(line.startswith(f"pyhpa {command}") for line in lines), examples
+    for line in lines:
+        for token in shlex.split(line.split("#")[0]):
+            if re.fullmatch(r"(examples|benchmarks|pyhpa/data)/\S+\.(yaml|json|csv|csv\.gz)", token):
+                assert (ROOT / token).exists(), f"{command} -h names a missing file: {token}"
+        for m in re.finditer(r"--(?:output-dir|output-file|plot-file)\s+(\S+)", line):
+            assert m.group(1).startswith("out/"), line
+
+
+# ----------------------------------------------------------------------------------------------- pyhpa forecast
+@pytest.fixture
+def short_trace(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("timestamp,requests_per_second\n0,1\n60,2\n120,3\n")
+    return path
+
+
+def test_forecast_a_three_row_trace_with_the_plot_on(short_trace, tmp_path):
+    plot = tmp_path / "p" / "f.png"
+    r = invoke("forecast", "--trace", short_trace, "--column", "requests_per_second", "--plot-file", plot)
+    assert r.exit_code == 0, r.output
+    assert "forecast_rows=0 of 3 (InsufficientHistory 3)" in r.output and f"wrote {plot}" in r.output
+    assert plot.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("name, problem", [
+    ("f.txt", "f.txt: --plot-file: unknown file extension '.txt' (want one of "),
+    ("plot", "plot: --plot-file: no file extension (want one of "),
+])
+def test_forecast_refuses_a_plot_file_it_cannot_write_before_any_work(short_trace, tmp_path, monkeypatch, name, problem):
+    monkeypatch.chdir(tmp_path)
+    line = one_error_line(invoke("forecast", "--trace", short_trace, "--column", "requests_per_second",
+                                 "--plot-file", name))
+    assert line.startswith(f"error: {problem}") and ".png" in line and ".svg" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv"]
+
+
+@pytest.mark.parametrize("given", ["bad", "bad/"])
+def test_forecast_refuses_a_folder_as_plot_file(short_trace, tmp_path, monkeypatch, given):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad").mkdir()
+    line = one_error_line(invoke("forecast", "--trace", short_trace, "--column", "requests_per_second",
+                                 "--plot-file", given))
+    assert line == "error: bad: --plot-file: is a folder; give a file name, e.g. bad/forecast.png"
+    assert list((tmp_path / "bad").iterdir()) == [] and not (tmp_path / "bad.png").exists()
+
+
+def test_forecast_json_is_one_line_and_the_old_format_flag_still_works(short_trace):
+    new = invoke("forecast", "--trace", short_trace, "--column", "requests_per_second", "--no-plot", "-o", "json")
+    old = invoke("forecast", "--trace", short_trace, "--column", "requests_per_second", "--no-plot", "--format",
+                 "json")
+    assert new.exit_code == 0 and new.output.count("\n") == 1 and new.output == old.output
+    assert json.loads(new.output)["rows"] == 3
+
+
+def test_forecast_plot_labels_scale_and_error_panel():
+    from pyhpa.forecast import replay
+    from pyhpa.simulate.forecast_plot import axis_label, replay_figure
+
+    t = np.arange(0, 3 * 86400, 300.0)
+    v = 50 + 40 * np.sin(2 * np.pi * t / 86400)
+    v[v.size - 20] = 400.0  # a peak far above the rest
+    v[:50] = 0.0  # near-zero load, where a percentage error would spike
+    r = replay(t, v, start=86400.0)
+    fig = replay_figure(r, title="t", unit=axis_label("requests_per_second"), tz=timezone.utc, quantile=0.9,
+                        lead=300)
+    top, bottom = fig.axes[0], fig.axes[1]
+    assert top.get_ylabel() == "requests (per second)"
+    assert top.get_ylim()[1] >= 400.0
+    assert bottom.get_xlabel().startswith("time (UTC")
+    assert bottom.get_ylabel() == "WAPE, %" and "WAPE" in bottom.get_lines()[0].get_label()
+    assert len(bottom.get_lines()[0].get_xdata()) == r.times.size
+    assert axis_label("cpu_usage_percent") == "cpu usage (%)" and axis_label("load", "requests/s") == "load (requests/s)"
+
+
+# ----------------------------------------------------------------------------------------------- pyhpa simulate
+@pytest.fixture(scope="module")
+def predictive_run(tmp_path_factory):
+    """The issue's case: a predictive HorizontalAutoscaler on a 200-row trace (too little history to predict)."""
+    d = tmp_path_factory.mktemp("sim")
+    trace = d / "t.csv"
+    trace.write_text("timestamp,requests_per_second\n" + "".join(f"{i * 60},{50 + i % 30}\n" for i in range(200)))
+    hpa = yaml.safe_load((ROOT / "examples/simulate/ahead/autoscaler.yaml").read_text())
+    (d / "hpa.yaml").write_text(yaml.safe_dump(hpa))
+    done = subprocess.run([sys.executable, "-m", "pyhpa.cli.main", "simulate", "--hpa", str(d / "hpa.yaml"),
+                           "--target", str(ROOT / "benchmarks/proactive/deployment.yaml"),
+                           "--profile", str(ROOT / "benchmarks/proactive/profile.yaml"), "--trace", str(trace),
+                           "--column", "requests_per_second", "--load-scale", "20", "--no-plot", "--no-progress",
+                           "--output-dir", str(d / "out")],
+                          capture_output=True, text=True, timeout=300, env={**__import__("os").environ,
+                                                                             "COLUMNS": "60"})
+    assert done.returncode == 0, done.stderr
+    return done.stdout, json.loads((d / "out" / "summary.json").read_text())
+
+
+def test_simulate_table_shows_each_extensions_share_of_syncs(predictive_run):
+    out, summary = predictive_run
+    ext = summary["extensions"]
+    assert set(ext) == {"prediction", "saturation"}
+    assert ext["prediction"]["active_syncs"] == 0 and ext["prediction"]["decided_syncs"] == 0
+    assert summary["prediction"]["syncs_by_reason"] == {"InsufficientHistory": summary["syncs"]}
+    assert ext["saturation"]["decided_syncs"] == summary["syncs_decided_by"].get("Saturation", 0)
+    assert sum(summary["syncs_decided_by"].values()) == summary["syncs"]
+    row = next(line for line in out.splitlines() if "prediction: predicting, share of syncs" in line)
+    assert "0.0 % (0)" in row
+    assert any("saturation: decided the replicas, share of syncs" in line for line in out.splitlines())
+
+
+def test_simulate_warns_when_a_configured_extension_never_acted(predictive_run):
+    out, summary = predictive_run
+    warnings = [line for line in out.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == 1 + (summary["extensions"]["saturation"]["active_syncs"] == 0)
+    assert warnings[0].startswith("warning: hpa: prediction is configured but was never active "
+                                  f"(predicting on 0 of {summary['syncs']} syncs): InsufficientHistory on "
+                                  f"{summary['syncs']} of {summary['syncs']} syncs")
+
+
+def test_piped_tables_do_not_wrap(predictive_run):
+    """stdout is a pipe (and COLUMNS=60): each row of the table is one line, its label whole."""
+    out, _ = predictive_run
+    assert any(re.search(r"│ CPU use, true \(mean % of request, all running pods\)\s+│\s+[\d.]+ │", line)
+               for line in out.splitlines()), out
+    assert max(len(line) for line in out.splitlines() if line.startswith("│")) > 60
+
+
+# -------------------------------------------------------------------------------------------------- the plots
+def test_compare_draws_identical_runs_in_distinct_styles_and_interleaved_targets(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from pyhpa.simulate.plot import compare_figure
+    from simulate_util import hpa_doc, simulate
+
+    sim = simulate(tmp_path, [(900, 2.0), (900, 8.0)], hpas=[hpa_doc(max_replicas=20), hpa_doc(max_replicas=20)])
+    fig = compare_figure(sim)
+    try:
+        replicas = [line for line in fig.axes[1].get_lines() if "Ready replicas" in line.get_label()]
+        assert len(replicas) == 2
+        assert list(replicas[0].get_ydata()) == list(replicas[1].get_ydata())  # the same run twice ...
+        assert replicas[0].get_linestyle() != replicas[1].get_linestyle()  # ... both visible
+        assert replicas[0].get_linewidth() > replicas[1].get_linewidth()
+        targets = [line for line in fig.axes[2].get_lines() if "target" in line.get_label()]
+        assert len(targets) == 2 and targets[0].get_ydata()[0] == targets[1].get_ydata()[0]
+        (off0, dash0), (off1, dash1) = (t._unscaled_dash_pattern for t in targets)
+        assert dash0 == dash1 and off0 != off1  # equal targets interleave their dashes
+    finally:
+        plt.close(fig)
+
+
+def test_pyhpa_alone_still_shows_the_whole_help():
+    done = subprocess.run([sys.executable, "-m", "pyhpa.cli.main"], capture_output=True, text=True, timeout=120)
+    out = done.stdout + done.stderr
+    assert out.startswith("Usage: pyhpa [OPTIONS] COMMAND") and "\nCommands:\n" in out and "error:" not in out
