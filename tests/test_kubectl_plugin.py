@@ -86,7 +86,7 @@ def test_kubectl_pyhpa_explain_is_pyhpa_explain_of_the_snapshot_of_the_live_auto
     assert live.returncode == 0, live.stderr
     got = json.loads(live.stdout)
     snap = tmp_path / "snap.yaml"
-    taken = pyhpa(env, "snapshot", "shop/web", "--now", NOW, "--output", str(snap))
+    taken = pyhpa(env, "snapshot", "shop/web", "--now", NOW, "--output-file", str(snap))
     assert taken.returncode == 0, taken.stderr
     offline = pyhpa(env, "explain", "-o", "json", str(snap))
     assert offline.returncode == 0, offline.stderr
