@@ -226,6 +226,7 @@ class Runner:
         self.skipped: list[str] = []
         self.seconds: list[tuple[float, float, str]] = []  # (wall s, CPU s, command): shown with -s, never asserted
         self.lock = threading.Lock()
+        self.serving = threading.Lock()  # one `pyhpa run` at a time: each serves /metrics on the default port
 
     def args(self, tokens: list[str]) -> list[str]:
         health = str(_free_port())
@@ -316,6 +317,10 @@ class Runner:
 
     def serve(self, tokens: list[str]) -> None:
         """``pyhpa run``: until its caches synced (the leader after taking the Lease), then SIGTERM: exit 0."""
+        with self.serving:
+            self._serve(tokens)
+
+    def _serve(self, tokens: list[str]) -> None:
         proc = subprocess.Popen(self.args(tokens), cwd=self.workdir, env=self.env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
         seen = []
