@@ -26,6 +26,11 @@ _EXPONENT = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)[eE][+-]?\d+$")
 _SI_EXP = {"m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _DUR_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+#: the largest int32: what the API server stores in an ``int32`` field (replica counts, percentages)
+MAX_INT32 = 2**31 - 1
+#: the largest magnitude of a quantity in milli-units: upstream reads quantities as int64 milli-values
+#: (``Quantity.MilliValue()``), so a larger one has no meaning there (about 9.2 peta-units)
+MAX_MILLI = 2**63 - 1
 
 
 def number_text(value: int | float, field: str = "") -> str:
@@ -52,14 +57,44 @@ def quantity(text, field: str = "") -> Decimal:
     s = str(text).strip()
     try:
         if s and s[-1] in _SMALL and s[:-1].replace(".", "", 1).lstrip("+-").isdigit():
-            return Decimal(s[:-1]) * _SMALL[s[-1]]
-        if _EXPONENT.match(s):
-            return Decimal(s)
-        value = parse_quantity(s)
+            value = Decimal(s[:-1]) * _SMALL[s[-1]]
+        elif _EXPONENT.match(s):
+            value = Decimal(s)
+        else:
+            value = parse_quantity(s)
     except (ValueError, InvalidOperation):
         value = None
-    if value is None:
+    if value is None or not value.is_finite():
         raise InputError(f"malformed quantity {str(text)!r}", field=field)
+    if abs(value) * 1000 > MAX_MILLI:
+        raise InputError(f"must be at most 9.2P ({MAX_MILLI}m, the largest milli-value upstream's int64 holds), "
+                         f"got {str(text)!r}", field=field)
+    return value
+
+
+def positive_milli(text, field: str = "") -> int:
+    """A quantity that must be greater than 0 (a metric target's ``averageValue`` or ``value``: the API
+    server refuses 0 and below, "must be positive"), in milli-units rounded up; InputError naming ``field``."""
+    value = quantity(text, field)
+    if value <= 0:
+        raise InputError(f"must be positive, got {str(text)!r}", field=field)
+    return math.ceil(value * 1000)
+
+
+def int32_value(value, field: str, minimum: int = 0, maximum: int = MAX_INT32) -> int:
+    """A count the user gave (``replicas``, ``minReplicas``, ``averageUtilization``, ``--recommendation``, ...)
+    as the API server takes an ``int32`` field: an integer (or a float without fraction, as YAML/JSON may
+    write it) from ``minimum`` to ``maximum`` (at most 2147483647); InputError naming ``field`` otherwise."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"must be an integer, got {value!r}", field=field)
+    if value < minimum:
+        bound = "greater than 0" if minimum == 1 else f"{minimum} or more"
+        raise InputError(f"must be {bound}, got {value}", field=field)
+    if value > maximum:
+        kind = " (an int32)" if maximum == MAX_INT32 else ""
+        raise InputError(f"must be at most {maximum}{kind}, got {value}", field=field)
     return value
 
 

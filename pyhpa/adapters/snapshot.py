@@ -28,7 +28,7 @@ from .autoscaler import effective_config, read_autoscaler
 from .objects import object_label, pod_from_dict
 from .prediction import forecast_from_dict, forecast_to_dict, prediction_report
 from .saturation import saturation_report
-from .parse import format_time, timestamp
+from .parse import format_time, int32_value, timestamp
 from .promql import OFFLINE_SERVER, samples_from_answer
 
 
@@ -183,10 +183,11 @@ def scale_from_dict(d: Any) -> Scale:
     if not isinstance(d, dict):
         raise InputError("must be an autoscaling/v1 Scale object", field="scale")
     spec, status = d.get("spec") or {}, d.get("status") or {}
-    replicas = spec.get("replicas", 0)
-    if not isinstance(replicas, int) or isinstance(replicas, bool):
-        raise InputError(f"must be an integer, got {replicas!r}", field="scale.spec.replicas")
-    return Scale(replicas, int(status.get("replicas", replicas)), str(status.get("selector", "")))
+    if not isinstance(spec, dict) or not isinstance(status, dict):
+        raise InputError("must be a mapping", field="scale.spec" if not isinstance(spec, dict) else "scale.status")
+    replicas = int32_value(spec.get("replicas", 0), "scale.spec.replicas")
+    current = int32_value(status.get("replicas", replicas), "scale.status.replicas")
+    return Scale(replicas, current, str(status.get("selector", "")))
 
 
 def memory_from_dict(d: Any) -> Memory:
@@ -202,7 +203,7 @@ def memory_from_dict(d: Any) -> Memory:
             f = f"history.{key}[{i}]"
             if not isinstance(e, dict) or not isinstance(e.get(value_key), int):
                 raise InputError(f"needs timestamp and integer {value_key}", field=f)
-            out.append((timestamp(e.get("timestamp"), f"{f}.timestamp"), e[value_key]))
+            out.append((timestamp(e.get("timestamp"), f"{f}.timestamp"), int32_value(e[value_key], f"{f}.{value_key}")))
         return out
 
     recs = pairs("recommendations", "replicas") if "recommendations" in d else None
@@ -301,8 +302,8 @@ def snapshot_from_dict(d: Any, source: str, index: int | None = None, lenient: b
                                             extensions=True)
         pods = pods_in_namespace(d.get("pods") or [], hpa.namespace, lenient=lenient)
         pre = (d.get("input") or {}).get("prenormalizedDesiredReplicas")
-        if pre is not None and (not isinstance(pre, int) or isinstance(pre, bool)):
-            raise InputError(f"must be an integer, got {pre!r}", field="input.prenormalizedDesiredReplicas")
+        if pre is not None:
+            pre = int32_value(pre, "input.prenormalizedDesiredReplicas")
         return Snapshot(
             str(d.get("name") or label), source, str(d.get("level", "controller")), timestamp(d["now"], "now"),
             config, hpa, scale_from_dict(d["scale"]), pods, _with_prometheus_samples(

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..adapters.errors import InputError
 from ..adapters.objects import decode, object_label, pod_from_dict, selector_text
-from ..adapters.parse import milli
+from ..adapters.parse import int32_value, milli
 from ..adapters.snapshot import read_document
 from ..core import Pod
 from ..core.selector import SelectorError, matches, parse_selector
@@ -107,7 +107,7 @@ def target_from_dict(d: dict, container: str = "") -> Target:
                          "spec": d["spec"]["template"]["spec"]})
     c = next(c for c in spec.template.spec.containers if c.name == serving)
     index = containers.index(serving)
-    replicas = 1 if spec.replicas is None else spec.replicas
+    replicas = 1 if spec.replicas is None else int32_value(spec.replicas, "spec.replicas")
     ordered = model.kind == "StatefulSet" and (getattr(spec, "podManagementPolicy", None) or "OrderedReady") == "OrderedReady"
     return Target(
         model.kind, model.metadata.name, model.metadata.namespace or "default", replicas, selector, labels,
