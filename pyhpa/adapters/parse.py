@@ -66,9 +66,9 @@ def quantity(text, field: str = "") -> Decimal:
         value = None
     if value is None or not value.is_finite():
         raise InputError(f"malformed quantity {str(text)!r}", field=field)
-    if abs(value) * 1000 > MAX_MILLI:
-        raise InputError(f"must be at most 9.2P ({MAX_MILLI}m, the largest milli-value upstream's int64 holds), "
-                         f"got {str(text)!r}", field=field)
+    if not -MAX_MILLI - 1 <= math.ceil(value * 1000) <= MAX_MILLI:
+        raise InputError(f"must be between {-MAX_MILLI - 1}m and {MAX_MILLI}m (about ±9.2P: upstream reads quantities "
+                         f"as int64 milli-values), got {str(text)!r}", field=field)
     return value
 
 
