@@ -155,7 +155,12 @@ def load_trace(
         raise InputError(f"fewer than 2 rows left after --where/--start/--end ({len(times)}); a trace needs at least 2",
                          file=file)
     values = {c: _numbers(df[c], file, c) for c in columns}
-    values[column] = values[column] * load_scale
+    with np.errstate(over="ignore"):
+        scaled = values[column] * load_scale
+    if not np.isfinite(scaled).all():
+        raise InputError(f"{load_scale:g} times column {column!r} (up to {float(np.max(values[column])):g}) is beyond "
+                         "a float64", field="--load-scale")
+    values[column] = scaled
     step = float(np.median(np.diff(times)))
     report = TraceReport(file, column, tcol, list(where), rows_in_file, rows_in_file - matched,
                          matched - len(times), len(times), step, load_scale, gaps,
