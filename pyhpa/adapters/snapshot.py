@@ -375,8 +375,12 @@ def load_snapshots(path: str | Path, lenient: bool = False) -> list[Snapshot]:
         cases = doc["cases"]
         if not isinstance(cases, list):
             raise InputError("'cases' must be a list", file=str(path), field="cases")
+        if not cases:
+            raise InputError("no snapshots: 'cases' is empty", file=str(path), field="cases")
         return [snapshot_from_dict(c, str(path), i, lenient) for i, c in enumerate(cases)]
     docs = doc if isinstance(doc, list) else [doc]
+    if not docs:
+        raise InputError("no snapshots: the file holds an empty list", file=str(path))
     return [snapshot_from_dict(c, str(path), i if len(docs) > 1 else None, lenient) for i, c in enumerate(docs)]
 
 
