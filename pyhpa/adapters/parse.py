@@ -16,6 +16,7 @@ from decimal import Decimal, InvalidOperation
 
 from typing import Any
 
+import httpx2
 from lightkube.utils.quantity import parse_quantity
 
 from .errors import InputError
@@ -227,3 +228,16 @@ def refuse_first(problems: list[tuple[str, str]], field: str) -> None:
     if problems:
         sub, message = problems[0]
         raise InputError(message, field=f"{field}.{sub}")
+
+
+def server_url(text: str, field: str) -> str:
+    """An ``http://`` or ``https://`` URL with a host (``--server``, ``--prometheus-url``), read by httpx2's URL
+    parser; InputError naming ``field`` for anything else, so a typo fails at once instead of in a retry loop."""
+    try:
+        url = httpx2.URL(text)
+    except (httpx2.InvalidURL, TypeError) as err:
+        raise InputError(f"malformed URL {text!r}: {err}", field=field) from None
+    if url.scheme not in ("http", "https") or not url.host:
+        raise InputError(f"want an http:// or https:// URL with a host (e.g. http://127.0.0.1:8001), got {text!r}",
+                         field=field)
+    return text
