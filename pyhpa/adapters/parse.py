@@ -29,6 +29,7 @@ _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _DUR_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 #: the largest int32: what the API server stores in an ``int32`` field (replica counts, percentages)
 MAX_INT32 = 2**31 - 1
+MIN_INT32 = -(2**31)
 #: the largest magnitude of a quantity in milli-units: upstream reads quantities as int64 milli-values
 #: (``Quantity.MilliValue()``), so a larger one has no meaning there (about 9.2 peta-units)
 MAX_MILLI = 2**63 - 1
@@ -86,10 +87,7 @@ def int32_value(value, field: str, minimum: int = 0, maximum: int = MAX_INT32) -
     """A count the user gave (``replicas``, ``minReplicas``, ``averageUtilization``, ``--recommendation``, ...)
     as the API server takes an ``int32`` field: an integer (or a float without fraction, as YAML/JSON may
     write it) from ``minimum`` to ``maximum`` (at most 2147483647); InputError naming ``field`` otherwise."""
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"must be an integer, got {value!r}", field=field)
+    value = _integer(value, field)
     if value < minimum:
         bound = "greater than 0" if minimum == 1 else f"{minimum} or more"
         raise InputError(f"must be {bound}, got {value}", field=field)
@@ -214,11 +212,15 @@ def extension_fields(d: Any, keys: tuple[str, ...], field: str) -> dict:
 def api_integer(d: dict, key: str, default: Any, field: str) -> int:
     """``d[key]`` (``default`` when absent) as the API server takes ``type: integer``: an int, or a float with no
     fraction (as YAML/JSON may write it); InputError naming ``field.key`` otherwise."""
-    value = d.get(key, default)
+    return _integer(d.get(key, default), f"{field}.{key}")
+
+
+def _integer(value: Any, field: str) -> int:
+    """``value`` as the API server takes ``type: integer``: an int, or a float with no fraction."""
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"must be an integer, got {value!r}", field=f"{field}.{key}")
+        raise InputError(f"must be an integer, got {value!r}", field=field)
     return value
 
 
