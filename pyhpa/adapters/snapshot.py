@@ -63,6 +63,8 @@ def read_document(path: str | Path) -> Any:
         raise InputError(f"cannot read file: {err.strerror or err}", file=str(path)) from None
     if "\x00" in text:
         raise InputError(f"not a text file (YAML or JSON): byte {text.index(chr(0))} is NUL", file=str(path))
+    if not text.strip():
+        raise InputError("the file is empty", file=str(path))
     if p.suffix.lower() == ".json" or text.lstrip().startswith(("{", "[")):
         try:
             return json.loads(text)
