@@ -461,3 +461,22 @@ def test_any_bytes_as_a_trace_load_or_give_one_line(data, suffix):
             load_trace(path, "load")
         except InputError as err:
             assert _one_line(err)
+
+
+def test_a_negative_behavior_tolerance_is_refused(tmp_path):
+    doc = hpa_doc({"type": "AverageValue", "averageValue": "1"})
+    doc["spec"]["behavior"] = {"scaleDown": {"tolerance": "-0.1"}}
+    f = write(tmp_path / "hpa.yaml", doc)
+    assert error_line(invoke("thresholds", f)) == (
+        f"error: {f}: HorizontalPodAutoscaler default/web: spec.behavior.scaleDown.tolerance: must be 0 or more, "
+        "got '-0.1'")
+
+
+@pytest.mark.parametrize("value, shown", [(float("nan"), "nan"), ("-1", "'-1'"), ("inf", "'inf'")])
+def test_a_snapshot_controller_setting_must_be_finite_and_not_negative(tmp_path, value, shown):
+    doc = yaml.safe_load(SNAPSHOT.read_text())
+    doc["controller"]["tolerance"] = value
+    f = write(tmp_path / "snap.yaml", doc)
+    assert error_line(invoke("explain", f)) == (
+        f"error: {f}: snapshot 'php-apache-scale-up-with-a-starting-pod': controller.tolerance: must be a finite "
+        f"number >= 0, got {shown}")

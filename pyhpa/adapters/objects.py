@@ -324,6 +324,8 @@ def _rules(r: Any, up: bool, field: str, lenient: bool) -> ScalingRules:
             policies = tuple(_policy(p, f"{field}.policies[{i}]", lenient) for i, p in enumerate(r.policies))
         if r.tolerance is not None:
             tol = tolerance_float(r.tolerance, f"{field}.tolerance")
+            if tol < 0 and not lenient:  # the API server: "must be greater than or equal to 0"
+                raise InputError(f"must be 0 or more, got {r.tolerance!r}", field=f"{field}.tolerance")
     return ScalingRules(window, select, policies, tol)
 
 

@@ -12,6 +12,7 @@ serve both directions.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,9 +116,12 @@ def controller_config(d: dict | None) -> ControllerConfig:
     try:
         values = {f: float(d.get(k, getattr(base, f))) for f, k in CONTROLLER_KEYS}
         values.update({f: bool(gates.get(k, getattr(base, f))) for f, k in FEATURE_GATES})
-        return ControllerConfig(**values)
     except (TypeError, ValueError) as err:
         raise InputError(f"bad controller setting: {err}", field="controller") from None
+    for f, k in CONTROLLER_KEYS:  # the controller's flags: durations, a tolerance and a factor, none negative
+        if not (math.isfinite(values[f]) and values[f] >= 0):
+            raise InputError(f"must be a finite number >= 0, got {d.get(k)!r}", field=f"controller.{k}")
+    return ControllerConfig(**values)
 
 
 def controller_to_dict(config: ControllerConfig, **gathering: Any) -> dict:
