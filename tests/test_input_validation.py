@@ -118,6 +118,15 @@ def test_simulate_refuses_a_zero_target_before_running(tmp_path):
                              "spec.metrics[0].resource.target.averageValue: must be positive, got '0'")
 
 
+def test_a_quantity_in_an_error_line_is_shown_as_written_and_at_most_40_characters():
+    with pytest.raises(InputError) as err:
+        quantity(1e300, "spec.x")
+    assert str(err.value).endswith("got 1e+300")
+    with pytest.raises(InputError) as err:
+        quantity("1" + "0" * 300, "spec.x")
+    assert str(err.value).endswith("milli-values), got '" + "1" + "0" * 36 + "...'")
+
+
 def test_pod_requests_beyond_int64_milli_are_refused_in_a_snapshot(tmp_path):
     doc = yaml.safe_load(SNAPSHOT.read_text())
     doc["pods"][0]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1e20"

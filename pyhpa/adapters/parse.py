@@ -54,6 +54,7 @@ def quantity(text, field: str = "") -> Decimal:
     """
     if isinstance(text, bool) or text is None or isinstance(text, (list, dict)):
         raise InputError(f"expected a quantity (a number, or a string such as 500m or 1Gi), got {text!r}", field=field)
+    shown = _shown(text)
     if isinstance(text, (int, float)):
         text = number_text(text, field)
     s = str(text).strip()
@@ -66,12 +67,20 @@ def quantity(text, field: str = "") -> Decimal:
             value = parse_quantity(s)
     except (ValueError, InvalidOperation):
         value = None
+    if value is None and _PLAIN.match(s) and s.strip("+-.mkMGTPE"):
+        value = Decimal(MAX_MILLI)  # well formed, but more digits than lightkube's parser takes: far too large
     if value is None or not value.is_finite():
-        raise InputError(f"malformed quantity {str(text)!r}", field=field)
+        raise InputError(f"malformed quantity {shown}", field=field)
     if not -MAX_MILLI - 1 <= math.ceil(value * 1000) <= MAX_MILLI:
         raise InputError(f"must be between {-MAX_MILLI - 1}m and {MAX_MILLI}m (about ±9.2P: upstream reads quantities "
-                         f"as int64 milli-values), got {str(text)!r}", field=field)
+                         f"as int64 milli-values), got {shown}", field=field)
     return value
+
+
+def _shown(text) -> str:
+    """A value the user wrote, for an error line: as written, at most 40 characters."""
+    shown = repr(text)
+    return shown if len(shown) <= 42 else shown[:38] + "...'"
 
 
 def positive_milli(text, field: str = "") -> int:
@@ -79,7 +88,7 @@ def positive_milli(text, field: str = "") -> int:
     server refuses 0 and below, "must be positive"), in milli-units rounded up; InputError naming ``field``."""
     value = quantity(text, field)
     if value <= 0:
-        raise InputError(f"must be positive, got {str(text)!r}", field=field)
+        raise InputError(f"must be positive, got {_shown(text)}", field=field)
     return math.ceil(value * 1000)
 
 
