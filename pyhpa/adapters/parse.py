@@ -67,8 +67,10 @@ def quantity(text, field: str = "") -> Decimal:
             value = parse_quantity(s)
     except (ValueError, InvalidOperation):
         value = None
-    if value is None and _PLAIN.match(s) and s.strip("+-.mkMGTPE"):
-        value = Decimal(MAX_MILLI)  # well formed, but more digits than lightkube's parser takes: far too large
+    plain = _PLAIN.match(s) if value is None else None
+    if plain and (plain.group(2) or plain.group(3)):  # well formed, but more digits than lightkube's parser takes
+        sign, whole, frac, suffix = plain.groups()
+        value = Decimal(f"{sign}{whole or 0}.{frac or 0}").scaleb(_SI_EXP[suffix])
     if value is None or not value.is_finite():
         raise InputError(f"malformed quantity {shown}", field=field)
     if not -MAX_MILLI - 1 <= math.ceil(value * 1000) <= MAX_MILLI:
