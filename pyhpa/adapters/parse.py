@@ -251,6 +251,5 @@ def server_url(text: str, field: str) -> str:
     except (httpx2.InvalidURL, TypeError) as err:
         raise InputError(f"malformed URL {text!r}: {err}", field=field) from None
     if url.scheme not in ("http", "https") or not url.host:
-        raise InputError(f"want an http:// or https:// URL with a host (e.g. http://127.0.0.1:8001), got {text!r}",
-                         field=field)
+        raise InputError(f"must be an http:// or https:// URL with a host, got {text!r}", field=field)
     return text
