@@ -429,9 +429,13 @@ def test_any_count_is_an_int32_or_one_line(value):
     assert isinstance(n, int) and 0 <= n <= MAX_INT32 and n == value
 
 
+good = st.one_of(st.integers(0, 10**6).map(str), st.floats(0, 1e12).map(repr))
 cells = st.one_of(st.integers(-5, 10**6).map(str), st.floats(allow_nan=True, allow_infinity=True).map(repr),
                   st.sampled_from(["", "x", "nan", "inf", "1e400", " 7", "\"3\""]), st.text(max_size=5))
-rows = st.lists(st.lists(cells, min_size=1, max_size=5), min_size=0, max_size=12)
+# mostly well-formed rows (a load and one other field), some with a bad cell, a field too many or too few
+row = st.one_of(st.tuples(good, good).map(list), st.tuples(good, good).map(list), st.tuples(good, good).map(list),
+                st.tuples(cells, good).map(list), st.lists(cells, min_size=1, max_size=4))
+rows = st.lists(row, min_size=0, max_size=12)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
