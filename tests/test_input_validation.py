@@ -492,3 +492,16 @@ def test_a_snapshot_controller_setting_must_be_finite_and_not_negative(tmp_path,
     assert error_line(invoke("explain", f)) == (
         f"error: {f}: snapshot 'php-apache-scale-up-with-a-starting-pod': controller.tolerance: must be a finite "
         f"number >= 0, got {shown}")
+
+
+@pytest.mark.parametrize("key, item, line", [
+    ("recommendations", {"timestamp": "2026-11-21T09:59:00Z", "replicas": -1},
+     "history.recommendations[0].replicas: must be 0 or more, got -1"),
+    ("scaleUpEvents", {"timestamp": "2026-11-21T09:59:00Z", "replicaChange": 2**31},
+     "history.scaleUpEvents[0].replicaChange: must be at most 2147483647 (an int32), got 2147483648"),
+])
+def test_snapshot_history_counts_are_int32_and_not_negative(tmp_path, key, item, line):
+    doc = yaml.safe_load(SNAPSHOT.read_text())
+    doc["history"] = {key: [item]}
+    f = write(tmp_path / "snap.yaml", doc)
+    assert error_line(invoke("explain", f)) == f"error: {f}: snapshot 'php-apache-scale-up-with-a-starting-pod': {line}"
