@@ -12,6 +12,15 @@ Test infrastructure only (not part of the pyhpa product). Drive it with lightkub
 
 from .errors import KubeError
 from .faults import Fault
-from .server import KubeDouble
 
 __all__ = ["Fault", "KubeDouble", "KubeError"]
+
+
+def __getattr__(name: str):
+    """``KubeDouble`` is imported on first use: it needs the ``kubedouble`` extra (jsonschema, ...), and
+    ``python -m kubedouble`` says so in one line instead of a traceback when it is missing."""
+    if name == "KubeDouble":
+        from .server import KubeDouble
+
+        return KubeDouble
+    raise AttributeError(f"module 'kubedouble' has no attribute {name!r}")

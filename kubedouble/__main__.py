@@ -3,7 +3,7 @@
 Pre-registers the CRDs found in ``--crd`` files (default: the pyhpa CRD, ``pyhpa/data/deploy/crd.yaml``
 of the installed package, identical to ``deploy/crd.yaml``); when none is found, a permissive stand-in for
 the pyhpa ``HorizontalAutoscaler`` CRD is registered instead. Works from any directory once pyhpa is
-installed with its test dependencies (``pip install 'pyhpa[test]'``).
+installed with its extra (``pip install 'pyhpa[kubedouble]'``).
 """
 
 from __future__ import annotations
@@ -103,11 +103,11 @@ def main(argv: list[str] | None = None) -> None:
     """Command-line entry point."""
     args = parser().parse_args(argv)
     try:
-        import jsonschema  # noqa: F401
-        import kubernetes_validate  # noqa: F401
+        from . import server  # noqa: F401  (jsonschema, kubernetes-validate, referencing: the kubedouble extra)
     except ModuleNotFoundError as err:
-        raise SystemExit(f"error: kubedouble needs the test dependencies ({err.name} is missing): "
-                         "pip install 'pyhpa[test]'") from None
+        print(f"error: python -m kubedouble needs the kubedouble extra ({err.name} is not installed): "
+              "pip install 'pyhpa[kubedouble]'", file=sys.stderr)
+        raise SystemExit(2) from None
     try:
         asyncio.run(serve(args))
     except KeyboardInterrupt:

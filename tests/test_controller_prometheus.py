@@ -157,4 +157,5 @@ async def test_crd_accepts_prometheus_metrics_and_rejects_incomplete_ones(kd):
 def test_run_rejects_a_prometheus_url_that_is_not_http():
     result = CliRunner().invoke(app, ["run", "--prometheus-url", "prometheus:9090"])
     assert result.exit_code == 2
-    assert result.output.strip() == "error: --prometheus-url: must be an http:// or https:// URL"
+    assert result.output.strip() == ("error: --prometheus-url: must be an http:// or https:// URL with a host, "
+                                     "got 'prometheus:9090'")

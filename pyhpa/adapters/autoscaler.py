@@ -29,7 +29,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from ..core import HPA, ControllerConfig, ScheduleWindow, check_window, check_windows
 from .errors import InputError
-from .parse import refuse_first
+from .parse import MIN_INT32, int32_value, refuse_first
 from .fallback import has_fallback_fields, read_metric_fallbacks, read_spec_fallback, without_metric_fallbacks
 from .objects import hpa_from_dict, object_label
 from .pause import pause_annotations, pause_from_annotations
@@ -125,9 +125,7 @@ def _int(w: dict, key: str, f: str) -> int | None:
     value = w.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"must be an integer, got {value!r}", field=f"{f}.{key}")
-    return value
+    return int32_value(value, f"{f}.{key}", MIN_INT32)  # an int32 as the API stores it; the core checks the range
 
 
 def _text(w: dict, key: str, f: str, required: bool = False) -> str | None:

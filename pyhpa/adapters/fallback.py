@@ -14,6 +14,7 @@ from typing import Any
 
 from ..core import HPA, FallbackSpec, check_fallback, effective_fallback
 from .errors import InputError
+from .parse import MIN_INT32, int32_value
 
 #: the fields of a fallback object
 FALLBACK_FIELDS = ("failureThreshold", "failureDurationSeconds", "replicas", "behavior")
@@ -30,10 +31,8 @@ def fallback_spec(value: Any, field: str) -> FallbackSpec:
             raise InputError(f"unknown field (a fallback has {', '.join(FALLBACK_FIELDS)})", field=f"{field}.{key}")
     out: dict[str, Any] = {}
     for key in ("failureThreshold", "replicas"):
-        v = value.get(key)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
-            raise InputError(f"must be an integer, got {v!r}", field=f"{field}.{key}")
-        out[_CAMEL[key]] = v
+        v = value.get(key)  # an int32 as the API stores it; check_fallback checks the range
+        out[_CAMEL[key]] = None if v is None else int32_value(v, f"{field}.{key}", MIN_INT32)
     d = value.get("failureDurationSeconds")
     if d is not None and (isinstance(d, bool) or not isinstance(d, (int, float))):
         raise InputError(f"must be a number of seconds, got {d!r}", field=f"{field}.failureDurationSeconds")

@@ -15,6 +15,7 @@ from ..core.selector import SelectorError, parse_selector
 from .errors import InputError
 from .metrics_api import resource_samples
 from .autoscaler import effective_config, find_autoscaler, read_autoscaler
+from .parse import int32_value
 from .promql import OFFLINE_SERVER
 from .prediction import forecast_from_status
 from .snapshot import Snapshot, pods_in_namespace, read_document
@@ -119,6 +120,10 @@ def snapshot_from_kubectl(
         if replicas is None:
             raise InputError("the HPA has no status.currentReplicas: give --replicas", file=str(hpa_path),
                              field="status.currentReplicas")
+        try:
+            replicas = int32_value(replicas, "status.currentReplicas")
+        except InputError as err:
+            raise err.at(file=str(hpa_path), obj=f"HorizontalPodAutoscaler {hpa.namespace}/{hpa.name}") from None
     sel = selector if selector is not None else _shared_labels(pods)
     try:
         parse_selector(sel)

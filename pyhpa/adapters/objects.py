@@ -44,7 +44,7 @@ from ..core.model import (
     ScalingRules,
 )
 from .errors import InputError
-from .parse import milli, number_text, quantity, timestamp, tolerance_float
+from .parse import milli, number_text, int32_value, positive_milli, quantity, timestamp, tolerance_float
 
 _SOURCE_KEY = {
     "Resource": "resource",
@@ -242,13 +242,19 @@ def selector_text(sel: Any) -> str:
     return ",".join(parts)
 
 
-def _target(t: Any, field: str) -> tuple[str, int | None, int | None, int | None]:
-    """(type, utilization %, averageValue milli, value milli) of a MetricTarget."""
+def _target(t: Any, field: str, lenient: bool) -> tuple[str, int | None, int | None, int | None]:
+    """(type, utilization %, averageValue milli, value milli) of a MetricTarget. As the API server validates
+    it, ``averageValue`` and ``value`` must be positive and ``averageUtilization`` greater than 0 and an int32
+    (``lenient``: any value, as a Go struct holds it)."""
     if t is None:
         raise InputError("a metric target is required", field=field)
-    avg = milli(t.averageValue, f"{field}.averageValue") if t.averageValue is not None else None
-    val = milli(t.value, f"{field}.value") if t.value is not None else None
-    return t.type, t.averageUtilization, avg, val
+    read = milli if lenient else positive_milli
+    avg = read(t.averageValue, f"{field}.averageValue") if t.averageValue is not None else None
+    val = read(t.value, f"{field}.value") if t.value is not None else None
+    util = t.averageUtilization
+    if util is not None and not lenient:
+        int32_value(util, f"{field}.averageUtilization", 1)
+    return t.type, util, avg, val
 
 
 def _metric(m: Any, i: int, lenient: bool) -> MetricSpec:
@@ -264,7 +270,7 @@ def _metric(m: Any, i: int, lenient: bool) -> MetricSpec:
     src = getattr(m, key)
     if src is None:
         raise InputError(f"metric type {mtype} needs the {key!r} field", field=f"{field}.{key}")
-    ttype, util, avg, val = _target(src.target, f"{field}.{key}.target")
+    ttype, util, avg, val = _target(src.target, f"{field}.{key}.target", lenient)
     _check_target(mtype, ttype, util, avg, val, f"{field}.{key}.target", lenient)
     if mtype in ("Resource", "ContainerResource"):
         return MetricSpec(mtype, src.name, ttype, util, avg, None, getattr(src, "container", "") or "")
@@ -289,13 +295,16 @@ def _check_target(mtype, ttype, util, avg, val, field, lenient) -> None:
     name, value = need[ttype]
     if value is None:
         raise InputError(f"target type {ttype} needs {name}", field=f"{field}.{name}")
-    if ttype == UTILIZATION and value <= 0:
-        raise InputError("averageUtilization must be greater than 0", field=f"{field}.averageUtilization")
     if mtype in ("Resource", "ContainerResource") and util is not None and avg is not None:
         raise InputError("may not set both a target raw value and a target utilization", field=f"{field}.averageValue")
 
 
-def _rules(r: Any, up: bool, field: str) -> ScalingRules:
+#: the API server's upper bounds of ``behavior.*.stabilizationWindowSeconds`` and ``policies[].periodSeconds``
+MAX_WINDOW_SECONDS = 3600
+MAX_PERIOD_SECONDS = 1800
+
+
+def _rules(r: Any, up: bool, field: str, lenient: bool) -> ScalingRules:
     """HPAScalingRules with the API defaults (GenerateHPAScaleUpRules / GenerateHPAScaleDownRules)."""
     if up:
         window, policies = 0, (ScalingPolicy("Pods", 4, 15), ScalingPolicy("Percent", 100, 15))
@@ -309,16 +318,23 @@ def _rules(r: Any, up: bool, field: str) -> ScalingRules:
                 raise InputError(f"selectPolicy {select!r} is not Max, Min or Disabled", field=f"{field}.selectPolicy")
         if r.stabilizationWindowSeconds is not None:
             window = r.stabilizationWindowSeconds
+            if not lenient:
+                int32_value(window, f"{field}.stabilizationWindowSeconds", 0, MAX_WINDOW_SECONDS)
         if r.policies is not None:
-            policies = tuple(_policy(p, f"{field}.policies[{i}]") for i, p in enumerate(r.policies))
+            policies = tuple(_policy(p, f"{field}.policies[{i}]", lenient) for i, p in enumerate(r.policies))
         if r.tolerance is not None:
             tol = tolerance_float(r.tolerance, f"{field}.tolerance")
+            if tol < 0 and not lenient:  # the API server: "must be greater than or equal to 0"
+                raise InputError(f"must be 0 or more, got {r.tolerance!r}", field=f"{field}.tolerance")
     return ScalingRules(window, select, policies, tol)
 
 
-def _policy(p: Any, field: str) -> ScalingPolicy:
+def _policy(p: Any, field: str, lenient: bool) -> ScalingPolicy:
     if p.type not in ("Pods", "Percent"):
         raise InputError(f"policy type {p.type!r} is not Pods or Percent", field=f"{field}.type")
+    if not lenient:  # the API server's bounds (validateScalingPolicy)
+        int32_value(p.value, f"{field}.value", 1)
+        int32_value(p.periodSeconds, f"{field}.periodSeconds", 1, MAX_PERIOD_SECONDS)
     return ScalingPolicy(p.type, p.value, p.periodSeconds)
 
 
@@ -353,8 +369,8 @@ def hpa_from_model(h: Any, lenient: bool = False, scale_to_zero: bool = False, g
         behavior = None
         if spec.behavior is not None:
             b = spec.behavior
-            behavior = Behavior(_rules(b.scaleUp, True, "spec.behavior.scaleUp"),
-                                _rules(b.scaleDown, False, "spec.behavior.scaleDown"))
+            behavior = Behavior(_rules(b.scaleUp, True, "spec.behavior.scaleUp", lenient),
+                                _rules(b.scaleDown, False, "spec.behavior.scaleDown", lenient))
         status = h.status
         last = timestamp(status.lastScaleTime) if status is not None and status.lastScaleTime else None
         desired = status.desiredReplicas if status is not None else None
@@ -371,6 +387,8 @@ def _check_bounds(min_r: int, max_r: int, lenient: bool, scale_to_zero: bool, go
         raise InputError("maxReplicas must be at least 1", field="spec.maxReplicas")
     if min_r < 0:
         raise InputError("minReplicas must not be negative", field="spec.minReplicas")
+    int32_value(max_r, "spec.maxReplicas")
+    int32_value(min_r, "spec.minReplicas")
     if min_r > max_r:
         raise InputError(f"minReplicas ({min_r}) is greater than maxReplicas ({max_r})", field="spec.minReplicas")
     if min_r == 0 and not (lenient or scale_to_zero):

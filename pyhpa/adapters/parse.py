@@ -16,6 +16,7 @@ from decimal import Decimal, InvalidOperation
 
 from typing import Any
 
+import httpx2
 from lightkube.utils.quantity import parse_quantity
 
 from .errors import InputError
@@ -26,6 +27,12 @@ _EXPONENT = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)[eE][+-]?\d+$")
 _SI_EXP = {"m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _DUR_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+#: the largest int32: what the API server stores in an ``int32`` field (replica counts, percentages)
+MAX_INT32 = 2**31 - 1
+MIN_INT32 = -(2**31)
+#: the largest magnitude of a quantity in milli-units: upstream reads quantities as int64 milli-values
+#: (``Quantity.MilliValue()``), so a larger one has no meaning there (about 9.2 peta-units)
+MAX_MILLI = 2**63 - 1
 
 
 def number_text(value: int | float, field: str = "") -> str:
@@ -47,19 +54,57 @@ def quantity(text, field: str = "") -> Decimal:
     """
     if isinstance(text, bool) or text is None or isinstance(text, (list, dict)):
         raise InputError(f"expected a quantity (a number, or a string such as 500m or 1Gi), got {text!r}", field=field)
+    shown = _shown(text)
     if isinstance(text, (int, float)):
         text = number_text(text, field)
     s = str(text).strip()
     try:
         if s and s[-1] in _SMALL and s[:-1].replace(".", "", 1).lstrip("+-").isdigit():
-            return Decimal(s[:-1]) * _SMALL[s[-1]]
-        if _EXPONENT.match(s):
-            return Decimal(s)
-        value = parse_quantity(s)
+            value = Decimal(s[:-1]) * _SMALL[s[-1]]
+        elif _EXPONENT.match(s):
+            value = Decimal(s)
+        else:
+            value = parse_quantity(s)
     except (ValueError, InvalidOperation):
         value = None
-    if value is None:
-        raise InputError(f"malformed quantity {str(text)!r}", field=field)
+    plain = _PLAIN.match(s) if value is None else None
+    if plain and (plain.group(2) or plain.group(3)):  # well formed, but more digits than lightkube's parser takes
+        sign, whole, frac, suffix = plain.groups()
+        value = Decimal(f"{sign}{whole or 0}.{frac or 0}").scaleb(_SI_EXP[suffix])
+    if value is None or not value.is_finite():
+        raise InputError(f"malformed quantity {shown}", field=field)
+    if not -MAX_MILLI - 1 <= math.ceil(value * 1000) <= MAX_MILLI:
+        raise InputError(f"must be between {-MAX_MILLI - 1}m and {MAX_MILLI}m (about ±9.2P: upstream reads quantities "
+                         f"as int64 milli-values), got {shown}", field=field)
+    return value
+
+
+def _shown(text) -> str:
+    """A value the user wrote, for an error line: as written, at most 40 characters."""
+    shown = repr(text)
+    return shown if len(shown) <= 42 else shown[:38] + "...'"
+
+
+def positive_milli(text, field: str = "") -> int:
+    """A quantity that must be greater than 0 (a metric target's ``averageValue`` or ``value``: the API
+    server refuses 0 and below, "must be positive"), in milli-units rounded up; InputError naming ``field``."""
+    value = quantity(text, field)
+    if value <= 0:
+        raise InputError(f"must be positive, got {_shown(text)}", field=field)
+    return math.ceil(value * 1000)
+
+
+def int32_value(value, field: str, minimum: int = 0, maximum: int = MAX_INT32) -> int:
+    """A count the user gave (``replicas``, ``minReplicas``, ``averageUtilization``, ``--recommendation``, ...)
+    as the API server takes an ``int32`` field: an integer (or a float without fraction, as YAML/JSON may
+    write it) from ``minimum`` to ``maximum`` (at most 2147483647); InputError naming ``field`` otherwise."""
+    value = _integer(value, field)
+    if value < minimum:
+        bound = "greater than 0" if minimum == 1 else f"{minimum} or more"
+        raise InputError(f"must be {bound}, got {value}", field=field)
+    if value > maximum:
+        kind = " (an int32)" if maximum == MAX_INT32 else ""
+        raise InputError(f"must be at most {maximum}{kind}, got {value}", field=field)
     return value
 
 
@@ -178,11 +223,15 @@ def extension_fields(d: Any, keys: tuple[str, ...], field: str) -> dict:
 def api_integer(d: dict, key: str, default: Any, field: str) -> int:
     """``d[key]`` (``default`` when absent) as the API server takes ``type: integer``: an int, or a float with no
     fraction (as YAML/JSON may write it); InputError naming ``field.key`` otherwise."""
-    value = d.get(key, default)
+    return _integer(d.get(key, default), f"{field}.{key}")
+
+
+def _integer(value: Any, field: str) -> int:
+    """``value`` as the API server takes ``type: integer``: an int, or a float with no fraction."""
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"must be an integer, got {value!r}", field=f"{field}.{key}")
+        raise InputError(f"must be an integer, got {value!r}", field=field)
     return value
 
 
@@ -192,3 +241,15 @@ def refuse_first(problems: list[tuple[str, str]], field: str) -> None:
     if problems:
         sub, message = problems[0]
         raise InputError(message, field=f"{field}.{sub}")
+
+
+def server_url(text: str, field: str) -> str:
+    """An ``http://`` or ``https://`` URL with a host (``--server``, ``--prometheus-url``), read by httpx2's URL
+    parser; InputError naming ``field`` for anything else, so a typo fails at once instead of in a retry loop."""
+    try:
+        url = httpx2.URL(text)
+    except (httpx2.InvalidURL, TypeError) as err:
+        raise InputError(f"malformed URL {text!r}: {err}", field=field) from None
+    if url.scheme not in ("http", "https") or not url.host:
+        raise InputError(f"must be an http:// or https:// URL with a host, got {text!r}", field=field)
+    return text

@@ -12,6 +12,7 @@ serve both directions.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,7 @@ from .autoscaler import effective_config, read_autoscaler
 from .objects import object_label, pod_from_dict
 from .prediction import forecast_from_dict, forecast_to_dict, prediction_report
 from .saturation import saturation_report
-from .parse import format_time, timestamp
+from .parse import format_time, int32_value, timestamp
 from .promql import OFFLINE_SERVER, samples_from_answer
 
 
@@ -63,6 +64,8 @@ def read_document(path: str | Path) -> Any:
         raise InputError(f"cannot read file: {err.strerror or err}", file=str(path)) from None
     if "\x00" in text:
         raise InputError(f"not a text file (YAML or JSON): byte {text.index(chr(0))} is NUL", file=str(path))
+    if not text.strip():
+        raise InputError("the file is empty", file=str(path))
     if p.suffix.lower() == ".json" or text.lstrip().startswith(("{", "[")):
         try:
             return json.loads(text)
@@ -113,9 +116,12 @@ def controller_config(d: dict | None) -> ControllerConfig:
     try:
         values = {f: float(d.get(k, getattr(base, f))) for f, k in CONTROLLER_KEYS}
         values.update({f: bool(gates.get(k, getattr(base, f))) for f, k in FEATURE_GATES})
-        return ControllerConfig(**values)
     except (TypeError, ValueError) as err:
         raise InputError(f"bad controller setting: {err}", field="controller") from None
+    for f, k in CONTROLLER_KEYS:  # the controller's flags: durations, a tolerance and a factor, none negative
+        if not (math.isfinite(values[f]) and values[f] >= 0):
+            raise InputError(f"must be a finite number >= 0, got {d.get(k)!r}", field=f"controller.{k}")
+    return ControllerConfig(**values)
 
 
 def controller_to_dict(config: ControllerConfig, **gathering: Any) -> dict:
@@ -183,10 +189,11 @@ def scale_from_dict(d: Any) -> Scale:
     if not isinstance(d, dict):
         raise InputError("must be an autoscaling/v1 Scale object", field="scale")
     spec, status = d.get("spec") or {}, d.get("status") or {}
-    replicas = spec.get("replicas", 0)
-    if not isinstance(replicas, int) or isinstance(replicas, bool):
-        raise InputError(f"must be an integer, got {replicas!r}", field="scale.spec.replicas")
-    return Scale(replicas, int(status.get("replicas", replicas)), str(status.get("selector", "")))
+    if not isinstance(spec, dict) or not isinstance(status, dict):
+        raise InputError("must be a mapping", field="scale.spec" if not isinstance(spec, dict) else "scale.status")
+    replicas = int32_value(spec.get("replicas", 0), "scale.spec.replicas")
+    current = int32_value(status.get("replicas", replicas), "scale.status.replicas")
+    return Scale(replicas, current, str(status.get("selector", "")))
 
 
 def memory_from_dict(d: Any) -> Memory:
@@ -202,7 +209,7 @@ def memory_from_dict(d: Any) -> Memory:
             f = f"history.{key}[{i}]"
             if not isinstance(e, dict) or not isinstance(e.get(value_key), int):
                 raise InputError(f"needs timestamp and integer {value_key}", field=f)
-            out.append((timestamp(e.get("timestamp"), f"{f}.timestamp"), e[value_key]))
+            out.append((timestamp(e.get("timestamp"), f"{f}.timestamp"), int32_value(e[value_key], f"{f}.{value_key}")))
         return out
 
     recs = pairs("recommendations", "replicas") if "recommendations" in d else None
@@ -301,8 +308,8 @@ def snapshot_from_dict(d: Any, source: str, index: int | None = None, lenient: b
                                             extensions=True)
         pods = pods_in_namespace(d.get("pods") or [], hpa.namespace, lenient=lenient)
         pre = (d.get("input") or {}).get("prenormalizedDesiredReplicas")
-        if pre is not None and (not isinstance(pre, int) or isinstance(pre, bool)):
-            raise InputError(f"must be an integer, got {pre!r}", field="input.prenormalizedDesiredReplicas")
+        if pre is not None:
+            pre = int32_value(pre, "input.prenormalizedDesiredReplicas")
         return Snapshot(
             str(d.get("name") or label), source, str(d.get("level", "controller")), timestamp(d["now"], "now"),
             config, hpa, scale_from_dict(d["scale"]), pods, _with_prometheus_samples(
@@ -374,8 +381,12 @@ def load_snapshots(path: str | Path, lenient: bool = False) -> list[Snapshot]:
         cases = doc["cases"]
         if not isinstance(cases, list):
             raise InputError("'cases' must be a list", file=str(path), field="cases")
+        if not cases:
+            raise InputError("no snapshots: 'cases' is empty", file=str(path), field="cases")
         return [snapshot_from_dict(c, str(path), i, lenient) for i, c in enumerate(cases)]
     docs = doc if isinstance(doc, list) else [doc]
+    if not docs:
+        raise InputError("no snapshots: the file holds an empty list", file=str(path))
     return [snapshot_from_dict(c, str(path), i if len(docs) > 1 else None, lenient) for i, c in enumerate(docs)]
 
 

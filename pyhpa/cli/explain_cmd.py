@@ -14,7 +14,7 @@ from rich.table import Table
 
 from ..adapters.errors import InputError
 from ..adapters.kubectl import snapshot_from_kubectl
-from ..adapters.parse import format_time, timestamp
+from ..adapters.parse import format_time, int32_value, timestamp
 from ..adapters.prediction import prediction_report
 from ..adapters.saturation import saturation_report
 from ..adapters.snapshot import Snapshot, decision_json, load_snapshots, run_snapshot, snapshot_warnings
@@ -86,10 +86,9 @@ def check_inputs(files, hpa, pods, pod_metrics, replicas, selector, now, recomme
         if pod_metrics is None:
             raise InputError("--hpa needs --pod-metrics (kubectl get --raw /apis/metrics.k8s.io/v1beta1/namespaces/NS/pods)"
                              ", or --recommendation N to skip metrics", field="--pod-metrics")
-    if replicas is not None and replicas < 0:
-        raise InputError(f"must be 0 or more, got {replicas}", field="--replicas")
-    if recommendation is not None and recommendation < 0:
-        raise InputError(f"must be 0 or more, got {recommendation}", field="--recommendation")
+    for flag, value in (("--replicas", replicas), ("--recommendation", recommendation)):
+        if value is not None:
+            int32_value(value, flag)
 
 
 def _gather(files, hpa, pods, pod_metrics, replicas, selector, now, lenient) -> list[Snapshot]:

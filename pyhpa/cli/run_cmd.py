@@ -13,6 +13,7 @@ import typer
 
 from .. import __version__
 from ..adapters.errors import InputError
+from ..adapters.parse import server_url
 
 MANIFESTS = ("crd", "rbac", "deployment")
 
@@ -90,6 +91,8 @@ def run(
     from ..controller import Settings, load_config, run_controller
 
     _logging(log_level, log_format.value)
+    if server is not None:  # (--prometheus-url: checked by Settings)
+        server_url(server, "--server")
     settings = Settings(
         namespace=namespace, workers=workers, sync_period_seconds=sync_period, jitter=jitter,
         metrics_timeout_seconds=metrics_timeout, api_timeout_seconds=api_timeout, health_host=health_host,

@@ -41,32 +41,38 @@ def thresholds(
         raise InputError("must be in [0, 1)", field="--tolerance")
     config = ControllerConfig(tolerance=tolerance, configurable_tolerance=not no_configurable_tolerance)
     try:  # one autoscaler document; a HorizontalAutoscaler's own tolerance setting overrides --tolerance
-        hpa, _, _, config = read_hpa(find_autoscaler(read_document(hpa_file)), config)
+        hpa, model, _, config = read_hpa(find_autoscaler(read_document(hpa_file)), config)
     except InputError as err:
         raise err.at(file=str(hpa_file)) from None
+    status = model.status
+    current = [status.currentReplicas] if status is not None and status.currentReplicas is not None else []
     listed = None
     if pods is not None:
         try:
             listed = pods_in_namespace(pod_items(read_document(pods), pods), hpa.namespace, "items")
         except InputError as err:
             raise err.at(file=str(pods)) from None
-    report_thresholds(hpa, config, listed, output)
+    report_thresholds(hpa, config, listed, output, current)
 
 
-def report_thresholds(hpa: HPA, config: ControllerConfig, pods: list[Pod] | None, output: Output) -> None:
+def report_thresholds(hpa: HPA, config: ControllerConfig, pods: list[Pod] | None, output: Output,
+                      current: list[int] = ()) -> None:
     """Print the thresholds of ``hpa`` under ``config`` (text tables or one JSON object); with ``pods`` (the
-    target's), the warnings where their requests and limits starve a target. Also what ``kubectl pyhpa
-    thresholds`` prints for the live autoscaler."""
+    target's), the warnings where their requests and limits starve a target. A table of more than ``MAX_ROWS``
+    rows keeps those around status.desiredReplicas and ``current`` (status.currentReplicas) and says which
+    rows it left out. Also what ``kubectl pyhpa thresholds`` prints for the live autoscaler."""
     down, up = tolerances(hpa, config)
+    observed = [n for n in (hpa.status_desired_replicas, *current) if n is not None]
+    counts, elided = shown_replicas(max(hpa.min_replicas, 1), hpa.max_replicas, observed)
     result = {"hpa": f"{hpa.namespace}/{hpa.name}", "tolerance": {"scaleDown": down, "scaleUp": up}, "metrics": [],
-              "warnings": []}
+              "elided": [{"from": a, "to": b} for a, b in elided], "warnings": []}
     if pods is not None:
         found = check_hpa(hpa, None, pods, [], config)  # the given pods are the target's
         result["warnings"] = [warning_json(w) for w in found]
     tables = []
     for spec in hpa.metrics:
         target, unit = metric_target(spec)
-        rows = threshold_rows(spec, hpa.min_replicas, hpa.max_replicas, down, up)
+        rows = threshold_rows(spec, hpa.min_replicas, hpa.max_replicas, down, up, counts)
         result["metrics"].append({
             "metric": describe(spec),
             "target": _fmt(target, unit),
@@ -82,10 +88,30 @@ def report_thresholds(hpa: HPA, config: ControllerConfig, pods: list[Pod] | None
     if output == Output.json:
         typer.echo(json.dumps(result, separators=(",", ":")))
         return
-    _render(result["hpa"], down, up, tables, result["warnings"])
+    _render(result["hpa"], down, up, tables, result["warnings"], elided)
 
 
-def _render(name: str, down: float, up: float, tables: list, warnings: list) -> None:
+#: a table longer than this many rows shows its first and last rows and those around the observed counts
+MAX_ROWS = 100
+_HEAD, _TAIL, _AROUND = 40, 10, 20
+
+
+def shown_replicas(lo: int, hi: int, observed: list[int]) -> tuple[list[int] | None, list[tuple[int, int]]]:
+    """(replica counts to show, elided (from, to) ranges) for a table from ``lo`` to ``hi``: every count
+    (None) up to ``MAX_ROWS`` rows; beyond, the first 40 and the last 10 counts and 20 either side of each
+    ``observed`` count (the HPA's status.currentReplicas and status.desiredReplicas), so that time and output
+    stay bounded for any maxReplicas up to 2147483647."""
+    if hi - lo + 1 <= MAX_ROWS:
+        return None, []
+    keep = set(range(lo, lo + _HEAD)) | set(range(hi - _TAIL + 1, hi + 1))
+    for n in observed:
+        keep |= set(range(max(lo, n - _AROUND), min(hi, n + _AROUND) + 1))
+    counts = sorted(keep)
+    elided = [(a + 1, b - 1) for a, b in zip(counts, counts[1:]) if b - a > 1]
+    return counts, elided
+
+
+def _render(name: str, down: float, up: float, tables: list, warnings: list, elided: list) -> None:
     """The text tables, values as a user writes them (``pyhpa.cli.readable``; -o json keeps them exact).
 
     Measured values are integers (percent, or milli-units), so "scales up at >= v" is "scales up above
@@ -102,11 +128,18 @@ def _render(name: str, down: float, up: float, tables: list, warnings: list) -> 
         table = Table(title=f"{describe(spec)} (target {cell(target)})", title_justify="left")
         for col in ("replicas", "scale up above (>)", "to", "scale down at or below (<=)", "to"):
             table.add_column(col, justify="right")
+        gaps = dict(elided)
         for r in rows:
             above = None if r.scale_up_at is None else r.scale_up_at - 1
             table.add_row(str(r.replicas), cell(above, "up"), str(r.scale_up_to or "-"),
                           cell(r.scale_down_at, "down"), str(r.scale_down_to or "-"))
+            if r.replicas + 1 in gaps:
+                table.add_row("...", "", "", "", "")
         console.print(table)
+    if elided:
+        ranges = ", ".join(f"{a:,}-{b:,}" for a, b in elided)
+        console.print(f"{sum(b - a + 1 for a, b in elided):,} rows elided (replicas {ranges}): the table shows the "
+                      f"first and last rows and those around status.currentReplicas and status.desiredReplicas")
     for w in warnings:
         console.print(f"[bold yellow]warning {w['reason']}[/]: ", end="")
         console.print(w["message"], markup=False)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..adapters.autoscaler import SETTING_FIELDS, ObjectSettings, effective_config, object_settings
 from ..adapters.errors import InputError
+from ..adapters.parse import server_url
 from ..core import ControllerConfig
 
 # the per-object settings are read with the rest of the object (pyhpa.adapters.autoscaler)
@@ -85,8 +86,6 @@ class Settings:
             (self.cpu_initialization_period_seconds >= 0, "--cpu-initialization-period", "must not be negative"),
             (self.initial_readiness_delay_seconds >= 0, "--initial-readiness-delay", "must not be negative"),
             (self.health_port is None or 0 <= self.health_port <= 65535, "--health-port", "must be 0..65535"),
-            (self.prometheus_url is None or self.prometheus_url.startswith(("http://", "https://")),
-             "--prometheus-url", "must be an http:// or https:// URL"),
             (self.leader_elect_retry_period_seconds > 0, "--leader-elect-retry-period", "must be greater than 0 seconds"),
             (self.leader_elect_renew_deadline_seconds > self.leader_elect_retry_period_seconds,
              "--leader-elect-renew-deadline", "must be greater than --leader-elect-retry-period"),
@@ -103,6 +102,8 @@ class Settings:
         for ok, flag, problem in checks:
             if not ok:
                 raise InputError(problem, field=flag)
+        if self.prometheus_url is not None:
+            server_url(self.prometheus_url, "--prometheus-url")
 
     @property
     def instance(self) -> str:

@@ -141,7 +141,10 @@ def run_simulation(
         cluster = Cluster(h.hpa, tgt, prof, h.config, tr.times, rps, tr.values, tr.start, tr.end, h.sync_period_seconds,
                           settings.seed, outages, history=history)
         total = tr.end - tr.start
-        cluster.run(None if progress is None else (lambda s, lab=label: progress(lab, s, total)))
+        try:
+            cluster.run(None if progress is None else (lambda s, lab=label: progress(lab, s, total)))
+        except InputError as err:  # what the HPA did with the load (more pods than the simulator runs)
+            raise err.at(file=f, obj=h.label) from None
         runs.append(Run(label, f, cluster, summarize(label, f, cluster, tr, settings)))
     inputs = {k: (", ".join(map(display_path, v)) if isinstance(v, list) else display_path(v)) for k, v in files.items()}
     return Simulation(runs, tr, tgt, prof, settings, inputs, outages)

@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..adapters.errors import InputError
+from ..adapters.parse import format_time
 from ..core import HPA, ControllerConfig, Decision, Memory, MetricSamples, Pod, PodSample, Scale, decide, with_status
 from ..core.model import PREDICTION_SOURCE, SATURATION_SOURCE, ZERO_TIME
 from .metrics import MetricView, metric_views
 from .prediction import SimPrediction, history_totals
 from .profile import Profile
-from .target import Target
+from .target import MAX_SIMULATED_PODS, Target
 
 INF = math.inf
 LONG_AGO = 86400.0  # initial pods started this many seconds before the simulation
@@ -556,6 +557,10 @@ class Cluster:
             self._rescale(t, d)
 
     def _rescale(self, t: float, d: Decision) -> None:
+        if d.desired_replicas > MAX_SIMULATED_PODS:
+            raise InputError(f"scales to {d.desired_replicas:,} pods at {format_time(t)}; the simulator runs at most "
+                             f"{MAX_SIMULATED_PODS:,} pods: lower maxReplicas or the load (--load-scale)",
+                             field="spec.maxReplicas")
         self.scale_events.append((t, d.current_replicas, d.desired_replicas))
         if d.desired_replicas > d.current_replicas and self.episode_start is not None and self.episode_reaction is None:
             self.episode_reaction = t - self.episode_start

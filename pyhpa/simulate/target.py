@@ -13,7 +13,7 @@ from typing import Any
 
 from ..adapters.errors import InputError
 from ..adapters.objects import decode, object_label, pod_from_dict, selector_text
-from ..adapters.parse import milli
+from ..adapters.parse import int32_value, milli
 from ..adapters.snapshot import read_document
 from ..core import Pod
 from ..core.selector import SelectorError, matches, parse_selector
@@ -68,6 +68,11 @@ class Target:
         return f"{self.kind} {self.namespace}/{self.name}"
 
 
+#: the most pods the simulator keeps (each is simulated one by one): bounds its time and memory when an HPA
+#: with a huge maxReplicas meets a huge load
+MAX_SIMULATED_PODS = 10_000
+
+
 def load_target(path: str | Path, container: str = "") -> Target:
     """Read the target manifest (one Deployment or StatefulSet; other kinds in the file
     are skipped). ``container`` names the serving container ("" = the first)."""
@@ -107,7 +112,9 @@ def target_from_dict(d: dict, container: str = "") -> Target:
                          "spec": d["spec"]["template"]["spec"]})
     c = next(c for c in spec.template.spec.containers if c.name == serving)
     index = containers.index(serving)
-    replicas = 1 if spec.replicas is None else spec.replicas
+    replicas = 1 if spec.replicas is None else int32_value(spec.replicas, "spec.replicas")
+    if replicas > MAX_SIMULATED_PODS:
+        raise InputError(f"{replicas:,} pods: the simulator runs at most {MAX_SIMULATED_PODS:,} pods", field="spec.replicas")
     ordered = model.kind == "StatefulSet" and (getattr(spec, "podManagementPolicy", None) or "OrderedReady") == "OrderedReady"
     return Target(
         model.kind, model.metadata.name, model.metadata.namespace or "default", replicas, selector, labels,

@@ -10,6 +10,12 @@ and the ``TraceReport`` counts every filled or skipped second.
 
 from __future__ import annotations
 
+import gzip
+import lzma
+import re
+import warnings
+import zipfile
+import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -19,9 +25,12 @@ import pandas as pd
 
 from ..adapters.errors import InputError
 
+_RAGGED = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
 GAP_POLICIES = ("error", "hold", "zero", "interpolate", "skip")
 GAP_FACTOR = 1.5
 TIME_COLUMNS = ("timestamp", "time")
+#: the epoch seconds of 0001-01-01 and 9999-12-31T23:59:59 UTC: the times a trace can hold
+_FIRST_SECOND, _LAST_SECOND = -62135596800.0, 253402300799.0
 
 
 @dataclass(slots=True, frozen=True)
@@ -138,6 +147,8 @@ def load_trace(
     for c in columns:
         _need_column(df, c, file, "--column" if c == column else "metric column")
     rows_in_file = len(df)
+    if rows_in_file < 2:
+        raise InputError(f"{rows_in_file} data rows: a trace needs a header row and at least 2 data rows", file=file)
     df = _filter(df, where, file)
     matched = len(df)
     times, tz, numeric_time = _parse_times(df[tcol], file, tcol)
@@ -155,7 +166,12 @@ def load_trace(
         raise InputError(f"fewer than 2 rows left after --where/--start/--end ({len(times)}); a trace needs at least 2",
                          file=file)
     values = {c: _numbers(df[c], file, c) for c in columns}
-    values[column] = values[column] * load_scale
+    with np.errstate(over="ignore"):
+        scaled = values[column] * load_scale
+    if not np.isfinite(scaled).all():
+        raise InputError(f"{load_scale:g} times column {column!r} (up to {float(np.max(values[column])):g}) is beyond "
+                         "a float64", field="--load-scale")
+    values[column] = scaled
     step = float(np.median(np.diff(times)))
     report = TraceReport(file, column, tcol, list(where), rows_in_file, rows_in_file - matched,
                          matched - len(times), len(times), step, load_scale, gaps,
@@ -178,16 +194,26 @@ def _read_csv(file: str) -> pd.DataFrame:
         except UnicodeDecodeError as err:
             if err.start < len(head) - 3:  # not just a character cut at the end of the sample
                 raise InputError(f"not a text file (CSV): byte {err.start} is not UTF-8", file=file) from None
-        df = pd.read_csv(file, dtype=str, keep_default_na=False, skipinitialspace=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            df = pd.read_csv(file, dtype=str, keep_default_na=False, skipinitialspace=True, index_col=False)
+    except pd.errors.ParserWarning:  # the first data row has more fields than the header (index_col=False)
+        raise InputError("the first data row has one field more than the header", file=file) from None
     except FileNotFoundError:
         raise InputError("cannot read file: no such file", file=file) from None
     except UnicodeDecodeError as err:
         raise InputError(f"not a text file (CSV): byte {err.start} is not UTF-8", file=file) from None
+    except (EOFError, zlib.error, lzma.LZMAError, zipfile.BadZipFile, gzip.BadGzipFile) as err:
+        raise InputError(f"corrupt or truncated compressed file: {err}", file=file) from None
     except OSError as err:
         raise InputError(f"cannot read file: {err.strerror or err}", file=file) from None
     except pd.errors.EmptyDataError:
         raise InputError("the file is empty (a trace needs a header row and data rows)", file=file) from None
     except pd.errors.ParserError as err:
+        ragged = _RAGGED.search(str(err))
+        if ragged:
+            want, line, saw = ragged.groups()
+            raise InputError(f"line {line}: {saw} fields, the header has {want}", file=file) from None
         raise InputError(f"malformed CSV: {str(err).strip()}", file=file) from None
     df.columns = [str(c).strip() for c in df.columns]
     return df
@@ -229,7 +255,13 @@ def _parse_times(raw: pd.Series, file: str, tcol: str) -> tuple[np.ndarray, time
     """(epoch seconds, display time zone, whether the column is numeric seconds)."""
     numeric = pd.to_numeric(raw, errors="coerce")
     if numeric.notna().all():
-        return numeric.to_numpy(dtype=float), timezone.utc, True
+        seconds = numeric.to_numpy(dtype=float)
+        bad = ~((seconds >= _FIRST_SECOND) & (seconds <= _LAST_SECOND))
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise InputError(f"line {raw.index[i] + 2}: time {raw.iloc[i]!r} is not a time (seconds since 1970 between "
+                             f"years 1 and 9999)", file=file, field=tcol)
+        return seconds, timezone.utc, True
     parsed = pd.to_datetime(raw, format="ISO8601", utc=True, errors="coerce")
     bad = parsed.isna()
     if bad.any():
@@ -293,9 +325,17 @@ def _numbers(raw: pd.Series, file: str, name: str) -> np.ndarray:
         i = int(np.argmax(bad))
         text = raw.iloc[i]
         problem = "empty value" if text.strip() == "" else (
-            f"negative value {text!r}" if np.isfinite(values[i]) else f"not a number: {text!r}")
+            f"negative value {text!r}" if np.isfinite(values[i]) else f"not a {'finite ' * _is_float(text)}number: {text!r}")
         raise InputError(f"line {raw.index[i] + 2}: {problem} (values must be finite numbers >= 0)", file=file, field=name)
     return values
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _apply_gaps(times, values, step, lines, report: TraceReport, file: str, tz: timezone):

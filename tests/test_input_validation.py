@@ -1,0 +1,507 @@
+"""Bad input a new user meets (issue 20): quantities the API server refuses or that make no sense as a target,
+replica counts beyond int32 or below 0, huge maxReplicas, malformed traces, empty snapshot files, a --server that
+is no URL, kubedouble without its extra. Each ends in exit 2 and one line naming the file, object and field
+(golden lines below), or in a bounded output; property tests: any quantity or trace row gives a result or one
+such line, never a traceback."""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+import math
+import subprocess
+import sys
+import tempfile
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from pyhpa.adapters.errors import InputError
+from pyhpa.adapters.objects import hpa_from_dict
+from pyhpa.adapters.parse import MAX_INT32, MAX_MILLI, int32_value, quantity
+from pyhpa.cli.main import app
+from pyhpa.cli.thresholds_cmd import MAX_ROWS
+
+ROOT = Path(__file__).resolve().parent.parent
+NASA = ROOT / "examples" / "simulate" / "nasa"
+TRACE = ROOT / "examples" / "traces" / "nasa_http_1995-07-10_16_per_minute.csv"
+SNAPSHOT = ROOT / "examples" / "explain" / "snapshot.yaml"
+runner = CliRunner()
+
+
+def invoke(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def error_line(r) -> str:
+    """The one line of a refused input (exit 2, nothing else printed, no traceback)."""
+    assert r.exit_code == 2, (r.exit_code, r.output)
+    lines = [line for line in r.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.output
+    return lines[0]
+
+
+def hpa_doc(target: dict, max_replicas: int = 10, metric: str = "Pods") -> dict:
+    source = {"metric": {"name": "rps"}, "target": target} if metric == "Pods" else {"name": "cpu", "target": target}
+    return {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                     "minReplicas": 1, "maxReplicas": max_replicas,
+                     "metrics": [{"type": metric, metric.lower(): source}]},
+            "status": {"currentReplicas": 3, "desiredReplicas": 3}}
+
+
+def write(path: Path, doc) -> Path:
+    path.write_text(yaml.safe_dump(doc) if not isinstance(doc, str) else doc)
+    return path
+
+
+# ------------------------------------------------------------------------------------------- target quantities
+AV = "HorizontalPodAutoscaler default/web: spec.metrics[0].pods.target.averageValue"
+BAD_TARGETS = {
+    "0": f"{AV}: must be positive, got '0'",
+    "-1": f"{AV}: must be positive, got '-1'",
+    "1e300": f"{AV}: must be between -9223372036854775808m and 9223372036854775807m (about ±9.2P: upstream reads "
+             "quantities as int64 milli-values), got '1e300'",
+    "1e400": f"{AV}: must be between -9223372036854775808m and 9223372036854775807m (about ±9.2P: upstream reads "
+             "quantities as int64 milli-values), got '1e400'",
+    "NaN": f"{AV}: malformed quantity 'NaN'",
+}
+
+
+@pytest.mark.parametrize("value", list(BAD_TARGETS))
+@pytest.mark.parametrize("command", ["thresholds", "explain"])
+def test_a_target_averagevalue_the_api_server_refuses_is_one_line(tmp_path, value, command):
+    f = write(tmp_path / "hpa.yaml", hpa_doc({"type": "AverageValue", "averageValue": value}))
+    args = ["thresholds", f] if command == "thresholds" else ["explain", "--hpa", f, "--recommendation", 3]
+    assert error_line(invoke(*args)) == f"error: {f}: {BAD_TARGETS[value]}"
+
+
+@pytest.mark.parametrize("target, line", [
+    ({"type": "Value", "value": "0"}, "spec.metrics[0].pods.target.value: must be positive, got '0'"),
+    ({"type": "AverageValue", "averageValue": -0.5}, "spec.metrics[0].pods.target.averageValue: must be positive, got '-0.5'"),
+    ({"type": "AverageValue", "averageValue": float("inf")}, "spec.metrics[0].pods.target.averageValue: expected a quantity, got inf"),
+])
+def test_value_targets_zero_negative_and_infinite_are_refused(tmp_path, target, line):
+    doc = hpa_doc(target)
+    if target["type"] == "Value":  # Pods metrics take AverageValue only; Value belongs to Object/External
+        doc["spec"]["metrics"] = [{"type": "External", "external": {"metric": {"name": "queue"}, "target": target}}]
+        line = line.replace("pods.", "external.")
+    f = tmp_path / "hpa.json"
+    f.write_text(json.dumps(doc).replace("Infinity", "1e999"))  # JSON has no inf: 1e999 reads as one
+    assert error_line(invoke("thresholds", f)) == f"error: {f}: HorizontalPodAutoscaler default/web: {line}"
+
+
+def test_a_utilization_target_of_zero_and_beyond_int32_is_refused(tmp_path):
+    for value, problem in ((0, "must be greater than 0, got 0"),
+                           (2**31, "must be at most 2147483647 (an int32), got 2147483648")):
+        f = write(tmp_path / f"u{value}.yaml", hpa_doc({"type": "Utilization", "averageUtilization": value},
+                                                        metric="Resource"))
+        assert error_line(invoke("thresholds", f)) == (
+            f"error: {f}: HorizontalPodAutoscaler default/web: spec.metrics[0].resource.target.averageUtilization: "
+            f"{problem}")
+
+
+def test_simulate_refuses_a_zero_target_before_running(tmp_path):
+    doc = yaml.safe_load((NASA / "hpa.yaml").read_text())
+    doc["spec"]["metrics"][0]["resource"]["target"] = {"type": "AverageValue", "averageValue": "0"}
+    f = write(tmp_path / "hpa.yaml", doc)
+    r = invoke("simulate", "--hpa", f, "--target", NASA / "deployment.yaml", "--trace", TRACE, "--column", "requests",
+               "--no-plot", "--no-progress", "--output-dir", tmp_path / "out")
+    assert error_line(r) == (f"error: {f}: HorizontalPodAutoscaler web/ksc-web: "
+                             "spec.metrics[0].resource.target.averageValue: must be positive, got '0'")
+
+
+def test_a_quantity_in_an_error_line_is_shown_as_written_and_at_most_40_characters():
+    with pytest.raises(InputError) as err:
+        quantity(1e300, "spec.x")
+    assert str(err.value).endswith("got 1e+300")
+    with pytest.raises(InputError) as err:
+        quantity("1" + "0" * 300, "spec.x")
+    assert str(err.value).endswith("milli-values), got '" + "1" + "0" * 36 + "...'")
+
+
+def test_pod_requests_beyond_int64_milli_are_refused_in_a_snapshot(tmp_path):
+    doc = yaml.safe_load(SNAPSHOT.read_text())
+    doc["pods"][0]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1e20"
+    f = write(tmp_path / "snap.yaml", doc)
+    line = error_line(invoke("explain", f))
+    assert line.startswith(f"error: {f}: snapshot 'php-apache-scale-up-with-a-starting-pod': Pod default/")
+    assert line.endswith(": pods[0].spec.containers[0].resources.requests.cpu: must be between -9223372036854775808m and "
+                         "9223372036854775807m (about ±9.2P: upstream reads quantities as int64 milli-values), got '1e20'")
+
+
+# ------------------------------------------------------------------------------------------- replica counts
+def test_a_negative_deployment_replicas_is_refused_by_simulate(tmp_path):
+    doc = yaml.safe_load((NASA / "deployment.yaml").read_text())
+    doc["spec"]["replicas"] = -3
+    f = write(tmp_path / "deployment.yaml", doc)
+    r = invoke("simulate", "--hpa", NASA / "hpa.yaml", "--target", f, "--trace", TRACE, "--column", "requests",
+               "--no-plot", "--no-progress", "--output-dir", tmp_path / "out")
+    assert error_line(r) == f"error: {f}: Deployment web/ksc-web: spec.replicas: must be 0 or more, got -3"
+
+
+@pytest.mark.parametrize("where, value, line", [
+    ("spec", -5, "scale.spec.replicas: must be 0 or more, got -5"),
+    ("status", 3000000000, "scale.status.replicas: must be at most 2147483647 (an int32), got 3000000000"),
+])
+def test_a_snapshot_scale_with_bad_replicas_is_refused(tmp_path, where, value, line):
+    doc = yaml.safe_load(SNAPSHOT.read_text())
+    doc["scale"][where]["replicas"] = value
+    f = write(tmp_path / "snap.yaml", doc)
+    assert error_line(invoke("explain", f)) == f"error: {f}: snapshot 'php-apache-scale-up-with-a-starting-pod': {line}"
+
+
+@pytest.mark.parametrize("flag, value, line", [
+    ("--recommendation", 3000000000, "must be at most 2147483647 (an int32), got 3000000000"),
+    ("--recommendation", -1, "must be 0 or more, got -1"),
+    ("--replicas", 2**31, "must be at most 2147483647 (an int32), got 2147483648"),
+])
+def test_explain_count_flags_are_int32(flag, value, line):
+    hpa = ROOT / "examples" / "explain" / "hpa.yaml"
+    args = ["explain", "--hpa", hpa, "--recommendation", 3] if flag == "--replicas" else ["explain", "--hpa", hpa]
+    assert error_line(invoke(*args, flag, value)) == f"error: {flag}: {line}"
+
+
+@pytest.mark.parametrize("field, value, line", [
+    ("maxReplicas", 2**31, "spec.maxReplicas: must be at most 2147483647 (an int32), got 2147483648"),
+    ("minReplicas", -2, "spec.minReplicas: minReplicas must not be negative"),
+])
+def test_min_and_max_replicas_are_int32(tmp_path, field, value, line):
+    doc = hpa_doc({"type": "AverageValue", "averageValue": "1"})
+    doc["spec"][field] = value
+    f = write(tmp_path / "hpa.yaml", doc)
+    assert error_line(invoke("thresholds", f)) == f"error: {f}: HorizontalPodAutoscaler default/web: {line}"
+
+
+@pytest.mark.parametrize("rules, line", [
+    ({"policies": [{"type": "Pods", "value": 0, "periodSeconds": 60}]},
+     "spec.behavior.scaleUp.policies[0].value: must be greater than 0, got 0"),
+    ({"policies": [{"type": "Percent", "value": 100, "periodSeconds": 1801}]},
+     "spec.behavior.scaleUp.policies[0].periodSeconds: must be at most 1800, got 1801"),
+    ({"stabilizationWindowSeconds": -1}, "spec.behavior.scaleUp.stabilizationWindowSeconds: must be 0 or more, got -1"),
+])
+def test_behavior_bounds_of_the_api_server(tmp_path, rules, line):
+    doc = hpa_doc({"type": "AverageValue", "averageValue": "1"})
+    doc["spec"]["behavior"] = {"scaleUp": rules}
+    f = write(tmp_path / "hpa.yaml", doc)
+    assert error_line(invoke("thresholds", f)) == f"error: {f}: HorizontalPodAutoscaler default/web: {line}"
+
+
+def test_a_schedule_window_beyond_int32_is_refused(tmp_path):
+    doc = yaml.safe_load((ROOT / "examples" / "schedules" / "php-apache-schedules.yaml").read_text())
+    docs = doc if isinstance(doc, list) else [doc]
+    ha = next(d for d in docs if d.get("kind") == "HorizontalAutoscaler")
+    ha["spec"]["schedules"][0]["minReplicas"] = 2**40
+    f = write(tmp_path / "ha.yaml", ha)
+    line = error_line(invoke("thresholds", f))
+    assert line.endswith(": spec.schedules[0].minReplicas: must be at most 2147483647 (an int32), got 1099511627776")
+
+
+# ------------------------------------------------------------------------------------------- huge maxReplicas
+@pytest.mark.parametrize("max_replicas", [100000, 2000000000])
+def test_thresholds_with_a_huge_max_replicas_is_bounded_and_says_what_it_left_out(tmp_path, max_replicas):
+    f = write(tmp_path / "hpa.yaml", hpa_doc({"type": "Utilization", "averageUtilization": 50}, max_replicas,
+                                             metric="Resource"))
+    r = invoke("thresholds", "-o", "json", f)
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    rows = out["metrics"][0]["rows"]
+    counts = [row["replicas"] for row in rows]
+    assert len(rows) <= MAX_ROWS and counts[0] == 1 and counts[-1] == max_replicas
+    assert counts == sorted(set(counts))
+    shown_and_elided = len(counts) + sum(e["to"] - e["from"] + 1 for e in out["elided"])
+    assert shown_and_elided == max_replicas  # every count is either shown or said to be elided
+    assert rows[-1]["scale_up_at"] is None and rows[-2]["scale_up_to"] == max_replicas
+    text = invoke("thresholds", f).output
+    assert f"{max_replicas - len(counts):,} rows elided (replicas 41-" in text.replace("\n", " ")
+
+
+def test_thresholds_shows_every_row_up_to_the_limit(tmp_path):
+    f = write(tmp_path / "hpa.yaml", hpa_doc({"type": "AverageValue", "averageValue": "100m"}, MAX_ROWS))
+    out = json.loads(invoke("thresholds", "-o", "json", f).output)
+    assert [r["replicas"] for r in out["metrics"][0]["rows"]] == list(range(1, MAX_ROWS + 1))
+    assert out["elided"] == []
+
+
+def test_simulate_with_a_huge_max_replicas_and_load_stops_at_the_pod_bound(tmp_path):
+    doc = yaml.safe_load((NASA / "hpa.yaml").read_text())
+    doc["spec"]["maxReplicas"] = 2000000000
+    f = write(tmp_path / "hpa.yaml", doc)
+    r = invoke("simulate", "--hpa", f, "--target", NASA / "deployment.yaml", "--trace", TRACE, "--column", "requests",
+               "--load-scale", "1e9", "--end", "1995-07-10T01:00:00", "--no-plot", "--no-progress",
+               "--output-dir", tmp_path / "out")
+    line = error_line(r)
+    assert line.startswith(f"error: {f}: HorizontalPodAutoscaler web/ksc-web: spec.maxReplicas: scales to ")
+    assert line.endswith("; the simulator runs at most 10,000 pods: lower maxReplicas or the load (--load-scale)")
+    assert not (tmp_path / "out").exists()
+
+
+def test_simulate_refuses_a_deployment_beyond_the_pod_bound(tmp_path):
+    doc = yaml.safe_load((NASA / "deployment.yaml").read_text())
+    doc["spec"]["replicas"] = 20000
+    f = write(tmp_path / "deployment.yaml", doc)
+    r = invoke("simulate", "--hpa", NASA / "hpa.yaml", "--target", f, "--trace", TRACE, "--column", "requests",
+               "--no-plot", "--no-progress", "--output-dir", tmp_path / "out")
+    assert error_line(r) == (f"error: {f}: Deployment web/ksc-web: spec.replicas: 20,000 pods: the simulator runs at "
+                             "most 10,000 pods")
+
+
+def test_a_load_scale_beyond_float64_is_refused(tmp_path):
+    r = invoke("simulate", "--hpa", NASA / "hpa.yaml", "--target", NASA / "deployment.yaml", "--trace", TRACE,
+               "--column", "requests", "--load-scale", "1e307", "--no-plot", "--no-progress",
+               "--output-dir", tmp_path / "out")
+    assert error_line(r) == "error: --load-scale: 1e+307 times column 'requests' (up to 405) is beyond a float64"
+
+
+# ------------------------------------------------------------------------------------------- malformed traces
+def _lines(n: int = 40) -> list[str]:
+    return TRACE.read_text().splitlines()[: n + 1]
+
+
+def _trace_cases(tmp: Path) -> dict[str, tuple[Path, str]]:
+    lines = _lines()
+    cases = {}
+
+    def case(name: str, content: bytes | str, message: str, suffix: str = ".csv"):
+        p = tmp / f"{name}{suffix}"
+        p.write_bytes(content if isinstance(content, bytes) else content.encode())
+        cases[name] = (p, f"error: {p}: {message}")
+
+    case("ragged-every-row", "\n".join([lines[0]] + [ln + ",x" for ln in lines[1:]]) + "\n",
+         "the first data row has one field more than the header")
+    case("ragged-one-row", "\n".join(lines[:20] + [lines[20] + ",x"] + lines[21:]) + "\n",
+         "line 21: 5 fields, the header has 4")
+    full = gzip.compress(TRACE.read_bytes())
+    case("truncated", full[:100], "corrupt or truncated compressed file: Compressed file ended before the "
+                                  "end-of-stream marker was reached", ".csv.gz")
+    case("corrupt", b"junk" * 40, "corrupt or truncated compressed file: Not a gzipped file (b'ju')", ".csv.gz")
+    case("empty", "", "the file is empty (a trace needs a header row and data rows)")
+    case("header-only", lines[0] + "\n", "0 data rows: a trace needs a header row and at least 2 data rows")
+    case("inf", "\n".join(lines[:5] + [lines[5].replace(",35,", ",inf,").replace(",28,", ",inf,")] + lines[6:]) + "\n",
+         "")
+    bad = lines[5].split(",")
+    bad[1] = "1e400"
+    case("huge", "\n".join(lines[:5] + [",".join(bad)] + lines[6:]) + "\n",
+         "requests: line 6: not a finite number: '1e400' (values must be finite numbers >= 0)")
+    bad[1] = "lots"
+    case("text", "\n".join(lines[:5] + [",".join(bad)] + lines[6:]) + "\n",
+         "requests: line 6: not a number: 'lots' (values must be finite numbers >= 0)")
+    cases.pop("inf")
+    case("numeric-time-inf", "time,requests\n0,1\ninf,2\n", "time: line 3: time 'inf' is not a time (seconds since "
+                                                            "1970 between years 1 and 9999)")
+    return cases
+
+
+TRACE_CASES = ["ragged-every-row", "ragged-one-row", "truncated", "corrupt", "empty", "header-only", "huge", "text",
+               "numeric-time-inf"]
+
+
+@pytest.mark.parametrize("name", TRACE_CASES)
+@pytest.mark.parametrize("command", ["simulate", "forecast"])
+def test_a_malformed_trace_is_one_line(tmp_path, name, command):
+    path, expected = _trace_cases(tmp_path)[name]
+    if command == "simulate":
+        r = invoke("simulate", "--hpa", NASA / "hpa.yaml", "--target", NASA / "deployment.yaml", "--trace", path,
+                   "--column", "requests", "--no-plot", "--no-progress", "--output-dir", tmp_path / "out")
+    else:
+        r = invoke("forecast", "--trace", path, "--column", "requests")
+    assert error_line(r) == expected
+
+
+# ------------------------------------------------------------------------------------------- files and flags
+@pytest.mark.parametrize("name, content, line", [
+    ("cases.json", '{"cases": []}', "cases: no snapshots: 'cases' is empty"),
+    ("list.json", "[]", "no snapshots: the file holds an empty list"),
+    ("empty.json", "", "the file is empty"),
+    ("blank.yaml", "\n  \n", "the file is empty"),
+    ("dashes.yaml", "---\n", "the file is empty"),
+])
+def test_explain_on_a_file_without_snapshots_is_one_line(tmp_path, name, content, line):
+    f = tmp_path / name
+    f.write_text(content)
+    assert error_line(invoke("explain", f)) == f"error: {f}: {line}"
+
+
+@pytest.mark.parametrize("flag, url, line", [
+    ("--server", "not-a-url", "must be an http:// or https:// URL with a host, got 'not-a-url'"),
+    ("--server", "ftp://example", "must be an http:// or https:// URL with a host, got 'ftp://example'"),
+    ("--server", "http://[::1", "malformed URL 'http://[::1': Invalid port: ':1'"),
+    ("--prometheus-url", "http://", "must be an http:// or https:// URL with a host, got 'http://'"),
+])
+def test_run_with_a_server_that_is_no_url_is_one_line_at_once(flag, url, line):
+    args = ["run", flag, url] + (["--server", "http://127.0.0.1:1"] if flag != "--server" else [])
+    r = subprocess.run([sys.executable, "-m", "pyhpa.cli.main", *args], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip() == f"error: {flag}: {line}" and r.stdout == ""
+
+
+def test_kubedouble_without_its_extra_is_one_line_naming_it():
+    code = ("import sys, runpy; sys.modules['jsonschema'] = None; sys.argv = ['kubedouble']; "
+            "runpy.run_module('kubedouble', run_name='__main__')")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert r.returncode == 2
+    assert r.stderr.strip() == ("error: python -m kubedouble needs the kubedouble extra (jsonschema is not installed): "
+                                "pip install 'pyhpa[kubedouble]'")
+
+
+# ------------------------------------------------------------------------------------------- properties
+SUFFIXES = ["", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u"]
+quantity_texts = st.one_of(
+    st.builds(lambda sign, whole, frac, suffix: f"{sign}{whole}{frac}{suffix}", st.sampled_from(["", "-", "+"]),
+              st.integers(0, 10**30).map(str), st.sampled_from(["", ".", ".5", ".000001"]), st.sampled_from(SUFFIXES)),
+    st.builds(lambda m, e: f"{m}e{e}", st.integers(-10**6, 10**6), st.integers(-500, 500)),
+    st.sampled_from(["NaN", "inf", "-inf", "Infinity", "1e", "e3", "", " ", "1.2.3", "0x10", "1Ki5"]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(-10**25, 10**25),
+    st.text(max_size=12),
+)
+
+
+def _one_line(err: InputError) -> str:
+    text = str(err)
+    assert text and "\n" not in text and "Traceback" not in text
+    return text
+
+
+@settings(max_examples=400, deadline=None)
+@given(quantity_texts)
+def test_any_quantity_parses_within_int64_milli_or_is_one_line(text):
+    try:
+        value = quantity(text, "spec.x")
+    except InputError as err:
+        assert _one_line(err).startswith("spec.x: ")
+        return
+    assert isinstance(value, Decimal) and value.is_finite()
+    assert -MAX_MILLI - 1 <= math.ceil(value * 1000) <= MAX_MILLI
+
+
+@settings(max_examples=300, deadline=None)
+@given(quantity_texts, st.sampled_from(["AverageValue", "Value"]), st.integers(-5, 2**32))
+def test_any_target_is_a_positive_int64_milli_value_or_one_line(text, kind, max_replicas):
+    target = {"type": kind, "averageValue" if kind == "AverageValue" else "value": text}
+    doc = hpa_doc(target, max_replicas)
+    doc["spec"]["metrics"] = [{"type": "External", "external": {"metric": {"name": "q"}, "target": target}}]
+    try:
+        hpa, _ = hpa_from_dict(copy.deepcopy(doc))
+    except InputError as err:
+        line = _one_line(err)
+        assert line.startswith("HorizontalPodAutoscaler default/web: spec."), line
+        return
+    spec = hpa.metrics[0]
+    milli = spec.target_average_milli if kind == "AverageValue" else spec.target_value_milli
+    assert 1 <= milli <= MAX_MILLI
+    assert 1 <= hpa.max_replicas <= MAX_INT32
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(quantity_texts, st.sampled_from([1, 10, 150, 2**31 - 1]))
+def test_thresholds_on_any_target_answers_or_is_one_line(text, max_replicas):
+    with tempfile.TemporaryDirectory() as tmp:
+        f = Path(tmp) / "hpa.json"
+        f.write_text(json.dumps(hpa_doc({"type": "AverageValue", "averageValue": text}, max_replicas),
+                                allow_nan=True).replace("NaN", '"NaN"').replace("-Infinity", '"-inf"')
+                     .replace("Infinity", '"inf"'))
+        r = invoke("thresholds", "-o", "json", f)
+    if r.exit_code == 2:
+        error_line(r)
+        return
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.output)["metrics"][0]["rows"]
+    assert 1 <= len(rows) <= MAX_ROWS
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.integers(-2**40, 2**40), st.floats(allow_nan=True), st.text(max_size=4), st.booleans(),
+                 st.none()))
+def test_any_count_is_an_int32_or_one_line(value):
+    try:
+        n = int32_value(value, "spec.replicas")
+    except InputError as err:
+        assert _one_line(err).startswith("spec.replicas: ")
+        return
+    assert isinstance(n, int) and 0 <= n <= MAX_INT32 and n == value
+
+
+good = st.one_of(st.integers(0, 10**6).map(str), st.floats(0, 1e12).map(repr))
+cells = st.one_of(st.integers(-5, 10**6).map(str), st.floats(allow_nan=True, allow_infinity=True).map(repr),
+                  st.sampled_from(["", "x", "nan", "inf", "1e400", " 7", "\"3\""]), st.text(max_size=5))
+# mostly well-formed rows (a load and one other field), some with a bad cell, a field too many or too few
+row = st.one_of(st.tuples(good, good).map(list), st.tuples(good, good).map(list), st.tuples(good, good).map(list),
+                st.tuples(cells, good).map(list), st.lists(cells, min_size=1, max_size=4))
+rows = st.lists(row, min_size=0, max_size=12)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows, st.booleans(), st.booleans())
+def test_any_trace_rows_load_or_give_one_line(body, numeric_time, compress):
+    from pyhpa.simulate.trace import load_trace
+
+    lines = ["time,load,other"]
+    for i, cells_ in enumerate(body):
+        t = str(60 * i) if numeric_time else f"2026-01-01T00:{i:02d}:00Z"
+        lines.append(",".join([t, *cells_]))
+    data = ("\n".join(lines) + "\n").encode()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / ("t.csv.gz" if compress else "t.csv")
+        path.write_bytes(gzip.compress(data) if compress else data)
+        try:
+            tr = load_trace(path, "load", gaps="hold")
+        except InputError as err:
+            assert _one_line(err).startswith(str(path) + ": ") or _one_line(err).startswith("--")
+            return
+    values = tr.values["load"]
+    assert len(values) >= 2 and all(math.isfinite(v) and v >= 0 for v in values)
+    assert all(b > a for a, b in zip(tr.times, tr.times[1:]))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=300), st.sampled_from([".csv", ".csv.gz"]))
+def test_any_bytes_as_a_trace_load_or_give_one_line(data, suffix):
+    from pyhpa.simulate.trace import load_trace
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"t{suffix}"
+        path.write_bytes(data)
+        try:
+            load_trace(path, "load")
+        except InputError as err:
+            assert _one_line(err)
+
+
+def test_a_negative_behavior_tolerance_is_refused(tmp_path):
+    doc = hpa_doc({"type": "AverageValue", "averageValue": "1"})
+    doc["spec"]["behavior"] = {"scaleDown": {"tolerance": "-0.1"}}
+    f = write(tmp_path / "hpa.yaml", doc)
+    assert error_line(invoke("thresholds", f)) == (
+        f"error: {f}: HorizontalPodAutoscaler default/web: spec.behavior.scaleDown.tolerance: must be 0 or more, "
+        "got '-0.1'")
+
+
+@pytest.mark.parametrize("value, shown", [(float("nan"), "nan"), ("-1", "'-1'"), ("inf", "'inf'")])
+def test_a_snapshot_controller_setting_must_be_finite_and_not_negative(tmp_path, value, shown):
+    doc = yaml.safe_load(SNAPSHOT.read_text())
+    doc["controller"]["tolerance"] = value
+    f = write(tmp_path / "snap.yaml", doc)
+    assert error_line(invoke("explain", f)) == (
+        f"error: {f}: snapshot 'php-apache-scale-up-with-a-starting-pod': controller.tolerance: must be a finite "
+        f"number >= 0, got {shown}")
+
+
+@pytest.mark.parametrize("key, item, line", [
+    ("recommendations", {"timestamp": "2026-11-21T09:59:00Z", "replicas": -1},
+     "history.recommendations[0].replicas: must be 0 or more, got -1"),
+    ("scaleUpEvents", {"timestamp": "2026-11-21T09:59:00Z", "replicaChange": 2**31},
+     "history.scaleUpEvents[0].replicaChange: must be at most 2147483647 (an int32), got 2147483648"),
+])
+def test_snapshot_history_counts_are_int32_and_not_negative(tmp_path, key, item, line):
+    doc = yaml.safe_load(SNAPSHOT.read_text())
+    doc["history"] = {key: [item]}
+    f = write(tmp_path / "snap.yaml", doc)
+    assert error_line(invoke("explain", f)) == f"error: {f}: snapshot 'php-apache-scale-up-with-a-starting-pod': {line}"
