@@ -4,6 +4,7 @@ the shard membership on Leases, rendezvous hashing, and the load metrics. Throug
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 from collections import Counter
 
@@ -21,7 +22,7 @@ from pyhpa.controller.api import HttpMetrics, LightkubeCluster
 from pyhpa.controller.autoscaler import HorizontalAutoscaler, TargetRef
 from pyhpa.controller.nsmetrics import NamespaceMetrics, namespace_jitter
 from pyhpa.controller.scalecache import ScaleCache
-from pyhpa.controller.shards import GROUP_LABEL, ShardMembership, ShardSettings, lease_name, owner
+from pyhpa.controller.shards import GROUP_LABEL, VIEW_ANNOTATION, ShardMembership, ShardSettings, lease_name, owner
 
 from controller_util import CRD, ControllerTask, autoscaler, deployment, pod, wait_for
 
@@ -66,29 +67,31 @@ async def test_membership_join_delay_expiry_and_the_write_gate(kd):
              retry_period_seconds=1.0)
     a = ShardMembership(kd.async_client(), ShardSettings(identity="a", **s), clock)
     b = ShardMembership(kd.async_client(), ShardSettings(identity="b", **s), clock)
+    assert not a.may_write() and not a.owns("x/y")
     await a._create()
-    await a.tick()
-    assert a.members == ("a",) and not a.joined.is_set() and not a.may_write() and not a.owns("x/y")
+    await a.tick()  # alone: nobody else to acknowledge it, it joins at once and owns everything
+    assert a.members == ("a",) and a.joined.is_set() and a.may_write() and a.owns("x/y")
     clock.now += 4.0
     await a.tick()
-    assert a.joined.is_set() and a.may_write() and a.owns("x/y")  # alone: owns everything
+    assert a.joined.is_set() and a.may_write() and a.owns("x/y")
     keys = [f"ns/k{i}" for i in range(200)]
 
     await b._create()  # b joins: a sees it at its next list and gives b's share up at once ...
     await b.tick()
+    assert not b.joined.is_set()  # a has not acknowledged b yet
     await a.tick()
     assert a.members == b.members == ("a", "b")
     mine_a = {k for k in keys if a.owns(k)}
     assert mine_a == {k for k in keys if owner(k, ["a", "b"]) == "a"} and 0 < len(mine_a) < len(keys)
-    assert not any(b.owns(k) for k in keys) and not b.may_write()  # ... while b waits one lease duration
-    clock.now += 2.0
-    await a.tick()
-    await b.tick()
-    assert not b.joined.is_set()
-    clock.now += 2.0
-    await a.tick()
-    await b.tick()
+    assert not any(b.owns(k) for k in keys) and not b.may_write()  # ... while b waits for a's acknowledgement
+    lease = kd.get_object("coordination.k8s.io/v1", "leases", "default", lease_name("g", "a"))
+    assert json.loads(lease["metadata"]["annotations"][VIEW_ANNOTATION]) == ["a", "b"]  # published at once
+    clock.now += 1.0
+    await b.tick()  # b reads a's view with b in it: joined one retry period later, not a lease duration
     assert b.joined.is_set() and {k for k in keys if b.owns(k)} == set(keys) - mine_a
+    clock.now += 1.0
+    await a.tick()
+    await b.tick()
 
     clock.now += 2.9  # a lists nothing for longer than the renew deadline: its view may be stale, it stops
     assert a.may_write()

@@ -116,7 +116,7 @@ class Controller:
         generation = int(meta.get("generation") or 0)
         same_object = old is not None and old.uid == meta.get("uid", "") and old.generation == generation
         if same_object and _same_status(old, obj):
-            old.resource_version, old.obj = meta.get("resourceVersion", ""), obj
+            old.resource_version = meta.get("resourceVersion", "")
             return
         self.autoscalers[key] = parse_autoscaler(obj, self.settings)
         if old is None:
@@ -135,7 +135,6 @@ class Controller:
         self.memory.forget(key)
         self.predictions.forget(key)
         self.reconciler.selectors.remove(key)
-        self.reconciler.warned.pop(key, None)
         if self.queue is not None:
             self.queue.remove(key)
 

@@ -70,7 +70,8 @@ class Autoscaler:
 
     ``hpa`` is None when the spec is invalid (``error`` says why, as ``InputError`` text);
     ``status`` is ``.status`` as stored, without the memory (``memory_status``);
-    ``sync_period_seconds`` the effective period (own setting or the controller flag).
+    ``sync_period_seconds`` the effective period (own setting or the controller flag); ``spec`` the spec as
+    stored (``pyhpa snapshot`` writes it; the rest of the object is not kept).
     """
 
     key: str
@@ -88,7 +89,7 @@ class Autoscaler:
     sync_period_seconds: float
     status: dict = field(default_factory=dict)
     memory_status: dict | None = None
-    obj: Any = None
+    spec: Any = None
 
 
 def object_key(namespace: str, name: str) -> str:
@@ -134,7 +135,7 @@ def parse_autoscaler(obj: Any, settings: Settings) -> Autoscaler:
     a = Autoscaler(
         object_key(ns, name), ns, name, meta.get("uid", ""), int(meta.get("generation") or 0),
         meta.get("resourceVersion", ""), None, None, None, (), ObjectSettings(), base,
-        settings.sync_period_seconds, status, memory_status, obj,
+        settings.sync_period_seconds, status, memory_status, spec,
     )
     try:
         if not isinstance(spec, dict):
