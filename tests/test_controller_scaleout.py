@@ -324,6 +324,15 @@ async def test_ambiguous_selectors_are_found_across_shards(kd):
             status = (kd.get_object("pyhpa.dev/v1alpha1", "horizontalautoscalers", "default", name) or {}).get("status")
             return {c["type"]: c["reason"] for c in (status or {}).get("conditions") or []}
 
+        def both_joined() -> bool:
+            return all(t.controller.shards is not None and t.controller.shards.membership.joined.is_set()
+                       and len(t.controller.shards.membership.members) == 2 for t in (x, y))
+
+        # the first to join is alone for a moment (it syncs both); once both joined, each syncs its own share
+        await wait_for(both_joined, timeout=30, what="both replicas joined")
+        await asyncio.sleep(1.0)  # a sync started before the view changed has ended
+        x.results.clear()
+        y.results.clear()
         await wait_for(lambda: reasons(a).get("ScalingActive") == reasons(b).get("ScalingActive") == "AmbiguousSelector",
                        timeout=30, what="both autoscalers ambiguous")
         await x.syncs(3, f"default/{a}")

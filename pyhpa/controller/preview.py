@@ -126,8 +126,10 @@ class PreviewReconciler(Reconciler):
             inputs.memory = store_scale_event(inputs.memory, a.hpa.behavior, seen[0], current, at)
         return inputs, handle, fetched
 
-    async def _act(self, a: Autoscaler, inputs: SyncInputs, decision: Decision, handle: Any) -> SyncResult:
-        """Keep pyhpa's recommendations (not its hypothetical rescale), report, write nothing."""
+    async def _act(self, a: Autoscaler, inputs: SyncInputs, decision: Decision, handle: Any,
+                   checks: Any = ()) -> SyncResult:
+        """Keep pyhpa's recommendations (not its hypothetical rescale), report, write nothing (no events: the
+        checks' warnings are not said either)."""
         self.memory.save(a, decision.memory_without_event or decision.memory)
         self.monitor.desired(a.namespace, a.name, decision.desired_replicas)
         cluster = cluster_desired(a)
