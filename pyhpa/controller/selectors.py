@@ -43,6 +43,10 @@ class SelectorIndex:
             self._by_label[bucket].add(key)
         self._entries[key] = (namespace, selector, bucket)
 
+    def knows(self, key: str) -> bool:
+        """``key``'s selector is filed."""
+        return key in self._entries
+
     def remove(self, key: str) -> None:
         entry = self._entries.pop(key, None)
         if entry is None:

@@ -367,8 +367,8 @@ class Sharding:
             c.monitor.deleted(a.namespace, a.name)
 
     def refresh_foreign_selectors(self) -> int:
-        """File the pod selector of every autoscaler of another share in the controller's selector index, from
-        the Scale cache (upstream's AmbiguousSelector check needs the selectors of *all* autoscalers; a
+        """File the pod selector of every autoscaler of another share (and of its own share not synced yet) in the
+        controller's selector index, from the Scale cache (upstream's AmbiguousSelector check needs the selectors of *all* autoscalers; a
         replica learns its own share's from its syncs). Returns how many are known."""
         c = self.controller
         scales = getattr(c, "scales", None)
@@ -376,8 +376,8 @@ class Sharding:
             return 0
         index, known = c.reconciler.selectors, 0
         for key, a in list(c.autoscalers.items()):
-            if self.membership.owns(key) or a.scale_target_ref is None:
-                continue
+            if a.scale_target_ref is None or (self.membership.owns(key) and index.knows(key)):
+                continue  # its own share's are learned from the syncs (until then, from the cache too)
             scale = scales.peek(a.namespace, a.scale_target_ref)
             if scale is not None:
                 index.put(key, a.namespace, scale.selector)
@@ -401,6 +401,8 @@ class Sharding:
             return
         now = {key for key in c.autoscalers if self.membership.owns(key)}
         gained, lost = sorted(now - self._owned), self._owned - now
+        if gained:  # every selector filed before the first sync of a gained key (AmbiguousSelector)
+            self.refresh_foreign_selectors()
         for key in gained:
             c.memory.forget(key)  # a working copy from an earlier term is stale: load the status' memory
             c.queue.add(key)
