@@ -24,12 +24,12 @@ leaves)::
     api=http workers=5 hpas=10000 sync_period_seconds=3 join=1 max_sync_gap_seconds=3.4
     api=http workers=5 hpas=10000 sync_period_seconds=3 leave=1 max_sync_gap_seconds=3.9
 
-``api=stub``: the controller against in-memory API stubs (``pyhpa.controller.stubs``), so the number is
+``api=stub``: the controller against in-memory API stubs (``pyhpa.controller.kube.stubs``), so the number is
 the controller's own cost: queue, caches, metric parsing, the decision core, status comparison.
 ``api=http``: against the Kubernetes API double (kubedouble) in a separate process over real HTTP
 (lightkube's client, aiohttp transport), as ``pyhpa run`` is wired: the targets' Scale from the
-Deployment informer (``pyhpa.controller.scalecache``), one metrics.k8s.io list per namespace and tick
-(``pyhpa.controller.nsmetrics``).
+Deployment informer (``pyhpa.controller.cache.scalecache``), one metrics.k8s.io list per namespace and tick
+(``pyhpa.controller.sync.nsmetrics``).
 
 Each autoscaler has one CPU Utilization metric (50 %), its Deployment 10 pods at exactly 50 % of their
 request, so decisions are "no change"; 10 autoscalers per namespace. Caches are synced first (not
@@ -195,7 +195,7 @@ def report(api: str, workers: int, n: int, r: Rounds, extra: str = "") -> None:
 def stub_world(n: int):
     from lightkube.resources.core_v1 import Pod
 
-    from pyhpa.controller.stubs import StubCluster, StubMetrics
+    from pyhpa.controller.kube.stubs import StubCluster, StubMetrics
 
     cluster, metrics = StubCluster(), StubMetrics()
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -273,7 +273,7 @@ def serve_double(n: int, conn, stop_event, fallback: bool = False) -> None:
 
 async def run_http(workers: int, n: int, url: str) -> None:
     from pyhpa.controller import Controller, Settings, load_config
-    from pyhpa.controller.api import HttpMetrics, LightkubeCluster
+    from pyhpa.controller.kube.api import HttpMetrics, LightkubeCluster
 
     settings = Settings(workers=workers, health_port=None, list_chunk_size=0, api_timeout_seconds=60)
     cluster = LightkubeCluster(load_config(server=url), settings.api_timeout_seconds, settings.field_manager,
@@ -386,7 +386,7 @@ def _replica_main(argv: list[str]) -> None:
     file that follows ``--replica-sync-log`` (a sync refused by the shard gate is not one)."""
     import atexit
 
-    from pyhpa.controller.reconciler import Reconciler
+    from pyhpa.controller.sync.reconciler import Reconciler
 
     out = open(argv[0], "w", buffering=1 << 16)  # noqa: SIM115 - closed at exit
     atexit.register(out.close)
@@ -552,7 +552,7 @@ def main() -> None:
                         help="seconds syncs/s and lag are measured with 2 replicas")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    from pyhpa.controller.load import tune_gc
+    from pyhpa.controller.outputs.load import tune_gc
 
     tune_gc()  # as pyhpa run does
     worker_counts = args.workers or [1, 5]

@@ -85,7 +85,7 @@ async def test_crd_accepts_full_hpa_specs_and_rejects_unknown_fields(kube_double
     client = kube_double.async_client()
     from lightkube import ApiError
 
-    from pyhpa.controller.autoscaler import HorizontalAutoscaler
+    from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
 
     body = autoscaler("full", "web", behavior={
         "scaleUp": {"stabilizationWindowSeconds": 0, "selectPolicy": "Max", "tolerance": "0.05",

@@ -1,7 +1,7 @@
 """Issue 21, "lean at scale": what a replica keeps per pod, the writes it makes in steady state and after a
 restart, and the hand-over when a replica joins or leaves.
 
-- The pod cache keeps compact records (``pyhpa.controller.pods``): a bound on the bytes per cached pod,
+- The pod cache keeps compact records (``pyhpa.controller.cache.pods``): a bound on the bytes per cached pod,
   measured with ``tracemalloc``, and the parts pods of one template share.
 - A steady round writes nothing: an autoscaler whose metric fails and holds at its fallback writes no status
   and sends no event once its fallback applies (``status.warnings`` remembers what was said).
@@ -22,9 +22,9 @@ import msgspec
 from lightkube.resources.core_v1 import Pod as PodResource
 
 from pyhpa.controller import Controller, Settings, load_config, run_controller
-from pyhpa.controller.memory import StatusMemory
-from pyhpa.controller.pods import PodCache, PodView
-from pyhpa.controller.stubs import StubCluster, StubMetrics
+from pyhpa.controller.sync.memory import StatusMemory
+from pyhpa.controller.cache.pods import PodCache, PodView
+from pyhpa.controller.kube.stubs import StubCluster, StubMetrics
 
 from controller_util import autoscaler, deployment, pod, wait_for
 

@@ -18,11 +18,11 @@ from kubedouble import KubeDouble
 from pyhpa.adapters.metrics_api import resource_samples
 from pyhpa.cli.main import app
 from pyhpa.controller import load_config
-from pyhpa.controller.api import HttpMetrics, LightkubeCluster
-from pyhpa.controller.autoscaler import HorizontalAutoscaler, TargetRef
-from pyhpa.controller.nsmetrics import NamespaceMetrics, namespace_jitter
-from pyhpa.controller.scalecache import ScaleCache
-from pyhpa.controller.shards import GROUP_LABEL, VIEW_ANNOTATION, ShardMembership, ShardSettings, lease_name, owner
+from pyhpa.controller.kube.api import HttpMetrics, LightkubeCluster
+from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler, TargetRef
+from pyhpa.controller.sync.nsmetrics import NamespaceMetrics, namespace_jitter
+from pyhpa.controller.cache.scalecache import ScaleCache
+from pyhpa.controller.scaleout.shards import GROUP_LABEL, VIEW_ANNOTATION, ShardMembership, ShardSettings, lease_name, owner
 
 from controller_util import CRD, ControllerTask, autoscaler, deployment, pod, wait_for
 
@@ -118,7 +118,7 @@ async def test_membership_join_delay_expiry_and_the_write_gate(kd):
 
 
 async def test_an_identity_in_use_is_refused(kd):
-    from pyhpa.controller.shards import ShardLost
+    from pyhpa.controller.scaleout.shards import ShardLost
 
     s = ShardSettings("default", "g", "same", 4.0, 3.0, 1.0)
     first = ShardMembership(kd.async_client(), s)

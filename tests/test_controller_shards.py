@@ -24,8 +24,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from controller_util import CRD, autoscaler, deployment, pod
 from kubedouble import KubeDouble
-from pyhpa.controller.memory import memory_from_status
-from pyhpa.controller.shards import lease_name, owner
+from pyhpa.controller.sync.memory import memory_from_status
+from pyhpa.controller.scaleout.shards import lease_name, owner
 
 ROOT = Path(__file__).resolve().parent.parent
 HA = "pyhpa.dev/v1alpha1"

@@ -15,7 +15,7 @@ import pytest
 from lightkube import codecs
 
 from kubedouble import KubeDouble
-from pyhpa.controller.autoscaler import HorizontalAutoscaler, parse_autoscaler
+from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler, parse_autoscaler
 from pyhpa.adapters.parse import timestamp
 from pyhpa.controller import Settings
 

@@ -20,13 +20,13 @@ from typing import Any, AsyncIterator
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from ..core import Decision, store_scale_event
-from .api import ListWatch
-from .autoscaler import Autoscaler
-from .informer import Informer
-from .logs import fields, logfmt
-from .memory import InProcessMemory
-from .monitor import NONE, SPEC, Monitor, action_label
-from .reconciler import Reconciler, SyncInputs, SyncResult, decision_error_label
+from .kube.api import ListWatch
+from .cache.autoscaler import Autoscaler
+from .cache.informer import Informer
+from .outputs.logs import fields, logfmt
+from .sync.memory import InProcessMemory
+from .outputs.monitor import NONE, SPEC, Monitor, action_label
+from .sync.reconciler import Reconciler, SyncInputs, SyncResult, decision_error_label
 
 log = logging.getLogger("pyhpa.preview")
 

@@ -33,13 +33,13 @@ from ..adapters.prediction import forecast_from_status
 from ..adapters.promql import PROMETHEUS
 from ..adapters.snapshot import controller_to_dict, metrics_to_dict, snapshot_to_dict
 from . import Controller
-from .api import ApiFailure, HttpMetrics, LightkubeCluster, SpecError, as_failure
-from .autoscaler import MetricQuery, parse_autoscaler
-from .memory import StatusMemory
+from .kube.api import ApiFailure, HttpMetrics, LightkubeCluster, SpecError, as_failure
+from .cache.autoscaler import MetricQuery, parse_autoscaler
+from .sync.memory import StatusMemory
 from .preview import never
-from .reconciler import SyncInputs
+from .sync.reconciler import SyncInputs
 from .settings import Settings
-from .sources import _samples
+from .sync.sources import _samples
 
 KINDS = {"horizontalautoscaler": "HorizontalAutoscaler", "hpa": "HorizontalPodAutoscaler"}
 

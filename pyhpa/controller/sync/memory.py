@@ -43,12 +43,12 @@ import logging
 import time
 from typing import Callable, Protocol
 
-from ..adapters.errors import InputError
-from ..adapters.snapshot import memory_from_dict, memory_to_dict
+from ...adapters.errors import InputError
+from ...adapters.snapshot import memory_from_dict, memory_to_dict
 from dataclasses import replace
 
-from ..core import HPA, ControllerConfig, Memory, effective_fallback, metric_key, relevant_memory
-from .autoscaler import Autoscaler
+from ...core import HPA, ControllerConfig, Memory, effective_fallback, metric_key, relevant_memory
+from ..cache.autoscaler import Autoscaler
 
 log = logging.getLogger("pyhpa.controller.memory")
 

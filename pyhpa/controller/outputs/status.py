@@ -12,13 +12,13 @@ import math
 from datetime import datetime, timezone
 from functools import lru_cache
 
-from ..adapters.errors import InputError
-from ..adapters.parse import timestamp
-from ..adapters.saturation import saturation_status
-from ..core import HPA, Condition, Decision, Event, HPAStatus, HPAWarning, Memory, MetricHealth, set_condition, with_status
-from .api import ApiFailure
-from .autoscaler import API_VERSION, KIND, MEMORY_KEY, Autoscaler
-from .memory import MemoryStore, failure_caps
+from ...adapters.errors import InputError
+from ...adapters.parse import timestamp
+from ...adapters.saturation import saturation_status
+from ...core import HPA, Condition, Decision, Event, HPAStatus, HPAWarning, Memory, MetricHealth, set_condition, with_status
+from ..kube.api import ApiFailure
+from ..cache.autoscaler import API_VERSION, KIND, MEMORY_KEY, Autoscaler
+from ..sync.memory import MemoryStore, failure_caps
 from .writer import Writer
 
 

@@ -25,10 +25,10 @@ import msgspec
 from lightkube.core import resource as res
 from lightkube.resources.core_v1 import Pod as PodResource
 
-from ..adapters.errors import InputError
-from ..adapters.objects import pod_from_model
-from ..core import Pod
-from ..core.selector import SelectorError, matches, parse_selector
+from ...adapters.errors import InputError
+from ...adapters.objects import pod_from_model
+from ...core import Pod
+from ...core.selector import SelectorError, matches, parse_selector
 
 log = logging.getLogger("pyhpa.controller.pods")
 

@@ -27,9 +27,9 @@ from lightkube.resources.autoscaling_v2 import HorizontalPodAutoscaler as HpaRes
 from lightkube.resources.events_v1 import Event as EventResource
 from lightkube.types import PatchType
 
-from ..core import Scale
-from .autoscaler import API_VERSION, PLURAL, HorizontalAutoscaler, TargetRef
-from .pods import PodView
+from ...core import Scale
+from ..cache.autoscaler import API_VERSION, PLURAL, HorizontalAutoscaler, TargetRef
+from ..cache.pods import PodView
 from .transport import AiohttpTransport, CountedTransport
 
 RESOURCE_METRICS = "/apis/metrics.k8s.io/v1beta1"
@@ -314,7 +314,7 @@ class LightkubeListWatch:
 
 def transport_for(config: SingleConfig, http: str, user_agent: str | None = None) -> httpx2.AsyncBaseTransport:
     """``http`` "aiohttp": an ``AiohttpTransport``; "httpx": httpx2's own transport; both with the kubeconfig's
-    TLS settings, counting requests per sync (``pyhpa.controller.load``) and sending ``user_agent``."""
+    TLS settings, counting requests per sync (``pyhpa.controller.outputs.load``) and sending ``user_agent``."""
     ctx = None
     if config.cluster.server.startswith("https"):
         ctx = verify_cluster(config.cluster, config.user, config.abs_file)
@@ -339,7 +339,7 @@ class LightkubeCluster:
         return LightkubeListWatch(self.client, HorizontalAutoscaler, namespace, self._chunk, self._watch_timeout)
 
     def pods(self, namespace: str | None) -> ListWatch:
-        """Pods decoded as ``PodView`` (``pyhpa.controller.pods``): only the fields a sync reads."""
+        """Pods decoded as ``PodView`` (``pyhpa.controller.cache.pods``): only the fields a sync reads."""
         return LightkubeListWatch(self.client, PodView, namespace, self._chunk, self._watch_timeout)
 
     def hpas(self, namespace: str | None) -> ListWatch:

@@ -27,8 +27,8 @@ import msgspec
 from lightkube.core import resource as res
 from lightkube.resources.apps_v1 import Deployment, ReplicaSet, StatefulSet
 
-from ..core import Scale
-from .api import ListWatch, as_failure
+from ...core import Scale
+from ..kube.api import ListWatch, as_failure
 from .autoscaler import TargetRef
 from .informer import Informer
 

@@ -14,22 +14,22 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..core import (HPA, ControllerConfig, Decision, Event, Forecast, HPAWarning, Memory, MetricSamples, Pod, Scale,
+from ...core import (HPA, ControllerConfig, Decision, Event, Forecast, HPAWarning, Memory, MetricSamples, Pod, Scale,
                     check_hpa, decide, rescale_failed)
-from .api import ApiFailure, Cluster, SpecError
-from .autoscaler import Autoscaler
-from .events import EventRecorder
-from .informer import PodCache
-from .logs import fields
+from ..kube.api import ApiFailure, Cluster, SpecError
+from ..cache.autoscaler import Autoscaler
+from ..outputs.events import EventRecorder
+from ..cache.informer import PodCache
+from ..outputs.logs import fields
 from .memory import MemoryStore
-from .monitor import INTERNAL, NONE, SPEC, Monitor, action_label
+from ..outputs.monitor import INTERNAL, NONE, SPEC, Monitor, action_label
 from .prediction import LivePredictions
-from .scalecache import ScaleCache
-from .selectors import SelectorIndex
+from ..cache.scalecache import ScaleCache
+from ..cache.selectors import SelectorIndex
 from .sources import Fetched, MetricSources
-from .status import (StaleSpec, StatusWriter, remember_warnings, status_from_decision, status_with_condition,
+from ..outputs.status import (StaleSpec, StatusWriter, remember_warnings, status_from_decision, status_with_condition,
                      warning_entry)
-from .writer import Writer, WritesDisabled
+from ..outputs.writer import Writer, WritesDisabled
 
 log = logging.getLogger("pyhpa.controller.reconciler")
 
@@ -140,7 +140,7 @@ class Reconciler:
         self.predictions = predictions
         self.selectors = SelectorIndex()
         self.on_synced: Callable[[SyncResult], None] | None = None
-        self.scales: ScaleCache | None = None  # targets' Scale from informers (pyhpa.controller.scalecache)
+        self.scales: ScaleCache | None = None  # targets' Scale from informers (pyhpa.controller.cache.scalecache)
         self._live: set[str] = set()  # keys whose next Scale read must be a GET (the cache may be stale)
 
     async def sync(self, key: str) -> SyncResult | None:

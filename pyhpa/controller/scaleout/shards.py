@@ -58,9 +58,9 @@ from lightkube.models.coordination_v1 import LeaseSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.coordination_v1 import Lease
 
-from ..leader import validate_lease_timing
+from .leader import validate_lease_timing
 from .leadership import LeadershipLost
-from .load import current_sync
+from ..outputs.load import current_sync
 
 log = logging.getLogger("pyhpa.controller.shards")
 
@@ -414,7 +414,7 @@ class Sharding:
 
     async def _join_when_synced(self, controller: Any, stop: asyncio.Event, led: asyncio.Task) -> None:
         """Wait until the controller's informers (and its Scale cache) have listed, then run the membership."""
-        from . import SCALE_CACHE_WAIT_SECONDS  # the controller's own bound on that wait
+        from .. import SCALE_CACHE_WAIT_SECONDS  # the controller's own bound on that wait
 
         scales = getattr(controller, "scales", None)
         loop, ready_at = asyncio.get_running_loop(), None

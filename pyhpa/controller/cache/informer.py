@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import sys
 
-from .api import ApiFailure, ListWatch, as_failure
+from ..kube.api import ApiFailure, ListWatch, as_failure
 from .pods import PodCache  # noqa: F401 - its former home
 
 log = logging.getLogger("pyhpa.controller.informer")

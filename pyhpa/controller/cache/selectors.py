@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..core import Pod
-from ..core.selector import SelectorError, parse_selector
+from ...core import Pod
+from ...core.selector import SelectorError, parse_selector
 
 
 class SelectorIndex:

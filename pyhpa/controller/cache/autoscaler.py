@@ -13,12 +13,12 @@ from typing import Any
 
 from lightkube.generic_resource import create_namespaced_resource
 
-from ..adapters.autoscaler import MEMORY_KEY, ObjectSettings, effective_config, read_autoscaler
-from ..adapters.errors import InputError
-from ..adapters.objects import selector_text
-from ..adapters.promql import PROMETHEUS, PromQuery
-from ..core import HPA, ControllerConfig
-from .settings import Settings
+from ...adapters.autoscaler import MEMORY_KEY, ObjectSettings, effective_config, read_autoscaler
+from ...adapters.errors import InputError
+from ...adapters.objects import selector_text
+from ...adapters.promql import PROMETHEUS, PromQuery
+from ...core import HPA, ControllerConfig
+from ..settings import Settings
 
 GROUP = "pyhpa.dev"
 VERSION = "v1alpha1"
