@@ -8,7 +8,9 @@ accuracy tracking), ``ForecastLoop`` (a predictor fed one sync at a time: the si
 controller's loop), ``replay`` (forecast a trace point by point from its past only).
 """
 
+import sys
 from importlib import import_module
+from types import ModuleType
 
 from .model import (
     ACCURACY_TOO_LOW,
@@ -40,8 +42,26 @@ def __getattr__(name: str):
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(import_module(f".{module}", __name__), name)
-    globals()[name] = value
+    if name != "replay":  # the function shares its name with its module: see _Package
+        globals()[name] = value
     return value
+
+
+class _Package(ModuleType):
+    """``pyhpa.forecast.replay`` is the function ``replay`` (as when it was imported eagerly here), also once the
+    submodule of the same name has been imported (the import system then sets the package's attribute to the
+    module: ignored; the submodule stays in ``sys.modules``)."""
+
+    @property
+    def replay(self):
+        return import_module(".replay", __name__).replay
+
+    @replay.setter
+    def replay(self, value) -> None:
+        pass
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 __all__ = [
