@@ -1,4 +1,4 @@
-"""Cost of the per-autoscaler Prometheus series (``pyhpa.controller.autoscaler_metrics``) per sync, next to the
+"""Cost of the per-autoscaler Prometheus series (``pyhpa.controller.outputs.autoscaler_metrics``) per sync, next to the
 decision itself.
 
 Prints ``autoscalers=2000 autoscaler_metrics_us_per_sync=...`` (recording one steady sync's decision into the
@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from prometheus_client import CollectorRegistry  # noqa: E402
 
 from benchmarks.decision import NOW, inputs  # noqa: E402
-from pyhpa.controller.autoscaler_metrics import AutoscalerMetrics  # noqa: E402
+from pyhpa.controller.outputs.autoscaler_metrics import AutoscalerMetrics  # noqa: E402
 from pyhpa.core import ControllerConfig, Memory, decide  # noqa: E402
 
 AUTOSCALERS = 2000

@@ -9,18 +9,27 @@ Prints ``name=value`` lines, per API and worker count::
     api=http workers=5 hpas=10000 requests_per_sync=0.1
     api=http workers=5 hpas=10000 controller_cpu_ms_per_sync=0.45
 
-and, for ``--shards 2`` (default), one sharded run at a 3 s period::
+and, for ``--replicas 2`` (default), the replicas run at a 3 s period (one replica; a second joins; the first
+leaves)::
 
-    api=http shards=2 workers=5 hpas=10000 sync_period_seconds=3 syncs_per_second=2100
-    api=http shards=2 workers=5 hpas=10000 sync_period_seconds=3 sync_lag_p50_seconds=0.01
-    api=http shards=2 workers=5 hpas=10000 sync_period_seconds=3 sync_lag_p99_seconds=2.5
+    api=http workers=5 hpas=10000 sync_period_seconds=3 replicas=1 rss_mb=150
+    api=http workers=5 hpas=10000 sync_period_seconds=3 replicas=1 status_writes_per_round=0
+    api=http workers=5 hpas=10000 sync_period_seconds=3 replicas=1 events_per_round=0
+    api=http workers=5 hpas=10000 sync_period_seconds=3 replicas=2 rss_mb=150
+    api=http workers=5 hpas=10000 sync_period_seconds=3 replicas=2 syncs_per_second=3333
+    api=http workers=5 hpas=10000 sync_period_seconds=3 replicas=2 sync_lag_p50_seconds=0.01
+    api=http workers=5 hpas=10000 sync_period_seconds=3 replicas=2 sync_lag_p99_seconds=2.5
+    api=http workers=5 hpas=10000 sync_period_seconds=3 replicas=2 status_writes_per_round=0
+    api=http workers=5 hpas=10000 sync_period_seconds=3 replicas=2 events_per_round=0
+    api=http workers=5 hpas=10000 sync_period_seconds=3 join=1 max_sync_gap_seconds=3.4
+    api=http workers=5 hpas=10000 sync_period_seconds=3 leave=1 max_sync_gap_seconds=3.9
 
-``api=stub``: the controller against in-memory API stubs (``pyhpa.controller.stubs``), so the number is
+``api=stub``: the controller against in-memory API stubs (``pyhpa.controller.kube.stubs``), so the number is
 the controller's own cost: queue, caches, metric parsing, the decision core, status comparison.
 ``api=http``: against the Kubernetes API double (kubedouble) in a separate process over real HTTP
 (lightkube's client, aiohttp transport), as ``pyhpa run`` is wired: the targets' Scale from the
-Deployment informer (``pyhpa.controller.scalecache``), one metrics.k8s.io list per namespace and tick
-(``pyhpa.controller.nsmetrics``).
+Deployment informer (``pyhpa.controller.cache.scalecache``), one metrics.k8s.io list per namespace and tick
+(``pyhpa.controller.sync.nsmetrics``).
 
 Each autoscaler has one CPU Utilization metric (50 %), its Deployment 10 pods at exactly 50 % of their
 request, so decisions are "no change"; 10 autoscalers per namespace. Caches are synced first (not
@@ -32,12 +41,19 @@ requests per sync in round 2, counted in the controller's transport) and
 ``controller_cpu_ms_per_sync`` (the controller process' CPU time in round 2 per sync; both rounds on
 stderr).
 
-The sharded run starts the double and two ``pyhpa run --shards auto --sync-period 3`` processes on this
-machine, waits until every autoscaler has synced once, then reads both replicas' ``/metrics`` over
-``--shard-seconds`` (default 30): ``syncs_per_second`` (both replicas; the period asks for hpas / 3) and
-the percentiles of ``pyhpa_sync_lag_seconds`` (from due time to start: 0 when the replicas keep up).
-CPU seconds of each process over the window go to stderr. ``--hpas``/``--workers``/``--api``/``--shards``
-narrow the run (``--shards 0``: no sharded run).
+The replicas run starts the double — every autoscaler with a fallback (``failureThreshold: 3``, 10 replicas),
+one in ten without pod metrics, so its metric fails at every sync and it holds at its fallback — and one
+``pyhpa run --shards auto --sync-period 3`` process (``bench-0``); once every autoscaler synced and things
+settled (6 periods), ``rss_mb`` (its resident memory, /proc) and ``status_writes_per_round`` /
+``events_per_round`` (status PUTs and Event creates and patches the double received during one period). Then
+a second replica joins; once it has its share and settled: ``rss_mb`` (the larger of the two), over
+``--shard-seconds`` (default 30) ``syncs_per_second`` (both replicas' ``/metrics``; the period asks for hpas / 3)
+and the percentiles of ``pyhpa_sync_lag_seconds`` (due time to start), and a steady round's writes. Then the
+first replica stops (SIGTERM). Each replica logs every sync it completed (this script's
+``--replica-sync-log``, which wraps ``pyhpa run``); ``max_sync_gap_seconds`` is the longest time any
+autoscaler went without a sync during the join (from the second replica's start to the end of its settling)
+and during the leave (from SIGTERM to 6 periods later): the goal is at most 2 periods. CPU seconds per
+process go to stderr. ``--hpas``/``--workers``/``--api``/``--replicas`` narrow the run (``--replicas 0``: none).
 """
 
 from __future__ import annotations
@@ -65,14 +81,27 @@ def names(i: int) -> tuple[str, str]:
     return f"bench-{i // HPAS_PER_NAMESPACE:04d}", f"app-{i}"
 
 
-def autoscaler(i: int) -> dict:
+#: the replicas run: every autoscaler has this fallback, and one in FAILING_EVERY has no pod metrics (its
+#: metric fails at every sync: it counts failures, then holds at the fallback's 10 replicas, its current count)
+FALLBACK = {"failureThreshold": 3, "replicas": PODS_PER_HPA}
+FAILING_EVERY = 10
+
+
+def autoscaler(i: int, fallback: bool = False) -> dict:
     ns, name = names(i)
+    spec = {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+            "minReplicas": 1, "maxReplicas": 100,
+            "metrics": [{"type": "Resource", "resource": {
+                "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}]}
+    if fallback:
+        spec["fallback"] = dict(FALLBACK)
     return {"apiVersion": "pyhpa.dev/v1alpha1", "kind": "HorizontalAutoscaler",
-            "metadata": {"name": name, "namespace": ns},
-            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
-                     "minReplicas": 1, "maxReplicas": 100,
-                     "metrics": [{"type": "Resource", "resource": {
-                         "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}]}}
+            "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def failing(i: int, fallback: bool) -> bool:
+    """The i-th autoscaler's pods have no metrics (only in the replicas run, where autoscalers have fallbacks)."""
+    return fallback and i % FAILING_EVERY == FAILING_EVERY - 1
 
 
 def deployment(i: int) -> dict:
@@ -166,7 +195,7 @@ def report(api: str, workers: int, n: int, r: Rounds, extra: str = "") -> None:
 def stub_world(n: int):
     from lightkube.resources.core_v1 import Pod
 
-    from pyhpa.controller.stubs import StubCluster, StubMetrics
+    from pyhpa.controller.kube.stubs import StubCluster, StubMetrics
 
     cluster, metrics = StubCluster(), StubMetrics()
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -190,8 +219,9 @@ async def run_stub(workers: int, n: int, world) -> None:
 
 
 # ----- HTTP API (kubedouble in a child process) -----------------------------------------------------------------
-def serve_double(n: int, conn, stop_event) -> None:
-    """Child process: a kubedouble seeded with the benchmark objects, until ``stop_event``.
+def serve_double(n: int, conn, stop_event, fallback: bool = False) -> None:
+    """Child process: a kubedouble seeded with the benchmark objects, until ``stop_event``. Answers "counts" on
+    ``conn`` with the status writes and Event writes (creates and patches) since the last "counts".
 
     Two test-only costs of the double are taken out so the number measures the controller: schema
     validation of written bodies (jsonschema in Python; a real API server does it in microseconds) and
@@ -209,11 +239,12 @@ def serve_double(n: int, conn, stop_event) -> None:
         for i in range(n):
             ns, name = names(i)
             kd.put_object(deployment(i))
-            kd.put_object(autoscaler(i))
+            kd.put_object(autoscaler(i, fallback))
             for j in range(PODS_PER_HPA):
                 stored = kd.put_object(pod(i, j))
                 by_ns.setdefault(ns, []).append(stored)
-                kd.set_pod_metrics(ns, f"{name}-{j}", {"app": {"cpu": "100m"}})
+                if not failing(i, fallback):
+                    kd.set_pod_metrics(ns, f"{name}-{j}", {"app": {"cpu": "100m"}})
         store = kd.metrics
 
         def pod_metrics_list(ns, query):
@@ -226,15 +257,23 @@ def serve_double(n: int, conn, stop_event) -> None:
         store.pod_metrics_list = pod_metrics_list
         async with kd:
             conn.send(kd.url)
+            kd.clear_requests()
             while not stop_event.is_set():
-                await asyncio.sleep(0.2)
+                await asyncio.sleep(0.1)
+                if conn.poll():
+                    conn.recv()
+                    status = sum(1 for m, path, _ in kd.requests if m == "PUT" and path.endswith("/status"))
+                    events = sum(1 for m, path, _ in kd.requests
+                                 if m in ("POST", "PATCH") and path.startswith("/apis/events.k8s.io/"))
+                    kd.clear_requests()
+                    conn.send((status, events))
 
     asyncio.run(main())
 
 
 async def run_http(workers: int, n: int, url: str) -> None:
     from pyhpa.controller import Controller, Settings, load_config
-    from pyhpa.controller.api import HttpMetrics, LightkubeCluster
+    from pyhpa.controller.kube.api import HttpMetrics, LightkubeCluster
 
     settings = Settings(workers=workers, health_port=None, list_chunk_size=0, api_timeout_seconds=60)
     cluster = LightkubeCluster(load_config(server=url), settings.api_timeout_seconds, settings.field_manager,
@@ -250,15 +289,20 @@ async def run_http(workers: int, n: int, url: str) -> None:
 class Double:
     """A kubedouble child process seeded with ``n`` autoscalers (``url`` once it serves)."""
 
-    def __init__(self, n: int):
+    def __init__(self, n: int, fallback: bool = False):
         ctx = multiprocessing.get_context("spawn")
-        parent, child = ctx.Pipe()
+        self.conn, child = ctx.Pipe()
         self.stop = ctx.Event()
-        self.proc = ctx.Process(target=serve_double, args=(n, child, self.stop), daemon=True)
+        self.proc = ctx.Process(target=serve_double, args=(n, child, self.stop, fallback), daemon=True)
         self.proc.start()
-        if not parent.poll(900):
+        if not self.conn.poll(900):
             raise RuntimeError("the kubedouble process did not start within 900 s")
-        self.url = parent.recv()
+        self.url = self.conn.recv()
+
+    def counts(self) -> tuple[int, int]:
+        """(status writes, Event creates and patches) since the previous call."""
+        self.conn.send("counts")
+        return self.conn.recv()
 
     def close(self) -> None:
         self.stop.set()
@@ -276,7 +320,7 @@ def http_round(workers: int, n: int) -> None:
         double.close()
 
 
-# ----- sharded: two pyhpa run processes at a 3 s period -------------------------------------------------------
+# ----- replicas: pyhpa run processes at a 3 s period, a join and a leave -------------------------------------------------------
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -325,82 +369,190 @@ def _lag_quantile(before: list[dict], after: list[dict], q: float) -> float:
     return float("nan")
 
 
-def sharded_run(n: int, shards: int, workers: int, period: float, seconds: float) -> None:
-    """``shards`` replica processes of ``pyhpa run --shards auto`` against one double; syncs/s and lag."""
+def _replica(root: Path, url: str, i: int, workers: int, period: float, port: int, log: Path) -> subprocess.Popen:
+    """``pyhpa run --shards auto`` as replica ``bench-<i>``, each sync logged to ``log`` (``--replica-sync-log``)."""
+    return subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve()), "--replica-sync-log", str(log),
+         "run", "--server", url, "--shards", "auto",
+         "--leader-elect-identity", f"bench-{i}", "--leader-elect-resource-namespace", "default",
+         "--leader-elect-lease-duration", "4", "--leader-elect-renew-deadline", "3",
+         "--leader-elect-retry-period", "1", "--workers", str(workers), "--sync-period", str(period),
+         "--api-timeout", "60", "--health-host", "127.0.0.1", "--health-port", str(port), "--log-level", "warning"],
+        env=dict(os.environ, PYTHONPATH=str(root)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _replica_main(argv: list[str]) -> None:
+    """A replica process: ``pyhpa run`` (argv) with every completed sync logged as "<epoch s> <key>" lines to the
+    file that follows ``--replica-sync-log`` (a sync refused by the shard gate is not one)."""
+    import atexit
+
+    from pyhpa.controller.sync.reconciler import Reconciler
+
+    out = open(argv[0], "w", buffering=1 << 16)  # noqa: SIM115 - closed at exit
+    atexit.register(out.close)
+    original = Reconciler.sync
+
+    async def sync(self, key: str):
+        result = await original(self, key)
+        if result is not None and not result.message.startswith("writes are disabled"):
+            out.write(f"{time.time():.3f} {key}\n")
+        return result
+
+    Reconciler.sync = sync
+    sys.argv = ["pyhpa", *argv[1:]]
+    from pyhpa.cli.main import main as cli
+
+    cli()
+
+
+def _sync_times(logs: list[Path]) -> dict[str, list[float]]:
+    times: dict[str, list[float]] = {}
+    for log in logs:
+        for line in log.read_text().splitlines():
+            t, _, key = line.partition(" ")
+            if key:
+                times.setdefault(key, []).append(float(t))
+    for ts in times.values():
+        ts.sort()
+    return times
+
+
+def max_sync_gap(times: dict[str, list[float]], start: float, end: float) -> tuple[float, str]:
+    """The longest time any autoscaler went without a sync within [start, end] (a gap that overlaps the window;
+    one still open at ``end`` counts up to ``end``), and whose."""
+    worst, who = 0.0, "-"
+    for key, ts in times.items():
+        prev = None
+        for t in ts:
+            if prev is not None and t > start and prev < end and t - prev > worst:
+                worst, who = t - prev, key
+            prev = t
+        if prev is not None and prev < end and end - prev > worst:
+            worst, who = end - prev, key
+    return worst, who
+
+
+def _wait_synced(ports: list[int], procs: list, n: int, timeout: float = 1800) -> None:
+    started = time.monotonic()
+    while True:
+        time.sleep(2)
+        if any(p.poll() is not None for p in procs):
+            raise RuntimeError("a replica exited")
+        try:
+            scraped = [_scrape(p) for p in ports]
+        except Exception:  # noqa: BLE001 - not serving yet
+            continue
+        if sum(_total(m, "horizontal_pod_autoscaler_controller_reconciliations_total") for m in scraped) >= n:
+            return
+        if time.monotonic() - started > timeout:
+            raise RuntimeError("the replicas did not sync every autoscaler in time")
+
+
+def _steady_round(double: Double, n: int, period: float, prefix: str) -> None:
+    """Status writes and Event writes of one steady round (one sync period), per round."""
+    double.counts()
+    time.sleep(period)
+    writes, events = double.counts()
+    print(f"{prefix} status_writes_per_round={writes}", flush=True)
+    print(f"{prefix} events_per_round={events}", flush=True)
+
+
+def replicas_run(n: int, workers: int, period: float, seconds: float) -> None:
+    """One replica, then a second joins, then the first leaves (SIGTERM), against one double whose autoscalers
+    all have fallbacks (one in ten failing): resident memory with 1 and 2 replicas, status and Event writes of a
+    steady round, syncs/s and lag with 2, the longest sync gap of any autoscaler during the join and the leave."""
+    import tempfile
+
     root = Path(__file__).resolve().parent.parent
-    double = Double(n)
-    procs, ports = [], []
+    double = Double(n, fallback=True)
+    tmp = Path(tempfile.mkdtemp(prefix="pyhpa-bench-"))
+    logs = [tmp / f"replica-{i}.log" for i in range(2)]
+    ports = [_free_port(), _free_port()]
+    procs: list[subprocess.Popen] = []
+    base = f"api=http workers={workers} hpas={n} sync_period_seconds={period:g}"
+    settle = 6 * period  # fallbacks start after failureThreshold + 1 failed syncs; then nothing changes
     try:
-        for i in range(shards):
-            ports.append(_free_port())
-            procs.append(subprocess.Popen(
-                [sys.executable, "-m", "pyhpa.cli.main", "run", "--server", double.url, "--shards", "auto",
-                 "--leader-elect-identity", f"bench-{i}", "--leader-elect-resource-namespace", "default",
-                 "--leader-elect-lease-duration", "4", "--leader-elect-renew-deadline", "3",
-                 "--leader-elect-retry-period", "1", "--workers", str(workers), "--sync-period", str(period),
-                 "--api-timeout", "60", "--health-host", "127.0.0.1", "--health-port", str(ports[-1]),
-                 "--log-level", "warning"],
-                env=dict(os.environ, PYTHONPATH=str(root)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         started = time.monotonic()
-        while True:  # every autoscaler synced once by one of the replicas (each counts its own syncs)
-            time.sleep(2)
-            if any(p.poll() is not None for p in procs):
-                raise RuntimeError("a replica exited")
+        procs.append(_replica(root, double.url, 0, workers, period, ports[0], logs[0]))
+        _wait_synced(ports[:1], procs, n)
+        print(f"  [replicas=1] every autoscaler synced once {time.monotonic() - started:.0f}s after start "
+              "(informers listing included)", file=sys.stderr, flush=True)
+        time.sleep(settle)
+        print(f"{base} replicas=1 rss_mb={_rss_mb(procs[0].pid):.0f}", flush=True)
+        _steady_round(double, n, period, f"{base} replicas=1")
+        joined = time.time()
+        procs.append(_replica(root, double.url, 1, workers, period, ports[1], logs[1]))
+        while True:  # the new replica has its share
+            time.sleep(0.5)
             try:
-                scraped = [_scrape(p) for p in ports]
+                if _scrape(ports[1]).get(("pyhpa_shard_autoscalers", ()), 0) > 0:
+                    break
             except Exception:  # noqa: BLE001 - not serving yet
-                continue
-            if sum(_total(m, "horizontal_pod_autoscaler_controller_reconciliations_total") for m in scraped) >= n:
-                break
-            if time.monotonic() - started > 1800:
-                raise RuntimeError("the replicas did not sync every autoscaler within 30 minutes")
-        print(f"  [shards={shards}] every autoscaler synced once {time.monotonic() - started:.0f}s after start "
-              "(informers listing included)", file=sys.stderr)
-        time.sleep(2 * period)
+                pass
+            if procs[1].poll() is not None:
+                raise RuntimeError("the joining replica exited")
+        print(f"  [join] the second replica took its share {time.time() - joined:.1f}s after it started",
+              file=sys.stderr, flush=True)
+        time.sleep(settle)
+        join_end = time.time()
         pids = [p.pid for p in procs] + [double.proc.pid]
         before, cpu0, t0 = [_scrape(p) for p in ports], [_cpu_seconds(p) for p in pids], time.monotonic()
-        load0 = os.getloadavg()[0]
         time.sleep(seconds)
         after, cpu1, t1 = [_scrape(p) for p in ports], [_cpu_seconds(p) for p in pids], time.monotonic()
         syncs = sum(_total(a, "horizontal_pod_autoscaler_controller_reconciliations_total")
                     - _total(b, "horizontal_pod_autoscaler_controller_reconciliations_total")
                     for a, b in zip(after, before))
-        requests = sum(_total(a, "pyhpa_sync_api_requests_sum") - _total(b, "pyhpa_sync_api_requests_sum")
-                       for a, b in zip(after, before))
-        prefix = f"api=http shards={shards} workers={workers} hpas={n} sync_period_seconds={period:g}"
+        prefix = f"{base} replicas=2"
+        rss = [_rss_mb(p.pid) for p in procs]
+        print(f"{prefix} rss_mb={max(rss):.0f}", flush=True)
         print(f"{prefix} syncs_per_second={syncs / (t1 - t0):.0f}", flush=True)
         print(f"{prefix} sync_lag_p50_seconds={_lag_quantile(before, after, 0.5):g}", flush=True)
         print(f"{prefix} sync_lag_p99_seconds={_lag_quantile(before, after, 0.99):g}", flush=True)
+        _steady_round(double, n, period, prefix)
         sizes = [a.get(("pyhpa_shard_autoscalers", ()), 0) for a in after]
         used = [round((c1 - c0) / (t1 - t0), 2) for c0, c1 in zip(cpu0, cpu1)]
-        print(f"  [shards={shards}] needed {n / period:.0f} syncs/s; shard sizes {sizes}; requests per sync "
-              f"{requests / max(syncs, 1):.2f}; CPU (cores) over {t1 - t0:.0f}s: replicas {used[:-1]}, double "
-              f"{used[-1]} (machine: {os.cpu_count()} cores, load average {load0:.1f} -> {os.getloadavg()[0]:.1f}); "
-              f"controller CPU per sync {sum(c1 - c0 for c0, c1 in zip(cpu0[:-1], cpu1[:-1])) / max(syncs, 1) * 1e3:.2f} ms; "
-              f"resident memory of each replica {[round(_rss_mb(p.pid)) for p in procs]} MB",
-              file=sys.stderr, flush=True)
+        print(f"  [replicas=2] needed {n / period:.0f} syncs/s; shard sizes {sizes}; resident memory {[round(r) for r in rss]} MB; "
+              f"CPU (cores) over {t1 - t0:.0f}s: replicas {used[:-1]}, double {used[-1]} (machine: {os.cpu_count()} "
+              f"cores, load average {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
+        left = time.time()
+        procs[0].terminate()
+        procs[0].wait(60)
+        time.sleep(settle)
+        leave_end = time.time()
+        print(f"{base} replicas=1 after_leave_rss_mb={_rss_mb(procs[1].pid):.0f}", file=sys.stderr, flush=True)
     finally:
         for p in procs:
-            p.terminate()
+            if p.poll() is None:
+                p.terminate()
         for p in procs:
             try:
-                p.wait(30)
+                p.wait(60)
             except subprocess.TimeoutExpired:
                 p.kill()
         double.close()
+    times = _sync_times([log for log in logs if log.exists()])
+    for what, (start, end) in (("join", (joined, join_end)), ("leave", (left, leave_end))):
+        gap, who = max_sync_gap(times, start, end)
+        print(f"{base} {what}=1 max_sync_gap_seconds={gap:.2f}", flush=True)
+        print(f"  [{what}] longest gap {gap:.2f}s ({who}); window {end - start:.0f}s", file=sys.stderr, flush=True)
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--replica-sync-log"]:  # a replica process of the replicas run
+        _replica_main(sys.argv[2:])
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hpas", type=int, default=10000)
     parser.add_argument("--workers", type=int, action="append", help="worker counts (default: 1 and 5)")
     parser.add_argument("--api", choices=("stub", "http"), action="append", help="default: both")
-    parser.add_argument("--shards", type=int, default=2, help="replicas of the sharded run (0: none)")
-    parser.add_argument("--shard-period", type=float, default=3.0, help="sync period of the sharded run, seconds")
-    parser.add_argument("--shard-seconds", type=float, default=30.0, help="seconds the sharded run is measured")
+    parser.add_argument("--replicas", type=int, default=2, choices=(0, 2),
+                        help="2: the replicas run (1 replica, a second joins, the first leaves); 0: none")
+    parser.add_argument("--shard-period", type=float, default=3.0, help="sync period of the replicas run, seconds")
+    parser.add_argument("--shard-seconds", type=float, default=30.0,
+                        help="seconds syncs/s and lag are measured with 2 replicas")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    from pyhpa.controller.load import tune_gc
+    from pyhpa.controller.outputs.load import tune_gc
 
     tune_gc()  # as pyhpa run does
     worker_counts = args.workers or [1, 5]
@@ -411,8 +563,8 @@ def main() -> None:
     if "http" in apis:
         for workers in worker_counts:
             http_round(workers, args.hpas)
-        if args.shards:
-            sharded_run(args.hpas, args.shards, max(worker_counts), args.shard_period, args.shard_seconds)
+        if args.replicas:
+            replicas_run(args.hpas, max(worker_counts), args.shard_period, args.shard_seconds)
 
 
 if __name__ == "__main__":

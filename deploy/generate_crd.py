@@ -308,7 +308,10 @@ METRIC_HEALTH = {
                    "fallback applies.",
     "items": {"type": "object", "required": ["metric", "numberOfFailures", "status"], "properties": {
         "metric": {"type": "string", "description": "What is queried: Resource/cpu, Pods/<name>, External/<name>, ..."},
-        "numberOfFailures": {"type": "integer", "format": "int32", "description": "Consecutive failed syncs."},
+        "numberOfFailures": {"type": "integer", "format": "int32",
+                             "description": "Consecutive failed syncs, counted up to one past the fallback's "
+                                            "failureThreshold (1 without one): from there on more failures change "
+                                            "nothing, and a metric that stays down writes no status."},
         "status": {"type": "string", "enum": ["Happy", "Failing"]},
         "firstFailureTime": {"type": "string", "format": "date-time"},
         "fallbackSince": {"type": "string", "format": "date-time"},
@@ -318,7 +321,25 @@ METRIC_HEALTH = {
 }
 
 
-#: status.pause (pyhpa.controller.status.pause_status; the annotations: pyhpa.core.pause)
+WARNINGS = {
+    "type": "array",
+    "description": "pyhpa: the Warning events sent about this autoscaler whose cause lasts (a failing metric, "
+                   "ScaleStarvation, PodSumHidesContainer, ...). An event listed here is not sent again while its cause "
+                   "is unchanged: not at the next sync, not by another replica, not after a restart.",
+    "x-kubernetes-list-type": "atomic",
+    "items": {"type": "object", "required": ["reason"], "properties": {
+        "reason": {"type": "string", "description": "The event's reason."},
+        "message": {"type": "string", "description": "The event's note, as sent."},
+        "metric": {"type": "integer", "format": "int32",
+                   "description": "The spec.metrics index a check's warning is about (then its cause is the reason, "
+                                  "metric and container, whatever the figures of the message)."},
+        "container": {"type": "string", "description": "The container a check's warning is about."},
+    }},
+}
+
+
+
+#: status.pause (pyhpa.controller.outputs.status.pause_status; the annotations: pyhpa.core.pause)
 PAUSE_STATUS = {
     "type": "object",
     "description": "pyhpa: present while a pause annotation (pyhpa.dev/paused, paused-replicas, paused-scale-in, "
@@ -331,7 +352,6 @@ PAUSE_STATUS = {
                      "description": "The replicas held (paused-replicas, or the count paused froze)."},
     },
 }
-
 
 
 CRON_PATTERN = r"^\s*\S+(\s+\S+){4}\s*$"
@@ -516,6 +536,7 @@ def crd() -> dict:
     status["properties"]["prediction"] = PREDICTION_STATUS
     status["properties"]["saturation"] = SATURATION_STATUS
     status["properties"]["metricHealth"] = METRIC_HEALTH
+    status["properties"]["warnings"] = WARNINGS
     status["properties"]["schedules"] = SCHEDULE_STATUS
     status["properties"]["pause"] = PAUSE_STATUS
     columns = [

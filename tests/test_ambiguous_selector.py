@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lightkube import codecs
 
-from pyhpa.controller.selectors import SelectorIndex
+from pyhpa.controller.cache.selectors import SelectorIndex
 from pyhpa.core import ControllerConfig, Pod, decide
 from test_controller_e2e import Running, events, put_pods, replicas, set_cpu
 from controller_util import autoscaler, deployment, wait_for

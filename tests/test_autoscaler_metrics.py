@@ -7,7 +7,7 @@ from lightkube import codecs
 from prometheus_client import generate_latest
 
 from kubedouble import KubeDouble
-from pyhpa.controller.autoscaler import HorizontalAutoscaler
+from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
 
 from controller_util import ControllerTask, autoscaler, deployment, pod, wait_for
 
@@ -88,7 +88,7 @@ def test_series_follow_the_spec_and_the_metric_state():
     from prometheus_client import CollectorRegistry
 
     from builders import NOW, cpu_hpa, cpu_pods, old_memory, scale
-    from pyhpa.controller.autoscaler_metrics import AutoscalerMetrics
+    from pyhpa.controller.outputs.autoscaler_metrics import AutoscalerMetrics
     from pyhpa.core import ControllerConfig, MetricSamples, MetricSpec, decide
 
     registry = CollectorRegistry()

@@ -86,7 +86,7 @@ async def test_crd_accepts_full_hpa_specs_and_rejects_unknown_fields(kube_double
     client = kube_double.async_client()
     from lightkube import ApiError
 
-    from pyhpa.controller.autoscaler import HorizontalAutoscaler
+    from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
 
     body = autoscaler("full", "web", behavior={
         "scaleUp": {"stabilizationWindowSeconds": 0, "selectPolicy": "Max", "tolerance": "0.05",
@@ -150,11 +150,15 @@ def test_benchmark_prints_one_line_per_api_and_worker_count():
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    http, sharded = "api=http workers=2 hpas=30", "api=http shards=2 workers=2 hpas=30 sync_period_seconds=1"
+    http, rep = "api=http workers=2 hpas=30", "api=http workers=2 hpas=30 sync_period_seconds=1"
     assert [line.rsplit("=", 1)[0] for line in lines] == [
         "api=stub workers=2 hpas=30 reconciles_per_second", f"{http} reconciles_per_second",
         f"{http} first_round_seconds", f"{http} steady_round_seconds", f"{http} requests_per_sync",
-        f"{http} controller_cpu_ms_per_sync", f"{sharded} syncs_per_second", f"{sharded} sync_lag_p50_seconds",
-        f"{sharded} sync_lag_p99_seconds"]
+        f"{http} controller_cpu_ms_per_sync", f"{rep} replicas=1 rss_mb", f"{rep} replicas=1 status_writes_per_round",
+        f"{rep} replicas=1 events_per_round", f"{rep} replicas=2 rss_mb", f"{rep} replicas=2 syncs_per_second",
+        f"{rep} replicas=2 sync_lag_p50_seconds", f"{rep} replicas=2 sync_lag_p99_seconds",
+        f"{rep} replicas=2 status_writes_per_round", f"{rep} replicas=2 events_per_round",
+        f"{rep} join=1 max_sync_gap_seconds", f"{rep} leave=1 max_sync_gap_seconds"]
     values = [float(line.rsplit("=", 1)[1]) for line in lines]
-    assert all(v > 0 for v in values[:4]) and values[4] >= 0 and values[6] > 0
+    assert all(v > 0 for v in values[:4]) and values[4] >= 0 and values[6] > 0 and values[9] > 0 and values[10] > 0
+    assert values[15] > 0 and values[16] > 0  # sync gaps: at least a period

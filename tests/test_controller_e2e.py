@@ -16,9 +16,9 @@ from lightkube import codecs
 from kubedouble import KubeDouble
 from pyhpa.core import decide
 from pyhpa.controller import Controller, Settings, load_config
-from pyhpa.controller.api import HttpMetrics, LightkubeCluster
-from pyhpa.controller.autoscaler import HorizontalAutoscaler
-from pyhpa.controller.status import status_from_decision
+from pyhpa.controller.kube.api import HttpMetrics, LightkubeCluster
+from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
+from pyhpa.controller.outputs.status import status_from_decision
 
 from controller_util import CRD, autoscaler, deployment, pod, wait_for
 

@@ -15,7 +15,7 @@ import pytest
 from lightkube import codecs
 
 from kubedouble import KubeDouble
-from pyhpa.controller.autoscaler import HorizontalAutoscaler
+from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
 
 from controller_util import CRD, ControllerTask, autoscaler, cpu_metric, deployment, pod, wait_for
 
@@ -224,8 +224,8 @@ def test_objects_written_past_validation_never_crash_the_parser(obj, problem):
     in the controller's own status, simply dropped and rewritten), never an exception that would make the
     informer skip the object silently."""
     from pyhpa.controller import Settings
-    from pyhpa.controller.autoscaler import parse_autoscaler
-    from pyhpa.controller.status import status_with_condition
+    from pyhpa.controller.cache.autoscaler import parse_autoscaler
+    from pyhpa.controller.outputs.status import status_with_condition
 
     a = parse_autoscaler(autoscaler("x", "web") | obj, Settings())
     assert a.error == problem if problem is None else problem in a.error

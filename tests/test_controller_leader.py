@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 from kubedouble import KubeDouble
 from pyhpa.cli.main import app
 from pyhpa.controller import LeadershipLost
-from pyhpa.controller.autoscaler import HorizontalAutoscaler
-from pyhpa.controller.memory import memory_from_status
+from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
+from pyhpa.controller.sync.memory import memory_from_status
 
 from controller_util import CRD, ControllerTask, Skew, autoscaler, deployment, pod, wait_for
 

@@ -18,7 +18,7 @@ import pytest
 
 from controller_util import CRD, autoscaler, deployment, pod
 from kubedouble import KubeDouble
-from pyhpa.controller.logs import JsonFormatter, LogfmtFormatter, fields
+from pyhpa.controller.outputs.logs import JsonFormatter, LogfmtFormatter, fields
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))

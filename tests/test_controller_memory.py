@@ -16,10 +16,10 @@ from lightkube.resources.core_v1 import Pod as PodResource
 
 from pyhpa.core import Behavior, ControllerConfig, Memory, ScalingPolicy, ScalingRules, decide, relevant_memory
 from pyhpa.controller import Controller, Settings
-from pyhpa.controller.autoscaler import parse_autoscaler
-from pyhpa.controller.memory import (RESTORED_BEFORE, StatusMemory, memory_from_status, memory_to_status,
+from pyhpa.controller.cache.autoscaler import parse_autoscaler
+from pyhpa.controller.sync.memory import (RESTORED_BEFORE, StatusMemory, memory_from_status, memory_to_status,
                                      persisted_memory, restored_memory)
-from pyhpa.controller.stubs import StubCluster, StubMetrics
+from pyhpa.controller.kube.stubs import StubCluster, StubMetrics
 from tests.builders import NOW, cpu_hpa, scale
 
 from controller_util import autoscaler, pod, wait_for

@@ -28,7 +28,7 @@ from kubedouble import KubeDouble
 from pyhpa.adapters.parse import format_time
 from pyhpa.cli.main import app
 from pyhpa.controller import Controller, Settings, load_config
-from pyhpa.controller.api import HttpMetrics, LightkubeCluster
+from pyhpa.controller.kube.api import HttpMetrics, LightkubeCluster
 from pyhpa.controller.preview import PreviewReconciler, logfmt
 from test_controller_e2e import put_pods, replicas, set_cpu
 

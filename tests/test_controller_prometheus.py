@@ -20,7 +20,7 @@ from controller_util import CRD, autoscaler, deployment, wait_for
 from kubedouble import KubeDouble
 from pyhpa.adapters.parse import format_time
 from pyhpa.cli.main import app
-from pyhpa.controller.autoscaler import HorizontalAutoscaler
+from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
 from test_controller_e2e import HA, Running, assert_exactly_as_decided, events, put_pods, replicas
 from tests.prometheus_server import PrometheusServer, free_port, prometheus_binary
 

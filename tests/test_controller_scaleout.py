@@ -4,6 +4,7 @@ the shard membership on Leases, rendezvous hashing, and the load metrics. Throug
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 from collections import Counter
 
@@ -17,11 +18,11 @@ from kubedouble import KubeDouble
 from pyhpa.adapters.metrics_api import resource_samples
 from pyhpa.cli.main import app
 from pyhpa.controller import load_config
-from pyhpa.controller.api import HttpMetrics, LightkubeCluster
-from pyhpa.controller.autoscaler import HorizontalAutoscaler, TargetRef
-from pyhpa.controller.nsmetrics import NamespaceMetrics, namespace_jitter
-from pyhpa.controller.scalecache import ScaleCache
-from pyhpa.controller.shards import GROUP_LABEL, ShardMembership, ShardSettings, lease_name, owner
+from pyhpa.controller.kube.api import HttpMetrics, LightkubeCluster
+from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler, TargetRef
+from pyhpa.controller.sync.nsmetrics import NamespaceMetrics, namespace_jitter
+from pyhpa.controller.cache.scalecache import ScaleCache
+from pyhpa.controller.scaleout.shards import GROUP_LABEL, VIEW_ANNOTATION, ShardMembership, ShardSettings, lease_name, owner
 
 from controller_util import CRD, ControllerTask, autoscaler, deployment, pod, wait_for
 
@@ -66,29 +67,31 @@ async def test_membership_join_delay_expiry_and_the_write_gate(kd):
              retry_period_seconds=1.0)
     a = ShardMembership(kd.async_client(), ShardSettings(identity="a", **s), clock)
     b = ShardMembership(kd.async_client(), ShardSettings(identity="b", **s), clock)
+    assert not a.may_write() and not a.owns("x/y")
     await a._create()
-    await a.tick()
-    assert a.members == ("a",) and not a.joined.is_set() and not a.may_write() and not a.owns("x/y")
+    await a.tick()  # alone: nobody else to acknowledge it, it joins at once and owns everything
+    assert a.members == ("a",) and a.joined.is_set() and a.may_write() and a.owns("x/y")
     clock.now += 4.0
     await a.tick()
-    assert a.joined.is_set() and a.may_write() and a.owns("x/y")  # alone: owns everything
+    assert a.joined.is_set() and a.may_write() and a.owns("x/y")
     keys = [f"ns/k{i}" for i in range(200)]
 
     await b._create()  # b joins: a sees it at its next list and gives b's share up at once ...
     await b.tick()
+    assert not b.joined.is_set()  # a has not acknowledged b yet
     await a.tick()
     assert a.members == b.members == ("a", "b")
     mine_a = {k for k in keys if a.owns(k)}
     assert mine_a == {k for k in keys if owner(k, ["a", "b"]) == "a"} and 0 < len(mine_a) < len(keys)
-    assert not any(b.owns(k) for k in keys) and not b.may_write()  # ... while b waits one lease duration
-    clock.now += 2.0
-    await a.tick()
-    await b.tick()
-    assert not b.joined.is_set()
-    clock.now += 2.0
-    await a.tick()
-    await b.tick()
+    assert not any(b.owns(k) for k in keys) and not b.may_write()  # ... while b waits for a's acknowledgement
+    lease = kd.get_object("coordination.k8s.io/v1", "leases", "default", lease_name("g", "a"))
+    assert json.loads(lease["metadata"]["annotations"][VIEW_ANNOTATION]) == ["a", "b"]  # published at once
+    clock.now += 1.0
+    await b.tick()  # b reads a's view with b in it: joined one retry period later, not a lease duration
     assert b.joined.is_set() and {k for k in keys if b.owns(k)} == set(keys) - mine_a
+    clock.now += 1.0
+    await a.tick()
+    await b.tick()
 
     clock.now += 2.9  # a lists nothing for longer than the renew deadline: its view may be stale, it stops
     assert a.may_write()
@@ -115,7 +118,7 @@ async def test_membership_join_delay_expiry_and_the_write_gate(kd):
 
 
 async def test_an_identity_in_use_is_refused(kd):
-    from pyhpa.controller.shards import ShardLost
+    from pyhpa.controller.scaleout.shards import ShardLost
 
     s = ShardSettings("default", "g", "same", 4.0, 3.0, 1.0)
     first = ShardMembership(kd.async_client(), s)
@@ -322,6 +325,15 @@ async def test_ambiguous_selectors_are_found_across_shards(kd):
             status = (kd.get_object("pyhpa.dev/v1alpha1", "horizontalautoscalers", "default", name) or {}).get("status")
             return {c["type"]: c["reason"] for c in (status or {}).get("conditions") or []}
 
+        def both_joined() -> bool:
+            return all(t.controller.shards is not None and t.controller.shards.membership.joined.is_set()
+                       and len(t.controller.shards.membership.members) == 2 for t in (x, y))
+
+        # the first to join is alone for a moment (it syncs both); once both joined, each syncs its own share
+        await wait_for(both_joined, timeout=30, what="both replicas joined")
+        await asyncio.sleep(1.0)  # a sync started before the view changed has ended
+        x.results.clear()
+        y.results.clear()
         await wait_for(lambda: reasons(a).get("ScalingActive") == reasons(b).get("ScalingActive") == "AmbiguousSelector",
                        timeout=30, what="both autoscalers ambiguous")
         await x.syncs(3, f"default/{a}")

@@ -1,6 +1,6 @@
 """Controller parts in isolation: work queue, pod cache, informer, settings, parsing, status, events, metrics.
 
-Everything here runs against in-memory stubs (``pyhpa.controller.stubs``); the HTTP path is covered by
+Everything here runs against in-memory stubs (``pyhpa.controller.kube.stubs``); the HTTP path is covered by
 the end-to-end tests. No timing assertions: waits are event-based with generous timeouts.
 """
 
@@ -15,16 +15,16 @@ from prometheus_client import generate_latest
 from pyhpa.adapters.errors import InputError
 from pyhpa.core import ControllerConfig, Memory, decide
 from pyhpa.controller import Controller, Settings
-from pyhpa.controller.api import ApiFailure
-from pyhpa.controller.autoscaler import parse_autoscaler
-from pyhpa.controller.informer import Informer, PodCache
-from pyhpa.controller.memory import InProcessMemory, memory_from_status, memory_to_status
-from pyhpa.controller.monitor import Monitor
-from pyhpa.controller.queue import QueueClosed, WorkQueue
+from pyhpa.controller.kube.api import ApiFailure
+from pyhpa.controller.cache.autoscaler import parse_autoscaler
+from pyhpa.controller.cache.informer import Informer, PodCache
+from pyhpa.controller.sync.memory import InProcessMemory, memory_from_status, memory_to_status
+from pyhpa.controller.outputs.monitor import Monitor
+from pyhpa.controller.sync.queue import QueueClosed, WorkQueue
 from pyhpa.controller.settings import ObjectSettings, effective_config, object_settings
-from pyhpa.controller.status import StaleSpec, StatusWriter
-from pyhpa.controller.stubs import StubCluster, StubMetrics
-from pyhpa.controller.writer import Writer, WritesDisabled
+from pyhpa.controller.outputs.status import StaleSpec, StatusWriter
+from pyhpa.controller.kube.stubs import StubCluster, StubMetrics
+from pyhpa.controller.outputs.writer import Writer, WritesDisabled
 
 from controller_util import autoscaler, pod, wait_for
 
@@ -365,7 +365,10 @@ async def test_missing_target_gives_failed_get_scale_and_retries_with_backoff():
     assert all(r.retry and r.error == "internal" for r in results)
     cond = {c["type"]: c for c in cluster.autoscaler_objects["default/web"]["status"]["conditions"]}
     assert cond["AbleToScale"]["status"] == "False" and cond["AbleToScale"]["reason"] == "FailedGetScale"
-    assert cluster.events[0].reason == "FailedGetScale" and cluster.event_patches >= 1  # repeats: one series
+    # said once: the lasting cause is remembered in status.warnings, its repeats are not sent again
+    assert [e.reason for e in cluster.events] == ["FailedGetScale"] and cluster.event_patches == 0
+    warnings = cluster.autoscaler_objects["default/web"]["status"]["warnings"]
+    assert [w["reason"] for w in warnings] == ["FailedGetScale"]
 
 
 async def test_invalid_spec_gets_a_condition_and_an_event_and_others_keep_syncing():

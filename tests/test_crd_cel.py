@@ -17,7 +17,7 @@ from lightkube.generic_resource import create_namespaced_resource
 
 from controller_util import CRD, autoscaler
 from kubedouble.errors import KubeError
-from pyhpa.controller.autoscaler import HorizontalAutoscaler
+from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
 
 PREFIX = 'HorizontalAutoscaler.pyhpa.dev "web" is invalid: '
 CRON = {"name": "w", "start": "0 8 * * *", "end": "0 9 * * *", "minReplicas": 2}

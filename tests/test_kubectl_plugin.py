@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from controller_util import CRD, autoscaler, deployment, pod
 from pyhpa.cli.kubectl_plugin import plugin
-from pyhpa.controller.autoscaler import HorizontalAutoscaler
+from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
 
 ROOT = Path(__file__).resolve().parent.parent
 KUBECTL = shutil.which("kubectl")

@@ -6,7 +6,7 @@ import asyncio
 
 from lightkube.resources.coordination_v1 import Lease
 
-from pyhpa.leader import LeaderElector, LeaseSettings
+from pyhpa.controller.scaleout.leader import LeaderElector, LeaseSettings
 
 FAST = dict(namespace="default", name="pyhpa", lease_duration_seconds=1.5, renew_deadline_seconds=1.0,
             retry_period_seconds=0.2)

@@ -23,7 +23,7 @@ import pytest
 from lightkube import codecs
 
 from controller_util import ControllerTask, autoscaler, deployment, pod, wait_for
-from pyhpa.controller.autoscaler import HorizontalAutoscaler
+from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
 from test_prediction_live import history_file
 from tests.prometheus_server import PrometheusServer, free_port, prometheus_binary
 

@@ -16,8 +16,8 @@ from kubedouble import KubeDouble
 from pyhpa.adapters.parse import timestamp
 from pyhpa.cli.main import app
 from pyhpa.controller import Controller, Settings, load_config
-from pyhpa.controller.api import HttpMetrics, LightkubeCluster
-from pyhpa.controller.autoscaler import HorizontalAutoscaler
+from pyhpa.controller.kube.api import HttpMetrics, LightkubeCluster
+from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
 
 from controller_util import ControllerTask, autoscaler, deployment, pod, wait_for
 from test_controller_preview import native_hpa

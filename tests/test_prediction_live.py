@@ -21,7 +21,7 @@ from lightkube import codecs
 
 from controller_util import CRD, autoscaler, deployment, pod, wait_for
 from kubedouble import KubeDouble
-from pyhpa.controller.autoscaler import HorizontalAutoscaler
+from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
 from test_controller_e2e import HA, Running, replicas
 from tests.prometheus_server import PrometheusServer, prometheus_binary
 

@@ -15,8 +15,8 @@ from pyhpa.adapters.errors import InputError
 from pyhpa.adapters.prediction import forecast_from_status, prediction_from_dict, prediction_status, prediction_to_dict
 from pyhpa.adapters.promql import RangeQueryError, query_range, range_step
 from pyhpa.cli.main import app
-from pyhpa.controller.autoscaler import parse_autoscaler
-from pyhpa.controller.prediction import default_history_query
+from pyhpa.controller.cache.autoscaler import parse_autoscaler
+from pyhpa.controller.sync.prediction import default_history_query
 from pyhpa.controller.settings import Settings
 from deploy.generate_crd import crd
 from pyhpa.core import Forecast, PredictionSpec, PredictionStatus, check_prediction

@@ -146,7 +146,7 @@ async def test_crd_and_controller_take_numbers_as_the_api_server_does(kube_doubl
     kd.register_crd(CRD)
     from lightkube import ApiError
 
-    from pyhpa.controller.autoscaler import HorizontalAutoscaler
+    from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
 
     client = kd.async_client()
     for name in ("num", "text", "whole"):

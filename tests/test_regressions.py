@@ -1,9 +1,10 @@
 """Issue 11, "Exact to the last edge": upstream v1.37's decision on edge snapshots.
 
-Every case of ``tests/data/conformance/regressions.json`` goes through the ``pyhpa explain`` path
+Every case of ``tests/data/conformance/regressions*.json`` goes through the ``pyhpa explain`` path
 (load_snapshots -> run_snapshot -> decision_json, and the CLI ``explain -o json``); every key under
-``expect`` is compared, and the conditions must be exactly upstream's (no condition upstream does
-not set). Variants of the same kinds (built from those cases) check the semantics, not the cases.
+``expect`` is compared, the conditions must be exactly upstream's (no condition upstream does
+not set), and no condition type of a case's ``absentConditions`` may be in the status (issue 21: with
+``HPAScaleToZero`` off a rescale removes a stale ScaledToZero). Variants of the same kinds (built from those cases) check the semantics, not the cases.
 """
 
 from __future__ import annotations
@@ -26,11 +27,18 @@ from pyhpa.core.model import MAX_INT64
 
 DATA = Path(__file__).parent / "data" / "conformance"
 REGRESSIONS = DATA / "regressions.json"
+GATE_OFF = DATA / "regressions-scaled-to-zero-gate-off.json"
+FILES = (REGRESSIONS, GATE_OFF)
 CASES = {c["name"]: c for c in json.loads(REGRESSIONS.read_text())["cases"]}
+ALL_CASES = {c["name"]: c for f in FILES for c in json.loads(f.read_text())["cases"]}
 
 
-def check(out: dict, want: dict) -> None:
-    """Compare a decision_json line with an ``expect`` block: every key, conditions exactly."""
+def check(out: dict, want: dict, absent: list[str] = ()) -> None:
+    """Compare a decision_json line with an ``expect`` block: every key, conditions exactly; no condition of
+    a type in ``absent`` (the case's ``absentConditions``)."""
+    present = [c["type"] for c in out["conditions"]]
+    for ctype in absent:
+        assert ctype not in present, f"{ctype} must be absent: {out['conditions']}"
     assert set(want) <= {"proposals", "desiredReplicas", "conditions"}, want
     if "proposals" in want:
         assert len(out["proposals"]) == len(want["proposals"]), out["proposals"]
@@ -48,20 +56,33 @@ def check(out: dict, want: dict) -> None:
         assert got == [(c["type"], c["status"], c["reason"]) for c in want["conditions"]]
 
 
-@pytest.mark.parametrize("snap", load_snapshots(REGRESSIONS, lenient=True), ids=lambda s: s.name)
+@pytest.mark.parametrize("snap", [s for f in FILES for s in load_snapshots(f, lenient=True)], ids=lambda s: s.name)
 def test_regression_case(snap):
     out = decision_json(snap.name, run_snapshot(snap))
     json.dumps(out)
-    check(out, snap.expect)
+    check(out, snap.expect, ALL_CASES[snap.name].get("absentConditions", []))
 
 
-def test_every_regression_through_the_cli():
-    r = CliRunner().invoke(app, ["explain", "-o", "json", "--lenient", str(REGRESSIONS)])
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_every_regression_through_the_cli(path):
+    r = CliRunner().invoke(app, ["explain", "-o", "json", "--lenient", str(path)])
     assert r.exit_code == 0, r.output
     lines = [json.loads(x) for x in r.output.splitlines()]
-    assert [x["name"] for x in lines] == list(CASES)
+    cases = {c["name"]: c for c in json.loads(path.read_text())["cases"]}
+    assert [x["name"] for x in lines] == list(cases)
     for line in lines:
-        check(line, CASES[line["name"]]["expect"])
+        check(line, cases[line["name"]]["expect"], cases[line["name"]].get("absentConditions", []))
+
+
+def test_absent_conditions_are_checked():
+    """The runner fails a line that still has a condition its case says must be absent."""
+    case = ALL_CASES["scaled-to-zero-true-removed-on-rescale-gate-off"]
+    out = decide_case(case)
+    check(out, case["expect"], case["absentConditions"])
+    stale = dict(out, conditions=out["conditions"] + [{"type": "ScaledToZero", "status": "True",
+                                                       "reason": "ScaledToZero"}])
+    with pytest.raises(AssertionError, match="ScaledToZero must be absent"):
+        check(stale, {}, case["absentConditions"])
 
 
 def decide_case(case: dict) -> dict:
@@ -258,10 +279,23 @@ def test_from_zero_needs_an_object_or_external_metric_unless_min_replicas_is_set
     assert _types(d)[0] == ("ScaledToZero", "False", "NotScaledToZero")
 
 
-def test_gate_off_keeps_scaled_to_zero_on_rescale_and_drops_it_when_disabled():
-    hpa = _external_hpa(min_r=1, average=True, conditions=(TRUE,))
-    d = decide(hpa, Scale(2, 2, "app=x"), [], [MetricSamples(values=[60_000])], Memory([]), 100.0, ControllerConfig())
-    assert d.rescale and _types(d)[0] == ("ScaledToZero", "True", "ScaledToZero")
+def test_gate_off_removes_scaled_to_zero_on_rescale_and_drops_it_when_disabled():
+    """Upstream: after a successful rescale with HPAScaleToZero off, removeCondition(ScaledToZero) (either
+    status); a failed rescale leaves the stale condition where it was; no rescale leaves it alone."""
+    false = Condition("ScaledToZero", "False", "NotScaledToZero", "", 0.0)
+    able = Condition("AbleToScale", "True", "SucceededGetScale", "", 0.0)
+    for stale in (TRUE, false):
+        hpa = _external_hpa(min_r=1, average=True, conditions=(able, stale))
+        d = decide(hpa, Scale(2, 2, "app=x"), [], [MetricSamples(values=[60_000])], Memory([]), 100.0,
+                   ControllerConfig())
+        assert d.rescale and "ScaledToZero" not in [c.type for c in d.conditions]
+        assert "ScaledToZero" not in [c.type for c in d.status.conditions]
+        failed = rescale_failed(d, hpa, "boom", 100.0)
+        assert [c.type for c in failed.conditions][:2] == ["AbleToScale", "ScaledToZero"]
+        assert failed.conditions[1] == stale
+        steady = decide(hpa, Scale(6, 6, "app=x"), [], [MetricSamples(values=[60_000])], Memory([]), 100.0,
+                        ControllerConfig())
+        assert not steady.rescale and stale in steady.conditions
     d = decide(hpa, Scale(0, 0, "app=x"), [], [MetricSamples(values=[60_000])], Memory([]), 100.0, ControllerConfig())
     assert "ScaledToZero" not in [c.type for c in d.conditions] and not d.rescale
 

@@ -16,7 +16,7 @@ from lightkube import ApiError, codecs
 from lightkube.resources.apps_v1 import Deployment
 
 from kubedouble import KubeDouble
-from pyhpa.controller.autoscaler import HorizontalAutoscaler
+from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
 
 from controller_util import START, ControllerTask, autoscaler, cpu_metric, deployment, wait_for
 

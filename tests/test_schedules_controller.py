@@ -14,8 +14,8 @@ import pytest
 from lightkube import ApiError, codecs
 
 from kubedouble import KubeDouble
-from pyhpa.controller.autoscaler import HorizontalAutoscaler
-from pyhpa.controller.status import status_from_decision
+from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
+from pyhpa.controller.outputs.status import status_from_decision
 from pyhpa.core import decide
 
 from controller_util import CRD, ControllerTask, Skew, autoscaler, deployment, pod, wait_for

@@ -21,7 +21,7 @@ from kubedouble import KubeDouble
 from pyhpa.adapters.parse import format_time
 from pyhpa.adapters.snapshot import decision_json, memory_to_dict
 from pyhpa.cli.main import app
-from pyhpa.controller.autoscaler import HorizontalAutoscaler
+from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
 from test_controller_e2e import Running, put_pods, replicas, set_cpu
 
 HA = "pyhpa.dev/v1alpha1"

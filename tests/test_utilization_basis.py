@@ -19,7 +19,7 @@ from pyhpa.adapters.objects import hpa_from_dict, pod_from_dict
 from pyhpa.adapters.snapshot import read_hpa, snapshot_from_dict
 from pyhpa.cli.main import app
 from pyhpa.controller import Controller, Settings
-from pyhpa.controller.stubs import StubCluster, StubMetrics
+from pyhpa.controller.kube.stubs import StubCluster, StubMetrics
 from pyhpa.core import (LIMIT, ControllerConfig, HPA, Memory, MetricSamples, MetricSpec, PodSample, Scale, check_hpa,
                         decide)
 

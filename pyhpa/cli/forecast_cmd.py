@@ -68,6 +68,8 @@ def forecast(
             lo = tr.start
     if lo >= tr.end:
         raise InputError(f"--start {start} is not before the end of the trace ({iso(tr.end, tr.tz)})", field="--start")
+    from ..forecast.replay import describe_periods, replay  # numpy and scipy: only when a trace is replayed
+
     r = replay(tr.times, tr.values[column], settings=settings, start=lo, end=tr.end)
     if r.times.size == 0:
         raise InputError("no rows to forecast between --start and --end", field="--start")

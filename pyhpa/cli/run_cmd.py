@@ -124,8 +124,8 @@ def _run(main) -> None:
 
 
 def _logging(level: str, log_format: str = "text") -> None:
-    """Root logging of ``pyhpa run``: one structured line per record on stderr (``pyhpa.controller.logs``)."""
-    from ..controller.logs import formatter
+    """Root logging of ``pyhpa run``: one structured line per record on stderr (``pyhpa.controller.outputs.logs``)."""
+    from ..controller.outputs.logs import formatter
 
     value = getattr(logging, level.upper(), None)
     if not isinstance(value, int):

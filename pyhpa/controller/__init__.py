@@ -32,27 +32,27 @@ from lightkube.core.exceptions import ConfigError
 
 from ..adapters.errors import InputError
 from ..adapters.pause import pause_annotations
-from .api import Cluster, HttpMetrics, LightkubeCluster, MetricsClient
-from .autoscaler import Autoscaler, parse_autoscaler
-from .events import EventRecorder
-from .informer import Informer, PodCache
+from .kube.api import Cluster, HttpMetrics, LightkubeCluster, MetricsClient
+from .cache.autoscaler import Autoscaler, parse_autoscaler
+from .outputs.events import EventRecorder
+from .cache.informer import Informer, PodCache
 from .. import __version__
-from .leadership import Leadership, LeadershipLost, default_identity, lease_settings
-from .load import SyncLoad, tune_gc
-from .memory import InProcessMemory, MemoryStore, StatusMemory
-from .monitor import Monitor
-from .nsmetrics import NamespaceMetrics, namespace_jitter
-from .prediction import LivePredictions
+from .scaleout.leadership import Leadership, LeadershipLost, default_identity, lease_settings
+from .outputs.load import SyncLoad, tune_gc
+from .sync.memory import InProcessMemory, MemoryStore, StatusMemory
+from .outputs.monitor import Monitor
+from .sync.nsmetrics import NamespaceMetrics, namespace_jitter
+from .sync.prediction import LivePredictions
 from .preview import enable_preview
-from .queue import QueueClosed, WorkQueue
-from .reconciler import Reconciler, SyncResult
-from .scalecache import ScaleCache
-from .server import HealthServer
+from .sync.queue import QueueClosed, WorkQueue
+from .sync.reconciler import Reconciler, SyncResult
+from .cache.scalecache import ScaleCache
+from .outputs.server import HealthServer
 from .settings import Settings
-from .shards import Sharding, ShardSettings
-from .sources import MetricSources
-from .status import StatusWriter
-from .writer import Writer
+from .scaleout.shards import Sharding, ShardSettings
+from .sync.sources import MetricSources
+from .outputs.status import StatusWriter
+from .outputs.writer import Writer
 
 log = logging.getLogger("pyhpa.controller")
 
@@ -99,7 +99,7 @@ class Controller:
         self.stopping = False
         if settings.preview:  # --preview: native HPAs, read-only, report only (pyhpa.controller.preview)
             enable_preview(self)
-        self.load = SyncLoad(self.monitor.registry)  # lag, requests per sync, shard size (pyhpa.controller.load)
+        self.load = SyncLoad(self.monitor.registry)  # lag, requests per sync, shard size (pyhpa.controller.outputs.load)
         self.load.whole(lambda: len(self.autoscalers))
         self.shards: Sharding | None = None  # --shards auto: set by Sharding.run
 
@@ -116,9 +116,9 @@ class Controller:
         meta = obj["metadata"]
         generation = int(meta.get("generation") or 0)
         same_object = (old is not None and old.uid == meta.get("uid", "") and old.generation == generation
-                       and pause_annotations(meta) == pause_annotations(_meta(old.obj)))  # a pause: sync at once
+                       and pause_annotations(meta) == old.pause)  # a pause: sync at once
         if same_object and _same_status(old, obj):
-            old.resource_version, old.obj = meta.get("resourceVersion", ""), obj
+            old.resource_version = meta.get("resourceVersion", "")
             return
         self.autoscalers[key] = parse_autoscaler(obj, self.settings)
         if old is None:
@@ -137,7 +137,6 @@ class Controller:
         self.memory.forget(key)
         self.predictions.forget(key)
         self.reconciler.selectors.remove(key)
-        self.reconciler.warned.pop(key, None)
         if self.queue is not None:
             self.queue.remove(key)
 
@@ -253,11 +252,6 @@ def _schedule_due(result: SyncResult, started: float) -> float:
     return started + max(0.0, d.status.schedules.next_change - inputs.now) + SCHEDULE_MARGIN_SECONDS
 
 
-def _meta(obj: Any) -> dict:
-    meta = obj.get("metadata") if isinstance(obj, dict) else None
-    return meta if isinstance(meta, dict) else {}
-
-
 def _same_status(old: Autoscaler, obj: Any) -> bool:
     status = dict(obj.get("status") or {})
     memory = status.pop("pyhpa", None)
@@ -286,7 +280,7 @@ async def run_controller(settings: Settings, config: SingleConfig, http: str = "
     Serves ``/healthz``, ``/readyz`` and ``/metrics`` on ``settings.health_host:health_port`` (None: none;
     0: an ephemeral port). ``on_started(controller, health_server)`` is called once both exist.
     With ``settings.leader_elect`` the controller runs only while this replica holds the Lease
-    (``pyhpa.controller.leadership``; raises ``LeadershipLost`` when it is lost). The memory is kept in the
+    (``pyhpa.controller.scaleout.leadership``; raises ``LeadershipLost`` when it is lost). The memory is kept in the
     autoscalers' status (``StatusMemory``) unless ``settings.memory_store`` is "process". ``clock``: epoch
     seconds of the decisions. Returns the stopped Controller.
     """

@@ -20,13 +20,13 @@ from typing import Any, AsyncIterator
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from ..core import Decision, store_scale_event
-from .api import ListWatch
-from .autoscaler import Autoscaler
-from .informer import Informer
-from .logs import fields, logfmt
-from .memory import InProcessMemory
-from .monitor import NONE, SPEC, Monitor, action_label
-from .reconciler import Reconciler, SyncInputs, SyncResult, decision_error_label
+from .kube.api import ListWatch
+from .cache.autoscaler import Autoscaler
+from .cache.informer import Informer
+from .outputs.logs import fields, logfmt
+from .sync.memory import InProcessMemory
+from .outputs.monitor import NONE, SPEC, Monitor, action_label
+from .sync.reconciler import Reconciler, SyncInputs, SyncResult, decision_error_label
 
 log = logging.getLogger("pyhpa.preview")
 
@@ -126,8 +126,10 @@ class PreviewReconciler(Reconciler):
             inputs.memory = store_scale_event(inputs.memory, a.hpa.behavior, seen[0], current, at)
         return inputs, handle, fetched
 
-    async def _act(self, a: Autoscaler, inputs: SyncInputs, decision: Decision, handle: Any) -> SyncResult:
-        """Keep pyhpa's recommendations (not its hypothetical rescale), report, write nothing."""
+    async def _act(self, a: Autoscaler, inputs: SyncInputs, decision: Decision, handle: Any,
+                   checks: Any = ()) -> SyncResult:
+        """Keep pyhpa's recommendations (not its hypothetical rescale), report, write nothing (no events: the
+        checks' warnings are not said either)."""
         self.memory.save(a, decision.memory_without_event or decision.memory)
         self.monitor.desired(a.namespace, a.name, decision.desired_replicas)
         cluster = cluster_desired(a)

@@ -62,7 +62,7 @@ class Settings:
     field_manager: str = "pyhpa-controller"
     prometheus_url: str | None = None  # --prometheus-url: default server of Prometheus metrics
     preview: bool = False  # --preview: native HPAs, read-only, report what pyhpa would decide
-    # --leader-elect*: leader election on a coordination.k8s.io/v1 Lease (pyhpa.controller.leadership)
+    # --leader-elect*: leader election on a coordination.k8s.io/v1 Lease (pyhpa.controller.scaleout.leadership)
     leader_elect: bool = False
     leader_elect_lease_duration_seconds: float = 15.0
     leader_elect_renew_deadline_seconds: float = 10.0

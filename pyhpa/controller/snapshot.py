@@ -25,6 +25,7 @@ from typing import Any
 
 from lightkube.config.kubeconfig import SingleConfig
 from lightkube.resources.autoscaling_v2 import HorizontalPodAutoscaler as HpaResource
+from lightkube.resources.core_v1 import Pod as PodResource
 
 from ..adapters.autoscaler import autoscaler_document
 from ..adapters.errors import InputError
@@ -32,13 +33,13 @@ from ..adapters.prediction import forecast_from_status
 from ..adapters.promql import PROMETHEUS
 from ..adapters.snapshot import controller_to_dict, metrics_to_dict, snapshot_to_dict
 from . import Controller
-from .api import ApiFailure, HttpMetrics, LightkubeCluster, SpecError, as_failure
-from .autoscaler import MetricQuery, parse_autoscaler
-from .memory import StatusMemory
+from .kube.api import ApiFailure, HttpMetrics, LightkubeCluster, SpecError, as_failure
+from .cache.autoscaler import MetricQuery, parse_autoscaler
+from .sync.memory import StatusMemory
 from .preview import never
-from .reconciler import SyncInputs
+from .sync.reconciler import SyncInputs
 from .settings import Settings
-from .sources import _samples
+from .sync.sources import _samples
 
 KINDS = {"horizontalautoscaler": "HorizontalAutoscaler", "hpa": "HorizontalPodAutoscaler"}
 
@@ -94,7 +95,7 @@ async def _load_pods(controller: Controller, cluster: LightkubeCluster, namespac
     """One LIST of the namespace's pods into the controller's pod cache (what its informer keeps); returns
     each pod object as received, by name."""
     try:
-        items, _ = await cluster.pods(namespace).list()
+        items, _ = await cluster.listwatch(PodResource, namespace).list()  # whole pods: the snapshot keeps them
     except Exception as err:  # noqa: BLE001
         raise InputError(f"cannot list pods: {as_failure(err).message}", obj=f"namespace {namespace}") from None
     raw = {}
@@ -116,9 +117,8 @@ def snapshot_document(inputs: SyncInputs, pods: list[dict], settings: Settings, 
                for q, answer in zip(a.queries, inputs.answers)]
     return snapshot_to_dict(
         name=a.key, source=f"pyhpa snapshot of {kind} {a.key}", now=inputs.now, controller=controller,
-        hpa=autoscaler_document({"name": a.name, "namespace": a.namespace,
-                                 "annotations": (a.obj.get("metadata") or {}).get("annotations")},
-                                dict(a.obj.get("spec") or {}), a.status),
+        hpa=autoscaler_document({"name": a.name, "namespace": a.namespace, "annotations": dict(a.pause) or None},
+                                dict(a.spec or {}), a.status),
         scale=inputs.scale, scale_name=a.scale_target_ref.name, namespace=a.namespace, pods=pods,
         metrics=metrics_to_dict(answers), memory=inputs.memory if a.memory_status is not None else None,
         forecast=_forecast(inputs),

@@ -230,7 +230,14 @@ def _current_metrics(proposals: list[Proposal]) -> tuple[dict, ...]:
 def _scaled_to_zero_condition(sync: _Sync, current: int, desired: int, min_replicas: int) -> None:
     """KEP-2021 (HPAScaleToZero), on every rescale with the gate on: ScaledToZero=True when this
     rescale takes the workload from >0 to 0 (minReplicas 0, an Object or External metric), else
-    False/NotScaledToZero. Without a rescale the condition is left as it is."""
+    False/NotScaledToZero; with the gate off, a rescale removes the (first) ScaledToZero condition, as
+    upstream's removeCondition. Without a rescale the condition is left as it is."""
+    if not sync.config.scale_to_zero:
+        for i, c in enumerate(sync.conds):
+            if c.type == "ScaledToZero":
+                del sync.conds[i]
+                return
+        return
     if current > 0 and desired == 0 and min_replicas == 0 and _has_object_or_external(sync.hpa):
         sync.cond("ScaledToZero", "True", "ScaledToZero", "the HPA controller scaled the workload to zero")
     else:
@@ -342,7 +349,7 @@ def decide(
             steps.append(Step("bounds", desired, min_r, "TooFewReplicas", _bound_reason("below", bounds.min_source, min_r)))
             desired = min_r
             out.decided_by = bounds.min_source
-    if config.scale_to_zero and desired != current:
+    if desired != current:
         _scaled_to_zero_condition(sync, current, desired, min_r)
     return _finish(sync, out, current, desired, desired != current, reason, mem, pre, steps, metric_name)
 
@@ -598,15 +605,19 @@ def rescale_failed(decision: Decision, hpa: HPA, message: str, now: float) -> De
 
 
 def _restore_scaled_to_zero(conds: list[Condition], hpa: HPA) -> None:
-    """Undo the sync's ScaledToZero update (only the first condition of the type is ever set)."""
+    """Undo the sync's ScaledToZero update (only the first condition of the type is ever set or removed);
+    a condition the sync removed (gate off) goes back after the conditions that preceded it."""
+    before = next((o for o in hpa.conditions if o.type == "ScaledToZero"), None)
     for i, c in enumerate(conds):
         if c.type == "ScaledToZero":
-            before = next((o for o in hpa.conditions if o.type == "ScaledToZero"), None)
             if before is None:
                 del conds[i]
             else:
                 conds[i] = before
             return
+    if before is not None:
+        earlier = {o.type for o in hpa.conditions[:hpa.conditions.index(before)]}
+        conds.insert(sum(1 for c in conds if c.type in earlier), before)
 
 
 def with_status(hpa: HPA, status: HPAStatus) -> HPA:

@@ -8,9 +8,10 @@ accuracy tracking), ``ForecastLoop`` (a predictor fed one sync at a time: the si
 controller's loop), ``replay`` (forecast a trace point by point from its past only).
 """
 
-from .bridge import observed_total, to_core_forecast
-from .fitting import detect_periods, fit
-from .loop import ForecastLoop
+import sys
+from importlib import import_module
+from types import ModuleType
+
 from .model import (
     ACCURACY_TOO_LOW,
     DAY,
@@ -28,8 +29,40 @@ from .model import (
     SeasonalModel,
     settings_for,
 )
-from .predictor import AccuracyTracker, Predictor
-from .replay import Replay, replay
+
+#: names imported on first use: their modules bring numpy and scipy (about 90 MB resident), which a process
+#: that never forecasts (``pyhpa run`` without ``spec.prediction``, every other command) must not pay for
+_LAZY = {"observed_total": "bridge", "to_core_forecast": "bridge", "detect_periods": "fitting", "fit": "fitting",
+         "ForecastLoop": "loop", "AccuracyTracker": "predictor", "Predictor": "predictor", "Replay": "replay",
+         "replay": "replay"}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    if name != "replay":  # the function shares its name with its module: see _Package
+        globals()[name] = value
+    return value
+
+
+class _Package(ModuleType):
+    """``pyhpa.forecast.replay`` is the function ``replay`` (as when it was imported eagerly here), also once the
+    submodule of the same name has been imported (the import system then sets the package's attribute to the
+    module: ignored; the submodule stays in ``sys.modules``)."""
+
+    @property
+    def replay(self):
+        return import_module(".replay", __name__).replay
+
+    @replay.setter
+    def replay(self, value) -> None:
+        pass
+
+
+sys.modules[__name__].__class__ = _Package
+
 
 __all__ = [
     "ACCURACY_TOO_LOW", "DAY", "HISTORY_UNAVAILABLE", "INSUFFICIENT_HISTORY", "NOT_PREDICTABLE", "OBSERVING",

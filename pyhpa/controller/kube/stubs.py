@@ -13,9 +13,9 @@ import asyncio
 import copy
 from typing import Any, AsyncIterator
 
-from ..core import Scale
+from ...core import Scale
 from .api import ApiFailure
-from .autoscaler import TargetRef
+from ..cache.autoscaler import TargetRef
 
 
 class StubListWatch:

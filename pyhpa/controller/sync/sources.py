@@ -19,15 +19,15 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..adapters.errors import InputError
+from ...adapters.errors import InputError
 import httpx2
 
-from ..adapters.metrics_api import external_samples, object_samples, pods_samples, resource_samples
-from ..adapters.promql import PROMETHEUS, PromQuery, query_answer
-from ..core import MetricSamples, Scale
-from ..core.selector import SelectorError, parse_selector
-from .api import ApiFailure, MetricsClient, as_failure
-from .autoscaler import Autoscaler, MetricQuery
+from ...adapters.metrics_api import external_samples, object_samples, pods_samples, resource_samples
+from ...adapters.promql import PROMETHEUS, PromQuery, query_answer
+from ...core import MetricSamples, Scale
+from ...core.selector import SelectorError, parse_selector
+from ..kube.api import ApiFailure, MetricsClient, as_failure
+from ..cache.autoscaler import Autoscaler, MetricQuery
 
 #: Upstream's prefixes of metrics client errors.
 API_NAMES = {"Resource": "resource", "ContainerResource": "resource", "Pods": "custom", "Object": "custom",

@@ -18,8 +18,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Info
 
-from ..core import Decision, metric_key
-from ..core.model import (FALLBACK_SOURCE, PREDICTING, PREDICTION_ACTIVE, SATURATION_ACTIVE, UTILIZATION,
+from ...core import Decision, metric_key
+from ...core.model import (FALLBACK_SOURCE, PREDICTING, PREDICTION_ACTIVE, SATURATION_ACTIVE, UTILIZATION,
                           Proposal)
 
 PREFIX = "pyhpa_autoscaler_"

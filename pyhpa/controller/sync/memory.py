@@ -25,8 +25,11 @@ the windows are applied), and why it is decision-equivalent:
   those newer than the longest scaling-policy period of either direction (a policy's budget counts the
   events of both directions). They only change on a rescale, which changes the status anyway.
 * metric failures (``metricFailures``, kept by the core only for an autoscaler with a fallback): every
-  failing metric's consecutive failed syncs, first failure time and fallback start, exactly (a metric
-  absent is healthy). They change only while a metric fails, when ``status.metricHealth`` changes anyway.
+  failing metric's consecutive failed syncs (counted up to one past its ``failureThreshold``: from there on
+  the fallback applies and more failures change nothing, ``capped_failures``), first failure time and
+  fallback start, exactly (a metric absent is healthy). So they change only while a metric's failures can
+  still change a decision, when ``status.metricHealth`` changes anyway: a metric that stays down writes no
+  status.
 * aging alone never causes a write: the stored section is rewritten only when it differs from the new
   one after both dropped what has aged out of the windows and periods by now.
 
@@ -40,10 +43,12 @@ import logging
 import time
 from typing import Callable, Protocol
 
-from ..adapters.errors import InputError
-from ..adapters.snapshot import memory_from_dict, memory_to_dict
-from ..core import HPA, ControllerConfig, Memory, relevant_memory
-from .autoscaler import Autoscaler
+from ...adapters.errors import InputError
+from ...adapters.snapshot import memory_from_dict, memory_to_dict
+from dataclasses import replace
+
+from ...core import HPA, ControllerConfig, Memory, effective_fallback, metric_key, relevant_memory
+from ..cache.autoscaler import Autoscaler
 
 log = logging.getLogger("pyhpa.controller.memory")
 
@@ -120,6 +125,34 @@ def persisted_memory(memory: Memory, hpa: HPA, config: ControllerConfig, now: fl
     return relevant_memory(memory, hpa, config, now, since)
 
 
+def failure_caps(hpa: HPA | None) -> dict[str, int]:
+    """Per metric key (``pyhpa.core.metric_key``), the count of consecutive failures past which more failures
+    change no decision: one past its fallback's ``failureThreshold`` (the fallback applies from there on), 1
+    when its fallback has a duration only (the count never decides). Metrics without a fallback: none."""
+    caps: dict[str, int] = {}
+    if hpa is None:
+        return caps
+    for m in hpa.metrics:
+        fb = effective_fallback(hpa.fallback, m.fallback)
+        if fb is not None:
+            key = metric_key(m)
+            cap = fb.failure_threshold + 1 if fb.failure_threshold is not None else 1
+            caps[key] = max(caps.get(key, 0), cap)
+    return caps
+
+
+def capped_failures(memory: Memory, caps: dict[str, int]) -> Memory:
+    """``memory`` with each metric's ``number_of_failures`` at most its cap (``failure_caps``): what is written
+    to ``status.pyhpa``, so that a metric that stays down does not rewrite the status at every sync; decides
+    exactly as the uncapped count (the fallback applies either way, its ``fallback_since`` is kept)."""
+    failures = memory.metric_failures
+    if not failures or not any(f.number_of_failures > caps.get(k, f.number_of_failures) for k, f in failures.items()):
+        return memory
+    capped = {k: f if f.number_of_failures <= caps.get(k, f.number_of_failures)
+              else replace(f, number_of_failures=caps[k]) for k, f in failures.items()}
+    return Memory(memory.recommendations, memory.scale_up_events, memory.scale_down_events, capped)
+
+
 def restored_memory(stored: Memory, now: float) -> Memory:
     """The memory a new leader starts from at ``now``: the stored one, with the live (last)
     recommendation taken as repeated until ``now`` (upstream seeds the current count at ``now``)."""
@@ -168,9 +201,10 @@ class StatusMemory:
             return a.memory_status
         now = self._clock()
         previous = _parse(a)
-        section = memory_to_status(persisted_memory(memory, a.hpa, a.config, now, previous))
-        if previous is not None and memory_to_status(
-                persisted_memory(previous, a.hpa, a.config, now, previous)) == section:
+        caps = failure_caps(a.hpa) if memory.metric_failures else {}
+        section = memory_to_status(capped_failures(persisted_memory(memory, a.hpa, a.config, now, previous), caps))
+        if previous is not None and memory_to_status(capped_failures(
+                persisted_memory(previous, a.hpa, a.config, now, previous), caps)) == section:
             return a.memory_status
         return section
 

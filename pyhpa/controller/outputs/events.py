@@ -19,9 +19,9 @@ from lightkube.models.core_v1 import ObjectReference
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.events_v1 import Event as EventResource
 
-from ..core import Event
-from .api import ApiFailure
-from .autoscaler import API_VERSION, KIND, Autoscaler
+from ...core import Event
+from ..kube.api import ApiFailure
+from ..cache.autoscaler import API_VERSION, KIND, Autoscaler
 from .writer import Writer, WritesDisabled
 
 log = logging.getLogger("pyhpa.controller.events")

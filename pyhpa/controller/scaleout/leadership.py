@@ -1,6 +1,6 @@
 """Leader election for ``pyhpa run`` (upstream: kube-controller-manager ``--leader-elect``).
 
-Every replica campaigns for one coordination.k8s.io/v1 Lease (``pyhpa.leader.LeaderElector``: the
+Every replica campaigns for one coordination.k8s.io/v1 Lease (``pyhpa.controller.scaleout.leader.LeaderElector``: the
 client-go protocol). Only the holder runs the controller (informers, workers): a standby only campaigns,
 so it keeps no memory of its own and, once it leads, loads each autoscaler's memory from its status
 (``StatusMemory``). Every write of the leader passes ``LeaderElector.may_write`` (the controller's write
@@ -21,7 +21,7 @@ import uuid
 
 from lightkube import AsyncClient
 
-from ..leader import LeaderElector, LeaseSettings
+from .leader import LeaderElector, LeaseSettings
 
 log = logging.getLogger("pyhpa.controller.leadership")
 

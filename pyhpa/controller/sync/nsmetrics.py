@@ -26,8 +26,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..core.selector import SelectorError, matches, parse_selector
-from .api import MetricsClient
+from ...core.selector import SelectorError, matches, parse_selector
+from ..kube.api import MetricsClient
 
 #: Seconds a namespace list is shared after its request was sent.
 SHARE_SECONDS = 0.5

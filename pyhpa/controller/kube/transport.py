@@ -19,7 +19,7 @@ import aiohttp
 import httpx2
 import yarl
 
-from .load import note_request
+from ..outputs.load import note_request
 
 _SKIP_HEADERS = frozenset({b"content-length", b"transfer-encoding", b"host"})
 

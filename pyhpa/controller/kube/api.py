@@ -24,12 +24,12 @@ from lightkube.config.kubeconfig import SingleConfig
 from lightkube.core.resource_registry import resource_registry
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources.autoscaling_v2 import HorizontalPodAutoscaler as HpaResource
-from lightkube.resources.core_v1 import Pod as PodResource
 from lightkube.resources.events_v1 import Event as EventResource
 from lightkube.types import PatchType
 
-from ..core import Scale
-from .autoscaler import API_VERSION, PLURAL, HorizontalAutoscaler, TargetRef
+from ...core import Scale
+from ..cache.autoscaler import API_VERSION, PLURAL, HorizontalAutoscaler, TargetRef
+from ..cache.pods import PodView
 from .transport import AiohttpTransport, CountedTransport
 
 RESOURCE_METRICS = "/apis/metrics.k8s.io/v1beta1"
@@ -302,6 +302,11 @@ class LightkubeListWatch:
         items = [item async for item in it]
         return items, it.resourceVersion
 
+    def stream(self) -> Any:
+        """The list as it is read, page by page (``chunk_size`` objects per request): an async iterable of
+        objects whose ``resourceVersion`` (the list's) is known once iterated."""
+        return self._client.list(self._res, namespace=self._ns, chunk_size=self._chunk or None)
+
     def watch(self, resource_version: str) -> AsyncIterator[tuple[str, Any]]:
         return self._client.watch(self._res, namespace=self._ns, resource_version=resource_version,
                                   server_timeout=self._timeout)
@@ -309,7 +314,7 @@ class LightkubeListWatch:
 
 def transport_for(config: SingleConfig, http: str, user_agent: str | None = None) -> httpx2.AsyncBaseTransport:
     """``http`` "aiohttp": an ``AiohttpTransport``; "httpx": httpx2's own transport; both with the kubeconfig's
-    TLS settings, counting requests per sync (``pyhpa.controller.load``) and sending ``user_agent``."""
+    TLS settings, counting requests per sync (``pyhpa.controller.outputs.load``) and sending ``user_agent``."""
     ctx = None
     if config.cluster.server.startswith("https"):
         ctx = verify_cluster(config.cluster, config.user, config.abs_file)
@@ -334,7 +339,8 @@ class LightkubeCluster:
         return LightkubeListWatch(self.client, HorizontalAutoscaler, namespace, self._chunk, self._watch_timeout)
 
     def pods(self, namespace: str | None) -> ListWatch:
-        return LightkubeListWatch(self.client, PodResource, namespace, self._chunk, self._watch_timeout)
+        """Pods decoded as ``PodView`` (``pyhpa.controller.cache.pods``): only the fields a sync reads."""
+        return LightkubeListWatch(self.client, PodView, namespace, self._chunk, self._watch_timeout)
 
     def hpas(self, namespace: str | None) -> ListWatch:
         return LightkubeListWatch(self.client, HpaResource, namespace, self._chunk, self._watch_timeout)

@@ -61,7 +61,7 @@ class Monitor:
             registry=r)  # client-go's leader election metric (set only with --leader-elect)
 
         self._children: dict[tuple, tuple] = {}
-        #: the per-autoscaler series (pyhpa.controller.autoscaler_metrics)
+        #: the per-autoscaler series (pyhpa.controller.outputs.autoscaler_metrics)
         self.autoscalers = AutoscalerMetrics(r)
 
     def _pair(self, counter: Counter, histogram: Histogram, labels: tuple) -> tuple:

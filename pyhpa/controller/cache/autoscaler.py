@@ -13,12 +13,13 @@ from typing import Any
 
 from lightkube.generic_resource import create_namespaced_resource
 
-from ..adapters.autoscaler import MEMORY_KEY, ObjectSettings, effective_config, read_autoscaler
-from ..adapters.errors import InputError
-from ..adapters.objects import selector_text
-from ..adapters.promql import PROMETHEUS, PromQuery
-from ..core import HPA, ControllerConfig
-from .settings import Settings
+from ...adapters.autoscaler import MEMORY_KEY, ObjectSettings, effective_config, read_autoscaler
+from ...adapters.errors import InputError
+from ...adapters.objects import selector_text
+from ...adapters.pause import pause_annotations
+from ...adapters.promql import PROMETHEUS, PromQuery
+from ...core import HPA, ControllerConfig
+from ..settings import Settings
 
 GROUP = "pyhpa.dev"
 VERSION = "v1alpha1"
@@ -70,7 +71,9 @@ class Autoscaler:
 
     ``hpa`` is None when the spec is invalid (``error`` says why, as ``InputError`` text);
     ``status`` is ``.status`` as stored, without the memory (``memory_status``);
-    ``sync_period_seconds`` the effective period (own setting or the controller flag).
+    ``sync_period_seconds`` the effective period (own setting or the controller flag); ``spec`` the spec as
+    stored (``pyhpa snapshot`` writes it; the rest of the object is not kept); ``pause`` the pause annotations
+    (``pyhpa.adapters.pause.pause_annotations``: a change of them is synced at once).
     """
 
     key: str
@@ -88,7 +91,8 @@ class Autoscaler:
     sync_period_seconds: float
     status: dict = field(default_factory=dict)
     memory_status: dict | None = None
-    obj: Any = None
+    spec: Any = None
+    pause: tuple = ()
 
 
 def object_key(namespace: str, name: str) -> str:
@@ -134,7 +138,7 @@ def parse_autoscaler(obj: Any, settings: Settings) -> Autoscaler:
     a = Autoscaler(
         object_key(ns, name), ns, name, meta.get("uid", ""), int(meta.get("generation") or 0),
         meta.get("resourceVersion", ""), None, None, None, (), ObjectSettings(), base,
-        settings.sync_period_seconds, status, memory_status, obj,
+        settings.sync_period_seconds, status, memory_status, spec, pause_annotations(meta),
     )
     try:
         if not isinstance(spec, dict):

@@ -21,22 +21,56 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Optional
 
+import msgspec
+from lightkube.core import resource as res
 from lightkube.resources.apps_v1 import Deployment, ReplicaSet, StatefulSet
 
-from ..core import Scale
-from .api import ListWatch, as_failure
+from ...core import Scale
+from ..kube.api import ListWatch, as_failure
 from .autoscaler import TargetRef
 from .informer import Informer
 
 log = logging.getLogger("pyhpa.controller.scalecache")
 
-#: (apiVersion, kind) of scaleTargetRef -> lightkube resource; their Scale is spec/status.replicas + spec.selector.
+class _WorkloadSpec(msgspec.Struct, omit_defaults=True):
+    replicas: Optional[int] = None
+    selector: Optional[dict[str, Any]] = None
+
+
+class _WorkloadStatus(msgspec.Struct, omit_defaults=True):
+    replicas: Optional[int] = None
+
+
+class _Meta(msgspec.Struct, omit_defaults=True):
+    name: str = ""
+    namespace: Optional[str] = None
+    resourceVersion: Optional[str] = None
+
+
+class _WorkloadView(msgspec.Struct, omit_defaults=True):
+    """What the Scale of a workload is made of; the rest of the JSON is skipped while decoding."""
+
+    apiVersion: Optional[str] = None
+    kind: Optional[str] = None
+    metadata: Optional[_Meta] = None
+    spec: Optional[_WorkloadSpec] = None
+    status: Optional[_WorkloadStatus] = None
+
+
+def _view(resource: Any) -> Any:
+    """A lightkube resource of ``resource``'s kind decoded as ``_WorkloadView`` (list and watch only)."""
+    return type(f"{resource.__name__}View", (res.NamespacedResourceG, _WorkloadView),
+                {"_api_info": resource._api_info})
+
+
+#: (apiVersion, kind) of scaleTargetRef -> lightkube resource (decoded as the few fields a Scale is made of);
+#: their Scale is spec/status.replicas + spec.selector.
 CACHED_KINDS: dict[tuple[str, str], Any] = {
-    ("apps/v1", "Deployment"): Deployment,
-    ("apps/v1", "StatefulSet"): StatefulSet,
-    ("apps/v1", "ReplicaSet"): ReplicaSet,
+    ("apps/v1", "Deployment"): _view(Deployment),
+    ("apps/v1", "StatefulSet"): _view(StatefulSet),
+    ("apps/v1", "ReplicaSet"): _view(ReplicaSet),
 }
 
 

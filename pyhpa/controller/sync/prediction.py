@@ -21,16 +21,17 @@ import logging
 import math
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx2
 
-from ..adapters.parse import format_time
-from ..adapters.prediction import prediction_status
-from ..adapters.promql import PROMETHEUS, RangeQueryError, query_range, range_step
-from ..core import Decision, Forecast, MetricSamples, PredictionSpec
-from ..core.model import PREDICTION_ACTIVE
-from ..forecast import HISTORY_UNAVAILABLE, ForecastLoop, fit
-from .autoscaler import Autoscaler, MetricQuery
+from ...adapters.parse import format_time
+from ...adapters.prediction import prediction_status
+from ...adapters.promql import PROMETHEUS, RangeQueryError, query_range, range_step
+from ...core import Decision, Forecast, MetricSamples, PredictionSpec
+from ...core.model import PREDICTION_ACTIVE
+from ...forecast import HISTORY_UNAVAILABLE
+from ..cache.autoscaler import Autoscaler, MetricQuery
 
 log = logging.getLogger("pyhpa.controller.prediction")
 
@@ -99,7 +100,7 @@ def default_history_query(a: Autoscaler, index: int) -> tuple[str, str] | None:
 class _State:
     """One autoscaler's forecast loop and the state of its history fetches."""
 
-    loop: ForecastLoop
+    loop: Any  # pyhpa.forecast.ForecastLoop (imported with the first autoscaler that predicts: numpy, scipy)
     query: str | None
     task: asyncio.Task | None = None
     failed: str | None = None
@@ -178,6 +179,8 @@ class LivePredictions:
         st = self._states.get(a.key)
         if st is None or st.loop.spec != spec or st.query != query:
             self.forget(a.key)
+            from ...forecast import ForecastLoop
+
             st = self._states[a.key] = _State(ForecastLoop(spec), query, extra={"unit": unit})
         return st
 
@@ -209,6 +212,8 @@ class LivePredictions:
             history_t = list(times) + live_t[after].tolist()
             history_v = milli + live_v[after].tolist()
             predictor.replace_history(history_t, history_v)
+            from ...forecast import fit
+
             result = await asyncio.to_thread(fit, history_t, history_v, now=now, settings=predictor.settings,
                                              previous=predictor.fit)
             predictor.install(result, now)

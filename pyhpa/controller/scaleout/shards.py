@@ -12,15 +12,20 @@ A replica writes an object only while (the write gate, ``may_write``):
 
 * its own Lease was renewed less than ``renew_deadline`` ago (as ``--leader-elect``), and
 * its view of the membership comes from a list started less than ``renew_deadline`` ago, and
-* it has *joined*: one ``lease_duration`` has passed since its Lease was created, and
+* it has *joined*: every other live member has acknowledged it — published, in its own Lease's
+  ``pyhpa.dev/shard-view`` annotation (written at the renewal that follows a change of its view), a view that
+  includes it — or one ``lease_duration`` has passed since its Lease was created, and
 * the autoscaler being synced is in its share under that view.
 
 Why no object is written by two replicas at once (``delta``: how long a write takes to reach the API server
 after the gate said yes; the margin is ``lease_duration - renew_deadline``, as for leader election):
 
-* A replica C that joins at t0 (its Lease created) writes from t0 + lease_duration on. Any other replica
-  writing at t >= t0 + lease_duration has a view listed after t - renew_deadline > t0, which holds C, so it no
-  longer owns C's keys; one whose view predates C checked before t0 + renew_deadline.
+* A replica C that joins at t0 (its Lease created) writes once every other live member M acknowledged it: M
+  publishes its view only after applying it, so from then on M does not own C's keys (its gate checks the
+  ownership of each write's key under its current view). A member that does not acknowledge (it cannot renew,
+  or is stuck) holds C back until t0 + lease_duration: any replica writing at t >= t0 + lease_duration has a
+  view listed after t - renew_deadline > t0, which holds C; one whose view predates C checked before
+  t0 + renew_deadline.
 * Two replicas that both see each other cannot both own a key: both compute the same winner among them.
 * A replica that leaves (its Lease unchanged for lease_duration on the observer's clock) renewed last at some
   r; it stopped writing at r + renew_deadline; the others take its keys no earlier than r + lease_duration.
@@ -28,7 +33,9 @@ after the gate said yes; the margin is ``lease_duration - renew_deadline``, as f
   over at their next list.
 
 So the other replicas pick up a dead replica's share within one lease duration plus a retry period of its last
-renewal (then sync each gained key at once), and a joining replica's share pauses for one lease duration. A
+renewal, a stopped replica's share at their next list (then sync each gained key at once), and a joining
+replica's share pauses only from the others' next list to the joiner's next list after their acknowledgement
+(about two retry periods: issue 21, "seamless hand-over": no autoscaler waits more than two sync periods). A
 replica that cannot renew for ``renew_deadline`` stops writing; past that it has lost its Lease: it stops and
 ``run`` raises ``ShardLost`` (``pyhpa run`` exits 1, Kubernetes restarts it with a new identity, which joins
 anew). Leases found dead are deleted by whoever sees them (so restarts leave no garbage).
@@ -38,6 +45,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
 import time
 from dataclasses import dataclass
@@ -50,13 +58,15 @@ from lightkube.models.coordination_v1 import LeaseSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.coordination_v1 import Lease
 
-from ..leader import validate_lease_timing
+from .leader import validate_lease_timing
 from .leadership import LeadershipLost
-from .load import current_sync
+from ..outputs.load import current_sync
 
 log = logging.getLogger("pyhpa.controller.shards")
 
 GROUP_LABEL = "pyhpa.dev/shard-group"
+#: annotation of a member's Lease: the member identities (a JSON list) of the view it applies
+VIEW_ANNOTATION = "pyhpa.dev/shard-view"
 
 
 class ShardLost(LeadershipLost):
@@ -124,6 +134,8 @@ class ShardMembership:
         self._observed: dict[str, tuple[tuple, float]] = {}  # lease name -> (record, when it last changed)
         self._next_expiry: float | None = None  # when the first live member's Lease expires unless renewed
         self._owns: dict[str, bool] = {}
+        self._acknowledged = False  # every other live member's published view holds this replica
+        self._published: tuple[str, ...] | None = None  # the view written to this replica's Lease
         self.changes = 0
 
     # ----- the gate ------------------------------------------------------------------------------------------
@@ -181,8 +193,10 @@ class ShardMembership:
             self._changed()
             return
         await self._list()
-        if not self.joined.is_set() and self._created_at is not None and \
-                self.clock() - self._created_at >= s.lease_duration_seconds and self._fresh():
+        if self._published != self.members:  # acknowledge a new view at once (a joiner waits for it)
+            await self._renew()
+        if not self.joined.is_set() and self._created_at is not None and self._fresh() and (
+                self._acknowledged or self.clock() - self._created_at >= s.lease_duration_seconds):
             self.joined.set()
             log.info("shard %s active: %d members %s", s.identity, len(self.members), list(self.members))
             self._changed()
@@ -190,7 +204,8 @@ class ShardMembership:
     async def _create(self) -> None:
         s = self.settings
         now = datetime.now(timezone.utc)
-        lease = Lease(metadata=ObjectMeta(name=self.name, namespace=s.namespace, labels={GROUP_LABEL: s.group}),
+        lease = Lease(metadata=ObjectMeta(name=self.name, namespace=s.namespace, labels={GROUP_LABEL: s.group},
+                                          annotations={VIEW_ANNOTATION: "[]"}),
                       spec=LeaseSpec(holderIdentity=s.identity, leaseDurationSeconds=_seconds(s.lease_duration_seconds),
                                      acquireTime=now, renewTime=now, leaseTransitions=0))
         started = self.clock()
@@ -211,6 +226,8 @@ class ShardMembership:
     async def _renew(self) -> bool:
         lease = self._lease
         lease.spec.renewTime = datetime.now(timezone.utc)
+        view = self.members
+        lease.metadata.annotations = dict(lease.metadata.annotations or {}, **{VIEW_ANNOTATION: json.dumps(list(view))})
         started = self.clock()
         try:
             self._lease = await self.client.replace(lease)
@@ -219,6 +236,7 @@ class ShardMembership:
                                                                            "message", None) or err)
             return False
         self._renewed_at = started
+        self._published = view
         return True
 
     async def _list(self) -> None:
@@ -232,6 +250,7 @@ class ShardMembership:
             return
         now = self.clock()
         live, dead, seen, expiries = {s.identity}, [], {}, []
+        acknowledged = True
         for lease in leases:
             name, spec = lease.metadata.name, lease.spec or LeaseSpec()
             record = (spec.holderIdentity, spec.renewTime, spec.leaseTransitions)
@@ -246,6 +265,8 @@ class ShardMembership:
             else:
                 live.add(spec.holderIdentity)
                 expiries.append(since + duration)
+                acknowledged = acknowledged and s.identity in _view(lease)
+        self._acknowledged = acknowledged
         self._observed = seen
         self._next_expiry = min(expiries, default=None)
         self._listed_at = started
@@ -283,6 +304,16 @@ class ShardMembership:
             await self.client.delete(Lease, self.name, namespace=self.settings.namespace)
         except (httpx2.HTTPError, OSError) as err:  # best effort: it expires anyway
             log.info("could not delete shard Lease %s: %s", self.name, err)
+
+
+def _view(lease: Lease) -> set[str]:
+    """The member identities a Lease's holder published as its view (empty when none or malformed)."""
+    text = (lease.metadata.annotations or {}).get(VIEW_ANNOTATION) if lease.metadata is not None else None
+    try:
+        view = json.loads(text) if text else []
+    except ValueError:
+        return set()
+    return {m for m in view if isinstance(m, str)} if isinstance(view, list) else set()
 
 
 def _seconds(value: float) -> int:
@@ -336,8 +367,8 @@ class Sharding:
             c.monitor.deleted(a.namespace, a.name)
 
     def refresh_foreign_selectors(self) -> int:
-        """File the pod selector of every autoscaler of another share in the controller's selector index, from
-        the Scale cache (upstream's AmbiguousSelector check needs the selectors of *all* autoscalers; a
+        """File the pod selector of every autoscaler of another share (and of its own share not synced yet) in the
+        controller's selector index, from the Scale cache (upstream's AmbiguousSelector check needs the selectors of *all* autoscalers; a
         replica learns its own share's from its syncs). Returns how many are known."""
         c = self.controller
         scales = getattr(c, "scales", None)
@@ -345,8 +376,8 @@ class Sharding:
             return 0
         index, known = c.reconciler.selectors, 0
         for key, a in list(c.autoscalers.items()):
-            if self.membership.owns(key) or a.scale_target_ref is None:
-                continue
+            if a.scale_target_ref is None or (self.membership.owns(key) and index.knows(key)):
+                continue  # its own share's are learned from the syncs (until then, from the cache too)
             scale = scales.peek(a.namespace, a.scale_target_ref)
             if scale is not None:
                 index.put(key, a.namespace, scale.selector)
@@ -370,6 +401,8 @@ class Sharding:
             return
         now = {key for key in c.autoscalers if self.membership.owns(key)}
         gained, lost = sorted(now - self._owned), self._owned - now
+        if gained:  # every selector filed before the first sync of a gained key (AmbiguousSelector)
+            self.refresh_foreign_selectors()
         for key in gained:
             c.memory.forget(key)  # a working copy from an earlier term is stale: load the status' memory
             c.queue.add(key)
@@ -379,6 +412,22 @@ class Sharding:
         if gained or lost:
             log.info("shard %s: %d autoscalers (+%d, -%d)", self.identity, len(now), len(gained), len(lost))
 
+    async def _join_when_synced(self, controller: Any, stop: asyncio.Event, led: asyncio.Task) -> None:
+        """Wait until the controller's informers (and its Scale cache) have listed, then run the membership."""
+        from .. import SCALE_CACHE_WAIT_SECONDS  # the controller's own bound on that wait
+
+        scales = getattr(controller, "scales", None)
+        loop, ready_at = asyncio.get_running_loop(), None
+        while True:
+            if stop.is_set() or led.done():
+                return
+            if controller.ready:
+                ready_at = loop.time() if ready_at is None else ready_at
+                if scales is None or scales.synced or loop.time() - ready_at >= SCALE_CACHE_WAIT_SECONDS:
+                    break
+            await asyncio.sleep(0.05)
+        await self.membership.run()
+
     async def run(self, controller: Any, stop: asyncio.Event) -> None:
         """Campaign and run ``controller`` as this shard until ``stop`` (then release the Lease); raises ShardLost
         when the Lease is lost. Cancelled (the process dies): no release."""
@@ -386,10 +435,12 @@ class Sharding:
         controller.shards = self
         controller.load.shard(self.owned, lambda: len(self.membership.members))
         self.membership.on_change = self._rebalance
-        member = asyncio.create_task(self.membership.run(), name="shard-membership")
-        foreign = asyncio.create_task(self._foreign_selectors(), name="shard-foreign-selectors")
         controller_stop = asyncio.Event()
         led = asyncio.create_task(controller.run(controller_stop), name="controller")
+        # join the group only once the caches are synced: a replica takes its share when it can sync it at once
+        # (listing 100,000 pods takes a while; meanwhile the others keep syncing every autoscaler)
+        member = asyncio.create_task(self._join_when_synced(controller, stop, led), name="shard-membership")
+        foreign = asyncio.create_task(self._foreign_selectors(), name="shard-foreign-selectors")
         lost = asyncio.ensure_future(self.membership.lost.wait())
         stopped = asyncio.ensure_future(stop.wait())
         try:
@@ -415,5 +466,5 @@ class Sharding:
             await asyncio.gather(lost, stopped, member, led, foreign, return_exceptions=True)
 
 
-__all__ = ["GROUP_LABEL", "ShardLost", "ShardMembership", "ShardSettings", "Sharding", "lease_name", "owner",
+__all__ = ["GROUP_LABEL", "VIEW_ANNOTATION", "ShardLost", "ShardMembership", "ShardSettings", "Sharding", "lease_name", "owner",
            "weight"]

@@ -6,6 +6,11 @@ error resumes after a backoff; ``410 Gone`` (the server no longer has that histo
 difference to the objects known so far is delivered as upserts and deletes. ``synced`` is set after
 the first complete list. Handlers parse objects once (``PodCache.upsert``, ``parse_autoscaler``), so
 the sync hot path never sees Kubernetes objects.
+
+Memory: a list is delivered page by page as it is read (``ListWatch.stream`` when the ListWatch has it), so
+no more than one page of objects is alive at once; what the informer itself keeps per object is its
+resourceVersion (an int when it is a canonical decimal, as the API server's are), per namespace, under the
+handler's own name string.
 """
 
 from __future__ import annotations
@@ -14,11 +19,10 @@ import asyncio
 import logging
 from typing import Any, Callable
 
-from ..adapters.errors import InputError
-from ..adapters.objects import pod_from_model
-from ..core import Pod
-from ..core.selector import SelectorError, matches, parse_selector
-from .api import ApiFailure, ListWatch, as_failure
+import sys
+
+from ..kube.api import ApiFailure, ListWatch, as_failure
+from .pods import PodCache  # noqa: F401 - its former home
 
 log = logging.getLogger("pyhpa.controller.informer")
 
@@ -43,7 +47,7 @@ class Informer:
         self._upsert = on_upsert
         self._delete = on_delete
         self._backoff = backoff
-        self._known: dict[str, str] = {}
+        self._known: dict[str, dict[str, Any]] = {}  # namespace -> name -> version_token(resourceVersion)
         self.resource_version: str | None = None
         self.synced = asyncio.Event()
         self.relists = 0
@@ -79,21 +83,42 @@ class Informer:
             log.exception("%s: handler failed for %s; object skipped", self.name, key)
 
     async def _relist(self) -> None:
-        items, rv = await self._lw.list()
-        seen: dict[str, str] = {}
-        for obj in items:
-            ns, name, obj_rv = meta_of(obj)
-            key = f"{ns}/{name}"
-            seen[key] = obj_rv
-            if self._known.get(key) != obj_rv:
-                self._deliver(self._upsert, key, obj)
-        for key in self._known.keys() - seen.keys():
-            self._deliver(self._delete, key, None)
+        seen: dict[str, dict[str, Any]] = {}
+        count = 0
+        stream = getattr(self._lw, "stream", None)
+        if stream is not None:  # page by page: only one page of objects alive at a time
+            pages = stream()
+            async for obj in pages:
+                self._listed(obj, seen)
+                count += 1
+            rv = pages.resourceVersion
+        else:
+            items, rv = await self._lw.list()
+            for obj in items:
+                self._listed(obj, seen)
+            count = len(items)
+            del items
+        for ns, names in self._known.items():
+            now = seen.get(ns, {})
+            for name in names.keys() - now.keys():
+                self._deliver(self._delete, f"{ns}/{name}", None)
         self._known = seen
         self.resource_version = rv
         self.relists += 1
         self.synced.set()
-        log.debug("%s: listed %d objects at resourceVersion %s", self.name, len(items), rv)
+        log.debug("%s: listed %d objects at resourceVersion %s", self.name, count, rv)
+
+    def _listed(self, obj: Any, seen: dict[str, dict[str, Any]]) -> None:
+        ns, name, obj_rv = meta_of(obj)
+        token = version_token(obj_rv)
+        ns = sys.intern(ns)
+        seen.setdefault(ns, {})[name] = token
+        if self._known.get(ns, {}).get(name) != token:
+            self._deliver(self._upsert, f"{ns}/{name}", obj)
+
+    def known(self) -> int:
+        """Objects the informer knows (as of its last list and the watch events since)."""
+        return sum(len(names) for names in self._known.values())
 
     async def _watch(self) -> None:
         """Deliver watch events from ``resource_version`` on, advancing it with every event."""
@@ -103,11 +128,21 @@ class Informer:
             if obj_rv:
                 self.resource_version = obj_rv
             if etype == "DELETED":
-                self._known.pop(key, None)
+                names = self._known.get(ns)
+                if names is not None:
+                    names.pop(name, None)
                 self._deliver(self._delete, key, obj)
             elif etype in ("ADDED", "MODIFIED"):
-                self._known[key] = obj_rv
+                self._known.setdefault(sys.intern(ns), {})[name] = version_token(obj_rv)
                 self._deliver(self._upsert, key, obj)
+
+
+def version_token(rv: str) -> Any:
+    """A resourceVersion as the informer keeps it: an int for a canonical decimal (28 bytes instead of a
+    string's 50 and more; the API server's are decimals), else the text. Only compared for equality."""
+    if rv.isdigit() and rv.isascii() and (rv[0] != "0" or rv == "0"):
+        return int(rv)
+    return rv
 
 
 def _failure(err: Exception) -> ApiFailure:
@@ -118,84 +153,4 @@ def _failure(err: Exception) -> ApiFailure:
         return ApiFailure(0, repr(err))
 
 
-class PodCache:
-    """Pods as the decision core sees them (``core.Pod``), per namespace, with a label index.
-
-    ``select(namespace, selector)`` answers from memory: candidates come from the index of the
-    selector's smallest ``key=value`` requirement, then every requirement is checked — no pod LIST
-    per sync, and no scan of a large namespace for the usual ``matchLabels`` selectors.
-    """
-
-    def __init__(self) -> None:
-        self._pods: dict[str, dict[str, Pod]] = {}
-        self._index: dict[str, dict[tuple[str, str], set[str]]] = {}
-
-    def __len__(self) -> int:
-        return sum(len(p) for p in self._pods.values())
-
-    def upsert(self, key: str, obj: Any) -> None:
-        """Informer handler: parse the lightkube Pod once and index it."""
-        ns = key.partition("/")[0]
-        try:
-            pod = pod_from_model(obj)
-        except InputError as err:
-            log.warning("ignoring pod %s: %s", key, err)
-            self.delete(key, None)
-            return
-        self._remove(ns, pod.name)
-        self._pods.setdefault(ns, {})[pod.name] = pod
-        index = self._index.setdefault(ns, {})
-        for label in pod.labels.items():
-            index.setdefault(label, set()).add(pod.name)
-
-    def delete(self, key: str, obj: Any) -> None:
-        """Informer handler: forget the pod."""
-        ns, _, name = key.partition("/")
-        self._remove(ns, name)
-
-    def _remove(self, ns: str, name: str) -> None:
-        old = self._pods.get(ns, {}).pop(name, None)
-        if old is None:
-            return
-        index = self._index[ns]
-        for label in old.labels.items():
-            names = index.get(label)
-            if names is not None:
-                names.discard(name)
-                if not names:
-                    del index[label]
-
-    def count(self, namespace: str) -> int:
-        """Pods cached in ``namespace``."""
-        return len(self._pods.get(namespace, ()))
-
-    def labels(self, namespace: str, name: str) -> dict | None:
-        """The labels of a cached pod (None when the cache does not have it)."""
-        pod = self._pods.get(namespace, {}).get(name)
-        return None if pod is None else pod.labels
-
-    def select(self, namespace: str, selector: str) -> list[Pod]:
-        """The pods of ``namespace`` matching ``selector`` text, sorted by name ([] for an empty or bad selector:
-        the decision core reports SelectorRequired / InvalidSelector itself)."""
-        if not selector:
-            return []
-        try:
-            reqs = parse_selector(selector)
-        except SelectorError:
-            return []
-        pods = self._pods.get(namespace)
-        if not pods:
-            return []
-        index = self._index.get(namespace, {})
-        candidates: Any = None
-        for op, key, value in reqs:
-            if op == "=":
-                names = index.get((key, value), ())
-                if candidates is None or len(names) < len(candidates):
-                    candidates = names
-        if candidates is None:
-            candidates = pods.keys()
-        return [pods[n] for n in sorted(candidates) if matches(reqs, pods[n].labels)]
-
-
-__all__ = ["ApiFailure", "Informer", "PodCache", "meta_of"]
+__all__ = ["ApiFailure", "Informer", "PodCache", "meta_of", "version_token"]

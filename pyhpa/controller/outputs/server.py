@@ -2,7 +2,7 @@
 
 ``/healthz`` answers 200 while the controller's loop runs (a blocked loop cannot answer: that is the
 liveness signal); ``/readyz`` answers 200 once the informers have synced and until shutdown begins,
-503 otherwise; ``/metrics`` exposes the controller's registry (``pyhpa.controller.monitor``).
+503 otherwise; ``/metrics`` exposes the controller's registry (``pyhpa.controller.outputs.monitor``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from ..adapters.errors import InputError
+from ...adapters.errors import InputError
 
 
 class HealthServer:

@@ -14,21 +14,22 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..core import (HPA, ControllerConfig, Decision, Event, Forecast, Memory, MetricSamples, Pod, Scale, check_hpa,
-                    decide, rescale_failed)
-from .api import ApiFailure, Cluster, SpecError
-from .autoscaler import Autoscaler
-from .events import EventRecorder
-from .informer import PodCache
-from .logs import fields
+from ...core import (HPA, ControllerConfig, Decision, Event, Forecast, HPAWarning, Memory, MetricSamples, Pod, Scale,
+                    check_hpa, decide, rescale_failed)
+from ..kube.api import ApiFailure, Cluster, SpecError
+from ..cache.autoscaler import Autoscaler
+from ..outputs.events import EventRecorder
+from ..cache.informer import PodCache
+from ..outputs.logs import fields
 from .memory import MemoryStore
-from .monitor import INTERNAL, NONE, SPEC, Monitor, action_label
+from ..outputs.monitor import INTERNAL, NONE, SPEC, Monitor, action_label
 from .prediction import LivePredictions
-from .scalecache import ScaleCache
-from .selectors import SelectorIndex
+from ..cache.scalecache import ScaleCache
+from ..cache.selectors import SelectorIndex
 from .sources import Fetched, MetricSources
-from .status import StaleSpec, StatusWriter, status_from_decision, status_with_condition
-from .writer import Writer, WritesDisabled
+from ..outputs.status import (StaleSpec, StatusWriter, remember_warnings, status_from_decision, status_with_condition,
+                     warning_entry)
+from ..outputs.writer import Writer, WritesDisabled
 
 log = logging.getLogger("pyhpa.controller.reconciler")
 
@@ -140,10 +141,8 @@ class Reconciler:
         self.clock = clock
         self.predictions = predictions
         self.selectors = SelectorIndex()
-        #: the warnings (``pyhpa.core.check_hpa``) last emitted per key: an event when one appears, not every sync
-        self.warned: dict[str, frozenset] = {}
         self.on_synced: Callable[[SyncResult], None] | None = None
-        self.scales: ScaleCache | None = None  # targets' Scale from informers (pyhpa.controller.scalecache)
+        self.scales: ScaleCache | None = None  # targets' Scale from informers (pyhpa.controller.cache.scalecache)
         self._live: set[str] = set()  # keys whose next Scale read must be a GET (the cache may be stale)
 
     async def sync(self, key: str) -> SyncResult | None:
@@ -193,25 +192,29 @@ class Reconciler:
                 self._live.add(a.key)
                 return await self._sync(a)
         self._observe_metrics(decision, fetched, inputs.scale.spec_replicas, a)
-        self._warn(a, inputs, now)
-        return await self._act(a, inputs, decision, handle)
+        checks = check_hpa(a.hpa, inputs.scale, inputs.pods, inputs.samples, a.config)
+        return await self._act(a, inputs, decision, handle, checks)
 
-    def _warn(self, a: Autoscaler, inputs: SyncInputs, now: float) -> None:
-        """Warning events for what keeps the autoscaler from working as written (``pyhpa.core.check_hpa``:
-        ScaleStarvation, PodSumHidesContainer), each when it appears (it is logged again when it returns)."""
-        found = check_hpa(a.hpa, inputs.scale, inputs.pods, inputs.samples, a.config)
-        keys = frozenset((w.reason, w.index, w.container) for w in found)
-        before = self.warned.get(a.key, frozenset())
-        if keys == before:
+    def _say(self, a: Autoscaler, status: dict, events: list[Event], checks: list[HPAWarning], now: float) -> None:
+        """Send this sync's events, each Warning only when its cause was not said before: ``status.warnings``
+        (``remember_warnings``) keeps the causes said, so a lasting cause is said once — not at every sync, not
+        by another replica, not after a restart. Normal events (a rescale) are always sent. The checks'
+        warnings (``pyhpa.core.check_hpa``: ScaleStarvation, PodSumHidesContainer, what keeps the autoscaler
+        from working as written) are logged when said."""
+        warnings = [e for e in events if e.type == "Warning"]
+        check_events = [Event("Warning", w.reason, w.message) for w in checks]
+        entries = [warning_entry(e) for e in warnings] + [warning_entry(e, w) for e, w in zip(check_events, checks)]
+        new = remember_warnings(status, a.status, entries)
+        if not new and len(warnings) == len(events):
             return
-        if keys:
-            self.warned[a.key] = keys
-        else:
-            self.warned.pop(a.key, None)
-        for w in found:
-            if (w.reason, w.index, w.container) not in before:
-                log.warning("%s: %s: %s", a.key, w.reason, w.message)
-                self.events.emit(a, Event("Warning", w.reason, w.message), now)
+        fresh = {(e["reason"], e["message"]) for e in new}
+        for event in events:
+            if event.type != "Warning" or (event.reason, event.message[:1024]) in fresh:
+                self.events.emit(a, event, now)
+        for event in check_events:
+            if (event.reason, event.message[:1024]) in fresh:
+                log.warning("%s: %s: %s", a.key, event.reason, event.message)
+                self.events.emit(a, event, now)
 
     async def gather(self, a: Autoscaler, now: float) -> tuple[SyncInputs, Any, list[Fetched]]:
         """The inputs of one sync of ``a`` (a valid spec) at epoch ``now``: the target's Scale (and the Scale
@@ -233,7 +236,8 @@ class Reconciler:
                             self.memory.load(a, now), now, config, others, hpa)
         return inputs, handle, fetched
 
-    async def _act(self, a: Autoscaler, inputs: SyncInputs, decision: Decision, handle: Any) -> SyncResult:
+    async def _act(self, a: Autoscaler, inputs: SyncInputs, decision: Decision, handle: Any,
+                   checks: list[HPAWarning] = ()) -> SyncResult:
         error, retry, now = decision_error_label(decision), False, inputs.now
         log_failures(a, decision)
         if decision.rescale:
@@ -249,13 +253,12 @@ class Reconciler:
                 self._live.add(a.key)  # the target moved (409) or the write failed: read it live next time
         self.memory.save(a, decision.memory)
         self.monitor.desired(a.namespace, a.name, decision.desired_replicas)
-        for event in decision.events:  # before the status write, as upstream: a failed status write loses none
-            self.events.emit(a, event, now)
-        status = status_from_decision(decision, a.generation)
+        status = status_from_decision(decision, a.generation, a.hpa)
         if self.predictions is not None:
             section = self.predictions.status(a, decision)
             if section is not None:
                 status["prediction"] = section
+        self._say(a, status, decision.events, list(checks), now)  # before the status write, as upstream
         await self.status.write(a, status, decision.memory, decision)
         action = action_label(decision.current_replicas, decision.desired_replicas) if decision.rescale else NONE
         return SyncResult(a.key, action, error, decision, inputs, retry=retry, message=decision.error or "")
@@ -270,10 +273,10 @@ class Reconciler:
         """Upstream: event FailedGetScale, condition AbleToScale=False FailedGetScale, status written."""
         log.warning("failed to get scale", extra=fields(autoscaler=a.key, target=_target(a), reason="FailedGetScale",
                                                         error=message))
-        self.events.emit(a, Event("Warning", "FailedGetScale", message), now)
         status = status_with_condition(a, "AbleToScale", "False", "FailedGetScale",
                                        f"the HPA controller was unable to get the target's current scale: {message}",
                                        now)
+        self._say(a, status, [Event("Warning", "FailedGetScale", message)], [], now)
         await self.status.write(a, status)
         return SyncResult(a.key, NONE, label, retry=True, message=message, reason="FailedGetScale")
 
@@ -281,6 +284,7 @@ class Reconciler:
         """A spec the API server accepted but the controller cannot read: condition and event, others go on."""
         message = f"the HPA spec is invalid: {a.error}"
         log.warning("invalid spec", extra=fields(autoscaler=a.key, reason="InvalidSpec", error=a.error))
-        self.events.emit(a, Event("Warning", "InvalidSpec", message), now)
-        await self.status.write(a, status_with_condition(a, "ScalingActive", "False", "InvalidSpec", message, now))
+        status = status_with_condition(a, "ScalingActive", "False", "InvalidSpec", message, now)
+        self._say(a, status, [Event("Warning", "InvalidSpec", message)], [], now)
+        await self.status.write(a, status)
         return SyncResult(a.key, NONE, SPEC, message=message, reason="InvalidSpec")

@@ -12,13 +12,13 @@ import math
 from datetime import datetime, timezone
 from functools import lru_cache
 
-from ..adapters.errors import InputError
-from ..adapters.parse import timestamp
-from ..adapters.saturation import saturation_status
-from ..core import Condition, Decision, HPAStatus, Memory, MetricHealth, PauseStatus, set_condition, with_status
-from .api import ApiFailure
-from .autoscaler import API_VERSION, KIND, MEMORY_KEY, Autoscaler
-from .memory import MemoryStore
+from ...adapters.errors import InputError
+from ...adapters.parse import timestamp
+from ...adapters.saturation import saturation_status
+from ...core import HPA, Condition, Decision, Event, HPAStatus, HPAWarning, Memory, MetricHealth, PauseStatus, set_condition, with_status
+from ..kube.api import ApiFailure
+from ..cache.autoscaler import API_VERSION, KIND, MEMORY_KEY, Autoscaler
+from ..sync.memory import MemoryStore, failure_caps
 from .writer import Writer
 
 
@@ -44,11 +44,12 @@ def condition_dict(c: Condition) -> dict:
     return out
 
 
-def status_from_decision(decision: Decision, generation: int) -> dict:
+def status_from_decision(decision: Decision, generation: int, hpa: HPA | None = None) -> dict:
     """The autoscaling/v2 status of a sync (``observedGeneration`` is the spec generation synced),
     with the HorizontalAutoscaler's ``schedules`` section when the spec has windows, ``metricHealth`` when it
-    has a fallback, ``saturation`` (``pyhpa.adapters.saturation.saturation_status``) when it has
-    ``spec.saturation`` and ``pause`` (``pause_status``) while a pause annotation holds it."""
+    has a fallback (with ``hpa``, each ``numberOfFailures`` capped by ``failure_caps``), ``saturation``
+    (``pyhpa.adapters.saturation.saturation_status``) when it has ``spec.saturation`` and ``pause``
+    (``pause_status``) while a pause annotation holds it."""
     st: HPAStatus = decision.status
     out = {"observedGeneration": generation, "desiredReplicas": st.desired_replicas}
     if st.current_replicas:
@@ -67,7 +68,8 @@ def status_from_decision(decision: Decision, generation: int) -> dict:
             section["expired"] = list(st.schedules.expired)
         out["schedules"] = section
     if st.metric_health is not None:
-        out["metricHealth"] = [metric_health_dict(h) for h in st.metric_health]
+        caps = failure_caps(hpa) if any(h.number_of_failures > 1 for h in st.metric_health) else {}
+        out["metricHealth"] = [metric_health_dict(h, caps.get(h.metric)) for h in st.metric_health]
     if st.saturation is not None:
         out["saturation"] = saturation_status(st.saturation)
     if st.pause is not None:
@@ -86,10 +88,12 @@ def pause_status(p: PauseStatus) -> dict:
     return out
 
 
-def metric_health_dict(h: MetricHealth) -> dict:
-    """One ``status.metricHealth`` entry: ``metric``, ``numberOfFailures``, ``status`` (Happy/Failing), and while
-    failing ``firstFailureTime``, and in fallback ``fallbackSince`` and ``fallbackReplicas``."""
-    out: dict = {"metric": h.metric, "numberOfFailures": h.number_of_failures, "status": h.status}
+def metric_health_dict(h: MetricHealth, cap: int | None = None) -> dict:
+    """One ``status.metricHealth`` entry: ``metric``, ``numberOfFailures`` (at most ``cap``), ``status``
+    (Happy/Failing), and while failing ``firstFailureTime``, and in fallback ``fallbackSince`` and
+    ``fallbackReplicas``."""
+    n = h.number_of_failures if cap is None else min(h.number_of_failures, cap)
+    out: dict = {"metric": h.metric, "numberOfFailures": n, "status": h.status}
     if h.first_failure_time is not None:
         out["firstFailureTime"] = time_text(h.first_failure_time)
     if h.fallback_since is not None:
@@ -123,6 +127,57 @@ def status_with_condition(a: Autoscaler, ctype: str, cstatus: str, reason: str, 
     out["observedGeneration"] = a.generation
     out["conditions"] = [condition_dict(c) for c in conds]
     return out
+
+
+# ----- Warning events said, remembered in status.warnings -----------------------------------------------------
+#: ``status.warnings``: the Warning events sent whose cause lasts (deploy/crd.yaml describes it)
+WARNINGS_KEY = "warnings"
+
+
+def warning_entry(event: Event, check: HPAWarning | None = None) -> dict:
+    """The ``status.warnings`` entry of a Warning event (of a check's warning: with its metric and container)."""
+    out: dict = {"reason": event.reason, "message": event.message[:1024]}
+    if check is not None:
+        out["metric"] = check.index
+        if check.container:
+            out["container"] = check.container
+    return out
+
+
+def _cause(entry: dict) -> tuple:
+    """What makes two entries the same cause: a check's reason, metric and container (its figures move); an
+    event's reason and message."""
+    if "metric" in entry:
+        return entry.get("reason"), entry.get("metric"), entry.get("container", "")
+    return entry.get("reason"), entry.get("message")
+
+
+def said_before(status: dict) -> set[tuple]:
+    """The causes of the Warning events remembered in a stored ``status`` (malformed entries are ignored)."""
+    entries = status.get(WARNINGS_KEY)
+    if not isinstance(entries, list):
+        return set()
+    return {_cause(e) for e in entries if isinstance(e, dict)}
+
+
+def remember_warnings(status: dict, stored: dict, entries: list[dict]) -> list[dict]:
+    """Set ``status.warnings`` to this sync's ``entries`` (a cause already stored keeps its stored entry, as it
+    was said; none: no key) and return the entries whose cause was not said before (to send)."""
+    before = stored.get(WARNINGS_KEY)
+    kept = {_cause(e): e for e in before if isinstance(e, dict)} if isinstance(before, list) else {}
+    out, new = [], []
+    for e in entries:
+        cause = _cause(e)
+        if cause in kept:
+            out.append(kept[cause])
+        elif all(_cause(o) != cause for o in out):
+            out.append(e)
+            new.append(e)
+    if out:
+        status[WARNINGS_KEY] = out
+    else:
+        status.pop(WARNINGS_KEY, None)
+    return new
 
 
 class StaleSpec(Exception):

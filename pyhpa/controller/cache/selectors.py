@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..core import Pod
-from ..core.selector import SelectorError, parse_selector
+from ...core import Pod
+from ...core.selector import SelectorError, parse_selector
 
 
 class SelectorIndex:
@@ -42,6 +42,10 @@ class SelectorIndex:
         else:
             self._by_label[bucket].add(key)
         self._entries[key] = (namespace, selector, bucket)
+
+    def knows(self, key: str) -> bool:
+        """``key``'s selector is filed."""
+        return key in self._entries
 
     def remove(self, key: str) -> None:
         entry = self._entries.pop(key, None)

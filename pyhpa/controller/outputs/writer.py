@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .api import Cluster
-from .autoscaler import TargetRef
+from ..kube.api import Cluster
+from ..cache.autoscaler import TargetRef
 
 
 class WritesDisabled(Exception):

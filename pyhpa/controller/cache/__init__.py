@@ -1,0 +1,1 @@
+"""Caches and informers: what the controller knows of the cluster (LIST + WATCH), in compact records."""

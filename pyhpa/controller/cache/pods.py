@@ -1,0 +1,228 @@
+"""The pod cache: what a sync reads about each pod, in compact shared records, decoded straight from the API.
+
+A sync reads little of a pod: its name and labels, phase, deletion, start time, the first Ready condition and
+its time, and the requests and limits of its containers. ``PodView`` is a lightkube resource whose msgspec
+structure has those fields only: lightkube decodes list pages and watch events directly into it, and msgspec
+skips every other field of the JSON (no whole Pod object is ever built, however large the pod). The informer
+handler turns a ``PodView`` into the decision core's ``core.Pod`` (``pyhpa.adapters.objects.pod_from_model``,
+the reading ``explain`` uses), then ``Records`` shares what pods have in common: pods of one template have
+equal labels, requests, limits and container names, so they share one dict or tuple of each (interned while
+any pod uses it); the phase is an interned string and the times are memoized floats. A cached pod is then its
+``core.Pod`` (a slotted object) and its name, plus its entries in the namespace's name and label indexes:
+about 470 bytes in all (``tests/test_controller_lean.py`` bounds it at 600).
+
+Records are shared, so they are read-only: nothing may change a cached pod's labels or amounts in place (the
+decision core never does: it is pure).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any, Optional
+
+import msgspec
+from lightkube.core import resource as res
+from lightkube.resources.core_v1 import Pod as PodResource
+
+from ...adapters.errors import InputError
+from ...adapters.objects import pod_from_model
+from ...core import Pod
+from ...core.selector import SelectorError, matches, parse_selector
+
+log = logging.getLogger("pyhpa.controller.pods")
+
+
+# ----- what is decoded of a pod ------------------------------------------------------------------------------
+class _Resources(msgspec.Struct, omit_defaults=True):
+    requests: Optional[dict[str, Any]] = None
+    limits: Optional[dict[str, Any]] = None
+
+
+class _Container(msgspec.Struct, omit_defaults=True):
+    name: str = ""
+    resources: Optional[_Resources] = None
+    restartPolicy: Optional[str] = None
+
+
+class _PodSpec(msgspec.Struct, omit_defaults=True):
+    containers: Optional[list[_Container]] = None
+    initContainers: Optional[list[_Container]] = None
+    overhead: Optional[dict[str, Any]] = None
+    resources: Optional[_Resources] = None
+
+
+class _Condition(msgspec.Struct, omit_defaults=True):
+    type: str = ""
+    status: str = ""
+    lastTransitionTime: Optional[str] = None
+
+
+class _PodStatus(msgspec.Struct, omit_defaults=True):
+    phase: Optional[str] = None
+    startTime: Optional[str] = None
+    conditions: Optional[list[_Condition]] = None
+
+
+class _Meta(msgspec.Struct, omit_defaults=True):
+    name: str = ""
+    namespace: Optional[str] = None
+    labels: Optional[dict[str, str]] = None
+    resourceVersion: Optional[str] = None
+    deletionTimestamp: Optional[str] = None
+
+
+class PodView(res.NamespacedResourceG, msgspec.Struct, omit_defaults=True):
+    """A v1 Pod as lightkube decodes it for the pod informer: only the fields an HPA sync reads (list and watch
+    of ``/api/v1/pods``; every other field of the JSON is skipped while decoding)."""
+
+    _api_info = PodResource._api_info
+
+    apiVersion: Optional[str] = None
+    kind: Optional[str] = None
+    metadata: Optional[_Meta] = None
+    spec: Optional[_PodSpec] = None
+    status: Optional[_PodStatus] = None
+
+
+# ----- shared parts --------------------------------------------------------------------------------------------
+class Records:
+    """Equal labels, amounts and container-name tuples shared between pod records (``share``).
+
+    A part is kept while a cached pod uses it: ``prune`` (run as the table doubles) drops the parts no pod
+    refers to any more (a rollout's old ``pod-template-hash`` labels, for example).
+    """
+
+    def __init__(self) -> None:
+        self._parts: dict[Any, Any] = {}
+        self._prune_at = 1024
+
+    def __len__(self) -> int:
+        return len(self._parts)
+
+    def _dict(self, d: dict) -> dict:
+        if not d:
+            d = {}
+        key = (dict, tuple(d.items()))
+        try:
+            return self._parts.setdefault(key, d)
+        except TypeError:  # an unhashable value (never from pod_from_model): not shared
+            return d
+
+    def _tuple(self, t: tuple) -> tuple:
+        return self._parts.setdefault((tuple, t), t)
+
+    def share(self, pod: Pod) -> Pod:
+        """``pod`` with its labels, amounts and container names replaced by equal shared ones (a new Pod; the
+        decision core's Pod is frozen)."""
+        if len(self._parts) >= self._prune_at:
+            self.prune()
+        return Pod(name=pod.name, phase=sys.intern(pod.phase), labels=self._dict(pod.labels), deleted=pod.deleted,
+                   start_time=pod.start_time, ready=pod.ready, ready_transition_time=pod.ready_transition_time,
+                   requests=self._dict(pod.requests), missing_request=self._dict(pod.missing_request),
+                   containers=self._tuple(pod.containers), pod_level_requests=pod.pod_level_requests,
+                   limits=self._dict(pod.limits), pod_level_limits=pod.pod_level_limits,
+                   ready_unknown=pod.ready_unknown)
+
+    def prune(self) -> int:
+        """Drop the parts no pod uses (referenced by this table only); returns how many were dropped."""
+        parts, unused = self._parts, []
+        for k in list(parts):
+            v = parts[k]
+            # references: the table, ``v`` and getrefcount's argument (a tuple part: its key too)
+            if sys.getrefcount(v) <= (4 if k[0] is tuple else 3):
+                unused.append(k)
+            del v
+        for k in unused:
+            del parts[k]
+        self._prune_at = max(1024, 2 * len(self._parts))
+        return len(unused)
+
+
+# ----- the cache -----------------------------------------------------------------------------------------------
+class PodCache:
+    """Pods as the decision core sees them (``core.Pod``, shared parts), per namespace, with a label index.
+
+    ``select(namespace, selector)`` answers from memory: candidates come from the index of the selector's
+    smallest ``key=value`` requirement, then every requirement is checked — no pod LIST per sync, and no scan
+    of a large namespace for the usual ``matchLabels`` selectors.
+    """
+
+    def __init__(self) -> None:
+        self._pods: dict[str, dict[str, Pod]] = {}
+        self._index: dict[str, dict[tuple[str, str], set[str]]] = {}
+        self.records = Records()
+
+    def __len__(self) -> int:
+        return sum(len(p) for p in self._pods.values())
+
+    def upsert(self, key: str, obj: Any) -> None:
+        """Informer handler: read the pod (a ``PodView`` or a lightkube Pod) once and index it."""
+        ns = sys.intern(key.partition("/")[0])
+        try:
+            pod = self.records.share(pod_from_model(obj))
+        except InputError as err:
+            log.warning("ignoring pod %s: %s", key, err)
+            self.delete(key, None)
+            return
+        self._remove(ns, pod.name)
+        self._pods.setdefault(ns, {})[pod.name] = pod
+        index = self._index.setdefault(ns, {})
+        for label in pod.labels.items():
+            index.setdefault(label, set()).add(pod.name)
+
+    def delete(self, key: str, obj: Any) -> None:
+        """Informer handler: forget the pod."""
+        ns, _, name = key.partition("/")
+        self._remove(ns, name)
+
+    def _remove(self, ns: str, name: str) -> None:
+        old = self._pods.get(ns, {}).pop(name, None)
+        if old is None:
+            return
+        index = self._index[ns]
+        for label in old.labels.items():
+            names = index.get(label)
+            if names is not None:
+                names.discard(name)
+                if not names:
+                    del index[label]
+
+    def get(self, namespace: str, name: str) -> Pod | None:
+        """The cached pod (None when the cache does not have it)."""
+        return self._pods.get(namespace, {}).get(name)
+
+    def count(self, namespace: str) -> int:
+        """Pods cached in ``namespace``."""
+        return len(self._pods.get(namespace, ()))
+
+    def labels(self, namespace: str, name: str) -> dict | None:
+        """The labels of a cached pod (None when the cache does not have it)."""
+        pod = self._pods.get(namespace, {}).get(name)
+        return None if pod is None else pod.labels
+
+    def select(self, namespace: str, selector: str) -> list[Pod]:
+        """The pods of ``namespace`` matching ``selector`` text, sorted by name ([] for an empty or bad selector:
+        the decision core reports SelectorRequired / InvalidSelector itself)."""
+        if not selector:
+            return []
+        try:
+            reqs = parse_selector(selector)
+        except SelectorError:
+            return []
+        pods = self._pods.get(namespace)
+        if not pods:
+            return []
+        index = self._index.get(namespace, {})
+        candidates: Any = None
+        for op, key, value in reqs:
+            if op == "=":
+                names = index.get((key, value), ())
+                if candidates is None or len(names) < len(candidates):
+                    candidates = names
+        if candidates is None:
+            candidates = pods.keys()
+        return [pods[n] for n in sorted(candidates) if matches(reqs, pods[n].labels)]
+
+
+__all__ = ["PodCache", "PodView", "Records"]
