@@ -42,7 +42,7 @@ def input_errors(fn):
 
 
 def _register() -> None:
-    from . import explain_cmd, forecast_cmd, run_cmd, schedules_cmd, simulate_cmd, snapshot_cmd, thresholds_cmd
+    from . import explain_cmd, forecast_cmd, run_cmd, schedules_cmd, simulate_cmd, snapshot_cmd, thresholds_cmd, tune_cmd
 
     app.command("explain", cls=Command)(input_errors(explain_cmd.explain))
     app.command("snapshot", cls=Command)(input_errors(snapshot_cmd.snapshot))
@@ -50,6 +50,7 @@ def _register() -> None:
     app.command("simulate", cls=Command)(input_errors(simulate_cmd.simulate))
     app.command("schedules", cls=Command)(input_errors(schedules_cmd.schedules))
     app.command("forecast", cls=Command)(input_errors(forecast_cmd.forecast))
+    app.command("tune", cls=Command)(input_errors(tune_cmd.tune))
     run_cmd.register(app, input_errors, Command)
 
 
