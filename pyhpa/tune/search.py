@@ -15,7 +15,6 @@ import time
 import warnings
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
@@ -360,13 +359,13 @@ def search(prepared: Prepared, objective: Objective, *, trials: int = 200, timeo
 
 
 def _tell(study, trial, objective: Objective, figures: Figures) -> None:
-    trial.set_constraint([objective.value(figures) - objective.limit])
+    trial.set_constraint(objective.metric, objective.value(figures) - objective.limit)
     trial.set_user_attr("scale_events", figures.scale_events)
     study.tell(trial, figures.pod_hours)
 
 
 def _serial(study, p, objective, trials, timeout, t0, evaluations, seen, runner, progress) -> None:
-    while len(evaluations) < trials and time.monotonic() - t0 < timeout:
+    while len(evaluations) < trials and (not evaluations or time.monotonic() - t0 < timeout):
         trial = study.ask()
         s = _suggest(trial, p)
         fig = seen.get(s) or runner.map([(s, "tuning")])[0]
@@ -381,7 +380,7 @@ def _parallel(study, p, objective, trials, timeout, t0, evaluations, seen, runne
     pending = {}
     asked = 0
     while True:
-        while len(pending) < runner.jobs and asked < trials and time.monotonic() - t0 < timeout:
+        while len(pending) < runner.jobs and asked < trials and (asked < runner.jobs or time.monotonic() - t0 < timeout):
             trial = study.ask()
             s = _suggest(trial, p)
             asked += 1
@@ -431,14 +430,14 @@ def check_held_out(prepared: Prepared, objective: Objective, current: Evaluation
     Returns the recommendation, how many settings were checked and the wall seconds. Raises InputError when
     no setting met the objective in-sample, or none of the ``HELD_OUT_CANDIDATES`` cheapest held out."""
     t0 = time.monotonic()
-    feasible = sorted((e for e in evaluations if objective.met(e.in_sample)), key=rank_key)
+    feasible = sorted((e for e in [current, *evaluations] if objective.met(e.in_sample)), key=rank_key)
     unique: list[Evaluation] = []
     for e in feasible:
         if all(u.setting != e.setting for u in unique):
             unique.append(e)
     if not unique:
         raise InputError(f"no setting met {objective.option} {objective.limit:g} on the tuning part "
-                         f"({len(evaluations)} tried); {_closest(evaluations, objective, prepared)}",
+                         f"({len(evaluations) + 1} tried); {_closest([current, *evaluations], objective, prepared)}",
                          field=objective.option)
     if prepared.held_out is None:
         return unique[0], 0, time.monotonic() - t0
@@ -448,7 +447,8 @@ def check_held_out(prepared: Prepared, objective: Objective, current: Evaluation
         current.held_out = runner.map([(None, "held_out")])[0]
         for i in range(0, min(len(unique), HELD_OUT_CANDIDATES), batch):
             group = unique[i:i + batch]
-            for e, fig in zip(group, runner.map([(e.setting, "held_out") for e in group])):
+            todo = [e for e in group if e is not current]
+            for e, fig in zip(todo, runner.map([(e.setting, "held_out") for e in todo])):
                 for same in evaluations:
                     if same.setting == e.setting:
                         same.held_out = fig
@@ -473,10 +473,8 @@ def tune(prepared: Prepared, objective: Objective, *, trials: int = 200, timeout
     if tried > 1:
         notes.append(f"the {tried - 1} cheaper in-sample setting(s) missed the objective on the held-out part; "
                      "the recommendation is the cheapest that met it on both")
+    if best is current:
+        notes.append("the current object was the cheapest setting that met the objective: it is kept as it is")
     return TuneResult(objective=objective, evaluations=evaluations, current=current, recommended=best,
-                      manifest=prepared.manifest(best.setting), frontier=frontier(evaluations, objective),
+                      manifest=prepared.base if best is current else prepared.manifest(best.setting), frontier=frontier(evaluations, objective),
                       search_seconds=searched, check_seconds=checked, held_out_tried=tried, notes=notes)
-
-
-def trace_path(files: dict) -> Path:
-    return Path(str(files["trace"]))

@@ -1,0 +1,158 @@
+"""``pyhpa tune`` as a user would try it: tune on one week, replay the recommendation on the next.
+
+For each public trace (``benchmarks/data/``, the traces of ``benchmarks/proactive.py``; Guaranteed 1-CPU pods
+with about 70 s start-up, ``benchmarks/proactive/``):
+
+1. tune on 7 days of 1-minute history (``--start``/``--end``; the rows before ``--start`` are the forecaster's
+   history; the last of the 7 days is tune's held-out day) with ``--max-overloaded-fraction 0.005``, starting
+   from an upstream HPA at CPU 50 %, on one core (``jobs=1``) within tune's default time budget;
+2. replay the written ``recommended.yaml`` through ``pyhpa simulate``'s code path (``run_simulation``) on the
+   next 7 days;
+3. replay the upstream HPA at every CPU target from 30 to 90 % in steps of 5 on the same 7 days: the
+   *hindsight* target is the cheapest that met 0.005.
+
+Prints per trace ``trace=NAME tuned_pod_hours=... tuned_overloaded_fraction=... hindsight_pod_hours=...
+hindsight_target=... tune_seconds=... candidates=... kind=...``, then ``tune_seconds=...`` (the slowest trace)
+and ``candidates=...`` (the fewest). Goals: on every trace the next week's overloaded fraction is at most
+2 x 0.005 and the pod-hours at most the hindsight target's; tune_seconds <= 300.
+
+``--timeout S`` shortens tune's search (default 240 s, tune's own default); ``--trace NAME`` (repeatable)
+runs only some traces; ``--jobs N`` traces in parallel (each tune on one core); ``--keep DIR`` keeps each
+trace's tune output (recommended.yaml, frontier.png, ...) in DIR/NAME.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from datetime import datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from pyhpa.adapters.errors import InputError  # noqa: E402
+
+HERE = ROOT / "benchmarks"
+DATA = HERE / "data"
+LIMIT = 0.005
+TARGETS = tuple(range(30, 95, 5))
+PEAK_PODS, RPS_PER_POD_AT_TARGET = 40, 13.8  # as benchmarks/proactive.py scales the crane series
+
+#: tune on [start, start + 7 d), test on the 7 days after; rows before start are history
+TRACES = {
+    "nasa": dict(file=DATA / "nasa_http_1995-07_per_minute.csv.gz", column="requests_per_second", load_scale=100.0,
+                 start="1995-07-08T00:00:00-04:00", max_replicas=60),
+    "worldcup98": dict(file=DATA / "worldcup98_1998-05-25_07-26_per_minute.csv.gz", column="requests_per_second",
+                       load_scale=1.0, start="1998-06-14T00:00:00+00:00", max_replicas=400),
+    "crane_input9": dict(file=DATA / "crane_input9_1min.csv.gz", column="metric_value", load_scale="peak",
+                         start="2021-10-09T00:00:00+00:00", max_replicas=400),
+    "crane_input14": dict(file=DATA / "crane_input14_1min.csv.gz", column="metric_value", load_scale="peak",
+                          start="2021-10-09T00:00:00+00:00", max_replicas=400),
+}
+HPA = """apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {{name: web, namespace: bench}}
+spec:
+  scaleTargetRef: {{apiVersion: apps/v1, kind: Deployment, name: web}}
+  minReplicas: 2
+  maxReplicas: {max_replicas}
+  metrics:
+  - type: Resource
+    resource: {{name: cpu, target: {{type: Utilization, averageUtilization: {target}}}}}
+"""
+
+
+def _shift(text: str, days: int) -> str:
+    return (datetime.fromisoformat(text) + timedelta(days=days)).isoformat()
+
+
+def _scale(cfg: dict, end: str) -> float:
+    """crane: the peak of the tuning week needs 40 pods at 70 % (what a user knows when tuning)."""
+    if cfg["load_scale"] != "peak":
+        return float(cfg["load_scale"])
+    from pyhpa.simulate.trace import load_trace
+
+    tr = load_trace(cfg["file"], cfg["column"], start=cfg["start"], end=end, gaps="hold")
+    return PEAK_PODS * RPS_PER_POD_AT_TARGET / float(tr.values[cfg["column"]].max())
+
+
+def run_trace(name: str, cfg: dict, timeout: float, keep: Path | None) -> dict:
+    from pyhpa.simulate import Settings, input_files, run_simulation
+    from pyhpa.tune import Objective, prepare, tune
+    from pyhpa.tune.report import write_outputs
+
+    tune_end, test_end = _shift(cfg["start"], 7), _shift(cfg["start"], 14)
+    scale = _scale(cfg, tune_end)
+    deployment, profile = HERE / "proactive" / "deployment.yaml", HERE / "proactive" / "profile.yaml"
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        base = tmp / "current-hpa.yaml"
+        base.write_text(HPA.format(target=50, max_replicas=cfg["max_replicas"]))
+        out = keep / name if keep else tmp / "tune"
+        out.mkdir(parents=True, exist_ok=True)
+        t0 = time.perf_counter()
+        files = input_files([base], deployment, cfg["file"], cfg["column"], profile)
+        prepared = prepare(files, start=cfg["start"], end=tune_end, load_scale=scale, gaps="hold", settings=Settings())
+        result = tune(prepared, Objective("overloaded_fraction", LIMIT), timeout=timeout, jobs=1)
+        tune_seconds = time.perf_counter() - t0
+        inputs = {"hpa": str(base.name), "target": str(deployment), "profile": str(profile), "trace": str(cfg["file"]),
+                  "column": cfg["column"], "tuning": f"{cfg['start']} to {tune_end} (last day held out)",
+                  "held_out": "the last day"}
+        write_outputs(result, prepared, inputs, out, f"pyhpa tune on {name}: {cfg['start']} to {tune_end}")
+        hpas = [out / "recommended.yaml"]
+        for t in TARGETS:
+            f = tmp / f"upstream-{t}.yaml"
+            f.write_text(HPA.format(target=t, max_replicas=cfg["max_replicas"]))
+            hpas.append(f)
+        sim = run_simulation(hpas, deployment, cfg["file"], cfg["column"], profile=profile, start=tune_end,
+                             end=test_end, load_scale=scale, gaps="hold", settings=Settings())
+    tuned = sim.runs[0].summary
+    met = [(r.summary["pod_hours"], t) for r, t in zip(sim.runs[1:], TARGETS) if r.summary["overloaded_fraction"] <= LIMIT]
+    hindsight, target = min(met) if met else (float("nan"), None)
+    return {"name": name, "tuned_pod_hours": tuned["pod_hours"], "tuned_overloaded_fraction": tuned["overloaded_fraction"],
+            "hindsight_pod_hours": hindsight, "hindsight_target": target, "tune_seconds": tune_seconds,
+            "candidates": len(result.evaluations), "kind": result.manifest["kind"],
+            "setting": result.recommended.setting.label(prepared.kind),
+            "upstream": [(t, r.summary["pod_hours"], r.summary["overloaded_fraction"]) for r, t in zip(sim.runs[1:], TARGETS)]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trace", choices=sorted(TRACES), action="append", help="only this trace (repeatable)")
+    ap.add_argument("--timeout", type=float, default=240.0, help="tune's search budget, seconds (default 240)")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="traces in parallel (each tune on one core)")
+    ap.add_argument("--keep", type=Path, help="keep each trace's tune output in DIR/NAME")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print the upstream targets' figures to stderr")
+    args = ap.parse_args()
+    names = args.trace or list(TRACES)
+    slowest, fewest = 0.0, None
+    with ProcessPoolExecutor(max_workers=max(1, min(args.jobs, len(names)))) as pool:
+        futures = [pool.submit(run_trace, n, TRACES[n], args.timeout, args.keep) for n in names]
+        for fut in futures:
+            try:
+                r = fut.result()
+            except InputError as err:
+                print(f"tune.py: {err}", file=sys.stderr)
+                sys.exit(2)
+            if args.verbose:
+                for t, ph, of in r["upstream"]:
+                    print(f"  {r['name']} upstream target={t}% pod_hours={ph:.1f} overloaded_fraction={of:.5f}",
+                          file=sys.stderr)
+                print(f"  {r['name']} recommended: {r['setting']}", file=sys.stderr)
+            print(f"trace={r['name']} tuned_pod_hours={r['tuned_pod_hours']:.1f} "
+                  f"tuned_overloaded_fraction={r['tuned_overloaded_fraction']:.5f} "
+                  f"hindsight_pod_hours={r['hindsight_pod_hours']:.1f} hindsight_target={r['hindsight_target']} "
+                  f"tune_seconds={r['tune_seconds']:.0f} candidates={r['candidates']} kind={r['kind']}", flush=True)
+            slowest = max(slowest, r["tune_seconds"])
+            fewest = r["candidates"] if fewest is None else min(fewest, r["candidates"])
+    print(f"tune_seconds={slowest:.0f}")
+    print(f"candidates={fewest}")
+
+
+if __name__ == "__main__":
+    main()

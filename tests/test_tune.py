@@ -1,0 +1,215 @@
+"""``pyhpa tune``: the search reads only the tuning part, the recommendation replays as tuned, refusals.
+
+The workloads are synthetic 1-minute traces (a daily cycle, a step, spikes) served by Guaranteed 1-CPU
+pods with about 70 s start-up (the profile of ``benchmarks/proactive/``); the HPA syncs every 60 s and the
+searches are a few settings long, so that each test replays a few simulated days only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from lightkube import codecs
+from typer.testing import CliRunner
+
+from pyhpa.cli.main import app
+from pyhpa.controller import Settings as ControllerSettings
+from pyhpa.controller.autoscaler import parse_autoscaler
+from pyhpa.simulate import Settings, input_files
+from pyhpa.tune import Objective, check_held_out, prepare, search
+
+ROOT = Path(__file__).resolve().parent.parent
+PROFILE = ROOT / "benchmarks" / "proactive" / "profile.yaml"
+DEPLOYMENT = ROOT / "benchmarks" / "proactive" / "deployment.yaml"
+T0 = datetime(2024, 3, 4, tzinfo=timezone.utc).timestamp()
+HOUR = 3600
+SETTINGS = Settings(sync_period_seconds=60.0)
+HPA = """apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {{name: web, namespace: bench}}
+spec:
+  scaleTargetRef: {{apiVersion: apps/v1, kind: Deployment, name: web}}
+  minReplicas: 2
+  maxReplicas: {max_replicas}
+  metrics:
+  - type: {metric}
+"""
+CPU = "    resource: {name: cpu, target: {type: Utilization, averageUtilization: 50}}\n"
+
+
+def iso(t: float) -> str:
+    return datetime.fromtimestamp(t, timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def daily(hours: float, low: float = 20.0, high: float = 150.0, seed: int = 1) -> np.ndarray:
+    """Requests/s per minute: a daily cycle from ``low`` to ``high`` with a little noise."""
+    t = np.arange(int(hours * 60)) * 60.0
+    rng = np.random.default_rng(seed)
+    base = low + (high - low) * 0.5 * (1 - np.cos(2 * math.pi * t / 86400))
+    return base * (1 + 0.05 * rng.standard_normal(t.size)).clip(0.5)
+
+
+def write_trace(path: Path, rps: np.ndarray) -> Path:
+    lines = ["timestamp,rps"] + [f"{iso(T0 + 60 * i)},{v:.4f}" for i, v in enumerate(rps)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def write_hpa(path: Path, max_replicas: int = 30, metric: str = "Resource\n" + CPU) -> Path:
+    path.write_text(HPA.format(max_replicas=max_replicas, metric=metric))
+    return path
+
+
+def prepared(tmp: Path, trace: Path, end_hours: float = 30, held_out: float = 6 * HOUR, hpa: Path | None = None,
+             upstream_only: bool = True):
+    files = input_files([hpa or write_hpa(tmp / "hpa.yaml")], DEPLOYMENT, trace, "rps", PROFILE)
+    return prepare(files, end=iso(T0 + end_hours * HOUR), settings=SETTINGS, held_out_seconds=held_out,
+                   upstream_only=upstream_only)
+
+
+def tune_cli(tmp: Path, trace: Path, *extra: str, hpa: Path | None = None, end_hours: float = 30):
+    out = tmp / "out"
+    args = ["tune", "--hpa", str(hpa or write_hpa(tmp / "hpa.yaml")), "--target", str(DEPLOYMENT), "--profile",
+            str(PROFILE), "--trace", str(trace), "--column", "rps", "--end", iso(T0 + end_hours * HOUR),
+            "--held-out", str(6 * HOUR), "--sync-period", "60", "--output-dir", str(out), "--no-progress", *extra]
+    return CliRunner().invoke(app, args), out
+
+
+def test_tuning_reads_neither_the_held_out_rows_nor_rows_after_end(tmp_path):
+    """Changing the held-out rows changes no in-sample figure and no choice of the search; changing rows after
+    --end changes nothing at all, held-out check included."""
+    rps = daily(36)
+    split, end = 24 * 60, 30 * 60
+    other_held_out = rps.copy()
+    other_held_out[split:end] *= 3.0
+    other_held_out[end:] *= 5.0
+    other_after_end = rps.copy()
+    other_after_end[end:] = 0.0
+    objective = Objective("overloaded_fraction", 0.02)
+    results = []
+    for name, series in (("a", rps), ("b", other_held_out), ("c", other_after_end)):
+        d = tmp_path / name
+        d.mkdir()
+        p = prepared(d, write_trace(d / "trace.csv", series))
+        assert p.tuning.load.trace.times.max() < T0 + 24 * HOUR <= p.tuning.load.trace.end
+        assert p.held_out.load.trace.times.min() == T0 + 24 * HOUR and p.held_out.load.trace.end == T0 + 30 * HOUR
+        current, evaluations, _ = search(p, objective, trials=3, jobs=1)
+        best, _, _ = check_held_out(p, objective, current, evaluations, jobs=1)
+        results.append((current, evaluations, best))
+    (ca, ea, ba), (cb, eb, bb), (cc, ec, bc) = results
+    in_sample = lambda evs: [(e.setting, e.in_sample) for e in evs]  # noqa: E731
+    assert in_sample(ea) == in_sample(eb) == in_sample(ec)
+    assert ca.in_sample == cb.in_sample == cc.in_sample
+    assert ca.held_out != cb.held_out  # the held-out check does see the held-out rows
+    assert (ca.held_out, ba.setting, ba.held_out) == (cc.held_out, bc.setting, bc.held_out)
+
+
+def test_a_workload_with_a_step_change_yields_a_bigger_max(tmp_path):
+    """The load steps from ~2 pods' worth to ~11 at 70 %; the current object caps at 4 replicas."""
+    rps = np.where(np.arange(30 * 60) < 12 * 60, 20.0, 150.0) * (1 + 0.03 * np.sin(np.arange(30 * 60)))
+    trace = write_trace(tmp_path / "step.csv", rps)
+    p = prepared(tmp_path, trace, hpa=write_hpa(tmp_path / "small.yaml", max_replicas=4))
+    objective = Objective("overloaded_fraction", 0.01)
+    current, evaluations, _ = search(p, objective, trials=4, jobs=1)
+    assert current.in_sample.overloaded_fraction > 0.3  # capped at 4 pods for half the day
+    best, _, _ = check_held_out(p, objective, current, evaluations, jobs=1)
+    needed = math.ceil(150 * 1.03 * 50 / (best.setting.target / 100 * 1000 - 10))
+    assert best.setting.max_replicas > 4 and best.setting.max_replicas >= needed
+
+
+def test_upstream_only_writes_an_hpa_that_simulate_replays_to_the_same_figures(tmp_path):
+    """--upstream-only: a HorizontalPodAutoscaler; pyhpa simulate on the tuning part gives the in-sample
+    figures tune reported; pyhpa explain and the controller's reader accept it."""
+    trace = write_trace(tmp_path / "daily.csv", daily(30))
+    result, out = tune_cli(tmp_path, trace, "--upstream-only", "--trials", "4", "--max-overloaded-fraction", "0.02")
+    assert result.exit_code == 0, result.output
+    assert "current vs recommended" in result.output
+    rec = yaml.safe_load((out / "recommended.yaml").read_text())
+    assert (rec["apiVersion"], rec["kind"]) == ("autoscaling/v2", "HorizontalPodAutoscaler")
+    text = (out / "recommended.yaml").read_text()
+    assert "  # target of spec.metrics[0]: 50 % -> " in text and "  # max 30 -> " in text
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["kind"] == "HorizontalPodAutoscaler" and summary["candidates"] == 4
+    rows = (out / "candidates.csv").read_text().splitlines()
+    assert len(rows) == 1 + 1 + 4 and rows[0].startswith("trial,target,min_replicas,max_replicas")
+    assert (out / "frontier.png").stat().st_size > 10_000
+    replay = tmp_path / "replay"
+    done = CliRunner().invoke(app, ["simulate", "--hpa", str(out / "recommended.yaml"), "--target", str(DEPLOYMENT),
+                                    "--profile", str(PROFILE), "--trace", str(trace), "--column", "rps", "--end",
+                                    iso(T0 + 24 * HOUR), "--sync-period", "60", "--output-dir", str(replay),
+                                    "--no-plot", "--no-progress"])
+    assert done.exit_code == 0, done.output
+    sim = json.loads((replay / "summary.json").read_text())
+    tuned = summary["recommended"]["in_sample"]
+    assert sim["pod_hours"] == tuned["pod_hours"] and sim["overloaded_seconds"] == tuned["overloaded_seconds"]
+    # pyhpa explain accepts the object (the API server and the controller: the next test)
+    pods = tmp_path / "pods.yaml"
+    pods.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"web-{i}", "namespace": "bench", "labels": {"app": "web"}},
+         "spec": {"containers": [{"name": "web", "image": "web", "resources": {"requests": {"cpu": "1"}}}]},
+         "status": {"phase": "Running", "startTime": "2024-03-04T00:00:00Z",
+                    "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2024-03-04T00:00:00Z"}]}}
+        for i in range(3)]}))
+    explained = CliRunner().invoke(app, ["explain", "--hpa", str(out / "recommended.yaml"), "--pods", str(pods),
+                                         "--replicas", "3", "--recommendation", "3", "--now", "2024-03-05T00:00:00Z"])
+    assert explained.exit_code == 0, explained.output
+    assert "bench/web" in explained.output
+
+
+async def test_the_upstream_only_recommendation_is_accepted_by_the_api_server_and_the_controller(kd, tmp_path):
+    rec_dir = tmp_path / "r"
+    rec_dir.mkdir()
+    trace = write_trace(rec_dir / "daily.csv", daily(30))
+    p = prepared(rec_dir, trace)
+    current, evaluations, _ = search(p, Objective("overloaded_fraction", 0.02), trials=2, jobs=1)
+    rec = p.manifest(evaluations[0].setting)
+    rec["metadata"]["namespace"] = "default"
+    created = await kd.async_client().create(codecs.from_dict(rec))
+    assert created.spec.maxReplicas == rec["spec"]["maxReplicas"]
+    stored = created.to_dict()
+    stored.setdefault("status", {}).setdefault("desiredReplicas", 0)  # Go's zero value, as a real API server writes it
+    a = parse_autoscaler(stored, ControllerSettings(health_port=None))  # how `pyhpa run --preview` reads native HPAs
+    assert a.error is None and a.hpa is not None
+    assert (a.hpa.min_replicas, a.hpa.max_replicas) == (rec["spec"]["minReplicas"], rec["spec"]["maxReplicas"])
+
+
+def test_an_objective_no_setting_meets_is_refused_naming_the_closest(tmp_path):
+    rps = daily(30, low=10, high=40)
+    rps[::97] = 400.0  # one-minute spikes of 30 pods' worth: only capacity kept waiting serves them
+    trace = write_trace(tmp_path / "spiky.csv", rps)
+    result, out = tune_cli(tmp_path, trace, "--upstream-only", "--trials", "3", "--max-overloaded-fraction", "0")
+    assert result.exit_code == 2, result.output
+    line = result.output.strip()
+    assert "\n" not in line
+    assert "no setting met --max-overloaded-fraction 0 on the tuning part (4 tried); closest: target " in line
+    assert not (out / "recommended.yaml").exists()
+
+
+@pytest.mark.parametrize("case, message", [
+    ("short", "too little history: 20.0 h"),
+    ("flat", "flat workload"),
+    ("empty", "empty workload"),
+    ("external", "spec.metrics[0]"),
+    ("both", "give one objective"),
+])
+def test_refusals_are_one_line_and_exit_2(tmp_path, case, message):
+    hours = 20 if case == "short" else 30
+    rps = {"flat": np.full(hours * 60, 50.0), "empty": np.zeros(hours * 60)}.get(case, daily(hours))
+    trace = write_trace(tmp_path / "t.csv", rps)
+    hpa = None
+    extra = []
+    if case == "external":
+        hpa = write_hpa(tmp_path / "ext.yaml", metric="External\n    external: {metric: {name: queue_depth}, "
+                                                      "target: {type: AverageValue, averageValue: '30'}}\n")
+    if case == "both":
+        extra = ["--max-overloaded-fraction", "0.01", "--max-unserved-fraction", "0.01"]
+    result, _ = tune_cli(tmp_path, trace, *extra, hpa=hpa, end_hours=hours)
+    assert result.exit_code == 2, result.output
+    assert result.output.count("\n") == 1 and result.output.startswith("error: ")
+    assert message in result.output
