@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -23,6 +24,12 @@ from pyhpa.controller import Settings as ControllerSettings
 from pyhpa.controller.autoscaler import parse_autoscaler
 from pyhpa.simulate import Settings, input_files
 from pyhpa.tune import Objective, check_held_out, prepare, search
+from tests.prometheus_server import prometheus_binary
+
+needs_prometheus = pytest.mark.skipif(
+    prometheus_binary() is None or shutil.which("promtool") is None,
+    reason="prometheus/promtool are not installed here (.ci/run installs Debian's package)",
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 PROFILE = ROOT / "benchmarks" / "proactive" / "profile.yaml"
@@ -213,3 +220,80 @@ def test_refusals_are_one_line_and_exit_2(tmp_path, case, message):
     assert result.exit_code == 2, result.output
     assert result.output.count("\n") == 1 and result.output.startswith("error: ")
     assert message in result.output
+
+
+# ------------------------------------------------------------------------------------------------ live mode
+def cpu_history(path: Path, now: float, days: float) -> None:
+    """``days`` of cAdvisor's CPU counter of the web pods, one sample a minute: a daily cycle from 0.5 to 6
+    cores over the pods (the counter of web-0 carries it all)."""
+    rng = np.random.default_rng(3)
+    counter = 0.0
+    lines = ["# TYPE container_cpu_usage_seconds_total counter"]
+    for t in range(int(now - days * 86400), int(now) - 60, 60):
+        cores = 0.5 + 5.5 * 0.5 * (1 - math.cos(2 * math.pi * (t % 86400) / 86400))
+        counter += cores * (1 + 0.05 * rng.standard_normal()) * 60
+        lines.append(f'container_cpu_usage_seconds_total{{namespace="default",pod="web-0",container="app"}} '
+                     f"{counter:.3f} {t}")
+    path.write_text("\n".join(lines) + "\n# EOF\n")
+
+
+def guaranteed_web() -> dict:
+    labels = {"app": "web"}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"replicas": 2, "selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels}, "spec": {
+                "containers": [{"name": "app", "image": "app", "resources": {"requests": {"cpu": "1"}, "limits": {"cpu": "1"}},
+                                "readinessProbe": {"httpGet": {"path": "/ready", "port": 8080}, "periodSeconds": 5}}]}}}}
+
+
+@needs_prometheus
+async def test_live_mode_reads_the_cluster_and_a_backfilled_prometheus(kd, tmp_path):
+    import asyncio
+    import time
+
+    from controller_util import autoscaler, pod
+    from pyhpa.controller.autoscaler import HorizontalAutoscaler
+    from tests.prometheus_server import PrometheusServer
+
+    now = time.time()
+    cpu_history(tmp_path / "history.om", now, days=2.2)
+    prom = PrometheusServer([], backfill=tmp_path / "history.om")
+    await asyncio.to_thread(prom.__enter__)
+    try:
+        client = kd.async_client()
+        await client.create(codecs.from_dict(guaranteed_web()))
+        for i in range(2):
+            kd.put_object(pod(f"web-{i}", "web", cpu="1"))
+            kd.set_pod_metrics("default", f"web-{i}", {"app": {"cpu": "500m"}})
+        await client.create(HorizontalAutoscaler(autoscaler("web", "web", max_replicas=8)))
+        out = tmp_path / "out"
+        args = ["tune", "default/web", "--server", kd.url, "--prometheus-url", prom.url, "--history", "172800",
+                "--sync-period", "60", "--trials", "3", "--output-dir", str(out), "--no-progress", "-o", "json"]
+        result = await asyncio.to_thread(CliRunner().invoke, app, args)
+    finally:
+        await asyncio.to_thread(prom.__exit__, None, None, None)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    live = summary["inputs"]["live"]
+    assert live.startswith("default/web from the cluster; ")
+    assert 'sum(rate(container_cpu_usage_seconds_total{namespace="default",pod=~"web-.*"' in live
+    points = int(live.split("; ")[1].split()[0])
+    assert 2 * 1440 - 30 <= points <= 2 * 1440 + 2  # two days at one point a minute
+    target = yaml.safe_load((out / "live" / "target.yaml").read_text())
+    assert target["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "1"
+    assert yaml.safe_load((out / "live" / "hpa.yaml").read_text())["spec"]["maxReplicas"] == 8
+    rec = yaml.safe_load((out / "recommended.yaml").read_text())
+    assert rec["metadata"] == {"name": "web", "namespace": "default"}
+    # the history's peak is about 6 cores: pods limited to 1 CPU serve it with no fewer than 6
+    assert rec["spec"]["maxReplicas"] >= 6
+    assert summary["candidates"] == 3 and summary["recommended"]["held_out"] is not None
+
+
+async def test_live_mode_refuses_an_autoscaler_that_is_not_there(kd, tmp_path):
+    import asyncio
+
+    args = ["tune", "default/nothing", "--server", kd.url, "--prometheus-url", "http://127.0.0.1:9", "--output-dir",
+            str(tmp_path / "out")]
+    result = await asyncio.to_thread(CliRunner().invoke, app, args)
+    assert result.exit_code == 2
+    assert result.output.startswith("error: ") and "HorizontalPodAutoscaler default/nothing" in result.output
+    assert "not found" in result.output

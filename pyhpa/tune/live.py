@@ -78,7 +78,8 @@ async def _fetch(settings, config, namespace: str, name: str, prometheus_url: st
             if "not found" not in err.message or kind == "hpa":
                 raise
     hpa_doc = doc["hpa"]
-    a = parse_autoscaler(hpa_doc, settings)
+    # a snapshot keeps the status only once the HPA has been synced; the zero value is what the API server shows before
+    a = parse_autoscaler(dict(hpa_doc, status=hpa_doc.get("status") or {"desiredReplicas": 0}), settings)
     if a.hpa is None or not a.queries:
         raise InputError(f"the spec is invalid: {a.error}" if a.hpa is None else "has no metrics to tune",
                          obj=f"{namespace}/{name}", field="spec.metrics")
