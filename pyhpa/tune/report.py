@@ -174,7 +174,7 @@ def summary(result: TuneResult, p: Prepared, inputs: dict) -> dict:
 
 def plot_frontier(result: TuneResult, p: Prepared, path: Path, title: str) -> None:
     """frontier.png: every candidate's pod-hours against its objective figure (in-sample), the frontier, the
-    current object, the recommendation (and its held-out figure) and the limit."""
+    current object, the recommendation and the limit."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -190,20 +190,15 @@ def plot_frontier(result: TuneResult, p: Prepared, path: Path, title: str) -> No
         if group:
             ax.scatter([o.value(e.in_sample) * scale for e in group], [e.in_sample.pod_hours for e in group], s=16,
                        color=color, label=f"candidate, {label}", zorder=2)
-    fr = result.frontier
+    fr = sorted(result.frontier, key=lambda e: o.value(e.in_sample))  # least overload first: pod-hours fall
     ax.step([o.value(e.in_sample) * scale for e in fr], [e.in_sample.pod_hours for e in fr], where="post",
-            color="#2b6cb0", lw=1.5, label="frontier (in-sample)", zorder=3)
+            color="#2b6cb0", lw=1.5, label="frontier (in-sample): least pod-hours at that overload or less", zorder=3)
     c, r = result.current, result.recommended
     ax.scatter([o.value(c.in_sample) * scale], [c.in_sample.pod_hours], marker="s", s=70, color="#c53030",
                label="current object", zorder=4)
     ax.scatter([o.value(r.in_sample) * scale], [r.in_sample.pod_hours], marker="*", s=220, color="#2f855a",
                label="recommended", zorder=5)
     ax.axvline(o.limit * scale, color="#555", ls="--", lw=1, label=f"{o.option} {o.limit:g}")
-    if r.held_out is not None and c.held_out is not None:
-        days = r.in_sample.simulated_seconds / max(r.held_out.simulated_seconds, 1e-9)
-        ax.scatter([o.value(r.held_out) * scale], [r.held_out.pod_hours * days], marker="*", s=120,
-                   facecolors="none", edgecolors="#2f855a", label="recommended, held-out (pod-hours scaled to the span)",
-                   zorder=5)
     ax.set_xscale("symlog", linthresh=max(o.limit * scale / 4, 1e-3))
     ax.set_xlabel(("overloaded share of time" if o.metric == "overloaded_fraction" else "unserved share of requests")
                   + ", % (in-sample)")

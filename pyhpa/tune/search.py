@@ -330,11 +330,13 @@ def _seeds(p: Prepared) -> list[dict]:
 
 
 def search(prepared: Prepared, objective: Objective, *, trials: int = 200, timeout: float = 240.0, jobs: int = 1,
-           seed: int = 0, progress: Callable[[int, int, float], None] | None = None) -> tuple[Evaluation, list[Evaluation], float]:
+           seed: int = 0, progress: Callable[[int, int, float], None] | None = None,
+           clock: Callable[[], float] = time.monotonic) -> tuple[Evaluation, list[Evaluation], float]:
     """Search on the tuning part only: the user's object, then Optuna's TPE (seeded with a grid of upstream
-    targets), until ``trials`` settings or ``timeout`` seconds; ``jobs`` worker processes. Returns the user's
-    object's evaluation, every candidate's (trial order) and the wall seconds. ``progress(done, total,
-    elapsed_seconds)`` after each candidate."""
+    targets), until ``trials`` settings or ``timeout`` seconds of ``clock`` (wall time; ``time.process_time``
+    with ``jobs=1`` budgets CPU time, for a machine shared with other work); ``jobs`` worker processes.
+    Returns the user's object's evaluation, every candidate's (trial order) and the seconds of ``clock``.
+    ``progress(done, total, elapsed_seconds)`` after each candidate."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -345,17 +347,17 @@ def search(prepared: Prepared, objective: Objective, *, trials: int = 200, timeo
     study = optuna.create_study(direction="minimize", sampler=sampler)
     for params in _seeds(prepared):
         study.enqueue_trial(params, skip_if_exists=True)
-    t0 = time.monotonic()
+    t0 = clock()
     evaluations: list[Evaluation] = []
     seen: dict[Setting, Figures] = {}
     with _Runner(prepared, jobs) as runner:
         current = Evaluation(-1, space.current_setting(prepared.autoscaler.hpa, prepared.kind),
                              runner.map([(None, "tuning")])[0])
         if runner.pool is None:
-            _serial(study, prepared, objective, trials, timeout, t0, evaluations, seen, runner, progress)
+            _serial(study, prepared, objective, trials, timeout, t0, evaluations, seen, runner, progress, clock)
         else:
-            _parallel(study, prepared, objective, trials, timeout, t0, evaluations, seen, runner, progress)
-    return current, evaluations, time.monotonic() - t0
+            _parallel(study, prepared, objective, trials, timeout, t0, evaluations, seen, runner, progress, clock)
+    return current, evaluations, clock() - t0
 
 
 def _tell(study, trial, objective: Objective, figures: Figures) -> None:
@@ -364,8 +366,8 @@ def _tell(study, trial, objective: Objective, figures: Figures) -> None:
     study.tell(trial, figures.pod_hours)
 
 
-def _serial(study, p, objective, trials, timeout, t0, evaluations, seen, runner, progress) -> None:
-    while len(evaluations) < trials and (not evaluations or time.monotonic() - t0 < timeout):
+def _serial(study, p, objective, trials, timeout, t0, evaluations, seen, runner, progress, clock) -> None:
+    while len(evaluations) < trials and (not evaluations or clock() - t0 < timeout):
         trial = study.ask()
         s = _suggest(trial, p)
         fig = seen.get(s) or runner.map([(s, "tuning")])[0]
@@ -373,14 +375,14 @@ def _serial(study, p, objective, trials, timeout, t0, evaluations, seen, runner,
         _tell(study, trial, objective, fig)
         evaluations.append(Evaluation(trial.number, s, fig))
         if progress:
-            progress(len(evaluations), trials, time.monotonic() - t0)
+            progress(len(evaluations), trials, clock() - t0)
 
 
-def _parallel(study, p, objective, trials, timeout, t0, evaluations, seen, runner, progress) -> None:
+def _parallel(study, p, objective, trials, timeout, t0, evaluations, seen, runner, progress, clock) -> None:
     pending = {}
     asked = 0
     while True:
-        while len(pending) < runner.jobs and asked < trials and (asked < runner.jobs or time.monotonic() - t0 < timeout):
+        while len(pending) < runner.jobs and asked < trials and (asked < runner.jobs or clock() - t0 < timeout):
             trial = study.ask()
             s = _suggest(trial, p)
             asked += 1
@@ -395,7 +397,7 @@ def _parallel(study, p, objective, trials, timeout, t0, evaluations, seen, runne
             _tell(study, trial, objective, fig)
             evaluations.append(Evaluation(trial.number, s, fig))
             if progress:
-                progress(len(evaluations), trials, time.monotonic() - t0)
+                progress(len(evaluations), trials, clock() - t0)
 
 
 # ------------------------------------------------------------------------------------------------ selection
@@ -464,10 +466,11 @@ def check_held_out(prepared: Prepared, objective: Objective, current: Evaluation
 
 
 def tune(prepared: Prepared, objective: Objective, *, trials: int = 200, timeout: float = 240.0, jobs: int = 1,
-         seed: int = 0, progress: Callable[[int, int, float], None] | None = None) -> TuneResult:
+         seed: int = 0, progress: Callable[[int, int, float], None] | None = None,
+         clock: Callable[[], float] = time.monotonic) -> TuneResult:
     """Search, then the held-out check (see ``search`` and ``check_held_out``)."""
     current, evaluations, searched = search(prepared, objective, trials=trials, timeout=timeout, jobs=jobs, seed=seed,
-                                            progress=progress)
+                                            progress=progress, clock=clock)
     best, tried, checked = check_held_out(prepared, objective, current, evaluations, jobs=jobs)
     notes = []
     if tried > 1:
