@@ -297,3 +297,31 @@ async def test_live_mode_refuses_an_autoscaler_that_is_not_there(kd, tmp_path):
     assert result.exit_code == 2
     assert result.output.startswith("error: ") and "HorizontalPodAutoscaler default/nothing" in result.output
     assert "not found" in result.output
+
+
+def test_an_extended_setting_replays_in_simulate_to_the_figures_tune_saw(tmp_path):
+    """A HorizontalAutoscaler with prediction and saturation, as tune writes it, gives in pyhpa simulate (rows
+    before --start as the forecaster's history) the in-sample figures tune's search recorded."""
+    from dataclasses import replace
+
+    from pyhpa.simulate import run_simulation
+    from pyhpa.tune import Setting
+    from pyhpa.tune.search import _Runner
+
+    trace = write_trace(tmp_path / "daily.csv", daily(60))
+    files = input_files([write_hpa(tmp_path / "hpa.yaml")], DEPLOYMENT, trace, "rps", PROFILE)
+    start, end = iso(T0 + 24 * HOUR), iso(T0 + 54 * HOUR)
+    p = prepare(files, start=start, end=end, settings=SETTINGS, held_out_seconds=6 * HOUR)
+    assert p.can_predict and p.can_saturate
+    s = Setting(target=75, min_replicas=2, max_replicas=20, scale_down_window_seconds=120, scale_up_percent=200,
+                prediction=True, quantile=0.8, lead_seconds=240, saturation=True, demand_factor=2.5)
+    with _Runner(replace(p, held_out=None), 1) as runner:
+        tuned = runner.map([(s, "tuning")])[0]
+    manifest = tmp_path / "recommended.yaml"
+    manifest.write_text(yaml.safe_dump(p.manifest(s)))
+    assert yaml.safe_load(manifest.read_text())["kind"] == "HorizontalAutoscaler"
+    sim = run_simulation([manifest], DEPLOYMENT, trace, "rps", profile=PROFILE, start=start,
+                         end=iso(T0 + 48 * HOUR), settings=SETTINGS).runs[0].summary
+    assert sim["prediction"]["history_rows_before_start"] > 0
+    assert (sim["pod_hours"], sim["overloaded_seconds"], sim["scale_ups"] + sim["scale_downs"]) == (
+        tuned.pod_hours, tuned.overloaded_seconds, tuned.scale_events)

@@ -339,6 +339,7 @@ def search(prepared: Prepared, objective: Objective, *, trials: int = 200, timeo
     ``progress(done, total, elapsed_seconds)`` after each candidate."""
     import optuna
 
+    prepared = replace(prepared, held_out=None)  # by construction: the search cannot reach the held-out rows
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
