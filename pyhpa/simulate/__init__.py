@@ -28,7 +28,7 @@ from .report import summarize
 from .target import Target, load_target
 from .trace import Trace, load_trace, parse_outages, time_bound
 
-__all__ = ["BUNDLED", "Autoscaler", "Load", "Run", "Settings", "Simulation", "bundled_path", "display_path", "load_autoscaler",
+__all__ = ["BUNDLED", "Autoscaler", "Load", "Run", "Settings", "Simulation", "bundled_path", "display_path", "input_files", "load_autoscaler",
            "read_load", "read_workload", "replay", "run_simulation"]
 
 #: The bundled example (files under pyhpa/data/).
@@ -122,7 +122,7 @@ def run_simulation(
     """
     settings = settings or Settings()
     _check_settings(settings)
-    files = _input_files(list(hpa), target, trace, column, profile)
+    files = input_files(list(hpa), target, trace, column, profile)
     prof, tgt = read_workload(files, metric_columns)
     hpas = [_load_hpa(f, tgt, settings) for f in files["hpa"]]
     load = read_load(files, hpas, prof, tgt, time_column=time_column, where=where, start=start, end=end,
@@ -145,26 +145,27 @@ class Load:
 
 
 def read_workload(files: dict, metric_columns: Sequence[str] = ()) -> tuple[Profile, Target]:
-    """The profile (with ``--metric-column`` sources) and the target of ``files`` (``_input_files``'s keys)."""
+    """The profile (with ``--metric-column`` sources) and the target of ``files`` (``input_files``'s keys)."""
     prof = _with_metric_columns(load_profile(files["profile"] or None), metric_columns)
     return prof, load_target(files["target"], prof.container)
 
 
 def read_load(files: dict, hpas: Sequence["Autoscaler"], prof: Profile, tgt: Target, *, time_column: str | None = None,
               where: Sequence[str] = (), start: str | None = None, end: str | None = None, load_scale: float = 1.0,
-              gaps: str = "error", metrics_outages: Sequence[str] = ()) -> Load:
+              gaps: str = "error", metrics_outages: Sequence[str] = (), history: bool | None = None) -> Load:
     """Read the trace as ``pyhpa simulate`` does (rows ``start <= time < end``; the columns ``hpas``' metrics
-    read; rows before ``start`` as history when one of them predicts). Raises InputError."""
+    read; rows before ``start`` as history when one of them predicts, or when ``history`` is True).
+    Raises InputError."""
     extra = tuple(dict.fromkeys(c for h in hpas for c in columns_needed(_views(h, tgt, prof))))
     tr = load_trace(files["trace"], files["column"], extra_columns=extra, time_column=time_column, where=tuple(where),
                     start=start, end=end, load_scale=load_scale, gaps=gaps)
     tr.report.file = display_path(files["trace"])
     outages = parse_outages(metrics_outages, tr)
     rps = prof.load_to_rps(tr.values[files["column"]])
-    history = None
-    if any(h.hpa.prediction is not None for h in hpas):
-        history = _history(files, prof, tr, extra, time_column, tuple(where), start, load_scale)
-    return Load(tr, rps, outages, history)
+    if history is None:
+        history = any(h.hpa.prediction is not None for h in hpas)
+    past = _history(files, prof, tr, extra, time_column, tuple(where), start, load_scale) if history else None
+    return Load(tr, rps, outages, past)
 
 
 def replay(h: "Autoscaler", label: str, tgt: Target, prof: Profile, load: Load, settings: Settings,
@@ -207,8 +208,8 @@ def _check_settings(s: Settings) -> None:
             raise InputError(f"must be >= 0, got {value!r}", field=name)
 
 
-def _input_files(hpa: list, target, trace, column, profile) -> dict:
-    """The files to read: all given, or (none given) the bundled example."""
+def input_files(hpa: list, target, trace, column, profile) -> dict:
+    """The files to read (keys ``hpa``, ``target``, ``trace``, ``column``, ``profile``): all given, or (none given) the bundled example."""
     if not hpa and target is None and trace is None:
         return {"hpa": [bundled_path("hpa")], "target": bundled_path("target"), "trace": bundled_path("trace"),
                 "column": column or BUNDLED["column"], "profile": profile or bundled_path("profile")}
