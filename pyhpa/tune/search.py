@@ -478,7 +478,7 @@ def tune(prepared: Prepared, objective: Objective, *, trials: int = 200, timeout
         notes.append(f"the {tried - 1} cheaper in-sample setting(s) missed the objective on the held-out part; "
                      "the recommendation is the cheapest that met it on both")
     if best is current:
-        notes.append("the current object was the cheapest setting that met the objective: it is kept as it is")
+        notes.append("the current object is the cheapest setting that met the objective on both parts: it is kept as it is")
     return TuneResult(objective=objective, evaluations=evaluations, current=current, recommended=best,
                       manifest=prepared.base if best is current else prepared.manifest(best.setting), frontier=frontier(evaluations, objective),
                       search_seconds=searched, check_seconds=checked, held_out_tried=tried, notes=notes)
