@@ -132,16 +132,20 @@ def _undeclared(paths, declared: set[str]) -> dict[str, set[str]]:
 
 
 SIMULATE_ONLY = ("pyhpa/simulate/", "pyhpa/cli/simulate_cmd.py", "pyhpa/cli/forecast_cmd.py")
+TUNE_ONLY = ("pyhpa/tune/", "pyhpa/cli/tune_cmd.py")
 
 
 def test_the_controller_code_imports_only_base_dependencies():
-    paths = [p for p in (ROOT / "pyhpa").rglob("*.py") if not str(p.relative_to(ROOT)).startswith(SIMULATE_ONLY)]
+    paths = [p for p in (ROOT / "pyhpa").rglob("*.py")
+             if not str(p.relative_to(ROOT)).startswith(SIMULATE_ONLY + TUNE_ONLY)]
     assert _undeclared(paths, _declared()) == {}
 
 
 def test_simulate_kubedouble_and_tests_import_only_their_extras():
     simulate = [p for p in (ROOT / "pyhpa").rglob("*.py") if str(p.relative_to(ROOT)).startswith(SIMULATE_ONLY)]
     assert _undeclared(simulate, _declared("simulate")) == {}
+    tune = [p for p in (ROOT / "pyhpa").rglob("*.py") if str(p.relative_to(ROOT)).startswith(TUNE_ONLY)]
+    assert _undeclared(tune, _declared("tune")) == {}
     assert _undeclared((ROOT / "kubedouble").rglob("*.py"), _declared("kubedouble")) == {}
     tests = [*(ROOT / "tests").rglob("*.py"), *(ROOT / "benchmarks").rglob("*.py"), *(ROOT / "deploy").rglob("*.py")]
     assert _undeclared(tests, _declared("test")) == {}

@@ -28,7 +28,8 @@ from .report import summarize
 from .target import Target, load_target
 from .trace import Trace, load_trace, parse_outages, time_bound
 
-__all__ = ["BUNDLED", "Run", "Settings", "Simulation", "bundled_path", "display_path", "run_simulation"]
+__all__ = ["BUNDLED", "Autoscaler", "Load", "Run", "Settings", "Simulation", "bundled_path", "display_path", "input_files", "load_autoscaler",
+           "read_load", "read_workload", "replay", "run_simulation"]
 
 #: The bundled example (files under pyhpa/data/).
 BUNDLED = {
@@ -121,33 +122,65 @@ def run_simulation(
     """
     settings = settings or Settings()
     _check_settings(settings)
-    files = _input_files(list(hpa), target, trace, column, profile)
-    prof = load_profile(files["profile"] or None)
-    prof = _with_metric_columns(prof, metric_columns)
-    tgt = load_target(files["target"], prof.container)
+    files = input_files(list(hpa), target, trace, column, profile)
+    prof, tgt = read_workload(files, metric_columns)
     hpas = [_load_hpa(f, tgt, settings) for f in files["hpa"]]
+    load = read_load(files, hpas, prof, tgt, time_column=time_column, where=where, start=start, end=end,
+                     load_scale=load_scale, gaps=gaps, metrics_outages=metrics_outages)
+    runs = [replay(h, label, tgt, prof, load, settings, progress) for h, label in zip(hpas, _labels(files["hpa"]))]
+    inputs = {k: (", ".join(map(display_path, v)) if isinstance(v, list) else display_path(v)) for k, v in files.items()}
+    return Simulation(runs, load.trace, tgt, prof, settings, inputs, load.outages)
+
+
+@dataclass(slots=True)
+class Load:
+    """The load of one replay: the ``trace`` slice (``--start`` to ``--end``), its load column in requests/s
+    (``rps``), the ``--metrics-outage`` intervals (epoch s) and, when an autoscaler has ``spec.prediction``,
+    the rows before ``--start`` as the forecaster's ``history``."""
+
+    trace: Trace
+    rps: object
+    outages: tuple[tuple[float, float], ...]
+    history: History | None
+
+
+def read_workload(files: dict, metric_columns: Sequence[str] = ()) -> tuple[Profile, Target]:
+    """The profile (with ``--metric-column`` sources) and the target of ``files`` (``input_files``'s keys)."""
+    prof = _with_metric_columns(load_profile(files["profile"] or None), metric_columns)
+    return prof, load_target(files["target"], prof.container)
+
+
+def read_load(files: dict, hpas: Sequence["Autoscaler"], prof: Profile, tgt: Target, *, time_column: str | None = None,
+              where: Sequence[str] = (), start: str | None = None, end: str | None = None, load_scale: float = 1.0,
+              gaps: str = "error", metrics_outages: Sequence[str] = (), history: bool | None = None) -> Load:
+    """Read the trace as ``pyhpa simulate`` does (rows ``start <= time < end``; the columns ``hpas``' metrics
+    read; rows before ``start`` as history when one of them predicts, or when ``history`` is True).
+    Raises InputError."""
     extra = tuple(dict.fromkeys(c for h in hpas for c in columns_needed(_views(h, tgt, prof))))
     tr = load_trace(files["trace"], files["column"], extra_columns=extra, time_column=time_column, where=tuple(where),
                     start=start, end=end, load_scale=load_scale, gaps=gaps)
     tr.report.file = display_path(files["trace"])
     outages = parse_outages(metrics_outages, tr)
     rps = prof.load_to_rps(tr.values[files["column"]])
-    history = None
-    if any(h.hpa.prediction is not None for h in hpas):
-        history = _history(files, prof, tr, extra, time_column, tuple(where), start, load_scale)
-    runs = []
-    for h, label in zip(hpas, _labels(files["hpa"])):
-        f = display_path(h.file)
-        cluster = Cluster(h.hpa, tgt, prof, h.config, tr.times, rps, tr.values, tr.start, tr.end, h.sync_period_seconds,
-                          settings.seed, outages, history=history)
-        total = tr.end - tr.start
-        try:
-            cluster.run(None if progress is None else (lambda s, lab=label: progress(lab, s, total)))
-        except InputError as err:  # what the HPA did with the load (more pods than the simulator runs)
-            raise err.at(file=f, obj=h.label) from None
-        runs.append(Run(label, f, cluster, summarize(label, f, cluster, tr, settings)))
-    inputs = {k: (", ".join(map(display_path, v)) if isinstance(v, list) else display_path(v)) for k, v in files.items()}
-    return Simulation(runs, tr, tgt, prof, settings, inputs, outages)
+    if history is None:
+        history = any(h.hpa.prediction is not None for h in hpas)
+    past = _history(files, prof, tr, extra, time_column, tuple(where), start, load_scale) if history else None
+    return Load(tr, rps, outages, past)
+
+
+def replay(h: "Autoscaler", label: str, tgt: Target, prof: Profile, load: Load, settings: Settings,
+           progress: Callable[[str, float, float], None] | None = None) -> Run:
+    """One autoscaler on one load: the simulated cluster run to the end and its summary (``Run``)."""
+    tr = load.trace
+    f = display_path(h.file)
+    cluster = Cluster(h.hpa, tgt, prof, h.config, tr.times, load.rps, tr.values, tr.start, tr.end, h.sync_period_seconds,
+                      settings.seed, load.outages, history=load.history)
+    total = tr.end - tr.start
+    try:
+        cluster.run(None if progress is None else (lambda s, lab=label: progress(lab, s, total)))
+    except InputError as err:  # what the HPA did with the load (more pods than the simulator runs)
+        raise err.at(file=f, obj=h.label) from None
+    return Run(label, f, cluster, summarize(label, f, cluster, tr, settings))
 
 
 def _history(files: dict, prof: Profile, tr: Trace, extra: tuple, time_column, where: tuple, start,
@@ -178,8 +211,8 @@ def _check_settings(s: Settings) -> None:
             raise InputError(f"must be >= 0, got {value!r}", field=name)
 
 
-def _input_files(hpa: list, target, trace, column, profile) -> dict:
-    """The files to read: all given, or (none given) the bundled example."""
+def input_files(hpa: list, target, trace, column, profile) -> dict:
+    """The files to read (keys ``hpa``, ``target``, ``trace``, ``column``, ``profile``): all given, or (none given) the bundled example."""
     if not hpa and target is None and trace is None:
         return {"hpa": [bundled_path("hpa")], "target": bundled_path("target"), "trace": bundled_path("trace"),
                 "column": column or BUNDLED["column"], "profile": profile or bundled_path("profile")}
@@ -203,7 +236,7 @@ def _with_metric_columns(prof: Profile, items: Sequence[str]) -> Profile:
 
 
 @dataclass(slots=True, frozen=True)
-class _Autoscaler:
+class Autoscaler:
     """One ``--hpa`` file read: the core HPA, the controller flags with its own settings applied, its sync
     period (s), the file and ``Kind namespace/name``."""
 
@@ -214,11 +247,16 @@ class _Autoscaler:
     label: str
 
 
-def _load_hpa(path, target: Target, settings: Settings) -> _Autoscaler:
+def _load_hpa(path, target: Target, settings: Settings) -> Autoscaler:
     """An autoscaling/v2 HPA or a HorizontalAutoscaler file; a HorizontalAutoscaler's own settings
     (``syncPeriodSeconds``, ``tolerance``, ...) override the flags, as in ``pyhpa run``."""
     file = str(path)
-    found = find_autoscaler(read_document(path), file)
+    return load_autoscaler(find_autoscaler(read_document(path), file), file, target, settings)
+
+
+def load_autoscaler(found: dict, file: str, target: Target, settings: Settings) -> Autoscaler:
+    """An autoscaling/v2 HPA or HorizontalAutoscaler document (``file`` names it in errors), read as
+    ``pyhpa simulate --hpa`` reads it. Raises InputError naming the file and object."""
     try:
         parsed = read_autoscaler(found, scale_to_zero=settings.config.scale_to_zero, prometheus_server=OFFLINE_SERVER)
         _check_ref(parsed.model, parsed.hpa, target)
@@ -226,7 +264,7 @@ def _load_hpa(path, target: Target, settings: Settings) -> _Autoscaler:
         raise err.at(file=file, obj=object_label(found)) from None
     own = parsed.settings
     period = own.sync_period_seconds or settings.sync_period_seconds
-    return _Autoscaler(parsed.hpa, file, effective_config(settings.config, own), period, parsed.label)
+    return Autoscaler(parsed.hpa, file, effective_config(settings.config, own), period, parsed.label)
 
 
 def _check_ref(model, hpa: HPA, target: Target) -> None:
@@ -236,7 +274,7 @@ def _check_ref(model, hpa: HPA, target: Target) -> None:
                          field="spec.scaleTargetRef")
 
 
-def _views(h: _Autoscaler, target: Target, prof: Profile):
+def _views(h: Autoscaler, target: Target, prof: Profile):
     try:
         return metric_views(h.hpa, target, prof)
     except InputError as err:

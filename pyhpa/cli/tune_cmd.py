@@ -1,0 +1,212 @@
+"""``pyhpa tune``: recommend an autoscaler from a workload's history by faithful replay.
+
+The inputs are ``pyhpa simulate``'s, with simulate's own option definitions (taken from its signature,
+not copied) and readers; live mode reads the autoscaler, its target and 7 days of the workload's total
+from the cluster and Prometheus instead (``pyhpa.tune.live``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..adapters.errors import InputError
+from ..core import ControllerConfig
+from . import run_cmd, simulate_cmd
+from .help import examples
+from .options import Output, console as text_console
+
+_SIM = inspect.signature(simulate_cmd.simulate).parameters
+
+
+def _simulate_option(name: str):
+    """``pyhpa simulate``'s definition of an option (same flag, help and default)."""
+    return _SIM[name].default
+
+
+EXAMPLES = examples(
+    "pyhpa tune --hpa examples/tune/web-hpa.yaml \\",
+    "  --target benchmarks/proactive/deployment.yaml \\",
+    "  --profile benchmarks/proactive/profile.yaml \\",
+    "  --trace benchmarks/data/nasa_http_1995-07_per_minute.csv.gz \\",
+    "  --column requests_per_second --load-scale 100 \\",
+    "  --start 1995-07-08 --end 1995-07-15 --max-overloaded-fraction 0.005",
+    "pyhpa tune shop/web --prometheus-url http://prometheus:9090   # live",
+)
+
+
+def tune(
+    key: Optional[str] = typer.Argument(None, metavar="NAMESPACE/NAME", help="Live mode: the autoscaler to tune (with --prometheus-url)."),
+    hpa: Optional[Path] = typer.Option(None, "--hpa", metavar="FILE", help="The current autoscaling/v2 HPA or pyhpa.dev/v1alpha1 HorizontalAutoscaler: its metrics, kind and bounds are the starting point."),
+    target: Optional[Path] = _simulate_option("target"),
+    trace: Optional[Path] = _simulate_option("trace"),
+    column: Optional[str] = _simulate_option("column"),
+    start: Optional[str] = _simulate_option("start"),
+    end: Optional[str] = _simulate_option("end"),
+    load_scale: float = _simulate_option("load_scale"),
+    profile: Optional[Path] = _simulate_option("profile"),
+    where: Optional[list[str]] = _simulate_option("where"),
+    time_column: Optional[str] = _simulate_option("time_column"),
+    gaps: simulate_cmd.GapPolicy = _simulate_option("gaps"),
+    metric_column: Optional[list[str]] = _simulate_option("metric_column"),
+    sync_period: float = _simulate_option("sync_period"),
+    seed: int = _simulate_option("seed"),
+    tolerance: float = _simulate_option("tolerance"),
+    downscale_stabilization: float = _simulate_option("downscale_stabilization"),
+    cpu_initialization_period: float = _simulate_option("cpu_initialization_period"),
+    initial_readiness_delay: float = _simulate_option("initial_readiness_delay"),
+    flap_window: float = _simulate_option("flap_window"),
+    max_overloaded_fraction: Optional[float] = typer.Option(None, "--max-overloaded-fraction", metavar="F", help="Objective: share of time overloaded at most F (default 0.01)."),
+    max_unserved_fraction: Optional[float] = typer.Option(None, "--max-unserved-fraction", metavar="F", help="Objective instead: share of requests unserved at most F."),
+    upstream_only: bool = typer.Option(False, "--upstream-only", help="Search autoscaling/v2 fields only; the recommendation is a HorizontalPodAutoscaler."),
+    held_out: float = typer.Option(86400.0, "--held-out", metavar="SECONDS", help="The last SECONDS of the window are not tuned on: the winner is checked there (0: no check)."),
+    trials: int = typer.Option(200, "--trials", help="Most settings to try."),
+    timeout: float = typer.Option(240.0, "--timeout", metavar="SECONDS", help="Stop searching after SECONDS (the held-out check follows)."),
+    jobs: int = typer.Option(0, "--jobs", help="Worker processes (0: one per core)."),
+    output_dir: Path = typer.Option(Path("out/tune"), "--output-dir", metavar="DIR", help="Where recommended.yaml, candidates.csv, frontier.png and summary.json go."),
+    output: Output = typer.Option(Output.text, "--output", "-o", help="What is printed: text (table), or json (summary.json)."),
+    prometheus_url: Optional[str] = typer.Option(None, "--prometheus-url", metavar="URL", help="Live mode: the Prometheus holding the workload's history."),
+    kubeconfig: Optional[str] = run_cmd.KUBECONFIG_OPTION,
+    context: Optional[str] = run_cmd.CONTEXT_OPTION,
+    server: Optional[str] = run_cmd.SERVER_OPTION,
+    history: float = typer.Option(7 * 86400.0, "--history", metavar="SECONDS", help="Live mode: seconds of history read from Prometheus (default 7 days)."),
+    no_progress: bool = _simulate_option("no_progress"),
+) -> None:
+    """Recommend target, min/max, behavior and extensions from a workload's history by replaying it.
+
+    Every setting tried is replayed through the exact HPA logic (the simulator of pyhpa simulate) on the
+    window without its last day; the cheapest setting that keeps the overload within the objective is checked
+    on that held-out day, and written as recommended.yaml with the trade-off (candidates.csv, frontier.png).
+
+    """
+    from ..simulate import Settings, display_path, input_files
+    from ..tune import prepare, tune as run_tune
+    from ..tune.report import table, write_outputs
+
+    simulate_cmd._simulator()  # the simulate extra, or one line saying what to install
+    _optuna()
+    objective = _objective(max_overloaded_fraction, max_unserved_fraction)
+    for name, value in (("--trials", trials), ("--jobs", jobs)):
+        if value < (1 if name == "--trials" else 0):
+            raise InputError(f"must be >= {1 if name == '--trials' else 0}, got {value}", field=name)
+    if not timeout > 0:
+        raise InputError(f"must be > 0 seconds, got {timeout!r}", field="--timeout")
+    config = ControllerConfig(
+        tolerance=tolerance, cpu_initialization_period_seconds=cpu_initialization_period,
+        initial_readiness_delay_seconds=initial_readiness_delay,
+        downscale_stabilization_window_seconds=downscale_stabilization,
+    )
+    settings = Settings(sync_period, seed, config, flap_window)
+    console = text_console()
+    with simulate_cmd._output_dir(output_dir):
+        live = None
+        if key is not None or prometheus_url is not None:
+            from ..tune.live import fetch_live
+
+            if key is None or prometheus_url is None:
+                raise InputError("live mode needs both NAMESPACE/NAME and --prometheus-url", field="--prometheus-url")
+            if hpa or target or trace:
+                raise InputError("give either NAMESPACE/NAME with --prometheus-url (live) or --hpa/--target/--trace "
+                                 "(offline), not both", field="--hpa")
+            live = fetch_live(key, prometheus_url=prometheus_url, kubeconfig=kubeconfig, context=context, server=server,
+                              history_seconds=history, directory=output_dir / "live", profile=profile)
+            files = live.files
+            column, time_column, where, load_scale, metric_column = live.column, None, None, 1.0, None
+            gaps = simulate_cmd.GapPolicy.hold
+        else:
+            if not (hpa and target and trace and column):
+                missing = [o for o, v in (("--hpa", hpa), ("--target", target), ("--trace", trace), ("--column", column)) if not v]
+                raise InputError(f"{', '.join(missing)} required (or NAMESPACE/NAME with --prometheus-url)", field=missing[0])
+            files = input_files([hpa], target, trace, column, profile)
+        prepared = prepare(files, metric_columns=tuple(metric_column or ()), time_column=time_column,
+                           where=tuple(where or ()), start=start, end=end, load_scale=load_scale, gaps=gaps.value,
+                           settings=settings, held_out_seconds=held_out, upstream_only=upstream_only)
+        n_jobs = jobs or os.cpu_count() or 1
+        with _Bar(no_progress or output == Output.json, trials, timeout) as bar:
+            result = run_tune(prepared, objective, trials=trials, timeout=timeout, jobs=n_jobs, seed=seed, progress=bar)
+        inputs = _inputs(files, prepared, display_path, live)
+        title = f"pyhpa tune: {inputs['trace']} ({inputs['tuning']})"
+        try:
+            written = write_outputs(result, prepared, inputs, output_dir, title)
+        except OSError as err:
+            raise InputError(f"cannot write the outputs: {err.strerror or err}", file=str(err.filename or output_dir),
+                             field="--output-dir") from None
+    if output == Output.json:
+        typer.echo(written[3].read_text(), nl=False)
+        return
+    console.print(f"tuned on {inputs['tuning']}; held out {inputs['held_out']}; {len(result.evaluations)} settings in "
+                  f"{result.search_seconds:.0f} s ({n_jobs} process{'es' if n_jobs > 1 else ''})")
+    console.print(table(result, prepared))
+    for note in result.notes:
+        console.print(f"note: {note}")
+    console.print("wrote " + ", ".join(str(p) for p in written))
+
+
+def _optuna() -> None:
+    try:
+        import optuna  # noqa: F401
+    except ModuleNotFoundError:
+        raise InputError("pyhpa tune needs the tune extra (optuna is not installed): pip install 'pyhpa[tune]'",
+                         field="tune") from None
+
+
+def _objective(overloaded: float | None, unserved: float | None):
+    from ..tune import Objective
+
+    if overloaded is not None and unserved is not None:
+        raise InputError("give one objective: --max-overloaded-fraction or --max-unserved-fraction",
+                         field="--max-unserved-fraction")
+    metric, limit, option = (("unserved_fraction", unserved, "--max-unserved-fraction") if unserved is not None
+                             else ("overloaded_fraction", 0.01 if overloaded is None else overloaded,
+                                   "--max-overloaded-fraction"))
+    if not 0 <= limit < 1:
+        raise InputError(f"must be a fraction in [0, 1), got {limit!r}", field=option)
+    return Objective(metric, limit)
+
+
+def _inputs(files: dict, prepared, display_path, live) -> dict:
+    from ..simulate.trace import iso
+
+    def span(part) -> str:
+        tr = part.load.trace
+        return f"{iso(tr.start, tr.tz)} to {iso(tr.end, tr.tz)}"
+
+    out = {"hpa": display_path(files["hpa"][0]), "target": display_path(files["target"]),
+           "profile": display_path(files["profile"]) or "(built-in defaults)", "trace": display_path(files["trace"]),
+           "column": files["column"], "tuning": span(prepared.tuning),
+           "held_out": span(prepared.held_out) if prepared.held_out is not None else "(none: --held-out 0)"}
+    if live is not None:
+        out["live"] = live.describe()
+    return out
+
+
+class _Bar:
+    """A rich progress bar over the candidates (stderr), or nothing."""
+
+    def __init__(self, off: bool, trials: int, timeout: float):
+        self.bar = None if off else Progress(
+            TextColumn("tuning"), BarColumn(), MofNCompleteColumn(), TextColumn("settings"),
+            TextColumn("{task.fields[left]}"), TimeElapsedColumn(), transient=True, console=Console(stderr=True))
+        self.trials, self.timeout = trials, timeout
+        self.task = None
+
+    def __enter__(self):
+        if self.bar is None:
+            return None
+        self.bar.__enter__()
+        self.task = self.bar.add_task("tuning", total=self.trials, left=f"(stops at {self.timeout:.0f} s)")
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.__exit__(*exc)
+        return False
+
+    def __call__(self, done: int, total: int, elapsed: float) -> None:
+        self.bar.update(self.task, completed=done, left=f"({max(0.0, self.timeout - elapsed):.0f} s left)")

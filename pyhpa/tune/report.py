@@ -1,0 +1,269 @@
+"""tune's outputs: recommended.yaml (with a comment on why each field has its value), candidates.csv,
+frontier.png, summary.json, and the terminal table (current against recommended)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import fields
+from pathlib import Path
+
+import yaml
+from rich.table import Table
+
+from .search import HELD_OUT_SLACK, Evaluation, Figures, Objective, Prepared, TuneResult, rank_key
+from .space import DEFAULT_SCALE_DOWN_WINDOW, DEFAULT_SCALE_UP_PERCENT, Setting
+
+FIGURE_FIELDS = [f.name for f in fields(Figures)]
+SETTING_FIELDS = [f.name for f in fields(Setting)]
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.3f} %"
+
+
+def _target(p: Prepared, value: float) -> str:
+    return f"{value:g} %" if p.kind.type == "Utilization" else f"{value / 1000:g}"
+
+
+def _figures_text(f: Figures | None, objective: Objective) -> str:
+    if f is None:
+        return "not replayed"
+    return (f"{f.pod_hours:.1f} pod-hours, overloaded {_pct(f.overloaded_fraction)} of the time, "
+            f"unserved {_pct(f.unserved_fraction)} of requests, {f.scale_events} scale events")
+
+
+# ------------------------------------------------------------------------------------------------ why
+def _why(result: TuneResult, p: Prepared, name: str, shown) -> str:
+    """Why the recommendation's ``name`` has its value: the cheapest setting tried with another value."""
+    rec = result.recommended
+    mine = getattr(rec.setting, name)
+    others = [e for e in result.evaluations if getattr(e.setting, name) != mine]
+    if not others:
+        return "no setting with another value was tried"
+    ok = [e for e in others if result.objective.met(e.in_sample)]
+    if not ok:
+        return f"every setting tried with another value ({len(others)}) missed the objective in-sample"
+    best = min(ok, key=rank_key)
+    extra = best.in_sample.pod_hours - rec.in_sample.pod_hours
+    return (f"the cheapest setting tried with {shown(getattr(best.setting, name))} that met the objective "
+            f"cost {best.in_sample.pod_hours:.1f} pod-hours ({extra:+.1f})")
+
+
+def recommended_yaml(result: TuneResult, p: Prepared, inputs: dict) -> str:
+    """recommended.yaml: the manifest, each tuned field preceded by a comment saying why it has its value."""
+    m = result.manifest
+    s, cur = result.recommended.setting, result.current.setting
+    o = result.objective
+    rec = result.recommended
+    lines = [
+        f"# Recommended by pyhpa tune: least pod-hours with {o.metric.replace('_', ' ')} <= {o.limit:g}",
+        f"# ({o.option}), replayed through the exact HPA logic (pyhpa simulate) on {inputs['trace']}.",
+        f"# Tuned on {inputs['tuning']}: {_figures_text(rec.in_sample, o)}.",
+    ]
+    if rec.held_out is not None:
+        lines.append(f"# Held out {inputs['held_out']}: {_figures_text(rec.held_out, o)}.")
+    lines.append(f"# Current object ({inputs['hpa']}) on the tuning part: {_figures_text(result.current.in_sample, o)}.")
+    lines.append(f"# {len(result.evaluations)} settings tried; every one is in candidates.csv.")
+    for note in result.notes:
+        lines.append(f"# Note: {note}.")
+    if m["kind"] == "HorizontalPodAutoscaler":
+        lines.append("# An autoscaling/v2 HorizontalPodAutoscaler: no pyhpa extension was needed"
+                     + (" (--upstream-only)." if p.upstream_only else "."))
+    else:
+        lines.append("# A pyhpa.dev/v1alpha1 HorizontalAutoscaler: it uses fields upstream's HPA does not have.")
+    head = {k: m[k] for k in ("apiVersion", "kind", "metadata")}
+    lines.append(_dump(head).rstrip())
+    lines.append("spec:")
+    spec = m["spec"]
+    comments = {
+        "minReplicas": f"min {cur.min_replicas} -> {s.min_replicas}: "
+                       + _why(result, p, "min_replicas", lambda v: f"minReplicas {v}"),
+        "maxReplicas": f"max {cur.max_replicas} -> {s.max_replicas}: above the tuning part's peak at this target "
+                       + "(a step or burst beyond it would be capped); "
+                       + _why(result, p, "max_replicas", lambda v: f"maxReplicas {v}"),
+        "metrics": f"target of spec.metrics[0]: {_target(p, cur.target)} -> {_target(p, s.target)}: "
+                   + _why(result, p, "target", lambda v: f"target {_target(p, v)}"),
+        "behavior": (f"scale-down stabilization {s.scale_down_window_seconds} s, scale-up {s.scale_up_percent} % or 4 "
+                     "pods per 15 s: " + _why(result, p, "scale_down_window_seconds", lambda v: f"a {v} s scale-down window")
+                     + "; " + _why(result, p, "scale_up_percent", lambda v: f"scale-up {v} %")),
+        "prediction": "forecast the metric's total and scale ahead of what repeats (docs/prediction.md): "
+                      + _why(result, p, "prediction", lambda v: "prediction " + ("on" if v else "off")),
+        "saturation": "pods pinned at their CPU limit ask for demandFactor x their use in one round (docs/saturation.md): "
+                      + _why(result, p, "saturation", lambda v: "saturation " + ("on" if v else "off")),
+    }
+    absent = []
+    if "behavior" not in spec:
+        absent.append(f"no behavior: upstream's defaults (scale-down window {DEFAULT_SCALE_DOWN_WINDOW} s, scale-up "
+                      f"{DEFAULT_SCALE_UP_PERCENT} % or 4 pods per 15 s) were the best; "
+                      + _why(result, p, "scale_down_window_seconds", lambda v: f"a {v} s scale-down window"))
+    if p.can_predict and "prediction" not in spec:
+        absent.append("no prediction: " + _why(result, p, "prediction", lambda v: "prediction " + ("on" if v else "off")))
+    if p.can_saturate and "saturation" not in spec:
+        absent.append("no saturation: " + _why(result, p, "saturation", lambda v: "saturation " + ("on" if v else "off")))
+    for key, value in spec.items():
+        if key in comments:
+            lines.append(f"  # {comments[key]}")
+        elif key == "scaleTargetRef":
+            pass
+        else:
+            lines.append("  # kept as in the current object")
+        lines.append(_indent(_dump({key: value})))
+    lines += [f"  # {text}" for text in absent]
+    return "\n".join(lines) + "\n"
+
+
+def _dump(obj) -> str:
+    return yaml.safe_dump(obj, sort_keys=False, default_flow_style=False, width=1000)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.rstrip().splitlines())
+
+
+# ------------------------------------------------------------------------------------------------ files
+def _row(e: Evaluation, result: TuneResult, frontier_ids: set, label: str | None = None) -> dict:
+    o = result.objective
+    row = {"trial": label if label is not None else e.number}
+    row.update({k: getattr(e.setting, k) for k in SETTING_FIELDS})
+    for part, f in (("in_sample", e.in_sample), ("held_out", e.held_out)):
+        for k in FIGURE_FIELDS:
+            row[f"{part}_{k}"] = "" if f is None else getattr(f, k)
+        row[f"{part}_meets_objective"] = "" if f is None else o.met(f, 1.0 if part == "in_sample" else HELD_OUT_SLACK)
+    row["frontier"] = id(e) in frontier_ids
+    row["recommended"] = e is result.recommended
+    return row
+
+
+def write_candidates(result: TuneResult, path: Path) -> None:
+    ids = {id(e) for e in result.frontier}
+    rows = [_row(result.current, result, ids, "current")] + [_row(e, result, ids) for e in result.evaluations]
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def _evaluation_dict(e: Evaluation, p: Prepared) -> dict:
+    return {"setting": e.setting.as_dict(), "label": e.setting.label(p.kind),
+            "in_sample": None if e.in_sample is None else {k: getattr(e.in_sample, k) for k in FIGURE_FIELDS},
+            "held_out": None if e.held_out is None else {k: getattr(e.held_out, k) for k in FIGURE_FIELDS}}
+
+
+def summary(result: TuneResult, p: Prepared, inputs: dict) -> dict:
+    """summary.json."""
+    o = result.objective
+    return {
+        "objective": {"metric": o.metric, "limit": o.limit, "option": o.option, "held_out_slack": HELD_OUT_SLACK},
+        "inputs": inputs,
+        "kind": result.manifest["kind"],
+        "upstream_only": p.upstream_only,
+        "extensions_searched": {"prediction": p.can_predict, "saturation": p.can_saturate},
+        "target_type": p.kind.type,
+        "current": _evaluation_dict(result.current, p),
+        "recommended": _evaluation_dict(result.recommended, p),
+        "candidates": len(result.evaluations),
+        "held_out_checked": result.held_out_tried,
+        "search_seconds": round(result.search_seconds, 2),
+        "check_seconds": round(result.check_seconds, 2),
+        "frontier": [_evaluation_dict(e, p) for e in result.frontier],
+        "notes": result.notes,
+        "manifest": result.manifest,
+    }
+
+
+def plot_frontier(result: TuneResult, p: Prepared, path: Path, title: str) -> None:
+    """frontier.png: every candidate's pod-hours against its objective figure (in-sample), the frontier, the
+    current object, the recommendation and the limit."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    o = result.objective
+    scale = 100.0
+    fig, ax = plt.subplots(figsize=(8, 5.5), dpi=110)
+    ev = result.evaluations
+    ext = [e for e in ev if e.setting.extended]
+    up = [e for e in ev if not e.setting.extended]
+    for group, color, label in ((up, "#9aa9bb", "upstream fields only"), (ext, "#e0a96d", "with prediction/saturation")):
+        if group:
+            ax.scatter([o.value(e.in_sample) * scale for e in group], [e.in_sample.pod_hours for e in group], s=16,
+                       color=color, label=f"candidate, {label}", zorder=2)
+    fr = sorted(result.frontier, key=lambda e: o.value(e.in_sample))  # least overload first: pod-hours fall
+    ax.step([o.value(e.in_sample) * scale for e in fr], [e.in_sample.pod_hours for e in fr], where="post",
+            color="#2b6cb0", lw=1.5, label="frontier (in-sample): least pod-hours at that overload or less", zorder=3)
+    c, r = result.current, result.recommended
+    ax.scatter([o.value(c.in_sample) * scale], [c.in_sample.pod_hours], marker="s", s=70, color="#c53030",
+               label="current object", zorder=4)
+    ax.scatter([o.value(r.in_sample) * scale], [r.in_sample.pod_hours], marker="*", s=220, color="#2f855a",
+               label="recommended", zorder=5)
+    ax.axvline(o.limit * scale, color="#555", ls="--", lw=1, label=f"{o.option} {o.limit:g}")
+    ax.set_xscale("symlog", linthresh=max(o.limit * scale / 4, 1e-3))
+    ax.set_xlim(left=0)
+    ax.set_xlabel(("overloaded share of time" if o.metric == "overloaded_fraction" else "unserved share of requests")
+                  + ", % (in-sample)")
+    ax.set_ylabel("pod-hours (in-sample)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def write_outputs(result: TuneResult, p: Prepared, inputs: dict, out: Path, title: str) -> list[Path]:
+    """Write recommended.yaml, candidates.csv, frontier.png and summary.json into ``out``; returns the paths."""
+    paths = [out / "recommended.yaml", out / "candidates.csv", out / "frontier.png", out / "summary.json"]
+    paths[0].write_text(recommended_yaml(result, p, inputs))
+    write_candidates(result, paths[1])
+    plot_frontier(result, p, paths[2], title)
+    paths[3].write_text(json.dumps(summary(result, p, inputs), indent=2) + "\n")
+    return paths
+
+
+# ------------------------------------------------------------------------------------------------ table
+def table(result: TuneResult, p: Prepared) -> Table:
+    """Current against recommended: the fields, the figures in-sample and held out, the differences."""
+    t = Table(title="pyhpa tune: current vs recommended", title_justify="left")
+    for name, justify in (("", "left"), ("current", "right"), ("recommended", "right"), ("difference", "right")):
+        t.add_column(name, justify=justify)
+    c, r = result.current, result.recommended
+    cs, rs = c.setting, r.setting
+    onoff = lambda v: "on" if v else "off"  # noqa: E731
+    rows = [
+        ("kind", p.base.get("kind", ""), result.manifest["kind"], ""),
+        ("target (spec.metrics[0])", _target(p, cs.target), _target(p, rs.target), _diff(cs.target, rs.target, "g")),
+        ("minReplicas", cs.min_replicas, rs.min_replicas, _diff(cs.min_replicas, rs.min_replicas, "d")),
+        ("maxReplicas", cs.max_replicas, rs.max_replicas, _diff(cs.max_replicas, rs.max_replicas, "d")),
+        ("scale-down window, s", cs.scale_down_window_seconds, rs.scale_down_window_seconds,
+         _diff(cs.scale_down_window_seconds, rs.scale_down_window_seconds, "d")),
+        ("scale-up, % per 15 s", cs.scale_up_percent, rs.scale_up_percent, _diff(cs.scale_up_percent, rs.scale_up_percent, "d")),
+        ("prediction", onoff(cs.prediction) + (f" q{cs.quantile:g} lead {cs.lead_seconds}s" if cs.prediction else ""),
+         onoff(rs.prediction) + (f" q{rs.quantile:g} lead {rs.lead_seconds}s" if rs.prediction else ""), ""),
+        ("saturation", onoff(cs.saturation) + (f" x{cs.demand_factor:g}" if cs.saturation else ""),
+         onoff(rs.saturation) + (f" x{rs.demand_factor:g}" if rs.saturation else ""), ""),
+    ]
+    for part, a, b in (("in-sample", c.in_sample, r.in_sample), ("held-out", c.held_out, r.held_out)):
+        if a is None or b is None:
+            continue
+        rows += [
+            (f"{part}: pod-hours", f"{a.pod_hours:.1f}", f"{b.pod_hours:.1f}", _diff(a.pod_hours, b.pod_hours, ".1f", True)),
+            (f"{part}: overloaded share", _pct(a.overloaded_fraction), _pct(b.overloaded_fraction),
+             _diff(100 * a.overloaded_fraction, 100 * b.overloaded_fraction, ".3f") + " pt"),
+            (f"{part}: unserved share", _pct(a.unserved_fraction), _pct(b.unserved_fraction),
+             _diff(100 * a.unserved_fraction, 100 * b.unserved_fraction, ".3f") + " pt"),
+            (f"{part}: scale events", a.scale_events, b.scale_events, _diff(a.scale_events, b.scale_events, "d")),
+        ]
+    for row in rows:
+        t.add_row(*(str(x) for x in row))
+    return t
+
+
+def _diff(a: float, b: float, fmt: str, relative: bool = False) -> str:
+    if a == b:
+        return "="
+    text = format(b - a, "+" + fmt)
+    if relative and a:
+        text += f" ({(b - a) / a:+.1%})"
+    return text

@@ -1,0 +1,182 @@
+"""The search space of ``pyhpa tune``: one ``Setting`` per point, and the manifest it stands for.
+
+A setting changes only what tune searches: the first metric's target, ``minReplicas``, ``maxReplicas``,
+``behavior`` (scale-down stabilization window, scale-up policy) and, unless upstream-only, ``prediction``
+and ``saturation``. Everything else in the user's object (other metrics, schedules, fallbacks, the
+object's own settings) is kept as written.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import asdict, dataclass
+
+from ..adapters.autoscaler import GROUP_VERSION, KIND, V2_API_VERSION, V2_KIND, V2_SPEC_FIELDS
+from ..adapters.fallback import without_metric_fallbacks
+from ..adapters.errors import InputError
+from ..core import HPA
+
+#: upstream's defaults (autoscaling/v2 without ``behavior``): scale-down window 300 s, scale-up 100 % or 4 pods / 15 s
+DEFAULT_SCALE_DOWN_WINDOW = 300
+DEFAULT_SCALE_UP_PERCENT = 100
+#: spec.prediction / spec.saturation defaults (docs/prediction.md, docs/saturation.md)
+DEFAULT_QUANTILE = 0.9
+DEFAULT_LEAD = 300
+DEFAULT_DEMAND_FACTOR = 2.0
+
+#: the searched ranges
+TARGET_PERCENT = (30, 95)        # averageUtilization, percent of request
+TARGET_FACTOR = (0.4, 2.0)       # AverageValue/Value: factor on the current value
+SCALE_DOWN_WINDOWS = (0, 60, 120, 180, 300, 450, 600)
+SCALE_UP_PERCENTS = (100, 200, 400, 900)
+MAX_HEADROOM = (1.0, 1.25, 1.5, 2.0)
+QUANTILE = (0.5, 0.95)
+LEAD_SECONDS = (120, 900)
+DEMAND_FACTOR = (1.5, 3.0)
+
+
+@dataclass(frozen=True, slots=True)
+class TargetKind:
+    """Where the first metric's target lives in the manifest: ``type`` (Utilization, AverageValue, Value),
+    the current value (percent, or milli-units of the metric), and whether it is a CPU Resource metric."""
+
+    type: str
+    current: float
+    cpu: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One point of the search space.
+
+    ``target``: percent of request for a Utilization target, else milli-units of the metric;
+    ``min_replicas``/``max_replicas``: bounds; ``scale_down_window_seconds``: behavior.scaleDown
+    stabilization window (s); ``scale_up_percent``: behavior.scaleUp Percent policy per 15 s (with
+    upstream's 4 Pods policy beside it); ``prediction``: spec.prediction with ``quantile`` and
+    ``lead_seconds``; ``saturation``: spec.saturation with ``demand_factor``.
+    """
+
+    target: float
+    min_replicas: int
+    max_replicas: int
+    scale_down_window_seconds: int = DEFAULT_SCALE_DOWN_WINDOW
+    scale_up_percent: int = DEFAULT_SCALE_UP_PERCENT
+    prediction: bool = False
+    quantile: float = DEFAULT_QUANTILE
+    lead_seconds: int = DEFAULT_LEAD
+    saturation: bool = False
+    demand_factor: float = DEFAULT_DEMAND_FACTOR
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @property
+    def extended(self) -> bool:
+        return self.prediction or self.saturation
+
+    def label(self, kind: TargetKind) -> str:
+        t = f"{self.target:g} %" if kind.type == "Utilization" else f"{self.target / 1000:g}"
+        out = f"target {t}, replicas {self.min_replicas}-{self.max_replicas}"
+        if self.scale_down_window_seconds != DEFAULT_SCALE_DOWN_WINDOW or self.scale_up_percent != DEFAULT_SCALE_UP_PERCENT:
+            out += f", down window {self.scale_down_window_seconds} s, up {self.scale_up_percent} %"
+        if self.prediction:
+            out += f", prediction q{self.quantile:.2f} lead {self.lead_seconds} s"
+        if self.saturation:
+            out += f", saturation x{self.demand_factor:.2f}"
+        return out
+
+
+def target_kind(doc: dict, hpa: HPA, file: str) -> TargetKind:
+    """The first metric's target, or InputError when it has none tune can search."""
+    metrics = (doc.get("spec") or {}).get("metrics") or []
+    if not metrics:
+        raise InputError("has no metrics: tune searches the first metric's target (an HPA without metrics "
+                         "scales on CPU 80 %; write it out)", file=file, field="spec.metrics")
+    m = hpa.metrics[0]
+    cpu = m.type in ("Resource", "ContainerResource") and m.name == "cpu"
+    if m.target_type == "Utilization":
+        return TargetKind("Utilization", float(m.target_utilization), cpu)
+    milli = m.target_average_milli if m.target_type == "AverageValue" else m.target_value_milli
+    if not milli:
+        raise InputError(f"a {m.target_type} target of {milli!r} cannot be tuned", file=file, field="spec.metrics[0]")
+    return TargetKind(m.target_type, float(milli), cpu)
+
+
+def current_setting(hpa: HPA, kind: TargetKind) -> Setting:
+    """The user's own object as a setting (its behavior summarized: tune's table shows it as written)."""
+    b = hpa.behavior
+    window = DEFAULT_SCALE_DOWN_WINDOW
+    up = DEFAULT_SCALE_UP_PERCENT
+    if b is not None and b.scale_down is not None and b.scale_down.stabilization_window_seconds is not None:
+        window = b.scale_down.stabilization_window_seconds
+    if b is not None and b.scale_up is not None:
+        pct = [p.value for p in b.scale_up.policies if p.type == "Percent"]
+        up = max(pct) if pct else up
+    pred = hpa.prediction
+    sat = hpa.saturation
+    return Setting(target=kind.current, min_replicas=hpa.min_replicas, max_replicas=hpa.max_replicas,
+                   scale_down_window_seconds=int(window), scale_up_percent=int(up), prediction=pred is not None,
+                   quantile=pred.quantile if pred is not None else DEFAULT_QUANTILE,
+                   lead_seconds=int(pred.lead_seconds) if pred is not None else DEFAULT_LEAD,
+                   saturation=sat is not None, demand_factor=sat.demand_factor if sat is not None else DEFAULT_DEMAND_FACTOR)
+
+
+def manifest(base: dict, s: Setting, kind: TargetKind, upstream_only: bool, current: bool = False) -> dict:
+    """The object ``s`` stands for, built from the user's ``base`` document: a HorizontalPodAutoscaler when
+    nothing beyond autoscaling/v2 is left (always with ``upstream_only``), else a HorizontalAutoscaler.
+    ``current``: ``s`` is the user's own object (returned unchanged)."""
+    if current:
+        return copy.deepcopy(base)
+    spec = copy.deepcopy(base.get("spec") or {})
+    metric = spec["metrics"][0]
+    section = metric.get(_SECTION.get(metric.get("type"), ""), {})
+    tgt = section.setdefault("target", {})
+    if kind.type == "Utilization":
+        tgt["averageUtilization"] = int(round(s.target))
+    else:
+        tgt["averageValue" if kind.type == "AverageValue" else "value"] = _quantity(s.target)
+    spec["minReplicas"] = s.min_replicas
+    spec["maxReplicas"] = s.max_replicas
+    spec["behavior"] = behavior(s)
+    if spec["behavior"] is None:
+        del spec["behavior"]
+    spec.pop("prediction", None)
+    spec.pop("saturation", None)
+    if s.prediction:
+        spec["prediction"] = {"leadSeconds": s.lead_seconds, "quantile": round(s.quantile, 3)}
+    if s.saturation:
+        spec["saturation"] = {"demandFactor": round(s.demand_factor, 2)}
+    if upstream_only:
+        spec = {k: v for k, v in spec.items() if k in V2_SPEC_FIELDS}
+        spec["metrics"] = without_metric_fallbacks(spec["metrics"])
+    v2 = all(k in V2_SPEC_FIELDS for k in spec) and spec["metrics"] == without_metric_fallbacks(spec["metrics"])
+    meta = {k: v for k, v in (base.get("metadata") or {}).items() if k in ("name", "namespace", "labels", "annotations")}
+    return {"apiVersion": V2_API_VERSION if v2 else GROUP_VERSION, "kind": V2_KIND if v2 else KIND,
+            "metadata": meta, "spec": spec}
+
+
+_SECTION = {"Resource": "resource", "ContainerResource": "containerResource", "Pods": "pods", "Object": "object",
+            "External": "external"}
+
+
+def behavior(s: Setting) -> dict | None:
+    """``spec.behavior`` for ``s``: None when both directions are upstream's defaults."""
+    out = {}
+    if s.scale_down_window_seconds != DEFAULT_SCALE_DOWN_WINDOW:
+        out["scaleDown"] = {"stabilizationWindowSeconds": s.scale_down_window_seconds}
+    if s.scale_up_percent != DEFAULT_SCALE_UP_PERCENT:
+        out["scaleUp"] = {"stabilizationWindowSeconds": 0, "selectPolicy": "Max", "policies": [
+            {"type": "Percent", "value": s.scale_up_percent, "periodSeconds": 15},
+            {"type": "Pods", "value": 4, "periodSeconds": 15}]}
+    return out or None
+
+
+def _quantity(milli: float) -> str:
+    m = max(1, int(round(milli)))
+    return str(m // 1000) if m % 1000 == 0 else f"{m}m"
+
+
+def replicas_needed(peak_demand_milli: float, per_pod_milli: float) -> int:
+    """Pods a peak needs at a per-pod target (at least 1)."""
+    return max(1, math.ceil(peak_demand_milli / per_pod_milli)) if per_pod_milli > 0 else 1

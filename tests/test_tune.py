@@ -1,0 +1,327 @@
+"""``pyhpa tune``: the search reads only the tuning part, the recommendation replays as tuned, refusals.
+
+The workloads are synthetic 1-minute traces (a daily cycle, a step, spikes) served by Guaranteed 1-CPU
+pods with about 70 s start-up (the profile of ``benchmarks/proactive/``); the HPA syncs every 60 s and the
+searches are a few settings long, so that each test replays a few simulated days only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from lightkube import codecs
+from typer.testing import CliRunner
+
+from pyhpa.cli.main import app
+from pyhpa.controller import Settings as ControllerSettings
+from pyhpa.controller.autoscaler import parse_autoscaler
+from pyhpa.simulate import Settings, input_files
+from pyhpa.tune import Objective, check_held_out, prepare, search
+from tests.prometheus_server import prometheus_binary
+
+needs_prometheus = pytest.mark.skipif(
+    prometheus_binary() is None or shutil.which("promtool") is None,
+    reason="prometheus/promtool are not installed here (.ci/run installs Debian's package)",
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+PROFILE = ROOT / "benchmarks" / "proactive" / "profile.yaml"
+DEPLOYMENT = ROOT / "benchmarks" / "proactive" / "deployment.yaml"
+T0 = datetime(2024, 3, 4, tzinfo=timezone.utc).timestamp()
+HOUR = 3600
+SETTINGS = Settings(sync_period_seconds=60.0)
+HPA = """apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {{name: web, namespace: bench}}
+spec:
+  scaleTargetRef: {{apiVersion: apps/v1, kind: Deployment, name: web}}
+  minReplicas: 2
+  maxReplicas: {max_replicas}
+  metrics:
+  - type: {metric}
+"""
+CPU = "    resource: {name: cpu, target: {type: Utilization, averageUtilization: 50}}\n"
+
+
+def iso(t: float) -> str:
+    return datetime.fromtimestamp(t, timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def daily(hours: float, low: float = 20.0, high: float = 150.0, seed: int = 1) -> np.ndarray:
+    """Requests/s per minute: a daily cycle from ``low`` to ``high`` with a little noise."""
+    t = np.arange(int(hours * 60)) * 60.0
+    rng = np.random.default_rng(seed)
+    base = low + (high - low) * 0.5 * (1 - np.cos(2 * math.pi * t / 86400))
+    return base * (1 + 0.05 * rng.standard_normal(t.size)).clip(0.5)
+
+
+def write_trace(path: Path, rps: np.ndarray) -> Path:
+    lines = ["timestamp,rps"] + [f"{iso(T0 + 60 * i)},{v:.4f}" for i, v in enumerate(rps)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def write_hpa(path: Path, max_replicas: int = 30, metric: str = "Resource\n" + CPU) -> Path:
+    path.write_text(HPA.format(max_replicas=max_replicas, metric=metric))
+    return path
+
+
+def prepared(tmp: Path, trace: Path, end_hours: float = 30, held_out: float = 6 * HOUR, hpa: Path | None = None,
+             upstream_only: bool = True):
+    files = input_files([hpa or write_hpa(tmp / "hpa.yaml")], DEPLOYMENT, trace, "rps", PROFILE)
+    return prepare(files, end=iso(T0 + end_hours * HOUR), settings=SETTINGS, held_out_seconds=held_out,
+                   upstream_only=upstream_only)
+
+
+def tune_cli(tmp: Path, trace: Path, *extra: str, hpa: Path | None = None, end_hours: float = 30):
+    out = tmp / "out"
+    args = ["tune", "--hpa", str(hpa or write_hpa(tmp / "hpa.yaml")), "--target", str(DEPLOYMENT), "--profile",
+            str(PROFILE), "--trace", str(trace), "--column", "rps", "--end", iso(T0 + end_hours * HOUR),
+            "--held-out", str(6 * HOUR), "--sync-period", "60", "--output-dir", str(out), "--no-progress", *extra]
+    return CliRunner().invoke(app, args), out
+
+
+def test_tuning_reads_neither_the_held_out_rows_nor_rows_after_end(tmp_path):
+    """Changing the held-out rows changes no in-sample figure and no choice of the search; changing rows after
+    --end changes nothing at all, held-out check included."""
+    rps = daily(36)
+    split, end = 24 * 60, 30 * 60
+    other_held_out = rps.copy()
+    other_held_out[split:end] *= 3.0
+    other_held_out[end:] *= 5.0
+    other_after_end = rps.copy()
+    other_after_end[end:] = 0.0
+    objective = Objective("overloaded_fraction", 0.02)
+    results = []
+    for name, series in (("a", rps), ("b", other_held_out), ("c", other_after_end)):
+        d = tmp_path / name
+        d.mkdir()
+        p = prepared(d, write_trace(d / "trace.csv", series))
+        assert p.tuning.load.trace.times.max() < T0 + 24 * HOUR <= p.tuning.load.trace.end
+        assert p.held_out.load.trace.times.min() == T0 + 24 * HOUR and p.held_out.load.trace.end == T0 + 30 * HOUR
+        current, evaluations, _ = search(p, objective, trials=3, jobs=1)
+        best, _, _ = check_held_out(p, objective, current, evaluations, jobs=1)
+        results.append((current, evaluations, best))
+    (ca, ea, ba), (cb, eb, bb), (cc, ec, bc) = results
+    in_sample = lambda evs: [(e.setting, e.in_sample) for e in evs]  # noqa: E731
+    assert in_sample(ea) == in_sample(eb) == in_sample(ec)
+    assert ca.in_sample == cb.in_sample == cc.in_sample
+    assert ca.held_out != cb.held_out  # the held-out check does see the held-out rows
+    assert (ca.held_out, ba.setting, ba.held_out) == (cc.held_out, bc.setting, bc.held_out)
+
+
+def test_a_workload_with_a_step_change_yields_a_bigger_max(tmp_path):
+    """The load steps from ~2 pods' worth to ~11 at 70 %; the current object caps at 4 replicas."""
+    rps = np.where(np.arange(30 * 60) < 12 * 60, 20.0, 150.0) * (1 + 0.03 * np.sin(np.arange(30 * 60)))
+    trace = write_trace(tmp_path / "step.csv", rps)
+    p = prepared(tmp_path, trace, hpa=write_hpa(tmp_path / "small.yaml", max_replicas=4))
+    objective = Objective("overloaded_fraction", 0.01)
+    current, evaluations, _ = search(p, objective, trials=4, jobs=1)
+    assert current.in_sample.overloaded_fraction > 0.3  # capped at 4 pods for half the day
+    best, _, _ = check_held_out(p, objective, current, evaluations, jobs=1)
+    needed = math.ceil(150 * 1.03 * 50 / (best.setting.target / 100 * 1000 - 10))
+    assert best.setting.max_replicas > 4 and best.setting.max_replicas >= needed
+
+
+def test_upstream_only_writes_an_hpa_that_simulate_replays_to_the_same_figures(tmp_path):
+    """--upstream-only: a HorizontalPodAutoscaler; pyhpa simulate on the tuning part gives the in-sample
+    figures tune reported; pyhpa explain and the controller's reader accept it."""
+    trace = write_trace(tmp_path / "daily.csv", daily(30))
+    result, out = tune_cli(tmp_path, trace, "--upstream-only", "--trials", "4", "--max-overloaded-fraction", "0.02")
+    assert result.exit_code == 0, result.output
+    assert "current vs recommended" in result.output
+    rec = yaml.safe_load((out / "recommended.yaml").read_text())
+    assert (rec["apiVersion"], rec["kind"]) == ("autoscaling/v2", "HorizontalPodAutoscaler")
+    text = (out / "recommended.yaml").read_text()
+    assert "  # target of spec.metrics[0]: 50 % -> " in text and "  # max 30 -> " in text
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["kind"] == "HorizontalPodAutoscaler" and summary["candidates"] == 4
+    rows = (out / "candidates.csv").read_text().splitlines()
+    assert len(rows) == 1 + 1 + 4 and rows[0].startswith("trial,target,min_replicas,max_replicas")
+    assert (out / "frontier.png").stat().st_size > 10_000
+    replay = tmp_path / "replay"
+    done = CliRunner().invoke(app, ["simulate", "--hpa", str(out / "recommended.yaml"), "--target", str(DEPLOYMENT),
+                                    "--profile", str(PROFILE), "--trace", str(trace), "--column", "rps", "--end",
+                                    iso(T0 + 24 * HOUR), "--sync-period", "60", "--output-dir", str(replay),
+                                    "--no-plot", "--no-progress"])
+    assert done.exit_code == 0, done.output
+    sim = json.loads((replay / "summary.json").read_text())
+    tuned = summary["recommended"]["in_sample"]
+    assert sim["pod_hours"] == tuned["pod_hours"] and sim["overloaded_seconds"] == tuned["overloaded_seconds"]
+    # pyhpa explain accepts the object (the API server and the controller: the next test)
+    pods = tmp_path / "pods.yaml"
+    pods.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"web-{i}", "namespace": "bench", "labels": {"app": "web"}},
+         "spec": {"containers": [{"name": "web", "image": "web", "resources": {"requests": {"cpu": "1"}}}]},
+         "status": {"phase": "Running", "startTime": "2024-03-04T00:00:00Z",
+                    "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2024-03-04T00:00:00Z"}]}}
+        for i in range(3)]}))
+    explained = CliRunner().invoke(app, ["explain", "--hpa", str(out / "recommended.yaml"), "--pods", str(pods),
+                                         "--replicas", "3", "--recommendation", "3", "--now", "2024-03-05T00:00:00Z"])
+    assert explained.exit_code == 0, explained.output
+    assert "bench/web" in explained.output
+
+
+async def test_the_upstream_only_recommendation_is_accepted_by_the_api_server_and_the_controller(kd, tmp_path):
+    rec_dir = tmp_path / "r"
+    rec_dir.mkdir()
+    trace = write_trace(rec_dir / "daily.csv", daily(30))
+    p = prepared(rec_dir, trace)
+    current, evaluations, _ = search(p, Objective("overloaded_fraction", 0.02), trials=2, jobs=1)
+    rec = p.manifest(evaluations[0].setting)
+    rec["metadata"]["namespace"] = "default"
+    created = await kd.async_client().create(codecs.from_dict(rec))
+    assert created.spec.maxReplicas == rec["spec"]["maxReplicas"]
+    stored = created.to_dict()
+    stored.setdefault("status", {}).setdefault("desiredReplicas", 0)  # Go's zero value, as a real API server writes it
+    a = parse_autoscaler(stored, ControllerSettings(health_port=None))  # how `pyhpa run --preview` reads native HPAs
+    assert a.error is None and a.hpa is not None
+    assert (a.hpa.min_replicas, a.hpa.max_replicas) == (rec["spec"]["minReplicas"], rec["spec"]["maxReplicas"])
+
+
+def test_an_objective_no_setting_meets_is_refused_naming_the_closest(tmp_path):
+    rps = daily(30, low=10, high=40)
+    rps[::97] = 400.0  # one-minute spikes of 30 pods' worth: only capacity kept waiting serves them
+    trace = write_trace(tmp_path / "spiky.csv", rps)
+    result, out = tune_cli(tmp_path, trace, "--upstream-only", "--trials", "3", "--max-overloaded-fraction", "0")
+    assert result.exit_code == 2, result.output
+    line = result.output.strip()
+    assert "\n" not in line
+    assert "no setting met --max-overloaded-fraction 0 on the tuning part (4 tried); closest: target " in line
+    assert not (out / "recommended.yaml").exists()
+
+
+@pytest.mark.parametrize("case, message", [
+    ("short", "too little history: 20.0 h"),
+    ("flat", "flat workload"),
+    ("empty", "empty workload"),
+    ("external", "spec.metrics[0]"),
+    ("both", "give one objective"),
+])
+def test_refusals_are_one_line_and_exit_2(tmp_path, case, message):
+    hours = 20 if case == "short" else 30
+    rps = {"flat": np.full(hours * 60, 50.0), "empty": np.zeros(hours * 60)}.get(case, daily(hours))
+    trace = write_trace(tmp_path / "t.csv", rps)
+    hpa = None
+    extra = []
+    if case == "external":
+        hpa = write_hpa(tmp_path / "ext.yaml", metric="External\n    external: {metric: {name: queue_depth}, "
+                                                      "target: {type: AverageValue, averageValue: '30'}}\n")
+    if case == "both":
+        extra = ["--max-overloaded-fraction", "0.01", "--max-unserved-fraction", "0.01"]
+    result, _ = tune_cli(tmp_path, trace, *extra, hpa=hpa, end_hours=hours)
+    assert result.exit_code == 2, result.output
+    assert result.output.count("\n") == 1 and result.output.startswith("error: ")
+    assert message in result.output
+
+
+# ------------------------------------------------------------------------------------------------ live mode
+def cpu_history(path: Path, now: float, days: float) -> None:
+    """``days`` of cAdvisor's CPU counter of the web pods, one sample a minute: a daily cycle from 0.5 to 6
+    cores over the pods (the counter of web-0 carries it all)."""
+    rng = np.random.default_rng(3)
+    counter = 0.0
+    lines = ["# TYPE container_cpu_usage_seconds_total counter"]
+    for t in range(int(now - days * 86400), int(now) - 60, 60):
+        cores = 0.5 + 5.5 * 0.5 * (1 - math.cos(2 * math.pi * (t % 86400) / 86400))
+        counter += cores * (1 + 0.05 * rng.standard_normal()) * 60
+        lines.append(f'container_cpu_usage_seconds_total{{namespace="default",pod="web-0",container="app"}} '
+                     f"{counter:.3f} {t}")
+    path.write_text("\n".join(lines) + "\n# EOF\n")
+
+
+def guaranteed_web() -> dict:
+    labels = {"app": "web"}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"replicas": 2, "selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels}, "spec": {
+                "containers": [{"name": "app", "image": "app", "resources": {"requests": {"cpu": "1"}, "limits": {"cpu": "1"}},
+                                "readinessProbe": {"httpGet": {"path": "/ready", "port": 8080}, "periodSeconds": 5}}]}}}}
+
+
+@needs_prometheus
+async def test_live_mode_reads_the_cluster_and_a_backfilled_prometheus(kd, tmp_path):
+    import asyncio
+    import time
+
+    from controller_util import autoscaler, pod
+    from pyhpa.controller.autoscaler import HorizontalAutoscaler
+    from tests.prometheus_server import PrometheusServer
+
+    now = time.time()
+    cpu_history(tmp_path / "history.om", now, days=2.2)
+    prom = PrometheusServer([], backfill=tmp_path / "history.om")
+    await asyncio.to_thread(prom.__enter__)
+    try:
+        client = kd.async_client()
+        await client.create(codecs.from_dict(guaranteed_web()))
+        for i in range(2):
+            kd.put_object(pod(f"web-{i}", "web", cpu="1"))
+            kd.set_pod_metrics("default", f"web-{i}", {"app": {"cpu": "500m"}})
+        await client.create(HorizontalAutoscaler(autoscaler("web", "web", max_replicas=8)))
+        out = tmp_path / "out"
+        args = ["tune", "default/web", "--server", kd.url, "--prometheus-url", prom.url, "--history", "172800",
+                "--sync-period", "60", "--trials", "3", "--output-dir", str(out), "--no-progress", "-o", "json"]
+        result = await asyncio.to_thread(CliRunner().invoke, app, args)
+    finally:
+        await asyncio.to_thread(prom.__exit__, None, None, None)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    live = summary["inputs"]["live"]
+    assert live.startswith("default/web from the cluster; ")
+    assert 'sum(rate(container_cpu_usage_seconds_total{namespace="default",pod=~"web-.*"' in live
+    points = int(live.split("; ")[1].split()[0])
+    assert 2 * 1440 - 30 <= points <= 2 * 1440 + 2  # two days at one point a minute
+    target = yaml.safe_load((out / "live" / "target.yaml").read_text())
+    assert target["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "1"
+    assert yaml.safe_load((out / "live" / "hpa.yaml").read_text())["spec"]["maxReplicas"] == 8
+    rec = yaml.safe_load((out / "recommended.yaml").read_text())
+    assert rec["metadata"] == {"name": "web", "namespace": "default"}
+    # the history's peak is about 6 cores: pods limited to 1 CPU serve it with no fewer than 6
+    assert rec["spec"]["maxReplicas"] >= 6
+    assert summary["candidates"] == 3 and summary["recommended"]["held_out"] is not None
+
+
+async def test_live_mode_refuses_an_autoscaler_that_is_not_there(kd, tmp_path):
+    import asyncio
+
+    args = ["tune", "default/nothing", "--server", kd.url, "--prometheus-url", "http://127.0.0.1:9", "--output-dir",
+            str(tmp_path / "out")]
+    result = await asyncio.to_thread(CliRunner().invoke, app, args)
+    assert result.exit_code == 2
+    assert result.output.startswith("error: ") and "HorizontalPodAutoscaler default/nothing" in result.output
+    assert "not found" in result.output
+
+
+def test_an_extended_setting_replays_in_simulate_to_the_figures_tune_saw(tmp_path):
+    """A HorizontalAutoscaler with prediction and saturation, as tune writes it, gives in pyhpa simulate (rows
+    before --start as the forecaster's history) the in-sample figures tune's search recorded."""
+    from dataclasses import replace
+
+    from pyhpa.simulate import run_simulation
+    from pyhpa.tune import Setting
+    from pyhpa.tune.search import _Runner
+
+    trace = write_trace(tmp_path / "daily.csv", daily(60))
+    files = input_files([write_hpa(tmp_path / "hpa.yaml")], DEPLOYMENT, trace, "rps", PROFILE)
+    start, end = iso(T0 + 24 * HOUR), iso(T0 + 54 * HOUR)
+    p = prepare(files, start=start, end=end, settings=SETTINGS, held_out_seconds=6 * HOUR)
+    assert p.can_predict and p.can_saturate
+    s = Setting(target=75, min_replicas=2, max_replicas=20, scale_down_window_seconds=120, scale_up_percent=200,
+                prediction=True, quantile=0.8, lead_seconds=240, saturation=True, demand_factor=2.5)
+    with _Runner(replace(p, held_out=None), 1) as runner:
+        tuned = runner.map([(s, "tuning")])[0]
+    manifest = tmp_path / "recommended.yaml"
+    manifest.write_text(yaml.safe_dump(p.manifest(s)))
+    assert yaml.safe_load(manifest.read_text())["kind"] == "HorizontalAutoscaler"
+    sim = run_simulation([manifest], DEPLOYMENT, trace, "rps", profile=PROFILE, start=start,
+                         end=iso(T0 + 48 * HOUR), settings=SETTINGS).runs[0].summary
+    assert sim["prediction"]["history_rows_before_start"] > 0
+    assert (sim["pod_hours"], sim["overloaded_seconds"], sim["scale_ups"] + sim["scale_downs"]) == (
+        tuned.pod_hours, tuned.overloaded_seconds, tuned.scale_events)
