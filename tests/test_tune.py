@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from pyhpa.cli.main import app
 from pyhpa.controller import Settings as ControllerSettings
-from pyhpa.controller.autoscaler import parse_autoscaler
+from pyhpa.controller.cache.autoscaler import parse_autoscaler
 from pyhpa.simulate import Settings, input_files
 from pyhpa.tune import Objective, check_held_out, prepare, search
 from tests.prometheus_server import prometheus_binary
@@ -251,7 +251,7 @@ async def test_live_mode_reads_the_cluster_and_a_backfilled_prometheus(kd, tmp_p
     import time
 
     from controller_util import autoscaler, pod
-    from pyhpa.controller.autoscaler import HorizontalAutoscaler
+    from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
     from tests.prometheus_server import PrometheusServer
 
     now = time.time()

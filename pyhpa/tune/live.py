@@ -4,7 +4,7 @@ The autoscaler (a HorizontalAutoscaler, else an autoscaling/v2 HorizontalPodAuto
 read as ``pyhpa snapshot`` reads them (``pyhpa.controller.snapshot.take_snapshot``: the controller's own
 code path), the target (Deployment or StatefulSet) by its ``scaleTargetRef``, and the history of the first
 metric's workload total with the query ``spec.prediction`` uses by default
-(``pyhpa.controller.prediction.default_history_query``, ``pyhpa.adapters.promql.query_range``). They are
+(``pyhpa.controller.sync.prediction.default_history_query``, ``pyhpa.adapters.promql.query_range``). They are
 written as the files ``pyhpa tune`` takes offline (hpa.yaml, target.yaml, profile.yaml, history.csv) and
 tuned the same way: the CPU total becomes the load (profile ``load_unit: cpu_millicores``).
 """
@@ -64,9 +64,9 @@ def fetch_live(key: str, *, prometheus_url: str, kubeconfig: str | None, context
 
 async def _fetch(settings, config, namespace: str, name: str, prometheus_url: str, history_seconds: float,
                  directory: Path, profile: Path | None, now: float, http: str) -> LiveInputs:
-    from ..controller.api import LightkubeCluster
-    from ..controller.autoscaler import parse_autoscaler
-    from ..controller.prediction import default_history_query
+    from ..controller.kube.api import LightkubeCluster
+    from ..controller.cache.autoscaler import parse_autoscaler
+    from ..controller.sync.prediction import default_history_query
     from ..controller.snapshot import take_snapshot
 
     doc = None
@@ -127,7 +127,7 @@ async def _fetch(settings, config, namespace: str, name: str, prometheus_url: st
 async def _target(cluster, ref: dict, namespace: str) -> dict:
     from lightkube.resources.apps_v1 import Deployment, StatefulSet
 
-    from ..controller.api import as_failure
+    from ..controller.kube.api import as_failure
 
     resource = Deployment if ref["kind"] == "Deployment" else StatefulSet
     try:
