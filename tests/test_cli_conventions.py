@@ -6,6 +6,7 @@ traces; what ``simulate`` says about its extensions; tables that do not wrap whe
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -122,11 +123,19 @@ def test_version():
     assert r.exit_code == 0 and r.output == f"pyhpa {__version__}\n"
 
 
-def test_completion_can_be_installed():
+def test_completion_can_be_installed(tmp_path):
+    """``pyhpa --install-completion`` from bash (typer detects the shell from the parent process) installs the
+    completion script under HOME and sources it from .bashrc; the script is what bash asks pyhpa for."""
     assert "--install-completion" in invoke("-h").output
-    done = subprocess.run([sys.executable, "-m", "pyhpa.cli.main", "--show-completion", "bash"], capture_output=True,
-                          text=True, timeout=120)
-    assert done.returncode == 0 and "_PYHPA_COMPLETE" in done.stdout
+    env = {**os.environ, "HOME": str(tmp_path), "SHELL": "/bin/bash"}
+    done = subprocess.run(["bash", "-c", f"'{sys.executable}' -m pyhpa.cli.main --install-completion; exit $?"],
+                          capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert "_PYHPA_COMPLETE" in (tmp_path / ".bash_completions" / "pyhpa.sh").read_text()
+    assert ".bash_completions/pyhpa.sh" in (tmp_path / ".bashrc").read_text()
+    script = subprocess.run([sys.executable, "-m", "pyhpa.cli.main"], capture_output=True, text=True, timeout=120,
+                            env={**env, "_PYHPA_COMPLETE": "source_bash"}, cwd=ROOT)
+    assert script.returncode == 0 and "_pyhpa_completion()" in script.stdout
 
 
 @pytest.mark.parametrize("command", COMMANDS)
