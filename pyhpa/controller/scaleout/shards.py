@@ -50,7 +50,7 @@ import logging
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterable
+from typing import Any, Awaitable, Callable, Iterable
 
 import httpx2
 from lightkube import ApiError, AsyncClient
@@ -127,6 +127,8 @@ class ShardMembership:
         self.joined = asyncio.Event()
         self.lost = asyncio.Event()
         self.on_change: Callable[[], None] | None = None
+        #: awaited before a new view is acknowledged (published): the writes sent under the old view land first
+        self.before_acknowledge: Callable[[], Awaitable[Any]] | None = None
         self._lease: Lease | None = None
         self._created_at: float | None = None
         self._renewed_at: float | None = None
@@ -193,7 +195,9 @@ class ShardMembership:
             self._changed()
             return
         await self._list()
-        if self._published != self.members:  # acknowledge a new view at once (a joiner waits for it)
+        if self._published != self.members:  # acknowledge a new view at once (a joiner waits for it) ...
+            if self.before_acknowledge is not None:  # ... once the writes sent under the old view have landed
+                await self.before_acknowledge()
             await self._renew()
         if not self.joined.is_set() and self._created_at is not None and self._fresh() and (
                 self._acknowledged or self.clock() - self._created_at >= s.lease_duration_seconds):
@@ -435,6 +439,9 @@ class Sharding:
         controller.shards = self
         controller.load.shard(self.owned, lambda: len(self.membership.members))
         self.membership.on_change = self._rebalance
+        writer, m = controller.writer, self.membership
+        writer.epoch = lambda: m.changes
+        m.before_acknowledge = lambda: writer.drain(m.changes, self.settings.retry_period_seconds)
         controller_stop = asyncio.Event()
         led = asyncio.create_task(controller.run(controller_stop), name="controller")
         # join the group only once the caches are synced: a replica takes its share when it can sync it at once
