@@ -19,8 +19,9 @@ import inspect
 import re
 import sys
 import typing
+from contextlib import contextmanager
 from enum import Enum
-from typing import Any
+from typing import Any, Iterator
 
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
@@ -125,7 +126,32 @@ def _hint(param: Any) -> str:
     return max(param.opts, key=len)
 
 
-class Command(TyperCommand):
+@contextmanager
+def _usage_in_one_line() -> Iterator[None]:
+    """A click usage error raised inside, as one line (help requests pass through as they are)."""
+    try:
+        yield
+    except UsageError as err:
+        if _shows_help(err):
+            raise
+        raise one_line(err) from None
+
+
+class _PlainUsage:
+    """Plain help option and one-line usage errors, for a command and for the group (mixed in first)."""
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)
+        if option is not None:
+            tidy(option)
+        return option
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        with _usage_in_one_line():
+            return super().make_context(*args, **kwargs)
+
+
+class Command(_PlainUsage, TyperCommand):
     """A ``pyhpa`` subcommand with plain, uncut help and one-line usage errors (see module doc)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -135,42 +161,10 @@ class Command(TyperCommand):
         if not self.short_help:
             self.short_help = first_sentence(self.help)
 
-    def get_help_option(self, ctx: Any) -> Any:
-        option = super().get_help_option(ctx)
-        if option is not None:
-            tidy(option)
-        return option
 
-    def make_context(self, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return super().make_context(*args, **kwargs)
-        except UsageError as err:
-            if _shows_help(err):
-                raise
-            raise one_line(err) from None
-
-
-class Group(TyperGroup):
+class Group(_PlainUsage, TyperGroup):
     """The ``pyhpa`` group, with the same plain help and one-line usage errors."""
 
-    def get_help_option(self, ctx: Any) -> Any:
-        option = super().get_help_option(ctx)
-        if option is not None:
-            tidy(option)
-        return option
-
-    def make_context(self, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return super().make_context(*args, **kwargs)
-        except UsageError as err:
-            if _shows_help(err):
-                raise
-            raise one_line(err) from None
-
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
-        try:
+        with _usage_in_one_line():
             return super().resolve_command(ctx, args)
-        except UsageError as err:
-            if _shows_help(err):
-                raise
-            raise one_line(err) from None
