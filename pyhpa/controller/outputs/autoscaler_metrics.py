@@ -7,16 +7,24 @@ metric's key, as ``status.metricHealth`` names it: ``Resource/cpu``, ``Container
 of its request (or limit), others in the metric's unit (cores for CPU, bytes for memory, the custom metric's
 unit), the prediction's forecast and observation in the same unit as the metric's workload total.
 
-Updated once per sync (``AutoscalerMetrics.synced``, called by the reconciler); every series of an autoscaler is
-removed when it is deleted or moves to another shard (``remove``, called by ``Monitor.deleted``), and a series
-that no longer applies (a metric removed from the spec, a prediction switched off) is removed at the next sync.
+Each sync stores a few plain values in one slotted record per autoscaler (``AutoscalerMetrics.synced``, called
+by the reconciler); the series are built from the records when ``/metrics`` is scraped (a prometheus_client
+custom collector, ``collect``). prometheus_client's labelled children cost about 1 KB and a lock per series:
+13 series per autoscaler were 9.7 KB per autoscaler and a fifth of a steady sync's CPU; a record is about
+0.5 KB and a steady sync only stores numbers. Every series of an autoscaler goes when it is deleted or moves to
+another shard (``remove``, called by ``Monitor.deleted``); a series that no longer applies (a metric removed
+from the spec, a prediction switched off) is gone from the next scrape after the next sync.
+
+Upstream's ``horizontal_pod_autoscaler_controller_desired_replicas{namespace, hpa_name}`` is kept in the same
+records (``desired``), so an autoscaler costs no prometheus_client child at all.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Info
+from prometheus_client import CollectorRegistry
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
 from ...core import Decision, metric_key
 from ...core.model import (FALLBACK_SOURCE, PREDICTING, PREDICTION_ACTIVE, SATURATION_ACTIVE, UTILIZATION,
@@ -30,6 +38,41 @@ FAILED_GET_SCALE = "FailedGetScale"
 INVALID_SPEC = "InvalidSpec"
 API_ERROR = "APIError"
 FAILED_RESCALE = "FailedRescale"
+#: upstream's per-HPA gauge (pkg/controller/podautoscaler/monitor: ObserveDesiredReplicas)
+UPSTREAM_DESIRED = "horizontal_pod_autoscaler_controller_desired_replicas"
+
+#: (name, help) of the gauges with the labels ``namespace``, ``name``; in the order of ``_Record.replicas``
+_REPLICA_GAUGES = (
+    ("current_replicas", "Current replicas of the autoscaler's target (spec.replicas of its Scale) at the last sync."),
+    ("desired_replicas", "Desired replicas decided at the last sync."),
+    ("min_replicas", "Effective minReplicas at the last sync (spec.minReplicas raised by active schedule windows)."),
+    ("max_replicas", "Effective maxReplicas at the last sync (spec.maxReplicas lowered by active schedule windows)."),
+    ("paused", "1 while a pause annotation holds the autoscaler (pyhpa.dev/paused, paused-replicas, "
+               "paused-scale-in, paused-scale-out), else 0."),
+    ("fallback_active", "1 while a failing metric proposes its fallback replicas, else 0."),
+)
+_HELP = {
+    "metric_value": "Current value of one spec.metrics entry: percent of request (or limit) for Utilization "
+                    "targets, else the metric's unit. Absent while the metric fails.",
+    "metric_target": "Target of one spec.metrics entry, in the unit of pyhpa_autoscaler_metric_value.",
+    "decided_by": "The source that set the replica count at the last sync: source (Metric, Schedule, Prediction, "
+                  "Saturation, Fallback, Pause, Spec, Stabilization, Policy) and decided_by (Source/name).",
+    "predicting": "1 while the prediction is applied (PredictionActive=True); 0 while it observes or steps aside. "
+                  "Only for autoscalers with spec.prediction.",
+    "saturated": "1 while the pods are pinned at their CPU limit (SaturationActive=True), else 0. Only for "
+                 "autoscalers with spec.saturation.",
+    "prediction_forecast": "The prediction's forecast (quantile) of the metric's workload total over the lead "
+                           "window, in the metric's unit.",
+    "prediction_observed": "The metric's workload total observed at the last sync, in the unit of "
+                           "pyhpa_autoscaler_prediction_forecast.",
+    "prediction_wape_ratio": "Recent weighted absolute percentage error of the forecasts (sum |error| / sum "
+                             "actual), as a fraction.",
+    "last_sync_timestamp_seconds": "When the autoscaler was last synced (epoch s).",
+    "sync_period_seconds": "The autoscaler's sync period (its own or --sync-period).",
+    "sync_errors": "Syncs that ended with an error, by reason (the Warning event's: FailedGetResourceMetric, "
+                   "FailedGetScale, FailedRescale, InvalidSpec, ...; APIError when an API call failed otherwise).",
+}
+_UPSTREAM_DESIRED_HELP = "Current desired replica count for HPA objects."
 
 
 def _value(p: Proposal) -> float | None:
@@ -56,70 +99,71 @@ def _condition(decision: Decision, ctype: str) -> Any:
     return None
 
 
+class _Record:
+    """What the series of one autoscaler show: plain values, set by its syncs, read at scrape time.
+
+    ``replicas``: (current, desired, min, max, paused, fallback) of the last decision (None before one);
+    ``metrics``: per ``spec.metrics`` entry (key, value or None, target or None); ``prediction``: (key,
+    predicting, forecast, observed, wape) for an autoscaler with ``spec.prediction``; ``saturated``: 0/1 for one
+    with ``spec.saturation``; ``errors``: reason -> [count, first time]; ``upstream_desired``: upstream's gauge.
+    """
+
+    __slots__ = ("last_sync", "period", "replicas", "decided_by", "specs", "metrics", "prediction", "saturated",
+                 "errors", "upstream_desired")
+
+    def __init__(self) -> None:
+        self.last_sync: float | None = None
+        self.period: float | None = None
+        self.replicas: tuple | None = None
+        self.decided_by: str | None = None
+        self.specs: tuple = ()
+        self.metrics: tuple = ()
+        self.prediction: tuple | None = None
+        self.saturated: int | None = None
+        self.errors: dict[str, list] | None = None
+        self.upstream_desired: int | None = None
+
+
 class AutoscalerMetrics:
-    """The per-autoscaler series on ``registry`` (see the module docstring for names and units)."""
+    """The per-autoscaler series, collected from ``_Record``s on ``registry`` (module docstring: names, units)."""
 
     def __init__(self, registry: CollectorRegistry):
-        r = registry
+        #: per autoscaler (namespace, name)
+        self._records: dict[tuple[str, str], _Record] = {}
+        registry.register(self)
 
-        def gauge(name: str, doc: str, labels=LABELS) -> Gauge:
-            return Gauge(PREFIX + name, doc, labels, registry=r)
+    # ----- recording (the sync path) -----------------------------------------------------------------------------
+    def _record(self, namespace: str, name: str) -> _Record:
+        own = (namespace, name)
+        rec = self._records.get(own)
+        if rec is None:
+            rec = self._records[own] = _Record()
+        return rec
 
-        self.current = gauge("current_replicas", "Current replicas of the autoscaler's target (spec.replicas "
-                             "of its Scale) at the last sync.")
-        self.desired = gauge("desired_replicas", "Desired replicas decided at the last sync.")
-        self.min = gauge("min_replicas", "Effective minReplicas at the last sync (spec.minReplicas raised by "
-                         "active schedule windows).")
-        self.max = gauge("max_replicas", "Effective maxReplicas at the last sync (spec.maxReplicas lowered by "
-                         "active schedule windows).")
-        self.metric_value = gauge("metric_value", "Current value of one spec.metrics entry: percent of request "
-                                  "(or limit) for Utilization targets, else the metric's unit. Absent while the "
-                                  "metric fails.", METRIC_LABELS)
-        self.metric_target = gauge("metric_target", "Target of one spec.metrics entry, in the unit of "
-                                   "pyhpa_autoscaler_metric_value.", METRIC_LABELS)
-        self.decided_by = Info(PREFIX + "decided_by", "The source that set the replica count at the last sync: "
-                               "source (Metric, Schedule, Prediction, Saturation, Fallback, Pause, Spec, "
-                               "Stabilization, Policy) and decided_by (Source/name).", LABELS, registry=r)
-        self.paused = gauge("paused", "1 while a pause annotation holds the autoscaler (pyhpa.dev/paused, "
-                            "paused-replicas, paused-scale-in, paused-scale-out), else 0.")
-        self.fallback = gauge("fallback_active", "1 while a failing metric proposes its fallback replicas, else 0.")
-        self.predicting = gauge("predicting", "1 while the prediction is applied (PredictionActive=True); 0 while "
-                                "it observes or steps aside. Only for autoscalers with spec.prediction.")
-        self.saturated = gauge("saturated", "1 while the pods are pinned at their CPU limit (SaturationActive="
-                               "True), else 0. Only for autoscalers with spec.saturation.")
-        self.forecast = gauge("prediction_forecast", "The prediction's forecast (quantile) of the metric's "
-                              "workload total over the lead window, in the metric's unit.", METRIC_LABELS)
-        self.observed = gauge("prediction_observed", "The metric's workload total observed at the last sync, in "
-                              "the unit of pyhpa_autoscaler_prediction_forecast.", METRIC_LABELS)
-        self.wape = gauge("prediction_wape_ratio", "Recent weighted absolute percentage error of the forecasts "
-                          "(sum |error| / sum actual), as a fraction.")
-        self.last_sync = gauge("last_sync_timestamp_seconds", "When the autoscaler was last synced (epoch s).")
-        self.period = gauge("sync_period_seconds", "The autoscaler's sync period (its own or --sync-period).")
-        self.errors = Counter(PREFIX + "sync_errors", "Syncs that ended with an error, by reason (the Warning "
-                              "event's: FailedGetResourceMetric, FailedGetScale, FailedRescale, InvalidSpec, ...; "
-                              "APIError when an API call failed otherwise).", ("namespace", "name", "reason"),
-                              registry=r)
-        #: per autoscaler (namespace, name): its series (children cached: a steady sync only sets values)
-        self._series: dict[tuple[str, str], _Series] = {}
+    def desired(self, namespace: str, name: str, replicas: int) -> None:
+        """Upstream's ObserveDesiredReplicas (``horizontal_pod_autoscaler_controller_desired_replicas``)."""
+        self._record(namespace, name).upstream_desired = replicas
 
     def synced(self, a: Any, result: Any, now: float, predictions: Any = None) -> None:
         """Record one sync of Autoscaler ``a`` (``result``: its SyncResult) at epoch ``now``; ``predictions`` the
         controller's ``LivePredictions`` (forecast observation and WAPE). A sync that stopped before deciding
         keeps the series of the last decision and counts its error."""
-        own = (a.namespace, a.name)
-        rec = self._series.get(own)
-        if rec is None:
-            rec = self._series[own] = _Series(self, own)
-        rec.last_sync.set(now)
-        if rec.period_value != a.sync_period_seconds:
-            rec.period_value = a.sync_period_seconds
-            rec.period.set(float(a.sync_period_seconds))
+        rec = self._record(a.namespace, a.name)
+        rec.last_sync = now
+        rec.period = a.sync_period_seconds
         if result.error != "none" or result.decision is None or result.decision.error is not None:
+            errors = rec.errors
+            if errors is None:
+                errors = rec.errors = {}
             for reason in self._errors(result):
-                rec.error(reason).inc()
+                entry = errors.get(reason)
+                if entry is None:
+                    errors[reason] = [1, now]
+                else:
+                    entry[0] += 1
         d = result.decision
         if d is not None:
-            rec.decided(a, d, predictions)
+            self._decided(rec, a, d, predictions)
 
     @staticmethod
     def _errors(result: Any) -> list[str]:
@@ -136,149 +180,111 @@ class AutoscalerMetrics:
             out.append(next((e.reason for e in d.events if e.type == "Warning"), API_ERROR))
         return list(dict.fromkeys(out))
 
+    @staticmethod
+    def _decided(rec: _Record, a: Any, d: Decision, predictions: Any) -> None:
+        fallback = 0
+        for s in d.sources:
+            if s.source == FALLBACK_SOURCE and s.applied and s.replicas is not None:
+                fallback = 1
+                break
+        replicas = (d.current_replicas, d.desired_replicas, d.min_replicas_effective, d.max_replicas_effective,
+                    1 if d.status.pause is not None else 0, fallback)
+        if replicas != rec.replicas:
+            rec.replicas = replicas
+        label = d.decided_by or "None"
+        if label != rec.decided_by:
+            rec.decided_by = label
+        proposals = d.proposals
+        specs = tuple(p.spec for p in proposals)
+        if specs != rec.specs:  # the metric keys and targets change with the spec only
+            rec.specs = specs
+            rec.metrics = tuple((metric_key(p.spec), None, _target(p)) for p in proposals)
+        values = tuple(_value(p) for p in proposals)
+        if any(v != m[1] for v, m in zip(values, rec.metrics)):
+            rec.metrics = tuple((m[0], v, m[2]) for m, v in zip(rec.metrics, values))
+        hpa = a.hpa
+        if hpa is None or hpa.prediction is None:
+            rec.prediction = None
+        else:
+            i = hpa.prediction.metric
+            key = metric_key(hpa.metrics[i]) if 0 <= i < len(hpa.metrics) else f"metrics[{i}]"
+            c = _condition(d, PREDICTION_ACTIVE)
+            ps = d.status.prediction
+            forecast = None if ps is None or ps.forecast_milli is None else ps.forecast_milli / 1000
+            observed, wape = predictions.figures(a.key) if predictions is not None else (None, None)
+            rec.prediction = (key, 1 if c is not None and c.reason == PREDICTING else 0, forecast,
+                              None if observed is None else observed / 1000.0, wape)
+        if hpa is not None and hpa.saturation is not None:
+            c = _condition(d, SATURATION_ACTIVE)
+            rec.saturated = 1 if c is not None and c.status == "True" else 0
+        else:
+            rec.saturated = None
+
     def remove(self, namespace: str, name: str) -> None:
         """Drop every series of the autoscaler (deleted, or moved to another shard)."""
-        rec = self._series.pop((namespace, name), None)
-        if rec is not None:
-            rec.drop_all()
+        self._records.pop((namespace, name), None)
 
+    # ----- the scrape ---------------------------------------------------------------------------------------------
+    def describe(self) -> list[Metric]:
+        """The families (no samples): lets the registry check names when registering."""
+        return list(self._families())
 
-class _Series:
-    """The series of one autoscaler: labelled children, created once and set at each sync."""
+    def _families(self) -> Iterator[Metric]:
+        for name, doc in _REPLICA_GAUGES:
+            yield GaugeMetricFamily(PREFIX + name, doc, labels=LABELS)
+        for name in ("metric_value", "metric_target"):
+            yield GaugeMetricFamily(PREFIX + name, _HELP[name], labels=METRIC_LABELS)
+        yield InfoMetricFamily(PREFIX + "decided_by", _HELP["decided_by"], labels=LABELS)
+        for name in ("predicting", "saturated", "prediction_wape_ratio", "last_sync_timestamp_seconds",
+                     "sync_period_seconds"):
+            yield GaugeMetricFamily(PREFIX + name, _HELP[name], labels=LABELS)
+        for name in ("prediction_forecast", "prediction_observed"):
+            yield GaugeMetricFamily(PREFIX + name, _HELP[name], labels=METRIC_LABELS)
+        yield CounterMetricFamily(PREFIX + "sync_errors", _HELP["sync_errors"], labels=("namespace", "name", "reason"))
+        yield GaugeMetricFamily(UPSTREAM_DESIRED, _UPSTREAM_DESIRED_HELP, labels=("namespace", "hpa_name"))
 
-    __slots__ = ("m", "own", "labels", "last_sync", "period", "period_value", "errors", "replicas", "specs",
-                 "metric_children", "value_on", "decided_label", "prediction", "saturated", "values")
-
-    def __init__(self, m: AutoscalerMetrics, own: tuple[str, str]):
-        self.m, self.own = m, own
-        self.labels: set[tuple[Any, tuple]] = set()  # every (family, label values) created, for drop_all
-        self.last_sync = self._child(m.last_sync, own)
-        self.period = self._child(m.period, own)
-        self.period_value: float | None = None
-        self.errors: dict[str, Any] = {}
-        self.replicas: tuple | None = None
-        self.values: tuple = ()
-        self.specs: tuple = ()
-        self.metric_children: list[tuple[tuple, Any, Any]] = []
-        self.value_on: list[bool] = []
-        self.decided_label: str | None = None
-        self.prediction: tuple | None = None
-        self.saturated: Any = None
-
-    def _child(self, family: Any, labels: tuple) -> Any:
-        self.labels.add((family, labels))
-        return family.labels(*labels)
-
-    def _drop(self, family: Any, labels: tuple) -> None:
-        if (family, labels) in self.labels:
-            self.labels.discard((family, labels))
-            try:
-                family.remove(*labels)
-            except KeyError:
-                pass
-
-    def drop_all(self) -> None:
-        for family, labels in list(self.labels):
-            self._drop(family, labels)
-
-    def error(self, reason: str) -> Any:
-        child = self.errors.get(reason)
-        if child is None:
-            child = self.errors[reason] = self._child(self.m.errors, (*self.own, reason))
-        return child
-
-    def decided(self, a: Any, d: Decision, predictions: Any) -> None:
-        m, own = self.m, self.own
-        if self.replicas is None:
-            self.replicas = tuple(self._child(g, own) for g in (m.current, m.desired, m.min, m.max, m.paused,
-                                                                   m.fallback))
-        values = (d.current_replicas, d.desired_replicas, d.min_replicas_effective, d.max_replicas_effective,
-                  1 if d.status.pause is not None else 0,
-                  1 if any(s.source == FALLBACK_SOURCE and s.applied and s.replicas is not None for s in d.sources)
-                  else 0)
-        if values != self.values:  # a steady sync sets nothing
-            self.values = values
-            for child, value in zip(self.replicas, values):
-                child.set(value)
-        self._metrics(d)
-        label = d.decided_by or "None"
-        if label != self.decided_label:
-            self.decided_label = label
-            self.labels.add((m.decided_by, own))
-            m.decided_by.labels(*own).info({"source": label.split("/", 1)[0], "decided_by": label})
-        hpa = a.hpa
-        self._prediction(a, hpa, d, predictions)
-        if hpa is not None and hpa.saturation is not None:
-            if self.saturated is None:
-                self.saturated = self._child(m.saturated, own)
-            c = _condition(d, SATURATION_ACTIVE)
-            self.saturated.set(1 if c is not None and c.status == "True" else 0)
-        elif self.saturated is not None:
-            self.saturated = None
-            self._drop(m.saturated, own)
-
-    def _metrics(self, d: Decision) -> None:
-        m, own = self.m, self.own
-        specs = tuple(p.spec for p in d.proposals)
-        if specs != self.specs:
-            for labels, _, _ in self.metric_children:
-                self._drop(m.metric_value, labels)
-                self._drop(m.metric_target, labels)
-            self.specs = specs
-            self.metric_children = []
-            self.value_on = []
-            for p in d.proposals:
-                labels = (*own, metric_key(p.spec))
-                target = _target(p)
-                child = self._child(m.metric_target, labels) if target is not None else None
-                if child is not None:
-                    child.set(target)
-                self.metric_children.append((labels, None, child))
-                self.value_on.append(False)
-        for i, p in enumerate(d.proposals):
-            labels, child, _ = self.metric_children[i]
-            value = _value(p)
-            if value is None:
-                if self.value_on[i]:
-                    self.value_on[i] = False
-                    self._drop(m.metric_value, labels)
-                    self.metric_children[i] = (labels, None, self.metric_children[i][2])
+    def collect(self) -> Iterator[Metric]:
+        """Every series of every recorded autoscaler (called by the registry at each scrape)."""
+        families = {f.name: f for f in self._families()}
+        replica = [families[PREFIX + name] for name, _ in _REPLICA_GAUGES]
+        value, target = families[PREFIX + "metric_value"], families[PREFIX + "metric_target"]
+        decided = families[PREFIX + "decided_by"]
+        predicting, saturated = families[PREFIX + "predicting"], families[PREFIX + "saturated"]
+        wape, last_sync = families[PREFIX + "prediction_wape_ratio"], families[PREFIX + "last_sync_timestamp_seconds"]
+        period = families[PREFIX + "sync_period_seconds"]
+        forecast, observed = families[PREFIX + "prediction_forecast"], families[PREFIX + "prediction_observed"]
+        errors, upstream = families[PREFIX + "sync_errors"], families[UPSTREAM_DESIRED]
+        for (ns, name), rec in list(self._records.items()):
+            own = [ns, name]
+            if rec.upstream_desired is not None:
+                upstream.add_metric(own, rec.upstream_desired)
+            if rec.last_sync is None:  # only upstream's gauge so far
                 continue
-            if child is None:
-                child = self._child(m.metric_value, labels)
-                self.metric_children[i] = (labels, child, self.metric_children[i][2])
-                self.value_on[i] = True
-            child.set(value)
-
-    def _prediction(self, a: Any, hpa: Any, d: Decision, predictions: Any) -> None:
-        m, own = self.m, self.own
-        if hpa is None or hpa.prediction is None:
-            if self.prediction is not None:
-                labels = self.prediction[0]
-                self.prediction = None
-                for family, lab in ((m.predicting, own), (m.wape, own), (m.forecast, labels),
-                                    (m.observed, labels)):
-                    self._drop(family, lab)
-            return
-        i = hpa.prediction.metric
-        labels = (*own, metric_key(hpa.metrics[i]) if 0 <= i < len(hpa.metrics) else f"metrics[{i}]")
-        if self.prediction is None or self.prediction[0] != labels:
-            if self.prediction is not None:
-                for family in (m.forecast, m.observed):
-                    self._drop(family, self.prediction[0])
-            self.prediction = (labels, self._child(m.predicting, own))
-        c = _condition(d, PREDICTION_ACTIVE)
-        self.prediction[1].set(1 if c is not None and c.reason == PREDICTING else 0)
-        ps = d.status.prediction
-        self._optional(m.forecast, labels, None if ps is None or ps.forecast_milli is None else ps.forecast_milli / 1000)
-        observed, wape = predictions.figures(a.key) if predictions is not None else (None, None)
-        self._optional(m.observed, labels, None if observed is None else observed / 1000.0)
-        self._optional(m.wape, own, wape)
-
-    def _optional(self, family: Any, labels: tuple, value: float | None) -> None:
-        """A series present while it has a value."""
-        if value is None:
-            self._drop(family, labels)
-        else:
-            self.labels.add((family, labels))
-            family.labels(*labels).set(value)
+            last_sync.add_metric(own, rec.last_sync)
+            if rec.period is not None:
+                period.add_metric(own, float(rec.period))
+            if rec.replicas is not None:
+                for family, v in zip(replica, rec.replicas):
+                    family.add_metric(own, v)
+            if rec.decided_by is not None:
+                decided.add_metric(own, {"source": rec.decided_by.split("/", 1)[0], "decided_by": rec.decided_by})
+            for key, v, t in rec.metrics:
+                if v is not None:
+                    value.add_metric([ns, name, key], v)
+                if t is not None:
+                    target.add_metric([ns, name, key], t)
+            if rec.prediction is not None:
+                key, on, fc, ob, w = rec.prediction
+                predicting.add_metric(own, on)
+                if fc is not None:
+                    forecast.add_metric([ns, name, key], fc)
+                if ob is not None:
+                    observed.add_metric([ns, name, key], ob)
+                if w is not None:
+                    wape.add_metric(own, w)
+            if rec.saturated is not None:
+                saturated.add_metric(own, rec.saturated)
+            if rec.errors:
+                for reason, (count, first) in rec.errors.items():
+                    errors.add_metric([ns, name, reason], count, created=first)
+        return iter(families.values())

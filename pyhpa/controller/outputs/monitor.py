@@ -52,16 +52,13 @@ class Monitor:
         self.num_autoscalers = Gauge(
             "num_horizontal_pod_autoscalers", "Current number of controlled HPA objects.", subsystem=SUBSYSTEM,
             registry=r)
-        self.desired_replicas = Gauge(
-            "desired_replicas", "Current desired replica count for HPA objects.", ["namespace", "hpa_name"],
-            subsystem=SUBSYSTEM, registry=r)
         self.leader = Gauge(
             "leader_election_master_status", "Gauge of if the reporting system is master of the relevant lease, 0 "
             "indicates backup, 1 indicates master. 'name' is the string used to identify the lease.", ["name"],
             registry=r)  # client-go's leader election metric (set only with --leader-elect)
 
         self._children: dict[tuple, tuple] = {}
-        #: the per-autoscaler series (pyhpa.controller.outputs.autoscaler_metrics)
+        #: the per-autoscaler series, upstream's desired_replicas among them (pyhpa.controller.outputs.autoscaler_metrics)
         self.autoscalers = AutoscalerMetrics(r)
 
     def _pair(self, counter: Counter, histogram: Histogram, labels: tuple) -> tuple:
@@ -86,13 +83,9 @@ class Monitor:
         duration.observe(seconds)
 
     def desired(self, namespace: str, name: str, replicas: int) -> None:
-        """ObserveDesiredReplicas."""
-        self.desired_replicas.labels(namespace, name).set(replicas)
+        """ObserveDesiredReplicas (``desired_replicas{namespace, hpa_name}``, kept with the per-autoscaler series)."""
+        self.autoscalers.desired(namespace, name, replicas)
 
     def deleted(self, namespace: str, name: str) -> None:
         """The autoscaler is gone (or moved to another shard): drop its desired_replicas and per-autoscaler series."""
-        try:
-            self.desired_replicas.remove(namespace, name)
-        except KeyError:
-            pass
         self.autoscalers.remove(namespace, name)
