@@ -205,7 +205,7 @@ async def test_a_write_without_a_decision_keeps_the_stored_memory_and_bad_memory
     store = StatusMemory(clock)
     a = parse_autoscaler(cluster.autoscaler_objects["default/web"], Settings())
     assert store.load(a) == Memory()  # malformed: ignored (amnesia, as upstream), never a crash
-    assert store.status_section(a, None) is a.memory_status  # e.g. FailedGetScale: keep what is stored
+    assert store.status_section(a, None) == a.memory_status  # e.g. FailedGetScale: keep what is stored
     fresh = store.status_section(a, Memory([(NOW, 2)]))
     assert memory_from_status(fresh).recommendations == [(NOW, 2)]
 

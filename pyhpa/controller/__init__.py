@@ -33,7 +33,7 @@ from lightkube.core.exceptions import ConfigError
 from ..adapters.errors import InputError
 from ..adapters.pause import pause_annotations
 from .kube.api import Cluster, HttpMetrics, LightkubeCluster, MetricsClient
-from .cache.autoscaler import Autoscaler, parse_autoscaler
+from .cache.autoscaler import MEMORY_KEY, Autoscaler, parse_autoscaler
 from .outputs.events import EventRecorder
 from .cache.informer import Informer, PodCache
 from .. import __version__
@@ -253,9 +253,14 @@ def _schedule_due(result: SyncResult, started: float) -> float:
 
 
 def _same_status(old: Autoscaler, obj: Any) -> bool:
-    status = dict(obj.get("status") or {})
-    memory = status.pop("pyhpa", None)
-    return status == old.status and memory == old.memory_status
+    """The object's status is the one ``old`` keeps, or the one being written (the informer's echo of a status
+    write may come before its answer)."""
+    status = obj.get("status") or {}
+    if not isinstance(status, dict):
+        return False
+    status = dict(status)
+    memory = status.pop(MEMORY_KEY, None)
+    return old.same_status(status, memory, in_flight=True)
 
 
 def load_config(kubeconfig: str | None = None, server: str | None = None, context: str | None = None) -> SingleConfig:

@@ -8,9 +8,10 @@ hot path then works on these plain values only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 from lightkube.generic_resource import create_namespaced_resource
 
 from ...adapters.autoscaler import MEMORY_KEY, ObjectSettings, effective_config, read_autoscaler
@@ -65,15 +66,28 @@ class MetricQuery:
     prom: PromQuery | None = None
 
 
+#: JSON bytes of what an ``Autoscaler`` keeps as it is stored (``msgspec``: compact, fast both ways)
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
+_EMPTY = _encode({})
+
+
 @dataclass(slots=True)
 class Autoscaler:
     """One HorizontalAutoscaler as the controller keeps it (parsed once per informer event).
 
     ``hpa`` is None when the spec is invalid (``error`` says why, as ``InputError`` text);
-    ``status`` is ``.status`` as stored, without the memory (``memory_status``);
-    ``sync_period_seconds`` the effective period (own setting or the controller flag); ``spec`` the spec as
-    stored (``pyhpa snapshot`` writes it; the rest of the object is not kept); ``pause`` the pause annotations
-    (``pyhpa.adapters.pause.pause_annotations``: a change of them is synced at once).
+    ``sync_period_seconds`` the effective period (own setting or the controller flag); ``pause`` the pause
+    annotations (``pyhpa.adapters.pause.pause_annotations``: a change of them is synced at once).
+
+    What is kept as stored — ``status`` (``.status`` without the memory), ``memory_status`` (``status.pyhpa``,
+    None when absent) and ``spec`` (``pyhpa snapshot`` writes it; the rest of the object is not kept) — is held
+    as JSON bytes (``status_json``, ``memory_json``, ``spec_json``) and decoded when read: a status of four
+    conditions is about 1 KB as JSON and 4.5 KB as dicts and strings, and a sync reads it only to compare it
+    with the status it decided (``pyhpa.controller.outputs.status``). The properties decode a fresh copy
+    each time (changing it changes nothing stored); assigning one stores its JSON.
+    ``writing``: the (status, memory) JSON of a status write in flight, so that the informer's echo of it is
+    not taken for a change made by someone else (``same_status``).
     """
 
     key: str
@@ -89,10 +103,52 @@ class Autoscaler:
     settings: ObjectSettings
     config: ControllerConfig
     sync_period_seconds: float
-    status: dict = field(default_factory=dict)
-    memory_status: dict | None = None
-    spec: Any = None
+    status_json: bytes = _EMPTY
+    memory_json: bytes | None = None
+    spec_json: bytes = b"null"
     pause: tuple = ()
+    writing: tuple[bytes, bytes | None] | None = None
+
+    @property
+    def status(self) -> dict:
+        """``.status`` as stored, without ``status.pyhpa`` (a fresh dict)."""
+        return _decode(self.status_json)
+
+    @status.setter
+    def status(self, value: dict) -> None:
+        self.status_json = _encode(value)
+
+    @property
+    def memory_status(self) -> dict | None:
+        """``status.pyhpa`` as stored (a fresh dict), None when absent."""
+        return None if self.memory_json is None else _decode(self.memory_json)
+
+    @memory_status.setter
+    def memory_status(self, value: dict | None) -> None:
+        self.memory_json = None if value is None else _encode(value)
+
+    @property
+    def spec(self) -> Any:
+        """``.spec`` as stored (a fresh copy)."""
+        return _decode(self.spec_json)
+
+    def same_status(self, status: dict, memory: dict | None, in_flight: bool = False) -> bool:
+        """Whether ``status`` (without the memory) and ``memory`` (``status.pyhpa``) are what is stored (with
+        ``in_flight``: or what a status write in flight is writing). Compared as values (``1 == 1.0``: an API
+        server may write a float back as an integer)."""
+        stored = (self.status_json, self.memory_json)
+        both = in_flight and self.writing is not None
+        for status_json, memory_json in (stored, self.writing) if both else (stored,):
+            if (memory is None) != (memory_json is None):
+                continue
+            if _decode(status_json) == status and (memory is None or _decode(memory_json) == memory):
+                return True
+        return False
+
+
+def json_bytes(value: Any) -> bytes:
+    """``value`` as the JSON an ``Autoscaler`` keeps (``status_json``, ``memory_json``)."""
+    return _encode(value)
 
 
 def object_key(namespace: str, name: str) -> str:
@@ -124,6 +180,14 @@ def _queries(model: Any, prom: dict | None = None) -> tuple[MetricQuery, ...]:
     return tuple(out)
 
 
+def _json_or(value: Any, default: bytes) -> bytes:
+    """``value`` as JSON; ``default`` for what JSON cannot hold (a malformed object is reported, not kept)."""
+    try:
+        return _encode(value)
+    except (TypeError, msgspec.EncodeError):
+        return default
+
+
 def parse_autoscaler(obj: Any, settings: Settings) -> Autoscaler:
     """An ``Autoscaler`` from a HorizontalAutoscaler object (dict-like); never raises for bad specs."""
     meta = obj.get("metadata") or {}
@@ -136,9 +200,13 @@ def parse_autoscaler(obj: Any, settings: Settings) -> Autoscaler:
     ns, name = meta.get("namespace") or "default", meta.get("name", "")
     base = settings.base_config()
     a = Autoscaler(
-        object_key(ns, name), ns, name, meta.get("uid", ""), int(meta.get("generation") or 0),
-        meta.get("resourceVersion", ""), None, None, None, (), ObjectSettings(), base,
-        settings.sync_period_seconds, status, memory_status, spec, pause_annotations(meta),
+        key=object_key(ns, name), namespace=ns, name=name, uid=meta.get("uid", ""),
+        generation=int(meta.get("generation") or 0), resource_version=meta.get("resourceVersion", ""), hpa=None,
+        error=None, scale_target_ref=None, queries=(), settings=ObjectSettings(), config=base,
+        sync_period_seconds=settings.sync_period_seconds, status_json=_json_or(status, _EMPTY),
+        memory_json=None if memory_status is None else _json_or(memory_status, b"null"),
+        spec_json=_json_or(spec, b"null"),
+        pause=pause_annotations(meta),
     )
     try:
         if not isinstance(spec, dict):

@@ -164,18 +164,21 @@ class RawApi:
         self._timeout = httpx2.Timeout(timeout).as_dict()
         self._urls: dict[tuple, httpx2.URL] = {}
 
-    def _url(self, path: str, params: dict | None) -> httpx2.URL:
+    def _url(self, path: str, params: dict | None, keep: bool = True) -> httpx2.URL:
         """The request URL (base URL + ``path`` + the non-empty ``params``), built once per (path, query) and
-        kept: every sync of an autoscaler asks the same URLs, and httpx2 spends most of a request's CPU
-        parsing them (its ``build_request`` parses each URL twice)."""
+        kept (``keep``): every sync of an autoscaler asks the same metrics URLs, and httpx2 spends most of a
+        request's CPU parsing them (its ``build_request`` parses each URL twice). A URL of one object's
+        status is not kept (about 0.5 KB each, and written only when the status changes)."""
         query = tuple((k, v) for k, v in (params or {}).items() if v)
         key = (path, query)
         url = self._urls.get(key)
         if url is None:
-            if len(self._urls) >= 100_000:
-                self._urls.clear()
             text = self._base + path + ("?" + urlencode(query, quote_via=quote) if query else "")
-            url = self._urls[key] = httpx2.URL(text)
+            url = httpx2.URL(text)
+            if keep:
+                if len(self._urls) >= 100_000:
+                    self._urls.clear()
+                self._urls[key] = url
         return url
 
     async def _send(self, method: str, url: httpx2.URL, timeout: float | None = None, content: bytes | None = None,
@@ -199,7 +202,8 @@ class RawApi:
 
     async def put_json(self, path: str, body: dict, params: dict | None = None) -> Any:
         """PUT ``body`` (JSON) to ``path``; the decoded answer, or ApiFailure with the Status message and reason."""
-        response = await self._send("PUT", self._url(path, params), content=msgspec.json.encode(body), headers=_JSON)
+        response = await self._send("PUT", self._url(path, params, keep=False), content=msgspec.json.encode(body),
+                                    headers=_JSON)
         return msgspec.json.decode(response.content)
 
     async def close(self) -> None:

@@ -17,7 +17,7 @@ from ...adapters.parse import timestamp
 from ...adapters.saturation import saturation_status
 from ...core import HPA, Condition, Decision, Event, HPAStatus, HPAWarning, Memory, MetricHealth, PauseStatus, set_condition, with_status
 from ..kube.api import ApiFailure
-from ..cache.autoscaler import API_VERSION, KIND, MEMORY_KEY, Autoscaler
+from ..cache.autoscaler import API_VERSION, KIND, MEMORY_KEY, Autoscaler, json_bytes
 from ..sync.memory import MemoryStore, failure_caps
 from .writer import Writer
 
@@ -201,25 +201,27 @@ class StatusWriter:
         ``status.pyhpa`` is what the memory store says (``MemoryStore.status_section``: for ``memory`` None,
         a write without a decision, the status-backed store keeps the stored section)."""
         section = self._memory.status_section(a, memory)
-        if section is not None:
-            status = dict(status, **{MEMORY_KEY: section})
-        stored = a.status if a.memory_status is None else dict(a.status, **{MEMORY_KEY: a.memory_status})
-        if status == stored:
+        if a.same_status(status, section):
             return False
         body = {"apiVersion": API_VERSION, "kind": KIND,
                 "metadata": {"name": a.name, "namespace": a.namespace, "resourceVersion": a.resource_version},
-                "status": status}
-        for attempt in range(self._retries):
-            try:
-                answer = await self._writer.replace_status(a.namespace, a.name, body)
-                break
-            except ApiFailure as err:
-                if err.code != 409 or attempt == self._retries - 1:
-                    raise
-                self.conflicts += 1
-                body["metadata"]["resourceVersion"] = await self._fresh_version(a)
+                "status": status if section is None else dict(status, **{MEMORY_KEY: section})}
+        written = (json_bytes(status), None if section is None else json_bytes(section))
+        a.writing = written
+        try:
+            for attempt in range(self._retries):
+                try:
+                    answer = await self._writer.replace_status(a.namespace, a.name, body)
+                    break
+                except ApiFailure as err:
+                    if err.code != 409 or attempt == self._retries - 1:
+                        raise
+                    self.conflicts += 1
+                    body["metadata"]["resourceVersion"] = await self._fresh_version(a)
+        finally:
+            a.writing = None
         self.writes += 1
-        _remember(a, answer, status, decision)
+        _remember(a, answer, written, decision)
         return True
 
     async def _fresh_version(self, a: Autoscaler) -> str:
@@ -230,11 +232,11 @@ class StatusWriter:
         return meta.get("resourceVersion", "")
 
 
-def _remember(a: Autoscaler, answer: dict, status: dict, decision: Decision | None) -> None:
-    """Keep what was written in the cached Autoscaler until the informer delivers it (the next sync
-    must compare against, and carry condition times from, the status just written)."""
+def _remember(a: Autoscaler, answer: dict, written: tuple[bytes, bytes | None], decision: Decision | None) -> None:
+    """Keep what was written (``written``: the status and memory JSON) in the cached Autoscaler until the
+    informer delivers it (the next sync must compare against, and carry condition times from, the status just
+    written)."""
     a.resource_version = (answer.get("metadata") or {}).get("resourceVersion", a.resource_version)
-    a.memory_status = status.get(MEMORY_KEY)
-    a.status = {k: v for k, v in status.items() if k != MEMORY_KEY}
+    a.status_json, a.memory_json = written
     if decision is not None and a.hpa is not None:
         a.hpa = with_status(a.hpa, decision.status)

@@ -77,6 +77,7 @@ class NamespaceMetrics:
         self._window = window
         self._clock = clock
         self._listings: OrderedDict[str, _Listing] = OrderedDict()
+        self._timer: asyncio.TimerHandle | None = None
         self._sizes: dict[str, dict[str, int]] = {}  # namespace -> selector -> pods it selected when first asked
         self.namespace_lists = self.selector_queries = self.shared = 0
 
@@ -96,13 +97,14 @@ class NamespaceMetrics:
             self.selector_queries += 1
             return await self._inner.resource_metrics(namespace, selector)
         now = self._now()
+        self._expire(now)
         listing = self._listings.get(namespace)
         if listing is None or now - listing.started > self._window:
-            self._expire(now)
             listing = _Listing(now, asyncio.ensure_future(self._inner.resource_metrics(namespace, "")))
             self._listings[namespace] = listing
             self._listings.move_to_end(namespace)
             self.namespace_lists += 1
+            self._arm()
         else:
             self.shared += 1
         answer = await asyncio.shield(listing.future)
@@ -119,6 +121,18 @@ class NamespaceMetrics:
             if now - oldest.started <= self._window or not oldest.future.done():
                 break
             del listings[ns]
+
+    def _arm(self) -> None:
+        """Expire the lists once their window is over, also when no sync asks again (an answer is not held
+        past the syncs it serves: a quiet replica keeps no namespace's metrics)."""
+        if self._timer is not None or not self._listings:
+            return
+        self._timer = asyncio.get_running_loop().call_later(self._window + 0.01, self._tick)
+
+    def _tick(self) -> None:
+        self._timer = None
+        self._expire(self._now())
+        self._arm()
 
     def _pick(self, namespace: str, selector: str, answer: Any, listing: _Listing) -> Any:
         """The items of the namespace ``answer`` that ``selector`` picks, as the API would answer it."""
