@@ -57,6 +57,27 @@ def test_persisted_memory_decides_every_later_sync_as_the_full_memory(behavior, 
             restored = restored_memory(memory_from_status(section), now)
 
 
+@settings(max_examples=300, deadline=None)
+@given(behaviors, steps)
+def test_the_working_copy_kept_between_syncs_decides_as_the_full_memory(behavior, syncs):
+    """The controller keeps only ``relevant_memory`` of each decision's memory between syncs (a steady
+    autoscaler keeps one recommendation, not one per sync of the window): every sync then decides exactly as
+    with upstream's full list — replicas, rescale, conditions and events."""
+    hpa = cpu_hpa(min_r=1, max_r=12, behavior=behavior)
+    now, current, full, kept = NOW, 4, Memory(), Memory()
+    for i, (gap, desired) in enumerate(syncs):
+        now += gap
+        d = decide(hpa, scale(current), [], [], full, now, CFG, prenormalized=desired)
+        k = decide(hpa, scale(current), [], [], kept, now, CFG, prenormalized=desired)
+        assert (k.desired_replicas, k.rescale) == (d.desired_replicas, d.rescale), (i, full, kept)
+        assert [(c.type, c.status, c.reason, c.message) for c in k.conditions] == \
+               [(c.type, c.status, c.reason, c.message) for c in d.conditions]
+        assert [(e.type, e.reason, e.message) for e in k.events] == [(e.type, e.reason, e.message) for e in d.events]
+        full, current = d.memory, d.desired_replicas
+        kept = relevant_memory(k.memory, hpa, CFG, now)
+        assert len(kept.recommendations) <= len(full.recommendations)
+
+
 @settings(max_examples=200, deadline=None)
 @given(behaviors, steps)
 def test_a_repeated_recommendation_persists_the_same_section(behavior, syncs):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ...core import (HPA, ControllerConfig, Decision, Event, Forecast, HPAWarning, Memory, MetricSamples, Pod, Scale,
-                    check_hpa, decide, rescale_failed)
+                    check_hpa, decide, relevant_memory, rescale_failed)
 from ..kube.api import ApiFailure, Cluster, SpecError
 from ..cache.autoscaler import Autoscaler
 from ..outputs.events import EventRecorder
@@ -251,7 +251,8 @@ class Reconciler:
                 decision = rescale_failed(decision, a.hpa, err.message, now)
                 error, retry = (INTERNAL if error == NONE else error), True
                 self._live.add(a.key)  # the target moved (409) or the write failed: read it live next time
-        self.memory.save(a, decision.memory)
+        memory = relevant_memory(decision.memory, a.hpa, a.config, now)
+        self.memory.save(a, memory)
         self.monitor.desired(a.namespace, a.name, decision.desired_replicas)
         status = status_from_decision(decision, a.generation, a.hpa)
         if self.predictions is not None:
@@ -259,7 +260,7 @@ class Reconciler:
             if section is not None:
                 status["prediction"] = section
         self._say(a, status, decision.events, list(checks), now)  # before the status write, as upstream
-        await self.status.write(a, status, decision.memory, decision)
+        await self.status.write(a, status, memory, decision)
         action = action_label(decision.current_replicas, decision.desired_replicas) if decision.rescale else NONE
         return SyncResult(a.key, action, error, decision, inputs, retry=retry, message=decision.error or "")
 
