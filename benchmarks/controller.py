@@ -457,20 +457,31 @@ def _steady_round(double: Double, n: int, period: float, prefix: str) -> None:
     print(f"{prefix} events_per_round={events}", flush=True)
 
 
-def replicas_run(n: int, workers: int, period: float, seconds: float) -> None:
-    """One replica, then a second joins, then the first leaves (SIGTERM), against one double whose autoscalers
-    all have fallbacks (one in ten failing): resident memory with 1 and 2 replicas, status and Event writes of a
-    steady round, syncs/s and lag with 2, the longest sync gap of any autoscaler during the join and the leave."""
+def _ready(port: int) -> bool:
+    import httpx2
+
+    try:
+        return httpx2.get(f"http://127.0.0.1:{port}/readyz", timeout=5).status_code == 200
+    except Exception:  # noqa: BLE001 - not serving yet
+        return False
+
+
+def replicas_run(n: int, workers: int, period: float, seconds: float, replicas: int = 2) -> None:
+    """One replica; it restarts; then (``replicas`` 2) a second joins and the first leaves (SIGTERM); against one
+    double whose autoscalers all have fallbacks (one in ten failing): resident memory with 1 and 2 replicas,
+    status and Event writes of a steady round, the restarted replica's first round (seconds, writes, events),
+    syncs/s and lag with 2, the longest sync gap of any autoscaler during the join and the leave."""
     import tempfile
 
     root = Path(__file__).resolve().parent.parent
     double = Double(n, fallback=True)
     tmp = Path(tempfile.mkdtemp(prefix="pyhpa-bench-"))
-    logs = [tmp / f"replica-{i}.log" for i in range(2)]
-    ports = [_free_port(), _free_port()]
+    logs = [tmp / f"replica-{i}.log" for i in range(3)]
+    ports = [_free_port(), _free_port(), _free_port()]
     procs: list[subprocess.Popen] = []
     base = f"api=http workers={workers} hpas={n} sync_period_seconds={period:g}"
     settle = 6 * period  # fallbacks start after failureThreshold + 1 failed syncs; then nothing changes
+    windows: list[tuple[str, float, float]] = []
     try:
         started = time.monotonic()
         procs.append(_replica(root, double.url, 0, workers, period, ports[0], logs[0]))
@@ -480,6 +491,34 @@ def replicas_run(n: int, workers: int, period: float, seconds: float) -> None:
         time.sleep(settle)
         print(f"{base} replicas=1 rss_mb={_rss_mb(procs[0].pid):.0f}", flush=True)
         _steady_round(double, n, period, f"{base} replicas=1")
+
+        # restart: the replica stops (SIGTERM) and a new process (a new identity, as a restarted pod has) starts
+        procs[0].terminate()
+        procs[0].wait(60)
+        double.counts()
+        restarted = time.monotonic()
+        procs[0] = _replica(root, double.url, 2, workers, period, ports[2], logs[2])
+        while not _ready(ports[2]):
+            if procs[0].poll() is not None:
+                raise RuntimeError("the restarted replica exited")
+            time.sleep(0.05)
+        ready = time.monotonic()
+        _wait_synced([ports[2]], procs, n)
+        resynced = time.monotonic()
+        writes, events = double.counts()
+        prefix = f"{base} restart=1"
+        print(f"{prefix} caches_synced_seconds={ready - restarted:.1f}", flush=True)
+        print(f"{prefix} first_round_seconds={resynced - ready:.1f}", flush=True)
+        print(f"{prefix} status_writes={writes}", flush=True)
+        print(f"{prefix} events={events}", flush=True)
+        print(f"  [restart] caches synced {ready - restarted:.1f}s after start, every autoscaler synced "
+              f"{resynced - ready:.1f}s after that ({(resynced - ready) / period:.2f} periods); status writes and "
+              f"events until then: {writes}, {events}", file=sys.stderr, flush=True)
+        ports[0] = ports[2]
+        if replicas < 2:
+            return
+        time.sleep(2 * period)
+
         joined = time.time()
         procs.append(_replica(root, double.url, 1, workers, period, ports[1], logs[1]))
         while True:  # the new replica has its share
@@ -494,11 +533,12 @@ def replicas_run(n: int, workers: int, period: float, seconds: float) -> None:
         print(f"  [join] the second replica took its share {time.time() - joined:.1f}s after it started",
               file=sys.stderr, flush=True)
         time.sleep(settle)
-        join_end = time.time()
+        windows.append(("join", joined, time.time()))
         pids = [p.pid for p in procs] + [double.proc.pid]
-        before, cpu0, t0 = [_scrape(p) for p in ports], [_cpu_seconds(p) for p in pids], time.monotonic()
+        live = ports[:2]
+        before, cpu0, t0 = [_scrape(p) for p in live], [_cpu_seconds(p) for p in pids], time.monotonic()
         time.sleep(seconds)
-        after, cpu1, t1 = [_scrape(p) for p in ports], [_cpu_seconds(p) for p in pids], time.monotonic()
+        after, cpu1, t1 = [_scrape(p) for p in live], [_cpu_seconds(p) for p in pids], time.monotonic()
         syncs = sum(_total(a, "horizontal_pod_autoscaler_controller_reconciliations_total")
                     - _total(b, "horizontal_pod_autoscaler_controller_reconciliations_total")
                     for a, b in zip(after, before))
@@ -518,7 +558,7 @@ def replicas_run(n: int, workers: int, period: float, seconds: float) -> None:
         procs[0].terminate()
         procs[0].wait(60)
         time.sleep(settle)
-        leave_end = time.time()
+        windows.append(("leave", left, time.time()))
         print(f"{base} replicas=1 after_leave_rss_mb={_rss_mb(procs[1].pid):.0f}", file=sys.stderr, flush=True)
     finally:
         for p in procs:
@@ -531,10 +571,11 @@ def replicas_run(n: int, workers: int, period: float, seconds: float) -> None:
                 p.kill()
         double.close()
     times = _sync_times([log for log in logs if log.exists()])
-    for what, (start, end) in (("join", (joined, join_end)), ("leave", (left, leave_end))):
+    for what, start, end in windows:
         gap, who = max_sync_gap(times, start, end)
         print(f"{base} {what}=1 max_sync_gap_seconds={gap:.2f}", flush=True)
-        print(f"  [{what}] longest gap {gap:.2f}s ({who}); window {end - start:.0f}s", file=sys.stderr, flush=True)
+        print(f"  [{what}] longest gap {gap:.2f}s = {gap / period:.2f} periods ({who}); window {end - start:.0f}s",
+              file=sys.stderr, flush=True)
 
 
 def main() -> None:
@@ -545,16 +586,19 @@ def main() -> None:
     parser.add_argument("--hpas", type=int, default=10000)
     parser.add_argument("--workers", type=int, action="append", help="worker counts (default: 1 and 5)")
     parser.add_argument("--api", choices=("stub", "http"), action="append", help="default: both")
-    parser.add_argument("--replicas", type=int, default=2, choices=(0, 2),
-                        help="2: the replicas run (1 replica, a second joins, the first leaves); 0: none")
-    parser.add_argument("--shard-period", type=float, default=3.0, help="sync period of the replicas run, seconds")
+    parser.add_argument("--replicas", type=int, default=2, choices=(0, 1, 2),
+                        help="2: the replicas run (1 replica, it restarts, a second joins, the first leaves); "
+                             "1: only the first replica and its restart; 0: none")
+    parser.add_argument("--shard-period", type=float, default=15.0,
+                        help="sync period of the replicas run, seconds (default 15: upstream's default period)")
     parser.add_argument("--shard-seconds", type=float, default=30.0,
                         help="seconds syncs/s and lag are measured with 2 replicas")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    from pyhpa.controller.outputs.load import tune_gc
+    from pyhpa.controller.outputs.load import tune_gc, tune_malloc
 
     tune_gc()  # as pyhpa run does
+    tune_malloc()
     worker_counts = args.workers or [1, 5]
     apis = args.api or ["stub", "http"]
     if "stub" in apis:
@@ -564,7 +608,7 @@ def main() -> None:
         for workers in worker_counts:
             http_round(workers, args.hpas)
         if args.replicas:
-            replicas_run(args.hpas, max(worker_counts), args.shard_period, args.shard_seconds)
+            replicas_run(args.hpas, max(worker_counts), args.shard_period, args.shard_seconds, args.replicas)
 
 
 if __name__ == "__main__":

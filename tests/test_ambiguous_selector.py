@@ -36,6 +36,18 @@ def test_index_finds_candidates_by_label_and_forgets_deleted_autoscalers():
     idx.remove("ns/a")
     idx.put("ns/b", "ns", "app=api")  # selector changed
     assert idx.candidates("ns/x", "ns", [pod]) == []
+    # several selectors under one first requirement, removed one by one
+    api = Pod("q", "Running", {"app": "api"})
+    idx.put("ns/e", "ns", "app=api,tier=back")
+    assert idx.candidates("ns/x", "ns", [api]) == [("ns/b", "app=api"), ("ns/c", "app=api"),
+                                                   ("ns/e", "app=api,tier=back")]
+    idx.remove("ns/c")
+    idx.remove("ns/b")
+    assert idx.candidates("ns/x", "ns", [api]) == [("ns/e", "app=api,tier=back")]
+    assert idx.candidates("ns/e", "ns", [api]) == []
+    idx.remove("ns/e")
+    idx.put("ns/c", "ns", "app=api")
+    assert idx.candidates("ns/x", "ns", [api]) == [("ns/c", "app=api")]
 
 
 async def test_controller_reports_ambiguous_selector_and_scales_once_resolved(kd):  # noqa: F811

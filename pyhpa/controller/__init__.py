@@ -38,7 +38,7 @@ from .outputs.events import EventRecorder
 from .cache.informer import Informer, PodCache
 from .. import __version__
 from .scaleout.leadership import Leadership, LeadershipLost, default_identity, lease_settings
-from .outputs.load import SyncLoad, tune_gc
+from .outputs.load import SyncLoad, release_memory, tune_gc, tune_malloc
 from .sync.memory import InProcessMemory, MemoryStore, StatusMemory
 from .outputs.monitor import Monitor
 from .sync.nsmetrics import NamespaceMetrics, namespace_jitter
@@ -205,6 +205,7 @@ class Controller:
                     await self.scales.wait_synced(SCALE_CACHE_WAIT_SECONDS, stop)
                 log.info("caches synced: %d autoscalers, %d pods; starting %d workers",
                          len(self.autoscalers), len(self.pods), s.workers)
+                release_memory()  # the list pages are gone
                 workers = [asyncio.create_task(self._worker(), name=f"worker-{i}") for i in range(s.workers)]
                 await stop.wait()
         finally:
@@ -291,6 +292,7 @@ async def run_controller(settings: Settings, config: SingleConfig, http: str = "
     """
     stop = stop or asyncio.Event()
     tune_gc()
+    tune_malloc()
     if install_signals:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

@@ -4,7 +4,8 @@ Upstream refuses to scale when the pods an HPA selects are also selected by anot
 (AmbiguousSelector). The decision core makes that check given candidate selectors; this
 index finds the candidates in O(pods x labels) per sync instead of O(autoscalers): each
 selector is filed under its first equality requirement ``key=value`` (selectors without
-one are scanned per namespace).
+one are scanned per namespace). A bucket holds its one key as is (most selectors are alone under their first
+requirement) and a set only once it has two.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ class SelectorIndex:
 
     def __init__(self) -> None:
         self._entries: dict[str, tuple[str, str, tuple | None]] = {}  # key -> (namespace, text, bucket)
-        self._by_label: dict[tuple, set[str]] = defaultdict(set)  # (namespace, label, value) -> keys
+        self._by_label: dict[tuple, str | set[str]] = {}  # (namespace, label, value) -> key, or keys
         self._scan: dict[str, set[str]] = defaultdict(set)  # namespace -> keys without an equality
 
     def put(self, key: str, namespace: str, selector: str) -> None:
@@ -40,7 +41,13 @@ class SelectorIndex:
         if bucket is None:
             self._scan[namespace].add(key)
         else:
-            self._by_label[bucket].add(key)
+            held = self._by_label.get(bucket)
+            if held is None:
+                self._by_label[bucket] = key
+            elif isinstance(held, str):
+                self._by_label[bucket] = {held, key}
+            else:
+                held.add(key)
         self._entries[key] = (namespace, selector, bucket)
 
     def knows(self, key: str) -> bool:
@@ -52,8 +59,16 @@ class SelectorIndex:
         if entry is None:
             return
         namespace, _, bucket = entry
-        group = self._scan[namespace] if bucket is None else self._by_label[bucket]
-        group.discard(key)
+        if bucket is None:
+            self._scan[namespace].discard(key)
+            return
+        held = self._by_label.get(bucket)
+        if held == key:
+            del self._by_label[bucket]
+        elif isinstance(held, set):
+            held.discard(key)
+            if len(held) == 1:
+                self._by_label[bucket] = next(iter(held))
 
     def candidates(self, key: str, namespace: str, pods: list[Pod]) -> list[tuple[str, str]]:
         """(``namespace/name``, selector) of other autoscalers that may select one of ``pods``
@@ -63,7 +78,11 @@ class SelectorIndex:
         for pod in pods:
             for label, value in pod.labels.items():
                 found = by_label.get((namespace, label, value))
-                if found:
+                if found is None:
+                    continue
+                if isinstance(found, str):
+                    keys.add(found)
+                else:
                     keys |= found
         keys.discard(key)
         return [(k, self._entries[k][1]) for k in sorted(keys)]
