@@ -48,9 +48,9 @@ def _pod_doc(ns: str, app: str, j: int) -> dict:
 
 
 # ----- memory per pod record --------------------------------------------------------------------------------
-def test_a_cached_pod_costs_less_than_600_bytes_and_pods_of_a_template_share_their_parts():
+def test_a_cached_pod_costs_less_than_400_bytes_and_pods_of_a_template_share_their_parts():
     """2,000 pods (200 templates of 10) decoded as the informer decodes them and cached: the cache holds
-    under 600 bytes per pod (record, name, indexes), where a lightkube Pod of the same JSON alone takes
+    under 400 bytes per pod (record, name, indexes), where a lightkube Pod of the same JSON alone takes
     several kilobytes; labels, requests and limits are one object per template."""
     docs = [msgspec.json.encode(_pod_doc(f"ns-{i // 100}", f"app-{i}", j)) for i in range(200) for j in range(10)]
     cache = PodCache()
@@ -67,7 +67,7 @@ def test_a_cached_pod_costs_less_than_600_bytes_and_pods_of_a_template_share_the
     finally:
         tracemalloc.stop()
     assert len(cache) == 2_000
-    assert per_pod < 600, per_pod
+    assert per_pod < 400, per_pod
     assert per_model > 4 * per_pod, (per_model, per_pod)
     a, b = cache.get("ns-0", "app-0-0"), cache.get("ns-0", "app-0-1")
     assert a.labels == {"app": "app-0", "pod-template-hash": "5d8f9c7b6"} and a.ready and a.phase == "Running"

@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from lightkube.resources.core_v1 import Pod as PodResource
 from prometheus_client import generate_latest
 
@@ -125,6 +127,38 @@ def test_pod_cache_selects_by_labels_and_follows_changes():
     assert [p.name for p in cache.select("default", "app=web")] == ["web-0"]
     assert cache.select("default", "") == [] and cache.select("default", "app in (") == []
     assert len(cache) == 4
+
+
+_LABELS = st.dictionaries(st.sampled_from(["app", "tier", "hash"]), st.sampled_from(["a", "b", "c"]), max_size=3)
+_OPS = st.lists(st.tuples(st.sampled_from(["ns1", "ns2"]), st.integers(0, 7), st.one_of(st.none(), _LABELS)),
+                min_size=1, max_size=40)
+_SELECTORS = ["app=a", "app=b,tier=a", "tier!=b", "hash in (a,c)", "app", "!tier", "app=a,hash notin (b)", "tier=c"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(_OPS)
+def test_pod_cache_selects_as_a_scan_of_its_pods_would(ops):
+    """Pods come, change labels and go (None: deleted); every selector picks what filtering every cached pod of
+    the namespace picks, in name order (the index holds label groups, not pods)."""
+    from pyhpa.core.selector import matches, parse_selector
+
+    cache, live = PodCache(), {}
+    for ns, i, labels in ops:
+        name = f"p-{i}"
+        if labels is None:
+            cache.delete(f"{ns}/{name}", None)
+            live.pop((ns, name), None)
+        else:
+            d = pod(name, "x")
+            d["metadata"]["namespace"], d["metadata"]["labels"] = ns, dict(labels)
+            cache.upsert(f"{ns}/{name}", PodResource.from_dict(d))
+            live[(ns, name)] = labels
+        for space in ("ns1", "ns2"):
+            for text in _SELECTORS:
+                reqs = parse_selector(text)
+                want = sorted(n for (s2, n), lab in live.items() if s2 == space and matches(reqs, lab))
+                assert [p.name for p in cache.select(space, text)] == want, (space, text)
+    assert len(cache) == len(live)
 
 
 # ----- informer -----------------------------------------------------------------------------------------------
