@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import zlib
+
 import msgspec
 from lightkube.generic_resource import create_namespaced_resource
 
@@ -66,10 +68,66 @@ class MetricQuery:
     prom: PromQuery | None = None
 
 
-#: JSON bytes of what an ``Autoscaler`` keeps as it is stored (``msgspec``: compact, fast both ways)
+# ----- what an Autoscaler keeps as stored: packed JSON ----------------------------------------------------------
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
-_EMPTY = _encode({})
+#: zlib's preset dictionary for the packed status, memory and spec: the words an autoscaling/v2 status (with
+#: pyhpa's sections), ``status.pyhpa`` and a spec repeat; the most frequent last (zlib reaches back least far
+#: for those). A status of four conditions packs 1,007 bytes of JSON into about 220.
+_ZDICT = (
+    b'"behavior":"scaleUp":"scaleDown":"stabilizationWindowSeconds":"selectPolicy":"policies":"periodSeconds":'
+    b'"Percent""Pods""External""Object""ContainerResource""container":"selector":"matchLabels":'
+    b'"schedules":"active":"nextChangeTime":"expired":"prediction":"saturation":"pause":"since":"warnings":'
+    b'"scaleUpEvents":"scaleDownEvents":"metricFailures":"firstFailureTime":"fallbackSince":"fallbackReplicas":'
+    b'"fallback":"failureThreshold":"replicas":"recommendations":"timestamp":'
+    b'"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"minReplicas":"maxReplicas":'
+    b'"metrics":[{"type":"Resource","resource":{"name":"cpu","target":{"type":"Utilization","averageUtilization":'
+    b'"AverageValue","averageValue":"memory"Failing"'
+    b'failing metrics not in fallback: the HPA was unable to compute the replica count: '
+    b"FailedGetResourceMetricMetricsFailingSucceededGetScalethe HPA controller was able to get the target's "
+    b'current scale"ScaleDownStabilizedrecent recommendations were higher than current one, applying the highest '
+    b'recent recommendation'
+    b'{"observedGeneration":1,"desiredReplicas":"currentReplicas":"currentMetrics":[{"type":"Resource",'
+    b'"resource":{"name":"cpu","current":{"averageUtilization":"averageValue":"'
+    b'"conditions":[{"type":"AbleToScale","status":"True","lastTransitionTime":"'
+    b'"reason":"ReadyForNewScale","message":"recommended size matches current size"},'
+    b'{"type":"Fallback","status":"False","lastTransitionTime":"","reason":"MetricsHealthy",'
+    b'"message":"every metric is available"},'
+    b'{"type":"ScalingActive","status":"True","lastTransitionTime":"","reason":"ValidMetricFound",'
+    b'"message":"the HPA was able to successfully calculate a replica count from cpu resource utilization '
+    b'(percentage of request)"},'
+    b'{"type":"ScalingLimited","status":"False","lastTransitionTime":"","reason":"DesiredWithinRange",'
+    b'"message":"the desired count is within the acceptable range"}],'
+    b'"metricHealth":[{"metric":"Resource/cpu","numberOfFailures":0,"status":"Happy"}]}'
+)
+#: a 4 KiB window (the preset dictionary and a status fit), a small deflate state (about 20 KB while packing)
+_WBITS, _MEM_LEVEL = 12, 2
+#: a deflate state primed with the preset dictionary: each ``packed`` works on a copy (faster than priming anew)
+_PACKER = zlib.compressobj(1, zlib.DEFLATED, _WBITS, _MEM_LEVEL, zlib.Z_DEFAULT_STRATEGY, _ZDICT)
+
+
+def packed(value: Any) -> bytes:
+    """``value`` as an ``Autoscaler`` keeps it: its JSON, deflated with the preset dictionary."""
+    z = _PACKER.copy()
+    return z.compress(_encode(value)) + z.flush()
+
+
+def unpacked(data: bytes) -> Any:
+    """What ``packed`` packed (a fresh copy)."""
+    z = zlib.decompressobj(_WBITS, _ZDICT)
+    return _decode(z.decompress(data) + z.flush())
+
+
+def _packed_or(value: Any, default: Any) -> bytes:
+    """``packed(value)``; ``packed(default)`` for what JSON cannot hold (a malformed object is reported, not kept)."""
+    try:
+        return packed(value)
+    except (TypeError, msgspec.EncodeError):
+        return packed(default)
+
+
+_EMPTY = packed({})
+_NULL = packed(None)
 
 
 @dataclass(slots=True)
@@ -82,11 +140,12 @@ class Autoscaler:
 
     What is kept as stored — ``status`` (``.status`` without the memory), ``memory_status`` (``status.pyhpa``,
     None when absent) and ``spec`` (``pyhpa snapshot`` writes it; the rest of the object is not kept) — is held
-    as JSON bytes (``status_json``, ``memory_json``, ``spec_json``) and decoded when read: a status of four
-    conditions is about 1 KB as JSON and 4.5 KB as dicts and strings, and a sync reads it only to compare it
-    with the status it decided (``pyhpa.controller.outputs.status``). The properties decode a fresh copy
-    each time (changing it changes nothing stored); assigning one stores its JSON.
-    ``writing``: the (status, memory) JSON of a status write in flight, so that the informer's echo of it is
+    packed (``status_packed``, ``memory_packed``, ``spec_packed``: JSON deflated with a preset dictionary of
+    the words statuses repeat, ``packed``) and unpacked when read: a status of four conditions is about 4.5 KB
+    as dicts and strings, 1 KB as JSON and 220 bytes packed, and a sync reads it only to compare it with the
+    status it decided (``pyhpa.controller.outputs.status``). The properties unpack a fresh copy each time
+    (changing it changes nothing stored); assigning one packs it.
+    ``writing``: the packed (status, memory) of a status write in flight, so that the informer's echo of it is
     not taken for a change made by someone else (``same_status``).
     """
 
@@ -103,52 +162,49 @@ class Autoscaler:
     settings: ObjectSettings
     config: ControllerConfig
     sync_period_seconds: float
-    status_json: bytes = _EMPTY
-    memory_json: bytes | None = None
-    spec_json: bytes = b"null"
+    status_packed: bytes = _EMPTY
+    memory_packed: bytes | None = None
+    spec_packed: bytes = _NULL
     pause: tuple = ()
     writing: tuple[bytes, bytes | None] | None = None
 
     @property
     def status(self) -> dict:
         """``.status`` as stored, without ``status.pyhpa`` (a fresh dict)."""
-        return _decode(self.status_json)
+        return unpacked(self.status_packed)
 
     @status.setter
     def status(self, value: dict) -> None:
-        self.status_json = _encode(value)
+        self.status_packed = packed(value)
 
     @property
     def memory_status(self) -> dict | None:
         """``status.pyhpa`` as stored (a fresh dict), None when absent."""
-        return None if self.memory_json is None else _decode(self.memory_json)
+        return None if self.memory_packed is None else unpacked(self.memory_packed)
 
     @memory_status.setter
     def memory_status(self, value: dict | None) -> None:
-        self.memory_json = None if value is None else _encode(value)
+        self.memory_packed = None if value is None else packed(value)
 
     @property
     def spec(self) -> Any:
         """``.spec`` as stored (a fresh copy)."""
-        return _decode(self.spec_json)
+        return unpacked(self.spec_packed)
 
-    def same_status(self, status: dict, memory: dict | None, in_flight: bool = False) -> bool:
+    def same_status(self, status: dict, memory: dict | None, in_flight: bool = False,
+                    stored: dict | None = None) -> bool:
         """Whether ``status`` (without the memory) and ``memory`` (``status.pyhpa``) are what is stored (with
         ``in_flight``: or what a status write in flight is writing). Compared as values (``1 == 1.0``: an API
-        server may write a float back as an integer)."""
-        stored = (self.status_json, self.memory_json)
+        server may write a float back as an integer). ``stored``: ``self.status`` when the caller has it."""
+        kept = (self.status_packed, self.memory_packed)
         both = in_flight and self.writing is not None
-        for status_json, memory_json in (stored, self.writing) if both else (stored,):
-            if (memory is None) != (memory_json is None):
+        for i, (status_packed, memory_packed) in enumerate((kept, self.writing) if both else (kept,)):
+            if (memory is None) != (memory_packed is None):
                 continue
-            if _decode(status_json) == status and (memory is None or _decode(memory_json) == memory):
+            current = stored if i == 0 and stored is not None else unpacked(status_packed)
+            if current == status and (memory is None or unpacked(memory_packed) == memory):
                 return True
         return False
-
-
-def json_bytes(value: Any) -> bytes:
-    """``value`` as the JSON an ``Autoscaler`` keeps (``status_json``, ``memory_json``)."""
-    return _encode(value)
 
 
 def object_key(namespace: str, name: str) -> str:
@@ -180,14 +236,6 @@ def _queries(model: Any, prom: dict | None = None) -> tuple[MetricQuery, ...]:
     return tuple(out)
 
 
-def _json_or(value: Any, default: bytes) -> bytes:
-    """``value`` as JSON; ``default`` for what JSON cannot hold (a malformed object is reported, not kept)."""
-    try:
-        return _encode(value)
-    except (TypeError, msgspec.EncodeError):
-        return default
-
-
 def parse_autoscaler(obj: Any, settings: Settings) -> Autoscaler:
     """An ``Autoscaler`` from a HorizontalAutoscaler object (dict-like); never raises for bad specs."""
     meta = obj.get("metadata") or {}
@@ -203,9 +251,9 @@ def parse_autoscaler(obj: Any, settings: Settings) -> Autoscaler:
         key=object_key(ns, name), namespace=ns, name=name, uid=meta.get("uid", ""),
         generation=int(meta.get("generation") or 0), resource_version=meta.get("resourceVersion", ""), hpa=None,
         error=None, scale_target_ref=None, queries=(), settings=ObjectSettings(), config=base,
-        sync_period_seconds=settings.sync_period_seconds, status_json=_json_or(status, _EMPTY),
-        memory_json=None if memory_status is None else _json_or(memory_status, b"null"),
-        spec_json=_json_or(spec, b"null"),
+        sync_period_seconds=settings.sync_period_seconds, status_packed=_packed_or(status, {}),
+        memory_packed=None if memory_status is None else _packed_or(memory_status, None),
+        spec_packed=_packed_or(spec, None),
         pause=pause_annotations(meta),
     )
     try:

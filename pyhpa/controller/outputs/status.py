@@ -17,7 +17,7 @@ from ...adapters.parse import timestamp
 from ...adapters.saturation import saturation_status
 from ...core import HPA, Condition, Decision, Event, HPAStatus, HPAWarning, Memory, MetricHealth, PauseStatus, set_condition, with_status
 from ..kube.api import ApiFailure
-from ..cache.autoscaler import API_VERSION, KIND, MEMORY_KEY, Autoscaler, json_bytes
+from ..cache.autoscaler import API_VERSION, KIND, MEMORY_KEY, Autoscaler, packed
 from ..sync.memory import MemoryStore, failure_caps
 from .writer import Writer
 
@@ -195,18 +195,19 @@ class StatusWriter:
         self.conflicts = 0
 
     async def write(self, a: Autoscaler, status: dict, memory: Memory | None = None,
-                    decision: Decision | None = None) -> bool:
+                    decision: Decision | None = None, stored: dict | None = None) -> bool:
         """PUT ``/status`` if it changed; True when written. Raises ApiFailure, StaleSpec or WritesDisabled.
 
         ``status.pyhpa`` is what the memory store says (``MemoryStore.status_section``: for ``memory`` None,
-        a write without a decision, the status-backed store keeps the stored section)."""
+        a write without a decision, the status-backed store keeps the stored section). ``stored``: ``a.status``
+        when the caller unpacked it already."""
         section = self._memory.status_section(a, memory)
-        if a.same_status(status, section):
+        if a.same_status(status, section, stored=stored):
             return False
         body = {"apiVersion": API_VERSION, "kind": KIND,
                 "metadata": {"name": a.name, "namespace": a.namespace, "resourceVersion": a.resource_version},
                 "status": status if section is None else dict(status, **{MEMORY_KEY: section})}
-        written = (json_bytes(status), None if section is None else json_bytes(section))
+        written = (packed(status), None if section is None else packed(section))
         a.writing = written
         try:
             for attempt in range(self._retries):
@@ -233,10 +234,10 @@ class StatusWriter:
 
 
 def _remember(a: Autoscaler, answer: dict, written: tuple[bytes, bytes | None], decision: Decision | None) -> None:
-    """Keep what was written (``written``: the status and memory JSON) in the cached Autoscaler until the
+    """Keep what was written (``written``: the status and memory, packed) in the cached Autoscaler until the
     informer delivers it (the next sync must compare against, and carry condition times from, the status just
     written)."""
     a.resource_version = (answer.get("metadata") or {}).get("resourceVersion", a.resource_version)
-    a.status_json, a.memory_json = written
+    a.status_packed, a.memory_packed = written
     if decision is not None and a.hpa is not None:
         a.hpa = with_status(a.hpa, decision.status)

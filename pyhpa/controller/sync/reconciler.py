@@ -195,7 +195,8 @@ class Reconciler:
         checks = check_hpa(a.hpa, inputs.scale, inputs.pods, inputs.samples, a.config)
         return await self._act(a, inputs, decision, handle, checks)
 
-    def _say(self, a: Autoscaler, status: dict, events: list[Event], checks: list[HPAWarning], now: float) -> None:
+    def _say(self, a: Autoscaler, status: dict, events: list[Event], checks: list[HPAWarning], now: float,
+             stored: dict | None = None) -> None:
         """Send this sync's events, each Warning only when its cause was not said before: ``status.warnings``
         (``remember_warnings``) keeps the causes said, so a lasting cause is said once — not at every sync, not
         by another replica, not after a restart. Normal events (a rescale) are always sent. The checks'
@@ -204,7 +205,7 @@ class Reconciler:
         warnings = [e for e in events if e.type == "Warning"]
         check_events = [Event("Warning", w.reason, w.message) for w in checks]
         entries = [warning_entry(e) for e in warnings] + [warning_entry(e, w) for e, w in zip(check_events, checks)]
-        new = remember_warnings(status, a.status, entries)
+        new = remember_warnings(status, a.status if stored is None else stored, entries)
         if not new and len(warnings) == len(events):
             return
         fresh = {(e["reason"], e["message"]) for e in new}
@@ -259,8 +260,9 @@ class Reconciler:
             section = self.predictions.status(a, decision)
             if section is not None:
                 status["prediction"] = section
-        self._say(a, status, decision.events, list(checks), now)  # before the status write, as upstream
-        await self.status.write(a, status, memory, decision)
+        stored = a.status
+        self._say(a, status, decision.events, list(checks), now, stored)  # before the status write, as upstream
+        await self.status.write(a, status, memory, decision, stored)
         action = action_label(decision.current_replicas, decision.desired_replicas) if decision.rescale else NONE
         return SyncResult(a.key, action, error, decision, inputs, retry=retry, message=decision.error or "")
 
