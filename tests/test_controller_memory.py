@@ -110,6 +110,17 @@ def test_dominated_and_outdated_recommendations_are_dropped():
         (NOW - 90, 6), (NOW + 7, 2)]
 
 
+def _reference_section(a, memory: Memory, now: float) -> dict:
+    """The rule of ``StatusMemory.status_section`` without its shortcut: the new section, unless the stored one
+    persists the same once both dropped what has aged out at ``now`` (then the stored one)."""
+    stored = a.memory_status
+    previous = None if stored is None else memory_from_status(stored)
+    section = memory_to_status(persisted_memory(memory, a.hpa, a.config, now, previous))
+    if previous is not None and memory_to_status(persisted_memory(previous, a.hpa, a.config, now, previous)) == section:
+        return stored
+    return section
+
+
 def _without_live_stamp(m: Memory) -> tuple:
     recs = m.recommendations
     return (None if recs is None else (recs[:-1], recs[-1][1] if recs else None),
@@ -139,7 +150,9 @@ def test_the_controller_persists_what_the_core_says_can_matter_and_decides_the_s
             assert (r.desired_replicas, r.rescale) == (d.desired_replicas, d.rescale), (i, full, leader)
             leader = r.memory
         full, current = d.memory, d.desired_replicas
-        a.memory_status = store.status_section(a, full)  # the status write (or the stored section kept)
+        section = store.status_section(a, full)
+        assert section == _reference_section(a, full, now)
+        a.memory_status = section  # the status write (or the stored section kept)
         persisted = memory_from_status(a.memory_status)
         want = relevant_memory(full, hpa, CFG, now)
         assert _without_live_stamp(relevant_memory(persisted, hpa, CFG, now)) == _without_live_stamp(want)

@@ -196,17 +196,40 @@ class StatusMemory:
         self._by_key.pop(key, None)
 
     def status_section(self, a: Autoscaler, memory: Memory | None) -> dict | None:
-        """The section to write: the stored one when nothing that can change a decision differs."""
+        """The section to write: the stored one when nothing that can change a decision differs.
+
+        A steady sync persists exactly the stored section (its live recommendation keeps the stored time):
+        that is checked on the stored section's last recommendation alone, without reading the whole section
+        back into a Memory; only a section that differs is compared with the stored one after both dropped
+        what has aged out (aging alone never writes)."""
+        stored = a.memory_status
         if memory is None or a.hpa is None:
-            return a.memory_status
+            return stored
         now = self._clock()
-        previous = _parse(a)
         caps = failure_caps(a.hpa) if memory.metric_failures else {}
+        live = _stored_live(stored)
+        if live is not None:
+            section = memory_to_status(capped_failures(persisted_memory(memory, a.hpa, a.config, now, live), caps))
+            if section == stored:
+                return stored
+        previous = _parse(a)
         section = memory_to_status(capped_failures(persisted_memory(memory, a.hpa, a.config, now, previous), caps))
         if previous is not None and memory_to_status(capped_failures(
                 persisted_memory(previous, a.hpa, a.config, now, previous), caps)) == section:
-            return a.memory_status
+            return stored
         return section
+
+
+def _stored_live(stored: dict | None) -> Memory | None:
+    """A Memory of the stored section's last recommendation only (what ``persisted_memory`` reads of the stored
+    memory); None when there is none or it is malformed."""
+    recs = stored.get("recommendations") if isinstance(stored, dict) else None
+    if not isinstance(recs, list) or not recs:
+        return None
+    try:
+        return memory_from_status({"recommendations": recs[-1:]})
+    except InputError:
+        return None
 
 
 def _parse(a: Autoscaler) -> Memory | None:
