@@ -165,7 +165,7 @@ class Api:
 
         with self.store.lock:
             rv = self.store.rv
-            items, remaining = self.store.page(rt.key, ns, match, after, limit)
+            items, remaining = self.store.page(rt.key, ns, match if labels or fields else None, after, limit)
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
         if remaining:
             last = items[-1]["metadata"]

@@ -81,6 +81,7 @@ class Store:
         self.compacted = 0  # a watch from rv < compacted gets 410 Expired
         self.history_limit = history_limit
         self._objects: dict[Key, dict[tuple[str, str], dict]] = {}
+        self._sorted: dict[Key, list[tuple[str, str]]] = {}  # the slots of a key in order, until one comes or goes
         self._history: deque[Event] = deque()
         self.watchers: list[Watcher] = []
 
@@ -94,21 +95,34 @@ class Store:
         """Deep copies of all objects of ``key`` (in ``ns`` if given), sorted by namespace/name."""
         with self.lock:
             bucket = self._objects.get(key, {})
-            return [copy.deepcopy(bucket[k]) for k in sorted(bucket) if ns is None or k[0] == ns]
+            return [copy.deepcopy(bucket[k]) for k in self._slots(key) if ns is None or k[0] == ns]
 
-    def page(self, key: Key, ns: Optional[str], match: Callable[[dict], bool], after: Optional[tuple] = None,
+    def _slots(self, key: Key) -> list[tuple[str, str]]:
+        slots = self._sorted.get(key)
+        if slots is None:
+            slots = self._sorted[key] = sorted(self._objects.get(key, {}))
+        return slots
+
+    def page(self, key: Key, ns: Optional[str], match: Optional[Callable[[dict], bool]], after: Optional[tuple] = None,
              limit: int = 0) -> tuple[list[dict], int]:
         """One LIST page: deep copies of the first ``limit`` (0: all) objects of ``key`` (in ``ns`` if given) after
-        the (namespace, name) ``after``, in namespace/name order, that ``match``; and how many more match.
-        Only the page is copied (an informer pages through 100,000 pods in chunks of 500)."""
+        the (namespace, name) ``after``, in namespace/name order, that ``match`` (None: all); and how many more
+        match. Only the page is copied, and without a selector only the page is visited (an informer pages through
+        100,000 pods in chunks of 500: the slots stay sorted between writes that add or remove objects)."""
         with self.lock:
             bucket = self._objects.get(key, {})
-            slots = sorted(k for k in bucket if ns is None or k[0] == ns)
+            slots = self._slots(key)
+            lo, hi = 0, len(slots)
+            if ns is not None:  # the namespace's slots: from (ns, "") to just before its successor (ns + NUL)
+                lo, hi = bisect.bisect_left(slots, (ns, "")), bisect.bisect_left(slots, (ns + "\0", ""))
             if after is not None:
-                slots = slots[bisect.bisect_right(slots, after):]
+                lo = max(lo, bisect.bisect_right(slots, after))
+            if match is None:
+                end = hi if not limit else min(hi, lo + limit)
+                return [copy.deepcopy(bucket[slot]) for slot in slots[lo:end]], hi - end
             page, remaining = [], 0
-            for slot in slots:
-                obj = bucket[slot]
+            for i in range(lo, hi):
+                obj = bucket[slots[i]]
                 if not match(obj):
                     continue
                 if limit and len(page) >= limit:
@@ -123,6 +137,8 @@ class Store:
             meta = obj["metadata"]
             slot = (meta.get("namespace") or "", meta["name"])
             old = self._objects.setdefault(key, {}).get(slot)
+            if old is None:
+                self._sorted.pop(key, None)
             self.rv += 1
             meta["resourceVersion"] = str(self.rv)
             self._objects[key][slot] = copy.deepcopy(obj)
@@ -136,6 +152,7 @@ class Store:
             obj = self._objects.get(key, {}).pop((ns or "", name), None)
             if obj is None:
                 return None
+            self._sorted.pop(key, None)
             self.rv += 1
             obj["metadata"]["resourceVersion"] = str(self.rv)
             self._record(Event(self.rv, "DELETED", key, ns, copy.deepcopy(obj)))
