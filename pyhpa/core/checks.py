@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .calculator import MetricError, pod_amount
 from .metrics import describe
 from .model import (
     CONTAINER_RESOURCE,
@@ -94,11 +93,11 @@ def _selected(selector: str, pods: Sequence[Pod]) -> list[Pod]:
 
 
 def _amount(pod: Pod, resource: str, container: str, limits: bool) -> int | None:
-    try:
-        value = pod_amount(pod, resource, container, limits)
-    except MetricError:
-        return None
-    return value if value > 0 else None
+    """The pod's positive request (or limit) of ``resource`` (``container`` empty: its denominator), else None:
+    ``pod_amount``'s value where it has one (where it has none it raises or finds 0: no warning can come of it),
+    read straight from the pod's amounts (a pod without limits raises no error per check)."""
+    value = (pod.limits if limits else pod.requests).get((resource, container))
+    return value if value is not None and value > 0 else None
 
 
 def _starvation(spec: MetricSpec, index: int, pods: list[Pod], up: float) -> HPAWarning | None:
@@ -108,8 +107,8 @@ def _starvation(spec: MetricSpec, index: int, pods: list[Pod], up: float) -> HPA
     target = spec.target_utilization
     starving: list[tuple[str, int, int]] = []
     for pod in pods:
-        denominator = _amount(pod, spec.name, container, by_limit)
         cap = _amount(pod, spec.name, container, True)
+        denominator = _amount(pod, spec.name, container, by_limit) if cap is not None else None
         if denominator is None or cap is None:
             continue  # no limit: nothing caps the usage
         highest = cap * 100 // denominator  # utilization at the limit, truncated as upstream
