@@ -235,6 +235,53 @@ def test_parse_autoscaler_reads_spec_settings_and_queries():
     assert a.queries[1].described == ("networking.k8s.io/v1", "Ingress", "main")
 
 
+def test_an_autoscaler_keeps_what_is_stored_packed_and_gives_fresh_copies():
+    """status, status.pyhpa and spec are kept packed (JSON deflated with a preset dictionary) and read back as
+    they were stored; changing a copy read changes nothing kept."""
+    from pyhpa.controller.cache.autoscaler import packed
+
+    obj = autoscaler("web", "web")
+    status = {"observedGeneration": 1, "desiredReplicas": 3, "conditions": [
+        {"type": "ScalingActive", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z",
+         "reason": "ValidMetricFound", "message": "the HPA was able to successfully calculate a replica count from "
+                                                   "cpu resource utilization (percentage of request)"}]}
+    memory = {"recommendations": [{"timestamp": "2026-01-01T00:00:00.250000Z", "replicas": 3}],
+              "scaleUpEvents": [], "scaleDownEvents": []}
+    obj["status"] = dict(status, pyhpa=memory)
+    a = parse_autoscaler(obj, Settings())
+    assert (a.status, a.memory_status, a.spec) == (status, memory, obj["spec"])
+    assert len(a.status_packed) < len(str(status)) / 3  # the words statuses repeat are in the preset dictionary
+    copy = a.status
+    copy["desiredReplicas"] = 9
+    assert a.status == status
+    assert a.same_status(status, memory) and not a.same_status(dict(status, desiredReplicas=9), memory)
+    assert a.same_status(dict(status, desiredReplicas=3.0), memory)  # compared as values, as the API echoes them
+    assert not a.same_status(status, None)
+    a.writing = (packed(dict(status, desiredReplicas=4)), packed(memory))  # a write in flight
+    assert a.same_status(dict(status, desiredReplicas=4), memory, in_flight=True)
+    assert not a.same_status(dict(status, desiredReplicas=4), memory)
+
+
+async def test_the_echo_of_a_status_write_in_flight_is_not_parsed_again():
+    """The informer may deliver a status write's echo before the write's answer: the cached autoscaler is then
+    kept (only its resourceVersion moves), as for the echo that comes after."""
+    from pyhpa.controller.cache.autoscaler import packed
+
+    c = Controller(Settings(health_port=None), StubCluster(), StubMetrics())
+    obj = autoscaler("web", "web")
+    obj["metadata"].update(uid="u1", generation=1, resourceVersion="1")
+    c._on_autoscaler("default/web", obj)
+    a = c.autoscalers["default/web"]
+    status = {"observedGeneration": 1, "desiredReplicas": 2}
+    a.writing = (packed(status), None)
+    echo = dict(obj, metadata=dict(obj["metadata"], resourceVersion="2"), status=status)
+    c._on_autoscaler("default/web", echo)
+    assert c.autoscalers["default/web"] is a and a.resource_version == "2"
+    a.writing = None
+    c._on_autoscaler("default/web", dict(echo, status={"desiredReplicas": 5}))  # someone else's write
+    assert c.autoscalers["default/web"] is not a and c.autoscalers["default/web"].status == {"desiredReplicas": 5}
+
+
 def test_parse_autoscaler_keeps_an_invalid_spec_as_an_error():
     a = parse_autoscaler(autoscaler("bad", "web", min_replicas=5, max_replicas=2), Settings())
     assert a.hpa is None and "minReplicas (5) is greater than maxReplicas (2)" in a.error
