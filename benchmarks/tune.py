@@ -148,7 +148,7 @@ def run_trace(name: str, cfg: dict, timeout: float, keep: Path | None, reuse: bo
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace", choices=sorted(TRACES), action="append", help="only this trace (repeatable)")
-    ap.add_argument("--timeout", type=float, default=240.0, help="tune's search budget, seconds (default 240)")
+    ap.add_argument("--timeout", type=float, default=170.0, help="tune's search budget, seconds (default 170, tune's own)")
     ap.add_argument("--jobs", type=int, default=len(TRACES), help="traces in parallel (each tune on one core)")
     ap.add_argument("--keep", type=Path, help="keep each trace's tune output in DIR/NAME")
     ap.add_argument("--reuse", action="store_true", help="with --keep: a trace whose DIR/NAME/summary.json exists is "
