@@ -420,33 +420,34 @@ def _windows(p: Prepared, peaks: Sequence[windows.Peak], factor: float, target: 
     return tuple(out)
 
 
-def _seeds(p: Prepared) -> list[dict]:
-    """The first trials: upstream's HPA at targets 90-40 % with the user's bounds and upstream's behavior
-    (the grid a user would try by hand; the cheapest first, so that the costlier ones can stop early), then the
-    extensions' defaults at 80 and 70 %."""
-    base = p.autoscaler.hpa
-    out = []
-    util = p.kind.type == "Utilization"
-    grid = (90, 80, 70, 60, 50, 40) if util else (1.4, 1.0, 0.7, 0.5)
-    for t in grid:
-        params = {"target": t} if util else {"target_factor": t}
-        params.update(min_replicas=min(base.min_replicas, max(4, 2 * base.min_replicas)), max_headroom=1.5,
-                      scale_down_window_seconds=space.DEFAULT_SCALE_DOWN_WINDOW,
-                      scale_up_percent=space.DEFAULT_SCALE_UP_PERCENT)
-        if p.can_predict:
-            params["prediction"] = False
-        if p.can_saturate:
-            params["saturation"] = False
-        out.append(params)
-    if p.can_predict or p.can_saturate:
-        for t in ((80, 70) if util else (1.4, 1.0)):
-            params = dict(out[0], **({"target": t} if util else {"target_factor": t}))
-            if p.can_predict:
-                params.update(prediction=True, quantile=space.DEFAULT_QUANTILE, lead_seconds=space.DEFAULT_LEAD)
-            if p.can_saturate:
-                params.update(saturation=True, demand_factor=space.DEFAULT_DEMAND_FACTOR)
-            out.append(params)
-    return out
+#: upstream's targets a user tries by hand, the cheapest first: percent, or factors on an AverageValue/Value target
+UPSTREAM_GRID = (90, 80, 70, 60, 50, 40)
+UPSTREAM_FACTORS = (1.4, 1.0, 0.7, 0.5)
+
+
+def _upstream(p: Prepared, target: float) -> dict:
+    """The trial of upstream's HPA at ``target`` (percent, or a factor on the current value) with the user's
+    ``minReplicas``, a max 1.5 x what the tuning part's peak needs there, and upstream's behavior."""
+    params = {"target": target} if p.kind.type == "Utilization" else {"target_factor": target}
+    params.update(min_replicas=p.autoscaler.hpa.min_replicas, max_headroom=1.5,
+                  scale_down_window_seconds=space.DEFAULT_SCALE_DOWN_WINDOW,
+                  scale_up_percent=space.DEFAULT_SCALE_UP_PERCENT)
+    if p.can_predict:
+        params["prediction"] = False
+    if p.can_saturate:
+        params["saturation"] = False
+    return params
+
+
+def _extended(p: Prepared, target: float) -> dict:
+    """The trial of the extensions' defaults (``prediction: {}``, ``saturation: {}``) at ``target``, else as
+    ``_upstream``."""
+    params = _upstream(p, target)
+    if p.can_predict:
+        params.update(prediction=True, quantile=space.DEFAULT_QUANTILE, lead_seconds=space.DEFAULT_LEAD)
+    if p.can_saturate:
+        params.update(saturation=True, demand_factor=space.DEFAULT_DEMAND_FACTOR)
+    return params
 
 
 def _line(p: Prepared) -> tuple[str, list]:
@@ -612,16 +613,42 @@ class _Search:
             points = sorted({good + (bad - good) * (j + 1) // (k + 1) for j in range(k)} - {good, bad})
             self.batch([dict(rest, **{name: grid[i]}) for i in points], share)
 
-    def narrow(self, params: dict) -> None:
+    def narrow(self, params: dict) -> float | None:
         """After the upstream line (``params``) is bisected: TPE searches targets from ``NARROW`` below the highest
         one that met the objective there (lower ones cost more pod-hours than it: pods go as 1 / target) up; the
-        whole range when none met it."""
+        whole range when none met it. Returns that target (None: none met it)."""
         good, _, best = self.bounds(params)
-        if best is not None:
-            name, grid = _line(self.p)
-            self.lowest = grid[good] - NARROW if name == "target" else grid[good] / (1 + NARROW / 100)
+        if best is None:
+            return None
+        name, grid = _line(self.p)
+        self.lowest = grid[good] - NARROW if name == "target" else grid[good] / (1 + NARROW / 100)
+        return grid[good]
 
     # -------------------------------------------------------------------- phases
+    def seed(self, share: float) -> None:
+        """The trials a user would make by hand: upstream's HPA from 90 % down in steps of 10 until a target
+        meets the objective, and one step more (``jobs`` targets at a time; the cheapest first, so that costlier
+        ones can stop early, and a more cautious one for the held-out check), its target bisected to 1 %, TPE narrowed to it
+        (``narrow``), and the extensions' defaults at that target and 5 points above (80 and 70 % when no
+        upstream target met it)."""
+        p = self.p
+        util = p.kind.type == "Utilization"
+        grid = UPSTREAM_GRID if util else UPSTREAM_FACTORS
+        line = _upstream(p, grid[0])
+        for i in range(0, len(grid), self.jobs):
+            self.batch([_upstream(p, t) for t in grid[i:i + self.jobs]], share)
+            tried = [_upstream(p, t) for t in grid[:i + self.jobs]]
+            if sum(1 for e in self.evaluations if e.params in tried and e.complete and self.objective.met(e.in_sample)) >= 2:
+                break  # the first target that met it, and one step below: a fallback for the held-out check
+        self.bisect(line, share)
+        top = self.narrow(line)
+        if p.can_predict or p.can_saturate:
+            if top is None:
+                targets = (80, 70) if util else (1.4, 1.0)
+            else:
+                targets = (top, min(top + 5, space.TARGET_PERCENT[1])) if util else (top, min(top * 1.1, space.TARGET_FACTOR[1]))
+            self.batch([_extended(p, t) for t in dict.fromkeys(targets)], share)
+
     def run(self) -> tuple[Evaluation, list[Evaluation]]:
         p = self.p
         with _Runner(p, self.jobs) as self.runner:
@@ -629,10 +656,7 @@ class _Search:
             current = Evaluation(-1, space.current_setting(p.autoscaler.hpa, p.kind), first.figures,
                                  episodes=first.episodes)
             self.span, self.requests = first.figures.simulated_seconds, first.requests
-            seeds = _seeds(p)
-            self.batch(seeds, 1 - POLISH_SHARE)
-            self.bisect(seeds[0], 1 - POLISH_SHARE)
-            self.narrow(seeds[0])
+            self.seed(1 - POLISH_SHARE)
             if p.can_schedule:
                 self._offer_windows(current)
             self.tpe(1 - POLISH_SHARE)
@@ -663,8 +687,9 @@ class _Search:
         if best is not None:
             trials.append(best.params)
         name, _ = _line(p)
-        missed = [e for e in self.evaluations if e.params and {k: v for k, v in e.params.items() if k != name}
-                  == {k: v for k, v in _seeds(p)[0].items() if k != name} and not self.objective.met(e.in_sample)]
+        line = {k: v for k, v in _upstream(p, 0).items() if k != name}
+        missed = [e for e in self.evaluations if e.params and {k: v for k, v in e.params.items() if k != name} == line
+                  and not self.objective.met(e.in_sample)]
         if missed:
             trials.append(min(missed, key=lambda e: e.params[name]).params)
         self.batch([dict(t, windows=len(self.peaks), floor_factor=1.0) for t in trials], 1 - POLISH_SHARE)
@@ -673,9 +698,10 @@ class _Search:
 def search(prepared: Prepared, objective: Objective, *, trials: int = 200, timeout: float = DEFAULT_TIMEOUT, jobs: int = 1,
            seed: int = 0, progress: Callable[[int, int, float], None] | None = None,
            clock: Callable[[], float] = time.monotonic) -> tuple[Evaluation, list[Evaluation], float]:
-    """Search on the tuning part only: the user's object, then upstream's HPA at 90-40 % and the extensions'
-    defaults, the bisection of upstream's target, schedule windows where the replays were late for a peak that
-    recurs (``pyhpa.tune.windows``), Optuna's TPE, and at the end the bisection of the best setting's target;
+    """Search on the tuning part only: the user's object, then what a user would try by hand (``_Search.seed``:
+    upstream's HPA from 90 % down until a target meets the objective, bisected to 1 %, and the extensions'
+    defaults there), schedule windows where the replays were late for a peak that recurs
+    (``pyhpa.tune.windows``), Optuna's TPE, and at the end the bisection of the best setting's target;
     until ``trials`` settings or ``timeout`` seconds of ``clock`` (wall time; ``time.process_time`` with
     ``jobs=1`` budgets CPU time, for a machine shared with other work); ``jobs`` worker processes.
     Returns the user's object's evaluation, every candidate's (trial order) and the seconds of ``clock``.
