@@ -45,11 +45,9 @@ HELD_OUT_SLACK = 2.0
 MIN_TUNE_SECONDS = 86400.0
 #: settings checked on the held-out part, cheapest first, before tune refuses
 HELD_OUT_CANDIDATES = 8
-#: a replay stops as over the limit once its objective figure over the whole tuning part is certain to exceed
-#: ``STOP_OVER_LIMIT`` x the limit (and the limit + ``STOP_OVER_LIMIT_MIN``): settings near the limit run to
-#: their end, so the refusal's "closest" setting has full figures
-STOP_OVER_LIMIT = 2.0
-STOP_OVER_LIMIT_MIN = 0.001
+#: a replay stops as over the limit once its objective figure over the whole tuning part is certain to exceed the
+#: limit by this much (summary.json rounds fractions to 6 digits)
+STOP_OVER_LIMIT_MARGIN = 1e-6
 #: a replay stops as costlier once it has spent ``STOP_COSTLIER_SHARE`` more pod-hours than the cheapest setting
 #: that met the objective so far, plus ``STOP_COSTLIER_MARGIN`` (rank_key compares pod-hours to 0.1): the
 #: held-out check replays it to its end only when its fallbacks come that far (rare: the margin keeps it cheap)
@@ -83,6 +81,15 @@ class Objective:
     def value(self, f: "Figures") -> float:
         return getattr(f, self.metric)
 
+    def at_least(self, f: "Figures", whole: "Figures") -> float:
+        """The figure ``f``'s setting has at least over the whole part (``whole``: a replay of it to its end):
+        its own when ``f`` is complete, else what it reached over the part's seconds or requests."""
+        if not f.stopped:
+            return self.value(f)
+        if self.metric == "overloaded_fraction":
+            return f.overloaded_seconds / max(whole.simulated_seconds, 1e-12)
+        return f.unserved_requests / max(whole.requests, 1e-12)
+
     def met(self, f: "Figures", slack: float = 1.0) -> bool:
         return self.value(f) <= self.limit * slack + 1e-12
 
@@ -92,11 +99,12 @@ class Figures:
     """One replay's figures (summary.json of ``pyhpa simulate``): pod-hours, overloaded seconds and share of
     time, unserved requests and share of requests, scale events (ups + downs), simulated seconds, and
     ``stopped``: "" when the replay ran to the end of its part, else why it stopped early (``OVER_LIMIT``,
-    ``COSTLIER``; the figures then cover its first ``simulated_seconds``)."""
+    ``COSTLIER``; the figures then cover its first ``simulated_seconds``, ``requests`` the requests there)."""
 
     pod_hours: float
     overloaded_seconds: float
     overloaded_fraction: float
+    requests: float
     unserved_requests: float
     unserved_fraction: float
     scale_events: int
@@ -106,9 +114,10 @@ class Figures:
     @classmethod
     def from_summary(cls, s: dict, stopped: str = "") -> "Figures":
         return cls(pod_hours=s["pod_hours"], overloaded_seconds=s["overloaded_seconds"],
-                   overloaded_fraction=s["overloaded_fraction"], unserved_requests=s["unserved_requests"],
-                   unserved_fraction=s["unserved_fraction"], scale_events=s["scale_ups"] + s["scale_downs"],
-                   simulated_seconds=s["simulated_seconds"], stopped=stopped)
+                   overloaded_fraction=s["overloaded_fraction"], requests=s["requests"],
+                   unserved_requests=s["unserved_requests"], unserved_fraction=s["unserved_fraction"],
+                   scale_events=s["scale_ups"] + s["scale_downs"], simulated_seconds=s["simulated_seconds"],
+                   stopped=stopped)
 
 
 @dataclass(slots=True)
@@ -316,12 +325,10 @@ class Stop:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """What a worker sends back: the ``figures``, the overload ``episodes`` ((start epoch s, seconds)) and the
-    requests of the span replayed."""
+    """What a worker sends back: the ``figures`` and the overload ``episodes`` ((start epoch s, seconds))."""
 
     figures: Figures
     episodes: tuple[tuple[float, float], ...]
-    requests: float
 
 
 _STATE: dict = {}
@@ -337,7 +344,7 @@ def _evaluate(s: Setting | None, part: str, stop: Stop | None = None) -> Outcome
     cluster = run.cluster
     stopped = stop.reason(cluster) if stop is not None else ""
     episodes = tuple((a, d) for a, d, _ in cluster.stats.episodes)
-    return Outcome(Figures.from_summary(run.summary, stopped), episodes, run.summary["requests"])
+    return Outcome(Figures.from_summary(run.summary, stopped), episodes)
 
 
 class _Runner:
@@ -439,15 +446,16 @@ def _upstream(p: Prepared, target: float) -> dict:
     return params
 
 
-def _extended(p: Prepared, target: float) -> dict:
-    """The trial of the extensions' defaults (``prediction: {}``, ``saturation: {}``) at ``target``, else as
-    ``_upstream``."""
-    params = _upstream(p, target)
+def _extended(p: Prepared, target: float) -> list[dict]:
+    """The trials of each extension's defaults (``prediction: {}``, then ``saturation: {}``) at ``target``,
+    else as ``_upstream``."""
+    out = []
     if p.can_predict:
-        params.update(prediction=True, quantile=space.DEFAULT_QUANTILE, lead_seconds=space.DEFAULT_LEAD)
+        out.append(dict(_upstream(p, target), prediction=True, quantile=space.DEFAULT_QUANTILE,
+                        lead_seconds=space.DEFAULT_LEAD))
     if p.can_saturate:
-        params.update(saturation=True, demand_factor=space.DEFAULT_DEMAND_FACTOR)
-    return params
+        out.append(dict(_upstream(p, target), saturation=True, demand_factor=space.DEFAULT_DEMAND_FACTOR))
+    return out
 
 
 def _line(p: Prepared) -> tuple[str, list]:
@@ -483,8 +491,7 @@ class _Search:
         self.durations: list[float] = []  # seconds of ``clock`` per replay (serial: exact; parallel: with waiting)
         self.asked = 0
         self.t0 = clock()
-        self.span = 0.0      # seconds of the tuning part
-        self.requests = 0.0  # requests of the tuning part (the same for every setting)
+        self.whole: Figures | None = None  # the current object's replay, to the end: the part's seconds, requests
         self.runner: _Runner | None = None
 
     # -------------------------------------------------------------------- budget
@@ -506,14 +513,14 @@ class _Search:
         return min(ok, key=rank_key) if ok else None
 
     def stop(self) -> Stop:
-        o, span = self.objective, self.span
-        over = max(o.limit * STOP_OVER_LIMIT, o.limit + STOP_OVER_LIMIT_MIN)
+        o = self.objective
+        over = o.limit + STOP_OVER_LIMIT_MARGIN
         best = self.incumbent()
         pod_seconds = (math.inf if best is None
                        else (best.in_sample.pod_hours * (1 + STOP_COSTLIER_SHARE) + STOP_COSTLIER_MARGIN) * 3600.0)
         if o.metric == "overloaded_fraction":
-            return Stop(overloaded_seconds=over * span, pod_seconds=pod_seconds)
-        return Stop(unserved_requests=over * self.requests, pod_seconds=pod_seconds)
+            return Stop(overloaded_seconds=over * self.whole.simulated_seconds, pod_seconds=pod_seconds)
+        return Stop(unserved_requests=over * self.whole.requests, pod_seconds=pod_seconds)
 
     # -------------------------------------------------------------------- trials
     def ask(self, params: dict | None) -> bool:
@@ -556,10 +563,9 @@ class _Search:
         value = o.value(f)
         pod_hours = f.pod_hours
         if f.stopped:  # a lower bound, and an estimate of the rest at the same rate (a hint for the sampler)
-            pod_hours *= self.span / max(f.simulated_seconds, 1.0)
+            pod_hours *= self.whole.simulated_seconds / max(f.simulated_seconds, 1.0)
             if f.stopped == OVER_LIMIT:
-                value = (f.overloaded_seconds / self.span if o.metric == "overloaded_fraction"
-                         else f.unserved_requests / max(self.requests, 1e-12))
+                value = o.at_least(f, self.whole)
         trial.set_constraint(o.metric, value - o.limit)
         trial.set_user_attr("scale_events", f.scale_events)
         self.study.tell(trial, pod_hours)
@@ -628,9 +634,9 @@ class _Search:
     def seed(self, share: float) -> None:
         """The trials a user would make by hand: upstream's HPA from 90 % down in steps of 10 until a target
         meets the objective, and one step more (``jobs`` targets at a time; the cheapest first, so that costlier
-        ones can stop early, and a more cautious one for the held-out check), its target bisected to 1 %, TPE narrowed to it
-        (``narrow``), and the extensions' defaults at that target and 5 points above (80 and 70 % when no
-        upstream target met it)."""
+        ones can stop early, and a more cautious one for the held-out check), its target bisected to 1 %, TPE
+        narrowed to it (``narrow``), and each extension's defaults 5 points above it (an extension lets the
+        target go higher; at 80 % when no upstream target met the objective)."""
         p = self.p
         util = p.kind.type == "Utilization"
         grid = UPSTREAM_GRID if util else UPSTREAM_FACTORS
@@ -642,12 +648,11 @@ class _Search:
                 break  # the first target that met it, and one step below: a fallback for the held-out check
         self.bisect(line, share)
         top = self.narrow(line)
-        if p.can_predict or p.can_saturate:
-            if top is None:
-                targets = (80, 70) if util else (1.4, 1.0)
-            else:
-                targets = (top, min(top + 5, space.TARGET_PERCENT[1])) if util else (top, min(top * 1.1, space.TARGET_FACTOR[1]))
-            self.batch([_extended(p, t) for t in dict.fromkeys(targets)], share)
+        if top is None:
+            target = 80 if util else 1.0
+        else:
+            target = min(top + 5, space.TARGET_PERCENT[1]) if util else min(top * 1.05, space.TARGET_FACTOR[1])
+        self.batch(_extended(p, target), share)
 
     def run(self) -> tuple[Evaluation, list[Evaluation]]:
         p = self.p
@@ -655,7 +660,7 @@ class _Search:
             first = self.runner.submit(None, "tuning").result()
             current = Evaluation(-1, space.current_setting(p.autoscaler.hpa, p.kind), first.figures,
                                  episodes=first.episodes)
-            self.span, self.requests = first.figures.simulated_seconds, first.requests
+            self.whole = first.figures
             self.seed(1 - POLISH_SHARE)
             if p.can_schedule:
                 self._offer_windows(current)
@@ -732,7 +737,7 @@ def frontier(evaluations: Sequence[Evaluation], objective: Objective) -> list[Ev
 
 
 def _closest(evaluations: Sequence[Evaluation], objective: Objective, p: Prepared, figures: str = "in_sample") -> str:
-    done = [e for e in evaluations if e.complete] or list(evaluations)
+    done = [e for e in evaluations if e.complete]
     e = min(done, key=lambda e: (objective.value(getattr(e, figures)), getattr(e, figures).pod_hours))
     f = getattr(e, figures)
     return (f"closest: {e.setting.label(p.kind)} ({objective.metric.replace('_', ' ')} {objective.value(f):.4%}, "
@@ -749,14 +754,15 @@ def check_held_out(prepared: Prepared, objective: Objective, current: Evaluation
     no setting met the objective in-sample, or none of the ``HELD_OUT_CANDIDATES`` cheapest held out."""
     t0 = time.monotonic()
     everyone = [current, *evaluations]
-    if not any(e.complete and objective.met(e.in_sample) for e in everyone):
-        raise InputError(f"no setting met {objective.option} {objective.limit:g} on the tuning part "
-                         f"({len(evaluations) + 1} tried); {_closest(everyone, objective, prepared)}",
-                         field=objective.option)
     batch = max(1, jobs)
     tried = 0
     checked: list[Evaluation] = []
     with _Runner(prepared, jobs, prepared.held_out) as runner:
+        if not any(e.complete and objective.met(e.in_sample) for e in everyone):
+            _complete_closest(objective, current, evaluations, runner)
+            raise InputError(f"no setting met {objective.option} {objective.limit:g} on the tuning part "
+                             f"({len(evaluations) + 1} tried); {_closest(everyone, objective, prepared)}",
+                             field=objective.option)
         if prepared.held_out is not None:
             current.held_out = runner.map([(None, "held_out")])[0].figures
         while tried < HELD_OUT_CANDIDATES:
@@ -784,6 +790,18 @@ def check_held_out(prepared: Prepared, objective: Objective, current: Evaluation
                      f"{objective.option} {objective.limit:g} on the tuning part stayed within {HELD_OUT_SLACK:g}x "
                      f"it on the held-out part; {_closest(checked, objective, prepared, 'held_out')} held out",
                      field=objective.option)
+
+
+def _complete_closest(objective: Objective, current: Evaluation, evaluations: list[Evaluation], runner: _Runner) -> None:
+    """Replay to their end the settings stopped over the limit that could come closer to it than every setting
+    replayed to its end (the least of what they reached first), so that the refusal names the closest one."""
+    best = min(objective.value(e.in_sample) for e in [current, *evaluations] if e.complete)
+    for e in sorted(_unique(e for e in evaluations if e.in_sample.stopped),
+                    key=lambda e: objective.at_least(e.in_sample, current.in_sample)):
+        if objective.at_least(e.in_sample, current.in_sample) >= best:
+            break
+        _set(evaluations, e.setting, in_sample=runner.map([(e.setting, "tuning")])[0].figures)
+        best = min(best, objective.value(e.in_sample))
 
 
 def _ranked(everyone: list[Evaluation], objective: Objective, checked: list[Evaluation]) -> list[Evaluation]:
