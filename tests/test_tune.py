@@ -438,3 +438,31 @@ def test_recurring_peaks_are_found_where_the_replays_were_late_at_the_same_clock
         assert "every Wed at 02:00-02:10 UTC" in peak.why() and "on 3 of 3 weeks" in peak.why()
     else:
         assert peaks == []
+
+
+def test_a_replay_stopped_early_decided_exactly_as_the_full_one_until_it_stopped(tmp_path):
+    """The stops tune gives the simulator end a replay early without changing a decision before: the stopped
+    run's timeline is the full run's up to the stop, its overload past the budget, its figures no larger."""
+    from dataclasses import replace
+
+    from pyhpa.simulate import replay
+    from pyhpa.tune import Setting
+    from pyhpa.tune.search import COSTLIER, OVER_LIMIT, Stop
+
+    p = prepared(tmp_path, write_trace(tmp_path / "daily.csv", daily(30)))
+    auto = p.autoscaler_for(Setting(target=85, min_replicas=1, max_replicas=20))
+    full = replay(auto, "full", p.target, p.profile, p.tuning.load, p.settings)
+    assert full.summary["overloaded_seconds"] > 0 and not full.cluster.stopped
+    for stop, why in ((Stop(overloaded_seconds=full.summary["overloaded_seconds"] / 2), OVER_LIMIT),
+                      (Stop(pod_seconds=full.summary["pod_hours"] * 3600 / 2), COSTLIER)):
+        run = replay(auto, "stopped", p.target, p.profile, p.tuning.load, p.settings, stop=stop)
+        assert run.cluster.stopped and stop.reason(run.cluster) == why
+        rows = run.cluster.rows
+        assert 0 < len(rows) < len(full.cluster.rows) and rows == full.cluster.rows[:len(rows)]
+        assert run.summary["simulated_seconds"] == rows[-1][0] - p.tuning.load.trace.start
+        assert run.summary["pod_hours"] <= full.summary["pod_hours"]
+        assert run.summary["overloaded_seconds"] <= full.summary["overloaded_seconds"]
+        if why == OVER_LIMIT:
+            assert run.summary["overloaded_seconds"] > stop.overloaded_seconds
+        else:
+            assert run.cluster.stats.pod_seconds > stop.pod_seconds
