@@ -384,6 +384,8 @@ def test_a_daily_step_the_forecast_misses_gets_a_schedule_window(tmp_path):
     assert plain and not any(r["in_sample_meets_objective"] == "True" for r in plain)
     assert any(r["prediction"] == "True" for r in plain)
     assert any(r["schedule_start"] == "55 8 * * *" and r["recommended"] == "True" for r in rows)
+    columns = list(rows[0])[1:list(rows[0]).index("schedule_min_replicas") + 1]
+    assert len({tuple(r[c] for c in columns) for r in rows[1:]}) == len(rows) - 1  # each setting replayed once
     sim = simulate_cli(tmp_path, out / "recommended.yaml", trace, end_hours=72)
     assert sim["pod_hours"] == summary["recommended"]["in_sample"]["pod_hours"]
     assert sim["extensions"]["schedules"]["active_syncs"] == 3 * 10

@@ -523,10 +523,18 @@ class _Search:
         return Stop(unserved_requests=over * self.whole.requests, pod_seconds=pod_seconds)
 
     # -------------------------------------------------------------------- trials
+    def full(self, params: dict) -> dict:
+        """``params`` with every parameter the space has now: a trial from before the windows were found has
+        none (``windows`` 0), and an enqueued one must not leave it to the sampler."""
+        if self.peaks and "windows" not in params:
+            return dict(params, windows=0)
+        return params
+
     def ask(self, params: dict | None) -> bool:
-        """Start one trial (``params``: enqueued, else TPE's); False when the budget is spent."""
+        """Start one trial (``params``: enqueued, else TPE's); False when the budget is spent. A setting
+        replayed already is not replayed again (nor counted as another candidate)."""
         if params is not None:
-            self.study.enqueue_trial(params)
+            self.study.enqueue_trial(self.full(params))
         trial = self.study.ask()
         self.asked += 1
         s = _suggest(trial, self.p, self.peaks, self.lowest if params is None else None)
@@ -549,8 +557,10 @@ class _Search:
                 out = fut.result()
                 if began is not None:
                     self.durations.append(self.clock() - began)
-                self.seen[s] = out
                 self._tell(trial, out.figures)
+                if began is None:  # the same setting as an earlier trial
+                    continue
+                self.seen[s] = out
                 self.evaluations.append(Evaluation(trial.number, s, out.figures, episodes=out.episodes,
                                                    params=dict(trial.params)))
                 if self.progress:
@@ -594,10 +604,10 @@ class _Search:
         the grid index of the highest target known to meet the objective (-1: none), of the next higher one known
         not to (the grid's length: none), and the evaluation at the first."""
         name, grid = _line(self.p)
-        rest = {k: v for k, v in params.items() if k != name}
+        rest = {k: v for k, v in self.full(params).items() if k != name}
         on = []
         for e in self.evaluations:
-            if name in e.params and {k: v for k, v in e.params.items() if k != name} == rest:
+            if name in e.params and {k: v for k, v in self.full(e.params).items() if k != name} == rest:
                 on.append((min(range(len(grid)), key=lambda j: abs(grid[j] - e.params[name])), e))
         met = [(i, e) for i, e in on if e.complete and self.objective.met(e.in_sample)]
         good, best = max(met, key=lambda x: x[0]) if met else (-1, None)
@@ -611,10 +621,12 @@ class _Search:
         (``_line``): the cheapest target that meets it, as a user would find by hand. ``jobs`` points at once."""
         name, grid = _line(self.p)
         rest = {k: v for k, v in params.items() if k != name}
+        last = None
         while self.room(share):
             good, bad, _ = self.bounds(params)
-            if good < 0 or bad - good <= 1:
+            if good < 0 or bad - good <= 1 or (good, bad) == last:  # done, or a point did not land on the line
                 return
+            last = good, bad
             k = min(self.runner.jobs, bad - good - 1)
             points = sorted({good + (bad - good) * (j + 1) // (k + 1) for j in range(k)} - {good, bad})
             self.batch([dict(rest, **{name: grid[i]}) for i in points], share)
