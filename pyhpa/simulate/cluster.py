@@ -87,17 +87,15 @@ class Stats:
 
 
 class _Group:
-    """Steady pods of one traffic weight share one CPU and served-requests integral (and its value at the last
-    scrape: ``scraped_cpu``, ``scraped_served``)."""
+    """Steady pods of one traffic weight share one CPU and served-requests integral."""
 
-    __slots__ = ("count", "cpu", "served", "sample", "scraped_cpu", "scraped_served")
+    __slots__ = ("count", "cpu", "served", "sample")
 
     def __init__(self):
         self.count = 0
         self.cpu = 0.0
         self.served = 0.0
         self.sample = None
-        self.scraped_cpu = self.scraped_served = 0.0
 
 
 class SimPod:
@@ -105,8 +103,6 @@ class SimPod:
 
     ``cpu``/``served`` are cumulative CPU (millicore-seconds) and served requests; a
     steady pod (running, serving, Ready, start-up boost over) reads them from its group.
-    ``prev_t``/``prev_cpu``/``prev_served`` are its totals at its last scrape; a pod steady since before the
-    last scrape keeps none (its totals then are its group's at that scrape, see ``Cluster._scrape``).
     """
 
     __slots__ = ("name", "created", "bound_at", "weight", "events", "bound", "running", "app_up", "ready",
@@ -226,7 +222,6 @@ class Cluster:
         self.sync_k = 0
         self.next_sync = self.t0
         self.scrape_k = -2
-        self.last_scrape: float | None = None
         self.next_scrape = self.t0 + self.scrape_offset - 2 * self.profile.metric_resolution_seconds
         self.samples = [MetricSamples(error="no metrics returned yet") for _ in self.views]
         self.samples_stale = False
@@ -457,38 +452,19 @@ class Cluster:
 
     # ----------------------------------------------------------------- metrics-server
     def _scrape(self, t: float) -> None:
-        """One metrics-server scrape: per-pod rates over the window since the last scrape.
-
-        A pod steady since before the last scrape (``last``) shares its group's sample, computed once from the
-        first such pod's totals: now, and at ``last`` (its group's integrals then, kept in the group, give the
-        totals that pod had at ``last``, the same float operations as then)."""
+        """One metrics-server scrape: per-pod rates over the window since the last scrape."""
         self.scrape_k += 1
         self.next_scrape = self.t0 + self.scrape_offset + self.scrape_k * self.profile.metric_resolution_seconds
         per_w = self.rps / self.w_ready if self.w_ready > 0 else 0.0
         found: list[tuple[SimPod, tuple]] = []
-        last = self.last_scrape
         for pod in self.pods:
             if not pod.running:
-                continue
-            g = pod.group
-            if g is not None and last is not None and pod.steady_since <= last:
-                shared = g.sample
-                if shared is None or shared[0] != t:
-                    pod.prev_cpu = pod.cpu + g.scraped_cpu - pod.g_cpu
-                    pod.prev_served = pod.served + g.scraped_served - pod.g_served
-                    cpu, served = pod.totals()
-                    found.append((pod, self._pod_sample(pod, t, last, cpu, served, per_w)))
-                else:
-                    found.append((pod, shared[2]))
                 continue
             cpu, served = pod.totals()
             prev = pod.prev_t
             if prev is not None:
                 found.append((pod, self._pod_sample(pod, t, prev, cpu, served, per_w)))
             pod.prev_t, pod.prev_cpu, pod.prev_served = t, cpu, served
-        for g in self.groups.values():
-            g.scraped_cpu, g.scraped_served = g.cpu, g.served
-        self.last_scrape = t
         self.samples = [self._metric_samples(v, t, found, per_w) for v in self.views]
         self.samples_stale = False
 
