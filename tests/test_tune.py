@@ -414,15 +414,17 @@ def _episodes(days: int, at: list[tuple[int, float, float]], noise: int = 2, see
     return tuple(sorted(eps))
 
 
-@pytest.mark.parametrize("case", ["morning ramp", "weekly batch", "random", "always"])
+@pytest.mark.parametrize("case", ["morning ramp", "weekly batch", "over midnight", "random", "always"])
 def test_recurring_peaks_are_found_where_the_replays_were_late_at_the_same_clock_time(case):
     """windows.detect: a ramp late on 5 of 6 mornings gives a daily window; a batch on each of three Wednesdays
-    a weekly one; overload at random times or all the time gives none. Floors are sized from the load."""
+    a weekly one; a peak over midnight one window across it; overload at random times or all the time gives
+    none. Floors are sized from the load."""
     from pyhpa.tune import windows
 
     days = 21 if case == "weekly batch" else 6
     at = {"morning ramp": [(d, 7.5, 700.0) for d in (0, 1, 2, 4, 5)],
           "weekly batch": [(d, 2.0, 600.0) for d in (2, 9, 16)],  # T0 is a Monday: days 2, 9, 16 are Wednesdays
+          "over midnight": [(d, 23 + 55 / 60, 1200.0) for d in range(5)],  # 23:55 to 00:15
           "random": [], "always": [(d, h, 1800.0) for d in range(days) for h in range(0, 24, 1)]}[case]
     replay = windows.Replayed("upstream", _episodes(days, at), T0, T0 + days * 86400)
     times = T0 + 60.0 * np.arange(days * 1440)
@@ -438,6 +440,10 @@ def test_recurring_peaks_are_found_where_the_replays_were_late_at_the_same_clock
         assert (peak.cron, peak.weekdays, peak.hits, peak.seen) == ("55 1 * * 3", (2,), 3, 3)
         assert peak.name == "tune-weekly-wed-0155" and peak.demand_rps == 30.0
         assert "every Wed at 02:00-02:10 UTC" in peak.why() and "on 3 of 3 weeks" in peak.why()
+    elif case == "over midnight":
+        (peak,) = peaks
+        assert (peak.cron, peak.duration_seconds, peak.late, peak.hits, peak.seen) == (
+            "50 23 * * *", 25 * 60, "23:55-00:15", 5, 6)
     else:
         assert peaks == []
 

@@ -189,7 +189,7 @@ def write_candidates(result: TuneResult, path: Path) -> None:
 
 def _peak_dict(peak) -> dict:
     return {"name": peak.name, "start": peak.cron, "durationSeconds": peak.duration_seconds, "timeZone": "UTC",
-            "late": f"{peak.late_from // 60:02d}:{peak.late_from % 60:02d}-{peak.late_to // 60:02d}:{peak.late_to % 60:02d}",
+            "late": peak.late,
             "hits": peak.hits, "seen": peak.seen, "replay": peak.replay, "demand_rps": round(peak.demand_rps, 4),
             "why": peak.why()}
 

@@ -530,8 +530,8 @@ class _Search:
             return dict(params, windows=0)
         return params
 
-    def ask(self, params: dict | None) -> bool:
-        """Start one trial (``params``: enqueued, else TPE's); False when the budget is spent. A setting
+    def ask(self, params: dict | None) -> None:
+        """Start one trial (``params``: enqueued, else TPE's; the caller checks the budget, ``room``). A setting
         replayed already is not replayed again (nor counted as another candidate)."""
         if params is not None:
             self.study.enqueue_trial(self.full(params))
@@ -546,7 +546,6 @@ class _Search:
         else:
             fut = self.runner.submit(s, "tuning", self.stop())
         self.pending[fut] = (trial, s, began)
-        return True
 
     def collect(self, all_: bool = False) -> None:
         """Wait for one pending trial (``all_``: every one) and tell Optuna."""

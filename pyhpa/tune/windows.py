@@ -90,11 +90,16 @@ class Peak:
         days = "*" if not self.weekdays else ",".join(str(_CRON_DOW[d]) for d in self.weekdays)
         return f"{m} {h} * * {days}"
 
+    @property
+    def late(self) -> str:
+        """When the replays were late, ``HH:MM-HH:MM`` UTC."""
+        return f"{_hhmm(self.late_from)}-{_hhmm(self.late_to)}"
+
     def why(self) -> str:
         """Why the window exists, in words (recommended.yaml's comment)."""
         every = "every day" if not self.weekdays else "every " + "/".join(_DAY_NAMES[d] for d in self.weekdays)
         unit = "days" if not self.weekdays else "weeks"
-        return (f"{every} at {_hhmm(self.late_from)}-{_hhmm(self.late_to)} UTC the replays of the tuning part were "
+        return (f"{every} at {self.late} UTC the replays of the tuning part were "
                 f"late for a peak: {self.replay} was overloaded there on {self.hits} of {self.seen} {unit}, far more "
                 f"than at other times; the window starts {_hhmm(self.start_minute)} (the pods' start-up ahead) and "
                 f"its floor is sized from the history's demand in it ({self.demand_rps:.4g} requests/s: the median "
