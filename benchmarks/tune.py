@@ -5,7 +5,7 @@ with about 70 s start-up, ``benchmarks/proactive/``):
 
 1. tune on 7 days of 1-minute history (``--start``/``--end``; the rows before ``--start`` are the forecaster's
    history; the last of the 7 days is tune's held-out day) with ``--max-overloaded-fraction 0.005``, starting
-   from an upstream HPA at CPU 50 %, on one core (``jobs=1``) within tune's default budget of 240 s, counted
+   from an upstream HPA at CPU 50 %, on one core (``jobs=1``) within tune's default budget of 170 s, counted
    in CPU seconds of the one process (the machine may be shared: wall time is printed too);
 2. replay the written ``recommended.yaml`` through ``pyhpa simulate``'s code path (``run_simulation``) on the
    next 7 days;
@@ -19,7 +19,7 @@ seconds of reading, searching and the held-out check on one core), then ``tune_s
 and ``candidates=...`` (the fewest). Goals: on every trace the next week's overloaded fraction is at most
 2 x 0.005 and the pod-hours at most the hindsight target's; tune_seconds <= 300.
 
-``--timeout S`` shortens tune's search (default 240 s, tune's own default); ``--trace NAME`` (repeatable)
+``--timeout S`` sets tune's search budget (default 170 s, tune's own default); ``--trace NAME`` (repeatable)
 runs only some traces; ``--jobs N`` traces in parallel (each tune on one core); ``--keep DIR`` keeps each
 trace's tune output (recommended.yaml, frontier.png, ...) in DIR/NAME.
 """
@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from pyhpa.adapters.errors import InputError  # noqa: E402
+from pyhpa.tune.search import DEFAULT_TIMEOUT  # noqa: E402
 
 HERE = ROOT / "benchmarks"
 DATA = HERE / "data"
@@ -148,7 +149,8 @@ def run_trace(name: str, cfg: dict, timeout: float, keep: Path | None, reuse: bo
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace", choices=sorted(TRACES), action="append", help="only this trace (repeatable)")
-    ap.add_argument("--timeout", type=float, default=240.0, help="tune's search budget, seconds (default 240)")
+    ap.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                    help=f"tune's search budget, seconds (default {DEFAULT_TIMEOUT:g}, tune's own)")
     ap.add_argument("--jobs", type=int, default=len(TRACES), help="traces in parallel (each tune on one core)")
     ap.add_argument("--keep", type=Path, help="keep each trace's tune output in DIR/NAME")
     ap.add_argument("--reuse", action="store_true", help="with --keep: a trace whose DIR/NAME/summary.json exists is "

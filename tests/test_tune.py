@@ -7,6 +7,7 @@ searches are a few settings long, so that each test replays a few simulated days
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import shutil
@@ -88,6 +89,17 @@ def tune_cli(tmp: Path, trace: Path, *extra: str, hpa: Path | None = None, end_h
     return CliRunner().invoke(app, args), out
 
 
+def simulate_cli(tmp: Path, hpa: Path, trace: Path, end_hours: float) -> dict:
+    """summary.json of ``pyhpa simulate`` on ``hpa`` from the trace's start to ``end_hours``."""
+    replay = tmp / "replay"
+    done = CliRunner().invoke(app, ["simulate", "--hpa", str(hpa), "--target", str(DEPLOYMENT), "--profile",
+                                    str(PROFILE), "--trace", str(trace), "--column", "rps", "--end",
+                                    iso(T0 + end_hours * HOUR), "--sync-period", "60", "--output-dir", str(replay),
+                                    "--no-plot", "--no-progress"])
+    assert done.exit_code == 0, done.output
+    return json.loads((replay / "summary.json").read_text())
+
+
 def test_tuning_reads_neither_the_held_out_rows_nor_rows_after_end(tmp_path):
     """Changing the held-out rows changes no in-sample figure and no choice of the search; changing rows after
     --end changes nothing at all, held-out check included."""
@@ -146,13 +158,7 @@ def test_upstream_only_writes_an_hpa_that_simulate_replays_to_the_same_figures(t
     rows = (out / "candidates.csv").read_text().splitlines()
     assert len(rows) == 1 + 1 + 4 and rows[0].startswith("trial,target,min_replicas,max_replicas")
     assert (out / "frontier.png").stat().st_size > 10_000
-    replay = tmp_path / "replay"
-    done = CliRunner().invoke(app, ["simulate", "--hpa", str(out / "recommended.yaml"), "--target", str(DEPLOYMENT),
-                                    "--profile", str(PROFILE), "--trace", str(trace), "--column", "rps", "--end",
-                                    iso(T0 + 24 * HOUR), "--sync-period", "60", "--output-dir", str(replay),
-                                    "--no-plot", "--no-progress"])
-    assert done.exit_code == 0, done.output
-    sim = json.loads((replay / "summary.json").read_text())
+    sim = simulate_cli(tmp_path, out / "recommended.yaml", trace, end_hours=24)
     tuned = summary["recommended"]["in_sample"]
     assert sim["pod_hours"] == tuned["pod_hours"] and sim["overloaded_seconds"] == tuned["overloaded_seconds"]
     # pyhpa explain accepts the object (the API server and the controller: the next test)
@@ -316,7 +322,7 @@ def test_an_extended_setting_replays_in_simulate_to_the_figures_tune_saw(tmp_pat
     s = Setting(target=75, min_replicas=2, max_replicas=20, scale_down_window_seconds=120, scale_up_percent=200,
                 prediction=True, quantile=0.8, lead_seconds=240, saturation=True, demand_factor=2.5)
     with _Runner(replace(p, held_out=None), 1) as runner:
-        tuned = runner.map([(s, "tuning")])[0]
+        tuned = runner.map([(s, "tuning")])[0].figures
     manifest = tmp_path / "recommended.yaml"
     manifest.write_text(yaml.safe_dump(p.manifest(s)))
     assert yaml.safe_load(manifest.read_text())["kind"] == "HorizontalAutoscaler"
@@ -325,3 +331,146 @@ def test_an_extended_setting_replays_in_simulate_to_the_figures_tune_saw(tmp_pat
     assert sim["prediction"]["history_rows_before_start"] > 0
     assert (sim["pod_hours"], sim["overloaded_seconds"], sim["scale_ups"] + sim["scale_downs"]) == (
         tuned.pod_hours, tuned.overloaded_seconds, tuned.scale_events)
+
+
+# ------------------------------------------------------------------------------------------------ schedule windows
+def step_trace(days: float, seed: int = 1) -> np.ndarray:
+    """Requests/s per minute: 20 at night, 150 from 09:00 to 17:00 UTC every day (a step at the same minute)."""
+    rng = np.random.default_rng(seed)
+    minute = np.arange(int(days * 1440)) % 1440
+    return np.where((minute >= 9 * 60) & (minute < 17 * 60), 150.0, 20.0) * (1 + 0.03 * rng.standard_normal(minute.size))
+
+
+def random_bursts(days: float, seed: int = 1) -> np.ndarray:
+    """Requests/s per minute: 40 with bursts to 150 of half an hour at random times (about three a day)."""
+    rng = np.random.default_rng(seed)
+    rps = 40.0 * (1 + 0.03 * rng.standard_normal(int(days * 1440)))
+    for i in rng.choice(rps.size, size=int(days * 3), replace=False):
+        rps[i:i + 30] = 150.0
+    return rps
+
+
+def test_a_daily_step_the_forecast_misses_gets_a_schedule_window(tmp_path):
+    """A step from 2 to 9 pods' worth at 09:00 every day: upstream's HPA (its pods take ~80 s to start) and the
+    prediction (it smooths the step) are late for it each day, more than --max-overloaded-fraction 0.001 allows;
+    tune offers a window from 08:55 with a floor sized from the demand after the step, and recommends it; the
+    recommendation replays in pyhpa simulate to the figures tune reported."""
+    trace = write_trace(tmp_path / "step.csv", step_trace(4))
+    result, out = tune_cli(tmp_path, trace, "--trials", "10", "--max-overloaded-fraction", "0.001", "--held-out",
+                           str(24 * HOUR), end_hours=96)
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert [(w["start"], w["durationSeconds"], w["hits"], w["seen"]) for w in summary["windows"]] == [
+        ("55 8 * * *", 600, 3, 3)]
+    rec = yaml.safe_load((out / "recommended.yaml").read_text())
+    assert rec["kind"] == "HorizontalAutoscaler"
+    (window,) = rec["spec"]["schedules"]
+    assert (window["name"], window["start"], window["durationSeconds"], window["timeZone"]) == (
+        "tune-daily-0855", "55 8 * * *", 600, "UTC")
+    # the floor: the pods the demand after the step (~150 requests/s) needs at the recommended target, times the
+    # factor the search chose (at most 1.2)
+    demand = summary["windows"][0]["demand_rps"]
+    assert 150 < demand < 170
+    target = rec["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"]
+    assert rec["spec"]["minReplicas"] < window["minReplicas"] <= math.ceil(1.2 * demand * 50 / (target * 10 - 10))
+    text = (out / "recommended.yaml").read_text()
+    assert "# window tune-daily-0855 (55 8 * * *, UTC, 10 min, floor " in text
+    assert "every day at 09:00-09:05 UTC the replays of the tuning part were late for a peak" in text
+    assert "on 3 of 3 days" in text and "the windows are worth their pod-hours: " in text
+    rows = list(csv.DictReader((out / "candidates.csv").open()))
+    assert {"schedule_start", "schedule_duration_seconds", "schedule_time_zone", "schedule_min_replicas"} <= set(rows[0])
+    # the forecast misses the step: no setting without a window met the objective, prediction on or off
+    plain = [r for r in rows if not r["schedule_start"]]
+    assert plain and not any(r["in_sample_meets_objective"] == "True" for r in plain)
+    assert any(r["prediction"] == "True" for r in plain)
+    assert any(r["schedule_start"] == "55 8 * * *" and r["recommended"] == "True" for r in rows)
+    columns = list(rows[0])[1:list(rows[0]).index("schedule_min_replicas") + 1]
+    assert len({tuple(r[c] for c in columns) for r in rows[1:]}) == len(rows) - 1  # each setting replayed once
+    sim = simulate_cli(tmp_path, out / "recommended.yaml", trace, end_hours=72)
+    assert sim["pod_hours"] == summary["recommended"]["in_sample"]["pod_hours"]
+    assert sim["extensions"]["schedules"]["active_syncs"] == 3 * 10
+
+
+def test_random_bursts_get_no_schedule_window(tmp_path):
+    """Bursts at random times: no time of day recurs, so no window is offered, and the comment says why."""
+    trace = write_trace(tmp_path / "random.csv", random_bursts(4))
+    result, out = tune_cli(tmp_path, trace, "--trials", "8", "--max-overloaded-fraction", "0.005", "--held-out",
+                           str(24 * HOUR), end_hours=96)
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["windows"] == [] and summary["extensions_searched"]["schedules"] is True
+    text = (out / "recommended.yaml").read_text()
+    assert "schedules" not in yaml.safe_load(text)["spec"]
+    assert "# no schedule windows: no peak recurred at the same clock time in the replays of the tuning part" in text
+    assert all(not r["schedule_start"] for r in csv.DictReader((out / "candidates.csv").open()))
+
+
+def _episodes(days: int, at: list[tuple[int, float, float]], noise: int = 2, seed: int = 0) -> tuple:
+    """Overload episodes over ``days`` days from T0: ``at`` (day, hour, seconds) plus ``noise`` a day at
+    random times (one minute each)."""
+    rng = np.random.default_rng(seed)
+    eps = [(T0 + d * 86400 + h * HOUR, s) for d, h, s in at]
+    eps += [(T0 + float(t), 60.0) for t in rng.uniform(0, days * 86400, size=noise * days)]
+    return tuple(sorted(eps))
+
+
+@pytest.mark.parametrize("case", ["morning ramp", "weekly batch", "over midnight", "random", "always"])
+def test_recurring_peaks_are_found_where_the_replays_were_late_at_the_same_clock_time(case):
+    """windows.detect: a ramp late on 5 of 6 mornings gives a daily window; a batch on each of three Wednesdays
+    a weekly one; a peak over midnight one window across it; overload at random times or all the time gives
+    none. Floors are sized from the load."""
+    from pyhpa.tune import windows
+
+    days = 21 if case == "weekly batch" else 6
+    at = {"morning ramp": [(d, 7.5, 700.0) for d in (0, 1, 2, 4, 5)],
+          "weekly batch": [(d, 2.0, 600.0) for d in (2, 9, 16)],  # T0 is a Monday: days 2, 9, 16 are Wednesdays
+          "over midnight": [(d, 23 + 55 / 60, 1200.0) for d in range(5)],  # 23:55 to 00:15
+          "random": [], "always": [(d, h, 1800.0) for d in range(days) for h in range(0, 24, 1)]}[case]
+    replay = windows.Replayed("upstream", _episodes(days, at), T0, T0 + days * 86400)
+    times = T0 + 60.0 * np.arange(days * 1440)
+    rps = np.where((times % 86400) // HOUR == 7, 90.0, 30.0)
+    peaks = windows.detect([replay], times, rps, T0 + days * 86400, lead_seconds=95.0)
+    if case == "morning ramp":
+        (peak,) = peaks
+        assert (peak.cron, peak.duration_seconds, peak.hits, peak.seen) == ("25 7 * * *", 20 * 60, 5, 6)
+        assert peak.name == "tune-daily-0725" and peak.demand_rps == 90.0
+        assert "every day at 07:30-07:45 UTC" in peak.why() and "on 5 of 6 days" in peak.why()
+    elif case == "weekly batch":
+        (peak,) = peaks
+        assert (peak.cron, peak.weekdays, peak.hits, peak.seen) == ("55 1 * * 3", (2,), 3, 3)
+        assert peak.name == "tune-weekly-wed-0155" and peak.demand_rps == 30.0
+        assert "every Wed at 02:00-02:10 UTC" in peak.why() and "on 3 of 3 weeks" in peak.why()
+    elif case == "over midnight":
+        (peak,) = peaks
+        assert (peak.cron, peak.duration_seconds, peak.late, peak.hits, peak.seen) == (
+            "50 23 * * *", 25 * 60, "23:55-00:15", 5, 6)
+    else:
+        assert peaks == []
+
+
+def test_a_replay_stopped_early_decided_exactly_as_the_full_one_until_it_stopped(tmp_path):
+    """The stops tune gives the simulator end a replay early without changing a decision before: the stopped
+    run's timeline is the full run's up to the stop, its overload past the budget, its figures no larger."""
+    from dataclasses import replace
+
+    from pyhpa.simulate import replay
+    from pyhpa.tune import Setting
+    from pyhpa.tune.search import COSTLIER, OVER_LIMIT, Stop
+
+    p = prepared(tmp_path, write_trace(tmp_path / "daily.csv", daily(30)))
+    auto = p.autoscaler_for(Setting(target=85, min_replicas=1, max_replicas=20))
+    full = replay(auto, "full", p.target, p.profile, p.tuning.load, p.settings)
+    assert full.summary["overloaded_seconds"] > 0 and not full.cluster.stopped
+    for stop, why in ((Stop(overloaded_seconds=full.summary["overloaded_seconds"] / 2), OVER_LIMIT),
+                      (Stop(pod_seconds=full.summary["pod_hours"] * 3600 / 2), COSTLIER)):
+        run = replay(auto, "stopped", p.target, p.profile, p.tuning.load, p.settings, stop=stop)
+        assert run.cluster.stopped and stop.reason(run.cluster) == why
+        rows = run.cluster.rows
+        assert 0 < len(rows) < len(full.cluster.rows) and rows == full.cluster.rows[:len(rows)]
+        assert run.summary["simulated_seconds"] == rows[-1][0] - p.tuning.load.trace.start
+        assert run.summary["pod_hours"] <= full.summary["pod_hours"]
+        assert run.summary["overloaded_seconds"] <= full.summary["overloaded_seconds"]
+        if why == OVER_LIMIT:
+            assert run.summary["overloaded_seconds"] > stop.overloaded_seconds
+        else:
+            assert run.cluster.stats.pod_seconds > stop.pod_seconds

@@ -67,7 +67,7 @@ def tune(
     upstream_only: bool = typer.Option(False, "--upstream-only", help="Search autoscaling/v2 fields only; the recommendation is a HorizontalPodAutoscaler."),
     held_out: float = typer.Option(86400.0, "--held-out", metavar="SECONDS", help="The last SECONDS of the window are not tuned on: the winner is checked there (0: no check)."),
     trials: int = typer.Option(200, "--trials", help="Most settings to try."),
-    timeout: float = typer.Option(240.0, "--timeout", metavar="SECONDS", help="Stop searching after SECONDS (the held-out check follows)."),
+    timeout: float = typer.Option(170.0, "--timeout", metavar="SECONDS", help="Search for at most SECONDS: no setting starts that would end after them at the replays' mean duration (the held-out check follows)."),
     jobs: int = typer.Option(0, "--jobs", help="Worker processes (0: one per core)."),
     output_dir: Path = typer.Option(Path("out/tune"), "--output-dir", metavar="DIR", help="Where recommended.yaml, candidates.csv, frontier.png and summary.json go."),
     output: Output = typer.Option(Output.text, "--output", "-o", help="What is printed: text (table), or json (summary.json)."),

@@ -169,15 +169,18 @@ def read_load(files: dict, hpas: Sequence["Autoscaler"], prof: Profile, tgt: Tar
 
 
 def replay(h: "Autoscaler", label: str, tgt: Target, prof: Profile, load: Load, settings: Settings,
-           progress: Callable[[str, float, float], None] | None = None) -> Run:
-    """One autoscaler on one load: the simulated cluster run to the end and its summary (``Run``)."""
+           progress: Callable[[str, float, float], None] | None = None,
+           stop: Callable[[Cluster], bool] | None = None) -> Run:
+    """One autoscaler on one load: the simulated cluster run to the end and its summary (``Run``).
+    ``stop(cluster)``, checked after each sync, may end the run early (``Cluster.run``): the summary then covers
+    the span simulated and ``run.cluster.stopped`` is True."""
     tr = load.trace
     f = display_path(h.file)
     cluster = Cluster(h.hpa, tgt, prof, h.config, tr.times, load.rps, tr.values, tr.start, tr.end, h.sync_period_seconds,
                       settings.seed, load.outages, history=load.history)
     total = tr.end - tr.start
     try:
-        cluster.run(None if progress is None else (lambda s, lab=label: progress(lab, s, total)))
+        cluster.run(None if progress is None else (lambda s, lab=label: progress(lab, s, total)), stop)
     except InputError as err:  # what the HPA did with the load (more pods than the simulator runs)
         raise err.at(file=f, obj=h.label) from None
     return Run(label, f, cluster, summarize(label, f, cluster, tr, settings))

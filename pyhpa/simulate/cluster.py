@@ -158,6 +158,7 @@ class Cluster:
         self.times, self.rps_values = times.tolist(), rps.tolist()
         self.columns = {k: v.tolist() for k, v in columns.items()}
         self.t0, self.end, self.sync_period = start, end, sync_period
+        self.stopped = False  # ``run`` was ended early by its ``stop`` predicate (``end`` is then when)
         self.views = metric_views(hpa, target, profile)
         self._model_constants()
         self.prediction = self._prediction(history)
@@ -353,8 +354,10 @@ class Cluster:
         self.next_pod = min((p.events[0][0] for p in self.starting if p.events), default=INF)
 
     # ----------------------------------------------------------------- main loop
-    def run(self, progress=None) -> None:
-        """Simulate until ``end``; ``progress(simulated_seconds)`` is called now and then."""
+    def run(self, progress=None, stop=None) -> None:
+        """Simulate until ``end``; ``progress(simulated_seconds)`` is called now and then. ``stop(cluster)`` (a
+        predicate, checked after each sync) ends the run early: ``end`` becomes that sync's time and
+        ``stopped`` is True (every figure then covers ``t0`` to that time)."""
         t, end = self.t_begin, self.end
         every = max(1, int((end - self.t0) / self.sync_period / 200))
         while t < end:
@@ -374,6 +377,10 @@ class Cluster:
                 self._sync(t)
                 if progress is not None and self.sync_k % every == 0:
                     progress(t - self.t0)
+                if stop is not None and stop(self):
+                    self.end = end = t
+                    self.stopped = True
+                    break
         self._end_episode(end)
         if progress is not None:
             progress(end - self.t0)

@@ -11,11 +11,10 @@ from pathlib import Path
 import yaml
 from rich.table import Table
 
-from .search import HELD_OUT_SLACK, Evaluation, Figures, Objective, Prepared, TuneResult, rank_key
-from .space import DEFAULT_SCALE_DOWN_WINDOW, DEFAULT_SCALE_UP_PERCENT, Setting
+from .search import COSTLIER, HELD_OUT_SLACK, OVER_LIMIT, Evaluation, Figures, Objective, Prepared, TuneResult, rank_key
+from .space import DEFAULT_SCALE_DOWN_WINDOW, DEFAULT_SCALE_UP_PERCENT
 
 FIGURE_FIELDS = [f.name for f in fields(Figures)]
-SETTING_FIELDS = [f.name for f in fields(Setting)]
 
 
 def _pct(x: float) -> str:
@@ -41,10 +40,9 @@ def _why(result: TuneResult, p: Prepared, name: str, shown) -> str:
     others = [e for e in result.evaluations if getattr(e.setting, name) != mine]
     if not others:
         return "no setting with another value was tried"
-    ok = [e for e in others if result.objective.met(e.in_sample)]
-    if not ok:
-        return f"every setting tried with another value ({len(others)}) missed the objective in-sample"
-    best = min(ok, key=rank_key)
+    best = _cheapest(result, others)
+    if best is None:
+        return f"every setting tried with another value ({len(others)}) missed the objective in-sample or cost more"
     extra = best.in_sample.pod_hours - rec.in_sample.pod_hours
     return (f"the cheapest setting tried with {shown(getattr(best.setting, name))} that met the objective "
             f"cost {best.in_sample.pod_hours:.1f} pod-hours ({extra:+.1f})")
@@ -91,6 +89,7 @@ def recommended_yaml(result: TuneResult, p: Prepared, inputs: dict) -> str:
                       + _why(result, p, "prediction", lambda v: "prediction " + ("on" if v else "off")),
         "saturation": "pods pinned at their CPU limit ask for demandFactor x their use in one round (docs/saturation.md): "
                       + _why(result, p, "saturation", lambda v: "saturation " + ("on" if v else "off")),
+        "schedules": _schedules_comment(result, p),
     }
     absent = []
     if "behavior" not in spec:
@@ -101,9 +100,11 @@ def recommended_yaml(result: TuneResult, p: Prepared, inputs: dict) -> str:
         absent.append("no prediction: " + _why(result, p, "prediction", lambda v: "prediction " + ("on" if v else "off")))
     if p.can_saturate and "saturation" not in spec:
         absent.append("no saturation: " + _why(result, p, "saturation", lambda v: "saturation " + ("on" if v else "off")))
+    if p.can_schedule and not s.schedules:
+        absent.append("no schedule windows: " + _no_windows(result, p))
     for key, value in spec.items():
-        if key in comments:
-            lines.append(f"  # {comments[key]}")
+        if key in comments and comments[key]:
+            lines.extend(f"  # {text}" for text in comments[key].split("\n"))
         elif key == "scaleTargetRef":
             pass
         else:
@@ -111,6 +112,48 @@ def recommended_yaml(result: TuneResult, p: Prepared, inputs: dict) -> str:
         lines.append(_indent(_dump({key: value})))
     lines += [f"  # {text}" for text in absent]
     return "\n".join(lines) + "\n"
+
+
+def _schedules_comment(result: TuneResult, p: Prepared) -> str:
+    """spec.schedules' comment: why each window tune added exists (one line each), and what it is worth."""
+    s = result.recommended.setting
+    own = len(p.base.get("spec", {}).get("schedules") or [])
+    lines = [f"{own} window(s) kept as in the current object" + ("; then the windows tune adds" if s.schedules else "")] if own else []
+    if not s.schedules:
+        return "\n".join(lines) or "kept as in the current object"
+    peaks = {peak.name: peak for peak in result.peaks}
+    for w in s.schedules:
+        peak = peaks.get(w.name.removesuffix("-tune"))
+        why = peak.why() if peak is not None else "a peak recurring at this clock time"
+        lines.append(f"window {w.name} ({w.start}, {w.time_zone}, {w.duration_seconds // 60} min, floor "
+                     f"{w.min_replicas}): {why}")
+    lines.append("the windows are worth their pod-hours: " + _windows_cost(result, False))
+    return "\n".join(lines)
+
+
+def _windows_cost(result: TuneResult, with_windows: bool) -> str:
+    """What the cheapest setting tried with (or without) windows that met the objective cost, against the
+    recommendation."""
+    what = "with windows" if with_windows else "without windows"
+    tried = [e for e in result.evaluations if bool(e.setting.schedules) == with_windows]
+    best = _cheapest(result, tried)
+    if best is None:
+        return f"none of the {len(tried)} settings tried {what} met the objective in-sample"
+    return (f"the cheapest setting tried {what} that met the objective cost {best.in_sample.pod_hours:.1f} pod-hours "
+            f"({best.in_sample.pod_hours - result.recommended.in_sample.pod_hours:+.1f})")
+
+
+def _cheapest(result: TuneResult, tried: list[Evaluation]) -> Evaluation | None:
+    ok = [e for e in tried if e.complete and result.objective.met(e.in_sample)]
+    return min(ok, key=rank_key) if ok else None
+
+
+def _no_windows(result: TuneResult, p: Prepared) -> str:
+    if not result.peaks:
+        return ("no peak recurred at the same clock time in the replays of the tuning part (a window would only "
+                "add pod-hours)")
+    names = ", ".join(f"{peak.name} ({peak.cron} UTC)" for peak in result.peaks)
+    return f"windows for the recurring peaks {names} were tried and not worth their pod-hours: " + _windows_cost(result, True)
 
 
 def _dump(obj) -> str:
@@ -125,7 +168,7 @@ def _indent(text: str) -> str:
 def _row(e: Evaluation, result: TuneResult, frontier_ids: set, label: str | None = None) -> dict:
     o = result.objective
     row = {"trial": label if label is not None else e.number}
-    row.update({k: getattr(e.setting, k) for k in SETTING_FIELDS})
+    row.update(e.setting.columns())
     for part, f in (("in_sample", e.in_sample), ("held_out", e.held_out)):
         for k in FIGURE_FIELDS:
             row[f"{part}_{k}"] = "" if f is None else getattr(f, k)
@@ -144,6 +187,13 @@ def write_candidates(result: TuneResult, path: Path) -> None:
         w.writerows(rows)
 
 
+def _peak_dict(peak) -> dict:
+    return {"name": peak.name, "start": peak.cron, "durationSeconds": peak.duration_seconds, "timeZone": "UTC",
+            "late": peak.late,
+            "hits": peak.hits, "seen": peak.seen, "replay": peak.replay, "demand_rps": round(peak.demand_rps, 4),
+            "why": peak.why()}
+
+
 def _evaluation_dict(e: Evaluation, p: Prepared) -> dict:
     return {"setting": e.setting.as_dict(), "label": e.setting.label(p.kind),
             "in_sample": None if e.in_sample is None else {k: getattr(e.in_sample, k) for k in FIGURE_FIELDS},
@@ -158,11 +208,15 @@ def summary(result: TuneResult, p: Prepared, inputs: dict) -> dict:
         "inputs": inputs,
         "kind": result.manifest["kind"],
         "upstream_only": p.upstream_only,
-        "extensions_searched": {"prediction": p.can_predict, "saturation": p.can_saturate},
+        "extensions_searched": {"prediction": p.can_predict, "saturation": p.can_saturate,
+                                "schedules": p.can_schedule},
+        "windows": [_peak_dict(peak) for peak in result.peaks],
         "target_type": p.kind.type,
         "current": _evaluation_dict(result.current, p),
         "recommended": _evaluation_dict(result.recommended, p),
         "candidates": len(result.evaluations),
+        "stopped_early": {why: sum(1 for e in result.evaluations if e.in_sample.stopped == why)
+                          for why in (OVER_LIMIT, COSTLIER)},
         "held_out_checked": result.held_out_tried,
         "search_seconds": round(result.search_seconds, 2),
         "check_seconds": round(result.check_seconds, 2),
@@ -183,10 +237,12 @@ def plot_frontier(result: TuneResult, p: Prepared, path: Path, title: str) -> No
     o = result.objective
     scale = 100.0
     fig, ax = plt.subplots(figsize=(8, 5.5), dpi=110)
-    ev = result.evaluations
+    ev = [e for e in result.evaluations if e.complete]
+    stopped = len(result.evaluations) - len(ev)
     ext = [e for e in ev if e.setting.extended]
     up = [e for e in ev if not e.setting.extended]
-    for group, color, label in ((up, "#9aa9bb", "upstream fields only"), (ext, "#e0a96d", "with prediction/saturation")):
+    for group, color, label in ((up, "#9aa9bb", "upstream fields only"),
+                                (ext, "#e0a96d", "with prediction/saturation/windows")):
         if group:
             ax.scatter([o.value(e.in_sample) * scale for e in group], [e.in_sample.pod_hours for e in group], s=16,
                        color=color, label=f"candidate, {label}", zorder=2)
@@ -199,6 +255,8 @@ def plot_frontier(result: TuneResult, p: Prepared, path: Path, title: str) -> No
     ax.scatter([o.value(r.in_sample) * scale], [r.in_sample.pod_hours], marker="*", s=220, color="#2f855a",
                label="recommended", zorder=5)
     ax.axvline(o.limit * scale, color="#555", ls="--", lw=1, label=f"{o.option} {o.limit:g}")
+    if stopped:
+        ax.plot([], [], ls="none", label=f"not shown: {stopped} stopped early (over the limit, or costlier than the best)")
     ax.set_xscale("symlog", linthresh=max(o.limit * scale / 4, 1e-3))
     ax.set_xlim(left=0)
     ax.set_xlabel(("overloaded share of time" if o.metric == "overloaded_fraction" else "unserved share of requests")
@@ -243,6 +301,7 @@ def table(result: TuneResult, p: Prepared) -> Table:
          onoff(rs.prediction) + (f" q{rs.quantile:g} lead {rs.lead_seconds}s" if rs.prediction else ""), ""),
         ("saturation", onoff(cs.saturation) + (f" x{cs.demand_factor:g}" if cs.saturation else ""),
          onoff(rs.saturation) + (f" x{rs.demand_factor:g}" if rs.saturation else ""), ""),
+        ("schedule windows added", "", "; ".join(w.label() for w in rs.schedules) or "none", ""),
     ]
     for part, a, b in (("in-sample", c.in_sample, r.in_sample), ("held-out", c.held_out, r.held_out)):
         if a is None or b is None:

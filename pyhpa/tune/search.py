@@ -5,6 +5,15 @@ part before is tuned on, the part after is the held-out check. ``prepare`` reads
 ``pyhpa simulate --start A --end B`` would (the rows before each part are the forecaster's history), and
 ``search`` is handed the tuning part only, so nothing it decides can depend on the held-out rows or on
 rows after ``--end``.
+
+The search (``search``) is Optuna's TPE sampler with the objective's limit as a constraint, started from the
+settings a user would try by hand and refined where that pays: the target of upstream's HPA is bisected to
+the highest one that meets the objective, schedule windows are offered where the first replays were late for
+a peak that recurs at the same clock time (``pyhpa.tune.windows``), and the best setting's target is
+bisected again at the end. A replay stops early (``Stop``) once it has missed the objective beyond doubt or
+has spent more pod-hours than the cheapest setting that met it: neither can be the recommendation, and a
+setting stopped as costlier is replayed to its end if the held-out check comes to need it
+(``check_held_out``). Every figure of a setting that ran to its end is the simulator's, exactly.
 """
 
 from __future__ import annotations
@@ -13,9 +22,9 @@ import math
 import multiprocessing
 import time
 import warnings
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field, replace
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -26,8 +35,8 @@ from ..simulate import Autoscaler, Load, Settings, load_autoscaler, read_load, r
 from ..simulate.profile import Profile
 from ..simulate.target import Target
 from ..simulate.trace import iso, load_trace, time_bound
-from . import space
-from .space import Setting, TargetKind
+from . import space, windows
+from .space import Setting, TargetKind, Window
 
 #: a setting passes the held-out check when its held-out figure is within this many times the limit
 #: (one held-out day is a small sample: the issue's own acceptance allows 2x the asked fraction on the next week)
@@ -36,6 +45,24 @@ HELD_OUT_SLACK = 2.0
 MIN_TUNE_SECONDS = 86400.0
 #: settings checked on the held-out part, cheapest first, before tune refuses
 HELD_OUT_CANDIDATES = 8
+#: a replay stops as over the limit once its objective figure over the whole tuning part is certain to exceed the
+#: limit by this much (summary.json rounds fractions to 6 digits)
+STOP_OVER_LIMIT_MARGIN = 1e-6
+#: a replay stops as costlier once it has spent ``STOP_COSTLIER_SHARE`` more pod-hours than the cheapest setting
+#: that met the objective so far, plus ``STOP_COSTLIER_MARGIN`` (rank_key compares pod-hours to 0.1): the
+#: held-out check replays it to its end only when its fallbacks come that far (rare: the margin keeps it cheap)
+STOP_COSTLIER_SHARE = 0.25
+STOP_COSTLIER_MARGIN = 0.15
+#: why a replay stopped early (``Figures.stopped``)
+OVER_LIMIT, COSTLIER = "over_limit", "costlier"
+#: the last share of the budget (time and trials) is kept for bisecting the best setting's target
+POLISH_SHARE = 0.15
+#: TPE searches targets from this many percent (points, or percent of a factor) below the highest one upstream's
+#: HPA met the objective at
+NARROW = 10
+#: seconds of search by default (``--timeout``): with the reading and the held-out check, a week of 1-minute
+#: history tunes in about 3 minutes of one core
+DEFAULT_TIMEOUT = 170.0
 OBJECTIVES = {"overloaded_fraction": "--max-overloaded-fraction", "unserved_fraction": "--max-unserved-fraction"}
 
 
@@ -54,6 +81,15 @@ class Objective:
     def value(self, f: "Figures") -> float:
         return getattr(f, self.metric)
 
+    def at_least(self, f: "Figures", whole: "Figures") -> float:
+        """The figure ``f``'s setting has at least over the whole part (``whole``: a replay of it to its end):
+        its own when ``f`` is complete, else what it reached over the part's seconds or requests."""
+        if not f.stopped:
+            return self.value(f)
+        if self.metric == "overloaded_fraction":
+            return f.overloaded_seconds / max(whole.simulated_seconds, 1e-12)
+        return f.unserved_requests / max(whole.requests, 1e-12)
+
     def met(self, f: "Figures", slack: float = 1.0) -> bool:
         return self.value(f) <= self.limit * slack + 1e-12
 
@@ -61,33 +97,46 @@ class Objective:
 @dataclass(slots=True, frozen=True)
 class Figures:
     """One replay's figures (summary.json of ``pyhpa simulate``): pod-hours, overloaded seconds and share of
-    time, unserved requests and share of requests, scale events (ups + downs), simulated seconds."""
+    time, unserved requests and share of requests, scale events (ups + downs), simulated seconds, and
+    ``stopped``: "" when the replay ran to the end of its part, else why it stopped early (``OVER_LIMIT``,
+    ``COSTLIER``; the figures then cover its first ``simulated_seconds``, ``requests`` the requests there)."""
 
     pod_hours: float
     overloaded_seconds: float
     overloaded_fraction: float
+    requests: float
     unserved_requests: float
     unserved_fraction: float
     scale_events: int
     simulated_seconds: float
+    stopped: str = ""
 
     @classmethod
-    def from_summary(cls, s: dict) -> "Figures":
+    def from_summary(cls, s: dict, stopped: str = "") -> "Figures":
         return cls(pod_hours=s["pod_hours"], overloaded_seconds=s["overloaded_seconds"],
-                   overloaded_fraction=s["overloaded_fraction"], unserved_requests=s["unserved_requests"],
-                   unserved_fraction=s["unserved_fraction"], scale_events=s["scale_ups"] + s["scale_downs"],
-                   simulated_seconds=s["simulated_seconds"])
+                   overloaded_fraction=s["overloaded_fraction"], requests=s["requests"],
+                   unserved_requests=s["unserved_requests"], unserved_fraction=s["unserved_fraction"],
+                   scale_events=s["scale_ups"] + s["scale_downs"], simulated_seconds=s["simulated_seconds"],
+                   stopped=stopped)
 
 
 @dataclass(slots=True)
 class Evaluation:
     """One setting tried: its trial ``number`` (-1: the user's current object), figures on the tuning part
-    (``in_sample``) and, when checked, on the held-out part."""
+    (``in_sample``) and, when checked, on the held-out part; the replay's overload ``episodes`` on the tuning
+    part ((start epoch s, seconds)) and the Optuna ``params`` it was suggested with."""
 
     number: int
     setting: Setting
     in_sample: Figures
     held_out: Figures | None = None
+    episodes: tuple[tuple[float, float], ...] = ()
+    params: dict = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        """The in-sample replay ran to the end of the tuning part."""
+        return not self.in_sample.stopped
 
 
 @dataclass(slots=True)
@@ -120,6 +169,15 @@ class Prepared:
     needed_per_target: Callable[[float], int] | None
     inputs: dict = field(default_factory=dict)
 
+    @property
+    def can_schedule(self) -> bool:
+        """Schedule windows can be offered: a HorizontalAutoscaler may be written and floors sized (a CPU metric)."""
+        return not self.upstream_only and self.needed_per_target is not None
+
+    def pods_for(self, rps: float, target: float) -> int:
+        """Pods a load of ``rps`` requests/s needs at ``target`` (the first metric's target; CPU metrics)."""
+        return _pods_for(self, rps, target)
+
     def autoscaler_for(self, s: Setting | None) -> Autoscaler:
         doc = space.manifest(self.base, s, self.kind, self.upstream_only, current=s is None)
         return load_autoscaler(doc, self.file, self.target, self.settings)
@@ -144,6 +202,7 @@ class TuneResult:
     check_seconds: float
     held_out_tried: int
     notes: list[str] = field(default_factory=list)
+    peaks: list[windows.Peak] = field(default_factory=list)
 
 
 # ------------------------------------------------------------------------------------------------ inputs
@@ -220,38 +279,76 @@ def _needed(p: Prepared) -> Callable[[float], int] | None:
     """Pods the tuning part's peak needs at a target (a function of the target), for a CPU metric; None else."""
     if not p.kind.cpu:
         return None
-    prof, tgt = p.profile, p.target
-    request = tgt.requests.get(("cpu", ""))
     peak_rps = float(np.max(p.tuning.load.rps))
-    demand = prof.cpu_baseline_millicores + prof.cpu_millicore_seconds_per_request * peak_rps  # one pod's worth
-    work = prof.cpu_millicore_seconds_per_request * peak_rps
+    return lambda target: _pods_for(p, peak_rps, target)
 
-    def needed(target: float) -> int:
-        per_pod = target / 100.0 * request if p.kind.type == "Utilization" else target
-        if not request and p.kind.type == "Utilization":
-            return p.autoscaler.hpa.max_replicas
-        free = per_pod - prof.cpu_baseline_millicores
-        return space.replicas_needed(work if free > 0 else demand, free if free > 0 else per_pod)
 
-    return needed
+def _pods_for(p: Prepared, rps: float, target: float) -> int:
+    """Pods ``rps`` requests/s need at ``target`` (percent of the CPU request, or millicores per pod)."""
+    prof = p.profile
+    request = p.target.requests.get(("cpu", ""))
+    if not request and p.kind.type == "Utilization":
+        return p.autoscaler.hpa.max_replicas
+    per_pod = target / 100.0 * request if p.kind.type == "Utilization" else target
+    work = prof.cpu_millicore_seconds_per_request * rps
+    free = per_pod - prof.cpu_baseline_millicores
+    if free > 0:
+        return space.replicas_needed(work, free)
+    return space.replicas_needed(prof.cpu_baseline_millicores + work, per_pod)  # one pod's worth
 
 
 # ------------------------------------------------------------------------------------------------ evaluation
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """When a replay of the tuning part ends early (``Cluster.run``'s ``stop``, checked after each sync): once it
+    has been overloaded more than ``overloaded_seconds`` or left more than ``unserved_requests`` unserved (it
+    misses the objective whatever follows: ``OVER_LIMIT``), or has run more than ``pod_seconds`` pod-seconds
+    (more pod-hours than the cheapest setting that met the objective so far: ``COSTLIER``)."""
+
+    overloaded_seconds: float = math.inf
+    unserved_requests: float = math.inf
+    pod_seconds: float = math.inf
+
+    def __call__(self, cluster) -> bool:
+        s = cluster.stats
+        return (s.overloaded_seconds > self.overloaded_seconds or s.unserved_requests > self.unserved_requests
+                or s.pod_seconds > self.pod_seconds)
+
+    def reason(self, cluster) -> str:
+        """Why ``cluster``'s run stopped ("" when it ran to the end)."""
+        if not cluster.stopped:
+            return ""
+        s = cluster.stats
+        over = s.overloaded_seconds > self.overloaded_seconds or s.unserved_requests > self.unserved_requests
+        return OVER_LIMIT if over else COSTLIER
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a worker sends back: the ``figures`` and the overload ``episodes`` ((start epoch s, seconds))."""
+
+    figures: Figures
+    episodes: tuple[tuple[float, float], ...]
+
+
 _STATE: dict = {}
 
 
-def _evaluate(s: Setting | None, part: str) -> Figures:
+def _evaluate(s: Setting | None, part: str, stop: Stop | None = None) -> Outcome:
     """Replay ``s`` (None: the user's object) on the ``tuning`` or ``held_out`` part (in a worker process:
     the state was inherited at fork)."""
     p: Prepared = _STATE["prepared"]
     auto = p.autoscaler_for(s)
     load = p.tuning.load if part == "tuning" else _STATE["held_out"].load
-    run = replay(auto, "candidate", p.target, p.profile, load, p.settings)
-    return Figures.from_summary(run.summary)
+    run = replay(auto, "candidate", p.target, p.profile, load, p.settings, stop=stop)
+    cluster = run.cluster
+    stopped = stop.reason(cluster) if stop is not None else ""
+    episodes = tuple((a, d) for a, d, _ in cluster.stats.episodes)
+    return Outcome(Figures.from_summary(run.summary, stopped), episodes)
 
 
 class _Runner:
-    """Runs evaluations in worker processes (``jobs`` > 1) or inline."""
+    """Runs evaluations in worker processes (``jobs`` > 1) or inline; ``submit`` returns a future either way."""
 
     def __init__(self, prepared: Prepared, jobs: int, held_out: Part | None = None):
         _STATE["prepared"] = prepared
@@ -270,19 +367,31 @@ class _Runner:
         _STATE.clear()
         return False
 
-    def map(self, items: list[tuple[Setting | None, str]]) -> list[Figures]:
-        if self.pool is None:
-            return [_evaluate(s, part) for s, part in items]
-        return list(self.pool.map(_evaluate, *zip(*items)))
+    def submit(self, s: Setting | None, part: str, stop: Stop | None = None) -> Future:
+        if self.pool is not None:
+            return self.pool.submit(_evaluate, s, part, stop)
+        fut: Future = Future()
+        fut.set_result(_evaluate(s, part, stop))
+        return fut
+
+    def map(self, items: list[tuple[Setting | None, str]]) -> list[Outcome]:
+        return [f.result() for f in [self.submit(s, part) for s, part in items]]
 
 
 # ------------------------------------------------------------------------------------------------ search
-def _suggest(trial, p: Prepared) -> Setting:
+#: the searched factor on a window's floor (the pods the history's demand in the window needs at the target)
+FLOOR_FACTOR = (0.4, 1.2)
+
+
+def _suggest(trial, p: Prepared, peaks: Sequence[windows.Peak] = (), lowest: float | None = None) -> Setting:
+    """The setting of an Optuna trial; ``lowest``: the lowest target searched (the range's, or higher once the
+    upstream line's boundary is known)."""
     lo_t, hi_t = space.TARGET_PERCENT
+    lo_f, hi_f = space.TARGET_FACTOR
     if p.kind.type == "Utilization":
-        target = float(trial.suggest_int("target", lo_t, hi_t))
+        target = float(trial.suggest_int("target", max(lo_t, int(lowest or lo_t)), hi_t))
     else:
-        target = p.kind.current * trial.suggest_float("target_factor", *space.TARGET_FACTOR, log=True)
+        target = p.kind.current * trial.suggest_float("target_factor", max(lo_f, lowest or lo_f), hi_f, log=True)
     base = p.autoscaler.hpa
     min_hi = max(4, 2 * base.min_replicas)
     min_r = trial.suggest_int("min_replicas", 1, min_hi)
@@ -298,107 +407,325 @@ def _suggest(trial, p: Prepared) -> Setting:
                     lead_seconds=trial.suggest_int("lead_seconds", *space.LEAD_SECONDS, step=60))
     if p.can_saturate and trial.suggest_categorical("saturation", (False, True)):
         s = replace(s, saturation=True, demand_factor=round(trial.suggest_float("demand_factor", *space.DEMAND_FACTOR), 2))
+    if peaks:
+        count = trial.suggest_int("windows", 0, len(peaks))
+        if count:
+            factor = trial.suggest_float("floor_factor", *FLOOR_FACTOR, step=0.05)
+            s = replace(s, schedules=_windows(p, peaks[:count], factor, target, min_r, max_r))
     return s
 
 
-def _seeds(p: Prepared) -> list[dict]:
-    """The first trials: upstream's HPA at targets 40-90 % with the user's bounds and upstream's behavior
-    (the grid a user would try by hand), then the extensions' defaults at 70 and 80 %."""
-    base = p.autoscaler.hpa
+def _windows(p: Prepared, peaks: Sequence[windows.Peak], factor: float, target: float, min_r: int,
+             max_r: int) -> tuple[Window, ...]:
+    """The windows of ``peaks``: each floor the pods ``factor`` x its demand needs at ``target``, at most
+    ``max_r``; a window whose floor is not above ``min_r`` would do nothing and is left out."""
     out = []
-    util = p.kind.type == "Utilization"
-    grid = (40, 50, 60, 70, 80, 90) if util else (0.5, 0.7, 1.0, 1.4)
-    for t in grid:
-        params = {"target": t} if util else {"target_factor": t}
-        params.update(min_replicas=min(base.min_replicas, max(4, 2 * base.min_replicas)), max_headroom=1.5,
-                      scale_down_window_seconds=space.DEFAULT_SCALE_DOWN_WINDOW,
-                      scale_up_percent=space.DEFAULT_SCALE_UP_PERCENT)
-        if p.can_predict:
-            params["prediction"] = False
-        if p.can_saturate:
-            params["saturation"] = False
-        out.append(params)
-    if p.can_predict or p.can_saturate:
-        for t in ((70, 80) if util else (1.0, 1.4)):
-            params = dict(out[0], **({"target": t} if util else {"target_factor": t}))
-            if p.can_predict:
-                params.update(prediction=True, quantile=space.DEFAULT_QUANTILE, lead_seconds=space.DEFAULT_LEAD)
-            if p.can_saturate:
-                params.update(saturation=True, demand_factor=space.DEFAULT_DEMAND_FACTOR)
-            out.append(params)
+    for peak in peaks:
+        floor = min(max_r, p.pods_for(peak.demand_rps * factor, target))
+        if floor > min_r:
+            out.append(Window(peak.name, peak.cron, peak.duration_seconds, "UTC", floor))
+    return tuple(out)
+
+
+#: upstream's targets a user tries by hand, the cheapest first: percent, or factors on an AverageValue/Value target
+UPSTREAM_GRID = (90, 80, 70, 60, 50, 40)
+UPSTREAM_FACTORS = (1.4, 1.0, 0.7, 0.5)
+
+
+def _upstream(p: Prepared, target: float) -> dict:
+    """The trial of upstream's HPA at ``target`` (percent, or a factor on the current value) with the user's
+    ``minReplicas``, a max 1.5 x what the tuning part's peak needs there, and upstream's behavior."""
+    params = {"target": target} if p.kind.type == "Utilization" else {"target_factor": target}
+    params.update(min_replicas=p.autoscaler.hpa.min_replicas, max_headroom=1.5,
+                  scale_down_window_seconds=space.DEFAULT_SCALE_DOWN_WINDOW,
+                  scale_up_percent=space.DEFAULT_SCALE_UP_PERCENT)
+    if p.can_predict:
+        params["prediction"] = False
+    if p.can_saturate:
+        params["saturation"] = False
+    return params
+
+
+def _extended(p: Prepared, target: float) -> list[dict]:
+    """The trials of each extension's defaults (``prediction: {}``, then ``saturation: {}``) at ``target``,
+    else as ``_upstream``."""
+    out = []
+    if p.can_predict:
+        out.append(dict(_upstream(p, target), prediction=True, quantile=space.DEFAULT_QUANTILE,
+                        lead_seconds=space.DEFAULT_LEAD))
+    if p.can_saturate:
+        out.append(dict(_upstream(p, target), saturation=True, demand_factor=space.DEFAULT_DEMAND_FACTOR))
     return out
 
 
-def search(prepared: Prepared, objective: Objective, *, trials: int = 200, timeout: float = 240.0, jobs: int = 1,
+def _line(p: Prepared) -> tuple[str, list]:
+    """The target's Optuna parameter and its grid, lowest first: whole percents, or factors 1 % apart."""
+    if p.kind.type == "Utilization":
+        lo, hi = space.TARGET_PERCENT
+        return "target", list(range(lo, hi + 1))
+    lo, hi = space.TARGET_FACTOR
+    n = int(math.log(hi / lo) / math.log(1.01))
+    return "target_factor", [round(lo * 1.01 ** i, 4) for i in range(n + 1)] + [hi]
+
+
+class _Search:
+    """One search on the tuning part (``search``): the trials, the replays, the budget, the incumbent."""
+
+    def __init__(self, prepared: Prepared, objective: Objective, trials: int, timeout: float, jobs: int, seed: int,
+                 progress, clock):
+        import optuna
+
+        self.p, self.objective, self.trials, self.timeout, self.jobs = prepared, objective, trials, timeout, max(1, jobs)
+        self.progress, self.clock = progress, clock
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            # conditional parameters (prediction's quantile only with prediction on): multivariate TPE by group
+            sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=10, multivariate=True, group=True)
+        self.study = optuna.create_study(direction="minimize", sampler=sampler)
+        self.evaluations: list[Evaluation] = []
+        self.seen: dict[Setting, Outcome] = {}
+        self.peaks: list[windows.Peak] = []
+        self.lowest: float | None = None  # the lowest target TPE searches (``narrow``)
+        self.pending: dict[Future, tuple] = {}
+        self.durations: list[float] = []  # seconds of ``clock`` per replay (serial: exact; parallel: with waiting)
+        self.asked = 0
+        self.t0 = clock()
+        self.whole: Figures | None = None  # the current object's replay, to the end: the part's seconds, requests
+        self.runner: _Runner | None = None
+
+    # -------------------------------------------------------------------- budget
+    def elapsed(self) -> float:
+        return self.clock() - self.t0
+
+    def room(self, share: float = 1.0) -> bool:
+        """Another trial may start and, at the mean duration of the replays so far, end within ``share`` of the
+        budget (the first one always may)."""
+        if self.asked >= self.trials - (0 if share >= 1 else int(self.trials * POLISH_SHARE)):
+            return False
+        mean = sum(self.durations) / len(self.durations) if self.durations else 0.0
+        return self.asked == 0 or self.elapsed() + mean < self.timeout * share
+
+    # -------------------------------------------------------------------- stops
+    def incumbent(self) -> Evaluation | None:
+        """The cheapest setting that ran to its end and met the objective."""
+        ok = [e for e in self.evaluations if e.complete and self.objective.met(e.in_sample)]
+        return min(ok, key=rank_key) if ok else None
+
+    def stop(self) -> Stop:
+        o = self.objective
+        over = o.limit + STOP_OVER_LIMIT_MARGIN
+        best = self.incumbent()
+        pod_seconds = (math.inf if best is None
+                       else (best.in_sample.pod_hours * (1 + STOP_COSTLIER_SHARE) + STOP_COSTLIER_MARGIN) * 3600.0)
+        if o.metric == "overloaded_fraction":
+            return Stop(overloaded_seconds=over * self.whole.simulated_seconds, pod_seconds=pod_seconds)
+        return Stop(unserved_requests=over * self.whole.requests, pod_seconds=pod_seconds)
+
+    # -------------------------------------------------------------------- trials
+    def full(self, params: dict) -> dict:
+        """``params`` with every parameter the space has now: a trial from before the windows were found has
+        none (``windows`` 0), and an enqueued one must not leave it to the sampler."""
+        if self.peaks and "windows" not in params:
+            return dict(params, windows=0)
+        return params
+
+    def ask(self, params: dict | None) -> None:
+        """Start one trial (``params``: enqueued, else TPE's; the caller checks the budget, ``room``). A setting
+        replayed already is not replayed again (nor counted as another candidate)."""
+        if params is not None:
+            self.study.enqueue_trial(self.full(params))
+        trial = self.study.ask()
+        self.asked += 1
+        s = _suggest(trial, self.p, self.peaks, self.lowest if params is None else None)
+        began = self.clock()
+        if s in self.seen:
+            fut: Future = Future()
+            fut.set_result(self.seen[s])
+            began = None
+        else:
+            fut = self.runner.submit(s, "tuning", self.stop())
+        self.pending[fut] = (trial, s, began)
+
+    def collect(self, all_: bool = False) -> None:
+        """Wait for one pending trial (``all_``: every one) and tell Optuna."""
+        while self.pending:
+            done, _ = wait(self.pending, return_when=FIRST_COMPLETED)
+            for fut in sorted(done, key=lambda f: self.pending[f][0].number):
+                trial, s, began = self.pending.pop(fut)
+                out = fut.result()
+                if began is not None:
+                    self.durations.append(self.clock() - began)
+                self._tell(trial, out.figures)
+                if began is None:  # the same setting as an earlier trial
+                    continue
+                self.seen[s] = out
+                self.evaluations.append(Evaluation(trial.number, s, out.figures, episodes=out.episodes,
+                                                   params=dict(trial.params)))
+                if self.progress:
+                    self.progress(len(self.evaluations), self.trials, self.elapsed())
+            if not all_:
+                return
+
+    def _tell(self, trial, f: Figures) -> None:
+        o = self.objective
+        value = o.value(f)
+        pod_hours = f.pod_hours
+        if f.stopped:  # a lower bound, and an estimate of the rest at the same rate (a hint for the sampler)
+            pod_hours *= self.whole.simulated_seconds / max(f.simulated_seconds, 1.0)
+            if f.stopped == OVER_LIMIT:
+                value = o.at_least(f, self.whole)
+        trial.set_constraint(o.metric, value - o.limit)
+        trial.set_user_attr("scale_events", f.scale_events)
+        self.study.tell(trial, pod_hours)
+
+    def batch(self, params: Iterable[dict], share: float = 1.0) -> None:
+        """Run the trials ``params`` (``jobs`` at a time) within ``share`` of the budget."""
+        for item in params:
+            if not self.room(share):
+                break
+            while len(self.pending) >= self.runner.jobs:
+                self.collect()
+            self.ask(item)
+        self.collect(all_=True)
+
+    def tpe(self, share: float) -> None:
+        """TPE's trials until ``share`` of the budget."""
+        while True:
+            while len(self.pending) < self.runner.jobs and self.room(share):
+                self.ask(None)
+            if not self.pending:
+                return
+            self.collect()
+
+    def bounds(self, params: dict) -> tuple[int, int, Evaluation | None]:
+        """On the line of the setting ``params`` stand for (its target varied, the rest as they are, ``_line``):
+        the grid index of the highest target known to meet the objective (-1: none), of the next higher one known
+        not to (the grid's length: none), and the evaluation at the first."""
+        name, grid = _line(self.p)
+        rest = {k: v for k, v in self.full(params).items() if k != name}
+        on = []
+        for e in self.evaluations:
+            if name in e.params and {k: v for k, v in self.full(e.params).items() if k != name} == rest:
+                on.append((min(range(len(grid)), key=lambda j: abs(grid[j] - e.params[name])), e))
+        met = [(i, e) for i, e in on if e.complete and self.objective.met(e.in_sample)]
+        good, best = max(met, key=lambda x: x[0]) if met else (-1, None)
+        bad = min((i for i, e in on if i > good and not (e.complete and self.objective.met(e.in_sample))),
+                  default=len(grid))
+        return good, bad, best
+
+    def bisect(self, params: dict, share: float = 1.0) -> None:
+        """Bisect the target of the setting ``params`` stand for (the rest as they are) between the highest
+        target known to meet the objective and the next higher one known not to, to one step of the grid
+        (``_line``): the cheapest target that meets it, as a user would find by hand. ``jobs`` points at once."""
+        name, grid = _line(self.p)
+        rest = {k: v for k, v in params.items() if k != name}
+        last = None
+        while self.room(share):
+            good, bad, _ = self.bounds(params)
+            if good < 0 or bad - good <= 1 or (good, bad) == last:  # done, or a point did not land on the line
+                return
+            last = good, bad
+            k = min(self.runner.jobs, bad - good - 1)
+            points = sorted({good + (bad - good) * (j + 1) // (k + 1) for j in range(k)} - {good, bad})
+            self.batch([dict(rest, **{name: grid[i]}) for i in points], share)
+
+    def narrow(self, params: dict) -> float | None:
+        """After the upstream line (``params``) is bisected: TPE searches targets from ``NARROW`` below the highest
+        one that met the objective there (lower ones cost more pod-hours than it: pods go as 1 / target) up; the
+        whole range when none met it. Returns that target (None: none met it)."""
+        good, _, best = self.bounds(params)
+        if best is None:
+            return None
+        name, grid = _line(self.p)
+        self.lowest = grid[good] - NARROW if name == "target" else grid[good] / (1 + NARROW / 100)
+        return grid[good]
+
+    # -------------------------------------------------------------------- phases
+    def seed(self, share: float) -> None:
+        """The trials a user would make by hand: upstream's HPA from 90 % down in steps of 10 until a target
+        meets the objective, and one step more (``jobs`` targets at a time; the cheapest first, so that costlier
+        ones can stop early, and a more cautious one for the held-out check), its target bisected to 1 %, TPE
+        narrowed to it (``narrow``), and each extension's defaults 5 points above it (an extension lets the
+        target go higher; at 80 % when no upstream target met the objective)."""
+        p = self.p
+        util = p.kind.type == "Utilization"
+        grid = UPSTREAM_GRID if util else UPSTREAM_FACTORS
+        line = _upstream(p, grid[0])
+        for i in range(0, len(grid), self.jobs):
+            self.batch([_upstream(p, t) for t in grid[i:i + self.jobs]], share)
+            tried = [_upstream(p, t) for t in grid[:i + self.jobs]]
+            if sum(1 for e in self.evaluations if e.params in tried and e.complete and self.objective.met(e.in_sample)) >= 2:
+                break  # the first target that met it, and one step below: a fallback for the held-out check
+        self.bisect(line, share)
+        top = self.narrow(line)
+        if top is None:
+            target = 80 if util else 1.0
+        else:
+            target = min(top + 5, space.TARGET_PERCENT[1]) if util else min(top * 1.05, space.TARGET_FACTOR[1])
+        self.batch(_extended(p, target), share)
+
+    def run(self) -> tuple[Evaluation, list[Evaluation]]:
+        p = self.p
+        with _Runner(p, self.jobs) as self.runner:
+            first = self.runner.submit(None, "tuning").result()
+            current = Evaluation(-1, space.current_setting(p.autoscaler.hpa, p.kind), first.figures,
+                                 episodes=first.episodes)
+            self.whole = first.figures
+            self.seed(1 - POLISH_SHARE)
+            if p.can_schedule:
+                self._offer_windows(current)
+            self.tpe(1 - POLISH_SHARE)
+            best = self.incumbent()
+            if best is not None:
+                self.bisect(best.params)
+            self.tpe(1.0)
+        return current, self.evaluations
+
+    def _offer_windows(self, current: Evaluation) -> None:
+        """Detect recurring peaks in the replays so far (``pyhpa.tune.windows``); when there are, the search
+        space gains them, and the first window trials are the best setting so far and upstream's HPA at the
+        lowest target that missed the objective, each with every window at its demand's floor."""
+        p = self.p
+        start = float(p.tuning.load.trace.start)
+        replays = [windows.Replayed(e.setting.label(p.kind) if e.number >= 0 else "the current object",
+                                    e.episodes, start, start + e.in_sample.simulated_seconds)
+                   for e in [current, *self.evaluations]]
+        prof, tr = p.profile, p.tuning.load.trace
+        lead = (prof.pod_scheduling_seconds + prof.container_start_seconds
+                + prof.app_startup_seconds * (1 + prof.startup_jitter_fraction) + p.settings.sync_period_seconds)
+        self.peaks = windows.detect(replays, np.asarray(tr.times, dtype=float), np.asarray(p.tuning.load.rps, dtype=float),
+                                    float(tr.end), lead)
+        if not self.peaks:
+            return
+        trials = []
+        best = self.incumbent()
+        if best is not None:
+            trials.append(best.params)
+        name, _ = _line(p)
+        line = {k: v for k, v in _upstream(p, 0).items() if k != name}
+        missed = [e for e in self.evaluations if e.params and {k: v for k, v in e.params.items() if k != name} == line
+                  and not self.objective.met(e.in_sample)]
+        if missed:
+            trials.append(min(missed, key=lambda e: e.params[name]).params)
+        self.batch([dict(t, windows=len(self.peaks), floor_factor=1.0) for t in trials], 1 - POLISH_SHARE)
+
+
+def search(prepared: Prepared, objective: Objective, *, trials: int = 200, timeout: float = DEFAULT_TIMEOUT, jobs: int = 1,
            seed: int = 0, progress: Callable[[int, int, float], None] | None = None,
            clock: Callable[[], float] = time.monotonic) -> tuple[Evaluation, list[Evaluation], float]:
-    """Search on the tuning part only: the user's object, then Optuna's TPE (seeded with a grid of upstream
-    targets), until ``trials`` settings or ``timeout`` seconds of ``clock`` (wall time; ``time.process_time``
-    with ``jobs=1`` budgets CPU time, for a machine shared with other work); ``jobs`` worker processes.
+    """Search on the tuning part only: the user's object, then what a user would try by hand (``_Search.seed``:
+    upstream's HPA from 90 % down until a target meets the objective, bisected to 1 %, and the extensions'
+    defaults there), schedule windows where the replays were late for a peak that recurs
+    (``pyhpa.tune.windows``), Optuna's TPE, and at the end the bisection of the best setting's target;
+    until ``trials`` settings or ``timeout`` seconds of ``clock`` (wall time; ``time.process_time`` with
+    ``jobs=1`` budgets CPU time, for a machine shared with other work); ``jobs`` worker processes.
     Returns the user's object's evaluation, every candidate's (trial order) and the seconds of ``clock``.
     ``progress(done, total, elapsed_seconds)`` after each candidate."""
-    import optuna
-
-    prepared = replace(prepared, held_out=None)  # by construction: the search cannot reach the held-out rows
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        # conditional parameters (prediction's quantile only with prediction on): multivariate TPE by group
-        sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=10, multivariate=True, group=True)
-    study = optuna.create_study(direction="minimize", sampler=sampler)
-    for params in _seeds(prepared):
-        study.enqueue_trial(params, skip_if_exists=True)
-    t0 = clock()
-    evaluations: list[Evaluation] = []
-    seen: dict[Setting, Figures] = {}
-    with _Runner(prepared, jobs) as runner:
-        current = Evaluation(-1, space.current_setting(prepared.autoscaler.hpa, prepared.kind),
-                             runner.map([(None, "tuning")])[0])
-        if runner.pool is None:
-            _serial(study, prepared, objective, trials, timeout, t0, evaluations, seen, runner, progress, clock)
-        else:
-            _parallel(study, prepared, objective, trials, timeout, t0, evaluations, seen, runner, progress, clock)
-    return current, evaluations, clock() - t0
-
-
-def _tell(study, trial, objective: Objective, figures: Figures) -> None:
-    trial.set_constraint(objective.metric, objective.value(figures) - objective.limit)
-    trial.set_user_attr("scale_events", figures.scale_events)
-    study.tell(trial, figures.pod_hours)
-
-
-def _serial(study, p, objective, trials, timeout, t0, evaluations, seen, runner, progress, clock) -> None:
-    while len(evaluations) < trials and (not evaluations or clock() - t0 < timeout):
-        trial = study.ask()
-        s = _suggest(trial, p)
-        fig = seen.get(s) or runner.map([(s, "tuning")])[0]
-        seen[s] = fig
-        _tell(study, trial, objective, fig)
-        evaluations.append(Evaluation(trial.number, s, fig))
-        if progress:
-            progress(len(evaluations), trials, clock() - t0)
-
-
-def _parallel(study, p, objective, trials, timeout, t0, evaluations, seen, runner, progress, clock) -> None:
-    pending = {}
-    asked = 0
-    while True:
-        while len(pending) < runner.jobs and asked < trials and (asked < runner.jobs or clock() - t0 < timeout):
-            trial = study.ask()
-            s = _suggest(trial, p)
-            asked += 1
-            pending[runner.pool.submit(_evaluate, s, "tuning")] = (trial, s)
-        if not pending:
-            return
-        done, _ = wait(pending, return_when=FIRST_COMPLETED)
-        for fut in done:
-            trial, s = pending.pop(fut)
-            fig = fut.result()
-            seen[s] = fig
-            _tell(study, trial, objective, fig)
-            evaluations.append(Evaluation(trial.number, s, fig))
-            if progress:
-                progress(len(evaluations), trials, clock() - t0)
+    # by construction: the search cannot reach the held-out rows
+    s = _Search(replace(prepared, held_out=None), objective, trials, timeout, jobs, seed, progress, clock)
+    current, evaluations = s.run()
+    return current, evaluations, s.elapsed()
 
 
 # ------------------------------------------------------------------------------------------------ selection
@@ -408,8 +735,9 @@ def rank_key(e: Evaluation) -> tuple:
 
 
 def frontier(evaluations: Sequence[Evaluation], objective: Objective) -> list[Evaluation]:
-    """The in-sample Pareto frontier: no other setting has both fewer pod-hours and a lower objective figure."""
-    pts = sorted(evaluations, key=lambda e: (e.in_sample.pod_hours, objective.value(e.in_sample)))
+    """The in-sample Pareto frontier of the settings replayed to the end: no other has both fewer pod-hours and
+    a lower objective figure."""
+    pts = sorted((e for e in evaluations if e.complete), key=lambda e: (e.in_sample.pod_hours, objective.value(e.in_sample)))
     out, best = [], math.inf
     for e in pts:
         v = objective.value(e.in_sample)
@@ -420,7 +748,8 @@ def frontier(evaluations: Sequence[Evaluation], objective: Objective) -> list[Ev
 
 
 def _closest(evaluations: Sequence[Evaluation], objective: Objective, p: Prepared, figures: str = "in_sample") -> str:
-    e = min(evaluations, key=lambda e: (objective.value(getattr(e, figures)), getattr(e, figures).pod_hours))
+    done = [e for e in evaluations if e.complete]
+    e = min(done, key=lambda e: (objective.value(getattr(e, figures)), getattr(e, figures).pod_hours))
     f = getattr(e, figures)
     return (f"closest: {e.setting.label(p.kind)} ({objective.metric.replace('_', ' ')} {objective.value(f):.4%}, "
             f"{f.pod_hours:.1f} pod-hours)")
@@ -430,55 +759,106 @@ def check_held_out(prepared: Prepared, objective: Objective, current: Evaluation
                    jobs: int = 1) -> tuple[Evaluation, int, float]:
     """Replay the in-sample winners, cheapest first (``rank_key``), on the held-out part until one meets the
     objective there too (within ``HELD_OUT_SLACK`` times the limit); the user's object is replayed there too.
+    A setting whose in-sample replay stopped early as costlier (``COSTLIER``) is first replayed to its end when
+    it could rank before the next one checked, so that the order is the same as with every replay complete.
     Returns the recommendation, how many settings were checked and the wall seconds. Raises InputError when
     no setting met the objective in-sample, or none of the ``HELD_OUT_CANDIDATES`` cheapest held out."""
     t0 = time.monotonic()
-    feasible = sorted((e for e in [current, *evaluations] if objective.met(e.in_sample)), key=rank_key)
-    unique: list[Evaluation] = []
-    for e in feasible:
-        if all(u.setting != e.setting for u in unique):
-            unique.append(e)
-    if not unique:
-        raise InputError(f"no setting met {objective.option} {objective.limit:g} on the tuning part "
-                         f"({len(evaluations) + 1} tried); {_closest([current, *evaluations], objective, prepared)}",
-                         field=objective.option)
-    if prepared.held_out is None:
-        return unique[0], 0, time.monotonic() - t0
+    everyone = [current, *evaluations]
     batch = max(1, jobs)
     tried = 0
+    checked: list[Evaluation] = []
     with _Runner(prepared, jobs, prepared.held_out) as runner:
-        current.held_out = runner.map([(None, "held_out")])[0]
-        for i in range(0, min(len(unique), HELD_OUT_CANDIDATES), batch):
-            group = unique[i:i + batch]
-            todo = [e for e in group if e is not current]
-            for e, fig in zip(todo, runner.map([(e.setting, "held_out") for e in todo])):
-                for same in evaluations:
-                    if same.setting == e.setting:
-                        same.held_out = fig
+        if not any(e.complete and objective.met(e.in_sample) for e in everyone):
+            _complete_closest(objective, current, evaluations, runner)
+            raise InputError(f"no setting met {objective.option} {objective.limit:g} on the tuning part "
+                             f"({len(evaluations) + 1} tried); {_closest(everyone, objective, prepared)}",
+                             field=objective.option)
+        if prepared.held_out is not None:
+            current.held_out = runner.map([(None, "held_out")])[0].figures
+        while tried < HELD_OUT_CANDIDATES:
+            group = _ranked(everyone, objective, checked)[:min(batch, HELD_OUT_CANDIDATES - tried)]
+            bound = round(group[-1].in_sample.pod_hours, 1) + 0.05 if group else math.inf
+            lazy = sorted(_unique(e for e in evaluations if e.in_sample.stopped == COSTLIER
+                                  and e.in_sample.pod_hours <= bound), key=lambda e: e.in_sample.pod_hours)[:batch]
+            if lazy:  # they could rank before the group: replay them to the end first
+                for e, out in zip(lazy, runner.map([(e.setting, "tuning") for e in lazy])):
+                    _set(evaluations, e.setting, in_sample=out.figures)
+                continue
+            if not group:
+                break
+            if prepared.held_out is None:
+                return group[0], 0, time.monotonic() - t0
+            todo = [e for e in group if e.held_out is None]
+            for e, out in zip(todo, runner.map([(e.setting, "held_out") for e in todo])):
+                _set(evaluations, e.setting, held_out=out.figures)
             tried += len(group)
+            checked += group
             for e in group:
                 if objective.met(e.held_out, HELD_OUT_SLACK):
                     return e, tried, time.monotonic() - t0
-    checked = [e for e in unique if e.held_out is not None]
     raise InputError(f"the objective held only in-sample: none of the {tried} cheapest settings that met "
                      f"{objective.option} {objective.limit:g} on the tuning part stayed within {HELD_OUT_SLACK:g}x "
                      f"it on the held-out part; {_closest(checked, objective, prepared, 'held_out')} held out",
                      field=objective.option)
 
 
-def tune(prepared: Prepared, objective: Objective, *, trials: int = 200, timeout: float = 240.0, jobs: int = 1,
+def _complete_closest(objective: Objective, current: Evaluation, evaluations: list[Evaluation], runner: _Runner) -> None:
+    """Replay to their end the settings stopped over the limit that could come closer to it than every setting
+    replayed to its end (the least of what they reached first), so that the refusal names the closest one."""
+    best = min(objective.value(e.in_sample) for e in [current, *evaluations] if e.complete)
+    for e in sorted(_unique(e for e in evaluations if e.in_sample.stopped),
+                    key=lambda e: objective.at_least(e.in_sample, current.in_sample)):
+        if objective.at_least(e.in_sample, current.in_sample) >= best:
+            break
+        _set(evaluations, e.setting, in_sample=runner.map([(e.setting, "tuning")])[0].figures)
+        best = min(best, objective.value(e.in_sample))
+
+
+def _ranked(everyone: list[Evaluation], objective: Objective, checked: list[Evaluation]) -> list[Evaluation]:
+    """Settings replayed to the end that met the objective in-sample, one per setting, cheapest first,
+    those already checked left out."""
+    done = {e.setting for e in checked}
+    feasible = sorted((e for e in everyone if e.complete and objective.met(e.in_sample)), key=rank_key)
+    return [e for e in _unique(feasible) if e.setting not in done]
+
+
+def _unique(evaluations: Iterable[Evaluation]) -> list[Evaluation]:
+    out, seen = [], set()
+    for e in evaluations:
+        if e.setting not in seen:
+            seen.add(e.setting)
+            out.append(e)
+    return out
+
+
+def _set(evaluations: list[Evaluation], s: Setting, **figures: Figures) -> None:
+    """Give every evaluation of the setting ``s`` the figures (``in_sample=`` or ``held_out=``)."""
+    for e in evaluations:
+        if e.setting == s:
+            for k, v in figures.items():
+                setattr(e, k, v)
+
+
+def tune(prepared: Prepared, objective: Objective, *, trials: int = 200, timeout: float = DEFAULT_TIMEOUT, jobs: int = 1,
          seed: int = 0, progress: Callable[[int, int, float], None] | None = None,
          clock: Callable[[], float] = time.monotonic) -> TuneResult:
     """Search, then the held-out check (see ``search`` and ``check_held_out``)."""
-    current, evaluations, searched = search(prepared, objective, trials=trials, timeout=timeout, jobs=jobs, seed=seed,
-                                            progress=progress, clock=clock)
+    s = _Search(replace(prepared, held_out=None), objective, trials, timeout, jobs, seed, progress, clock)
+    current, evaluations = s.run()
+    searched = s.elapsed()
+    stopped_costlier = sum(1 for e in evaluations if e.in_sample.stopped == COSTLIER)
     best, tried, checked = check_held_out(prepared, objective, current, evaluations, jobs=jobs)
     notes = []
+    completed = stopped_costlier - sum(1 for e in evaluations if e.in_sample.stopped == COSTLIER)
+    if completed:
+        notes.append(f"{completed} setting(s) stopped early as costlier were replayed to the end for the held-out check")
     if tried > 1:
         notes.append(f"the {tried - 1} cheaper in-sample setting(s) missed the objective on the held-out part; "
                      "the recommendation is the cheapest that met it on both")
     if best is current:
         notes.append("the current object is the cheapest setting that met the objective on both parts: it is kept as it is")
     return TuneResult(objective=objective, evaluations=evaluations, current=current, recommended=best,
-                      manifest=prepared.base if best is current else prepared.manifest(best.setting), frontier=frontier(evaluations, objective),
-                      search_seconds=searched, check_seconds=checked, held_out_tried=tried, notes=notes)
+                      manifest=prepared.base if best is current else prepared.manifest(best.setting),
+                      frontier=frontier(evaluations, objective), search_seconds=searched, check_seconds=checked,
+                      held_out_tried=tried, notes=notes, peaks=s.peaks)

@@ -1,8 +1,9 @@
 """The search space of ``pyhpa tune``: one ``Setting`` per point, and the manifest it stands for.
 
 A setting changes only what tune searches: the first metric's target, ``minReplicas``, ``maxReplicas``,
-``behavior`` (scale-down stabilization window, scale-up policy) and, unless upstream-only, ``prediction``
-and ``saturation``. Everything else in the user's object (other metrics, schedules, fallbacks, the
+``behavior`` (scale-down stabilization window, scale-up policy) and, unless upstream-only, ``prediction``,
+``saturation`` and schedule windows of its own (``spec.schedules`` floors, ``pyhpa.tune.windows``), added
+beside the object's. Everything else in the user's object (other metrics, its own schedules, fallbacks, the
 object's own settings) is kept as written.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 from ..adapters.autoscaler import GROUP_VERSION, KIND, V2_API_VERSION, V2_KIND, V2_SPEC_FIELDS
 from ..adapters.fallback import without_metric_fallbacks
@@ -47,6 +48,30 @@ class TargetKind:
 
 
 @dataclass(frozen=True, slots=True)
+class Window:
+    """One ``spec.schedules`` window tune adds: ``name``, ``start`` (5-field cron), ``duration_seconds``,
+    ``time_zone`` (IANA name) and ``min_replicas`` (the floor while it is active)."""
+
+    name: str
+    start: str
+    duration_seconds: int
+    time_zone: str
+    min_replicas: int
+
+    def manifest(self) -> dict:
+        return {"name": self.name, "start": self.start, "durationSeconds": self.duration_seconds,
+                "timeZone": self.time_zone, "minReplicas": self.min_replicas}
+
+    def label(self) -> str:
+        return f"{self.start} ({self.time_zone}) for {self.duration_seconds // 60} min, floor {self.min_replicas}"
+
+
+#: candidates.csv columns of a setting's windows (several windows: values joined by " | ")
+WINDOW_COLUMNS = {"schedule_start": "start", "schedule_duration_seconds": "duration_seconds",
+                  "schedule_time_zone": "time_zone", "schedule_min_replicas": "min_replicas"}
+
+
+@dataclass(frozen=True, slots=True)
 class Setting:
     """One point of the search space.
 
@@ -54,7 +79,8 @@ class Setting:
     ``min_replicas``/``max_replicas``: bounds; ``scale_down_window_seconds``: behavior.scaleDown
     stabilization window (s); ``scale_up_percent``: behavior.scaleUp Percent policy per 15 s (with
     upstream's 4 Pods policy beside it); ``prediction``: spec.prediction with ``quantile`` and
-    ``lead_seconds``; ``saturation``: spec.saturation with ``demand_factor``.
+    ``lead_seconds``; ``saturation``: spec.saturation with ``demand_factor``; ``schedules``: the windows tune
+    adds to spec.schedules (``Window``; none by default).
     """
 
     target: float
@@ -67,13 +93,21 @@ class Setting:
     lead_seconds: int = DEFAULT_LEAD
     saturation: bool = False
     demand_factor: float = DEFAULT_DEMAND_FACTOR
+    schedules: tuple[Window, ...] = ()
 
     def as_dict(self) -> dict:
         return asdict(self)
 
+    def columns(self) -> dict:
+        """The setting as candidates.csv columns: its fields, the windows as ``WINDOW_COLUMNS``."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "schedules"}
+        for column, attr in WINDOW_COLUMNS.items():
+            out[column] = " | ".join(str(getattr(w, attr)) for w in self.schedules)
+        return out
+
     @property
     def extended(self) -> bool:
-        return self.prediction or self.saturation
+        return self.prediction or self.saturation or bool(self.schedules)
 
     def label(self, kind: TargetKind) -> str:
         t = f"{self.target:g} %" if kind.type == "Utilization" else f"{self.target / 1000:g}"
@@ -84,6 +118,8 @@ class Setting:
             out += f", prediction q{self.quantile:.2f} lead {self.lead_seconds} s"
         if self.saturation:
             out += f", saturation x{self.demand_factor:.2f}"
+        for w in self.schedules:
+            out += f", window {w.label()}"
         return out
 
 
@@ -147,6 +183,16 @@ def manifest(base: dict, s: Setting, kind: TargetKind, upstream_only: bool, curr
         spec["prediction"] = {"leadSeconds": s.lead_seconds, "quantile": round(s.quantile, 3)}
     if s.saturation:
         spec["saturation"] = {"demandFactor": round(s.demand_factor, 2)}
+    if s.schedules:
+        own = list(spec.get("schedules") or [])
+        taken = {w.get("name") for w in own if isinstance(w, dict)}
+        for w in s.schedules:
+            item = w.manifest()
+            while item["name"] in taken:
+                item["name"] += "-tune"
+            taken.add(item["name"])
+            own.append(item)
+        spec["schedules"] = own
     if upstream_only:
         spec = {k: v for k, v in spec.items() if k in V2_SPEC_FIELDS}
         spec["metrics"] = without_metric_fallbacks(spec["metrics"])
