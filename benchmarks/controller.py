@@ -605,10 +605,9 @@ def main() -> None:
                         help="seconds syncs/s and lag are measured with 2 replicas")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    from pyhpa.controller.outputs.load import tune_gc, tune_malloc
+    from pyhpa.controller.outputs.load import tune_gc
 
     tune_gc()  # as pyhpa run does
-    tune_malloc()
     worker_counts = args.workers or [1, 5]
     apis = args.api or ["stub", "http"]
     if "stub" in apis:

@@ -38,7 +38,7 @@ from .outputs.events import EventRecorder
 from .cache.informer import Informer, PodCache
 from .. import __version__
 from .scaleout.leadership import Leadership, LeadershipLost, default_identity, lease_settings
-from .outputs.load import SyncLoad, release_memory, tune_gc, tune_malloc
+from .outputs.load import RELEASE_SECONDS, SyncLoad, release_memory, tune_gc
 from .sync.memory import InProcessMemory, MemoryStore, StatusMemory
 from .outputs.monitor import Monitor
 from .sync.nsmetrics import NamespaceMetrics, namespace_jitter
@@ -205,7 +205,7 @@ class Controller:
                     await self.scales.wait_synced(SCALE_CACHE_WAIT_SECONDS, stop)
                 log.info("caches synced: %d autoscalers, %d pods; starting %d workers",
                          len(self.autoscalers), len(self.pods), s.workers)
-                release_memory()  # the list pages are gone
+                background.append(asyncio.create_task(_release_memory(), name="release-memory"))
                 workers = [asyncio.create_task(self._worker(), name=f"worker-{i}") for i in range(s.workers)]
                 await stop.wait()
         finally:
@@ -237,6 +237,14 @@ class Controller:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)
         log.info("controller stopped after %d syncs", self.syncs)
+
+
+async def _release_memory() -> None:
+    """Give the C heap's free pages back now (the list pages are gone) and every ``RELEASE_SECONDS``
+    (``pyhpa.controller.outputs.load.release_memory``)."""
+    while True:
+        release_memory()
+        await asyncio.sleep(RELEASE_SECONDS)
 
 
 #: seconds after a window's start or end at which its autoscaler is synced (the wall clock and the event loop's
@@ -292,7 +300,6 @@ async def run_controller(settings: Settings, config: SingleConfig, http: str = "
     """
     stop = stop or asyncio.Event()
     tune_gc()
-    tune_malloc()
     if install_signals:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

@@ -37,35 +37,26 @@ def tune_gc() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
-#: glibc's malloc: blocks from this size on are mapped on their own and returned when freed, and free memory at the
-#: top of the heap beyond it is returned too. These are glibc's defaults, which it raises by itself (up to 32 MiB)
-#: once a large block is freed: after a start, whose list pages and first status writes are such blocks, about
-#: 17 MB of free heap then stayed resident at 10,000 autoscalers (``mallopt`` fixes them; man 3 mallopt).
-MALLOC_THRESHOLD_BYTES = 128 * 1024
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+#: glibc's malloc keeps freed memory at the top of its heap up to a threshold that it raises by itself (up to
+#: 32 MiB) once a large block is freed: after a start, whose list pages and first status writes are such blocks,
+#: about 17 MB of free heap stayed resident at 10,000 autoscalers. Fixing the thresholds low (``mallopt``) gives
+#: it back but costs every sync (the heap's top is given back and taken again: +10 % CPU per sync measured);
+#: ``malloc_trim`` once the caches are listed and then every ``RELEASE_SECONDS`` gives it back at no such cost.
+RELEASE_SECONDS = 60.0
 
 
 def _libc():
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
+        return libc if hasattr(libc, "malloc_trim") else None
     except OSError:
         return None
 
 
-def tune_malloc() -> bool:
-    """Fix glibc's mmap and trim thresholds at ``MALLOC_THRESHOLD_BYTES`` (``pyhpa run`` does at start;
-    process-wide). False where the C library has no ``mallopt`` (not glibc): nothing is changed."""
-    libc = _libc()
-    if libc is None:
-        return False
-    return bool(libc.mallopt(_M_MMAP_THRESHOLD, MALLOC_THRESHOLD_BYTES)
-                and libc.mallopt(_M_TRIM_THRESHOLD, MALLOC_THRESHOLD_BYTES))
-
-
 def release_memory() -> bool:
-    """Return the C heap's free pages to the system (glibc's ``malloc_trim(0)``): done once the caches are listed,
-    whose pages were the largest buffers of the process. False where there is no ``malloc_trim``."""
+    """Return the C heap's free pages to the system (glibc's ``malloc_trim(0)``; man 3 malloc_trim): done once the
+    caches are listed, whose pages were the largest buffers of the process, and then every ``RELEASE_SECONDS``.
+    False where there is no ``malloc_trim`` (not glibc): nothing is done."""
     libc = _libc()
     return bool(libc.malloc_trim(0)) if libc is not None else False
 
@@ -136,5 +127,5 @@ class SyncLoad:
         _CURRENT.set(None)
 
 
-__all__ = ["GC_THRESHOLDS", "MALLOC_THRESHOLD_BYTES", "SyncContext", "SyncLoad", "current_sync", "note_request",
-           "release_memory", "tune_gc", "tune_malloc"]
+__all__ = ["GC_THRESHOLDS", "RELEASE_SECONDS", "SyncContext", "SyncLoad", "current_sync", "note_request",
+           "release_memory", "tune_gc"]
