@@ -398,7 +398,7 @@ def _replica_main(argv: list[str]) -> None:
 
     from pyhpa.controller.sync.reconciler import Reconciler
 
-    out = open(argv[0], "w", buffering=1 << 16)  # noqa: SIM115 - closed at exit
+    out = open(argv[0], "w", buffering=1)  # noqa: SIM115 - closed at exit; line-buffered: the run reads it live
     atexit.register(out.close)
     original = Reconciler.sync
 
@@ -442,20 +442,46 @@ def max_sync_gap(times: dict[str, list[float]], start: float, end: float) -> tup
     return worst, who
 
 
-def _wait_synced(ports: list[int], procs: list, n: int, timeout: float = 1800) -> None:
-    started = time.monotonic()
+class SyncLog:
+    """Reads a replica's sync log (``--replica-sync-log``: "<epoch s> <key>" lines) as it grows."""
+
+    def __init__(self, path: Path):
+        self.path, self._offset, self._rest = path, 0, ""
+
+    def new(self) -> list[tuple[float, str]]:
+        """The (time, key) of the syncs logged since the last call."""
+        if not self.path.exists():
+            return []
+        with self.path.open() as f:
+            f.seek(self._offset)
+            text = f.read()
+            self._offset = f.tell()
+        lines = (self._rest + text).split("\n")
+        self._rest = lines.pop()
+        out = []
+        for line in lines:
+            t, _, key = line.partition(" ")
+            if key:
+                out.append((float(t), key))
+        return out
+
+
+def _wait_synced(log: SyncLog, procs: list, n: int, since: float = 0.0, timeout: float = 1800) -> float:
+    """Wait until the replica of ``log`` has synced ``n`` distinct autoscalers after epoch ``since`` (read from its
+    sync log: scraping /metrics would cost the replica the rendering of every autoscaler's series); returns
+    the epoch time of the sync that completed the round."""
+    started, keys = time.monotonic(), set()
     while True:
-        time.sleep(2)
+        for t, key in log.new():
+            if t >= since:
+                keys.add(key)
+                if len(keys) >= n:
+                    return t
         if any(p.poll() is not None for p in procs):
             raise RuntimeError("a replica exited")
-        try:
-            scraped = [_scrape(p) for p in ports]
-        except Exception:  # noqa: BLE001 - not serving yet
-            continue
-        if sum(_total(m, "horizontal_pod_autoscaler_controller_reconciliations_total") for m in scraped) >= n:
-            return
         if time.monotonic() - started > timeout:
             raise RuntimeError("the replicas did not sync every autoscaler in time")
+        time.sleep(0.2)
 
 
 def _steady_round(double: Double, n: int, period: float, prefix: str) -> None:
@@ -495,7 +521,7 @@ def replicas_run(n: int, workers: int, period: float, seconds: float, replicas: 
     try:
         started = time.monotonic()
         procs.append(_replica(root, double.url, 0, workers, period, ports[0], logs[0]))
-        _wait_synced(ports[:1], procs, n)
+        _wait_synced(SyncLog(logs[0]), procs, n)
         print(f"  [replicas=1] every autoscaler synced once {time.monotonic() - started:.0f}s after start "
               "(informers listing included)", file=sys.stderr, flush=True)
         time.sleep(settle)
@@ -506,15 +532,14 @@ def replicas_run(n: int, workers: int, period: float, seconds: float, replicas: 
         procs[0].terminate()
         procs[0].wait(60)
         double.counts()
-        restarted = time.monotonic()
+        restarted = time.time()
         procs[0] = _replica(root, double.url, 2, workers, period, ports[2], logs[2])
         while not _ready(ports[2]):
             if procs[0].poll() is not None:
                 raise RuntimeError("the restarted replica exited")
             time.sleep(0.05)
-        ready = time.monotonic()
-        _wait_synced([ports[2]], procs, n)
-        resynced = time.monotonic()
+        ready = time.time()
+        resynced = _wait_synced(SyncLog(logs[2]), procs, n)
         writes, events = double.counts()
         prefix = f"{base} restart=1"
         print(f"{prefix} caches_synced_seconds={ready - restarted:.1f}", flush=True)
@@ -531,15 +556,7 @@ def replicas_run(n: int, workers: int, period: float, seconds: float, replicas: 
 
         joined = time.time()
         procs.append(_replica(root, double.url, 1, workers, period, ports[1], logs[1]))
-        while True:  # the new replica has its share
-            time.sleep(0.5)
-            try:
-                if _scrape(ports[1]).get(("pyhpa_shard_autoscalers", ()), 0) > 0:
-                    break
-            except Exception:  # noqa: BLE001 - not serving yet
-                pass
-            if procs[1].poll() is not None:
-                raise RuntimeError("the joining replica exited")
+        _wait_synced(SyncLog(logs[1]), procs, 1)  # the new replica has its share
         print(f"  [join] the second replica took its share {time.time() - joined:.1f}s after it started",
               file=sys.stderr, flush=True)
         time.sleep(settle)

@@ -120,3 +120,34 @@ def test_series_follow_the_spec_and_the_metric_state():
     assert got("pyhpa_autoscaler_last_sync_timestamp_seconds") == NOW + 30
     m.remove("ns", "web")
     assert not [s for f in registry.collect() for s in f.samples if s.labels.get("name") == "web"]
+
+
+def test_the_scrape_writes_what_prometheus_client_writes():
+    """``/metrics`` (``Monitor.exposition``) writes the per-autoscaler series with their own renderer: the same lines
+    as prometheus_client's ``generate_latest`` of the whole registry — every family, label escaping (a metric key
+    with quotes and a backslash), counters with their ``_created`` samples, prediction and saturation series."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from builders import NOW, cpu_hpa, cpu_pods, old_memory, scale
+    from pyhpa.controller.outputs.monitor import Monitor
+    from pyhpa.core import ControllerConfig, MetricSamples, MetricSpec, PredictionSpec, SaturationSpec, decide
+
+    m = Monitor()
+    pods, samples = cpu_pods([600] * 4)
+    plain = cpu_hpa()
+    odd = replace(cpu_hpa(), metrics=(MetricSpec("Resource", "cpu", "Utilization", 50),
+                                      MetricSpec("External", 'queue "a\\b"', "AverageValue", target_average_milli=3000)),
+                  prediction=PredictionSpec(), saturation=SaturationSpec())
+    for i, hpa in enumerate([plain, odd, plain]):
+        a = SimpleNamespace(namespace=f"ns-{i}", name=f"web-{i}", key=f"ns-{i}/web-{i}", hpa=hpa, sync_period_seconds=15)
+        extra = [MetricSamples(error="no queue")] if len(hpa.metrics) > 1 else []
+        d = decide(hpa, scale(4), pods, [samples, *extra], old_memory(4), NOW, ControllerConfig())
+        m.autoscalers.synced(a, SimpleNamespace(decision=d, error="internal" if extra else "none", reason=""), NOW + i)
+        m.desired(a.namespace, a.name, d.desired_replicas)
+    m.desired("ns-9", "never-synced", 3)  # upstream's gauge only
+    m.reconciliation("none", "none", 0.01)
+    text = m.exposition().decode()
+    assert sorted(text.splitlines()) == sorted(generate_latest(m.registry).decode().splitlines())
+    assert 'metric="External/queue \\"a\\\\b\\""' in text and "pyhpa_autoscaler_sync_errors_created{" in text
+    assert 'pyhpa_autoscaler_saturated{name="web-1",namespace="ns-1"}' in text

@@ -317,7 +317,7 @@ async def run_controller(settings: Settings, config: SingleConfig, http: str = "
     try:
         if settings.health_port is not None:
             health = HealthServer(controller.monitor.registry, lambda: controller.ready or _standby(leadership, stop),
-                                  settings.health_host, settings.health_port)
+                                  settings.health_host, settings.health_port, controller.monitor.exposition)
             await health.start()
             log.info("serving /healthz, /readyz and /metrics on %s:%d", settings.health_host, health.port)
         if on_started is not None:

@@ -17,14 +17,22 @@ from the spec, a prediction switched off) is gone from the next scrape after the
 
 Upstream's ``horizontal_pod_autoscaler_controller_desired_replicas{namespace, hpa_name}`` is kept in the same
 records (``desired``), so an autoscaler costs no prometheus_client child at all.
+
+``/metrics`` writes these series with ``render``: the text ``prometheus_client.generate_latest`` writes for them
+(the same lines, tested), formatted straight from the records. The generic path builds a sample object per series
+and took 2.9 s of CPU per scrape at 10,000 autoscalers (120,000 series), blocking the controller's loop
+meanwhile; ``render`` takes about a tenth of that. The collector (``collect``) stays registered, for whoever reads
+the registry.
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import Any, Iterator
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
+from prometheus_client.utils import floatToGoString
 
 from ...core import Decision, metric_key
 from ...core.model import (FALLBACK_SOURCE, PREDICTING, PREDICTION_ACTIVE, SATURATION_ACTIVE, UTILIZATION,
@@ -130,6 +138,7 @@ class AutoscalerMetrics:
     def __init__(self, registry: CollectorRegistry):
         #: per autoscaler (namespace, name)
         self._records: dict[tuple[str, str], _Record] = {}
+        self._apart = False
         registry.register(self)
 
     # ----- recording (the sync path) -----------------------------------------------------------------------------
@@ -243,8 +252,20 @@ class AutoscalerMetrics:
         yield CounterMetricFamily(PREFIX + "sync_errors", _HELP["sync_errors"], labels=("namespace", "name", "reason"))
         yield GaugeMetricFamily(UPSTREAM_DESIRED, _UPSTREAM_DESIRED_HELP, labels=("namespace", "hpa_name"))
 
+    @contextmanager
+    def rendered_apart(self) -> Iterator[None]:
+        """Meanwhile ``collect`` yields nothing (the registry's other collectors are written by prometheus_client,
+        these by ``render``: ``Monitor.exposition``)."""
+        self._apart = True
+        try:
+            yield
+        finally:
+            self._apart = False
+
     def collect(self) -> Iterator[Metric]:
         """Every series of every recorded autoscaler (called by the registry at each scrape)."""
+        if self._apart:
+            return iter(())
         families = {f.name: f for f in self._families()}
         replica = [families[PREFIX + name] for name, _ in _REPLICA_GAUGES]
         value, target = families[PREFIX + "metric_value"], families[PREFIX + "metric_target"]
@@ -288,3 +309,81 @@ class AutoscalerMetrics:
                 for reason, (count, first) in rec.errors.items():
                     errors.add_metric([ns, name, reason], count, created=first)
         return iter(families.values())
+
+    def render(self) -> str:
+        """The Prometheus text format (0.0.4) of every series ``collect`` yields, as ``generate_latest`` writes it:
+        per family its ``# HELP`` and ``# TYPE`` lines, then its samples (labels sorted by name, values as
+        ``floatToGoString``); the counter's ``_created`` samples in a gauge family after it."""
+        out: dict[str, list[str]] = {f.name: [] for f in self._families()}
+        replica = [out[PREFIX + name] for name, _ in _REPLICA_GAUGES]
+        value, target = out[PREFIX + "metric_value"], out[PREFIX + "metric_target"]
+        decided = out[PREFIX + "decided_by"]
+        predicting, saturated = out[PREFIX + "predicting"], out[PREFIX + "saturated"]
+        wape, last_sync = out[PREFIX + "prediction_wape_ratio"], out[PREFIX + "last_sync_timestamp_seconds"]
+        period = out[PREFIX + "sync_period_seconds"]
+        forecast, observed = out[PREFIX + "prediction_forecast"], out[PREFIX + "prediction_observed"]
+        errors, upstream = out[PREFIX + "sync_errors"], out[UPSTREAM_DESIRED]
+        created: list[str] = []
+        go = floatToGoString
+        for (ns, name), rec in list(self._records.items()):
+            n, s = _label(name), _label(ns)
+            own = f'{{name="{n}",namespace="{s}"}} '
+            if rec.upstream_desired is not None:
+                upstream.append(f'{UPSTREAM_DESIRED}{{hpa_name="{n}",namespace="{s}"}} {go(rec.upstream_desired)}\n')
+            if rec.last_sync is None:
+                continue
+            last_sync.append(f"{PREFIX}last_sync_timestamp_seconds{own}{go(rec.last_sync)}\n")
+            if rec.period is not None:
+                period.append(f"{PREFIX}sync_period_seconds{own}{go(rec.period)}\n")
+            if rec.replicas is not None:
+                for (family, _), lines, v in zip(_REPLICA_GAUGES, replica, rec.replicas):
+                    lines.append(f"{PREFIX}{family}{own}{go(v)}\n")
+            if rec.decided_by is not None:
+                by = rec.decided_by
+                decided.append(f'{PREFIX}decided_by_info{{decided_by="{_label(by)}",name="{n}",namespace="{s}",'
+                               f'source="{_label(by.split("/", 1)[0])}"}} 1.0\n')
+            for key, v, t in rec.metrics:
+                labels = f'{{metric="{_label(key)}",name="{n}",namespace="{s}"}} '
+                if v is not None:
+                    value.append(f"{PREFIX}metric_value{labels}{go(v)}\n")
+                if t is not None:
+                    target.append(f"{PREFIX}metric_target{labels}{go(t)}\n")
+            if rec.prediction is not None:
+                key, on, fc, ob, w = rec.prediction
+                predicting.append(f"{PREFIX}predicting{own}{go(on)}\n")
+                labels = f'{{metric="{_label(key)}",name="{n}",namespace="{s}"}} '
+                if fc is not None:
+                    forecast.append(f"{PREFIX}prediction_forecast{labels}{go(fc)}\n")
+                if ob is not None:
+                    observed.append(f"{PREFIX}prediction_observed{labels}{go(ob)}\n")
+                if w is not None:
+                    wape.append(f"{PREFIX}prediction_wape_ratio{own}{go(w)}\n")
+            if rec.saturated is not None:
+                saturated.append(f"{PREFIX}saturated{own}{go(rec.saturated)}\n")
+            if rec.errors:
+                for reason, (count, first) in rec.errors.items():
+                    labels = f'{{name="{n}",namespace="{s}",reason="{_label(reason)}"}} '
+                    errors.append(f"{PREFIX}sync_errors_total{labels}{go(count)}\n")
+                    created.append(f"{PREFIX}sync_errors_created{labels}{go(first)}\n")
+        text: list[str] = []
+        for family in self._families():
+            name, kind = family.name, family.type
+            shown = name + "_total" if kind == "counter" else name + "_info" if kind == "info" else name
+            doc = _doc(family.documentation)
+            text.append(f"# HELP {shown} {doc}\n# TYPE {shown} {'gauge' if kind == 'info' else kind}\n")
+            text.extend(out[name])
+            if kind == "counter" and created:
+                text.append(f"# HELP {name}_created {doc}\n# TYPE {name}_created gauge\n")
+                text.extend(created)
+        return "".join(text)
+
+
+def _label(value: str) -> str:
+    """A label value as the text format writes it (backslash, newline and double quote escaped)."""
+    if "\\" in value or "\n" in value or '"' in value:
+        return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r'\"')
+    return value
+
+
+def _doc(text: str) -> str:
+    return text.replace("\\", r"\\").replace("\n", r"\n")

@@ -7,7 +7,7 @@ are seconds, buckets ``0.001 * 2**k`` for k < 15. Each Controller has its own re
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from .autoscaler_metrics import AutoscalerMetrics
 
@@ -60,6 +60,13 @@ class Monitor:
         self._children: dict[tuple, tuple] = {}
         #: the per-autoscaler series, upstream's desired_replicas among them (pyhpa.controller.outputs.autoscaler_metrics)
         self.autoscalers = AutoscalerMetrics(r)
+
+    def exposition(self) -> bytes:
+        """``/metrics``: the registry as ``prometheus_client.generate_latest`` writes it, the per-autoscaler series
+        written by their own ``render`` (the same lines, much faster: 120,000 series at 10,000 autoscalers)."""
+        with self.autoscalers.rendered_apart():
+            text = generate_latest(self.registry)
+        return text + self.autoscalers.render().encode()
 
     def _pair(self, counter: Counter, histogram: Histogram, labels: tuple) -> tuple:
         """The labelled children of a counter/histogram pair (looked up once per label set)."""

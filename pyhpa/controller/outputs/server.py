@@ -2,7 +2,8 @@
 
 ``/healthz`` answers 200 while the controller's loop runs (a blocked loop cannot answer: that is the
 liveness signal); ``/readyz`` answers 200 once the informers have synced and until shutdown begins,
-503 otherwise; ``/metrics`` exposes the controller's registry (``pyhpa.controller.outputs.monitor``).
+503 otherwise; ``/metrics`` exposes the controller's registry (``pyhpa.controller.outputs.monitor``; ``exposition``: how its text
+is written, ``Monitor.exposition`` for the controller).
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from ...adapters.errors import InputError
 class HealthServer:
     """Serves the three endpoints on ``host:port`` (port 0: an ephemeral port, see ``port`` after start)."""
 
-    def __init__(self, registry: CollectorRegistry, ready: Callable[[], bool], host: str = "0.0.0.0", port: int = 8080):
+    def __init__(self, registry: CollectorRegistry, ready: Callable[[], bool], host: str = "0.0.0.0", port: int = 8080,
+                 exposition: Callable[[], bytes] | None = None):
         self._registry = registry
+        self._exposition = exposition or (lambda: generate_latest(registry))
         self._ready = ready
         self.host = host
         self.port = port
@@ -62,5 +65,5 @@ class HealthServer:
         return web.Response(status=503, text="not ready: informers not synced or shutting down")
 
     async def _metrics(self, request: web.Request) -> web.Response:
-        body = generate_latest(self._registry)
+        body = self._exposition()
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
