@@ -155,7 +155,9 @@ def test_benchmark_prints_one_line_per_api_and_worker_count():
         "api=stub workers=2 hpas=30 reconciles_per_second", f"{http} reconciles_per_second",
         f"{http} first_round_seconds", f"{http} steady_round_seconds", f"{http} requests_per_sync",
         f"{http} controller_cpu_ms_per_sync", f"{rep} replicas=1 rss_mb", f"{rep} replicas=1 status_writes_per_round",
-        f"{rep} replicas=1 events_per_round", f"{rep} replicas=2 rss_mb", f"{rep} replicas=2 syncs_per_second",
+        f"{rep} replicas=1 events_per_round", f"{rep} restart=1 caches_synced_seconds",
+        f"{rep} restart=1 first_round_seconds", f"{rep} restart=1 status_writes", f"{rep} restart=1 events",
+        f"{rep} replicas=2 rss_mb", f"{rep} replicas=2 syncs_per_second",
         f"{rep} replicas=2 sync_lag_p50_seconds", f"{rep} replicas=2 sync_lag_p99_seconds",
         f"{rep} replicas=2 status_writes_per_round", f"{rep} replicas=2 events_per_round",
         f"{rep} join=1 max_sync_gap_seconds", f"{rep} leave=1 max_sync_gap_seconds"]
