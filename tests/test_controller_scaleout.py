@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import random
 from collections import Counter
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from lightkube import codecs
 from lightkube.resources.coordination_v1 import Lease
 from prometheus_client import generate_latest
@@ -20,7 +23,7 @@ from pyhpa.cli.main import app
 from pyhpa.controller import load_config
 from pyhpa.controller.kube.api import HttpMetrics, LightkubeCluster
 from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler, TargetRef
-from pyhpa.controller.sync.nsmetrics import NamespaceMetrics, namespace_jitter
+from pyhpa.controller.sync.nsmetrics import NamespaceMetrics, namespace_phase, phase_points, resync_delay
 from pyhpa.controller.cache.scalecache import ScaleCache
 from pyhpa.controller.scaleout.shards import GROUP_LABEL, VIEW_ANNOTATION, ShardMembership, ShardSettings, lease_name, owner
 
@@ -45,11 +48,29 @@ def test_rendezvous_moves_only_the_share_of_a_member_that_joins_or_leaves():
     assert owner("x/y", []) is None
 
 
-def test_namespace_jitter_keeps_a_namespace_together_and_spreads_namespaces():
-    values = [namespace_jitter(f"ns-{i}", 15.0, 1000.0, 0.1) for i in range(500)]
-    assert all(-0.1 <= v <= 0.1 for v in values) and min(values) < -0.09 and max(values) > 0.09
-    assert namespace_jitter("ns-1", 15.0, 1000.0, 0.1) == namespace_jitter("ns-1", 15.0, 1001.0, 0.1)  # same round
-    assert namespace_jitter("ns-1", 15.0, 1000.0, 0.0) == 0.0
+def test_a_namespace_keeps_one_phase_and_namespaces_spread_over_the_period():
+    phases = [namespace_phase(f"ns-{i}", 15.0) for i in range(500)]
+    assert all(0 <= p < 15.0 for p in phases) and min(phases) < 0.5 and max(phases) > 14.5
+    assert namespace_phase("ns-1", 15.0) == namespace_phase("ns-1", 15.0) != namespace_phase("ns-1", 30.0)
+    last, following = phase_points("ns-1", 15.0, 1_000_000.0)
+    assert last <= 1_000_000.0 < following == last + 15.0 and (last - namespace_phase("ns-1", 15.0)) % 15.0 == 0
+
+
+@given(st.floats(1.0, 300.0), st.just(0.0) | st.floats(0.01, 0.9), st.floats(1e9, 2e9), st.text(min_size=1, max_size=20))
+def test_a_resync_lands_within_the_jitter_and_on_the_phase_when_it_can(period, jitter, started, namespace):
+    """Every resync within period * (1 +- jitter) (``--jitter``); one that starts on its phase point stays on it;
+    one off its phase comes back to it within ceil(0.5 / jitter) periods (upstream: every period exactly)."""
+    delay = resync_delay(namespace, period, started, jitter)
+    assert period * (1 - jitter) - 1e-6 <= delay <= period * (1 + jitter) + 1e-6
+    if jitter == 0:
+        assert delay == period
+        return
+    on_phase = phase_points(namespace, period, started)[0]
+    assert resync_delay(namespace, period, on_phase, jitter) == pytest.approx(period, abs=1e-6)
+    t = started
+    for _ in range(math.ceil(0.5 / jitter) + 1):
+        t += resync_delay(namespace, period, t, jitter)
+    assert min(abs(t - p) for p in phase_points(namespace, period, t)) < 1e-4
 
 
 # ----- shard membership on Leases -------------------------------------------------------------------------------

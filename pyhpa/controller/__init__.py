@@ -41,7 +41,7 @@ from .scaleout.leadership import Leadership, LeadershipLost, default_identity, l
 from .outputs.load import RELEASE_SECONDS, SyncLoad, release_memory, tune_gc
 from .sync.memory import InProcessMemory, MemoryStore, StatusMemory
 from .outputs.monitor import Monitor
-from .sync.nsmetrics import NamespaceMetrics, namespace_jitter
+from .sync.nsmetrics import NamespaceMetrics, resync_delay
 from .sync.prediction import LivePredictions
 from .preview import enable_preview
 from .sync.queue import QueueClosed, WorkQueue
@@ -74,6 +74,7 @@ class Controller:
                  clock: Callable[[], float] = time.time):
         self.settings = settings
         self.cluster = cluster
+        self.clock = clock
         self.autoscalers: dict[str, Autoscaler] = {}
         self.pods = PodCache()
         self.memory = memory if memory is not None else InProcessMemory()
@@ -142,7 +143,8 @@ class Controller:
 
     # ----- workers -----------------------------------------------------------------------------------------
     def _next_delay(self, key: str, result: SyncResult | None, started: float) -> float | None:
-        """When to sync ``key`` again: its own period with jitter, counted from the sync's start; a backoff
+        """When to sync ``key`` again: its own period, counted from the sync's start, moved by up to ± jitter
+        towards its namespace's phase (``resync_delay``: every replica syncs it at the same phase); a backoff
         (never longer than the period) after a failure; now when the spec changed meanwhile. Never later than
         the next start or end of one of its schedule windows (``status.schedules``, from the decision core's
         ``next_change``), so a floor or cap applies within moments of its window's start or end."""
@@ -157,7 +159,8 @@ class Controller:
         if result.retry:
             return max(0.0, min(self.queue.retry_delay(key), period, change - loop_now))
         self.queue.forget(key)
-        due = started + period * (1.0 + namespace_jitter(a.namespace, period, started, self.settings.jitter))
+        wall_started = self.clock() - (loop_now - started)
+        due = started + resync_delay(a.namespace, period, wall_started, self.settings.jitter)
         return max(0.0, min(due, change) - loop_now)
 
     async def _worker(self) -> None:

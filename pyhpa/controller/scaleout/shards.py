@@ -33,9 +33,12 @@ after the gate said yes; the margin is ``lease_duration - renew_deadline``, as f
   over at their next list.
 
 So the other replicas pick up a dead replica's share within one lease duration plus a retry period of its last
-renewal, a stopped replica's share at their next list (then sync each gained key at once), and a joining
-replica's share pauses only from the others' next list to the joiner's next list after their acknowledgement
-(about two retry periods: issue 21, "seamless hand-over": no autoscaler waits more than two sync periods). A
+renewal, a stopped replica's share at their next list, and a joining replica's share pauses only from the
+others' next list to the joiner's next list after their acknowledgement (about two retry periods: issue 21,
+"seamless hand-over": no autoscaler waits more than two sync periods). Every replica syncs an autoscaler at its
+namespace's phase of the period (``pyhpa.controller.sync.nsmetrics.resync_delay``), so a gained autoscaler whose
+phase point came during the hand-over is synced at once, the others at their next phase point: one period after
+the last owner's sync (``Sharding._gain_schedule``). A
 replica that cannot renew for ``renew_deadline`` stops writing; past that it has lost its Lease: it stops and
 ``run`` raises ``ShardLost`` (``pyhpa run`` exits 1, Kubernetes restarts it with a new identity, which joins
 anew). Leases found dead are deleted by whoever sees them (so restarts leave no garbage).
@@ -47,6 +50,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import math
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -61,6 +65,7 @@ from lightkube.resources.coordination_v1 import Lease
 from .leader import validate_lease_timing
 from .leadership import LeadershipLost
 from ..outputs.load import current_sync
+from ..sync.nsmetrics import phase_points
 
 log = logging.getLogger("pyhpa.controller.shards")
 
@@ -139,6 +144,9 @@ class ShardMembership:
         self._acknowledged = False  # every other live member's published view holds this replica
         self._published: tuple[str, ...] | None = None  # the view written to this replica's Lease
         self.changes = 0
+        #: since when (``clock``) the autoscalers this replica gains at the latest change may have gone
+        #: unsynced: its Lease's creation when it joins, a departed member's last renewal seen when one leaves
+        self.handover_since: float | None = None
 
     # ----- the gate ------------------------------------------------------------------------------------------
     def may_write(self) -> bool:
@@ -202,6 +210,7 @@ class ShardMembership:
         if not self.joined.is_set() and self._created_at is not None and self._fresh() and (
                 self._acknowledged or self.clock() - self._created_at >= s.lease_duration_seconds):
             self.joined.set()
+            self.handover_since = min(self._created_at, self.handover_since or self._created_at)
             log.info("shard %s active: %d members %s", s.identity, len(self.members), list(self.members))
             self._changed()
 
@@ -271,16 +280,28 @@ class ShardMembership:
                 expiries.append(since + duration)
                 acknowledged = acknowledged and s.identity in _view(lease)
         self._acknowledged = acknowledged
-        self._observed = seen
+        previous, self._observed = self._observed, seen
         self._next_expiry = min(expiries, default=None)
         self._listed_at = started
         members = tuple(sorted(live))
         if members != self.members:
+            self.handover_since = self._departed_since(previous, set(self.members) - live, now)
             log.info("shard group %s: %d members %s", s.group, len(members), list(members))
             self.members = members
             self._changed()
         for name in dead:
             await self._delete_dead(name)
+
+    def _departed_since(self, observed: dict[str, tuple[tuple, float]], departed: set[str], now: float) -> float:
+        """When the ``departed`` members may have stopped syncing: a retry period before their last renewal
+        seen (a departed member never seen renewing: a lease duration ago); ``now`` when none departed."""
+        s = self.settings
+        since = now
+        for identity in departed:
+            seen = observed.get(lease_name(s.group, identity))
+            last = seen[1] if seen is not None else now - s.lease_duration_seconds
+            since = min(since, last - s.retry_period_seconds)
+        return since
 
     async def _delete_dead(self, name: str) -> None:
         """Delete a Lease judged dead (its holder stopped writing long ago; if it still runs, its renewal now
@@ -407,14 +428,43 @@ class Sharding:
         gained, lost = sorted(now - self._owned), self._owned - now
         if gained:  # every selector filed before the first sync of a gained key (AmbiguousSelector)
             self.refresh_foreign_selectors()
-        for key in gained:
+        for delay, key in self._gain_schedule(gained):
             c.memory.forget(key)  # a working copy from an earlier term is stale: load the status' memory
-            c.queue.add(key)
+            c.queue.add(key, delay)
         for key in lost:
             self._drop(key)
         self._owned = now
         if gained or lost:
             log.info("shard %s: %d autoscalers (+%d, -%d)", self.identity, len(now), len(gained), len(lost))
+
+    def _gain_schedule(self, gained: list[str]) -> list[tuple[float, str]]:
+        """(delay in seconds, key) of each gained autoscaler, in the order to queue them. Every replica syncs an
+        autoscaler at its namespace's phase of the period (``pyhpa.controller.sync.nsmetrics.resync_delay``), so
+        the last owner synced it at its latest phase point unless that point came after the hand-over began
+        (``ShardMembership.handover_since``, widened by ``jitter * period`` and a retry period for an owner
+        still converging to the phase or late to see the change): those are synced now, the longest unsynced
+        first; the others at their next phase point, one period after the last owner's sync — not all at once,
+        which made the last of them wait for the whole burst. An autoscaler with schedule windows (whose next
+        start or end only a sync computes), or with ``--jitter 0`` (no phase), is synced now."""
+        c, m = self.controller, self.membership
+        jitter = c.settings.jitter
+        if m.handover_since is None or jitter <= 0:
+            return [(0.0, key) for key in gained]
+        age = max(0.0, m.clock() - m.handover_since) + self.settings.retry_period_seconds
+        wall = c.clock()
+        now, later = [], []
+        for key in gained:
+            a = c.autoscalers.get(key)
+            if a is None or a.hpa is None or a.hpa.schedules:
+                now.append((-math.inf, key))
+                continue
+            last, following = phase_points(a.namespace, a.sync_period_seconds, wall)
+            if wall - last <= age + jitter * a.sync_period_seconds:
+                now.append((last, key))
+            else:
+                later.append((following - wall, key))
+        now.sort()
+        return [(0.0, key) for _, key in now] + later
 
     async def _join_when_synced(self, controller: Any, stop: asyncio.Event, led: asyncio.Task) -> None:
         """Wait until the controller's informers (and its Scale cache) have listed, then run the membership."""

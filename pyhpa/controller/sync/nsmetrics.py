@@ -6,7 +6,7 @@ serves several autoscalers, asks once for the whole namespace (no ``labelSelecto
 that namespace within ``window`` seconds of that request the items its selector picks, in the order the API
 gave them, as a PodMetricsList — the answer the selector query would have had. So the decision is the same
 as with the selector query issued ``window`` seconds earlier at most (metrics-server's values change once
-per scrape, every 15 s or more; the syncs themselves move by ± jitter × period).
+per scrape, every 15 s or more; the syncs of a namespace are due at one phase of their period: ``namespace_phase``).
 
 Items are picked by their ``metadata.labels`` (metrics-server copies each pod's labels into its
 PodMetrics, which is how it answers ``labelSelector`` itself); an item without labels is picked when the
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -36,16 +37,37 @@ SHARE_SECONDS = 0.5
 REQUEST_COST_ITEMS = 50
 
 
-def namespace_jitter(namespace: str, period: float, started: float, jitter: float) -> float:
-    """The requeue jitter (a fraction in [-jitter, jitter]) of an autoscaler of ``namespace`` with sync
-    ``period`` seconds whose sync started at ``started`` (event-loop seconds): pseudo-random per namespace,
-    period and round (``started // period``), so the autoscalers of one namespace that synced together stay
-    together — and share one metrics list — while namespaces stay spread over the period."""
+def namespace_phase(namespace: str, period: float) -> float:
+    """The phase (seconds in [0, ``period``)) at which the autoscalers of ``namespace`` with sync ``period``
+    seconds are due, on the wall clock (epoch seconds modulo the period): pseudo-random per namespace and
+    period, the same on every replica, so the autoscalers of a namespace sync together — and share one metrics
+    list — while namespaces are spread over the period, and a replica that takes an autoscaler over knows when
+    its last owner synced it (``phase_points``)."""
+    seed = f"{namespace}\x00{period!r}".encode()
+    return int.from_bytes(hashlib.blake2b(seed, digest_size=8).digest(), "big") / 2.0**64 * period
+
+
+def phase_points(namespace: str, period: float, wall: float) -> tuple[float, float]:
+    """(last, next): the latest phase point at or before ``wall`` (epoch s) of ``namespace``'s autoscalers with
+    sync ``period`` seconds, and the one after it (``last + period``)."""
+    phase = namespace_phase(namespace, period)
+    last = phase + math.floor((wall - phase) / period) * period
+    return last, last + period
+
+
+def resync_delay(namespace: str, period: float, started: float, jitter: float) -> float:
+    """Seconds from a sync's start (``started``, epoch s) to the next sync of an autoscaler of ``namespace``
+    with sync ``period`` seconds: the namespace's phase point nearest to ``started + period``, moved no more
+    than ``jitter * period`` from it — so every resync lands within ``period * (1 ± jitter)`` (``--jitter``),
+    and an autoscaler synced off its phase (its first sync, a spec change, a lagging replica) is back on it
+    within a few periods. ``jitter`` 0: exactly the period."""
     if jitter <= 0:
-        return 0.0
-    seed = f"{namespace}\x00{period!r}\x00{int(started // period)}".encode()
-    u = int.from_bytes(hashlib.blake2b(seed, digest_size=8).digest(), "big") / 2.0**64
-    return (2.0 * u - 1.0) * jitter
+        return period
+    phase = namespace_phase(namespace, period)
+    target = started + period
+    nearest = phase + round((target - phase) / period) * period
+    shift = min(max(nearest - target, -jitter * period), jitter * period)
+    return period + shift
 
 
 @dataclass(slots=True)
@@ -182,4 +204,5 @@ class NamespaceMetrics:
         return await self._inner.external_metric(namespace, metric, selector)
 
 
-__all__ = ["REQUEST_COST_ITEMS", "SHARE_SECONDS", "NamespaceMetrics", "namespace_jitter"]
+__all__ = ["REQUEST_COST_ITEMS", "SHARE_SECONDS", "NamespaceMetrics", "namespace_phase", "phase_points",
+           "resync_delay"]
