@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, Optional
 
+import msgspec
 from aiohttp import web
 
 REASONS = {
@@ -49,8 +49,9 @@ def success_body(details: Optional[dict] = None) -> dict:
 
 
 def json_response(body: Any, status: int = 200) -> web.Response:
-    """Serialise ``body`` as an ``application/json`` response."""
-    return web.Response(status=status, body=json.dumps(body).encode(), content_type="application/json")
+    """Serialise ``body`` as an ``application/json`` response (msgspec: a LIST page of 500 pods is serialised
+    several times faster than by ``json.dumps``; the same JSON values)."""
+    return web.Response(status=status, body=msgspec.json.encode(body), content_type="application/json")
 
 
 class KubeError(Exception):

@@ -21,6 +21,19 @@ STOP = "stop"
 BOOKMARK = "bookmark"
 
 
+def _served(obj: dict) -> dict:
+    """A copy of a stored object for a LIST answer that is serialised at once: its top level and its metadata
+    are copied (rendering sets ``apiVersion``/``kind``; a delete sets the removed object's resourceVersion),
+    the rest is shared. Stored objects are never changed in place (``put`` stores a copy, ``delete`` removes
+    it first), so this serves what a deep copy would at a fraction of the cost (deep copies were half the
+    double's CPU while an informer listed 100,000 pods)."""
+    out = dict(obj)
+    meta = out.get("metadata")
+    if isinstance(meta, dict):
+        out["metadata"] = dict(meta)
+    return out
+
+
 @dataclass
 class Event:
     """One write: ``type`` is ADDED/MODIFIED/DELETED; ``old`` is the previous object for MODIFIED."""
@@ -105,7 +118,7 @@ class Store:
 
     def page(self, key: Key, ns: Optional[str], match: Optional[Callable[[dict], bool]], after: Optional[tuple] = None,
              limit: int = 0) -> tuple[list[dict], int]:
-        """One LIST page: deep copies of the first ``limit`` (0: all) objects of ``key`` (in ``ns`` if given) after
+        """One LIST page: copies to serve (``_served``) of the first ``limit`` (0: all) objects of ``key`` (in ``ns`` if given) after
         the (namespace, name) ``after``, in namespace/name order, that ``match`` (None: all); and how many more
         match. Only the page is copied, and without a selector only the page is visited (an informer pages through
         100,000 pods in chunks of 500: the slots stay sorted between writes that add or remove objects)."""
@@ -119,7 +132,7 @@ class Store:
                 lo = max(lo, bisect.bisect_right(slots, after))
             if match is None:
                 end = hi if not limit else min(hi, lo + limit)
-                return [copy.deepcopy(bucket[slot]) for slot in slots[lo:end]], hi - end
+                return [_served(bucket[slot]) for slot in slots[lo:end]], hi - end
             page, remaining = [], 0
             for i in range(lo, hi):
                 obj = bucket[slots[i]]
@@ -129,7 +142,7 @@ class Store:
                     remaining += 1
                 else:
                     page.append(obj)
-            return [copy.deepcopy(o) for o in page], remaining
+            return [_served(o) for o in page], remaining
 
     def put(self, key: Key, obj: dict) -> dict:
         """Store ``obj`` with a fresh resourceVersion; emits ADDED or MODIFIED. Returns a copy."""

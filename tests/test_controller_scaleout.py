@@ -110,6 +110,7 @@ async def test_membership_join_delay_expiry_and_the_write_gate(kd):
     clock.now += 1.0
     await b.tick()  # b reads a's view with b in it: joined one retry period later, not a lease duration
     assert b.joined.is_set() and {k for k in keys if b.owns(k)} == set(keys) - mine_a
+    assert b.handover_since == 1004.0  # what it gains may have gone unsynced since its Lease was created
     clock.now += 1.0
     await a.tick()
     await b.tick()
@@ -136,6 +137,41 @@ async def test_membership_join_delay_expiry_and_the_write_gate(kd):
     assert kd.get_object("coordination.k8s.io/v1", "leases", "default", lease_name("g", "a")) is None
     assert not a.may_write()
     assert kd.invalid_requests == []
+
+
+def test_a_gained_autoscaler_is_synced_now_only_if_its_phase_point_came_during_the_hand_over():
+    """The replica that gains autoscalers syncs at once those whose namespace's phase point came after the
+    hand-over began (widened by a retry period and jitter * period), the longest unsynced first, and any with
+    schedule windows; every other one at its next phase point: one period after its last owner synced it."""
+    from types import SimpleNamespace
+
+    from pyhpa.controller.scaleout.shards import Sharding
+
+    period, wall, clock = 15.0, 1_800_000_000.0, Clock()
+    settings = ShardSettings("default", "g", "b", 15.0, 10.0, 2.0)
+    sharding = Sharding(None, settings, clock)
+    sharding.membership.handover_since = clock.now - 4.0  # the joiner's Lease was created 4 s ago
+    hpa = SimpleNamespace(schedules=())
+    autoscalers = {f"ns-{i}/web": SimpleNamespace(namespace=f"ns-{i}", sync_period_seconds=period, hpa=hpa)
+                   for i in range(300)}
+    autoscalers["ns-0/cron"] = SimpleNamespace(namespace="ns-0", sync_period_seconds=period,
+                                               hpa=SimpleNamespace(schedules=("a window",)))
+    sharding.controller = SimpleNamespace(settings=SimpleNamespace(jitter=0.1), clock=lambda: wall,
+                                          autoscalers=autoscalers)
+    plan = sharding._gain_schedule(sorted(autoscalers))
+    assert sorted(key for _, key in plan) == sorted(autoscalers)  # each queued once
+    assert plan[0] == (0.0, "ns-0/cron")
+    window = 4.0 + 2.0 + 0.1 * period
+    now = [key for delay, key in plan if delay == 0.0 and key != "ns-0/cron"]
+    lasts = [phase_points(autoscalers[key].namespace, period, wall)[0] for key in now]
+    assert lasts == sorted(lasts) and all(wall - window <= last <= wall for last in lasts)  # oldest first
+    assert 0.2 * 300 < len(now) < 0.7 * 300
+    for delay, key in plan:
+        last, following = phase_points(autoscalers[key].namespace, period, wall)
+        if key not in now and key != "ns-0/cron":
+            assert last < wall - window and delay == pytest.approx(following - wall) and 0 < delay <= period
+    sharding.controller.settings.jitter = 0.0  # no phase: every gained autoscaler now
+    assert all(delay == 0.0 for delay, _ in sharding._gain_schedule(sorted(autoscalers)))
 
 
 async def test_an_identity_in_use_is_refused(kd):

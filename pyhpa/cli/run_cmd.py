@@ -62,7 +62,7 @@ def run(
     namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Serve autoscalers of this namespace only (default: all)."),
     workers: int = typer.Option(5, "--workers", help="Concurrent syncs (upstream: --concurrent-horizontal-pod-autoscaler-syncs)."),
     sync_period: float = typer.Option(15.0, "--sync-period", help="Default seconds between syncs of one autoscaler (spec.syncPeriodSeconds overrides)."),
-    jitter: float = typer.Option(0.1, "--jitter", help="Each resync lands within period*(1±jitter), so autoscalers do not sync in bursts."),
+    jitter: float = typer.Option(0.1, "--jitter", help="Each resync lands within period*(1±jitter), at its namespace's own phase of the period, so autoscalers do not sync in bursts."),
     metrics_timeout: float = METRICS_TIMEOUT_OPTION,
     api_timeout: float = API_TIMEOUT_OPTION,
     health_host: str = typer.Option("0.0.0.0", "--health-host", help="Address of /healthz, /readyz and /metrics."),

@@ -28,8 +28,9 @@ class Settings:
     """Flags of ``pyhpa run``. Durations are seconds, ``tolerance`` and ``jitter`` fractions.
 
     ``workers``: concurrent syncs (upstream: ``--concurrent-horizontal-pod-autoscaler-syncs``, default 5);
-    ``sync_period_seconds``: default period of each autoscaler; ``jitter``: each requeue lands uniformly
-    within ``period * (1 +- jitter)`` so autoscalers do not sync in bursts; ``metrics_timeout_seconds``
+    ``sync_period_seconds``: default period of each autoscaler; ``jitter``: each requeue lands within
+    ``period * (1 +- jitter)``, at its namespace's phase of the period when it can
+    (``pyhpa.controller.sync.nsmetrics.resync_delay``), so autoscalers do not sync in bursts; ``metrics_timeout_seconds``
     bounds every metrics API call, ``api_timeout_seconds`` every other API call; retries of failed syncs
     back off from ``retry_base_seconds`` doubling up to ``retry_max_seconds``, at most ``retry_qps`` per
     second overall (burst ``retry_burst``, upstream's default controller rate limiter).

@@ -118,8 +118,7 @@ class NamespaceMetrics:
         if not self._worth_sharing(namespace, selector):
             self.selector_queries += 1
             return await self._inner.resource_metrics(namespace, selector)
-        now = self._now()
-        self._expire(now)
+        now = self._now()  # lists past their window are dropped by the timer (``_arm``), not here
         listing = self._listings.get(namespace)
         if listing is None or now - listing.started > self._window:
             listing = _Listing(now, asyncio.ensure_future(self._inner.resource_metrics(namespace, "")))
