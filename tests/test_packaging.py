@@ -158,10 +158,10 @@ def test_declared_dependencies_are_used_and_one_http_client_stack():
                                          *ROOT.glob("deploy/**/*.py")]))
     dists = packages_distributions()
     used = {d.lower().replace("_", "-") for m in imported for d in dists.get(m, [m])}
-    # declared but not imported: libraries used through another one (lightkube's models), by pytest itself, and
-    # the time zone data
-    # zoneinfo reads (tzdata) where the system has none
-    assert declared - used <= {"lightkube-models", "pytest-asyncio", "pyhpa", "tzdata"}, \
+    # declared but not imported: libraries used through another one (lightkube's models), pytest plugins
+    # (pytest-asyncio, pytest-xdist: pyproject's addopts), and the time zone data zoneinfo reads (tzdata) where
+    # the system has none
+    assert declared - used <= {"lightkube-models", "pytest-asyncio", "pytest-xdist", "pyhpa", "tzdata"}, \
         declared - used
     assert "croniter" not in declared and "cronsim" in _declared()
     assert "httpx" not in declared and "httpx" not in imported  # httpx2 (lightkube's client) serves both jobs
