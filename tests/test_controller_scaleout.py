@@ -128,6 +128,7 @@ async def test_membership_join_delay_expiry_and_the_write_gate(kd):
     clock.now += 0.2
     await a.tick()
     assert a.members == ("a",) and all(a.owns(k) for k in keys)
+    assert a.handover_since == pytest.approx(1009.1 - 1.0)  # a retry period before b's last renewal a saw
     assert kd.get_object("coordination.k8s.io/v1", "leases", "default", lease_name("g", "b")) is None  # deleted
     await b.tick()  # b comes back: its Lease is gone, it cannot renew; past the deadline it has lost
     assert b.lost.is_set() and not b.may_write() and not b.owns(keys[0])
@@ -151,6 +152,7 @@ def test_a_gained_autoscaler_is_synced_now_only_if_its_phase_point_came_during_t
     settings = ShardSettings("default", "g", "b", 15.0, 10.0, 2.0)
     sharding = Sharding(None, settings, clock)
     sharding.membership.handover_since = clock.now - 4.0  # the joiner's Lease was created 4 s ago
+    sharding.membership.members = ("a", "b")  # "a" gave them up
     hpa = SimpleNamespace(schedules=())
     autoscalers = {f"ns-{i}/web": SimpleNamespace(namespace=f"ns-{i}", sync_period_seconds=period, hpa=hpa)
                    for i in range(300)}
@@ -170,6 +172,12 @@ def test_a_gained_autoscaler_is_synced_now_only_if_its_phase_point_came_during_t
         last, following = phase_points(autoscalers[key].namespace, period, wall)
         if key not in now and key != "ns-0/cron":
             assert last < wall - window and delay == pytest.approx(following - wall) and 0 < delay <= period
+    sharding.membership.members = ("b",)  # alone (a start, a restart): nobody alive synced them, all now
+    assert all(delay == 0.0 for delay, _ in sharding._gain_schedule(sorted(autoscalers)))
+    sharding.membership.members = ("a", "b")
+    sharding.membership.handover_since = -math.inf  # a departed member never seen renewing: all now
+    assert all(delay == 0.0 for delay, _ in sharding._gain_schedule(sorted(autoscalers)))
+    sharding.membership.handover_since = clock.now - 4.0
     sharding.controller.settings.jitter = 0.0  # no phase: every gained autoscaler now
     assert all(delay == 0.0 for delay, _ in sharding._gain_schedule(sorted(autoscalers)))
 

@@ -138,6 +138,7 @@ class ShardMembership:
         self._created_at: float | None = None
         self._renewed_at: float | None = None
         self._listed_at: float | None = None
+        self._first_listed_at: float | None = None  # the first list of the group this replica made
         self._observed: dict[str, tuple[tuple, float]] = {}  # lease name -> (record, when it last changed)
         self._next_expiry: float | None = None  # when the first live member's Lease expires unless renewed
         self._owns: dict[str, bool] = {}
@@ -283,6 +284,8 @@ class ShardMembership:
         previous, self._observed = self._observed, seen
         self._next_expiry = min(expiries, default=None)
         self._listed_at = started
+        if self._first_listed_at is None:
+            self._first_listed_at = now
         members = tuple(sorted(live))
         if members != self.members:
             self.handover_since = self._departed_since(previous, set(self.members) - live, now)
@@ -294,13 +297,15 @@ class ShardMembership:
 
     def _departed_since(self, observed: dict[str, tuple[tuple, float]], departed: set[str], now: float) -> float:
         """When the ``departed`` members may have stopped syncing: a retry period before their last renewal
-        seen (a departed member never seen renewing: a lease duration ago); ``now`` when none departed."""
+        seen; -inf for one never seen renewing (its record unchanged since this replica's first list: it may
+        have stopped long before); ``now`` when none departed."""
         s = self.settings
         since = now
         for identity in departed:
             seen = observed.get(lease_name(s.group, identity))
-            last = seen[1] if seen is not None else now - s.lease_duration_seconds
-            since = min(since, last - s.retry_period_seconds)
+            if seen is None or self._first_listed_at is None or seen[1] <= self._first_listed_at:
+                return -math.inf
+            since = min(since, seen[1] - s.retry_period_seconds)
         return since
 
     async def _delete_dead(self, name: str) -> None:
@@ -445,11 +450,14 @@ class Sharding:
         still converging to the phase or late to see the change): those are synced now, the longest unsynced
         first; the others at their next phase point, one period after the last owner's sync — not all at once,
         which made the last of them wait for the whole burst. An autoscaler with schedule windows (whose next
-        start or end only a sync computes), or with ``--jitter 0`` (no phase), is synced now."""
+        start or end only a sync computes), or with ``--jitter 0`` (no phase), is synced now; and all of them
+        when no other member is alive (a start or a restart alone) or one departed that this replica never saw
+        renewing (its last sync is unknown)."""
         c, m = self.controller, self.membership
         jitter = c.settings.jitter
-        if m.handover_since is None or jitter <= 0:
-            return [(0.0, key) for key in gained]
+        others = [member for member in m.members if member != self.identity]
+        if m.handover_since is None or m.handover_since == -math.inf or jitter <= 0 or not others:
+            return [(0.0, key) for key in gained]  # nobody alive synced them: a start, a restart, a dead member
         age = max(0.0, m.clock() - m.handover_since) + self.settings.retry_period_seconds
         wall = c.clock()
         now, later = [], []
