@@ -72,6 +72,65 @@ class MetricsStore:
         self.objects: dict[tuple[Optional[str], str, str, str], Series] = {}
         self.external: dict[tuple[str, str], Series] = {}
 
+    # ----- values (set by tests and fixtures) ----------------------------------------------------------
+    def set_pod_metrics(self, ns: str, pod_name: str, containers: dict[str, dict[str, Any]],
+                        timestamp: Timestamp = None, window: Any = "30s") -> None:
+        """Serve ``metrics.k8s.io`` usage for one pod: ``{"container": {"cpu": "250m", "memory": "64Mi"}}``.
+
+        Only pods ``pod_lookup`` knows are reported (their labels drive ``labelSelector``); ``timestamp``
+        defaults to now; ``window`` is a duration string or seconds.
+        """
+        usage = {c: {k: quantity(v) for k, v in u.items()} for c, u in containers.items()}
+        window = window if isinstance(window, str) else f"{int(window)}s"
+        with self.lock:
+            self.pod_metrics[(ns, pod_name)] = {"containers": usage, "timestamp": timestamp_str(timestamp),
+                                                "window": window}
+
+    def clear_pod_metrics(self, ns: Optional[str] = None, pod_name: Optional[str] = None) -> None:
+        """Forget resource metrics: all, one namespace's, or one pod's."""
+        with self.lock:
+            for key in list(self.pod_metrics):
+                if (ns is None or key[0] == ns) and (pod_name is None or key[1] == pod_name):
+                    del self.pod_metrics[key]
+
+    def set_pods_metric(self, ns: str, metric: str, values: dict[str, Any], labels: Optional[dict] = None,
+                        timestamp: Timestamp = None, window_seconds: Optional[int] = None) -> None:
+        """Serve a custom pods metric: ``{pod_name: "20"}`` replaces the values of ``metric`` in ``ns``.
+
+        ``labels`` are the metric's own labels (matched by ``metricLabelSelector``).
+        """
+        with self.lock:
+            self.pods[(ns, metric)] = Series(dict(values), dict(labels or {}), timestamp_str(timestamp),
+                                             window_seconds)
+
+    def set_object_metric(self, ns: Optional[str], resource: str, name: str, metric: str, value: Any,
+                          labels: Optional[dict] = None, timestamp: Timestamp = None,
+                          window_seconds: Optional[int] = None) -> None:
+        """Serve a custom object metric, e.g. ``("default", "deployments.apps", "web", "requests", "15")``."""
+        with self.lock:
+            self.objects[(ns, resource, name, metric)] = Series(value, dict(labels or {}), timestamp_str(timestamp),
+                                                                window_seconds)
+
+    def set_external_metric(self, ns: str, metric: str, series: list[tuple[dict, Any]],
+                            timestamp: Timestamp = None, window_seconds: Optional[int] = None) -> None:
+        """Serve an external metric: ``[({"queue": "a"}, "30"), ...]`` (labels filtered by ``labelSelector``)."""
+        with self.lock:
+            self.external[(ns, metric)] = Series([(dict(lb), v) for lb, v in series], {}, timestamp_str(timestamp),
+                                                 window_seconds)
+
+    def clear(self) -> None:
+        """Forget every resource, custom and external metric."""
+        with self.lock:
+            for table in (self.pod_metrics, self.pods, self.objects, self.external):
+                table.clear()
+
+    def remove(self, kind: str, *key: Any) -> None:
+        """Forget one metric: ``("pods", ns, metric)``, ``("object", ns, resource, name, metric)`` or
+        ``("external", ns, metric)`` (a removed metric answers 404)."""
+        table = {"pods": self.pods, "object": self.objects, "external": self.external}[kind]
+        with self.lock:
+            table.pop(tuple(key), None)
+
     # ----- resource metrics (metrics.k8s.io) ----------------------------------------------------------
     def _pod_metrics_item(self, pod: dict, entry: dict) -> dict:
         meta = pod["metadata"]

@@ -12,7 +12,7 @@ from typing import Any, Iterable, Optional
 from aiohttp import web
 
 from .faults import Fault, Faults
-from .metrics import MetricsStore, Series, Timestamp, timestamp_str
+from .metrics import MetricsStore, Timestamp
 from .ops import CRD_KEY, Api, spec_part, now_rfc3339
 from .registry import Registry, ResourceType, resource_from_crd
 from .routes import LoggedRequest, Routes
@@ -306,59 +306,34 @@ class KubeDouble:
     # ----- metrics --------------------------------------------------------------------------------------
     def set_pod_metrics(self, ns: str, pod_name: str, containers: dict[str, dict[str, Any]],
                         timestamp: Timestamp = None, window: Any = "30s") -> None:
-        """Serve ``metrics.k8s.io`` usage for one pod: ``{"container": {"cpu": "250m", "memory": "64Mi"}}``.
-
-        Only pods stored in the double are reported (their labels drive ``labelSelector``); ``timestamp``
-        defaults to now; ``window`` is a duration string or seconds.
-        """
-        from .metrics import quantity
-        usage = {c: {k: quantity(v) for k, v in u.items()} for c, u in containers.items()}
-        window = window if isinstance(window, str) else f"{int(window)}s"
-        with self.metrics.lock:
-            self.metrics.pod_metrics[(ns, pod_name)] = {"containers": usage, "timestamp": timestamp_str(timestamp),
-                                                        "window": window}
+        """Serve ``metrics.k8s.io`` usage for one pod (``MetricsStore.set_pod_metrics``); only pods stored in
+        the double are reported."""
+        self.metrics.set_pod_metrics(ns, pod_name, containers, timestamp, window)
 
     def clear_pod_metrics(self, ns: Optional[str] = None, pod_name: Optional[str] = None) -> None:
         """Forget resource metrics: all, one namespace's, or one pod's."""
-        with self.metrics.lock:
-            for key in list(self.metrics.pod_metrics):
-                if (ns is None or key[0] == ns) and (pod_name is None or key[1] == pod_name):
-                    del self.metrics.pod_metrics[key]
+        self.metrics.clear_pod_metrics(ns, pod_name)
 
     def set_pods_metric(self, ns: str, metric: str, values: dict[str, Any], labels: Optional[dict] = None,
                         timestamp: Timestamp = None, window_seconds: Optional[int] = None) -> None:
-        """Serve a custom pods metric: ``{pod_name: "20"}`` replaces the values of ``metric`` in ``ns``.
-
-        ``labels`` are the metric's own labels (matched by ``metricLabelSelector``).
-        """
-        with self.metrics.lock:
-            self.metrics.pods[(ns, metric)] = Series(dict(values), dict(labels or {}), timestamp_str(timestamp),
-                                                     window_seconds)
+        """Serve a custom pods metric (``MetricsStore.set_pods_metric``)."""
+        self.metrics.set_pods_metric(ns, metric, values, labels, timestamp, window_seconds)
 
     def set_object_metric(self, ns: Optional[str], resource: str, name: str, metric: str, value: Any,
                           labels: Optional[dict] = None, timestamp: Timestamp = None,
                           window_seconds: Optional[int] = None) -> None:
-        """Serve a custom object metric, e.g. ``("default", "deployments.apps", "web", "requests", "15")``."""
-        with self.metrics.lock:
-            self.metrics.objects[(ns, resource, name, metric)] = Series(value, dict(labels or {}),
-                                                                        timestamp_str(timestamp), window_seconds)
+        """Serve a custom object metric (``MetricsStore.set_object_metric``)."""
+        self.metrics.set_object_metric(ns, resource, name, metric, value, labels, timestamp, window_seconds)
 
     def set_external_metric(self, ns: str, metric: str, series: list[tuple[dict, Any]],
                             timestamp: Timestamp = None, window_seconds: Optional[int] = None) -> None:
-        """Serve an external metric: ``[({"queue": "a"}, "30"), ...]`` (labels filtered by ``labelSelector``)."""
-        with self.metrics.lock:
-            self.metrics.external[(ns, metric)] = Series([(dict(lb), v) for lb, v in series], {},
-                                                         timestamp_str(timestamp), window_seconds)
+        """Serve an external metric (``MetricsStore.set_external_metric``)."""
+        self.metrics.set_external_metric(ns, metric, series, timestamp, window_seconds)
 
     def clear_metrics(self) -> None:
         """Forget every resource, custom and external metric."""
-        with self.metrics.lock:
-            for table in (self.metrics.pod_metrics, self.metrics.pods, self.metrics.objects, self.metrics.external):
-                table.clear()
+        self.metrics.clear()
 
     def remove_metric(self, kind: str, *key: Any) -> None:
-        """Forget one metric: ``("pods", ns, metric)``, ``("object", ns, resource, name, metric)`` or
-        ``("external", ns, metric)`` (a removed metric answers 404)."""
-        table = {"pods": self.metrics.pods, "object": self.metrics.objects, "external": self.metrics.external}[kind]
-        with self.metrics.lock:
-            table.pop(tuple(key), None)
+        """Forget one metric (``MetricsStore.remove``): a removed metric answers 404."""
+        self.metrics.remove(kind, *key)

@@ -7,6 +7,16 @@ from kubedouble import KubeDouble
 from controller_util import CRD
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Each test file is one pytest-xdist group (module fixtures and the ports a file's servers share stay in
+    one process), and the end-to-end tier (tests/e2e) is one group: one process, one real control plane."""
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        item.add_marker(pytest.mark.xdist_group("e2e" if path.startswith("tests/e2e/") or path.startswith("e2e/")
+                                                else path))
+
+
 @pytest.fixture
 async def kube_double():
     """A Kubernetes API double serving on the test's event loop (use lightkube's AsyncClient with it)."""

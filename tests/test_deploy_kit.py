@@ -1,5 +1,6 @@
-"""The kustomize deploy kit (issue 22): the base and each overlay rendered with ``kubectl kustomize`` (Debian's
-kubectl, ``kubernetes-client``, installed by ``.ci/run``; ``$KUBECTL`` names another binary), and every object's
+"""The kustomize deploy kit (issue 22): the base and each overlay rendered with ``kubectl kustomize`` (kubectl
+v1.37.2 as ``python -m controlplane build`` makes it, which ``.ci/run`` runs; ``$KUBECTL`` names another binary,
+else the one on PATH), and every object's
 kind, namespace and image checked against the Dockerfile and the flags of ``pyhpa run``."""
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
+
+import controlplane
 import typer.main
 import yaml
 
@@ -19,7 +22,7 @@ from pyhpa.cli.main import app
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
-KUBECTL = os.environ.get("KUBECTL") or shutil.which("kubectl")
+KUBECTL = os.environ.get("KUBECTL") or controlplane.kubectl() or shutil.which("kubectl")
 NAMESPACE = "pyhpa-system"
 CLUSTER_SCOPED = {"Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"}
 BASE_KINDS = {"CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
@@ -30,8 +33,8 @@ KITS = {
     "overlays/single-replica": (BASE_KINDS, 1),
     "overlays/with-prometheus-operator": (BASE_KINDS | {"ServiceMonitor", "PrometheusRule"}, 2),
 }
-needs_kubectl = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed here (.ci/run installs Debian's "
-                                                           "kubernetes-client)")
+needs_kubectl = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not built here (python -m controlplane build, "
+                                                           "which .ci/run runs)")
 
 
 def render(kit: str) -> list[dict]:

@@ -18,6 +18,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
+
+import controlplane
 import yaml
 from lightkube import codecs
 from typer.testing import CliRunner
@@ -27,7 +29,7 @@ from pyhpa.cli.kubectl_plugin import plugin
 from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
 
 ROOT = Path(__file__).resolve().parent.parent
-KUBECTL = shutil.which("kubectl")
+KUBECTL = controlplane.kubectl() or shutil.which("kubectl")
 NOW = "2026-11-28T12:00:00Z"
 SALE = {"name": "sale", "start": "2026-11-27T00:00:00", "end": "2026-11-30T00:00:00", "timeZone": "America/New_York",
         "minReplicas": 4}
@@ -70,7 +72,7 @@ def cluster(kube_double_thread, tmp_path):
 
 
 def kubectl(env: dict, *args: str) -> subprocess.CompletedProcess:
-    assert KUBECTL, "kubectl is not installed (.ci/run installs Debian's kubernetes-client)"
+    assert KUBECTL, "kubectl is not installed (.ci/run builds v1.37.2's: python -m controlplane build)"
     return subprocess.run([KUBECTL, *args], env=env, capture_output=True, text=True, timeout=120, cwd=ROOT)
 
 

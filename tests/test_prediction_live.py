@@ -40,9 +40,9 @@ def condition(status: dict, ctype: str) -> dict:
     return {c["type"]: c for c in status.get("conditions") or []}.get(ctype, {})
 
 
-def history_file(path, now: float, rise_in: float) -> None:
-    """7 days of a 1-CPU pod's CPU counter, one sample a minute: 0.2 cores, and 4 cores for 3 hours a day
-    starting at the time of day of ``now + rise_in`` (a little noise on both)."""
+def history_file(path, now: float, rise_in: float, namespace: str = "default") -> None:
+    """7 days of a 1-CPU pod's (``namespace``/web-0) CPU counter, one sample a minute: 0.2 cores, and 4 cores for
+    3 hours a day starting at the time of day of ``now + rise_in`` (a little noise on both)."""
     rng = random.Random(7)
     rise = (now + rise_in) % 86400
     counter = 0.0
@@ -50,7 +50,7 @@ def history_file(path, now: float, rise_in: float) -> None:
     for t in range(int(now) - 7 * 86400, int(now) - 60, 60):
         busy = (t % 86400 - rise) % 86400 < BUSY_SECONDS
         counter += (4.0 if busy else 0.2) * (1 + 0.05 * rng.uniform(-1, 1)) * 60
-        lines.append(f'container_cpu_usage_seconds_total{{namespace="default",pod="web-0",container="app"}} '
+        lines.append(f'container_cpu_usage_seconds_total{{namespace="{namespace}",pod="web-0",container="app"}} '
                      f"{counter:.3f} {t}")
     path.write_text("\n".join(lines) + "\n# EOF\n")
 

@@ -1,0 +1,12 @@
+"""A real Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager, kubectl v1.37.2) built from the
+Go modules, with a kubelet fixture and a metrics fixture: for pyhpa's end-to-end tier and for trying pyhpa
+locally without a cluster. ``python -m controlplane --help``; README "Try it on a real control plane".
+
+Test infrastructure, not product code (as ``kubedouble``): nothing in ``pyhpa`` imports it.
+"""
+
+from .build import KUBERNETES_VERSION, BuildError, bin_dir, build, build_with_bar, cache_dir, is_built, kubectl
+from .cluster import ControlPlane, ControlPlaneError
+
+__all__ = ["KUBERNETES_VERSION", "BuildError", "ControlPlane", "ControlPlaneError", "bin_dir", "build",
+           "build_with_bar", "cache_dir", "is_built", "kubectl"]

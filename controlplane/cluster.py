@@ -1,0 +1,388 @@
+"""A real Kubernetes control plane on this machine: etcd, kube-apiserver and kube-controller-manager v1.37.2.
+
+``ControlPlane(home).start()`` starts, on loopback only:
+
+* etcd (``--unsafe-no-fsync``: a test cluster), its data in ``home/etcd`` (removed by ``stop``);
+* kube-apiserver with TLS, RBAC (``--authorization-mode=Node,RBAC``), service accounts (bound tokens signed by
+  ``sa.key``) and the aggregation layer (front-proxy client certificate). Its service CIDR is a /24 inside
+  127.0.0.0/8 (``127.A.B.0/24``, A and B random per run): a Service's cluster IP is then a loopback address this
+  machine answers itself, so the aggregator's proxy to the metrics fixture's Service (cluster IP + port, as it
+  routes to metrics-server or prometheus-adapter) stays on this machine. Endpoints cannot hold loopback
+  addresses (validation refuses them), which is why ``--enable-aggregator-routing`` is not used;
+* kube-controller-manager with the deployment, replicaset, serviceaccount, serviceaccount-token, namespace and
+  garbage-collector controllers (``controllers=`` adds e.g. ``horizontalpodautoscaling``), each with its own
+  service-account identity (``--use-service-account-credentials``), as kubeadm runs it.
+
+Then, in this process: ``Kubelet`` (plays the one node: binds pods to it, marks them Running and Ready, deletes
+pods that are being deleted) and ``MetricsFixture`` (metrics.k8s.io v1beta1 and v1, custom.metrics.k8s.io
+v1beta2, external.metrics.k8s.io v1beta1, registered as APIServices). ``admin_kubeconfig`` is a kubeconfig with
+a ``system:masters`` client certificate.
+
+Children get ``PR_SET_PDEATHSIG`` (SIGKILL): they die with the process (the thread) that started them.
+Errors: ``ControlPlaneError`` (one line, with the log file to read).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import httpx2
+import yaml
+
+from .build import KUBERNETES_VERSION, bin_dir
+from .pki import METRICS_SERVICE, Pki, make_pki
+
+DEFAULT_CONTROLLERS = ("deployment", "replicaset", "serviceaccount", "serviceaccount-token", "namespace",
+                       "garbagecollector")
+NODE_NAME = "pyhpa-node"
+
+
+class ControlPlaneError(RuntimeError):
+    """A component did not start or answer (one line, naming the log to read)."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port free on ``host`` now (the OS's choice)."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    os.setpgid(0, 0)  # a Ctrl-C of the terminal reaches the owner, which stops the children in order
+
+
+@dataclass
+class Component:
+    """One child process: its command line, log file and process."""
+
+    name: str
+    argv: list[str]
+    log: Path
+    proc: Optional[subprocess.Popen] = None
+
+    def start(self) -> None:
+        with open(self.log, "ab") as out:
+            out.write(f"--- start {time.strftime('%H:%M:%S')} {' '.join(self.argv)}\n".encode())
+            out.flush()
+            self.proc = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         preexec_fn=_die_with_parent, close_fds=True)
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout: float = 20.0) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def tail(self, lines: int = 5) -> str:
+        try:
+            text = self.log.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        return " | ".join(text[-lines:])
+
+
+@dataclass
+class ControlPlane:
+    """etcd, kube-apiserver and kube-controller-manager under ``home`` (certificates, data, logs, kubeconfigs).
+
+    ``apiserver_args``: extra kube-apiserver flags (e.g. ``--feature-gates=...``), ``controllers``: the
+    controller-manager's ``--controllers``, ``controller_manager_args``: extra flags for it."""
+
+    home: Path
+    version: str = KUBERNETES_VERSION
+    controllers: tuple[str, ...] = DEFAULT_CONTROLLERS
+    apiserver_args: tuple[str, ...] = ()
+    controller_manager_args: tuple[str, ...] = ()
+    start_timeout: float = 180.0
+    audit: bool = True
+    components: dict[str, Component] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.home = Path(self.home)
+        self.bin = bin_dir(self.version)
+        rnd = random.Random()
+        self.service_cidr = f"127.{rnd.randrange(64, 250)}.{rnd.randrange(1, 250)}.0/24"
+        base = self.service_cidr.rsplit(".", 1)[0]
+        self.service_ip = f"{base}.1"  # the kubernetes Service's address
+        self.metrics_ip = f"{base}.200"  # the metrics fixture's Service: a fixed cluster IP
+        self.etcd_port, self.etcd_peer_port = free_port(), free_port()
+        self.port = free_port()
+        self.url = f"https://127.0.0.1:{self.port}"
+        self.pki: Optional[Pki] = None
+        self.kubelet = None
+        self.metrics = None
+
+    # ----- paths ---------------------------------------------------------------------------------------
+    @property
+    def admin_kubeconfig(self) -> Path:
+        return self.home / "admin.kubeconfig"
+
+    @property
+    def kubectl(self) -> Path:
+        return self.bin / "kubectl"
+
+    def log(self, component: str) -> Path:
+        return self.home / "logs" / f"{component}.log"
+
+    def audit_events(self) -> list[dict]:
+        """The audit log's events so far (``ResponseComplete`` stage), oldest first."""
+        path = self.home / "logs" / "audit.log"
+        if not path.exists():
+            return []
+        out = []
+        for line in path.read_text(errors="replace").splitlines():
+            try:
+                event = json.loads(line)
+            except ValueError:  # a line being written
+                continue
+            if event.get("stage") == "ResponseComplete":
+                out.append(event)
+        return out
+
+    # ----- start and stop ------------------------------------------------------------------------------
+    def start(self, *, fixtures: bool = True) -> "ControlPlane":
+        """Start etcd, kube-apiserver and kube-controller-manager and wait until each answers; then (with
+        ``fixtures``) the kubelet and metrics fixtures. Raises ``ControlPlaneError``."""
+        for name in ("etcd", "kube-apiserver", "kube-controller-manager", "kubectl"):
+            if not (self.bin / name).is_file():
+                raise ControlPlaneError(f"{self.bin / name} is missing: build the control plane first "
+                                        "(python -m controlplane build)")
+        (self.home / "logs").mkdir(parents=True, exist_ok=True)
+        self.pki = make_pki(self.home / "pki", self.service_ip)
+        self._write_kubeconfigs()
+        shutil.rmtree(self.home / "etcd", ignore_errors=True)
+        try:
+            self._start("etcd", self._etcd_argv())
+            self._wait(lambda: self._etcd_healthy(), "etcd")
+            self._start("kube-apiserver", self._apiserver_argv())
+            self.wait_apiserver()
+            self._start("kube-controller-manager", self._controller_manager_argv())
+            self._bootstrap()
+            if fixtures:
+                from .kubelet import Kubelet
+                from .metrics import MetricsFixture
+
+                self.kubelet = Kubelet(self.client(), NODE_NAME).start()
+                self.metrics = MetricsFixture(self, self.kubelet).start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop the fixtures and components (controller-manager, API server, etcd) and remove etcd's data."""
+        for fixture in (self.metrics, self.kubelet):
+            if fixture is not None:
+                fixture.stop()
+        self.metrics = self.kubelet = None
+        for name in ("kube-controller-manager", "kube-apiserver", "etcd"):
+            comp = self.components.pop(name, None)
+            if comp is not None:
+                comp.stop()
+        shutil.rmtree(self.home / "etcd", ignore_errors=True)  # etcd preallocates a 64 MB WAL
+
+    def __enter__(self) -> "ControlPlane":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def restart_apiserver(self, down_seconds: float = 0.0) -> None:
+        """Stop kube-apiserver (SIGTERM, as a rolling upgrade does), stay down ``down_seconds``, start it with
+        the same flags and wait until it is ready again."""
+        comp = self.components["kube-apiserver"]
+        comp.stop()
+        time.sleep(down_seconds)
+        comp.start()
+        self.wait_apiserver()
+
+    def wait_apiserver(self) -> None:
+        self._wait(self._apiserver_ready, "kube-apiserver")
+
+    def compact_etcd(self) -> int:
+        """Compact etcd's history up to its current revision (what kube-apiserver does every 5 minutes), so a
+        watch from an older resourceVersion gets 410 Gone. Returns the revision compacted to."""
+        base = f"http://127.0.0.1:{self.etcd_port}/v3/kv"
+        with httpx2.Client(timeout=30, trust_env=False) as http:
+            rev = int(http.post(f"{base}/range", json={"key": "AA=="}).json()["header"]["revision"])
+            http.post(f"{base}/compaction", json={"revision": str(rev), "physical": True}).raise_for_status()
+        return rev
+
+    # ----- clients ---------------------------------------------------------------------------------------
+    def client(self):
+        """A lightkube sync ``Client`` as the admin (``system:masters``)."""
+        from lightkube import Client, KubeConfig
+
+        return Client(KubeConfig.from_file(self.admin_kubeconfig), trust_env=False, timeout=30)
+
+    def run_kubectl(self, *args: str, input: Optional[str] = None, check: bool = True,
+                    kubeconfig: Optional[Path] = None) -> subprocess.CompletedProcess:
+        """``kubectl ARGS`` (the v1.37.2 one built here) as the admin; output captured as text."""
+        res = subprocess.run([str(self.kubectl), "--kubeconfig", str(kubeconfig or self.admin_kubeconfig), *args],
+                             input=input, capture_output=True, text=True, timeout=120)
+        if check and res.returncode != 0:
+            raise ControlPlaneError(f"kubectl {' '.join(args)}: {res.stderr.strip()}")
+        return res
+
+    def kubeconfig(self, path: Path, *, token_file: Optional[Path] = None, cert: Optional[str] = None) -> Path:
+        """Write a kubeconfig for this API server at ``path``: a bearer ``tokenFile`` (re-read by the client
+        when the server answers 401) or the client certificate ``cert`` of the PKI (``admin``, ...)."""
+        assert self.pki is not None
+        user: dict = {}
+        if token_file is not None:
+            user["tokenFile"] = str(token_file)
+        if cert is not None:
+            user["client-certificate"] = str(self.pki.folder / f"{cert}.crt")
+            user["client-key"] = str(self.pki.folder / f"{cert}.key")
+        doc = {"apiVersion": "v1", "kind": "Config", "current-context": "pyhpa",
+               "clusters": [{"name": "pyhpa", "cluster": {"server": self.url,
+                                                          "certificate-authority": str(self.pki.ca_crt)}}],
+               "users": [{"name": "user", "user": user}],
+               "contexts": [{"name": "pyhpa", "context": {"cluster": "pyhpa", "user": "user"}}]}
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        return path
+
+    def version_line(self) -> str:
+        """What ``kube-apiserver --version`` prints (``Kubernetes v1.37.2``)."""
+        return subprocess.run([str(self.bin / "kube-apiserver"), "--version"], capture_output=True, text=True,
+                              timeout=60).stdout.strip()
+
+    # ----- internals ----------------------------------------------------------------------------------------
+    def _write_kubeconfigs(self) -> None:
+        self.kubeconfig(self.admin_kubeconfig, cert="admin")
+        self.kubeconfig(self.home / "controller-manager.kubeconfig", cert="controller-manager")
+
+    def _start(self, name: str, argv: list[str]) -> None:
+        comp = Component(name, argv, self.log(name))
+        self.components[name] = comp
+        comp.start()
+
+    def _wait(self, ready, name: str) -> None:
+        deadline = time.monotonic() + self.start_timeout
+        comp = self.components.get(name)
+        while time.monotonic() < deadline:
+            if comp is not None and not comp.running():
+                raise ControlPlaneError(f"{name} exited: {comp.tail()} (log: {comp.log})")
+            try:
+                if ready():
+                    return
+            except (httpx2.HTTPError, OSError, ValueError, KeyError):
+                pass
+            time.sleep(0.2)
+        raise ControlPlaneError(f"{name} did not become ready within {self.start_timeout:.0f} s: "
+                                f"{comp.tail() if comp else ''} (log: {self.log(name)})")
+
+    def _etcd_healthy(self) -> bool:
+        with httpx2.Client(timeout=2, trust_env=False) as http:
+            return http.get(f"http://127.0.0.1:{self.etcd_port}/health").json().get("health") == "true"
+
+    def _admin_http(self) -> httpx2.Client:
+        assert self.pki is not None
+        tls = ssl.create_default_context(cafile=str(self.pki.ca_crt))
+        tls.load_cert_chain(str(self.pki.admin_crt), str(self.pki.admin_key))
+        return httpx2.Client(verify=tls, timeout=5, trust_env=False)
+
+    def _apiserver_ready(self) -> bool:
+        with self._admin_http() as http:
+            return http.get(f"{self.url}/readyz").status_code == 200
+
+    def _etcd_argv(self) -> list[str]:
+        peer = f"http://127.0.0.1:{self.etcd_peer_port}"
+        client = f"http://127.0.0.1:{self.etcd_port}"
+        return [str(self.bin / "etcd"), "--name=pyhpa", f"--data-dir={self.home / 'etcd'}",
+                f"--listen-client-urls={client}", f"--advertise-client-urls={client}",
+                f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
+                f"--initial-cluster=pyhpa={peer}", "--unsafe-no-fsync", "--log-level=warn",
+                "--quota-backend-bytes=8589934592"]
+
+    def _apiserver_argv(self) -> list[str]:
+        p = self.pki
+        assert p is not None
+        return [str(self.bin / "kube-apiserver"),
+                f"--etcd-servers=http://127.0.0.1:{self.etcd_port}",
+                "--bind-address=127.0.0.1", f"--secure-port={self.port}", "--advertise-address=127.0.0.1",
+                "--endpoint-reconciler-type=none",  # no Endpoints for the kubernetes Service (loopback is refused)
+                f"--tls-cert-file={p.apiserver_crt}", f"--tls-private-key-file={p.apiserver_key}",
+                f"--client-ca-file={p.ca_crt}",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                f"--service-account-key-file={p.sa_pub}", f"--service-account-signing-key-file={p.sa_key}",
+                f"--service-cluster-ip-range={self.service_cidr}",
+                "--authorization-mode=Node,RBAC",
+                f"--requestheader-client-ca-file={p.front_proxy_ca_crt}",
+                "--requestheader-allowed-names=front-proxy-client",
+                "--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
+                "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+                f"--proxy-client-cert-file={p.front_proxy_client_crt}",
+                f"--proxy-client-key-file={p.front_proxy_client_key}",
+                "--profiling=false", "--v=1", *self._audit_args(), *self.apiserver_args]
+
+    def _audit_args(self) -> list[str]:
+        if not self.audit:
+            return []
+        policy = self.home / "audit-policy.yaml"
+        policy.write_text(yaml.safe_dump({"apiVersion": "audit.k8s.io/v1", "kind": "Policy",
+                                          "omitStages": ["RequestReceived"], "rules": [{"level": "Metadata"}]}))
+        return [f"--audit-policy-file={policy}", f"--audit-log-path={self.home / 'logs' / 'audit.log'}",
+                "--audit-log-maxbackup=0", "--audit-log-maxsize=0"]
+
+    def _controller_manager_argv(self) -> list[str]:
+        p = self.pki
+        assert p is not None
+        kc = self.home / "controller-manager.kubeconfig"
+        return [str(self.bin / "kube-controller-manager"), f"--kubeconfig={kc}",
+                f"--authentication-kubeconfig={kc}", f"--authorization-kubeconfig={kc}",
+                "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
+                "--use-service-account-credentials=true",
+                f"--service-account-private-key-file={p.sa_key}", f"--root-ca-file={p.ca_crt}",
+                f"--controllers={','.join(self.controllers)}", "--leader-elect=false",
+                f"--service-cluster-ip-range={self.service_cidr}",
+                "--concurrent-deployment-syncs=10", "--concurrent-replicaset-syncs=10",
+                "--profiling=false", "--v=1", *self.controller_manager_args]
+
+    def _bootstrap(self) -> None:
+        """The Node the kubelet fixture plays, and the default ServiceAccount (the serviceaccount controller
+        makes it; pods of the namespace cannot be created before it exists)."""
+        from lightkube import ApiError
+        from lightkube.resources.core_v1 import ServiceAccount
+
+        client = self.client()
+        try:
+            client.create(_node_object())
+        except ApiError as e:
+            if e.status.code != 409:
+                raise
+        self._wait(lambda: client.get(ServiceAccount, "default", namespace="default") is not None,
+                   "kube-controller-manager")
+
+
+def _node_object():
+    from lightkube import codecs
+
+    return codecs.from_dict({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": NODE_NAME, "labels": {"kubernetes.io/hostname": NODE_NAME, "kubernetes.io/os": "linux"}},
+        "spec": {}})

@@ -1,0 +1,208 @@
+"""The metrics APIs served through kube-apiserver's aggregation layer, as metrics-server and prometheus-adapter are.
+
+``MetricsFixture(plane, kubelet).start()`` serves, over TLS (``metrics.crt``, signed by the cluster CA for
+``<service>.<namespace>.svc``), on the cluster IP of a Service in ``kube-system`` (inside the loopback service
+CIDR, see ``cluster.py``) and a free port:
+
+* ``metrics.k8s.io`` ``v1beta1`` and ``v1``: PodMetrics (get, list with ``labelSelector``);
+* ``custom.metrics.k8s.io`` ``v1beta2``: pods and object metrics;
+* ``external.metrics.k8s.io`` ``v1beta1``;
+
+and registers an APIService per group-version whose ``caBundle`` is the cluster CA, so kube-apiserver checks the
+fixture's certificate as it checks any aggregated server's. Every request reaches it through kube-apiserver,
+which authenticates and authorizes the caller first (RBAC on ``metrics.k8s.io`` ``pods``...).
+
+Values are set with the same calls as kubedouble's (``kubedouble.metrics.MetricsStore``: ``set_pod_metrics``,
+``set_pods_metric``, ``set_object_metric``, ``set_external_metric``, ...); pods are those the kubelet fixture
+knows (their labels answer ``labelSelector``). A pod annotated ``metrics.pyhpa.dev/cpu`` and/or
+``metrics.pyhpa.dev/memory`` (quantities) reports that usage on its first container: a demo cluster's load can
+be changed with ``kubectl annotate`` (or in a Deployment's pod template).
+
+``unavailable()`` makes every request answer 503 (the metrics pipeline down: the APIService turns
+``Available=False``, kube-apiserver answers 503 to clients); ``available()`` ends it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import ssl
+import threading
+from typing import Optional
+
+from aiohttp import web
+from lightkube import ApiError, codecs
+
+from kubedouble.errors import KubeError, json_response, status_body
+from kubedouble.metrics import CUSTOM_GROUP, EXTERNAL_GROUP, METRICS_GROUP, MetricsStore
+
+from .cluster import free_port
+from .pki import METRICS_SERVICE
+
+SERVED = {METRICS_GROUP: ["v1", "v1beta1"], CUSTOM_GROUP: ["v1beta2"], EXTERNAL_GROUP: ["v1beta1"]}
+"""Group -> versions served, the preferred first."""
+ANNOTATION = "metrics.pyhpa.dev/"
+
+
+class MetricsFixture(MetricsStore):
+    """The aggregated metrics server (see the module docstring); a ``MetricsStore`` with an HTTPS front."""
+
+    def __init__(self, plane, kubelet):
+        super().__init__(self._pods)
+        self.plane = plane
+        self.kubelet = kubelet
+        self.host = plane.metrics_ip
+        self.port = free_port(self.host)
+        self._failing = False
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._runner: Optional[web.AppRunner] = None
+        self._thread: Optional[threading.Thread] = None
+        self.requests = 0
+        self._annotated: set[tuple[str, str]] = set()
+        kubelet.listeners.append(self._pod_event)
+
+    # ----- values: a pod annotated with its usage reports it ------------------------------------------------
+    def _pods(self, ns: Optional[str]) -> list[dict]:
+        return self.kubelet.pods(ns)
+
+    def _pod_event(self, event: str, pod: dict) -> None:
+        """The kubelet fixture saw ``pod``: serve its ``metrics.pyhpa.dev/*`` annotations as its usage."""
+        meta = pod["metadata"]
+        notes = meta.get("annotations") or {}
+        usage = {k: notes[ANNOTATION + k] for k in ("cpu", "memory") if ANNOTATION + k in notes}
+        if event == "DELETED" or not usage:
+            if (meta["namespace"], meta["name"]) in self._annotated:
+                self._annotated.discard((meta["namespace"], meta["name"]))
+                self.clear_pod_metrics(meta["namespace"], meta["name"])
+        elif pod["spec"].get("containers"):
+            self._annotated.add((meta["namespace"], meta["name"]))
+            self.set_pod_metrics(meta["namespace"], meta["name"], {pod["spec"]["containers"][0]["name"]: usage})
+
+    def unavailable(self) -> None:
+        self._failing = True
+
+    def available(self) -> None:
+        self._failing = False
+
+    # ----- HTTP ------------------------------------------------------------------------------------------------
+    async def _handle(self, request: web.Request) -> web.Response:
+        self.requests += 1
+        parts = [p for p in request.path.split("/") if p]
+        if parts[:1] in (["healthz"], ["livez"], ["readyz"]):
+            return web.Response(text="ok")
+        if parts[:1] == ["openapi"]:
+            return json_response({"swagger": "2.0", "info": {"title": "pyhpa metrics fixture", "version": "v0"},
+                                  "paths": {}} if parts[1:] == ["v2"] else {"paths": {}})
+        if self._failing:
+            return json_response(status_body(503, "the metrics pipeline is down (MetricsFixture.unavailable)"), 503)
+        try:
+            if parts == ["apis"]:
+                return json_response({"kind": "APIGroupList", "apiVersion": "v1",
+                                      "groups": [_group(g) for g in SERVED]})
+            if len(parts) < 2 or parts[0] != "apis" or parts[1] not in SERVED:
+                raise KubeError(404, "the server could not find the requested resource")
+            group = parts[1]
+            if len(parts) == 2:
+                return json_response({"kind": "APIGroup", "apiVersion": "v1", **_group(group)})
+            version = parts[2]
+            if version not in SERVED[group]:
+                raise KubeError(404, "the server could not find the requested resource")
+            if len(parts) == 3:
+                return json_response({"kind": "APIResourceList", "apiVersion": "v1",
+                                      "groupVersion": f"{group}/{version}", "resources": self.discovery(group)})
+            doc = self.handle(group, parts[3:], dict(request.query))
+            if group == METRICS_GROUP and "apiVersion" in doc:
+                doc["apiVersion"] = f"{group}/{version}"
+            return json_response(doc)
+        except KubeError as e:
+            return e.response()
+
+    # ----- start and stop ----------------------------------------------------------------------------------------
+    def start(self) -> "MetricsFixture":
+        """Serve in a daemon thread, then create the Service and APIServices and wait until every APIService is
+        ``Available`` (kube-apiserver reached the fixture)."""
+        ready = threading.Event()
+        self._thread = threading.Thread(target=self._serve, args=(ready,), name="metrics-fixture", daemon=True)
+        self._thread.start()
+        if not ready.wait(30):
+            raise RuntimeError("the metrics fixture did not start")
+        self._register()
+        return self
+
+    def _serve(self, ready: threading.Event) -> None:
+        self._loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self._loop)
+        pki = self.plane.pki
+        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        tls.load_cert_chain(pki.metrics_crt, pki.metrics_key)
+        app = web.Application()
+        app.router.add_route("GET", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None)
+        self._loop.run_until_complete(self._runner.setup())
+        self._loop.run_until_complete(web.TCPSite(self._runner, self.host, self.port, ssl_context=tls).start())
+        ready.set()
+        self._loop.run_forever()
+
+    def stop(self) -> None:
+        if self._loop is None:
+            return
+        loop, self._loop = self._loop, None
+
+        async def down() -> None:
+            await self._runner.cleanup()
+            loop.stop()
+
+        asyncio.run_coroutine_threadsafe(down(), loop)
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def _register(self) -> None:
+        ns, name = METRICS_SERVICE
+        client = self.plane.client()
+        ca = base64.b64encode(self.plane.pki.ca_crt.read_bytes()).decode()
+        objects = [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns},
+                    "spec": {"type": "ClusterIP", "clusterIP": self.host,
+                             "ports": [{"name": "https", "port": self.port, "targetPort": self.port}]}},
+                   # The aggregator's availability check wants a ready endpoint of the Service (the endpointslice
+                   # controller would write the pod's address); its proxy dials the cluster IP, never this address
+                   # (192.0.2.0/24 is TEST-NET-1, documentation only: validation refuses loopback endpoints).
+                   {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                    "metadata": {"name": name, "namespace": ns,
+                                 "labels": {"kubernetes.io/service-name": name,
+                                            "endpointslice.kubernetes.io/managed-by": "controlplane.pyhpa.dev"}},
+                    "addressType": "IPv4",
+                    "endpoints": [{"addresses": ["192.0.2.10"], "conditions": {"ready": True}}],
+                    "ports": [{"name": "https", "port": self.port, "protocol": "TCP"}]}]
+        for group, versions in SERVED.items():
+            for i, version in enumerate(versions):
+                objects.append({
+                    "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                    "metadata": {"name": f"{version}.{group}"},
+                    "spec": {"group": group, "version": version, "caBundle": ca,
+                             "service": {"namespace": ns, "name": name, "port": self.port},
+                             "groupPriorityMinimum": 100, "versionPriority": 100 - i}})
+        for obj in objects:
+            resource = codecs.from_dict(obj)
+            try:
+                client.create(resource)
+            except ApiError as e:
+                if e.status.code != 409:
+                    raise
+                client.delete(type(resource), obj["metadata"]["name"], namespace=obj["metadata"].get("namespace"))
+                client.create(resource)
+        self.plane._wait(lambda: self._all_available(client), "kube-apiserver")
+
+    @staticmethod
+    def _all_available(client) -> bool:
+        from lightkube.resources.apiregistration_v1 import APIService
+
+        wanted = {f"{v}.{g}" for g, vs in SERVED.items() for v in vs}
+        found = {s.metadata.name: s for s in client.list(APIService) if s.metadata.name in wanted}
+        return len(found) == len(wanted) and all(
+            any(c.type == "Available" and c.status == "True" for c in (s.status.conditions or []))
+            for s in found.values() if s.status)
+
+
+def _group(group: str) -> dict:
+    gvs = [{"groupVersion": f"{group}/{v}", "version": v} for v in SERVED[group]]
+    return {"name": group, "versions": gvs, "preferredVersion": gvs[0]}

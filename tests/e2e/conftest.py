@@ -1,0 +1,89 @@
+"""The end-to-end tier: pyhpa against a real Kubernetes v1.37.2 control plane (``controlplane``).
+
+One control plane serves the whole tier (every e2e test runs in one pytest-xdist worker: the root conftest puts
+them in one ``xdist_group``); each test works in namespaces of its own. When the binaries are missing they are
+built (Go needed; 15-35 minutes cold); without Go the tier says so and skips, except in CI (``CI`` set), where a
+control plane that cannot be built fails the run.
+
+``pyhpa run`` runs as the real command (``python -m pyhpa.cli.main run``) in a subprocess, authenticated with a
+kubeconfig; what it does is read back from the API server (helpers in ``util.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+from typing import Optional
+
+import pytest
+from lightkube import ApiError
+from lightkube.resources.core_v1 import Namespace
+
+from controlplane import BuildError, ControlPlane, build_with_bar, is_built
+from controlplane.cluster import DEFAULT_CONTROLLERS
+
+from .util import CRD_FILE, Pyhpa, has_default_sa, wait_until
+
+IN_CI = bool(os.environ.get("CI"))
+
+
+def _binaries() -> None:
+    if is_built():
+        return
+    try:
+        build_with_bar()
+    except BuildError as e:
+        if IN_CI:
+            pytest.fail(f"the control plane could not be built in CI: {e}", pytrace=False)
+        pytest.skip(f"the e2e tier needs the v1.37.2 control plane, which could not be built here: {e}")
+
+
+@pytest.fixture(scope="session")
+def plane(tmp_path_factory) -> ControlPlane:
+    """The running control plane (kubelet and metrics fixtures on), with the HorizontalAutoscaler CRD; its
+    controller-manager also runs upstream's HPA controller (sync period 1 s) for native HPAs."""
+    _binaries()
+    cp = ControlPlane(tmp_path_factory.mktemp("controlplane"),
+                      controllers=DEFAULT_CONTROLLERS + ("horizontalpodautoscaling",),
+                      controller_manager_args=("--horizontal-pod-autoscaler-sync-period=1s",))
+    cp.start()
+    try:
+        cp.run_kubectl("apply", "--server-side", "-f", str(CRD_FILE))
+        cp.run_kubectl("wait", "--for=condition=Established", "crd/horizontalautoscalers.pyhpa.dev", "--timeout=60s")
+        yield cp
+    finally:
+        cp.stop()
+
+
+@pytest.fixture
+def client(plane):
+    return plane.client()
+
+
+@pytest.fixture
+def ns(plane, client) -> str:
+    """A fresh namespace (deleted after the test), with its default ServiceAccount made."""
+    name = f"e2e-{uuid.uuid4().hex[:8]}"
+    client.create(Namespace(metadata={"name": name}))
+    wait_until(lambda: has_default_sa(client, name), what=f"the default ServiceAccount of {name}")
+    yield name
+    try:
+        client.delete(Namespace, name)
+    except ApiError:
+        pass
+
+
+@pytest.fixture
+def pyhpa(plane, tmp_path):
+    """``pyhpa(*args, kubeconfig=None)`` starts ``pyhpa run`` (stopped after the test)."""
+    running: list[Pyhpa] = []
+
+    def start(*args: str, kubeconfig: Optional[Path] = None, wait_synced: bool = True, name: str = "pyhpa") -> Pyhpa:
+        p = Pyhpa(plane, tmp_path, *args, kubeconfig=kubeconfig, name=name)
+        running.append(p)
+        return p.start(wait_synced)
+
+    yield start
+    for p in running:
+        p.stop()

@@ -1,0 +1,133 @@
+"""Faults of the real thing: kube-apiserver restarted under a running controller, etcd compaction (410 Gone), a
+409 Conflict on a status write, and a Deployment deleted under its autoscaler.
+
+What the API server answered is read from its audit log (``ControlPlane.audit_events``): user agent, verb, URI,
+response code of every request.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+from lightkube.resources.apps_v1 import Deployment
+
+from .util import (HA, apply, autoscaler, condition, cpu_utilization, deployment, events_of, ha_status,
+                   running_pods, set_pod_cpu, spec_replicas, wait_until)
+
+LONG_AGO = {"kubelet.pyhpa.dev/start-time": "2026-01-01T00:00:00Z"}
+
+
+def _web(plane, client, ns, replicas=2, cpu=100, name="web", **spec):
+    apply(client, deployment(name, ns, replicas=replicas, annotations=LONG_AGO))
+    wait_until(lambda: len(running_pods(plane, ns, name)) == replicas, what=f"{replicas} running pods of {name}")
+    set_pod_cpu(plane, ns, name, cpu)
+    apply(client, autoscaler(name, ns, name, [cpu_utilization(50)], 1, 20,
+                             behavior={"scaleDown": {"stabilizationWindowSeconds": 0}}, **spec))
+
+
+def _rescale_notes(client, ns, name):
+    return [e.note for e in events_of(client, ns, name) if e.reason == "SuccessfulRescale"]
+
+
+def test_an_apiserver_restart_resumes_the_watches_and_repeats_no_event(plane, client, ns, pyhpa):
+    _web(plane, client, ns)  # 2 pods at 100 % of target 50: 4
+    run = pyhpa("--sync-period", "1", "-n", ns)
+    wait_until(lambda: spec_replicas(client, ns, "web") == 4, what="the scale-up to 4")
+    wait_until(lambda: len(running_pods(plane, ns, "web")) == 4, what="4 running pods")
+    set_pod_cpu(plane, ns, "web", 50)  # at target: steady
+    time.sleep(3)
+    before = _rescale_notes(client, ns, "web")
+    assert before == ["New size: 4; reason: cpu resource utilization (percentage of request) above target"]
+
+    plane.restart_apiserver(down_seconds=3)
+    assert run.proc.poll() is None
+    # Something new after the restart: a second autoscaler, and more load on the first.
+    _web(plane, client, ns, replicas=1, cpu=100, name="api")
+    set_pod_cpu(plane, ns, "web", 100)
+    wait_until(lambda: spec_replicas(client, ns, "api") == 2, what="the new autoscaler synced after the restart")
+    wait_until(lambda: spec_replicas(client, ns, "web") == 8, what="the first one scaled again after the restart")
+    time.sleep(3)
+    notes = _rescale_notes(client, ns, "web")
+    assert notes == before + ["New size: 8; reason: cpu resource utilization (percentage of request) above target"]
+    assert len({e.metadata.name for e in events_of(client, ns, "web")}) == len(events_of(client, ns, "web"))
+    assert run.proc.poll() is None
+
+
+def test_etcd_compaction_gets_410_gone_and_a_relist_that_sees_what_changed(plane, client, ns, pyhpa):
+    _web(plane, client, ns, replicas=1, cpu=50)
+    _web(plane, client, ns, replicas=1, cpu=50, name="old")
+    run = pyhpa("--sync-period", "1", "-n", ns)
+    wait_until(lambda: condition(ha_status(client, ns, "old"), "ScalingActive"), what="a first sync of old")
+
+    os.kill(run.proc.pid, signal.SIGSTOP)  # its watches stay open but read nothing: the history moves on
+    try:
+        client.delete(HA, "old", namespace=ns)
+        _web(plane, client, ns, replicas=1, cpu=100, name="new")
+        for i in range(20):  # history the controller has not seen
+            client.patch(HA, "web", {"metadata": {"annotations": {"touch": str(i)}}}, namespace=ns)
+        plane.compact_etcd()
+        plane.restart_apiserver()  # the watch cache starts again from etcd: the old resourceVersions are gone
+    finally:
+        os.kill(run.proc.pid, signal.SIGCONT)
+    wait_until(lambda: run.says("watch history expired"), what="a 410 Gone on resuming a watch")
+    wait_until(lambda: spec_replicas(client, ns, "new") == 2, what="the autoscaler created meanwhile synced")
+    text = run.text()
+    assert "re-listing" in text
+    gone_at = len(text)
+    time.sleep(3)
+    assert f"{ns}/old" not in run.text()[gone_at:]  # the deleted one is no longer synced
+    assert run.proc.poll() is None
+
+
+def test_a_409_on_a_status_write_is_retried_and_the_status_lands(plane, client, ns, pyhpa):
+    _web(plane, client, ns, replicas=2, cpu=50)
+    run = pyhpa("--sync-period", "1", "-n", ns)
+    wait_until(lambda: condition(ha_status(client, ns, "web"), "ScalingActive"), what="a first sync")
+    stop = threading.Event()
+
+    def churn() -> None:  # another writer changes the object all the time (labels: no new generation)
+        i = 0
+        while not stop.is_set():
+            client.patch(HA, "web", {"metadata": {"labels": {"churn": str(i)}}}, namespace=ns)
+            i += 1
+
+    writer = threading.Thread(target=churn, daemon=True)
+    writer.start()
+    try:
+        def conflicted() -> bool:
+            set_pod_cpu(plane, ns, "web", 46 + int(time.time()) % 8)  # within tolerance: a new status each sync
+            return any(e["verb"] == "update" and e["requestURI"].endswith(f"/namespaces/{ns}/horizontalautoscalers/web/status")
+                       and e["responseStatus"]["code"] == 409 for e in plane.audit_events())
+        wait_until(conflicted, timeout=90, every=0.5, what="a 409 Conflict on the controller's status write")
+    finally:
+        stop.set()
+        writer.join(5)
+    set_pod_cpu(plane, ns, "web", 53)
+    wait_until(lambda: (ha_status(client, ns, "web").get("currentMetrics") or [{}])[0]
+               .get("resource", {}).get("current", {}).get("averageUtilization") == 53,
+               what="the status of the latest sync written after the conflicts")
+    assert "sync failed" not in run.text()
+    assert spec_replicas(client, ns, "web") == 2
+
+
+def test_a_deployment_deleted_under_its_autoscaler_is_failedgetscale_until_it_is_back(plane, client, ns, pyhpa):
+    _web(plane, client, ns, replicas=1, cpu=50)
+    _web(plane, client, ns, replicas=1, cpu=100, name="other")
+    run = pyhpa("--sync-period", "1", "-n", ns)
+    wait_until(lambda: condition(ha_status(client, ns, "web"), "ScalingActive"), what="a first sync")
+    client.delete(Deployment, "web", namespace=ns)
+    status = wait_until(lambda: (s := ha_status(client, ns, "web")) and (c := condition(s, "AbleToScale"))
+                        and c["status"] == "False" and s, what="AbleToScale=False")
+    assert condition(status, "AbleToScale")["reason"] == "FailedGetScale"
+    assert 'deployments.apps "web" not found' in condition(status, "AbleToScale")["message"]
+    wait_until(lambda: any(e.reason == "FailedGetScale" for e in events_of(client, ns, "web")), what="the event")
+    wait_until(lambda: spec_replicas(client, ns, "other") == 2, what="the other autoscaler keeps working")
+    apply(client, deployment("web", ns, replicas=1, annotations=LONG_AGO))
+    wait_until(lambda: len(running_pods(plane, ns, "web")) == 1, what="the new pod")
+    set_pod_cpu(plane, ns, "web", 100)
+    wait_until(lambda: spec_replicas(client, ns, "web") == 2, what="scaling again once the Deployment is back")
+    wait_until(lambda: condition(ha_status(client, ns, "web"), "AbleToScale")["status"] == "True", what="AbleToScale")
+    assert run.proc.poll() is None and "Traceback" not in run.text()

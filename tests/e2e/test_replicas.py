@@ -1,0 +1,122 @@
+"""Two ``pyhpa run`` replicas on real coordination.k8s.io/v1 Leases: ``--shards auto`` and ``--leader-elect``.
+
+Each autoscaler has a namespace of its own, so its sync shows in kube-apiserver's audit log as a metrics.k8s.io
+read of that namespace, with the replica's identity at the end of its User-Agent. Short Lease timings (lease
+duration 3 s, renew deadline 2 s, retry period 0.5 s) and a 1 s sync period keep the test short.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import signal
+import time
+import uuid
+
+from lightkube import ApiError
+from lightkube.resources.coordination_v1 import Lease
+from lightkube.resources.core_v1 import Namespace
+
+from .util import (apply, autoscaler, cpu_utilization, deployment, has_default_sa, running_pods, set_pod_cpu,
+                   wait_until)
+
+LEASE = ("--leader-elect-lease-duration", "3", "--leader-elect-renew-deadline", "2",
+         "--leader-elect-retry-period", "0.5")
+N = 6
+METRICS = re.compile(r"^/apis/metrics\.k8s\.io/v1(beta1)?/namespaces/([^/?]+)/pods")
+
+
+def _stamp(event: dict) -> float:
+    return dt.datetime.fromisoformat(event["requestReceivedTimestamp"].replace("Z", "+00:00")).timestamp()
+
+
+def syncs_by(plane, since: float) -> dict[str, set[str]]:
+    """namespace -> identities whose metrics reads of it arrived after ``since`` (epoch seconds)."""
+    out: dict[str, set[str]] = {}
+    for e in plane.audit_events():
+        m = METRICS.match(e.get("requestURI", ""))
+        who = re.search(r"\(([^()]*)\)$", e.get("userAgent", ""))
+        if m and who and e["verb"] == "list" and _stamp(e) > since:
+            out.setdefault(m.group(2), set()).add(who.group(1))
+    return out
+
+
+def _world(plane, client, tag: str) -> list[str]:
+    names = [f"{tag}-{i}-{uuid.uuid4().hex[:4]}" for i in range(N)]
+    for ns in names:
+        client.create(Namespace(metadata={"name": ns}))
+    for ns in names:
+        wait_until(lambda: has_default_sa(client, ns), what=f"the default ServiceAccount of {ns}")
+        apply(client, deployment("web", ns, replicas=1, annotations={"kubelet.pyhpa.dev/start-time": "2026-01-01T00:00:00Z"}))
+        apply(client, autoscaler("web", ns, "web", [cpu_utilization(50)], 1, 10))
+    for ns in names:
+        wait_until(lambda: len(running_pods(plane, ns, "web")) == 1, what=f"the pod of {ns}")
+        set_pod_cpu(plane, ns, "web", 50)
+    return names
+
+
+def _cleanup(client, names):
+    for ns in names:
+        try:
+            client.delete(Namespace, ns)
+        except ApiError:
+            pass
+
+
+def test_two_shards_split_the_autoscalers_and_the_survivor_takes_a_killed_ones_share(plane, client, pyhpa):
+    names = _world(plane, client, "shard")
+    group = f"shards-{uuid.uuid4().hex[:6]}"
+    common = ("--shards", "auto", "--sync-period", "1", "--leader-elect-resource-namespace", "default",
+              "--leader-elect-resource-name", group, *LEASE)
+    try:
+        a = pyhpa(*common, "--leader-elect-identity", "ra", name="ra")
+        b = pyhpa(*common, "--leader-elect-identity", "rb", name="rb")
+        leases = wait_until(lambda: len([l for l in client.list(Lease, namespace="default")
+                                         if l.metadata.name.startswith(group)]) == 2, what="a Lease per replica")
+        assert leases
+
+        def split():
+            seen = syncs_by(plane, time.time() - 3)
+            owners = {ns: seen.get(ns, set()) for ns in names}
+            return all(len(o) == 1 for o in owners.values()) and {w for o in owners.values() for w in o} == {"ra", "rb"} \
+                and owners
+        owners = wait_until(split, timeout=60, every=1, what="each autoscaler synced by exactly one of two replicas")
+        lost = sorted(ns for ns, o in owners.items() if o == {"ra"})
+        assert lost and len(lost) < N
+
+        a.stop(signal.SIGKILL)
+        killed = time.time()
+        # The survivor takes the dead member's share once its Lease expired (3 s) and syncs all of it.
+        wait_until(lambda: all("rb" in syncs_by(plane, killed).get(ns, set()) for ns in lost), timeout=3 + 10,
+                   every=0.5, what="the survivor syncing the killed replica's share within the lease")
+        taken = max(min(_stamp(e) for e in plane.audit_events()
+                        if (m := METRICS.match(e.get("requestURI", ""))) and m.group(2) == ns
+                        and e.get("userAgent", "").endswith("(rb)") and _stamp(e) > killed) for ns in lost)
+        assert taken - killed <= 3 + 2 + 1.5, taken - killed  # lease duration + a retry period or so + a sync
+        assert b.proc.poll() is None
+    finally:
+        _cleanup(client, names)
+
+
+def test_leader_election_on_a_real_lease_hands_over_when_the_leader_dies(plane, client, pyhpa):
+    names = _world(plane, client, "lead")
+    lease_name = f"leader-{uuid.uuid4().hex[:6]}"
+    common = ("--leader-elect", "--sync-period", "1", "--leader-elect-resource-namespace", "default",
+              "--leader-elect-resource-name", lease_name, *LEASE)
+    try:
+        first = pyhpa(*common, "--leader-elect-identity", "la", name="la")
+        wait_until(lambda: client.get(Lease, lease_name, namespace="default").spec.holderIdentity == "la",
+                   what="la holding the Lease")
+        second = pyhpa(*common, "--leader-elect-identity", "lb", name="lb", wait_synced=False)
+        time.sleep(3)
+        recent = syncs_by(plane, time.time() - 2)
+        assert all(recent.get(ns) == {"la"} for ns in names), recent  # only the leader syncs
+        first.stop(signal.SIGKILL)
+        killed = time.time()
+        wait_until(lambda: client.get(Lease, lease_name, namespace="default").spec.holderIdentity == "lb",
+                   timeout=15, what="lb taking the Lease over")
+        wait_until(lambda: all("lb" in syncs_by(plane, killed).get(ns, set()) for ns in names), timeout=20,
+                   what="the new leader syncing every autoscaler")
+        assert second.proc.poll() is None
+    finally:
+        _cleanup(client, names)

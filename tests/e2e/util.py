@@ -1,0 +1,197 @@
+"""Helpers of the end-to-end tier: objects, waits, reads, and ``pyhpa run`` as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import pytest
+from lightkube import ApiError, codecs
+from lightkube.generic_resource import create_namespaced_resource
+
+from controlplane import ControlPlane
+
+ROOT = Path(__file__).resolve().parents[2]
+CRD_FILE = ROOT / "deploy" / "crd.yaml"
+HA = create_namespaced_resource("pyhpa.dev", "v1alpha1", "HorizontalAutoscaler", "horizontalautoscalers")
+
+
+def has_default_sa(client, ns: str) -> bool:
+    from lightkube.resources.core_v1 import ServiceAccount
+
+    try:
+        client.get(ServiceAccount, "default", namespace=ns)
+        return True
+    except ApiError:
+        return False
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 60.0, what: str = "condition", every: float = 0.25) -> Any:
+    """Poll ``predicate`` until it returns something truthy (returned); fail naming ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = predicate()
+        except ApiError as e:
+            last = e
+        else:
+            if last:
+                return last
+        time.sleep(every)
+    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})", pytrace=False)
+
+
+# ----------------------------------------------------------------------------------------------- objects
+def deployment(name: str, ns: str, replicas: int = 1, cpu: str = "100m", limit: Optional[str] = None,
+               annotations: Optional[dict] = None, labels: Optional[dict] = None) -> dict:
+    """An apps/v1 Deployment of one container ``app`` requesting ``cpu`` (pods labelled ``app: name``)."""
+    resources: dict = {"requests": {"cpu": cpu}}
+    if limit:
+        resources["limits"] = {"cpu": limit}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name, **(labels or {})},
+                                               "annotations": dict(annotations or {})},
+                                  "spec": {"containers": [{"name": "app", "image": "registry.invalid/app:1",
+                                                           "resources": resources}]}}}}
+
+
+def autoscaler(name: str, ns: str, target: str, metrics: list[dict], min_replicas: int = 1, max_replicas: int = 10,
+               **spec: Any) -> dict:
+    """A HorizontalAutoscaler of Deployment ``target``."""
+    return {"apiVersion": "pyhpa.dev/v1alpha1", "kind": "HorizontalAutoscaler",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
+                     "minReplicas": min_replicas, "maxReplicas": max_replicas, "metrics": metrics, **spec}}
+
+
+def cpu_utilization(percent: int) -> dict:
+    return {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization",
+                                                                       "averageUtilization": percent}}}
+
+
+def external_average(name: str, average: str) -> dict:
+    return {"type": "External", "external": {"metric": {"name": name},
+                                             "target": {"type": "AverageValue", "averageValue": average}}}
+
+
+def apply(client, obj: dict):
+    """Create ``obj`` (a dict) through the API server; returns the created object."""
+    if obj["kind"] == "HorizontalAutoscaler":
+        return client.create(HA(obj))
+    return client.create(codecs.from_dict(obj))
+
+
+def spec_replicas(client, ns: str, name: str) -> int:
+    from lightkube.resources.apps_v1 import Deployment
+
+    return client.get(Deployment, name, namespace=ns).spec.replicas
+
+
+def ha_status(client, ns: str, name: str) -> dict:
+    return client.get(HA, name, namespace=ns).status or {}
+
+
+def condition(status: dict, kind: str) -> Optional[dict]:
+    return next((c for c in status.get("conditions") or [] if c["type"] == kind), None)
+
+
+def events_of(client, ns: str, name: str) -> list:
+    """events.k8s.io/v1 Events about the HorizontalAutoscaler ``ns/name`` (oldest first)."""
+    from lightkube.resources.events_v1 import Event
+
+    found = [e for e in client.list(Event, namespace=ns) if e.regarding and e.regarding.name == name
+             and e.regarding.kind == "HorizontalAutoscaler"]
+    return sorted(found, key=lambda e: (e.eventTime or e.metadata.creationTimestamp))
+
+
+def set_pod_cpu(plane, ns: str, app: str, millicores: int, container: str = "app") -> int:
+    """Every current pod of ``app`` in ``ns`` uses ``millicores`` (metrics.k8s.io); returns how many pods."""
+    pods = [p for p in plane.kubelet.pods(ns) if (p["metadata"].get("labels") or {}).get("app") == app
+            and not p["metadata"].get("deletionTimestamp")]
+    for p in pods:
+        plane.metrics.set_pod_metrics(ns, p["metadata"]["name"], {container: {"cpu": f"{millicores}m"}})
+    return len(pods)
+
+
+def running_pods(plane, ns: str, app: Optional[str]) -> list[dict]:
+    """Running pods of ``ns`` not being deleted; with ``app``, only those labelled ``app: <app>``."""
+    return [p for p in plane.kubelet.pods(ns) if (app is None or (p["metadata"].get("labels") or {}).get("app") == app)
+            and (p.get("status") or {}).get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")]
+
+
+# ----------------------------------------------------------------------------------------------- pyhpa run
+class Pyhpa:
+    """``pyhpa run ARGS`` as a subprocess against ``plane``; its log lines in ``log`` (a file), parsed ``records``.
+
+    ``kubeconfig`` defaults to the admin's. ``--health-port -1`` and ``--log-format json`` unless given."""
+
+    def __init__(self, plane: ControlPlane, tmp: Path, *args: str, kubeconfig: Optional[Path] = None,
+                 name: str = "pyhpa"):
+        self.plane = plane
+        self.log = tmp / f"{name}-{uuid.uuid4().hex[:6]}.log"
+        argv = list(args)
+        if "--health-port" not in argv:
+            argv += ["--health-port", "-1"]
+        if "--log-format" not in argv:
+            argv += ["--log-format", "json"]
+        self.argv = [sys.executable, "-m", "pyhpa.cli.main", "run", "--kubeconfig",
+                     str(kubeconfig or plane.admin_kubeconfig), *argv]
+        self.proc: Optional[subprocess.Popen] = None
+
+    def start(self, wait_synced: bool = True) -> "Pyhpa":
+        out = open(self.log, "ab")
+        env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
+        env.pop("KUBECONFIG", None)
+        self.proc = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     env=env, cwd=ROOT)
+        out.close()
+        if wait_synced:
+            wait_until(lambda: self.says("caches synced") or self._exited(), timeout=90,
+                       what=f"pyhpa run to sync its caches (log {self.log})")
+            assert self.proc.poll() is None, f"pyhpa run exited: {self.text()[-2000:]}"
+        return self
+
+    def _exited(self) -> bool:
+        return self.proc is not None and self.proc.poll() is not None
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def records(self) -> list[dict]:
+        out = []
+        for line in self.text().splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                out.append({"msg": line})
+        return out
+
+    def says(self, fragment: str) -> bool:
+        return fragment in self.text()
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> Optional[int]:
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+    def __enter__(self) -> "Pyhpa":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
