@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from a checkout: the package next to it
     sys.path.insert(0, str(ROOT))
 
-from pyhpa.adapters.autoscaler import DATE_TIME_PATTERN, DATED_PREFIX, OFFSET_SUFFIX  # noqa: E402
+from pyhpa.adapters.autoscaler import DATE_TIME_PATTERN, DATED_PREFIX, MAX_SCHEDULES, OFFSET_SUFFIX  # noqa: E402
 from pyhpa.core.model import (  # noqa: E402
     PREDICTION_ACTIVE,
     PREDICTION_MODES,
@@ -450,7 +450,7 @@ def schedules() -> dict:
              "fieldPath": ".end", "message": "end must be after start"},
         ],
     }
-    return {"type": "array", "maxItems": 64, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+    return {"type": "array", "maxItems": MAX_SCHEDULES, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
             "description": "pyhpa: scheduled scaling. Cron or dated windows that raise minReplicas (a floor) and/or "
                            "lower maxReplicas (a cap) while active; see docs/schedules.md.",
             "x-kubernetes-validations": [

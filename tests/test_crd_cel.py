@@ -274,3 +274,17 @@ async def test_the_generated_crd_registers_with_every_rule_compiled(kube_double)
     created = kube_double.register_crd(CRD)
     assert created["metadata"]["name"] == "horizontalautoscalers.pyhpa.dev"
     assert len(rules_of(crd_schema())) == len(CASES) >= 10
+
+
+def test_the_window_count_is_bounded_alike_in_the_crd_and_every_command():
+    """kube-apiserver v1.37.2 refuses the CRD when the pairwise overlap rule may cost more than its CEL budget
+    (48 windows do, tests/e2e checks 32 against the real server): the CRD's maxItems and the readers share
+    MAX_SCHEDULES."""
+    from pyhpa.adapters.autoscaler import MAX_SCHEDULES, read_schedules
+    from pyhpa.adapters.errors import InputError
+
+    assert crd_schema()["properties"]["spec"]["properties"]["schedules"]["maxItems"] == MAX_SCHEDULES == 32
+    windows = [dict(CRON, name=f"w{i}") for i in range(MAX_SCHEDULES + 1)]
+    with pytest.raises(InputError) as err:
+        read_schedules(windows, "spec.schedules", None)
+    assert "at most 32 windows" in str(err.value)
