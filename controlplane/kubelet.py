@@ -135,5 +135,6 @@ class Kubelet:
                 self.client.patch(PodStatus, meta["name"], {"status": running_status(pod)},
                                   namespace=meta["namespace"], patch_type=PatchType.MERGE)
         except ApiError as e:
-            if e.status.code not in (404, 409):  # gone meanwhile, or already bound: the next event says more
+            # gone meanwhile, already bound, or its namespace is being deleted: the next event says more
+            if e.status.code not in (404, 409) and "being terminated" not in (e.status.message or ""):
                 log.warning("kubelet fixture: %s/%s: %s", *key, e.status.message)

@@ -271,11 +271,14 @@ class Api:
     # ----- patch ------------------------------------------------------------------------------------------
     def patch(self, rt: ResourceType, version: str, ns: Optional[str], name: str, content_type: str,
               raw: bytes, query: dict, sub: Optional[str] = None) -> tuple[dict, bool]:
-        """PATCH (json, merge, strategic-as-merge, apply-as-merge); returns (object, created)."""
+        """PATCH (json, merge, strategic-as-merge on built-in kinds, apply-as-merge); returns (object, created).
+
+        A custom resource takes no strategic merge patch (kube-apiserver answers 415, as here)."""
         ctype = (content_type or "").split(";")[0].strip()
-        if ctype not in MERGE_PATCHES + (JSON_PATCH, APPLY_PATCH):
+        accepted = (JSON_PATCH, MERGE_PATCHES[0], APPLY_PATCH) if rt.crd_name else MERGE_PATCHES + (JSON_PATCH, APPLY_PATCH)
+        if ctype not in accepted:
             raise KubeError(415, f"the body of the request was in an unknown format - accepted media types "
-                                 f"include: {', '.join(MERGE_PATCHES + (JSON_PATCH, APPLY_PATCH))}")
+                                 f"include: {', '.join(accepted)}")
         body = parse_body(raw, ctype)
         if ctype == APPLY_PATCH and not query.get("fieldManager"):
             raise errors.invalid("PatchOptions", "meta.k8s.io", "", "fieldManager",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 
 import pytest
+from lightkube.types import PatchType
 from lightkube import ApiError
 from lightkube.generic_resource import create_namespaced_resource
 
@@ -139,7 +140,7 @@ async def test_the_rules_apply_on_update_and_patch_too(kd):
     await client.create(_body("web", spec_of([DATED])))
     with pytest.raises(ApiError) as err:
         await client.patch(HorizontalAutoscaler, "web", {"spec": {"schedules": [dict(DATED, end="2026-11-26T00:00:00Z")]}},
-                           namespace="default")
+                           namespace="default", patch_type=PatchType.MERGE)
     assert err.value.status.message == PREFIX + 'spec.schedules[0].end: Invalid value: end must be after start'
 
 

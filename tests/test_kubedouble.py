@@ -537,3 +537,27 @@ def _wait(cond, timeout: float = 5.0) -> None:
     while not cond():
         assert time.monotonic() < deadline, "condition not reached"
         time.sleep(0.01)
+
+
+def test_a_custom_resource_refuses_a_strategic_merge_patch_as_kube_apiserver_does(kube_double_thread):
+    """kube-apiserver answers 415 to a strategic merge patch of a custom resource (no patch strategy for CRDs);
+    the merge patch is what kubectl sends there (tests/e2e met the real answer)."""
+    from lightkube import ApiError
+    from lightkube.types import PatchType
+
+    from controller_util import CRD, autoscaler
+    from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
+
+    kd = kube_double_thread
+    kd.register_crd(CRD)
+    client = kd.client()
+    client.create(HorizontalAutoscaler(autoscaler("web", "web")))
+    with pytest.raises(ApiError) as err:
+        client.patch(HorizontalAutoscaler, "web", {"metadata": {"labels": {"a": "b"}}}, namespace="default")
+    assert err.value.status.code == 415
+    assert err.value.status.message == ("the body of the request was in an unknown format - accepted media types "
+                                         "include: application/json-patch+json, application/merge-patch+json, "
+                                         "application/apply-patch+yaml")
+    patched = client.patch(HorizontalAutoscaler, "web", {"metadata": {"labels": {"a": "b"}}}, namespace="default",
+                           patch_type=PatchType.MERGE)
+    assert patched.metadata.labels == {"a": "b"}

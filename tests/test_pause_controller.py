@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+from lightkube.types import PatchType
 from lightkube import codecs
 from typer.testing import CliRunner
 
@@ -47,7 +48,7 @@ def events(kd: KubeDouble) -> list[dict]:
 async def annotate(kd: KubeDouble, value: dict) -> None:
     """Merge-patch ``metadata.annotations`` (None removes one), as ``kubectl annotate`` does."""
     await kd.async_client().patch(HorizontalAutoscaler, "web", {"metadata": {"annotations": value}},
-                                  namespace="default")
+                                  namespace="default", patch_type=PatchType.MERGE)
 
 
 async def test_pause_annotations_through_pyhpa_run(kd, tmp_path):

@@ -13,6 +13,7 @@ import threading
 import time
 
 from lightkube.resources.apps_v1 import Deployment
+from lightkube.types import PatchType
 
 from .util import (HA, apply, autoscaler, condition, cpu_utilization, deployment, events_of, ha_status,
                    running_pods, set_pod_cpu, spec_replicas, wait_until)
@@ -52,7 +53,7 @@ def test_an_apiserver_restart_resumes_the_watches_and_repeats_no_event(plane, cl
     time.sleep(3)
     notes = _rescale_notes(client, ns, "web")
     assert notes == before + ["New size: 8; reason: cpu resource utilization (percentage of request) above target"]
-    assert len({e.metadata.name for e in events_of(client, ns, "web")}) == len(events_of(client, ns, "web"))
+    assert len({e.name for e in events_of(client, ns, "web")}) == len(events_of(client, ns, "web"))
     assert run.proc.poll() is None
 
 
@@ -67,7 +68,8 @@ def test_etcd_compaction_gets_410_gone_and_a_relist_that_sees_what_changed(plane
         client.delete(HA, "old", namespace=ns)
         _web(plane, client, ns, replicas=1, cpu=100, name="new")
         for i in range(20):  # history the controller has not seen
-            client.patch(HA, "web", {"metadata": {"annotations": {"touch": str(i)}}}, namespace=ns)
+            client.patch(HA, "web", {"metadata": {"annotations": {"touch": str(i)}}}, namespace=ns,
+                         patch_type=PatchType.MERGE)
         plane.compact_etcd()
         plane.restart_apiserver()  # the watch cache starts again from etcd: the old resourceVersions are gone
     finally:
@@ -91,7 +93,8 @@ def test_a_409_on_a_status_write_is_retried_and_the_status_lands(plane, client, 
     def churn() -> None:  # another writer changes the object all the time (labels: no new generation)
         i = 0
         while not stop.is_set():
-            client.patch(HA, "web", {"metadata": {"labels": {"churn": str(i)}}}, namespace=ns)
+            client.patch(HA, "web", {"metadata": {"labels": {"churn": str(i)}}}, namespace=ns,
+                         patch_type=PatchType.MERGE)
             i += 1
 
     writer = threading.Thread(target=churn, daemon=True)

@@ -13,6 +13,7 @@ import datetime as dt
 import time
 
 from lightkube.resources.apps_v1 import Deployment
+from lightkube.types import PatchType
 
 from test_prediction_live import history_file, needs_prometheus
 from tests.prometheus_server import PrometheusServer
@@ -47,17 +48,19 @@ def test_scales_a_deployment_up_and_down_through_its_scale_subresource(plane, cl
     assert rescale[0].note == "New size: 6; reason: cpu resource utilization (percentage of request) above target"
     assert rescale[0].type == "Normal" and rescale[0].reportingController
 
-    # The deployment controller made the pods; all six idle now: down to minReplicas through the same subresource.
+    # The deployment controller made the pods; all six nearly idle now: ceil(6 * 10 / 50) = 2 through the same
+    # subresource, then the two left at 10 %: ceil(2 * 10 / 50) = 1, minReplicas.
     _pods_running(plane, ns, "web", 6)
     set_pod_cpu(plane, ns, "web", 10)
-    wait_until(lambda: spec_replicas(client, ns, "web") == 2, what="the scale-down to 2")  # ceil(6 * 10 / 50)
-    wait_until(lambda: len(running_pods(plane, ns, "web")) == 2, what="the deployment controller to remove pods")
-    status = wait_until(lambda: (s := ha_status(client, ns, "web")).get("currentReplicas") == 2 and s,
-                        what="status.currentReplicas 2")
+    wait_until(lambda: spec_replicas(client, ns, "web") == 1, what="the scale-down to 1")
+    wait_until(lambda: len(running_pods(plane, ns, "web")) == 1, what="the deployment controller to remove pods")
+    status = wait_until(lambda: (s := ha_status(client, ns, "web")).get("currentReplicas") == 1 and s,
+                        what="status.currentReplicas 1")
     assert status["lastScaleTime"]
     notes = [e.note for e in events_of(client, ns, "web") if e.reason == "SuccessfulRescale"]
-    assert notes[-1] == "New size: 2; reason: All metrics below target"
-    assert client.get(Deployment, "web", namespace=ns).status.readyReplicas == 2
+    assert notes[1:] == ["New size: 2; reason: All metrics below target",
+                         "New size: 1; reason: All metrics below target"]
+    assert client.get(Deployment, "web", namespace=ns).status.readyReplicas == 1
 
 
 def test_the_metrics_apiservice_down_falls_back_and_recovers(plane, client, ns, pyhpa):
@@ -100,10 +103,11 @@ def test_pause_annotations_hold_and_set_the_replicas(plane, client, ns, pyhpa):
     assert spec_replicas(client, ns, "web") == 2  # it wants 6 and is frozen
 
     client.patch(HA, "web", {"metadata": {"annotations": {"pyhpa.dev/paused": None, "pyhpa.dev/paused-replicas": "4"}}},
-                 namespace=ns)
+                 namespace=ns, patch_type=PatchType.MERGE)
     wait_until(lambda: spec_replicas(client, ns, "web") == 4, what="paused-replicas 4")
     assert ha_status(client, ns, "web")["pause"]
-    client.patch(HA, "web", {"metadata": {"annotations": {"pyhpa.dev/paused-replicas": None}}}, namespace=ns)
+    client.patch(HA, "web", {"metadata": {"annotations": {"pyhpa.dev/paused-replicas": None}}}, namespace=ns,
+                 patch_type=PatchType.MERGE)
     wait_until(lambda: spec_replicas(client, ns, "web") >= 6, what="scaling again once the annotation is removed")
     assert condition(ha_status(client, ns, "web"), "Paused")["status"] == "False"
 

@@ -10,6 +10,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable, Optional
 
 import pytest
@@ -104,13 +105,24 @@ def condition(status: dict, kind: str) -> Optional[dict]:
     return next((c for c in status.get("conditions") or [] if c["type"] == kind), None)
 
 
-def events_of(client, ns: str, name: str) -> list:
-    """events.k8s.io/v1 Events about the HorizontalAutoscaler ``ns/name`` (oldest first)."""
-    from lightkube.resources.events_v1 import Event
+EVENT = create_namespaced_resource("events.k8s.io", "v1", "Event", "events")
 
-    found = [e for e in client.list(Event, namespace=ns) if e.regarding and e.regarding.name == name
-             and e.regarding.kind == "HorizontalAutoscaler"]
-    return sorted(found, key=lambda e: (e.eventTime or e.metadata.creationTimestamp))
+
+def events_of(client, ns: str, name: str) -> list[SimpleNamespace]:
+    """events.k8s.io/v1 Events about the HorizontalAutoscaler ``ns/name`` (oldest first), as namespaces with
+    ``reason``, ``note``, ``type``, ``reportingController``, ``regarding`` (dict), ``series`` and ``name``. (Read
+    as untyped objects: Events other components write through core/v1 have ``eventTime: null``, which lightkube's
+    events.k8s.io model refuses.)"""
+    out = []
+    for e in client.list(EVENT, namespace=ns):
+        d = e.to_dict()
+        regarding = d.get("regarding") or {}
+        if regarding.get("name") == name and regarding.get("kind") == "HorizontalAutoscaler":
+            out.append(SimpleNamespace(reason=d.get("reason"), note=d.get("note"), type=d.get("type"),
+                                       reportingController=d.get("reportingController"), regarding=regarding,
+                                       series=d.get("series"), name=d["metadata"]["name"],
+                                       at=d.get("eventTime") or d["metadata"].get("creationTimestamp")))
+    return sorted(out, key=lambda e: e.at)
 
 
 def set_pod_cpu(plane, ns: str, app: str, millicores: int, container: str = "app") -> int:
@@ -132,7 +144,8 @@ def running_pods(plane, ns: str, app: Optional[str]) -> list[dict]:
 class Pyhpa:
     """``pyhpa run ARGS`` as a subprocess against ``plane``; its log lines in ``log`` (a file), parsed ``records``.
 
-    ``kubeconfig`` defaults to the admin's. ``--health-port -1`` and ``--log-format json`` unless given."""
+    ``kubeconfig`` defaults to the admin's. ``--health-port -1``, ``--log-format json`` and (without
+    ``--leader-elect`` or ``--shards``) ``--no-leader-elect`` unless given."""
 
     def __init__(self, plane: ControlPlane, tmp: Path, *args: str, kubeconfig: Optional[Path] = None,
                  name: str = "pyhpa"):
@@ -143,6 +156,8 @@ class Pyhpa:
             argv += ["--health-port", "-1"]
         if "--log-format" not in argv:
             argv += ["--log-format", "json"]
+        if not {"--leader-elect", "--shards", "--preview"} & set(argv):
+            argv.append("--no-leader-elect")  # one process, as in upstream's integration tests
         self.argv = [sys.executable, "-m", "pyhpa.cli.main", "run", "--kubeconfig",
                      str(kubeconfig or plane.admin_kubeconfig), *argv]
         self.proc: Optional[subprocess.Popen] = None

@@ -62,6 +62,7 @@ class LeaderElector:
     _renewed_at: float | None = None
     _observed: tuple | None = None
     _observed_at: float = 0.0
+    _last_error: str | None = None
 
     def may_write(self) -> bool:
         """True only while this replica holds a Lease renewed within the renew deadline."""
@@ -108,10 +109,10 @@ class LeaderElector:
             lease = await self.client.get(Lease, s.name, namespace=s.namespace)
         except ApiError as err:
             if err.status.code != 404:
-                return False
+                return self._failed(err)
             return await self._create(now_wall)
-        except (httpx2.HTTPError, OSError):
-            return False
+        except (httpx2.HTTPError, OSError) as err:
+            return self._failed(err)
         spec = lease.spec or LeaseSpec()
         record = (spec.holderIdentity, spec.renewTime, spec.leaseTransitions)
         if record != self._observed:
@@ -145,7 +146,23 @@ class LeaderElector:
                 await self.client.replace(lease)
             else:
                 await self.client.create(lease)
-        except (httpx2.HTTPError, OSError):  # ApiError (409 lost race, 5xx) included
-            return False
+        except ApiError as err:
+            if err.status.code == 409:  # another replica won the race
+                return False
+            return self._failed(err)
+        except (httpx2.HTTPError, OSError) as err:
+            return self._failed(err)
         self._renewed_at = started
+        self._last_error = None
         return True
+
+    def _failed(self, err: Exception) -> bool:
+        """An attempt failed for another reason than a lost race: said once per distinct reason (as client-go
+        logs "error retrieving resource lock"), e.g. a missing namespace or RBAC refusing the Lease verbs, so a
+        replica that can never lead does not wait in silence. Returns False."""
+        message = err.status.message if isinstance(err, ApiError) else f"{type(err).__name__}: {err}"
+        if message != self._last_error:
+            self._last_error = message
+            log.warning("cannot acquire or renew lease %s/%s: %s", self.settings.namespace, self.settings.name,
+                        message)
+        return False
