@@ -16,6 +16,7 @@ import copy
 import yaml
 from lightkube import codecs
 from lightkube.models.authentication_v1 import BoundObjectReference, TokenRequestSpec
+from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Secret, ServiceAccountToken
 from lightkube.resources.rbac_authorization_v1 import ClusterRole
 
@@ -42,7 +43,7 @@ def token(client, secret: str) -> str:
     """A token of the kit's ServiceAccount bound to the Secret ``secret`` (made here): valid until it is deleted."""
     made = client.create(codecs.from_dict({"apiVersion": "v1", "kind": "Secret",
                                            "metadata": {"name": secret, "namespace": KIT_NS}}))
-    request = ServiceAccountToken(spec=TokenRequestSpec(
+    request = ServiceAccountToken(metadata=ObjectMeta(name=KIT_SA, namespace=KIT_NS), spec=TokenRequestSpec(
         audiences=[], expirationSeconds=600,
         boundObjectRef=BoundObjectReference(kind="Secret", apiVersion="v1", name=secret, uid=made.metadata.uid)))
     return client.create(request, KIT_SA, namespace=KIT_NS).status.token
