@@ -45,7 +45,8 @@ _MISSING_KEY = re.compile(r'Key not found in map ?: ?"([^"]*)"')
 
 
 class RuleCompileError(ValueError):
-    """A rule that does not compile; ``path`` is where it sits in the CRD's schema."""
+    """A rule that does not compile; ``path`` is where it sits in the CRD's schema, ``text`` the rule as the API
+    server prints it (``rule_value``)."""
 
     def __init__(self, path: str, text: str, message: str):
         super().__init__(f"{path}: {message}")
@@ -78,11 +79,26 @@ class _Rule:
         return (self.message or "").strip() or self.text.strip()
 
 
-def _compile(text: str, where: str) -> Any:
+def go_json(value: Any) -> str:
+    """``value`` as Go's ``json.Marshal`` writes it (compact, ``<``, ``>`` and ``&`` escaped): how the API
+    server prints a structured value in ``Invalid value: ...``."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def rule_value(rule: dict) -> str:
+    """A ``x-kubernetes-validations`` entry as kube-apiserver prints the invalid one (its Go struct as JSON)."""
+    return go_json({"Rule": rule.get("rule", ""), "Message": rule.get("message", ""),
+                    "MessageExpression": rule.get("messageExpression", ""), "Reason": rule.get("reason"),
+                    "FieldPath": rule.get("fieldPath", ""), "OptionalOldSelf": rule.get("optionalOldSelf")})
+
+
+def _compile(text: str, where: str, rule: dict) -> Any:
     try:
         return _ENV.compile(text)
     except RuntimeError as err:  # cel-expr-python's compile error: "INVALID_ARGUMENT: ERROR: <input>:1:9: ..."
-        raise RuleCompileError(where, text, f"compilation failed: {str(err).strip()}") from None
+        detail = str(err).strip().removeprefix("INVALID_ARGUMENT: ").removesuffix(" [INVALID_ARGUMENT]")
+        raise RuleCompileError(where, rule_value(rule), f"compilation failed: {detail}") from None
 
 
 def _rules(node: dict, where: str) -> tuple[_Rule, ...]:
@@ -91,8 +107,8 @@ def _rules(node: dict, where: str) -> tuple[_Rule, ...]:
         at = f"{where}.x-kubernetes-validations[{i}]"
         text = r.get("rule", "")
         msg_expr = r.get("messageExpression")
-        out.append(_Rule(text=text, program=_compile(text, f"{at}.rule"), message=r.get("message"),
-                         message_program=_compile(msg_expr, f"{at}.messageExpression") if msg_expr else None,
+        out.append(_Rule(text=text, program=_compile(text, f"{at}.rule", r), message=r.get("message"),
+                         message_program=_compile(msg_expr, f"{at}.messageExpression", r) if msg_expr else None,
                          field_path=r.get("fieldPath") or "", reason=r.get("reason") or "FieldValueInvalid",
                          transition=bool(_OLD_SELF.search(text))))
     return tuple(out)

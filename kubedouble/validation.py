@@ -21,7 +21,7 @@ from packaging.version import Version
 from referencing import Registry as RefRegistry
 from referencing import Resource
 
-from .cel import RuleCompileError, RuleSet
+from .cel import RuleCompileError, RuleSet, go_json
 from .errors import KubeError, invalid, invalid_causes
 from .registry import ResourceType
 
@@ -75,6 +75,52 @@ def _invalid_from(rt: ResourceType, obj: dict, err: jsonschema.ValidationError) 
     value = err.instance if not isinstance(err.instance, (dict, list)) else None
     msg = f"Invalid value: {value!r}: {err.message}" if value is not None else err.message
     return invalid(rt.kind, rt.group, name, _error_path(err), msg)
+
+
+_JSON_TYPE = {str: "string", bool: "boolean", int: "integer", float: "number", dict: "object", list: "array",
+              type(None): "null"}
+#: schema errors after which kube-apiserver evaluates no CEL rule (the cost of rules is bounded by maxLength,
+#: maxItems, enum and types only when they hold)
+_BLOCKING = {"type", "required", "enum", "maxLength", "maxItems", "maxProperties"}
+
+
+def _k8s_error(err: jsonschema.ValidationError) -> tuple[str, str, str]:
+    """(field, reason, message) of a schema error as kube-apiserver words it (checked against v1.37.2 in
+    tests/e2e/test_crd_real.py: ``spec.x: Invalid value: "b": spec.x in body should match '^a+$'``)."""
+    path = _error_path(err)
+    value, rule = err.instance, err.validator_value
+    shown = go_json(value)
+    kind = err.validator
+    if kind == "required":
+        missing = re.search(r"'([^']*)' is a required property", err.message)
+        key = missing.group(1) if missing else ""
+        return (f"{path}.{key}" if path else key), "FieldValueRequired", "Required value"
+    if kind == "type":
+        got = _JSON_TYPE.get(type(value), "object")
+        want = rule if isinstance(rule, str) else ",".join(rule)
+        return path, "FieldValueTypeInvalid", f'Invalid value: "{got}": {path} in body must be of type {want}: "{got}"'
+    if kind == "enum":
+        return path, "FieldValueNotSupported", (f"Unsupported value: {shown}: supported values: "
+                                                + ", ".join(go_json(v) for v in rule))
+    if kind == "maxLength":
+        return path, "FieldValueTooLong", f"Too long: may not be more than {rule} bytes"
+    if kind == "maxItems":
+        return path, "FieldValueTooMany", f"Too many: {len(value)}: must have at most {rule} items"
+    should = {"pattern": f"should match '{rule}'", "minimum": f"should be greater than or equal to {rule}",
+              "maximum": f"should be less than or equal to {rule}", "minLength": f"should be at least {rule} chars long",
+              "minItems": f"should have at least {rule} items"}.get(kind)
+    if kind == "minItems":
+        shown = str(len(value))
+    if should is None:
+        return path, "FieldValueInvalid", f"Invalid value: {shown}: {err.message}"
+    return path, "FieldValueInvalid", f"Invalid value: {shown}: {path} in body {should}"
+
+
+def schema_errors(errors) -> tuple[list[tuple[str, str, str]], bool]:
+    """Every schema error, worded as kube-apiserver does and in its order (by field path), and whether one of
+    them keeps the CEL rules from running (``_BLOCKING``)."""
+    ordered = sorted(errors, key=lambda e: [(0, p) if isinstance(p, int) else (1, p) for p in e.absolute_path])
+    return [_k8s_error(e) for e in ordered], any(e.validator in _BLOCKING for e in ordered)
 
 
 def _crd_node(s: Any) -> Any:
@@ -201,23 +247,29 @@ class Validator:
             schema = (rt.schemas or {}).get(version) or {}
             self._crd_cache[key] = (rt, jsonschema.Draft4Validator(crd_json_schema(schema)), RuleSet(schema))
         _, validator, rules = self._crd_cache[key]
-        err = jsonschema.exceptions.best_match(validator.iter_errors(obj))
-        if err is not None:
-            raise _invalid_from(rt, obj, err)
-        failed = rules.errors(obj, old)
-        if failed:
-            name = (obj.get("metadata") or {}).get("name", "")
-            raise invalid_causes(rt.kind, rt.group, name, [(e.field, e.reason, e.message) for e in failed])
+        causes, blocking = schema_errors(validator.iter_errors(obj))
+        if blocking:  # kube-apiserver evaluates no CEL rule on an object with such errors, and says so
+            causes.append(("<nil>", "FieldValueInvalid", "Invalid value: null: some validation rules were not checked "
+                                                         "because the object was invalid; correct the existing errors "
+                                                         "to complete validation"))
+        else:
+            causes += [(e.field, e.reason, e.message) for e in rules.errors(obj, old)]
+        if causes:
+            raise invalid_causes(rt.kind, rt.group, (obj.get("metadata") or {}).get("name", ""), causes)
 
 
 def check_crd_rules(crd: dict) -> None:
     """Refuse a CustomResourceDefinition whose CEL rules do not compile, as the API server does (422 naming the
     rule's place in the schema)."""
     name = (crd.get("metadata") or {}).get("name", "")
-    for i, v in enumerate((crd.get("spec") or {}).get("versions") or []):
-        schema = ((v or {}).get("schema") or {}).get("openAPIV3Schema")
+    versions = (crd.get("spec") or {}).get("versions") or []
+    schemas = [((v or {}).get("schema") or {}).get("openAPIV3Schema") for v in versions]
+    # The API server validates its internal form, where a schema every version shares is spec.validation.
+    shared = len(schemas) > 0 and all(sch == schemas[0] for sch in schemas)
+    for i, schema in enumerate(schemas[:1] if shared else schemas):
         try:
             RuleSet(schema)
         except RuleCompileError as err:
-            raise invalid("CustomResourceDefinition", "apiextensions.k8s.io", name, f"spec.versions[{i}].schema.{err.path}",
-                          f"Invalid value: {err.text!r}: {err.message}") from None
+            where = "spec.validation" if shared else f"spec.versions[{i}].schema"
+            raise invalid("CustomResourceDefinition", "apiextensions.k8s.io", name, f"{where}.{err.path}",
+                          f"Invalid value: {err.text}: {err.message}") from None
