@@ -192,7 +192,7 @@ async def measure(controller, n: int, stop: asyncio.Event) -> Rounds:
 def report(api: str, workers: int, n: int, r: Rounds, extra: str = "") -> None:
     prefix = f"api={api} workers={workers} hpas={n}"
     print(f"{prefix} reconciles_per_second={n / r.second:.0f}", flush=True)
-    if api == "http":
+    if api in ("http", "real"):
         print(f"{prefix} first_round_seconds={r.first:.3f}", flush=True)
         print(f"{prefix} steady_round_seconds={r.second:.3f}", flush=True)
         print(f"{prefix} requests_per_sync={r.requests2 / n:.2f}", flush=True)
@@ -319,6 +319,38 @@ class Double:
         self.proc.join(30)
         if self.proc.is_alive():
             self.proc.terminate()
+
+
+# ----- the real API server (kube-apiserver v1.37.2, benchmarks/real_world.py) -------------------------------------
+async def run_real(workers: int, n: int, kubeconfig: str) -> None:
+    from pyhpa.controller import Controller, Settings, load_config
+    from pyhpa.controller.kube.api import HttpMetrics, LightkubeCluster
+
+    settings = Settings(workers=workers, health_port=None, api_timeout_seconds=60)
+    cluster = LightkubeCluster(load_config(kubeconfig=kubeconfig), settings.api_timeout_seconds, settings.field_manager,
+                               settings.list_chunk_size, http="aiohttp", trust_env=False)
+    controller = Controller(settings, cluster, HttpMetrics(cluster.raw, cluster.discovery))
+    try:
+        r = await measure(controller, n, asyncio.Event())
+    finally:
+        await cluster.close()
+    report("real", workers, n, r, f"; status writes {controller.status.writes}")
+    print(f"api=real workers={workers} hpas={n} rss_mb={_rss_mb(os.getpid()):.0f}", flush=True)
+
+
+def real_round(workers: int, n: int) -> None:
+    """The controller (in this process) against kube-apiserver v1.37.2 seeded with the world (a child process)."""
+    from real_world import RealWorld
+
+    started = time.monotonic()
+    world = RealWorld(n).start()
+    print(f"  [real] control plane seeded in {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
+    try:
+        asyncio.run(run_real(workers, n, world.kubeconfig))
+        for name, pid in world.pids.items():
+            print(f"  [real] {name}: rss {_rss_mb(pid):.0f} MB", file=sys.stderr, flush=True)
+    finally:
+        world.close()
 
 
 def http_round(workers: int, n: int) -> None:
@@ -612,7 +644,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hpas", type=int, default=10000)
     parser.add_argument("--workers", type=int, action="append", help="worker counts (default: 1 and 5)")
-    parser.add_argument("--api", choices=("stub", "http"), action="append", help="default: both")
+    parser.add_argument("--api", choices=("stub", "http", "real"), action="append",
+                        help="stub, http (the kubedouble) or real (kube-apiserver v1.37.2 built by python -m controlplane "
+                             "build; seeding 10,000 autoscalers takes minutes); default: stub and http")
     parser.add_argument("--replicas", type=int, default=2, choices=(0, 1, 2),
                         help="2: the replicas run (1 replica, it restarts, a second joins, the first leaves); "
                              "1: only the first replica and its restart; 0: none")
@@ -630,6 +664,9 @@ def main() -> None:
     if "stub" in apis:
         for workers in worker_counts:
             asyncio.run(run_stub(workers, args.hpas, stub_world(args.hpas)))
+    if "real" in apis:
+        for workers in worker_counts:
+            real_round(workers, args.hpas)
     if "http" in apis:
         for workers in worker_counts:
             http_round(workers, args.hpas)

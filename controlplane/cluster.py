@@ -119,13 +119,15 @@ class ControlPlane:
     controller_manager_args: tuple[str, ...] = ()
     start_timeout: float = 180.0
     audit: bool = True
+    service_cidr: Optional[str] = None
+    etcd_seed: Optional[Path] = None
     components: dict[str, Component] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.home = Path(self.home)
         self.bin = bin_dir(self.version)
         rnd = random.Random()
-        self.service_cidr = f"127.{rnd.randrange(64, 250)}.{rnd.randrange(1, 250)}.0/24"
+        self.service_cidr = self.service_cidr or f"127.{rnd.randrange(64, 250)}.{rnd.randrange(1, 250)}.0/24"
         base = self.service_cidr.rsplit(".", 1)[0]
         self.service_ip = f"{base}.1"  # the kubernetes Service's address
         self.metrics_ip = f"{base}.200"  # the metrics fixture's Service: a fixed cluster IP
@@ -175,6 +177,8 @@ class ControlPlane:
         self.pki = make_pki(self.home / "pki", self.service_ip)
         self._write_kubeconfigs()
         shutil.rmtree(self.home / "etcd", ignore_errors=True)
+        if self.etcd_seed is not None:
+            shutil.copytree(self.etcd_seed, self.home / "etcd")
         try:
             self._start("etcd", self._etcd_argv())
             self._wait(lambda: self._etcd_healthy(), "etcd")
@@ -219,6 +223,24 @@ class ControlPlane:
         time.sleep(down_seconds)
         comp.start()
         self.wait_apiserver()
+
+    def save_etcd(self, folder: Path) -> None:
+        """Copy etcd's data to ``folder`` (replaced) with every component stopped meanwhile, then start them again:
+        a later ``ControlPlane(etcd_seed=folder, service_cidr=...)`` starts with the same objects."""
+        order = [n for n in ("kube-controller-manager", "kube-apiserver", "etcd") if n in self.components]
+        for name in order:
+            self.components[name].stop()
+        tmp = Path(f"{folder}.partial")
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.copytree(self.home / "etcd", tmp)
+        shutil.rmtree(folder, ignore_errors=True)
+        tmp.rename(folder)
+        for name in reversed(order):
+            self.components[name].start()
+            if name == "etcd":
+                self._wait(self._etcd_healthy, "etcd")
+            elif name == "kube-apiserver":
+                self.wait_apiserver()
 
     def wait_apiserver(self) -> None:
         self._wait(self._apiserver_ready, "kube-apiserver")
