@@ -55,7 +55,7 @@ def up(home: Optional[Path] = typer.Option(None, "--home", metavar="DIR",
        controllers: str = typer.Option(",".join(DEFAULT_CONTROLLERS), "--controllers", metavar="LIST",
                                        help="kube-controller-manager --controllers (add horizontalpodautoscaling "
                                             "to run upstream's HPA controller beside pyhpa)."),
-       crd: bool = typer.Option(True, "--crd/--no-crd", help="Install the HorizontalAutoscaler CRD.")) -> None:
+       crd: bool = typer.Option(True, "--crd/--no-crd", help="Install the HorizontalAutoscaler CRD and the namespace pyhpa-system.")) -> None:
     """Build if needed, start the control plane and its kubelet and metrics fixtures, serve until Ctrl-C."""
     try:
         build_with_bar()
@@ -66,6 +66,8 @@ def up(home: Optional[Path] = typer.Option(None, "--home", metavar="DIR",
         plane.start()
         if crd:
             plane.run_kubectl("apply", "--server-side", "-f", str(CRD))
+            # the namespace of pyhpa run's default Lease (--leader-elect-resource-namespace), as the deploy kit has it
+            plane.run_kubectl("create", "namespace", "pyhpa-system")
     except (ControlPlaneError, OSError) as e:
         plane.stop()
         _fail(str(e))
