@@ -149,8 +149,9 @@ class Rounds:
         self.requests1 = self.requests2 = 0
 
 
-async def measure(controller, n: int, stop: asyncio.Event) -> Rounds:
-    """Round 1 (first syncs) and round 2 (all due again at once) once caches are synced."""
+async def measure(controller, n: int, stop: asyncio.Event, at=None) -> Rounds:
+    """Round 1 (first syncs) and round 2 (all due again at once) once caches are synced; ``at(label)`` is called
+    when round 1 starts ("start") and each round ends ("round1", "round2")."""
     done = {"count": 0}
     round_done = asyncio.Event()
     target = {"count": n}
@@ -171,8 +172,12 @@ async def measure(controller, n: int, stop: asyncio.Event) -> Rounds:
     r = Rounds()
     r.listing = time.perf_counter() - listed
     load = controller.load
+    if at:
+        at("start")
     t0, c0, q0 = time.perf_counter(), time.process_time(), load.requests_total
     await round_done.wait()
+    if at:
+        at("round1")
     r.first, r.cpu1, r.requests1 = time.perf_counter() - t0, time.process_time() - c0, load.requests_total - q0
     round_done.clear()
     target["count"] = done["count"] + n
@@ -180,6 +185,8 @@ async def measure(controller, n: int, stop: asyncio.Event) -> Rounds:
     for key in list(controller.autoscalers):
         controller.queue.add(key)
     await round_done.wait()
+    if at:
+        at("round2")
     r.second, r.cpu2, r.requests2 = time.perf_counter() - t1, time.process_time() - c1, load.requests_total - q1
     stop.set()
     await task
@@ -322,7 +329,7 @@ class Double:
 
 
 # ----- the real API server (kube-apiserver v1.37.2, benchmarks/real_world.py) -------------------------------------
-async def run_real(workers: int, n: int, kubeconfig: str) -> None:
+async def run_real(workers: int, n: int, kubeconfig: str, pids: dict[str, int]) -> None:
     from pyhpa.controller import Controller, Settings, load_config
     from pyhpa.controller.kube.api import HttpMetrics, LightkubeCluster
 
@@ -330,11 +337,17 @@ async def run_real(workers: int, n: int, kubeconfig: str) -> None:
     cluster = LightkubeCluster(load_config(kubeconfig=kubeconfig), settings.api_timeout_seconds, settings.field_manager,
                                settings.list_chunk_size, http="aiohttp", trust_env=False)
     controller = Controller(settings, cluster, HttpMetrics(cluster.raw, cluster.discovery))
+    cpu: dict[str, dict[str, float]] = {}
     try:
-        r = await measure(controller, n, asyncio.Event())
+        r = await measure(controller, n, asyncio.Event(),
+                          at=lambda label: cpu.__setitem__(label, {c: _cpu_seconds(p) for c, p in pids.items()}))
     finally:
         await cluster.close()
     report("real", workers, n, r, f"; status writes {controller.status.writes}")
+    for name in pids:  # where the time goes: each component's CPU per sync in each round
+        one = (cpu["round1"][name] - cpu["start"][name]) / n * 1e3
+        two = (cpu["round2"][name] - cpu["round1"][name]) / n * 1e3
+        print(f"  [real] {name}: CPU per sync round 1 {one:.2f} ms, round 2 {two:.2f} ms", file=sys.stderr, flush=True)
     print(f"api=real workers={workers} hpas={n} rss_mb={_rss_mb(os.getpid()):.0f}", flush=True)
 
 
@@ -346,7 +359,7 @@ def real_round(workers: int, n: int) -> None:
     world = RealWorld(n).start()
     print(f"  [real] control plane seeded in {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
     try:
-        asyncio.run(run_real(workers, n, world.kubeconfig))
+        asyncio.run(run_real(workers, n, world.kubeconfig, world.pids))
         for name, pid in world.pids.items():
             print(f"  [real] {name}: rss {_rss_mb(pid):.0f} MB", file=sys.stderr, flush=True)
     finally:

@@ -1,0 +1,303 @@
+"""Live, side by side: upstream's HPA controller (kube-controller-manager v1.37.2, sync period 1 s) and
+``pyhpa run`` (sync period 1 s) on the same API server, each scaling its own twin Deployment under the same load.
+
+Every scenario has a namespace with two identical Deployments, ``up`` (a native autoscaling/v2 HPA: upstream
+decides) and ``py`` (a HorizontalAutoscaler with the same spec: pyhpa decides). The load is a total demand per
+step, spread evenly over each twin's running pods as its metrics (so each controller's scaling feeds back into its
+own per-pod usage, as real load does); external metrics are one value both twins read. The scenarios are those of
+upstream's test/integration/podautoscaler and test/e2e/autoscaling (scale 1 -> 3 -> 5 and back, stabilization
+windows, Pods and Percent policies, Disabled, tolerance, several metrics, unready and missing pods, every target
+type), all running at once.
+
+Compared per sync, not per second: the sequence of replica counts each controller set during a step, and at the
+end of each step the conditions (type, status, reason, message) each wrote. ``pyhpa run --preview`` watches
+upstream's own HPAs meanwhile: at the end of every step it must report agreement on each.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Optional
+
+import pytest
+from lightkube import ApiError, codecs
+from lightkube.resources.apps_v1 import Deployment
+from lightkube.resources.autoscaling_v2 import HorizontalPodAutoscaler
+from lightkube.resources.core_v1 import Namespace, PodStatus
+from lightkube.types import PatchType
+
+from .util import HA, apply, deployment, has_default_sa, wait_until
+
+STARTED = "2026-01-01T00:00:00Z"  # every pod started long ago: outside the CPU initialization period
+TWINS = ("up", "py")
+
+
+@dataclass
+class Step:
+    """Load held for ``hold`` seconds: ``cpu`` total millicores over a twin's pods, ``external`` the metric's
+    value, ``per_pod`` a Pods metric's total spread over the pods."""
+
+    hold: float
+    cpu: Optional[int] = None
+    external: Optional[str] = None
+    per_pod: Optional[int] = None
+
+
+@dataclass
+class Scenario:
+    name: str
+    metrics: list
+    steps: list
+    replicas: int = 1
+    min_replicas: int = 1
+    max_replicas: int = 10
+    behavior: Optional[dict] = None
+    request: str = "100m"
+    unready: int = 0  # the first N pods (by name) are Running but never Ready
+    missing: int = 0  # the first N ready pods (by name) have no metrics
+    ns: str = ""
+    seen: dict = field(default_factory=lambda: {t: [] for t in TWINS})
+    conditions: dict = field(default_factory=dict)
+
+
+def cpu(percent: int) -> dict:
+    return {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization",
+                                                                       "averageUtilization": percent}}}
+
+
+def cpu_value(average: str) -> dict:
+    return {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "AverageValue", "averageValue": average}}}
+
+
+def container_cpu(percent: int) -> dict:
+    return {"type": "ContainerResource", "containerResource": {
+        "name": "cpu", "container": "app", "target": {"type": "Utilization", "averageUtilization": percent}}}
+
+
+def external(target_type: str, value: str) -> dict:
+    key = "value" if target_type == "Value" else "averageValue"
+    return {"type": "External", "external": {"metric": {"name": "queue"}, "target": {"type": target_type, key: value}}}
+
+
+def pods_metric(average: str) -> dict:
+    return {"type": "Pods", "pods": {"metric": {"name": "rps"}, "target": {"type": "AverageValue",
+                                                                          "averageValue": average}}}
+
+
+DOWN_5 = {"scaleDown": {"stabilizationWindowSeconds": 5}}
+UP_DOWN = [Step(8, cpu=150), Step(8, cpu=250), Step(10, cpu=100), Step(10, cpu=40)]
+
+SCENARIOS = [
+    Scenario("cpu-1-3-5-and-back", [cpu(50)], UP_DOWN, behavior=DOWN_5),
+    Scenario("cpu-default-behavior", [cpu(50)], [Step(8, cpu=600), Step(8, cpu=1000)]),
+    Scenario("cpu-average-value", [cpu_value("50m")], UP_DOWN, behavior=DOWN_5),
+    Scenario("container-resource", [container_cpu(50)], UP_DOWN, behavior=DOWN_5),
+    Scenario("down-window", [cpu(50)], [Step(6, cpu=250), Step(12, cpu=40)],
+             behavior={"scaleDown": {"stabilizationWindowSeconds": 8}}),
+    Scenario("up-window", [cpu(50)], [Step(12, cpu=300)], behavior={"scaleUp": {"stabilizationWindowSeconds": 5}}),
+    Scenario("pods-policy", [cpu(50)], [Step(14, cpu=500)],
+             behavior={"scaleUp": {"policies": [{"type": "Pods", "value": 1, "periodSeconds": 3}]}}),
+    Scenario("percent-policy", [cpu(50)], [Step(14, cpu=800)], replicas=2,
+             behavior={"scaleUp": {"policies": [{"type": "Percent", "value": 50, "periodSeconds": 3}]}}),
+    Scenario("min-select-policy", [cpu(50)], [Step(14, cpu=800)], replicas=2,
+             behavior={"scaleUp": {"selectPolicy": "Min", "policies": [
+                 {"type": "Pods", "value": 4, "periodSeconds": 3}, {"type": "Percent", "value": 50, "periodSeconds": 3}]}}),
+    Scenario("scale-down-disabled", [cpu(50)], [Step(6, cpu=250), Step(8, cpu=20)],
+             behavior={"scaleDown": {"selectPolicy": "Disabled"}}),
+    Scenario("down-pods-policy", [cpu(50)], [Step(6, cpu=450), Step(12, cpu=20)],
+             behavior={"scaleDown": {"stabilizationWindowSeconds": 0,
+                                     "policies": [{"type": "Pods", "value": 2, "periodSeconds": 3}]}}),
+    Scenario("tolerance-per-direction", [external("AverageValue", "100")],
+             [Step(8, external="3700"), Step(8, external="3800"), Step(8, external="1000"), Step(8, external="800")],
+             replicas=35, max_replicas=1000,
+             behavior={"scaleUp": {"tolerance": "0.05"}, "scaleDown": {"tolerance": "0.5", "stabilizationWindowSeconds": 0}}),
+    Scenario("tolerance-default-band", [cpu(50)], [Step(8, cpu=210), Step(8, cpu=230)], replicas=4),
+    Scenario("external-value", [external("Value", "20")], [Step(8, external="60"), Step(8, external="10")],
+             behavior=DOWN_5),
+    Scenario("external-average", [external("AverageValue", "20")], [Step(8, external="90"), Step(10, external="15")],
+             behavior=DOWN_5),
+    Scenario("pods-metric", [pods_metric("10")], [Step(8, per_pod=45), Step(10, per_pod=12)], behavior=DOWN_5),
+    Scenario("several-metrics-max", [cpu(50), external("AverageValue", "20")],
+             [Step(8, cpu=100, external="100"), Step(8, cpu=350, external="20")], behavior=DOWN_5),
+    Scenario("max-replicas-cap", [cpu(50)], [Step(10, cpu=2000)], max_replicas=4),
+    Scenario("min-replicas-floor", [cpu(50)], [Step(8, cpu=10)], replicas=3, min_replicas=2, behavior=DOWN_5),
+    Scenario("unready-pods", [cpu(50)], [Step(8, cpu=400), Step(8, cpu=150)], replicas=4, unready=1, behavior=DOWN_5),
+    Scenario("missing-metrics-up", [cpu(50)], [Step(8, cpu=300)], replicas=3, missing=1),
+    Scenario("missing-metrics-down", [cpu(50)], [Step(10, cpu=30)], replicas=4, missing=1, behavior=DOWN_5),
+]
+
+
+def _name(s: Scenario, twin: str) -> str:
+    return twin
+
+
+def _pods(plane, s: Scenario, twin: str) -> list[dict]:
+    return sorted((p for p in plane.kubelet.pods(s.ns) if (p["metadata"].get("labels") or {}).get("app") == twin
+                   and (p.get("status") or {}).get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")),
+                  key=lambda p: p["metadata"]["name"])
+
+
+class Load(threading.Thread):
+    """Applies each scenario's current step to both twins every 0.1 s (and at once when pods change)."""
+
+    def __init__(self, plane, scenarios):
+        super().__init__(daemon=True)
+        self.plane, self.scenarios = plane, scenarios
+        self.step: dict[str, Step] = {}
+        self.halt = threading.Event()
+        self.lock = threading.Lock()
+        plane.kubelet.listeners.append(lambda event, pod: self.apply_all())
+
+    def run(self) -> None:
+        while not self.halt.wait(0.1):
+            self.apply_all()
+
+    def apply_all(self) -> None:
+        with self.lock:
+            for s in self.scenarios:
+                step = self.step.get(s.name)
+                if step is not None:
+                    self._apply(s, step)
+
+    def _apply(self, s: Scenario, step: Step) -> None:
+        m = self.plane.metrics
+        if step.external is not None:
+            m.set_external_metric(s.ns, "queue", [({}, step.external)])
+        for twin in TWINS:
+            pods = _pods(self.plane, s, twin)
+            counted = pods[s.unready:]
+            reporting = counted[s.missing:]
+            n = max(len(counted), 1)
+            for p in pods[:s.unready] + reporting:
+                name = p["metadata"]["name"]
+                if step.cpu is not None:
+                    m.set_pod_metrics(s.ns, name, {"app": {"cpu": f"{math.ceil(step.cpu / n)}m"}})
+            for p in counted[:s.missing]:
+                m.clear_pod_metrics(s.ns, p["metadata"]["name"])
+            if step.per_pod is not None:
+                m.set_pods_metric(s.ns, "rps", {p["metadata"]["name"]: str(math.ceil(step.per_pod / n))
+                                                for p in reporting})
+
+
+def _spec(s: Scenario, twin: str) -> dict:
+    spec = {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": twin},
+            "minReplicas": s.min_replicas, "maxReplicas": s.max_replicas, "metrics": s.metrics}
+    if s.behavior:
+        spec["behavior"] = s.behavior
+    return spec
+
+
+def _setup(plane, client, s: Scenario) -> None:
+    s.ns = f"sbs-{s.name[:40]}-{uuid.uuid4().hex[:4]}"
+    client.create(Namespace(metadata={"name": s.ns}))
+    wait_until(lambda: has_default_sa(client, s.ns), what=f"the default ServiceAccount of {s.ns}")
+    for twin in TWINS:
+        apply(client, deployment(twin, s.ns, replicas=s.replicas, cpu=s.request,
+                                 annotations={"kubelet.pyhpa.dev/start-time": STARTED}))
+
+
+def _make_unready(plane, client, s: Scenario) -> None:
+    for twin in TWINS:
+        for p in _pods(plane, s, twin)[:s.unready]:
+            status = dict(p["status"])
+            status["conditions"] = [dict(c, status="False") if c["type"] in ("Ready", "ContainersReady") else c
+                                    for c in status["conditions"]]
+            client.patch(PodStatus, p["metadata"]["name"], {"status": status}, namespace=s.ns,
+                         patch_type=PatchType.MERGE)
+
+
+def _autoscalers(client, s: Scenario) -> None:
+    client.create(codecs.from_dict({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+                                    "metadata": {"name": "up", "namespace": s.ns}, "spec": _spec(s, "up")}))
+    apply(client, {"apiVersion": "pyhpa.dev/v1alpha1", "kind": "HorizontalAutoscaler",
+                   "metadata": {"name": "py", "namespace": s.ns}, "spec": _spec(s, "py")})
+
+
+def _observe(client, scenarios, halt: threading.Event) -> None:
+    """Record each twin's Deployment replica count whenever it changes."""
+    while not halt.wait(0.2):
+        for s in scenarios:
+            for twin in TWINS:
+                try:
+                    replicas = client.get(Deployment, twin, namespace=s.ns).spec.replicas
+                except ApiError:
+                    continue
+                if not s.seen[twin] or s.seen[twin][-1] != replicas:
+                    s.seen[twin].append(replicas)
+
+
+def _conditions(client, s: Scenario) -> dict:
+    up = client.get(HorizontalPodAutoscaler, "up", namespace=s.ns).status
+    py = client.get(HA, "py", namespace=s.ns).status or {}
+    strip = lambda cs: sorted((c["type"], c["status"], c["reason"], c["message"]) for c in cs)  # noqa: E731
+    return {"up": strip([c.to_dict() for c in (up.conditions or [])]), "py": strip(py.get("conditions") or []),
+            "desired": (up.desiredReplicas, py.get("desiredReplicas"))}
+
+
+def test_upstream_and_pyhpa_scale_their_twins_alike_and_the_preview_agrees(plane, client, pyhpa):
+    scenarios = [Scenario(**{k: v for k, v in vars(s).items() if k not in ("seen", "conditions", "ns")})
+                 for s in SCENARIOS]
+    for s in scenarios:
+        _setup(plane, client, s)
+    for s in scenarios:
+        wait_until(lambda: all(len(_pods(plane, s, t)) == s.replicas for t in TWINS), what=f"the pods of {s.name}")
+        _make_unready(plane, client, s)
+    load = Load(plane, scenarios)
+    for s in scenarios:
+        load.step[s.name] = s.steps[0]
+    load.apply_all()
+    load.start()
+    run = pyhpa("--sync-period", "1", name="pyhpa")
+    preview = pyhpa("--preview", "--sync-period", "1", "--health-port", "-1", name="preview")
+    halt = threading.Event()
+    watcher = threading.Thread(target=_observe, args=(client, scenarios, halt), daemon=True)
+    watcher.start()
+    try:
+        for s in scenarios:
+            _autoscalers(client, s)
+        step_ends: dict[str, list[float]] = {s.name: [] for s in scenarios}
+        results: dict[str, list] = {s.name: [] for s in scenarios}
+        longest = max(len(s.steps) for s in scenarios)
+        for k in range(longest):
+            hold = max((s.steps[k].hold for s in scenarios if k < len(s.steps)), default=0)
+            marks = {s.name: {t: len(s.seen[t]) for t in TWINS} for s in scenarios}
+            for s in scenarios:
+                if k < len(s.steps):
+                    load.step[s.name] = s.steps[k]
+            load.apply_all()
+            time.sleep(hold)
+            for s in scenarios:
+                if k < len(s.steps):
+                    paths = {t: s.seen[t][max(marks[s.name][t] - 1, 0):] for t in TWINS}
+                    results[s.name].append((k, paths, _conditions(client, s)))
+                    step_ends[s.name].append(time.time())
+        preview_lines = [r for r in preview.records() if r.get("msg") == "preview"]
+    finally:
+        halt.set()
+        load.halt.set()
+    failures = []
+    for s in scenarios:
+        for k, paths, conds in results[s.name]:
+            if paths["up"] != paths["py"]:
+                failures.append(f"{s.name} step {k}: replicas upstream {paths['up']} pyhpa {paths['py']}")
+            if conds["up"] != conds["py"] or conds["desired"][0] != conds["desired"][1]:
+                failures.append(f"{s.name} step {k}: desired {conds['desired']}, conditions upstream {conds['up']} "
+                                f"pyhpa {conds['py']}")
+        for end in step_ends[s.name]:  # the preview's last line before each step's end
+            before = [r for r in preview_lines if r["hpa"] == f"{s.ns}/up"
+                      and _epoch(r["time"]) <= end and _epoch(r["time"]) > end - 3]
+            if before and before[-1]["result"] != "agree":
+                failures.append(f"{s.name}: preview {before[-1]['result']} at the end of a step: {before[-1]}")
+    assert failures == [], "\n".join(failures)
+    assert len(scenarios) >= 20
+    assert run.proc.poll() is None and preview.proc.poll() is None
+
+
+def _epoch(stamp: str) -> float:
+    import datetime as dt
+
+    return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
