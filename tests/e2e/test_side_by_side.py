@@ -131,10 +131,6 @@ SCENARIOS = [
 ]
 
 
-def _name(s: Scenario, twin: str) -> str:
-    return twin
-
-
 def _pods(plane, s: Scenario, twin: str) -> list[dict]:
     return sorted((p for p in plane.kubelet.pods(s.ns) if (p["metadata"].get("labels") or {}).get("app") == twin
                    and (p.get("status") or {}).get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")),
@@ -167,6 +163,7 @@ class Load(threading.Thread):
         m = self.plane.metrics
         if step.external is not None:
             m.set_external_metric(s.ns, "queue", [({}, step.external)])
+        per_pod: dict[str, str] = {}  # one Pods metric series for the namespace: both twins' pods
         for twin in TWINS:
             pods = _pods(self.plane, s, twin)
             counted = pods[s.unready:]
@@ -179,8 +176,9 @@ class Load(threading.Thread):
             for p in counted[:s.missing]:
                 m.clear_pod_metrics(s.ns, p["metadata"]["name"])
             if step.per_pod is not None:
-                m.set_pods_metric(s.ns, "rps", {p["metadata"]["name"]: str(math.ceil(step.per_pod / n))
-                                                for p in reporting})
+                per_pod.update({p["metadata"]["name"]: str(math.ceil(step.per_pod / n)) for p in reporting})
+        if step.per_pod is not None:
+            m.set_pods_metric(s.ns, "rps", per_pod)
 
 
 def _spec(s: Scenario, twin: str) -> dict:
@@ -244,7 +242,9 @@ def test_upstream_and_pyhpa_scale_their_twins_alike_and_the_preview_agrees(plane
     for s in scenarios:
         _setup(plane, client, s)
     for s in scenarios:
-        wait_until(lambda: all(len(_pods(plane, s, t)) == s.replicas for t in TWINS), what=f"the pods of {s.name}")
+        wait_until(lambda: all(len(_pods(plane, s, t)) == s.replicas for t in TWINS) or
+                   {t: len(_pods(plane, s, t)) for t in TWINS} and False, timeout=180,
+                   what=f"the pods of {s.name} ({ {t: len(_pods(plane, s, t)) for t in TWINS} } running)")
         _make_unready(plane, client, s)
     load = Load(plane, scenarios)
     for s in scenarios:
@@ -254,6 +254,8 @@ def test_upstream_and_pyhpa_scale_their_twins_alike_and_the_preview_agrees(plane
     run = pyhpa("--sync-period", "1", name="pyhpa")
     preview = pyhpa("--preview", "--sync-period", "1", "--health-port", "-1", name="preview")
     halt = threading.Event()
+    for s in scenarios:
+        s.seen = {t: [s.replicas] for t in TWINS}
     watcher = threading.Thread(target=_observe, args=(client, scenarios, halt), daemon=True)
     watcher.start()
     try:
