@@ -329,7 +329,7 @@ class Double:
 
 
 # ----- the real API server (kube-apiserver v1.37.2, benchmarks/real_world.py) -------------------------------------
-async def run_real(workers: int, n: int, kubeconfig: str, pids: dict[str, int]) -> None:
+async def run_real(workers: int, n: int, kubeconfig: str, pids: dict[str, int]) -> dict[str, float]:
     from pyhpa.controller import Controller, Settings, load_config
     from pyhpa.controller.kube.api import HttpMetrics, LightkubeCluster
 
@@ -344,26 +344,105 @@ async def run_real(workers: int, n: int, kubeconfig: str, pids: dict[str, int]) 
     finally:
         await cluster.close()
     report("real", workers, n, r, f"; status writes {controller.status.writes}")
+    rss = _rss_mb(os.getpid())
     for name in pids:  # where the time goes: each component's CPU per sync in each round
         one = (cpu["round1"][name] - cpu["start"][name]) / n * 1e3
         two = (cpu["round2"][name] - cpu["round1"][name]) / n * 1e3
         print(f"  [real] {name}: CPU per sync round 1 {one:.2f} ms, round 2 {two:.2f} ms", file=sys.stderr, flush=True)
-    print(f"api=real workers={workers} hpas={n} rss_mb={_rss_mb(os.getpid()):.0f}", flush=True)
+    print(f"api=real workers={workers} hpas={n} rss_mb={rss:.0f}", flush=True)
+    return {"first_round_seconds": r.first, "reconciles_per_second": n / r.second,
+            "controller_cpu_ms_per_sync": r.cpu2 / n * 1e3, "requests_per_sync": r.requests2 / n, "rss_mb": rss}
 
 
-def real_round(workers: int, n: int) -> None:
-    """The controller (in this process) against kube-apiserver v1.37.2 seeded with the world (a child process)."""
+def real_round(workers: int, n: int, versus: str | None = None, steady_seconds: float = 30.0,
+               upstream_qps: float | None = None) -> None:
+    """The controller (in this process) against kube-apiserver v1.37.2 seeded with the world (a child process);
+    with ``versus="upstream"``, then upstream's HPA controller alone on the same API server (``versus_upstream``)."""
     from real_world import RealWorld
 
     started = time.monotonic()
     world = RealWorld(n).start()
     print(f"  [real] control plane seeded in {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
     try:
-        asyncio.run(run_real(workers, n, world.kubeconfig, world.pids))
+        ours = asyncio.run(run_real(workers, n, world.kubeconfig, world.pids))
         for name, pid in world.pids.items():
             print(f"  [real] {name}: rss {_rss_mb(pid):.0f} MB", file=sys.stderr, flush=True)
+        if versus == "upstream":
+            theirs = versus_upstream(world, workers, n, steady_seconds, upstream_qps)
+            side_by_side_table(workers, n, ours, theirs)
     finally:
         world.close()
+
+
+def _kcm_counts(text: str) -> dict[str, float]:
+    """Sums of the kube-controller-manager series the race reads."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    out = {"reconciliations": 0.0, "requests": 0.0}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "horizontal_pod_autoscaler_controller_reconciliations_total":
+                out["reconciliations"] += sample.value
+            elif sample.name == "rest_client_requests_total":
+                out["requests"] += sample.value
+    return out
+
+
+def versus_upstream(world, workers: int, n: int, steady_seconds: float, qps: float | None = None) -> dict[str, float]:
+    """Upstream's HPA controller (kube-controller-manager v1.37.2, ``--concurrent-horizontal-pod-autoscaler-syncs``
+    = ``workers``, sync period 1 s so its queue stays full: its steady rate is its throughput, as pyhpa's round 2
+    is) on native HPA twins of the same autoscalers, same pods and metrics, alone on the API server. Its first
+    round is from its first reconciliation to its n-th (its caches listed before, as pyhpa's first round is timed
+    after its lists); steady syncs/s, CPU per sync (the kube-controller-manager process) and API requests per sync
+    (its client's rest_client_requests_total) over ``steady_seconds``; RSS of the process, and of the same process
+    without the HPA controller (``rss_mb_without_hpa``). ``qps``: its ``--kube-api-qps`` (burst twice that); None
+    keeps its default (20 requests/s per controller client, which caps it at about 10 syncs/s: 2 requests each)."""
+    baseline_rss = _rss_mb(world.pids["kube-controller-manager"])
+    print(f"  [upstream] seeding {n} native HPAs and starting kube-controller-manager with its HPA controller",
+          file=sys.stderr, flush=True)
+    pid = world.call("upstream", workers, "1s", qps)
+    first_seen = done_at = None
+    deadline = time.monotonic() + 1800
+    while done_at is None and time.monotonic() < deadline:
+        count = _kcm_counts(world.call("kcm-metrics"))["reconciliations"]
+        now = time.monotonic()
+        if count > 0 and first_seen is None:
+            first_seen = now
+        if count >= n:
+            done_at = now
+        time.sleep(0.2)
+    if first_seen is None or done_at is None:
+        raise RuntimeError("upstream's HPA controller did not reconcile every HPA within 30 minutes")
+    a, cpu_a, t_a = _kcm_counts(world.call("kcm-metrics")), _cpu_seconds(pid), time.monotonic()
+    time.sleep(steady_seconds)
+    b, cpu_b, t_b = _kcm_counts(world.call("kcm-metrics")), _cpu_seconds(pid), time.monotonic()
+    syncs = b["reconciliations"] - a["reconciliations"]
+    out = {"first_round_seconds": done_at - first_seen, "reconciles_per_second": syncs / (t_b - t_a),
+           "controller_cpu_ms_per_sync": (cpu_b - cpu_a) / max(syncs, 1) * 1e3,
+           "requests_per_sync": (b["requests"] - a["requests"]) / max(syncs, 1), "rss_mb": _rss_mb(pid),
+           "rss_mb_without_hpa": baseline_rss, "qps": qps or 0}
+    prefix = f"api=real controller=upstream workers={workers} hpas={n}" + (f" kube_api_qps={qps:g}" if qps else "")
+    for key, value in out.items():
+        if key == "qps":
+            continue
+        print(f"{prefix} {key}={value:.3f}" if key.endswith(("seconds", "sync")) else f"{prefix} {key}={value:.0f}",
+              flush=True)
+    return out
+
+
+def side_by_side_table(workers: int, n: int, ours: dict[str, float], theirs: dict[str, float]) -> None:
+    """The race's figures in one table (stderr, markdown: docs/controller.md and docs/exactness.md quote it)."""
+    rows = [("first round, seconds", "first_round_seconds", "{:.1f}"),
+            ("steady syncs/s", "reconciles_per_second", "{:.0f}"),
+            ("controller CPU ms per sync", "controller_cpu_ms_per_sync", "{:.2f}"),
+            ("API requests per sync", "requests_per_sync", "{:.2f}"), ("RSS, MB", "rss_mb", "{:.0f}")]
+    qps = f", --kube-api-qps {theirs['qps']:g}" if theirs.get("qps") else ", its default --kube-api-qps 20"
+    print(f"\n| {n} autoscalers x 10 pods, {workers} workers | pyhpa run | upstream HPA controller{qps} |\n|---|---|---|",
+          file=sys.stderr)
+    for label, key, fmt in rows:
+        print(f"| {label} | {fmt.format(ours[key])} | {fmt.format(theirs[key])} |", file=sys.stderr)
+    print(f"(upstream's kube-controller-manager without its HPA controller: {theirs['rss_mb_without_hpa']:.0f} MB)",
+          file=sys.stderr, flush=True)
 
 
 def http_round(workers: int, n: int) -> None:
@@ -660,6 +739,13 @@ def main() -> None:
     parser.add_argument("--api", choices=("stub", "http", "real"), action="append",
                         help="stub, http (the kubedouble) or real (kube-apiserver v1.37.2 built by python -m controlplane "
                              "build; seeding 10,000 autoscalers takes minutes); default: stub and http")
+    parser.add_argument("--versus", choices=("upstream",),
+                        help="with --api real: then upstream's HPA controller (kube-controller-manager v1.37.2) alone "
+                             "on the same API server, native HPA twins of the same autoscalers; one table of both")
+    parser.add_argument("--steady-seconds", type=float, default=30.0,
+                        help="seconds upstream's steady rate is measured over (--versus upstream)")
+    parser.add_argument("--upstream-qps", type=float,
+                        help="upstream's --kube-api-qps (burst twice that) in --versus upstream; default: its own (20)")
     parser.add_argument("--replicas", type=int, default=2, choices=(0, 1, 2),
                         help="2: the replicas run (1 replica, it restarts, a second joins, the first leaves); "
                              "1: only the first replica and its restart; 0: none")
@@ -677,9 +763,11 @@ def main() -> None:
     if "stub" in apis:
         for workers in worker_counts:
             asyncio.run(run_stub(workers, args.hpas, stub_world(args.hpas)))
+    if args.versus and "real" not in apis:
+        parser.error("--versus upstream races on the real API server: give --api real")
     if "real" in apis:
         for workers in worker_counts:
-            real_round(workers, args.hpas)
+            real_round(workers, args.hpas, args.versus, args.steady_seconds, args.upstream_qps)
     if "http" in apis:
         for workers in worker_counts:
             http_round(workers, args.hpas)

@@ -202,15 +202,49 @@ def serve(n: int, conn, stop_event, fallback: bool, home: str, extra_controllers
         metrics.start()
         plane.metrics = metrics
         conn.send((str(plane.admin_kubeconfig), plane.url, {c: comp.proc.pid for c, comp in plane.components.items()}))
-        while not stop_event.wait(0.5):
+        while not stop_event.wait(0.05):
             if conn.poll():
-                conn.recv()
-                conn.send("pong")
+                conn.send(_command(plane, n, conn.recv()))
     except BaseException as err:  # noqa: BLE001 - said to the parent, which waits for one message
         conn.send(err if isinstance(err, Exception) else RuntimeError(str(err)))
         raise
     finally:
         plane.stop()
+
+
+def _command(plane, n: int, msg: tuple):
+    """What the parent asks of the child: ("upstream", workers, sync_period, qps or None) seeds a native autoscaling/v2 HPA
+    twin of every autoscaler and restarts kube-controller-manager with upstream's HPA controller (returns its
+    pid); ("kcm-metrics",) returns kube-controller-manager's /metrics text."""
+    try:
+        if msg[0] == "upstream":
+            _, workers, period, qps = msg
+            asyncio.run(_seed_native(plane, n))
+            limits = (f"--kube-api-qps={qps:g}", f"--kube-api-burst={2 * qps:g}") if qps else ()
+            return plane.restart_controller_manager(
+                plane.controllers + ("horizontalpodautoscaling",),
+                (f"--concurrent-horizontal-pod-autoscaler-syncs={workers}",
+                 f"--horizontal-pod-autoscaler-sync-period={period}", *limits))
+        if msg[0] == "kcm-metrics":
+            return plane.controller_manager_metrics()
+        return RuntimeError(f"unknown command {msg!r}")
+    except Exception as err:  # noqa: BLE001 - answered to the parent
+        return err
+
+
+async def _seed_native(plane, n: int) -> None:
+    import controller as bench
+
+    w = _Writer(plane)
+    try:
+        def hpa(i: int) -> dict:
+            obj = bench.autoscaler(i)
+            obj.update(apiVersion="autoscaling/v2", kind="HorizontalPodAutoscaler")
+            return obj
+        await w.all("native HPAs", (w.send("POST", f"/apis/autoscaling/v2/namespaces/{bench.names(i)[0]}/"
+                                                   "horizontalpodautoscalers", hpa(i)) for i in range(n)))
+    finally:
+        await w.close()
 
 
 class RealWorld:
@@ -238,6 +272,16 @@ class RealWorld:
             raise answer
         self.kubeconfig, self.url, self.pids = answer
         return self
+
+    def call(self, *msg, timeout: float = 3600):
+        """Ask the child (``_command``); raises what it answered as an error."""
+        self.conn.send(msg)
+        if not self.conn.poll(timeout):
+            raise RuntimeError(f"no answer to {msg[0]} within {timeout:.0f} s")
+        answer = self.conn.recv()
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
 
     def close(self) -> None:
         self.stop_event.set()

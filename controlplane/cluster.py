@@ -242,6 +242,26 @@ class ControlPlane:
             elif name == "kube-apiserver":
                 self.wait_apiserver()
 
+    def restart_controller_manager(self, controllers: tuple[str, ...], extra_args: tuple[str, ...] = ()) -> int:
+        """Start kube-controller-manager again with other ``--controllers`` and flags (e.g. upstream's
+        horizontalpodautoscaling); returns its pid once it answers /healthz."""
+        comp = self.components.pop("kube-controller-manager", None)
+        if comp is not None:
+            comp.stop()
+        self.controllers, self.controller_manager_args = tuple(controllers), tuple(extra_args)
+        self._start("kube-controller-manager", self._controller_manager_argv())
+        self._wait(self._controller_manager_healthy, "kube-controller-manager")
+        return self.components["kube-controller-manager"].proc.pid
+
+    def controller_manager_metrics(self) -> str:
+        """kube-controller-manager's /metrics text (read with the admin certificate)."""
+        with self._admin_http(verify=False) as http:
+            return http.get(f"https://127.0.0.1:{self.controller_manager_port}/metrics").text
+
+    def _controller_manager_healthy(self) -> bool:
+        with self._admin_http(verify=False) as http:
+            return http.get(f"https://127.0.0.1:{self.controller_manager_port}/healthz").status_code == 200
+
     def wait_apiserver(self) -> None:
         self._wait(self._apiserver_ready, "kube-apiserver")
 
@@ -322,9 +342,14 @@ class ControlPlane:
         with httpx2.Client(timeout=2, trust_env=False) as http:
             return http.get(f"http://127.0.0.1:{self.etcd_port}/health").json().get("health") == "true"
 
-    def _admin_http(self) -> httpx2.Client:
+    def _admin_http(self, verify: bool = True) -> httpx2.Client:
+        """An HTTP client with the admin certificate; ``verify=False`` for kube-controller-manager's self-signed
+        serving certificate."""
         assert self.pki is not None
         tls = ssl.create_default_context(cafile=str(self.pki.ca_crt))
+        if not verify:
+            tls.check_hostname = False
+            tls.verify_mode = ssl.CERT_NONE
         tls.load_cert_chain(str(self.pki.admin_crt), str(self.pki.admin_key))
         return httpx2.Client(verify=tls, timeout=5, trust_env=False)
 
@@ -375,9 +400,10 @@ class ControlPlane:
         p = self.pki
         assert p is not None
         kc = self.home / "controller-manager.kubeconfig"
+        self.controller_manager_port = free_port()  # its /metrics and /healthz (the admin certificate may read them)
         return [str(self.bin / "kube-controller-manager"), f"--kubeconfig={kc}",
                 f"--authentication-kubeconfig={kc}", f"--authorization-kubeconfig={kc}",
-                "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
+                "--bind-address=127.0.0.1", f"--secure-port={self.controller_manager_port}",
                 "--use-service-account-credentials=true",
                 f"--service-account-private-key-file={p.sa_key}", f"--root-ca-file={p.ca_crt}",
                 f"--controllers={','.join(self.controllers)}", "--leader-elect=false",
