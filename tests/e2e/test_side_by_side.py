@@ -60,6 +60,7 @@ class Scenario:
     unready: int = 0  # the first N pods (by name) are Running but never Ready
     missing: int = 0  # the first N ready pods (by name) have no metrics
     ns: str = ""
+    changed_at: float = 0.0
     seen: dict = field(default_factory=lambda: {t: [] for t in TWINS})
     conditions: dict = field(default_factory=dict)
 
@@ -216,16 +217,26 @@ def _autoscalers(client, s: Scenario) -> None:
 
 
 def _observe(client, scenarios, halt: threading.Event) -> None:
-    """Record each twin's Deployment replica count whenever it changes."""
-    while not halt.wait(0.2):
-        for s in scenarios:
-            for twin in TWINS:
-                try:
-                    replicas = client.get(Deployment, twin, namespace=s.ns).spec.replicas
-                except ApiError:
-                    continue
-                if not s.seen[twin] or s.seen[twin][-1] != replicas:
-                    s.seen[twin].append(replicas)
+    """Record every change of each twin's Deployment replica count (a watch: no change is missed)."""
+    by_ns = {s.ns: s for s in scenarios}
+    while not halt.is_set():
+        try:
+            for _, d in client.watch(Deployment, namespace="*"):
+                if halt.is_set():
+                    return
+                s = by_ns.get(d.metadata.namespace)
+                twin = d.metadata.name
+                if s is not None and twin in TWINS and s.seen[twin][-1] != d.spec.replicas:
+                    s.seen[twin].append(d.spec.replicas)
+                    s.changed_at = time.monotonic()
+        except Exception:  # noqa: BLE001 - a watch cut: watch again (the list replays current values)
+            time.sleep(0.2)
+
+
+def _settled(scenarios, since: float, quiet: float) -> bool:
+    """No twin's replica count changed in the last ``quiet`` seconds (and ``since`` is past)."""
+    now = time.monotonic()
+    return now >= since and all(now - s.changed_at >= quiet for s in scenarios)
 
 
 def _conditions(client, s: Scenario) -> dict:
@@ -242,9 +253,8 @@ def test_upstream_and_pyhpa_scale_their_twins_alike_and_the_preview_agrees(plane
     for s in scenarios:
         _setup(plane, client, s)
     for s in scenarios:
-        wait_until(lambda: all(len(_pods(plane, s, t)) == s.replicas for t in TWINS) or
-                   {t: len(_pods(plane, s, t)) for t in TWINS} and False, timeout=180,
-                   what=f"the pods of {s.name} ({ {t: len(_pods(plane, s, t)) for t in TWINS} } running)")
+        wait_until(lambda: all(len(_pods(plane, s, t)) == s.replicas for t in TWINS), timeout=180,
+                   what=f"the pods of {s.name}")
         _make_unready(plane, client, s)
     load = Load(plane, scenarios)
     for s in scenarios:
@@ -259,24 +269,27 @@ def test_upstream_and_pyhpa_scale_their_twins_alike_and_the_preview_agrees(plane
     watcher = threading.Thread(target=_observe, args=(client, scenarios, halt), daemon=True)
     watcher.start()
     try:
-        for s in scenarios:
-            _autoscalers(client, s)
         step_ends: dict[str, list[float]] = {s.name: [] for s in scenarios}
         results: dict[str, list] = {s.name: [] for s in scenarios}
         longest = max(len(s.steps) for s in scenarios)
         for k in range(longest):
-            hold = max((s.steps[k].hold for s in scenarios if k < len(s.steps)), default=0)
             marks = {s.name: {t: len(s.seen[t]) for t in TWINS} for s in scenarios}
-            for s in scenarios:
-                if k < len(s.steps):
-                    load.step[s.name] = s.steps[k]
+            active = [s for s in scenarios if k < len(s.steps)]
+            for s in active:
+                load.step[s.name] = s.steps[k]
             load.apply_all()
-            time.sleep(hold)
-            for s in scenarios:
-                if k < len(s.steps):
-                    paths = {t: s.seen[t][max(marks[s.name][t] - 1, 0):] for t in TWINS}
-                    results[s.name].append((k, paths, _conditions(client, s)))
-                    step_ends[s.name].append(time.time())
+            if k == 0:
+                for s in scenarios:
+                    _autoscalers(client, s)
+            started = time.monotonic()
+            hold = max(s.steps[k].hold for s in active)
+            # held at least ``hold``, then until no twin changed for 4 s (longer than any window's tail here)
+            wait_until(lambda: _settled(active, started + hold, 4.0), timeout=hold + 90, every=0.5,
+                       what=f"step {k} to settle")
+            for s in active:
+                paths = {t: s.seen[t][max(marks[s.name][t] - 1, 0):] for t in TWINS}
+                results[s.name].append((k, paths, _conditions(client, s)))
+                step_ends[s.name].append(time.time())
         preview_lines = [r for r in preview.records() if r.get("msg") == "preview"]
     finally:
         halt.set()
