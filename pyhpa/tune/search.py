@@ -23,6 +23,7 @@ import multiprocessing
 import time
 import warnings
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Sequence
 
@@ -53,8 +54,14 @@ STOP_OVER_LIMIT_MARGIN = 1e-6
 #: held-out check replays it to its end only when its fallbacks come that far (rare: the margin keeps it cheap)
 STOP_COSTLIER_SHARE = 0.25
 STOP_COSTLIER_MARGIN = 0.15
-#: why a replay stopped early (``Figures.stopped``)
-OVER_LIMIT, COSTLIER = "over_limit", "costlier"
+#: why a replay stopped early (``Figures.stopped``); ``DEADLINE``: the budget was over (the replay is dropped)
+OVER_LIMIT, COSTLIER, DEADLINE = "over_limit", "costlier", "deadline"
+#: replays still running when the budget is over are drained while within this share of the budget past it, then
+#: they stop themselves (``Stop.deadline``) and are dropped: the search ends at most this much late
+DRAIN_SHARE = 0.1
+#: a worker pool that lost a process (killed from outside: the OOM killer, a signal) is started anew at most this
+#: many times per run; after that the replays run in tune's own process
+POOL_RESTARTS = 3
 #: the last share of the budget (time and trials) is kept for bisecting the best setting's target
 POLISH_SHARE = 0.15
 #: TPE searches targets from this many percent (points, or percent of a factor) below the highest one upstream's
@@ -303,24 +310,29 @@ class Stop:
     """When a replay of the tuning part ends early (``Cluster.run``'s ``stop``, checked after each sync): once it
     has been overloaded more than ``overloaded_seconds`` or left more than ``unserved_requests`` unserved (it
     misses the objective whatever follows: ``OVER_LIMIT``), or has run more than ``pod_seconds`` pod-seconds
-    (more pod-hours than the cheapest setting that met the objective so far: ``COSTLIER``)."""
+    (more pod-hours than the cheapest setting that met the objective so far: ``COSTLIER``), or once ``clock()``
+    (seconds; ``time.monotonic`` in a worker process) is past ``deadline`` (``DEADLINE``)."""
 
     overloaded_seconds: float = math.inf
     unserved_requests: float = math.inf
     pod_seconds: float = math.inf
+    #: once ``clock()`` passes ``deadline`` the replay stops (``DEADLINE``): the search's budget is over
+    deadline: float = math.inf
+    clock: Callable[[], float] = time.monotonic
 
     def __call__(self, cluster) -> bool:
         s = cluster.stats
         return (s.overloaded_seconds > self.overloaded_seconds or s.unserved_requests > self.unserved_requests
-                or s.pod_seconds > self.pod_seconds)
+                or s.pod_seconds > self.pod_seconds or (self.deadline < math.inf and self.clock() > self.deadline))
 
     def reason(self, cluster) -> str:
         """Why ``cluster``'s run stopped ("" when it ran to the end)."""
         if not cluster.stopped:
             return ""
         s = cluster.stats
-        over = s.overloaded_seconds > self.overloaded_seconds or s.unserved_requests > self.unserved_requests
-        return OVER_LIMIT if over else COSTLIER
+        if s.overloaded_seconds > self.overloaded_seconds or s.unserved_requests > self.unserved_requests:
+            return OVER_LIMIT
+        return COSTLIER if s.pod_seconds > self.pod_seconds else DEADLINE
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,15 +360,24 @@ def _evaluate(s: Setting | None, part: str, stop: Stop | None = None) -> Outcome
 
 
 class _Runner:
-    """Runs evaluations in worker processes (``jobs`` > 1) or inline; ``submit`` returns a future either way."""
+    """Runs evaluations in worker processes (``jobs`` > 1) or inline; ``submit`` returns a future either way.
+
+    A worker process that dies (killed from outside: the OOM killer, a signal) breaks its pool
+    (``BrokenProcessPool`` in every pending future): ``submit`` then starts a new pool, at most ``POOL_RESTARTS``
+    times, then runs the replays inline; ``lost`` counts the replays that were lost so, ``map`` replays them again."""
 
     def __init__(self, prepared: Prepared, jobs: int, held_out: Part | None = None):
         _STATE["prepared"] = prepared
         _STATE["held_out"] = held_out
         self.jobs = max(1, jobs)
         self.pool = None
+        self.restarts = 0
+        self.lost = 0
         if self.jobs > 1:
-            self.pool = ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("fork"))
+            self.pool = self._pool()
+
+    def _pool(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("fork"))
 
     def __enter__(self):
         return self
@@ -367,15 +388,40 @@ class _Runner:
         _STATE.clear()
         return False
 
+    @property
+    def parallel(self) -> bool:
+        return self.pool is not None
+
+    def broken(self) -> None:
+        """A replay came back lost with its worker (``BrokenProcessPool``): count it; the pool is started anew at
+        the next ``submit``."""
+        self.lost += 1
+
     def submit(self, s: Setting | None, part: str, stop: Stop | None = None) -> Future:
-        if self.pool is not None:
-            return self.pool.submit(_evaluate, s, part, stop)
+        while self.pool is not None:
+            try:
+                return self.pool.submit(_evaluate, s, part, stop)
+            except BrokenProcessPool:  # a worker died since the last submit
+                self.pool.shutdown(wait=True, cancel_futures=True)
+                self.restarts += 1
+                self.pool = self._pool() if self.restarts <= POOL_RESTARTS else None
         fut: Future = Future()
         fut.set_result(_evaluate(s, part, stop))
         return fut
 
     def map(self, items: list[tuple[Setting | None, str]]) -> list[Outcome]:
-        return [f.result() for f in [self.submit(s, part) for s, part in items]]
+        """Replay ``items`` to the end (those lost with a worker again) and return their outcomes, in order."""
+        futures = [self.submit(s, part) for s, part in items]
+        out = []
+        for (s, part), fut in zip(items, futures):
+            while True:
+                try:
+                    out.append(fut.result())
+                    break
+                except BrokenProcessPool:
+                    self.broken()
+                    fut = self.submit(s, part)
+        return out
 
 
 # ------------------------------------------------------------------------------------------------ search
@@ -493,6 +539,9 @@ class _Search:
         self.t0 = clock()
         self.whole: Figures | None = None  # the current object's replay, to the end: the part's seconds, requests
         self.runner: _Runner | None = None
+        self.retried: dict[Setting, int] = {}  # replays submitted again after their worker was lost
+        self.cut = 0  # replays stopped at the budget's end and dropped
+        self.lost = self.restarts = 0  # replays lost with a worker process, pools started anew
 
     # -------------------------------------------------------------------- budget
     def elapsed(self) -> float:
@@ -513,14 +562,23 @@ class _Search:
         return min(ok, key=rank_key) if ok else None
 
     def stop(self) -> Stop:
+        """The stops of the next replay: over the limit, costlier than the incumbent, and, once there is an
+        incumbent to recommend, the end of the budget plus ``DRAIN_SHARE`` (in ``clock``'s seconds inline; a worker
+        process gets the same instant in ``time.monotonic``'s)."""
         o = self.objective
         over = o.limit + STOP_OVER_LIMIT_MARGIN
         best = self.incumbent()
         pod_seconds = (math.inf if best is None
                        else (best.in_sample.pod_hours * (1 + STOP_COSTLIER_SHARE) + STOP_COSTLIER_MARGIN) * 3600.0)
+        deadline, clock = math.inf, time.monotonic
+        if best is not None:
+            left = self.t0 + self.timeout * (1 + DRAIN_SHARE) - self.clock()
+            deadline, clock = (time.monotonic() + left, time.monotonic) if self.runner.parallel else (
+                self.clock() + left, self.clock)
+        kw = dict(pod_seconds=pod_seconds, deadline=deadline, clock=clock)
         if o.metric == "overloaded_fraction":
-            return Stop(overloaded_seconds=over * self.whole.simulated_seconds, pod_seconds=pod_seconds)
-        return Stop(unserved_requests=over * self.whole.requests, pod_seconds=pod_seconds)
+            return Stop(overloaded_seconds=over * self.whole.simulated_seconds, **kw)
+        return Stop(unserved_requests=over * self.whole.requests, **kw)
 
     # -------------------------------------------------------------------- trials
     def full(self, params: dict) -> dict:
@@ -548,12 +606,27 @@ class _Search:
         self.pending[fut] = (trial, s, began)
 
     def collect(self, all_: bool = False) -> None:
-        """Wait for one pending trial (``all_``: every one) and tell Optuna."""
+        """Wait for one pending trial (``all_``: every one) and tell Optuna. A replay lost with its worker process
+        is submitted again (once: a setting lost twice is dropped, in case it is what kills its worker); one stopped
+        at the budget's end (``DEADLINE``) is dropped; Optuna is told both failed."""
         while self.pending:
             done, _ = wait(self.pending, return_when=FIRST_COMPLETED)
             for fut in sorted(done, key=lambda f: self.pending[f][0].number):
                 trial, s, began = self.pending.pop(fut)
-                out = fut.result()
+                try:
+                    out = fut.result()
+                except BrokenProcessPool:
+                    self.runner.broken()
+                    if self.retried.get(s, 0) < 1 and self.room():
+                        self.retried[s] = self.retried.get(s, 0) + 1
+                        self.pending[self.runner.submit(s, "tuning", self.stop())] = (trial, s, self.clock())
+                    else:
+                        self._fail(trial)
+                    continue
+                if out.figures.stopped == DEADLINE:
+                    self.cut += 1
+                    self._fail(trial)
+                    continue
                 if began is not None:
                     self.durations.append(self.clock() - began)
                 self._tell(trial, out.figures)
@@ -566,6 +639,11 @@ class _Search:
                     self.progress(len(self.evaluations), self.trials, self.elapsed())
             if not all_:
                 return
+
+    def _fail(self, trial) -> None:
+        import optuna
+
+        self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
 
     def _tell(self, trial, f: Figures) -> None:
         o = self.objective
@@ -668,7 +746,7 @@ class _Search:
     def run(self) -> tuple[Evaluation, list[Evaluation]]:
         p = self.p
         with _Runner(p, self.jobs) as self.runner:
-            first = self.runner.submit(None, "tuning").result()
+            first = self.runner.map([(None, "tuning")])[0]
             current = Evaluation(-1, space.current_setting(p.autoscaler.hpa, p.kind), first.figures,
                                  episodes=first.episodes)
             self.whole = first.figures
@@ -680,6 +758,7 @@ class _Search:
             if best is not None:
                 self.bisect(best.params)
             self.tpe(1.0)
+            self.lost, self.restarts = self.runner.lost, self.runner.restarts
         return current, self.evaluations
 
     def _offer_windows(self, current: Evaluation) -> None:
@@ -858,6 +937,13 @@ def tune(prepared: Prepared, objective: Objective, *, trials: int = 200, timeout
                      "the recommendation is the cheapest that met it on both")
     if best is current:
         notes.append("the current object is the cheapest setting that met the objective on both parts: it is kept as it is")
+    if s.lost or s.restarts:
+        notes.append(f"{s.lost} replay(s) were lost with their worker process (killed from outside); the workers were "
+                     f"started anew {s.restarts} time(s)" + (" and then replaced by tune's own process"
+                                                              if s.restarts > POOL_RESTARTS else ""))
+    if s.cut:
+        notes.append(f"{s.cut} replay(s) still running {DRAIN_SHARE:.0%} past the --timeout budget were stopped and "
+                     "left out")
     return TuneResult(objective=objective, evaluations=evaluations, current=current, recommended=best,
                       manifest=prepared.base if best is current else prepared.manifest(best.setting),
                       frontier=frontier(evaluations, objective), search_seconds=searched, check_seconds=checked,
