@@ -243,7 +243,8 @@ def held_out_check(result: TuneResult, p: Prepared) -> dict:
         "headroom": None if headroom is None else round(headroom, 4),
         "checked": result.held_out_tried,
         "derived": sum(1 for e in result.evaluations if e.origin),
-        "missed": [{"label": e.setting.label(p.kind), "origin": e.origin or "search",
+        "missed": [{"label": e.setting.label(p.kind),
+                    "origin": e.origin or ("the current object" if e is result.current else "search"),
                     "in_sample_pod_hours": e.in_sample.pod_hours, "in_sample": o.value(e.in_sample),
                     "held_out": o.value(e.held_out)} for e in result.missed],
     }

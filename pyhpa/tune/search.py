@@ -221,7 +221,7 @@ class TuneResult:
         """The settings that met the objective in-sample and missed it on the held-out part (beyond
         ``HELD_OUT_SLACK`` times the limit), cheapest in-sample first."""
         o = self.objective
-        return sorted((e for e in _unique(self.evaluations) if e.held_out is not None and e.complete
+        return sorted((e for e in _unique([self.current, *self.evaluations]) if e.held_out is not None and e.complete
                        and o.met(e.in_sample) and not o.met(e.held_out, HELD_OUT_SLACK)), key=rank_key)
 
     def held_out_headroom(self) -> float | None:
@@ -915,7 +915,10 @@ def check_held_out(prepared: Prepared, objective: Objective, current: Evaluation
             variants = []
             for base in _unique(bases + closest):
                 used.add(base.setting)
-                variants += [(s, how) for s, how in robust_variants(prepared, base, peaks) if s not in tried]
+                # twice the steps down when the base missed by more than twice what the check allows
+                far = objective.value(base.held_out) > 2 * HELD_OUT_SLACK * objective.limit
+                steps = tuple(2 * k for k in ROBUST_TARGET_STEPS) if far else ROBUST_TARGET_STEPS
+                variants += [(s, how) for s, how in robust_variants(prepared, base, peaks, steps) if s not in tried]
                 tried |= {s for s, _ in variants}
             bases = []
             if not variants:
@@ -943,9 +946,10 @@ def check_held_out(prepared: Prepared, objective: Objective, current: Evaluation
                      field=objective.option)
 
 
-def robust_variants(p: Prepared, base: Evaluation, peaks: Sequence[windows.Peak] = ()) -> list[tuple[Setting, str]]:
+def robust_variants(p: Prepared, base: Evaluation, peaks: Sequence[windows.Peak] = (),
+                    steps: Sequence[int] = ROBUST_TARGET_STEPS) -> list[tuple[Setting, str]]:
     """Settings more robust than ``base``'s to days unlike the ones tuned on, each with how it was derived: its
-    target lowered by ``ROBUST_TARGET_STEPS`` (more headroom per pod; the max kept at least the pods the tuning
+    target lowered by ``steps`` (points, or percent of a factor; more headroom per pod; the max kept at least the pods the tuning
     part's peak needs there x 1.5), twice the max (up to twice what the peak needs at the lowest target), prediction at its 0.95 quantile, saturation (a larger demand
     factor when it is on), the schedule windows of ``peaks`` at 1.2 x their demand, a 900 % scale-up."""
     s = base.setting
@@ -957,7 +961,7 @@ def robust_variants(p: Prepared, base: Evaluation, peaks: Sequence[windows.Peak]
     def needed(target: float) -> int:
         return p.needed_per_target(target) if p.needed_per_target else s.max_replicas
 
-    for k in ROBUST_TARGET_STEPS:
+    for k in steps:
         target = s.target - k if util else s.target / (1 + k / 100)
         if target < lo:
             break
