@@ -1,12 +1,12 @@
-"""``pyhpa tune`` as a user would try it: tune on one week, replay the recommendation on the next.
+"""``pyhpa tune`` as a user would try it: tune on some days, replay the recommendation on the next week.
 
 For each public trace (``benchmarks/data/``, the traces of ``benchmarks/proactive.py``; Guaranteed 1-CPU pods
 with about 70 s start-up, ``benchmarks/proactive/``):
 
-1. tune on 7 days of 1-minute history (``--start``/``--end``; the rows before ``--start`` are the forecaster's
-   history; the last of the 7 days is tune's held-out day) with ``--max-overloaded-fraction 0.005``, starting
-   from an upstream HPA at CPU 50 %, on one core (``jobs=1``) within tune's default budget of 170 s, counted
-   in CPU seconds of the one process (the machine may be shared: wall time is printed too);
+1. tune on 7 days (``--tuning-days``) of history (``--start``/``--end``; the rows before ``--start`` are the
+   forecaster's history; the last of the days is tune's held-out day) with ``--max-overloaded-fraction 0.005``,
+   starting from an upstream HPA at CPU 50 %, on one core (``jobs=1``) within tune's default budget of 170 s,
+   counted in CPU seconds of the one process (the machine may be shared: wall time is printed too);
 2. replay the written ``recommended.yaml`` through ``pyhpa simulate``'s code path (``run_simulation``) on the
    next 7 days;
 3. replay the upstream HPA at the CPU targets from 30 to 90 % in steps of 5 on the same 7 days: the
@@ -14,14 +14,20 @@ with about 70 s start-up, ``benchmarks/proactive/``):
    bisected (4-5 replays instead of 13; ``-v`` lists those replayed).
 
 Prints per trace ``trace=NAME tuned_pod_hours=... tuned_overloaded_fraction=... hindsight_pod_hours=...
-hindsight_target=... tune_seconds=... tune_wall_seconds=... candidates=... kind=...`` (``tune_seconds``: CPU
-seconds of reading, searching and the held-out check on one core), then ``tune_seconds=...`` (the slowest trace)
-and ``candidates=...`` (the fewest). Goals: on every trace the next week's overloaded fraction is at most
-2 x 0.005 and the pod-hours at most the hindsight target's; tune_seconds <= 300.
+hindsight_target=... tune_seconds=... tune_wall_seconds=... candidates=... held_out_overloaded_fraction=...
+goal_met=... kind=...`` (``tune_seconds``: the seconds of tune's budget clock spent reading, searching and
+checking: CPU seconds of one core, or wall seconds with ``--load``), then ``tune_seconds=...`` (the slowest
+trace), ``candidates=...`` (the fewest), ``goal_met=K/N`` and ``load_average=...`` (the 1-minute load average
+of the machine at the end: what else ran). The goal (``goal_met``): on every trace the next week's overloaded
+fraction is at most 2 x 0.005 and the pod-hours at most the hindsight target's; tune_seconds <= 300.
 
-``--timeout S`` sets tune's search budget (default 170 s, tune's own default); ``--trace NAME`` (repeatable)
-runs only some traces; ``--jobs N`` traces in parallel (each tune on one core); ``--keep DIR`` keeps each
-trace's tune output (recommended.yaml, frontier.png, ...) in DIR/NAME.
+``--tuning-days N`` (2-7) tunes on N days instead of 7 (the next week follows them); ``--unseen`` runs the
+traces tune was not developed on instead (NASA-HTTP August 1995, WorldCup98 July 1998, four Bitbrains VMs:
+two daily, two bursty; ``benchmarks/data/README.md``); ``--load`` starts one CPU-bound process per core beside
+the run and tunes as ``pyhpa tune`` does by default (one worker process per core, the budget in wall seconds),
+one trace at a time. ``--timeout S`` sets tune's search budget (default 170 s, tune's own default); ``--trace
+NAME`` (repeatable) runs only some traces; ``--jobs N`` traces in parallel (each tune on one core; 1 with
+``--load``); ``--keep DIR`` keeps each trace's tune output (recommended.yaml, frontier.png, ...) in DIR/NAME.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import argparse
 import json
 import math
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -49,7 +56,7 @@ LIMIT = 0.005
 TARGETS = tuple(range(30, 95, 5))
 PEAK_PODS, RPS_PER_POD_AT_TARGET = 40, 13.8  # as benchmarks/proactive.py scales the crane series
 
-#: tune on [start, start + 7 d), test on the 7 days after; rows before start are history
+#: tune on [start, start + tuning days), test on the 7 days after; rows before start are history
 TRACES = {
     "nasa": dict(file=DATA / "nasa_http_1995-07_per_minute.csv.gz", column="requests_per_second", load_scale=100.0,
                  start="1995-07-08T00:00:00-04:00", max_replicas=60),
@@ -60,6 +67,19 @@ TRACES = {
     "crane_input14": dict(file=DATA / "crane_input14_1min.csv.gz", column="metric_value", load_scale="peak",
                           start="2021-10-09T00:00:00+00:00", max_replicas=400),
 }
+#: traces tune was not developed on (``--unseen``): other months of two of the sources, and another source
+UNSEEN = {
+    "nasa_august": dict(file=DATA / "nasa_http_1995-08_per_minute.csv.gz", column="requests_per_second",
+                        load_scale=100.0, start="1995-08-07T00:00:00-04:00", max_replicas=100),
+    "worldcup98_july": dict(file=DATA / "worldcup98_1998-05-25_07-26_per_minute.csv.gz", column="requests_per_second",
+                            load_scale=1.0, start="1998-07-01T00:00:00+00:00", max_replicas=400),
+    **{f"bitbrains_{vm.replace('-', '')}": dict(file=DATA / "bitbrains_rnd_2013-08_cpu.csv.gz", column="cpu_usage_mhz",
+                                                 where=(f"vm={vm}",), load_scale="peak",
+                                                 start="2013-08-05T00:00:00+00:00", max_replicas=400)
+       for vm in ("rnd-411", "rnd-270", "rnd-81", "rnd-58")},
+}
+TUNING_DAYS = (2, 7)
+TEST_DAYS = 7
 HPA = """apiVersion: autoscaling/v2
 kind: HorizontalPodAutoscaler
 metadata: {{name: web, namespace: bench}}
@@ -78,21 +98,25 @@ def _shift(text: str, days: int) -> str:
 
 
 def _scale(cfg: dict, end: str) -> float:
-    """crane: the peak of the tuning week needs 40 pods at 70 % (what a user knows when tuning)."""
+    """crane, bitbrains: the peak of the tuning days needs 40 pods at 70 % (what a user knows when tuning)."""
     if cfg["load_scale"] != "peak":
         return float(cfg["load_scale"])
     from pyhpa.simulate.trace import load_trace
 
-    tr = load_trace(cfg["file"], cfg["column"], start=cfg["start"], end=end, gaps="hold")
+    tr = load_trace(cfg["file"], cfg["column"], start=cfg["start"], end=end, gaps="hold", where=cfg.get("where", ()))
     return PEAK_PODS * RPS_PER_POD_AT_TARGET / float(tr.values[cfg["column"]].max())
 
 
-def run_trace(name: str, cfg: dict, timeout: float, keep: Path | None, reuse: bool = False) -> dict:
+def run_trace(name: str, cfg: dict, timeout: float, keep: Path | None, reuse: bool = False, tuning_days: int = 7,
+              load: bool = False) -> dict:
+    """Tune ``name`` on ``tuning_days`` and replay on the next week; ``load``: tune as ``pyhpa tune`` does by
+    default (a worker process per core, the budget in wall seconds)."""
     from pyhpa.simulate import Settings, input_files, run_simulation
     from pyhpa.tune import Objective, prepare, tune
     from pyhpa.tune.report import write_outputs
 
-    tune_end, test_end = _shift(cfg["start"], 7), _shift(cfg["start"], 14)
+    tune_end, test_end = _shift(cfg["start"], tuning_days), _shift(cfg["start"], tuning_days + TEST_DAYS)
+    where = tuple(cfg.get("where", ()))
     scale = _scale(cfg, tune_end)
     deployment, profile = HERE / "proactive" / "deployment.yaml", HERE / "proactive" / "profile.yaml"
     with tempfile.TemporaryDirectory() as tmp:
@@ -102,25 +126,32 @@ def run_trace(name: str, cfg: dict, timeout: float, keep: Path | None, reuse: bo
             summary = json.loads((out / "summary.json").read_text())
             tune_seconds, tune_wall = summary["search_seconds"] + summary["check_seconds"], math.nan
             candidates, kind, label = summary["candidates"], summary["kind"], summary["recommended"]["label"]
+            held_out = summary["recommended"]["held_out"]["overloaded_fraction"]
         else:
             base = tmp / "current-hpa.yaml"
             base.write_text(HPA.format(target=50, max_replicas=cfg["max_replicas"]))
             out.mkdir(parents=True, exist_ok=True)
             t0, c0 = time.perf_counter(), time.process_time()
             files = input_files([base], deployment, cfg["file"], cfg["column"], profile)
-            prepared = prepare(files, start=cfg["start"], end=tune_end, load_scale=scale, gaps="hold", settings=Settings())
-            result = tune(prepared, Objective("overloaded_fraction", LIMIT), timeout=timeout, jobs=1, clock=time.process_time)
+            prepared = prepare(files, start=cfg["start"], end=tune_end, load_scale=scale, gaps="hold", where=where,
+                               settings=Settings())
+            jobs, clock = (os.cpu_count() or 1, time.monotonic) if load else (1, time.process_time)
+            result = tune(prepared, Objective("overloaded_fraction", LIMIT), timeout=timeout, jobs=jobs, clock=clock)
             tune_seconds, tune_wall = time.process_time() - c0, time.perf_counter() - t0
+            if load:
+                tune_seconds = tune_wall
             inputs = {"hpa": str(base.name), "target": str(deployment), "profile": str(profile), "trace": str(cfg["file"]),
                       "column": cfg["column"], "tuning": f"{cfg['start']} to {tune_end} (last day held out)",
                       "held_out": "the last day"}
             write_outputs(result, prepared, inputs, out, f"pyhpa tune on {name}: {cfg['start']} to {tune_end}")
             candidates, kind = len(result.evaluations), result.manifest["kind"]
             label = result.recommended.setting.label(prepared.kind)
+            held_out = result.recommended.held_out.overloaded_fraction
 
         def week(hpa: Path) -> dict:
             return run_simulation([hpa], deployment, cfg["file"], cfg["column"], profile=profile, start=tune_end,
-                                  end=test_end, load_scale=scale, gaps="hold", settings=Settings()).runs[0].summary
+                                  end=test_end, load_scale=scale, gaps="hold", where=where,
+                                  settings=Settings()).runs[0].summary
 
         tuned = week(out / "recommended.yaml")
         upstream: dict[int, dict] = {}
@@ -142,13 +173,39 @@ def run_trace(name: str, cfg: dict, timeout: float, keep: Path | None, reuse: bo
     hindsight, target = min(met) if met else (float("nan"), None)
     return {"name": name, "tuned_pod_hours": tuned["pod_hours"], "tuned_overloaded_fraction": tuned["overloaded_fraction"],
             "hindsight_pod_hours": hindsight, "hindsight_target": target, "tune_seconds": tune_seconds, "tune_wall": tune_wall,
-            "candidates": candidates, "kind": kind, "setting": label,
+            "candidates": candidates, "kind": kind, "setting": label, "held_out_overloaded_fraction": held_out,
+            "goal_met": tuned["overloaded_fraction"] <= 2 * LIMIT and tuned["pod_hours"] <= hindsight,
             "upstream": sorted((t, s["pod_hours"], s["overloaded_fraction"]) for t, s in upstream.items())}
+
+
+class Load:
+    """One CPU-bound process per core beside the run (``--load``), stopped at the end (by their own handles)."""
+
+    def __init__(self, on: bool):
+        self.procs: list[subprocess.Popen] = []
+        self.on = on
+
+    def __enter__(self):
+        if self.on:
+            self.procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            p.kill()
+            p.wait()
+        return False
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--trace", choices=sorted(TRACES), action="append", help="only this trace (repeatable)")
+    ap.add_argument("--trace", choices=sorted(TRACES) + sorted(UNSEEN), action="append",
+                    help="only this trace (repeatable)")
+    ap.add_argument("--unseen", action="store_true", help="the traces tune was not developed on instead of the public ones")
+    ap.add_argument("--tuning-days", type=int, default=7, metavar="N",
+                    help=f"days tuned on (the last held out), {TUNING_DAYS[0]}-{TUNING_DAYS[1]} (default 7)")
+    ap.add_argument("--load", action="store_true", help="one CPU-bound process per core beside the run; tune with a "
+                    "worker per core and a wall-clock budget, one trace at a time")
     ap.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                     help=f"tune's search budget, seconds (default {DEFAULT_TIMEOUT:g}, tune's own)")
     ap.add_argument("--jobs", type=int, default=len(TRACES), help="traces in parallel (each tune on one core)")
@@ -157,10 +214,17 @@ def main() -> None:
                     "not tuned again (its recommended.yaml is replayed; tune_seconds from summary.json)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print the upstream targets' figures to stderr")
     args = ap.parse_args()
-    names = args.trace or list(TRACES)
-    slowest, fewest = 0.0, None
-    with ProcessPoolExecutor(max_workers=max(1, min(args.jobs, len(names)))) as pool:
-        futures = [pool.submit(run_trace, n, TRACES[n], args.timeout, args.keep, args.reuse) for n in names]
+    if not TUNING_DAYS[0] <= args.tuning_days <= TUNING_DAYS[1]:
+        ap.error(f"--tuning-days: must be {TUNING_DAYS[0]}-{TUNING_DAYS[1]}, got {args.tuning_days}")
+    if not 1 <= args.jobs <= 16:
+        ap.error(f"--jobs: must be 1-16, got {args.jobs}")
+    known = {**TRACES, **UNSEEN}
+    names = args.trace or list(UNSEEN if args.unseen else TRACES)
+    slowest, fewest, met = 0.0, None, 0
+    jobs = 1 if args.load else max(1, min(args.jobs, len(names)))
+    with Load(args.load), ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(run_trace, n, known[n], args.timeout, args.keep, args.reuse, args.tuning_days, args.load)
+                   for n in names]
         for fut in futures:
             try:
                 r = fut.result()
@@ -176,11 +240,16 @@ def main() -> None:
                   f"tuned_overloaded_fraction={r['tuned_overloaded_fraction']:.5f} "
                   f"hindsight_pod_hours={r['hindsight_pod_hours']:.1f} hindsight_target={r['hindsight_target']} "
                   f"tune_seconds={r['tune_seconds']:.0f} tune_wall_seconds={r['tune_wall']:.0f} candidates={r['candidates']} "
+                  f"held_out_overloaded_fraction={r['held_out_overloaded_fraction']:.5f} goal_met={r['goal_met']} "
                   f"kind={r['kind']}", flush=True)
             slowest = max(slowest, r["tune_seconds"])
             fewest = r["candidates"] if fewest is None else min(fewest, r["candidates"])
+            met += bool(r["goal_met"])
+        load_average = os.getloadavg()[0]
     print(f"tune_seconds={slowest:.0f}")
     print(f"candidates={fewest}")
+    print(f"goal_met={met}/{len(names)}")
+    print(f"load_average={load_average:.2f}")
 
 
 if __name__ == "__main__":

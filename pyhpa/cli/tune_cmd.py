@@ -87,7 +87,7 @@ def tune(
     """
     from ..simulate import Settings, display_path, input_files
     from ..tune import prepare, tune as run_tune
-    from ..tune.report import table, write_outputs
+    from ..tune.report import held_out_text, table, write_outputs
 
     simulate_cmd._simulator()  # the simulate extra, or one line saying what to install
     _optuna()
@@ -143,6 +143,8 @@ def tune(
     console.print(f"tuned on {inputs['tuning']}; held out {inputs['held_out']}; {len(result.evaluations)} settings in "
                   f"{result.search_seconds:.0f} s ({n_jobs} process{'es' if n_jobs > 1 else ''})")
     console.print(table(result, prepared))
+    if held_out_text(result, prepared):
+        console.print(held_out_text(result, prepared), markup=False)
     for note in result.notes:
         console.print(f"note: {note}")
     console.print("wrote " + ", ".join(str(p) for p in written))

@@ -60,7 +60,9 @@ def recommended_yaml(result: TuneResult, p: Prepared, inputs: dict) -> str:
         f"# Tuned on {inputs['tuning']}: {_figures_text(rec.in_sample, o)}.",
     ]
     if rec.held_out is not None:
-        lines.append(f"# Held out {inputs['held_out']}: {_figures_text(rec.held_out, o)}.")
+        lines.append(f"# Held out {inputs['held_out']}: {_figures_text(rec.held_out, o)}; "
+                     f"{result.held_out_headroom():.0%} headroom under the {_pct(o.limit * HELD_OUT_SLACK)} the check "
+                     f"allows ({HELD_OUT_SLACK:g}x the limit).")
     lines.append(f"# Current object ({inputs['hpa']}) on the tuning part: {_figures_text(result.current.in_sample, o)}.")
     lines.append(f"# {len(result.evaluations)} settings tried; every one is in candidates.csv.")
     for note in result.notes:
@@ -175,6 +177,7 @@ def _row(e: Evaluation, result: TuneResult, frontier_ids: set, label: str | None
         row[f"{part}_meets_objective"] = "" if f is None else o.met(f, 1.0 if part == "in_sample" else HELD_OUT_SLACK)
     row["frontier"] = id(e) in frontier_ids
     row["recommended"] = e is result.recommended
+    row["origin"] = e.origin or ("the current object" if label == "current" else "search")
     return row
 
 
@@ -218,12 +221,53 @@ def summary(result: TuneResult, p: Prepared, inputs: dict) -> dict:
         "stopped_early": {why: sum(1 for e in result.evaluations if e.in_sample.stopped == why)
                           for why in (OVER_LIMIT, COSTLIER)},
         "held_out_checked": result.held_out_tried,
+        "held_out_check": held_out_check(result, p),
         "search_seconds": round(result.search_seconds, 2),
         "check_seconds": round(result.check_seconds, 2),
         "frontier": [_evaluation_dict(e, p) for e in result.frontier],
         "notes": result.notes,
         "manifest": result.manifest,
     }
+
+
+def held_out_check(result: TuneResult, p: Prepared) -> dict:
+    """summary.json's ``held_out_check``: what the check allows, the recommendation's figure there and the
+    headroom it keeps (the share of the allowance left unused), and the settings that met the objective in-sample
+    but missed it there (cheapest first), with how each was found."""
+    o = result.objective
+    h = result.recommended.held_out
+    headroom = result.held_out_headroom()
+    return {
+        "allowed": o.limit * HELD_OUT_SLACK,
+        "recommended": None if h is None else o.value(h),
+        "headroom": None if headroom is None else round(headroom, 4),
+        "checked": result.held_out_tried,
+        "derived": sum(1 for e in result.evaluations if e.origin),
+        "missed": [{"label": e.setting.label(p.kind),
+                    "origin": e.origin or ("the current object" if e is result.current else "search"),
+                    "in_sample_pod_hours": e.in_sample.pod_hours, "in_sample": o.value(e.in_sample),
+                    "held_out": o.value(e.held_out)} for e in result.missed],
+    }
+
+
+def held_out_text(result: TuneResult, p: Prepared, most: int = 5) -> str:
+    """One paragraph for the terminal: the recommendation's held-out figure and headroom, the settings that missed
+    there (at most ``most`` named). Empty without a held-out part."""
+    o = result.objective
+    h = result.recommended.held_out
+    if h is None:
+        return ""
+    what = "overloaded" if o.metric == "overloaded_fraction" else "unserved"
+    text = (f"held out: the recommendation was {what} {_pct(o.value(h))} of the "
+            f"{'time' if o.metric == 'overloaded_fraction' else 'requests'}, "
+            f"{result.held_out_headroom():.0%} headroom under the {_pct(o.limit * HELD_OUT_SLACK)} the check allows "
+            f"({HELD_OUT_SLACK:g}x {o.option} {o.limit:g})")
+    missed = result.missed
+    if not missed:
+        return text + "; no setting checked there missed"
+    named = "; ".join(f"{e.setting.label(p.kind)} ({_pct(o.value(e.held_out))})" for e in missed[:most])
+    more = f"; and {len(missed) - most} more (candidates.csv)" if len(missed) > most else ""
+    return text + f"; {len(missed)} setting(s) that met it in-sample missed there: {named}{more}"
 
 
 def plot_frontier(result: TuneResult, p: Prepared, path: Path, title: str) -> None:

@@ -23,6 +23,7 @@ import multiprocessing
 import time
 import warnings
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Sequence
 
@@ -43,8 +44,11 @@ from .space import Setting, TargetKind, Window
 HELD_OUT_SLACK = 2.0
 #: least time to tune on (one daily cycle)
 MIN_TUNE_SECONDS = 86400.0
-#: settings checked on the held-out part, cheapest first, before tune refuses
-HELD_OUT_CANDIDATES = 8
+#: when every setting that met the objective in-sample missed it on the held-out part, the check derives more
+#: robust ones from the cheapest and the closest (``robust_variants``) for at most this share of --timeout more
+ROBUST_SHARE = 0.5
+#: the robust variants lower the target by these many points (or percent of a factor)
+ROBUST_TARGET_STEPS = (3, 6, 12)
 #: a replay stops as over the limit once its objective figure over the whole tuning part is certain to exceed the
 #: limit by this much (summary.json rounds fractions to 6 digits)
 STOP_OVER_LIMIT_MARGIN = 1e-6
@@ -53,8 +57,14 @@ STOP_OVER_LIMIT_MARGIN = 1e-6
 #: held-out check replays it to its end only when its fallbacks come that far (rare: the margin keeps it cheap)
 STOP_COSTLIER_SHARE = 0.25
 STOP_COSTLIER_MARGIN = 0.15
-#: why a replay stopped early (``Figures.stopped``)
-OVER_LIMIT, COSTLIER = "over_limit", "costlier"
+#: why a replay stopped early (``Figures.stopped``); ``DEADLINE``: the budget was over (the replay is dropped)
+OVER_LIMIT, COSTLIER, DEADLINE = "over_limit", "costlier", "deadline"
+#: replays still running when the budget is over are drained while within this share of the budget past it, then
+#: they stop themselves (``Stop.deadline``) and are dropped: the search ends at most this much late
+DRAIN_SHARE = 0.1
+#: a worker pool that lost a process (killed from outside: the OOM killer, a signal) is started anew at most this
+#: many times per run; after that the replays run in tune's own process
+POOL_RESTARTS = 3
 #: the last share of the budget (time and trials) is kept for bisecting the best setting's target
 POLISH_SHARE = 0.15
 #: TPE searches targets from this many percent (points, or percent of a factor) below the highest one upstream's
@@ -124,7 +134,7 @@ class Figures:
 class Evaluation:
     """One setting tried: its trial ``number`` (-1: the user's current object), figures on the tuning part
     (``in_sample``) and, when checked, on the held-out part; the replay's overload ``episodes`` on the tuning
-    part ((start epoch s, seconds)) and the Optuna ``params`` it was suggested with."""
+    part ((start epoch s, seconds)), the Optuna ``params`` it was suggested with, and its ``origin``."""
 
     number: int
     setting: Setting
@@ -132,6 +142,8 @@ class Evaluation:
     held_out: Figures | None = None
     episodes: tuple[tuple[float, float], ...] = ()
     params: dict = field(default_factory=dict)
+    #: "" (the search found it), or how the held-out check derived it (``robust_variants``)
+    origin: str = ""
 
     @property
     def complete(self) -> bool:
@@ -203,6 +215,23 @@ class TuneResult:
     held_out_tried: int
     notes: list[str] = field(default_factory=list)
     peaks: list[windows.Peak] = field(default_factory=list)
+
+    @property
+    def missed(self) -> list[Evaluation]:
+        """The settings that met the objective in-sample and missed it on the held-out part (beyond
+        ``HELD_OUT_SLACK`` times the limit), cheapest in-sample first."""
+        o = self.objective
+        return sorted((e for e in _unique([self.current, *self.evaluations]) if e.held_out is not None and e.complete
+                       and o.met(e.in_sample) and not o.met(e.held_out, HELD_OUT_SLACK)), key=rank_key)
+
+    def held_out_headroom(self) -> float | None:
+        """The share of what the held-out check allows (``HELD_OUT_SLACK`` x the limit) that the recommendation
+        left unused there: 1 with no overload at all, 0 at the allowance (None: no held-out part)."""
+        h = self.recommended.held_out
+        if h is None:
+            return None
+        allowed = self.objective.limit * HELD_OUT_SLACK
+        return 1.0 - self.objective.value(h) / allowed if allowed > 0 else float(self.objective.value(h) == 0)
 
 
 # ------------------------------------------------------------------------------------------------ inputs
@@ -303,24 +332,29 @@ class Stop:
     """When a replay of the tuning part ends early (``Cluster.run``'s ``stop``, checked after each sync): once it
     has been overloaded more than ``overloaded_seconds`` or left more than ``unserved_requests`` unserved (it
     misses the objective whatever follows: ``OVER_LIMIT``), or has run more than ``pod_seconds`` pod-seconds
-    (more pod-hours than the cheapest setting that met the objective so far: ``COSTLIER``)."""
+    (more pod-hours than the cheapest setting that met the objective so far: ``COSTLIER``), or once ``clock()``
+    (seconds; ``time.monotonic`` in a worker process) is past ``deadline`` (``DEADLINE``)."""
 
     overloaded_seconds: float = math.inf
     unserved_requests: float = math.inf
     pod_seconds: float = math.inf
+    #: once ``clock()`` passes ``deadline`` the replay stops (``DEADLINE``): the search's budget is over
+    deadline: float = math.inf
+    clock: Callable[[], float] = time.monotonic
 
     def __call__(self, cluster) -> bool:
         s = cluster.stats
         return (s.overloaded_seconds > self.overloaded_seconds or s.unserved_requests > self.unserved_requests
-                or s.pod_seconds > self.pod_seconds)
+                or s.pod_seconds > self.pod_seconds or (self.deadline < math.inf and self.clock() > self.deadline))
 
     def reason(self, cluster) -> str:
         """Why ``cluster``'s run stopped ("" when it ran to the end)."""
         if not cluster.stopped:
             return ""
         s = cluster.stats
-        over = s.overloaded_seconds > self.overloaded_seconds or s.unserved_requests > self.unserved_requests
-        return OVER_LIMIT if over else COSTLIER
+        if s.overloaded_seconds > self.overloaded_seconds or s.unserved_requests > self.unserved_requests:
+            return OVER_LIMIT
+        return COSTLIER if s.pod_seconds > self.pod_seconds else DEADLINE
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,15 +382,24 @@ def _evaluate(s: Setting | None, part: str, stop: Stop | None = None) -> Outcome
 
 
 class _Runner:
-    """Runs evaluations in worker processes (``jobs`` > 1) or inline; ``submit`` returns a future either way."""
+    """Runs evaluations in worker processes (``jobs`` > 1) or inline; ``submit`` returns a future either way.
+
+    A worker process that dies (killed from outside: the OOM killer, a signal) breaks its pool
+    (``BrokenProcessPool`` in every pending future): ``submit`` then starts a new pool, at most ``POOL_RESTARTS``
+    times, then runs the replays inline; ``lost`` counts the replays that were lost so, ``map`` replays them again."""
 
     def __init__(self, prepared: Prepared, jobs: int, held_out: Part | None = None):
         _STATE["prepared"] = prepared
         _STATE["held_out"] = held_out
         self.jobs = max(1, jobs)
         self.pool = None
+        self.restarts = 0
+        self.lost = 0
         if self.jobs > 1:
-            self.pool = ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("fork"))
+            self.pool = self._pool()
+
+    def _pool(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("fork"))
 
     def __enter__(self):
         return self
@@ -367,15 +410,40 @@ class _Runner:
         _STATE.clear()
         return False
 
+    @property
+    def parallel(self) -> bool:
+        return self.pool is not None
+
+    def broken(self) -> None:
+        """A replay came back lost with its worker (``BrokenProcessPool``): count it; the pool is started anew at
+        the next ``submit``."""
+        self.lost += 1
+
     def submit(self, s: Setting | None, part: str, stop: Stop | None = None) -> Future:
-        if self.pool is not None:
-            return self.pool.submit(_evaluate, s, part, stop)
+        while self.pool is not None:
+            try:
+                return self.pool.submit(_evaluate, s, part, stop)
+            except BrokenProcessPool:  # a worker died since the last submit
+                self.pool.shutdown(wait=True, cancel_futures=True)
+                self.restarts += 1
+                self.pool = self._pool() if self.restarts <= POOL_RESTARTS else None
         fut: Future = Future()
         fut.set_result(_evaluate(s, part, stop))
         return fut
 
     def map(self, items: list[tuple[Setting | None, str]]) -> list[Outcome]:
-        return [f.result() for f in [self.submit(s, part) for s, part in items]]
+        """Replay ``items`` to the end (those lost with a worker again) and return their outcomes, in order."""
+        futures = [self.submit(s, part) for s, part in items]
+        out = []
+        for (s, part), fut in zip(items, futures):
+            while True:
+                try:
+                    out.append(fut.result())
+                    break
+                except BrokenProcessPool:
+                    self.broken()
+                    fut = self.submit(s, part)
+        return out
 
 
 # ------------------------------------------------------------------------------------------------ search
@@ -493,6 +561,9 @@ class _Search:
         self.t0 = clock()
         self.whole: Figures | None = None  # the current object's replay, to the end: the part's seconds, requests
         self.runner: _Runner | None = None
+        self.retried: dict[Setting, int] = {}  # replays submitted again after their worker was lost
+        self.cut = 0  # replays stopped at the budget's end and dropped
+        self.lost = self.restarts = 0  # replays lost with a worker process, pools started anew
 
     # -------------------------------------------------------------------- budget
     def elapsed(self) -> float:
@@ -513,14 +584,23 @@ class _Search:
         return min(ok, key=rank_key) if ok else None
 
     def stop(self) -> Stop:
+        """The stops of the next replay: over the limit, costlier than the incumbent, and, once there is an
+        incumbent to recommend, the end of the budget plus ``DRAIN_SHARE`` (in ``clock``'s seconds inline; a worker
+        process gets the same instant in ``time.monotonic``'s)."""
         o = self.objective
         over = o.limit + STOP_OVER_LIMIT_MARGIN
         best = self.incumbent()
         pod_seconds = (math.inf if best is None
                        else (best.in_sample.pod_hours * (1 + STOP_COSTLIER_SHARE) + STOP_COSTLIER_MARGIN) * 3600.0)
+        deadline, clock = math.inf, time.monotonic
+        if best is not None:
+            left = self.t0 + self.timeout * (1 + DRAIN_SHARE) - self.clock()
+            deadline, clock = (time.monotonic() + left, time.monotonic) if self.runner.parallel else (
+                self.clock() + left, self.clock)
+        kw = dict(pod_seconds=pod_seconds, deadline=deadline, clock=clock)
         if o.metric == "overloaded_fraction":
-            return Stop(overloaded_seconds=over * self.whole.simulated_seconds, pod_seconds=pod_seconds)
-        return Stop(unserved_requests=over * self.whole.requests, pod_seconds=pod_seconds)
+            return Stop(overloaded_seconds=over * self.whole.simulated_seconds, **kw)
+        return Stop(unserved_requests=over * self.whole.requests, **kw)
 
     # -------------------------------------------------------------------- trials
     def full(self, params: dict) -> dict:
@@ -548,12 +628,27 @@ class _Search:
         self.pending[fut] = (trial, s, began)
 
     def collect(self, all_: bool = False) -> None:
-        """Wait for one pending trial (``all_``: every one) and tell Optuna."""
+        """Wait for one pending trial (``all_``: every one) and tell Optuna. A replay lost with its worker process
+        is submitted again (once: a setting lost twice is dropped, in case it is what kills its worker); one stopped
+        at the budget's end (``DEADLINE``) is dropped; Optuna is told both failed."""
         while self.pending:
             done, _ = wait(self.pending, return_when=FIRST_COMPLETED)
             for fut in sorted(done, key=lambda f: self.pending[f][0].number):
                 trial, s, began = self.pending.pop(fut)
-                out = fut.result()
+                try:
+                    out = fut.result()
+                except BrokenProcessPool:
+                    self.runner.broken()
+                    if self.retried.get(s, 0) < 1 and self.room():
+                        self.retried[s] = self.retried.get(s, 0) + 1
+                        self.pending[self.runner.submit(s, "tuning", self.stop())] = (trial, s, self.clock())
+                    else:
+                        self._fail(trial)
+                    continue
+                if out.figures.stopped == DEADLINE:
+                    self.cut += 1
+                    self._fail(trial)
+                    continue
                 if began is not None:
                     self.durations.append(self.clock() - began)
                 self._tell(trial, out.figures)
@@ -566,6 +661,11 @@ class _Search:
                     self.progress(len(self.evaluations), self.trials, self.elapsed())
             if not all_:
                 return
+
+    def _fail(self, trial) -> None:
+        import optuna
+
+        self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
 
     def _tell(self, trial, f: Figures) -> None:
         o = self.objective
@@ -668,7 +768,7 @@ class _Search:
     def run(self) -> tuple[Evaluation, list[Evaluation]]:
         p = self.p
         with _Runner(p, self.jobs) as self.runner:
-            first = self.runner.submit(None, "tuning").result()
+            first = self.runner.map([(None, "tuning")])[0]
             current = Evaluation(-1, space.current_setting(p.autoscaler.hpa, p.kind), first.figures,
                                  episodes=first.episodes)
             self.whole = first.figures
@@ -680,6 +780,7 @@ class _Search:
             if best is not None:
                 self.bisect(best.params)
             self.tpe(1.0)
+            self.lost, self.restarts = self.runner.lost, self.runner.restarts
         return current, self.evaluations
 
     def _offer_windows(self, current: Evaluation) -> None:
@@ -756,17 +857,25 @@ def _closest(evaluations: Sequence[Evaluation], objective: Objective, p: Prepare
 
 
 def check_held_out(prepared: Prepared, objective: Objective, current: Evaluation, evaluations: list[Evaluation], *,
-                   jobs: int = 1) -> tuple[Evaluation, int, float]:
+                   jobs: int = 1, budget: float = math.inf, clock: Callable[[], float] = time.monotonic,
+                   peaks: Sequence[windows.Peak] = ()) -> tuple[Evaluation, int, float]:
     """Replay the in-sample winners, cheapest first (``rank_key``), on the held-out part until one meets the
-    objective there too (within ``HELD_OUT_SLACK`` times the limit); the user's object is replayed there too.
-    A setting whose in-sample replay stopped early as costlier (``COSTLIER``) is first replayed to its end when
-    it could rank before the next one checked, so that the order is the same as with every replay complete.
-    Returns the recommendation, how many settings were checked and the wall seconds. Raises InputError when
-    no setting met the objective in-sample, or none of the ``HELD_OUT_CANDIDATES`` cheapest held out."""
-    t0 = time.monotonic()
+    objective there too (within ``HELD_OUT_SLACK`` times the limit): every setting that met the objective
+    in-sample, up the whole frontier, not a fixed number. The user's object is replayed there too. A setting whose
+    in-sample replay stopped early as costlier (``COSTLIER``) is first replayed to its end when it could rank
+    before the next one checked, so that the order is the same as with every replay complete.
+
+    When every one missed on the held-out part, more robust settings are derived from the cheapest and the
+    closest of them (``robust_variants``: lower targets, a higher max, prediction's 0.95 quantile, saturation,
+    the schedule windows of ``peaks``, a faster scale-up), replayed on both parts and the cheapest that meets the
+    objective on both is recommended; round after round from the closest so far, for at most ``budget`` seconds
+    of ``clock``. They are appended to ``evaluations`` (``origin`` says how each was derived).
+
+    Returns the recommendation, how many settings were checked on the held-out part and the wall seconds. Raises
+    InputError when no setting met the objective in-sample, or none of those checked held out (naming the closest)."""
+    t0, c0 = time.monotonic(), clock()
     everyone = [current, *evaluations]
     batch = max(1, jobs)
-    tried = 0
     checked: list[Evaluation] = []
     with _Runner(prepared, jobs, prepared.held_out) as runner:
         if not any(e.complete and objective.met(e.in_sample) for e in everyone):
@@ -776,8 +885,8 @@ def check_held_out(prepared: Prepared, objective: Objective, current: Evaluation
                              field=objective.option)
         if prepared.held_out is not None:
             current.held_out = runner.map([(None, "held_out")])[0].figures
-        while tried < HELD_OUT_CANDIDATES:
-            group = _ranked(everyone, objective, checked)[:min(batch, HELD_OUT_CANDIDATES - tried)]
+        while True:
+            group = _ranked(everyone, objective, checked)[:batch]
             bound = round(group[-1].in_sample.pod_hours, 1) + 0.05 if group else math.inf
             lazy = sorted(_unique(e for e in evaluations if e.in_sample.stopped == COSTLIER
                                   and e.in_sample.pod_hours <= bound), key=lambda e: e.in_sample.pod_hours)[:batch]
@@ -792,15 +901,97 @@ def check_held_out(prepared: Prepared, objective: Objective, current: Evaluation
             todo = [e for e in group if e.held_out is None]
             for e, out in zip(todo, runner.map([(e.setting, "held_out") for e in todo])):
                 _set(evaluations, e.setting, held_out=out.figures)
-            tried += len(group)
             checked += group
             for e in group:
                 if objective.met(e.held_out, HELD_OUT_SLACK):
-                    return e, tried, time.monotonic() - t0
-    raise InputError(f"the objective held only in-sample: none of the {tried} cheapest settings that met "
-                     f"{objective.option} {objective.limit:g} on the tuning part stayed within {HELD_OUT_SLACK:g}x "
-                     f"it on the held-out part; {_closest(checked, objective, prepared, 'held_out')} held out",
+                    return e, len(checked), time.monotonic() - t0
+        derived = 0
+        bases = [min(checked, key=rank_key)]  # the first round also from the cheapest, then from the closest so far
+        used: set[Setting] = set()
+        while clock() - c0 < budget:
+            tried = {e.setting for e in everyone}
+            closest = [e for e in sorted(checked, key=lambda e: (objective.value(e.held_out), rank_key(e)))
+                       if e.setting not in used][:1]
+            variants = []
+            for base in _unique(bases + closest):
+                used.add(base.setting)
+                # twice the steps down when the base missed by more than twice what the check allows
+                far = objective.value(base.held_out) > 2 * HELD_OUT_SLACK * objective.limit
+                steps = tuple(2 * k for k in ROBUST_TARGET_STEPS) if far else ROBUST_TARGET_STEPS
+                variants += [(s, how) for s, how in robust_variants(prepared, base, peaks, steps) if s not in tried]
+                tried |= {s for s, _ in variants}
+            bases = []
+            if not variants:
+                if closest:
+                    continue
+                break
+            number = max((e.number for e in everyone), default=-1) + 1
+            new = [Evaluation(number + i, s, out.figures, episodes=out.episodes, origin=how)
+                   for i, ((s, how), out) in enumerate(zip(variants, runner.map([(s, "tuning") for s, _ in variants])))]
+            evaluations += new
+            everyone += new
+            derived += len(new)
+            met = sorted((e for e in new if objective.met(e.in_sample)), key=rank_key)
+            for e, out in zip(met, runner.map([(e.setting, "held_out") for e in met])):
+                e.held_out = out.figures
+            checked += met
+            held = [e for e in met if objective.met(e.held_out, HELD_OUT_SLACK)]
+            if held:
+                return held[0], len(checked), time.monotonic() - t0
+    more = f", and {derived} more robust ones derived from the closest" if derived else ""
+    raise InputError(f"the objective held only in-sample: none of the {len(checked)} settings that met "
+                     f"{objective.option} {objective.limit:g} on the tuning part (the whole in-sample frontier{more}) "
+                     f"stayed within {HELD_OUT_SLACK:g}x it on the held-out part; "
+                     f"{_closest(checked, objective, prepared, 'held_out')} held out",
                      field=objective.option)
+
+
+def robust_variants(p: Prepared, base: Evaluation, peaks: Sequence[windows.Peak] = (),
+                    steps: Sequence[int] = ROBUST_TARGET_STEPS) -> list[tuple[Setting, str]]:
+    """Settings more robust than ``base``'s to days unlike the ones tuned on, each with how it was derived: its
+    target lowered by ``steps`` (points, or percent of a factor; more headroom per pod; the max kept at least the pods the tuning
+    part's peak needs there x 1.5), twice the max (up to twice what the peak needs at the lowest target), prediction at its 0.95 quantile, saturation (a larger demand
+    factor when it is on), the schedule windows of ``peaks`` at 1.2 x their demand, a 900 % scale-up."""
+    s = base.setting
+    util = p.kind.type == "Utilization"
+    lo = space.TARGET_PERCENT[0] if util else p.kind.current * space.TARGET_FACTOR[0]
+    name = f"trial {base.number}" if base.number >= 0 else "the current object"
+    out: list[tuple[Setting, str]] = []
+
+    def needed(target: float) -> int:
+        return p.needed_per_target(target) if p.needed_per_target else s.max_replicas
+
+    for k in steps:
+        target = s.target - k if util else s.target / (1 + k / 100)
+        if target < lo:
+            break
+        max_r = max(s.max_replicas, math.ceil(needed(target) * 1.5), s.min_replicas + 1)
+        # a window's floor serves the same demand at the lower target: more pods, as 1 / target
+        floors = tuple(replace(w, min_replicas=min(max_r, math.ceil(w.min_replicas * s.target / target)))
+                       for w in s.schedules)
+        out.append((replace(s, target=float(target) if util else round(target, 1), max_replicas=max_r, schedules=floors),
+                    f"{name} with its target lowered by {k}{' points' if util else ' %'}"))
+    # at most twice what the tuning part's peak needs at the lowest target searched (or the current max)
+    cap = max(p.autoscaler.hpa.max_replicas, 2 * needed(lo), s.min_replicas + 1)
+    if s.max_replicas * 2 <= cap:
+        out.append((replace(s, max_replicas=s.max_replicas * 2), f"{name} with twice its max"))
+    if p.can_predict:
+        q = max(0.95, s.quantile) if not s.prediction else min(space.QUANTILE[1], max(s.quantile + 0.1, 0.95))
+        if not s.prediction or q != s.quantile:
+            out.append((replace(s, prediction=True, quantile=q, lead_seconds=s.lead_seconds),
+                        f"{name} with prediction at its {q:g} quantile"))
+    if p.can_saturate:
+        factor = space.DEFAULT_DEMAND_FACTOR if not s.saturation else space.DEMAND_FACTOR[1]
+        if not s.saturation or factor != s.demand_factor:
+            out.append((replace(s, saturation=True, demand_factor=factor), f"{name} with saturation x{factor:g}"))
+    if p.can_schedule and peaks and not s.schedules:
+        found = _windows(p, peaks, 1.2, s.target, s.min_replicas, s.max_replicas)
+        if found:
+            out.append((replace(s, schedules=found), f"{name} with the schedule windows of the recurring peaks"))
+    if s.scale_up_percent < space.SCALE_UP_PERCENTS[-1]:
+        out.append((replace(s, scale_up_percent=space.SCALE_UP_PERCENTS[-1]),
+                    f"{name} with a {space.SCALE_UP_PERCENTS[-1]} % scale-up"))
+    return out
 
 
 def _complete_closest(objective: Objective, current: Evaluation, evaluations: list[Evaluation], runner: _Runner) -> None:
@@ -848,16 +1039,30 @@ def tune(prepared: Prepared, objective: Objective, *, trials: int = 200, timeout
     current, evaluations = s.run()
     searched = s.elapsed()
     stopped_costlier = sum(1 for e in evaluations if e.in_sample.stopped == COSTLIER)
-    best, tried, checked = check_held_out(prepared, objective, current, evaluations, jobs=jobs)
+    found = len(evaluations)
+    best, tried, checked = check_held_out(prepared, objective, current, evaluations, jobs=jobs,
+                                          budget=timeout * ROBUST_SHARE, clock=clock, peaks=s.peaks)
     notes = []
-    completed = stopped_costlier - sum(1 for e in evaluations if e.in_sample.stopped == COSTLIER)
+    completed = stopped_costlier - sum(1 for e in evaluations[:found] if e.in_sample.stopped == COSTLIER)
     if completed:
         notes.append(f"{completed} setting(s) stopped early as costlier were replayed to the end for the held-out check")
-    if tried > 1:
+    derived = len(evaluations) - found
+    if derived:
+        notes.append(f"every setting the search found that met the objective in-sample missed it on the held-out part: "
+                     f"{derived} more robust one(s) were derived from the cheapest and the closest of them; the "
+                     f"recommendation is {best.origin}")
+    elif tried > 1:
         notes.append(f"the {tried - 1} cheaper in-sample setting(s) missed the objective on the held-out part; "
                      "the recommendation is the cheapest that met it on both")
     if best is current:
         notes.append("the current object is the cheapest setting that met the objective on both parts: it is kept as it is")
+    if s.lost or s.restarts:
+        notes.append(f"{s.lost} replay(s) were lost with their worker process (killed from outside); the workers were "
+                     f"started anew {s.restarts} time(s)" + (" and then replaced by tune's own process"
+                                                              if s.restarts > POOL_RESTARTS else ""))
+    if s.cut:
+        notes.append(f"{s.cut} replay(s) still running {DRAIN_SHARE:.0%} past the --timeout budget were stopped and "
+                     "left out")
     return TuneResult(objective=objective, evaluations=evaluations, current=current, recommended=best,
                       manifest=prepared.base if best is current else prepared.manifest(best.setting),
                       frontier=frontier(evaluations, objective), search_seconds=searched, check_seconds=checked,
