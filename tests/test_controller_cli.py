@@ -105,8 +105,10 @@ async def test_crd_accepts_full_hpa_specs_and_rejects_unknown_fields(kube_double
 @pytest.mark.parametrize("args,message", [
     (["run", "--workers", "0"], "error: --workers: must be at least 1"),
     (["run", "--sync-period", "-1"], "error: --sync-period: must be greater than 0 seconds"),
-    (["run", "--kubeconfig", "/nonexistent/kubeconfig"], "error: --kubeconfig: cannot load the Kubernetes configuration"),
-    (["run", "--log-level", "loud"], "error: --log-level: unknown log level 'loud'"),
+    (["run", "--kubeconfig", "/nonexistent/kubeconfig"],
+     "error: /nonexistent/kubeconfig: --kubeconfig: cannot load the Kubernetes configuration"),
+    (["run", "--log-level", "loud"], "error: --log-level: 'loud' is not one of 'debug', 'info', 'warning', 'error'"),
+    (["run", "--shards", "2"], "error: --shards: '2' is not one of '1', 'auto'"),
 ])
 def test_run_reports_bad_input_in_one_line_with_exit_code_2(args, message):
     result = runner.invoke(app, args)

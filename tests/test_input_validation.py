@@ -505,3 +505,126 @@ def test_snapshot_history_counts_are_int32_and_not_negative(tmp_path, key, item,
     doc["history"] = {key: [item]}
     f = write(tmp_path / "snap.yaml", doc)
     assert error_line(invoke("explain", f)) == f"error: {f}: snapshot 'php-apache-scale-up-with-a-starting-pod': {line}"
+
+
+# ------------------------------------------------------------------------- files that are no regular file, or huge
+# (issue 29) Every file argument is read with a bound (pyhpa.adapters.files): a device that never ends, a folder, a
+# huge (sparse) file, a compressed trace that decompresses to more than the bound: one line naming it, at once.
+DOCUMENT_LIMIT = "32 MiB, the limit for a YAML or JSON file"
+
+
+@pytest.mark.parametrize("command", [("thresholds",), ("explain",), ("schedules",),
+                                     ("snapshot", "default/web", "--kubeconfig"), ("run", "--kubeconfig")])
+def test_a_device_that_never_ends_as_a_document_is_one_line(command):
+    assert error_line(invoke(*command, "/dev/zero")) == (
+        f"error: /dev/zero: {'--kubeconfig: ' * ('--kubeconfig' in command)}not a regular file, and longer than "
+        f"{DOCUMENT_LIMIT}")
+
+
+def _sparse(path: Path, size: int) -> Path:
+    with open(path, "wb") as f:
+        f.truncate(size)  # no blocks written: the file is huge, the disk holds nothing
+    return path
+
+
+def test_a_huge_file_is_refused_before_it_is_read(tmp_path):
+    doc = _sparse(tmp_path / "huge.yaml", 2**40)
+    assert error_line(invoke("thresholds", doc)) == f"error: {doc}: larger than {DOCUMENT_LIMIT}"
+    trace = _sparse(tmp_path / "huge.csv", 2**40)
+    r = invoke("simulate", "--hpa", NASA / "hpa.yaml", "--target", NASA / "deployment.yaml", "--trace", trace,
+               "--column", "requests", "--no-progress", "--output-dir", tmp_path / "out")
+    assert error_line(r) == f"error: {trace}: larger than 256 MiB, the limit for a trace"
+
+
+@pytest.mark.parametrize("command", ["simulate", "forecast"])
+def test_a_device_or_a_folder_as_a_trace_is_one_line(tmp_path, command):
+    def run(trace):
+        if command == "forecast":
+            return invoke("forecast", "--trace", trace, "--column", "requests", "--plot-file", tmp_path / "f.png")
+        return invoke("simulate", "--hpa", NASA / "hpa.yaml", "--target", NASA / "deployment.yaml", "--trace", trace,
+                      "--column", "requests", "--no-progress", "--output-dir", tmp_path / "out")
+
+    assert error_line(run("/dev/zero")) == ("error: /dev/zero: not a regular file, and longer than 256 MiB, the limit "
+                                            "for a trace")
+    assert error_line(run(tmp_path)) == f"error: {tmp_path}: is a folder, not a file"
+
+
+@pytest.mark.parametrize("suffix", [".csv.gz", ".csv.bz2", ".csv.xz", ".zip", ".tar.gz"])
+def test_a_compressed_trace_is_decompressed_up_to_the_bound(tmp_path, suffix):
+    import bz2
+    import io
+    import lzma
+    import tarfile
+    import zipfile
+
+    from pyhpa.adapters.files import read_trace_bytes
+
+    def pack(data: bytes) -> Path:
+        path = tmp_path / f"t{len(data)}{suffix}"
+        if suffix == ".zip":
+            with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+                z.writestr("t.csv", data)
+        elif suffix == ".tar.gz":
+            with tarfile.open(path, "w:gz") as t:
+                info = tarfile.TarInfo("t.csv")
+                info.size = len(data)
+                t.addfile(info, io.BytesIO(data))
+        else:
+            path.write_bytes({".csv.gz": gzip, ".csv.bz2": bz2, ".csv.xz": lzma}[suffix].compress(data))
+        return path
+
+    limit = 2**20
+    fits = b"time,load\n" + b"0,1\n" * (limit // 8)
+    assert read_trace_bytes(pack(fits), limit) == fits
+    bomb = pack(b"0" * (4 * limit))  # a few KiB that decompress to 4 MiB
+    with pytest.raises(InputError) as err:
+        read_trace_bytes(bomb, limit)
+    assert str(err.value) == f"{bomb}: decompresses to more than 1 MiB, the limit for a trace"
+
+
+def test_a_pipe_is_read_as_a_file_is(tmp_path):
+    import os
+    import threading
+
+    fifo = tmp_path / "hpa.fifo"
+    os.mkfifo(fifo)
+    doc = yaml.safe_dump(hpa_doc({"type": "AverageValue", "averageValue": "1"}))
+    writer = threading.Thread(target=lambda: fifo.write_text(doc))
+    writer.start()
+    r = invoke("thresholds", "-o", "json", fifo)  # as <(kubectl get hpa web -o yaml) is
+    writer.join()
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["hpa"] == "default/web"
+
+
+@pytest.mark.parametrize("text, line", [
+    ("apiVersion: v1\nclusters: [\n  - a: b\n   c\n", "K:3: --kubeconfig: malformed YAML: "),
+    ("[1, 2]\n", "K: --kubeconfig: not a kubeconfig: want a YAML mapping with lists clusters and contexts"),
+    ("clusters: [x]\ncontexts: [y]\ncurrent-context: y\n", "K: --kubeconfig: malformed kubeconfig (TypeError: "),
+    ("clusters: []\ncontexts: []\n", "K: --kubeconfig: cannot load the Kubernetes configuration: No current context"),
+])
+@pytest.mark.parametrize("command", [["run"], ["snapshot", "default/web"], ["tune", "default/web",
+                                                                            "--prometheus-url", "http://p:9090"]])
+def test_a_malformed_kubeconfig_is_one_line_naming_it(tmp_path, text, line, command):
+    kubeconfig = write(tmp_path / "kubeconfig", text)
+    r = invoke(*command, "--kubeconfig", kubeconfig, *(["--output-dir", tmp_path / "out"] if command[0] == "tune" else []))
+    assert error_line(r).startswith("error: " + line.replace("K", str(kubeconfig), 1)), r.output
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(st.binary(max_size=200), st.text(max_size=200).map(str.encode),
+                 st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+                              lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+                                  st.sampled_from(["clusters", "contexts", "users", "current-context", "cluster",
+                                                   "context", "name", "server", "user"]), inner, max_size=4),
+                              max_leaves=12).map(lambda d: yaml.safe_dump(d).encode())))
+def test_any_kubeconfig_loads_or_is_one_line(data):
+    from pyhpa.controller import load_config
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "kubeconfig"
+        path.write_bytes(data)
+        try:
+            load_config(str(path))
+        except InputError as err:
+            assert _one_line(err).startswith(f"{path}")

@@ -141,7 +141,7 @@ def test_kubectl_pyhpa_schedules_lists_the_live_windows_and_the_expired_one(clus
     (["thresholds", "web"], "error: NAMESPACE/NAME: expected NAMESPACE/NAME, got 'web'"),
     (["schedules", "shop/web", "--from", "tomorrow"], "error: --from: "),
     (["explain", "shop/web", "--context", "nowhere"], "error: HorizontalAutoscaler shop/web: cannot read it: "),
-    (["explain", "shop/web", "--context", "missing"], "error: --kubeconfig: cannot load the Kubernetes configuration"),
+    (["explain", "shop/web", "--context", "missing"], "--context: cannot load the Kubernetes configuration: Context 'missing'"),
 ])
 def test_bad_input_and_unreachable_clusters_are_one_line_with_exit_code_2(cluster, monkeypatch, args, message):
     _, env = cluster
@@ -149,6 +149,8 @@ def test_bad_input_and_unreachable_clusters_are_one_line_with_exit_code_2(cluste
     r = CliRunner().invoke(plugin, args)  # in-process: what kubectl runs, without a process per case
     assert r.exit_code == 2, r.output
     lines = r.output.strip().splitlines()
+    if not message.startswith("error: "):  # after the kubeconfig file's name (the fixture's)
+        message = f"error: {env['KUBECONFIG']}: {message}"
     assert len(lines) == 1 and lines[0].startswith(message), r.output
     assert "Traceback" not in r.output
 

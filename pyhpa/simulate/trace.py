@@ -10,12 +10,9 @@ and the ``TraceReport`` counts every filled or skipped second.
 
 from __future__ import annotations
 
-import gzip
-import lzma
+import io
 import re
 import warnings
-import zipfile
-import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -24,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..adapters.errors import InputError
+from ..adapters.files import read_trace_bytes
 
 _RAGGED = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
 GAP_POLICIES = ("error", "hold", "zero", "interpolate", "skip")
@@ -184,29 +182,24 @@ def load_trace(
 
 
 def _read_csv(file: str) -> pd.DataFrame:
+    data = read_trace_bytes(file)  # bounded, decompressed by suffix (pyhpa.adapters.files)
+    head = data[:65536]
+    if b"\x00" in head:
+        raise InputError(f"not a text file (CSV): byte {head.index(0)} is NUL", file=file)
     try:
-        with open(file, "rb") as f:
-            head = f.read(65536) if not str(file).endswith((".gz", ".bz2", ".zip", ".xz", ".zst")) else b""
-        if b"\x00" in head:
-            raise InputError(f"not a text file (CSV): byte {head.index(0)} is NUL", file=file)
-        try:
-            head.decode("utf-8")
-        except UnicodeDecodeError as err:
-            if err.start < len(head) - 3:  # not just a character cut at the end of the sample
-                raise InputError(f"not a text file (CSV): byte {err.start} is not UTF-8", file=file) from None
+        head.decode("utf-8")
+    except UnicodeDecodeError as err:
+        if err.start < len(head) - 3:  # not just a character cut at the end of the sample
+            raise InputError(f"not a text file (CSV): byte {err.start} is not UTF-8", file=file) from None
+    try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", pd.errors.ParserWarning)
-            df = pd.read_csv(file, dtype=str, keep_default_na=False, skipinitialspace=True, index_col=False)
+            df = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False, skipinitialspace=True,
+                             index_col=False, encoding="utf-8")
     except pd.errors.ParserWarning:  # the first data row has more fields than the header (index_col=False)
         raise InputError("the first data row has one field more than the header", file=file) from None
-    except FileNotFoundError:
-        raise InputError("cannot read file: no such file", file=file) from None
     except UnicodeDecodeError as err:
         raise InputError(f"not a text file (CSV): byte {err.start} is not UTF-8", file=file) from None
-    except (EOFError, zlib.error, lzma.LZMAError, zipfile.BadZipFile, gzip.BadGzipFile) as err:
-        raise InputError(f"corrupt or truncated compressed file: {err}", file=file) from None
-    except OSError as err:
-        raise InputError(f"cannot read file: {err.strerror or err}", file=file) from None
     except pd.errors.EmptyDataError:
         raise InputError("the file is empty (a trace needs a header row and data rows)", file=file) from None
     except pd.errors.ParserError as err:
