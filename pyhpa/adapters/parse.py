@@ -30,6 +30,9 @@ _DUR_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.
 #: the largest int32: what the API server stores in an ``int32`` field (replica counts, percentages)
 MAX_INT32 = 2**31 - 1
 MIN_INT32 = -(2**31)
+#: epoch seconds of 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z: the calendar of Python's ``datetime``, so of every
+#: time pyhpa reads or prints (Kubernetes' Go ``time.Time`` zero value, ``0001-01-01T00:00:00Z``, is its first second)
+FIRST_SECOND, LAST_SECOND = -62135596800.0, 253402300799.0
 #: the largest magnitude of a quantity in milli-units: upstream reads quantities as int64 milli-values
 #: (``Quantity.MilliValue()``), so a larger one has no meaning there (about 9.2 peta-units)
 MAX_MILLI = 2**63 - 1
@@ -149,13 +152,15 @@ def tolerance_float(text, field: str = "") -> float:
 def timestamp(value, field: str = "") -> float:
     """An RFC 3339 time (string or datetime) as epoch seconds; ``0001-01-01T00:00:00Z`` is valid.
 
-    Raises InputError naming ``field``; memoized on the text.
+    Raises InputError naming ``field`` for a malformed time and one outside the calendar (in UTC, ``FIRST_SECOND``
+    to ``LAST_SECOND``); memoized on the text.
     """
-    if isinstance(value, datetime):
-        return _epoch(value)
-    ts = _timestamp_text(str(value))
+    ts = _epoch(value) if isinstance(value, datetime) else _timestamp_text(str(value))
     if ts is None:
         raise InputError(f"malformed timestamp {value!r} (want RFC 3339, e.g. 2026-01-01T00:00:00Z)", field=field)
+    if not FIRST_SECOND <= ts <= LAST_SECOND:  # e.g. 0001-01-01T00:00:00+05:00, which is in year 0 in UTC
+        raise InputError(f"{str(value)!r} is outside the calendar (0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z in UTC)",
+                         field=field)
     return ts
 
 
@@ -204,7 +209,8 @@ def format_time(ts: float | None) -> str | None:
     if ts is None:
         return None
     dt = datetime.fromtimestamp(ts, tz=timezone.utc)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S") + ("Z" if dt.microsecond == 0 else f".{dt.microsecond:06d}Z")
+    text = f"{dt.year:04d}-" + dt.strftime("%m-%dT%H:%M:%S")  # %Y is not padded to 4 digits below year 1000 (glibc)
+    return text + ("Z" if dt.microsecond == 0 else f".{dt.microsecond:06d}Z")
 
 
 def extension_fields(d: Any, keys: tuple[str, ...], field: str) -> dict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
@@ -276,8 +276,17 @@ def _render_result(console: Console, d: Decision) -> None:
 def local_time(ts: float, tz) -> str:
     """Epoch seconds as wall-clock time in ``tz`` with the zone's abbreviation (``2026-06-10 08:00 EDT``;
     seconds only when not zero)."""
-    t = datetime.fromtimestamp(ts, tz)
-    return t.strftime("%Y-%m-%d %H:%M:%S %Z" if t.second or t.microsecond else "%Y-%m-%d %H:%M %Z")
+    t = local_datetime(ts, tz)
+    return f"{t.year:04d}-" + t.strftime("%m-%d %H:%M:%S %Z" if t.second or t.microsecond else "%m-%d %H:%M %Z")
+
+
+def local_datetime(ts: float, tz) -> datetime:
+    """Epoch seconds in ``tz``; in UTC where that local time would fall outside the calendar (the last hours of
+    9999-12-31 east of Greenwich, the first of 0001-01-01 west of it)."""
+    try:
+        return datetime.fromtimestamp(ts, tz)
+    except (OverflowError, ValueError):
+        return datetime.fromtimestamp(ts, timezone.utc)
 
 
 def _bounds_text(w) -> str:
