@@ -13,10 +13,12 @@ import math
 import subprocess
 import sys
 import tempfile
+from datetime import datetime, timezone
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
+import typer
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -257,7 +259,8 @@ def test_a_load_scale_beyond_float64_is_refused(tmp_path):
     r = invoke("simulate", "--hpa", NASA / "hpa.yaml", "--target", NASA / "deployment.yaml", "--trace", TRACE,
                "--column", "requests", "--load-scale", "1e307", "--no-plot", "--no-progress",
                "--output-dir", tmp_path / "out")
-    assert error_line(r) == "error: --load-scale: 1e+307 times column 'requests' (up to 405) is beyond a float64"
+    assert error_line(r) == ("error: --load-scale: 1e+307 times column 'requests' (up to 405) is beyond 1e+15, the "
+                             "largest load pyhpa simulates")
 
 
 # ------------------------------------------------------------------------------------------- malformed traces
@@ -289,10 +292,10 @@ def _trace_cases(tmp: Path) -> dict[str, tuple[Path, str]]:
     bad = lines[5].split(",")
     bad[1] = "1e400"
     case("huge", "\n".join(lines[:5] + [",".join(bad)] + lines[6:]) + "\n",
-         "requests: line 6: not a finite number: '1e400' (values must be finite numbers >= 0)")
+         "requests: line 6: not a finite number: '1e400' (values must be numbers from 0 to 1e+15)")
     bad[1] = "lots"
     case("text", "\n".join(lines[:5] + [",".join(bad)] + lines[6:]) + "\n",
-         "requests: line 6: not a number: 'lots' (values must be finite numbers >= 0)")
+         "requests: line 6: not a number: 'lots' (values must be numbers from 0 to 1e+15)")
     cases.pop("inf")
     case("numeric-time-inf", "time,requests\n0,1\ninf,2\n", "time: line 3: time 'inf' is not a time (seconds since "
                                                             "1970 between years 1 and 9999)")
@@ -628,3 +631,368 @@ def test_any_kubeconfig_loads_or_is_one_line(data):
             load_config(str(path))
         except InputError as err:
             assert _one_line(err).startswith(f"{path}")
+
+
+# ------------------------------------------------------------------------------------------- the calendar's ends
+# (issue 29) Times from year 1 to 9999 are what pyhpa reads and prints (Python's datetime): a trace in any of those
+# years loads (pandas' nanoseconds end in 1677 and 2262; seconds are computed in microseconds); a trace too close to
+# the calendar's ends, or a time beyond them in UTC, is one line; cron windows end with the calendar.
+def _iso_rows(year: int, month: int = 6) -> str:
+    return "time,load\n" + "".join(f"{year:04d}-{month:02d}-15T00:{m:02d}:00Z,{m}\n" for m in range(4))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 9998), st.integers(1, 12))
+def test_a_trace_in_any_year_of_the_calendar_loads(year, month):
+    from pyhpa.simulate.trace import load_trace
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "t.csv"
+        path.write_text(_iso_rows(year, month))
+        tr = load_trace(path, "load")
+    first = datetime(year, month, 15, tzinfo=timezone.utc).timestamp()
+    assert list(tr.times) == [first + 60 * m for m in range(4)] and tr.end == first + 240
+
+
+@pytest.mark.parametrize("year", [1500, 1000, 2500, 9000])
+def test_simulate_runs_a_trace_outside_pandas_nanosecond_years(tmp_path, year):
+    trace = write(tmp_path / "t.csv", _iso_rows(year))
+    r = invoke("simulate", "--hpa", ROOT / "pyhpa/data/examples/php-apache-hpa.yaml", "--target",
+               ROOT / "pyhpa/data/examples/php-apache.yaml", "--trace", trace, "--column", "load", "--no-progress",
+               "--output-dir", tmp_path / "out")
+    assert r.exit_code == 0, r.output
+    timeline = (tmp_path / "out" / "timeline.csv").read_text().splitlines()
+    assert timeline[1].startswith(f"{year:04d}-06-15T00:00:00Z,") and timeline[-1].startswith(f"{year:04d}-06-15T00:03")
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["simulated_seconds"] == 240
+
+
+@pytest.mark.parametrize("rows, line", [
+    ("0001-01-01T00:00:00Z,1\n0001-01-01T00:01:00Z,1\n",
+     "line 2: time 0001-01-01T00:00:00Z is before 0001-01-02T00:00:00Z (a trace holds times from "
+     "0001-01-02T00:00:00Z to 9999-12-31T00:00:00Z)"),
+    ("9999-12-30T23:58:00Z,1\n9999-12-30T23:59:00Z,1\n9999-12-31T00:00:00Z,1\n",
+     "line 4: the trace ends after 9999-12-31T00:00:00Z (its last row, 9999-12-31T00:00:00Z, holds for a step of 60 s; "
+     "a trace holds times from 0001-01-02T00:00:00Z to 9999-12-31T00:00:00Z)"),
+    ("-62135596800,1\n-62135596740,1\n", "line 2: time 0001-01-01T00:00:00Z is before 0001-01-02T00:00:00Z (a trace "
+                                         "holds times from 0001-01-02T00:00:00Z to 9999-12-31T00:00:00Z)"),
+    ("9999-12-31T23:59:59Z,1\n10000-01-01T00:00:00Z,1\n",
+     "line 3: malformed time '10000-01-01T00:00:00Z' (want ISO 8601 or seconds, years 1 to 9999)"),
+])
+@pytest.mark.parametrize("command", ["simulate", "forecast"])
+def test_a_trace_at_the_calendar_ends_is_one_line(tmp_path, rows, line, command):
+    trace = write(tmp_path / "t.csv", "time,load\n" + rows)
+    if command == "forecast":
+        r = invoke("forecast", "--trace", trace, "--column", "load", "--plot-file", tmp_path / "f.png")
+    else:
+        r = invoke("simulate", "--hpa", ROOT / "pyhpa/data/examples/php-apache-hpa.yaml", "--target",
+                   ROOT / "pyhpa/data/examples/php-apache.yaml", "--trace", trace, "--column", "load",
+                   "--no-progress", "--output-dir", tmp_path / "out")
+    assert error_line(r) == f"error: {trace}: time: {line}"
+
+
+SCHEDULES = ROOT / "examples" / "schedules" / "php-apache-schedules.yaml"
+EXPLAIN = ROOT / "examples" / "explain"
+
+
+@pytest.mark.parametrize("when", ["9999-12-31T00:00:00Z", "9999-12-31T23:59:58Z", "9999-12-31T23:59:59Z",
+                                  "0001-01-01T00:00:00Z", "9999-12-31T18:59:59-05:00"])
+def test_explain_and_schedules_at_the_calendar_ends_answer(when):
+    r = invoke("explain", "-o", "json", "--hpa", SCHEDULES, "--pods", EXPLAIN / "pods.yaml", "--pod-metrics",
+               EXPLAIN / "podmetrics.json", "--replicas", "3", "--now", when)
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["desiredReplicas"] >= 1 and out["nextScheduleChange"] in (None, *[out["nextScheduleChange"]])
+    r = invoke("schedules", "-o", "json", SCHEDULES, "--from", when)
+    if when.startswith("9999-12-31T23:59:59") or when.endswith("-05:00"):
+        assert error_line(r) == ("error: --from: must be before 9999-12-31T23:59:59Z, the end of the calendar")
+        return
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["to"] <= "9999-12-31T23:59:59Z" and all(len(o["start"]) == 20 for o in out["occurrences"])
+
+
+@pytest.mark.parametrize("flag", ["--now", "--from", "--to"])
+def test_a_time_beyond_the_calendar_in_utc_is_one_line(flag):
+    args = (["schedules", SCHEDULES] if flag != "--now" else
+            ["explain", "--hpa", SCHEDULES, "--pods", EXPLAIN / "pods.yaml", "--pod-metrics", EXPLAIN / "podmetrics.json"])
+    value = "0001-01-01T00:00:00+05:00" if flag != "--to" else "9999-12-31T23:00:00-05:00"
+    assert error_line(invoke(*args, flag, value)) == (
+        f"error: {flag}: '{value}' is outside the calendar (0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z in UTC)")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(-62135596800.0, 253402300799.0), st.sampled_from(["UTC", "Pacific/Kiritimati", "America/New_York",
+                                                                   "Pacific/Pago_Pago", "Europe/Berlin"]),
+       st.sampled_from(["0 8 * * 1-5", "*/20 * * * *", "0 0 29 2 *", "30 2 * * *"]),
+       st.sampled_from([None, "0 18 * * 1-5", "0 0 1 1 *"]), st.integers(1, 2**31 - 1))
+def test_cron_windows_at_any_time_of_the_calendar_answer_within_it(now, zone, start, end, duration):
+    """The core's cron look-ups near year 1 and year 9999, in zones east and west of Greenwich: an answer, every
+    time it gives within the calendar (an occurrence whose end would be later runs to its end)."""
+    from zoneinfo import ZoneInfo
+
+    from pyhpa.core import ScheduleWindow, active_windows, next_change, occurrences
+    from pyhpa.core.schedules import END_OF_CALENDAR
+
+    w = ScheduleWindow(name="w", start=start, end=end, duration_seconds=None if end else duration,
+                       time_zone=ZoneInfo(zone), time_zone_name=zone, min_replicas=2)
+    for a in active_windows([w], now):
+        assert a.start <= now < a.end <= END_OF_CALENDAR
+    change = next_change([w], now)
+    assert change is None or now < change <= END_OF_CALENDAR
+    for s, e in occurrences(w, now, min(now + 86400 * 3, END_OF_CALENDAR)):
+        assert s < e <= END_OF_CALENDAR
+
+
+@pytest.mark.parametrize("ts, text", [(-62135596800.0, "0001-01-01T00:00:00Z"), (-59011459200.0, "0100-01-01T00:00:00Z"),
+                                      (253402300799.0, "9999-12-31T23:59:59Z")])
+def test_times_before_year_1000_print_with_four_digit_years(ts, text):
+    from pyhpa.adapters.parse import format_time
+
+    assert format_time(ts) == text
+
+
+# ------------------------------------------------------------------------------------------- non-finite numbers
+# (issue 29) inf, nan and numbers whose sums overflow never reach a figure: every NUMBER flag of every command must
+# be finite (one check in pyhpa.cli.help.Command); spec fields are typed as the CRD types them; trace values, the
+# profile's numbers and --load-scale are bounded so every summary figure is finite and summary.json strict JSON.
+def _float_flags():
+    from pyhpa.cli.kubectl_plugin import plugin
+
+    out = []
+    for group_app, prefix in ((app, ()), (plugin, ("plugin",))):
+        group = typer.main.get_command(group_app)
+        for name, cmd in sorted(group.commands.items()):
+            positional = ["x"] * sum(1 for p in cmd.params if p.param_type_name == "argument" and p.required)
+            positional += [a for p in cmd.params if p.param_type_name == "option" and p.required
+                           for a in (max(p.opts, key=len), "x")]  # forecast --trace x --column x
+            for p in cmd.params:
+                if p.param_type_name == "option" and p.metavar != "" and _is_float(p):
+                    out.append((prefix, name, max(p.opts, key=len), positional))
+    return out
+
+
+def _is_float(param) -> bool:
+    import typing
+
+    desc = param.type_descriptor
+    ann = desc.annotation
+    return ann is float or (desc.is_list and typing.get_args(ann)[:1] == (float,))
+
+
+FLOAT_FLAGS = _float_flags()
+
+
+def test_the_float_flags_are_found():
+    names = {(p, c, f) for p, c, f, _ in FLOAT_FLAGS}
+    assert ((), "simulate", "--tolerance") in names and ((), "run", "--sync-period") in names
+    assert ((), "tune", "--max-overloaded-fraction") in names and len(names) >= 25
+
+
+@pytest.mark.parametrize("prefix, command, flag, positional", FLOAT_FLAGS,
+                         ids=[f"{'plugin-' * bool(p)}{c}{f}" for p, c, f, _ in FLOAT_FLAGS])
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "1e999"])
+def test_every_number_flag_must_be_finite(prefix, command, flag, positional, value):
+    from pyhpa.cli.kubectl_plugin import plugin
+
+    r = runner.invoke(plugin if prefix else app, [command, *positional, flag, value])
+    shown = {"inf": "inf", "1e999": "inf", "-inf": "-inf", "nan": "nan"}[value]
+    see = f"kubectl pyhpa {command}" if prefix else f"root {command}"
+    assert error_line(r) == f"error: {flag}: must be a finite number, got {shown} (see {see} -h)"
+
+
+def _autoscaler(tmp_path: Path, **spec) -> Path:
+    doc = yaml.safe_load(SCHEDULES.read_text())
+    doc["spec"].update(spec)
+    return write(tmp_path / "ha.yaml", doc)
+
+
+@pytest.mark.parametrize("spec, line", [
+    ({"tolerance": float("inf")}, "spec.tolerance: must be a finite number >= 0, got inf"),
+    ({"tolerance": float("nan")}, "spec.tolerance: must be a finite number >= 0, got nan"),
+    ({"tolerance": -0.1}, "spec.tolerance: must be a finite number >= 0, got -0.1"),
+    ({"tolerance": "0.1"}, "spec.tolerance: must be a finite number >= 0, got '0.1'"),
+    ({"cpuInitializationPeriodSeconds": 1.5}, "spec.cpuInitializationPeriodSeconds: must be an integer, got 1.5"),
+    ({"initialReadinessDelaySeconds": 2**31}, "spec.initialReadinessDelaySeconds: must be at most 2147483647 (an "
+                                              "int32), got 2147483648"),
+    ({"syncPeriodSeconds": 0}, "spec.syncPeriodSeconds: must be greater than 0, got 0"),
+    ({"syncPeriodSeconds": float("inf")}, "spec.syncPeriodSeconds: must be an integer, got inf"),
+])
+@pytest.mark.parametrize("command", ["thresholds", "explain", "simulate", "schedules"])
+def test_settings_of_a_horizontalautoscaler_are_typed_as_the_crd_types_them(tmp_path, spec, line, command):
+    f = _autoscaler(tmp_path, **spec)
+    args = {"thresholds": [f], "schedules": [f],
+            "explain": ["--hpa", f, "--pods", EXPLAIN / "pods.yaml", "--pod-metrics", EXPLAIN / "podmetrics.json",
+                        "--replicas", "3"],
+            "simulate": ["--hpa", f, "--target", ROOT / "pyhpa/data/examples/php-apache.yaml", "--trace",
+                         ROOT / "pyhpa/data/traces/nasa_http_1995-07-12_13_per_minute.csv", "--column",
+                         "requests_per_second", "--no-progress", "--output-dir", tmp_path / "out"]}[command]
+    assert error_line(invoke(command, *args)) == f"error: {f}: HorizontalAutoscaler php-apache: {line}"
+
+
+def test_the_crd_types_the_settings_as_the_adapter_reads_them():
+    crd = yaml.safe_load((ROOT / "deploy" / "crd.yaml").read_text())
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    for key in ("syncPeriodSeconds", "cpuInitializationPeriodSeconds", "initialReadinessDelaySeconds"):
+        assert (spec[key]["type"], spec[key]["format"], spec[key]["maximum"]) == ("integer", "int32", MAX_INT32)
+    assert spec["tolerance"]["type"] == "number"
+
+
+@pytest.mark.parametrize("cell, line", [
+    ("1e308", "load: line 3: value '1e308' is beyond 1e+15 (values must be numbers from 0 to 1e+15)"),
+    ("1.8e308", "load: line 3: not a finite number: '1.8e308' (values must be numbers from 0 to 1e+15)"),
+    ("1000000000000001", "load: line 3: value '1000000000000001' is beyond 1e+15 (values must be numbers from 0 to "
+                         "1e+15)"),
+])
+def test_a_trace_value_beyond_the_bound_is_one_line(tmp_path, cell, line):
+    trace = write(tmp_path / "t.csv", f"time,load\n0,1\n60,{cell}\n120,1\n")
+    r = invoke("simulate", "--hpa", ROOT / "pyhpa/data/examples/php-apache-hpa.yaml", "--target",
+               ROOT / "pyhpa/data/examples/php-apache.yaml", "--trace", trace, "--column", "load",
+               "--no-progress", "--output-dir", tmp_path / "out")
+    assert error_line(r) == f"error: {trace}: {line}"
+
+
+@pytest.mark.parametrize("field", ["cpu_millicore_seconds_per_request", "pod_capacity_rps", "memory_baseline_mebibytes",
+                                   "app_startup_seconds"])
+def test_a_profile_number_beyond_the_bound_is_one_line(tmp_path, field):
+    profile = write(tmp_path / "p.yaml", {field: 1e300})
+    r = invoke("simulate", "--hpa", ROOT / "pyhpa/data/examples/php-apache-hpa.yaml", "--target",
+               ROOT / "pyhpa/data/examples/php-apache.yaml", "--trace", TRACE, "--column", "requests",
+               "--profile", profile, "--no-progress", "--output-dir", tmp_path / "out")
+    assert error_line(r) == (f"error: {profile}: workload profile: {field}: must be a number from 0 to 1e+15, "
+                             "got 1e+300")
+
+
+def _strict(text: str):
+    def refuse(name):
+        raise AssertionError(f"not JSON: {name}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(st.just(0.0), st.floats(0, 1e15), st.sampled_from([1e15, 1e-300, 5e-324])),
+                min_size=3, max_size=6),
+       st.floats(1e-12, 1e15), st.fixed_dictionaries({}, optional={
+           "cpu_millicore_seconds_per_request": st.floats(1e-9, 1e15), "pod_capacity_rps": st.floats(1e-9, 1e15),
+           "cpu_baseline_millicores": st.floats(0, 1e15), "memory_mebibytes_per_rps": st.floats(0, 1e15)}))
+def test_extreme_but_legal_loads_give_finite_figures_and_strict_json(loads, scale, profile):
+    from pyhpa.simulate import run_simulation
+    from pyhpa.simulate.report import write_outputs
+
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = write(Path(tmp) / "t.csv", "time,load\n" + "".join(f"{60 * i},{v!r}\n" for i, v in enumerate(loads)))
+        prof = write(Path(tmp) / "p.yaml", profile)
+        try:
+            sim = run_simulation([ROOT / "pyhpa/data/examples/php-apache-hpa.yaml"],
+                                 ROOT / "pyhpa/data/examples/php-apache.yaml", trace, "load", profile=prof,
+                                 load_scale=scale)
+        except InputError as err:  # a load beyond the bound after scaling, a CPU limit below the baseline
+            assert _one_line(err)
+            return
+        write_outputs(sim, Path(tmp) / "out", plot=False)
+        summary = _strict((Path(tmp) / "out" / "summary.json").read_text())
+
+    def finite(x):
+        if isinstance(x, float):
+            assert math.isfinite(x)
+        elif isinstance(x, dict):
+            for v in x.values():
+                finite(v)
+        elif isinstance(x, list):
+            for v in x:
+                finite(v)
+
+    finite(summary)
+
+
+# --------------------------------------------------------------------------------------------------- huge counts
+# (issue 29) Every count a user gives has a bound that says itself in one line, checked before any work: workers,
+# jobs, trials, occurrences, seeds, and the syncs, scrapes, interpolated rows and forecasts a run implies.
+@pytest.mark.parametrize("args, line", [
+    (["run", "--workers", "100000000"], "--workers: must be at most 1,000 (concurrent syncs beyond that only queue on "
+                                        "the API server), got 100,000,000"),
+    (["tune", "--jobs", "10000"], "--jobs: must be from 0 to {cores} (the cores of this machine: each replay keeps one "
+                                  "busy), got 10,000"),
+    (["tune", "--trials", "10000000"], "--trials: must be from 1 to 100,000, got 10,000,000"),
+    (["tune", "--seed", "-1"], "--seed: must be from 0 to 4,294,967,295, got -1"),
+    (["simulate", "--seed", str(2**32)], "--seed: must be from 0 to 4,294,967,295, got 4,294,967,296"),
+    (["schedules", str(SCHEDULES), "--limit", "1000000000"], "--limit: must be at most 100,000 occurrences per "
+                                                             "window, got 1,000,000,000"),
+])
+def test_a_huge_count_is_one_line(tmp_path, args, line):
+    import os
+
+    extra = ["--output-dir", str(tmp_path / "out")] if args[0] in ("tune", "simulate") else []
+    assert error_line(invoke(*args, *extra)) == "error: " + line.format(cores=os.cpu_count())
+
+
+def test_the_most_workers_are_taken():
+    from pyhpa.controller.settings import MAX_WORKERS, Settings
+
+    assert Settings(workers=MAX_WORKERS).workers == 1000
+
+
+BUNDLED_ARGS = ["--hpa", ROOT / "pyhpa/data/examples/php-apache-hpa.yaml", "--target",
+                ROOT / "pyhpa/data/examples/php-apache.yaml"]
+
+
+def test_a_century_between_two_rows_is_one_line_before_any_work(tmp_path):
+    trace = write(tmp_path / "t.csv", "timestamp,rps\n1970-01-01T00:00:00Z,1\n2070-01-01T00:00:00Z,2\n")
+    r = invoke("simulate", *BUNDLED_ARGS, "--trace", trace, "--column", "rps", "--no-progress",
+               "--output-dir", tmp_path / "out")
+    assert error_line(r) == (f"error: {trace}: syncs: one every 15 s over the simulated 73,050.0 days "
+                             "(1970-01-01T00:00:00Z to 2170-01-02T00:00:00Z) is 420,768,000; a simulation runs at most "
+                             "1,000,000: a shorter span (--start/--end)")
+    assert not (tmp_path / "out").exists()  # refused before the output folder was made (it is removed again)
+
+
+def test_a_tiny_sync_period_or_metric_resolution_is_one_line(tmp_path):
+    r = invoke("simulate", "--sync-period", "0.001", "--no-progress", "--output-dir", tmp_path / "out")
+    assert error_line(r) == ("error: --sync-period: syncs: one every 0.001 s over the simulated 48.0 hours "
+                             "(1995-07-12T00:00:00-04:00 to 1995-07-14T00:00:00-04:00) is 172,800,000; a simulation "
+                             "runs at most 1,000,000: a longer period, or a shorter span (--start/--end)")
+    profile = write(tmp_path / "p.yaml", {"metric_resolution_seconds": 1e-6})
+    r = invoke("simulate", *BUNDLED_ARGS, "--trace", ROOT / "pyhpa/data/traces/nasa_http_1995-07-12_13_per_minute.csv",
+               "--column", "requests_per_second", "--profile", profile, "--no-progress", "--output-dir", tmp_path / "o")
+    assert error_line(r) == (f"error: {profile}: workload profile: metric_resolution_seconds: metrics-server scrapes: "
+                             "one every 1e-06 s over the simulated 48.0 hours (1995-07-12T00:00:00-04:00 to "
+                             "1995-07-14T00:00:00-04:00) is 172,800,000,000; a simulation runs at most 1,000,000: a "
+                             "longer period, or a shorter span (--start/--end)")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(60, 1e11), st.floats(1e-6, 1e9), st.floats(1e-6, 1e9))
+def test_a_replay_is_refused_exactly_when_it_implies_more_than_the_most_syncs(span, period, resolution):
+    from types import SimpleNamespace
+
+    from pyhpa.simulate import MAX_SYNCS, check_extent
+    from pyhpa.simulate.profile import Profile
+
+    start = 0.0
+    trace = SimpleNamespace(start=start, end=start + span, tz=timezone.utc, report=SimpleNamespace(file="t.csv"))
+    h = SimpleNamespace(sync_period_seconds=period, own_sync_period=False, file="h.yaml", label="h")
+    try:
+        check_extent(trace, h, Profile(metric_resolution_seconds=resolution), {"profile": ""})
+    except InputError as err:
+        assert max(span / period, span / resolution) > MAX_SYNCS and f"at most {MAX_SYNCS:,}" in _one_line(err)
+        return
+    assert max(span / period, span / resolution) <= MAX_SYNCS
+
+
+@pytest.mark.parametrize("command", ["simulate", "forecast"])
+def test_interpolating_a_century_gap_is_one_line(tmp_path, command):
+    trace = write(tmp_path / "t.csv", "time,load\n" + "".join(f"{i},1\n" for i in range(4)) + "3155760000,2\n")
+    args = (["forecast", "--plot-file", tmp_path / "f.png"] if command == "forecast" else
+            ["simulate", *BUNDLED_ARGS, "--no-progress", "--output-dir", tmp_path / "out"])
+    r = invoke(*args, "--trace", trace, "--column", "load", "--gaps", "interpolate")
+    assert error_line(r) == (f"error: {trace}: --gaps: interpolate would insert 3,155,759,996 rows (a row every 1 s "
+                             "over 3,155,759,996 s of gaps); at most 10,000,000: hold or skip gaps this long")
+
+
+def test_forecast_refuses_more_rows_than_its_bound(tmp_path, monkeypatch):
+    from pyhpa.cli import forecast_cmd
+
+    monkeypatch.setattr(forecast_cmd, "MAX_FORECAST_ROWS", 100)
+    r = invoke("forecast", "--trace", TRACE, "--column", "requests", "--start", "1995-07-10T00:00:00",
+               "--plot-file", tmp_path / "f.png")
+    assert error_line(r).startswith(f"error: {TRACE}: ") and "; a replay forecasts at most 100: a shorter span" in r.output

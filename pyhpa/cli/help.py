@@ -16,6 +16,7 @@ click's usage block.
 from __future__ import annotations
 
 import inspect
+import math
 import re
 import sys
 import typing
@@ -152,7 +153,8 @@ class _PlainUsage:
 
 
 class Command(_PlainUsage, TyperCommand):
-    """A ``pyhpa`` subcommand with plain, uncut help and one-line usage errors (see module doc)."""
+    """A ``pyhpa`` subcommand with plain, uncut help and one-line usage errors (see module doc); a ``NUMBER``
+    flag must be a finite number (``inf``, ``nan``, ``1e999`` are one line)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -160,6 +162,16 @@ class Command(_PlainUsage, TyperCommand):
             tidy(p)
         if not self.short_help:
             self.short_help = first_sentence(self.help)
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        ctx = super().make_context(*args, **kwargs)
+        for p in self.params:
+            value = ctx.params.get(p.name)
+            values = value if isinstance(value, (list, tuple)) else [value]
+            bad = [v for v in values if isinstance(v, float) and not math.isfinite(v)]
+            if bad and not ctx.resilient_parsing:
+                raise one_line(_exceptions.BadParameter(f"must be a finite number, got {bad[0]!r}", ctx, p))
+        return ctx
 
 
 class Group(_PlainUsage, TyperGroup):

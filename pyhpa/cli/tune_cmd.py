@@ -23,6 +23,8 @@ from .help import examples
 from .options import Output, console as text_console
 
 _SIM = inspect.signature(simulate_cmd.simulate).parameters
+#: the most settings one search tries (``--trials``; the default 200, and --timeout ends it first anyway)
+MAX_TRIALS = 100_000
 
 
 def _simulate_option(name: str):
@@ -85,16 +87,19 @@ def tune(
     on that held-out day, and written as recommended.yaml with the trade-off (candidates.csv, frontier.png).
 
     """
-    from ..simulate import Settings, display_path, input_files
+    from ..simulate import Settings, check_settings, display_path, input_files
     from ..tune import prepare, tune as run_tune
     from ..tune.report import table, write_outputs
 
     simulate_cmd._simulator()  # the simulate extra, or one line saying what to install
     _optuna()
     objective = _objective(max_overloaded_fraction, max_unserved_fraction)
-    for name, value in (("--trials", trials), ("--jobs", jobs)):
-        if value < (1 if name == "--trials" else 0):
-            raise InputError(f"must be >= {1 if name == '--trials' else 0}, got {value}", field=name)
+    cores = os.cpu_count() or 1
+    for name, value, low, high, why in (
+            ("--trials", trials, 1, MAX_TRIALS, ""),
+            ("--jobs", jobs, 0, cores, " (the cores of this machine: each replay keeps one busy)")):
+        if not low <= value <= high:
+            raise InputError(f"must be from {low} to {high:,}{why}, got {value:,}", field=name)
     if not timeout > 0:
         raise InputError(f"must be > 0 seconds, got {timeout!r}", field="--timeout")
     config = ControllerConfig(
@@ -103,6 +108,7 @@ def tune(
         downscale_stabilization_window_seconds=downscale_stabilization,
     )
     settings = Settings(sync_period, seed, config, flap_window)
+    check_settings(settings)
     console = text_console()
     with simulate_cmd._output_dir(output_dir):
         live = None
@@ -127,7 +133,7 @@ def tune(
         prepared = prepare(files, metric_columns=tuple(metric_column or ()), time_column=time_column,
                            where=tuple(where or ()), start=start, end=end, load_scale=load_scale, gaps=gaps.value,
                            settings=settings, held_out_seconds=held_out, upstream_only=upstream_only)
-        n_jobs = jobs or os.cpu_count() or 1
+        n_jobs = jobs or cores
         with _Bar(no_progress or output == Output.json, trials, timeout) as bar:
             result = run_tune(prepared, objective, trials=trials, timeout=timeout, jobs=n_jobs, seed=seed, progress=bar)
         inputs = _inputs(files, prepared, display_path, live)

@@ -18,8 +18,11 @@ setting stopped as costlier is replayed to its end if the held-out check comes t
 
 from __future__ import annotations
 
+import ctypes
 import math
 import multiprocessing
+import os
+import signal
 import time
 import warnings
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -347,6 +350,22 @@ def _evaluate(s: Setting | None, part: str, stop: Stop | None = None) -> Outcome
     return Outcome(Figures.from_summary(run.summary, stopped), episodes)
 
 
+#: prctl(2) option: the signal the kernel sends a process when its parent dies (Linux)
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent: int) -> None:
+    """A worker's first act: have the kernel SIGKILL it when ``parent`` (``pyhpa tune``) dies, however it dies
+    (SIGTERM, SIGKILL, a crash), so no replay outlives the command; exits at once if the parent is gone already.
+    On a system without prctl(2) (not Linux) workers end with the pool's shutdown only."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+    if os.getppid() != parent:  # the parent died before the request above took effect
+        os._exit(1)
+
+
 class _Runner:
     """Runs evaluations in worker processes (``jobs`` > 1) or inline; ``submit`` returns a future either way."""
 
@@ -356,7 +375,8 @@ class _Runner:
         self.jobs = max(1, jobs)
         self.pool = None
         if self.jobs > 1:
-            self.pool = ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("fork"))
+            self.pool = ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("fork"),
+                                            initializer=_die_with_parent, initargs=(os.getpid(),))
 
     def __enter__(self):
         return self
