@@ -996,3 +996,44 @@ def test_forecast_refuses_more_rows_than_its_bound(tmp_path, monkeypatch):
     r = invoke("forecast", "--trace", TRACE, "--column", "requests", "--start", "1995-07-10T00:00:00",
                "--plot-file", tmp_path / "f.png")
     assert error_line(r).startswith(f"error: {TRACE}: ") and "; a replay forecasts at most 100: a shorter span" in r.output
+
+
+# -------------------------------------------------------------------------------------- unwritable destinations
+# (issue 29) Every file or folder a command writes is tried before the work (pyhpa.cli.options: output_file,
+# output_dir): /proc takes no new files, /sys no new folders, a name longer than the file system's limit is
+# refused; one line naming the flag; nothing is left behind, and an existing file is not truncated by the try.
+LONG = "x" * 300
+
+
+def _writer(command: str, dest) -> list:
+    trace = ["--trace", TRACE, "--column", "requests"]
+    return {"forecast": ["forecast", *trace, "--plot-file", dest],
+            "simulate": ["simulate", "--no-progress", "--output-dir", dest],
+            "tune": ["tune", "--hpa", NASA / "hpa.yaml", "--target", NASA / "deployment.yaml", *trace,
+                     "--output-dir", dest],
+            "snapshot": ["snapshot", "default/web", "--server", "http://127.0.0.1:9", "--output-file", dest]}[command]
+
+
+@pytest.mark.parametrize("command", ["forecast", "simulate", "tune", "snapshot"])
+@pytest.mark.parametrize("where", ["proc", "sys", "long-name", "long-folder"])
+def test_an_unwritable_destination_is_one_line_before_the_work(tmp_path, command, where):
+    flag = {"forecast": "--plot-file", "snapshot": "--output-file"}.get(command, "--output-dir")
+    name = "f.png" if command == "forecast" else "f.yaml" if command == "snapshot" else "out"
+    dest = {"proc": Path("/proc") / name, "sys": Path("/sys") / name, "long-name": tmp_path / f"{LONG}.png",
+            "long-folder": tmp_path / "new" / LONG / name}[where]
+    line = error_line(invoke(*_writer(command, dest)))
+    assert line.startswith(f"error: {dest}: {flag}: cannot "), line
+    reason = {"proc": "No such file or directory", "sys": "Operation not permitted", "long-name": "File name too long",
+              "long-folder": "File name too long"}[where]
+    if where == "sys" and flag != "--output-dir":  # a file directly under /sys: permission, whoever runs it
+        reason = "Permission denied"
+    assert line.endswith(reason), line
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no folder made for it is left
+
+
+def test_trying_an_existing_destination_does_not_truncate_it(tmp_path):
+    plot = tmp_path / "keep.png"
+    plot.write_bytes(b"the user's plot")
+    bad = write(tmp_path / "bad.csv", "time,requests\n0,1\n")
+    error_line(invoke("forecast", "--trace", bad, "--column", "requests", "--plot-file", plot))
+    assert plot.read_bytes() == b"the user's plot"

@@ -18,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..adapters.errors import InputError
 from ..core import ControllerConfig
-from . import run_cmd, simulate_cmd
+from . import options, run_cmd, simulate_cmd
 from .help import examples
 from .options import Output, console as text_console
 
@@ -110,7 +110,7 @@ def tune(
     settings = Settings(sync_period, seed, config, flap_window)
     check_settings(settings)
     console = text_console()
-    with simulate_cmd._output_dir(output_dir):
+    with options.output_dir(output_dir):
         live = None
         if key is not None or prometheus_url is not None:
             from ..tune.live import fetch_live

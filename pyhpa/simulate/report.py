@@ -244,7 +244,7 @@ def write_run(out: Path, run_cluster: Cluster, trace: Trace, summary: dict, plot
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "timeline.csv", out / "summary.json"]
     timeline_frame(run_cluster, trace).to_csv(written[0], index=False, lineterminator="\n")
-    written[1].write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    written[1].write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n", encoding="utf-8")  # strict JSON
     if plot:
         from .plot import plot_run
 
@@ -263,7 +263,8 @@ def write_outputs(sim: Simulation, output_dir: str | Path, plot: bool = True) ->
     for run in sim.runs:
         written += write_run(out / run.label, run.cluster, sim.trace, run.summary, plot)
     compare = out / "compare.json"
-    compare.write_text(json.dumps({"runs": [r.summary for r in sim.runs]}, indent=2) + "\n", encoding="utf-8")
+    compare.write_text(json.dumps({"runs": [r.summary for r in sim.runs]}, indent=2, allow_nan=False) + "\n",
+                       encoding="utf-8")
     written.append(compare)
     if plot:
         from .plot import plot_compare

@@ -276,7 +276,7 @@ def write_outputs(result: TuneResult, p: Prepared, inputs: dict, out: Path, titl
     paths[0].write_text(recommended_yaml(result, p, inputs))
     write_candidates(result, paths[1])
     plot_frontier(result, p, paths[2], title)
-    paths[3].write_text(json.dumps(summary(result, p, inputs), indent=2) + "\n")
+    paths[3].write_text(json.dumps(summary(result, p, inputs), indent=2, allow_nan=False) + "\n")  # strict JSON
     return paths
 
 
