@@ -1037,3 +1037,97 @@ def test_trying_an_existing_destination_does_not_truncate_it(tmp_path):
     bad = write(tmp_path / "bad.csv", "time,requests\n0,1\n")
     error_line(invoke("forecast", "--trace", bad, "--column", "requests", "--plot-file", plot))
     assert plot.read_bytes() == b"the user's plot"
+
+
+# ------------------------------------------------------------------------------------------------ silent nonsense
+# (issue 29) What the user gave is used or refused, never ignored: a --metric-column no metric reads, a name the API
+# server would refuse (or one carrying a query or a fragment); and an error is the only line on stderr.
+WC98 = ROOT / "examples" / "simulate" / "worldcup98"
+WC98_ARGS = ["--hpa", WC98 / "hpa.yaml", "--target", WC98 / "deployment.yaml", "--profile", WC98 / "profile.yaml",
+             "--trace", ROOT / "examples/traces/worldcup98_1998-06-29_07-05_per_minute.csv",
+             "--column", "requests_per_second", "--end", "1998-06-29T02:00:00Z"]
+
+
+@pytest.mark.parametrize("item, line", [
+    ("foo=bar", "--metric-column: 'foo=bar': no autoscaler has a Pods, Object or External metric 'foo' (theirs: "
+                "http_requests_per_second; Resource metrics follow the load)"),
+    ("cpu=requests", "--metric-column: 'cpu=requests': no autoscaler has a Pods, Object or External metric 'cpu' "
+                     "(theirs: http_requests_per_second; Resource metrics follow the load)"),
+])
+@pytest.mark.parametrize("command", ["simulate", "tune"])
+def test_a_metric_column_no_metric_reads_is_one_line(tmp_path, item, line, command):
+    r = invoke(command, *WC98_ARGS, "--metric-column", item, "--output-dir", tmp_path / "out",
+               *(["--no-progress"] if command == "simulate" else []))
+    assert error_line(r) == f"error: {line}"
+
+
+def test_a_metric_column_naming_no_column_is_one_line(tmp_path):
+    r = invoke("simulate", *WC98_ARGS, "--metric-column", "http_requests_per_second=bar", "--no-progress",
+               "--output-dir", tmp_path / "out")
+    assert error_line(r) == (f"error: {ROOT / 'examples/traces/worldcup98_1998-06-29_07-05_per_minute.csv'}: metric "
+                             "column: no column 'bar' in the trace (columns: timestamp, requests, requests_per_second)")
+
+
+def test_a_metric_column_that_feeds_a_metric_is_used(tmp_path):
+    means = []
+    for name, extra in (("served", []), ("column", ["--metric-column", "http_requests_per_second=requests"])):
+        r = invoke("simulate", *WC98_ARGS, *extra, "--no-progress", "--no-plot", "--output-dir", tmp_path / name)
+        assert r.exit_code == 0, r.output
+        metrics = json.loads((tmp_path / name / "summary.json").read_text())["metrics"]
+        means.append(metrics[1]["mean"])
+    assert means[1] != means[0]  # the Pods metric read the column, not the profile's served requests
+
+
+@pytest.mark.parametrize("key, line", [
+    ("default/web?watch=true", "'web?watch=true' is not a valid name: an RFC 1123 subdomain has lower-case letters, "
+                               "digits, '-', '.' only and starts and ends with a letter or digit"),
+    ("default/web#frag", "'web#frag' is not a valid name: an RFC 1123 subdomain has lower-case letters, digits, '-', "
+                         "'.' only and starts and ends with a letter or digit"),
+    ("Shop/web", "'Shop' is not a valid name: an RFC 1123 label has lower-case letters, digits, '-' only and starts "
+                 "and ends with a letter or digit"),
+    (f"default/{'a' * 254}", "'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...' is not a valid name: at most 253 characters "
+                             "(an RFC 1123 subdomain), got 254"),
+])
+@pytest.mark.parametrize("command", ["snapshot", "tune"])
+def test_a_name_the_api_server_would_refuse_is_one_line_and_never_sent(tmp_path, key, line, command):
+    extra = ["--prometheus-url", "http://127.0.0.1:9", "--output-dir", tmp_path / "o"] if command == "tune" else []
+    r = invoke(command, key, "--server", "http://127.0.0.1:9", *extra)  # nothing listens there: no request is made
+    assert error_line(r) == f"error: NAMESPACE/NAME: {line}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="abz09-./?#_A é", max_size=70))
+def test_any_key_is_a_valid_name_pair_or_one_line(key):
+    import re
+
+    from pyhpa.controller.snapshot import parse_key
+
+    try:
+        ns, name = parse_key(key)
+    except InputError as err:
+        assert _one_line(err).startswith("NAMESPACE/NAME: ")
+        return
+    assert f"{ns}/{name}" == key
+    assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", ns) and len(ns) <= 63
+    assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*", name) and len(name) <= 253
+
+
+@pytest.mark.parametrize("flag, value", [("--namespace", "Shop"), ("--leader-elect-resource-namespace", "a.b"),
+                                         ("--leader-elect-resource-name", "lease?x")])
+def test_run_refuses_names_the_api_server_would_refuse(flag, value):
+    assert error_line(invoke("run", "--server", "http://127.0.0.1:9", flag, value)).startswith(
+        f"error: {flag}: '{value}' is not a valid name: ")
+
+
+def test_an_error_after_a_progress_bar_is_the_only_line_on_stderr(tmp_path):
+    hpa = yaml.safe_load((ROOT / "pyhpa/data/examples/php-apache-hpa.yaml").read_text())
+    hpa["spec"]["maxReplicas"] = 100000
+    f = write(tmp_path / "hpa.yaml", hpa)
+    r = subprocess.run([sys.executable, "-m", "pyhpa.cli.main", "simulate", "--hpa", f, "--target",
+                        ROOT / "pyhpa/data/examples/php-apache.yaml", "--trace",
+                        ROOT / "pyhpa/data/traces/nasa_http_1995-07-12_13_per_minute.csv", "--column",
+                        "requests_per_second", "--load-scale", "30000", "--output-dir", tmp_path / "out"],
+                       capture_output=True, text=True, timeout=300)  # the bar is on (no --no-progress), stderr a pipe
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith(f"error: {f}: HorizontalPodAutoscaler php-apache: spec.maxReplicas: scales to ")
+    assert r.stderr.count("\n") == 1 and r.stderr.endswith("\n"), repr(r.stderr)

@@ -259,3 +259,25 @@ def server_url(text: str, field: str) -> str:
     if url.scheme not in ("http", "https") or not url.host:
         raise InputError(f"must be an http:// or https:// URL with a host, got {text!r}", field=field)
     return text
+
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def object_name(text: str, field: str, label: bool = False) -> str:
+    """A Kubernetes object name as the API server validates it: a DNS-1123 subdomain (at most 253 characters:
+    lower-case letters, digits, '-' and '.', starting and ending with a letter or digit; autoscalers, Leases), or with
+    ``label`` a DNS-1123 label (at most 63, no '.': namespaces). InputError naming ``field`` otherwise, so a name the
+    API server would refuse, or one carrying a query (``web?watch=true``) or fragment, is never sent."""
+    limit, pattern = (63, _DNS_LABEL) if label else (253, _DNS_SUBDOMAIN)
+    kind = "an RFC 1123 label" if label else "an RFC 1123 subdomain"
+    if len(text) > limit:
+        raise InputError(f"{_shown(text)} is not a valid name: at most {limit} characters ({kind}), got {len(text)}",
+                         field=field)
+    if not pattern.match(text):
+        dots = "" if label else ", '.'"
+        raise InputError(f"{_shown(text)} is not a valid name: {kind} has lower-case letters, digits, '-'{dots} only "
+                         "and starts and ends with a letter or digit", field=field)
+    return text
+

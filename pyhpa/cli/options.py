@@ -15,6 +15,7 @@ from enum import Enum
 from pathlib import Path
 
 from rich.console import Console
+from rich.progress import Progress
 
 from ..adapters.errors import InputError
 
@@ -55,6 +56,16 @@ def console(stderr: bool = False) -> Console:
     if not c.is_terminal:
         c = Console(highlight=False, stderr=stderr, width=PIPE_WIDTH, soft_wrap=True)
     return c
+
+
+def progress_bar(off: bool, *columns) -> Progress | None:
+    """A rich progress bar on stderr with ``columns`` (transient: gone when the work ends), or None when ``off``
+    (``--no-progress``) or when stderr is not a terminal: a bar in a log or a pipe is noise, and rich ends one there
+    with an empty line before whatever comes next (an error line)."""
+    stderr = Console(stderr=True)
+    if off or not stderr.is_terminal:
+        return None
+    return Progress(*columns, transient=True, console=stderr)
 
 
 def output_file(path: Path, flag: str, formats: dict[str, str] | None = None, example: str = "out/file") -> Path:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
 
 from ..adapters.errors import InputError
 from ..core import ControllerConfig
@@ -110,10 +110,8 @@ class _progress:
     """A rich progress bar over simulated time, one task per HPA (or nothing)."""
 
     def __init__(self, off: bool):
-        self.bar = None if off else Progress(
-            TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-            TimeElapsedColumn(), transient=True, console=Console(stderr=True),
-        )
+        self.bar = options.progress_bar(off, TextColumn("{task.description}"), BarColumn(),
+                                        TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn())
         self.tasks: dict[str, int] = {}
 
     def __enter__(self):

@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
 from ..adapters.errors import InputError
 from ..core import ControllerConfig
@@ -196,9 +195,8 @@ class _Bar:
     """A rich progress bar over the candidates (stderr), or nothing."""
 
     def __init__(self, off: bool, trials: int, timeout: float):
-        self.bar = None if off else Progress(
-            TextColumn("tuning"), BarColumn(), MofNCompleteColumn(), TextColumn("settings"),
-            TextColumn("{task.fields[left]}"), TimeElapsedColumn(), transient=True, console=Console(stderr=True))
+        self.bar = options.progress_bar(off, TextColumn("tuning"), BarColumn(), MofNCompleteColumn(),
+                                        TextColumn("settings"), TextColumn("{task.fields[left]}"), TimeElapsedColumn())
         self.trials, self.timeout = trials, timeout
         self.task = None
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..adapters.autoscaler import SETTING_FIELDS, ObjectSettings, effective_config, object_settings
 from ..adapters.errors import InputError
-from ..adapters.parse import server_url
+from ..adapters.parse import object_name, server_url
 from ..core import ControllerConfig
 
 # the per-object settings are read with the rest of the object (pyhpa.adapters.autoscaler)
@@ -108,6 +108,10 @@ class Settings:
         for ok, flag, problem in checks:
             if not ok:
                 raise InputError(problem, field=flag)
+        if self.namespace is not None:
+            object_name(self.namespace, "--namespace", label=True)
+        object_name(self.leader_elect_namespace, "--leader-elect-resource-namespace", label=True)
+        object_name(self.leader_elect_name, "--leader-elect-resource-name")
         if self.prometheus_url is not None:
             server_url(self.prometheus_url, "--prometheus-url")
 

@@ -28,7 +28,7 @@ from .report import summarize
 from .target import Target, load_target
 from .trace import Trace, iso, load_trace, parse_outages, time_bound
 
-__all__ = ["BUNDLED", "Autoscaler", "Load", "Run", "Settings", "Simulation", "bundled_path", "check_settings", "display_path",
+__all__ = ["BUNDLED", "Autoscaler", "Load", "Run", "Settings", "Simulation", "bundled_path", "check_metric_columns", "check_settings", "display_path",
            "input_files", "load_autoscaler",
            "read_load", "read_workload", "replay", "run_simulation"]
 
@@ -126,6 +126,7 @@ def run_simulation(
     files = input_files(list(hpa), target, trace, column, profile)
     prof, tgt = read_workload(files, metric_columns)
     hpas = [_load_hpa(f, tgt, settings) for f in files["hpa"]]
+    check_metric_columns(metric_columns, hpas)
     load = read_load(files, hpas, prof, tgt, time_column=time_column, where=where, start=start, end=end,
                      load_scale=load_scale, gaps=gaps, metrics_outages=metrics_outages)
     runs = [replay(h, label, tgt, prof, load, settings, progress) for h, label in zip(hpas, _labels(files["hpa"]))]
@@ -268,6 +269,19 @@ def input_files(hpa: list, target, trace, column, profile) -> dict:
             raise InputError(f"{option} is required with --hpa/--target/--trace "
                              "(give none of them to run the bundled example)", field=option)
     return {"hpa": hpa, "target": target, "trace": trace, "column": column, "profile": profile or ""}
+
+
+def check_metric_columns(items: Sequence[str], hpas: Sequence["Autoscaler"]) -> None:
+    """Each ``--metric-column METRIC=COLUMN`` must feed a metric an autoscaler has (a Pods, Object or External metric
+    named METRIC): InputError naming the flag otherwise, instead of a column nobody reads. (Its COLUMN is then read,
+    and a missing one refused, by the trace loader.)"""
+    names = sorted({m.name for h in hpas for m in h.hpa.metrics if m.type in ("Pods", "Object", "External")})
+    for item in items:
+        name = item.partition("=")[0].strip()
+        if name not in names:
+            theirs = f"theirs: {', '.join(names)}" if names else "they have none"
+            raise InputError(f"{item!r}: no autoscaler has a Pods, Object or External metric {name!r} ({theirs}; "
+                             "Resource metrics follow the load)", field="--metric-column")
 
 
 def _with_metric_columns(prof: Profile, items: Sequence[str]) -> Profile:

@@ -34,7 +34,8 @@ import numpy as np
 from ..adapters.autoscaler import find_autoscaler
 from ..adapters.errors import InputError
 from ..adapters.snapshot import read_document
-from ..simulate import Autoscaler, Load, Settings, load_autoscaler, read_load, read_workload, replay
+from ..simulate import (Autoscaler, Load, Settings, check_metric_columns, load_autoscaler, read_load, read_workload,
+                        replay)
 from ..simulate.profile import Profile
 from ..simulate.target import Target
 from ..simulate.trace import iso, load_trace, time_bound
@@ -221,6 +222,7 @@ def prepare(files: dict, *, metric_columns: Sequence[str] = (), time_column: str
     prof, tgt = read_workload(files, metric_columns)
     base = find_autoscaler(read_document(file), file)
     auto = load_autoscaler(base, file, tgt, settings)
+    check_metric_columns(metric_columns, [auto])
     kind = space.target_kind(base, auto.hpa, file)
     kw = dict(time_column=time_column, where=where, load_scale=load_scale, gaps=gaps)
     # times only: where the window ends, to split it (the values of the held-out rows are not used here)
