@@ -296,3 +296,39 @@ def test_pyhpa_alone_still_shows_the_whole_help():
     done = subprocess.run([sys.executable, "-m", "pyhpa.cli.main"], capture_output=True, text=True, timeout=120)
     out = done.stdout + done.stderr
     assert out.startswith("Usage: pyhpa [OPTIONS] COMMAND") and "\nCommands:\n" in out and "error:" not in out
+
+
+# ------------------------------------------------------------------------------------- metavars, no args, rules
+def test_a_flag_shows_what_it_takes_the_same_in_every_command():
+    """(issue 29) --kubeconfig FILE, times as TIME, URLs as URL, seconds as SECONDS, in every command and the plugin."""
+    from pyhpa.cli.help import FLAG_METAVARS
+    from pyhpa.cli.kubectl_plugin import plugin
+
+    seen: dict[str, set] = {}
+    for group in (GROUP, typer.main.get_command(plugin)):
+        for name, cmd in group.commands.items():
+            for p in cmd.params:
+                flag = max(getattr(p, "opts", [""]), key=len)
+                if p.param_type_name == "option" and p.metavar and not p.metavar.startswith("["):  # not choices
+                    seen.setdefault(flag, set()).add(p.metavar)
+    for flag, metavars in seen.items():
+        assert len(metavars) == 1, (flag, metavars)
+        if flag in FLAG_METAVARS:
+            assert metavars == {FLAG_METAVARS[flag]}, flag
+    for flag in ("--kubeconfig", "--now", "--from", "--start", "--server", "--sync-period", "--prometheus-url"):
+        assert "TEXT" not in seen[flag] and "NUMBER" not in seen[flag], flag
+
+
+@pytest.mark.parametrize("binary", ["pyhpa", "kubectl-pyhpa"])
+def test_no_arguments_print_the_commands_and_exit_0(binary):
+    module = {"pyhpa": "pyhpa.cli.main", "kubectl-pyhpa": "pyhpa.cli.kubectl_plugin"}[binary]
+    r = subprocess.run([sys.executable, "-m", module], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert r.returncode == 0 and r.stderr == ""
+    assert "Commands:" in r.stdout and "explain" in r.stdout
+
+
+def test_piped_explain_draws_a_rule_of_80_columns():
+    r = subprocess.run([sys.executable, "-m", "pyhpa.cli.main", "explain", "examples/explain/snapshot.yaml"],
+                       capture_output=True, text=True, timeout=60, cwd=ROOT)
+    first = r.stdout.splitlines()[0]
+    assert r.returncode == 0 and first.startswith("──") and len(first) == 80 and "php-apache-scale-up" in first

@@ -22,7 +22,7 @@ from ..core import LIMIT, Decision, HPAWarning, Proposal, SourceProposal, active
 from ..core.model import PREDICTION_SOURCE
 from . import readable
 from .help import examples
-from .options import Output, console as text_console
+from .options import Output, console as text_console, rule
 
 EXAMPLES = examples(
     "pyhpa explain examples/explain/snapshot.yaml",
@@ -158,7 +158,7 @@ def render(console: Console, snap: Snapshot, d: Decision, warnings: list[HPAWarn
     """The human explanation of one decision, then the warnings of ``pyhpa.core.check_hpa``."""
     h = snap.hpa
     down, up = tolerances(h, snap.config)
-    console.rule(f"[bold]{snap.name}[/]")
+    rule(console, f"[bold]{snap.name}[/]")
     console.print(f"HPA {h.namespace}/{h.name}   now {format_time(snap.now)}   source {snap.source}")
     console.print(
         f"current replicas {d.current_replicas} (min {h.min_replicas}, max {h.max_replicas}); "

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.progress import Progress
+from rich.rule import Rule
 
 from ..adapters.errors import InputError
 
@@ -56,6 +57,19 @@ def console(stderr: bool = False) -> Console:
     if not c.is_terminal:
         c = Console(highlight=False, stderr=stderr, width=PIPE_WIDTH, soft_wrap=True)
     return c
+
+
+#: how wide a heading rule is drawn where stdout is not a terminal (a terminal: its width)
+RULE_WIDTH = 80
+
+
+def rule(c: Console, title: str) -> None:
+    """A heading rule with ``title``: across the terminal, or ``RULE_WIDTH`` columns when piped (``console()``'s
+    piped width is the widest a table may be, not a rule's)."""
+    if c.is_terminal:
+        c.rule(title)
+    else:
+        c.print(Rule(title), width=RULE_WIDTH)
 
 
 def progress_bar(off: bool, *columns) -> Progress | None:
