@@ -918,6 +918,8 @@ def test_extreme_but_legal_loads_give_finite_figures_and_strict_json(loads, scal
     (["simulate", "--seed", str(2**32)], "--seed: must be from 0 to 4,294,967,295, got 4,294,967,296"),
     (["schedules", str(SCHEDULES), "--limit", "1000000000"], "--limit: must be at most 100,000 occurrences per "
                                                              "window, got 1,000,000,000"),
+    (["tune", "default/web", "--prometheus-url", "http://127.0.0.1:9", "--server", "http://127.0.0.1:9", "--history",
+      "1e15"], "--history: must be from 172800 s (two days) to 7776000 s (90 days), got 1000000000000000.0"),
 ])
 def test_a_huge_count_is_one_line(tmp_path, args, line):
     import os
