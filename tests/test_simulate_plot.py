@@ -148,8 +148,9 @@ def test_compare_shows_the_outcome_that_differs(tmp_path):
         texts = [t.replace("\n", " ") for t in _legend_texts(outcome)]
         for run, text in zip(sim.runs, texts):
             s = run.summary
-            assert text.startswith(f"{run.label}: {100 * s['overloaded_fraction']:.2f} % of the time overloaded")
-            assert f"{s['unserved_requests']:,.0f} requests unserved" in text
+            assert text.startswith(f"{run.label}: overloaded {100 * s['overloaded_fraction']:.2f} % of the time "
+                                   f"({s['overloaded_seconds']:,.0f} s);")
+            assert f"{s['unserved_requests']:,.0f} requests unserved" in text and f"{s['pod_hours']:,.1f} pod-hours" in text
         assert sim.runs[0].summary["overloaded_fraction"] > 10 * sim.runs[1].summary["overloaded_fraction"]
         load_texts = " ".join(_legend_texts(fig.axes[0]))
         assert all(f"{r.label}: Ready capacity" in load_texts for r in sim.runs)  # each run's capacity under the load

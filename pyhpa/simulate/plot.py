@@ -427,7 +427,7 @@ def compare_figure(sim: Simulation):
 
 def _outcome_panel(ax, sim: Simulation) -> None:
     """What differs between the runs: one row per run with its overload episodes (each at least ``MIN_SPAN``
-    wide) and, in its label, the share of time overloaded and the unserved requests."""
+    wide) and, in its label, the share of time overloaded, the unserved requests and what it cost (pod-hours)."""
     n = len(sim.runs)
     for k, run in enumerate(sim.runs):
         c, s = run.cluster, run.summary
@@ -438,9 +438,9 @@ def _outcome_panel(ax, sim: Simulation) -> None:
             mid = a + d / 2
             a, b = (mid - least / 2, mid + least / 2) if d < least else (a, a + d)
             ax.fill_between([_num(a), _num(b)], y + 0.15, y + 0.85, color=color, lw=0)
-        ax.plot([], [], color=color, lw=6, label=f"{run.label}:\n{100 * s['overloaded_fraction']:.2f} % of the time "
-                f"overloaded ({s['overloaded_seconds']:,.0f} s);\n{s['unserved_requests']:,.0f} requests unserved "
-                f"({100 * s['unserved_fraction']:.2f} %)")
+        ax.plot([], [], color=color, lw=6, label=f"{run.label}: overloaded {100 * s['overloaded_fraction']:.2f} %\nof "
+                f"the time ({s['overloaded_seconds']:,.0f} s);\n{s['unserved_requests']:,.0f} requests unserved "
+                f"({100 * s['unserved_fraction']:.2f} %);\n{s['pod_hours']:,.1f} pod-hours")
     ax.set_yticks([n - 1 - k + 0.5 for k in range(n)], [r.label for r in sim.runs], fontsize=8)
     ax.set_ylim(0, n)
     ax.set_ylabel("overloaded")

@@ -272,11 +272,11 @@ def plot_frontier(result: TuneResult, p: Prepared, path: Path, title: str) -> No
     ax.scatter([rx], [ry], marker="*", s=170, color="#2f855a", edgecolors="white", linewidths=0.6,
                label="recommended", zorder=7)
     same = c.setting == r.setting
-    ax.annotate("current = recommended" if same else "current", (cx, cy), xytext=(10, 10), textcoords="offset points",
-                color="#c53030", fontsize=9, zorder=8)
+    ax.annotate("current = recommended" if same else "current", (cx, cy), xytext=(14, 0), textcoords="offset points",
+                color="#c53030", fontsize=9, va="center", zorder=8)
     if not same:
-        ax.annotate("recommended", (rx, ry), xytext=(10, -14), textcoords="offset points", color="#2f855a",
-                    fontsize=9, zorder=8)
+        ax.annotate("recommended", (rx, ry), xytext=(0, -16), textcoords="offset points", color="#2f855a",
+                    fontsize=9, ha="center", va="top", zorder=8)
     limit = o.limit * scale
     right = max(xs + [limit * 1.25]) * 1.1 + 1e-9
     ax.axvline(limit, color="#555", ls="--", lw=1.2, label=f"the limit: {o.option} {o.limit:g}")
