@@ -279,12 +279,13 @@ def test_compare_draws_identical_runs_in_distinct_styles_and_interleaved_targets
     sim = simulate(tmp_path, [(900, 2.0), (900, 8.0)], hpas=[hpa_doc(max_replicas=20), hpa_doc(max_replicas=20)])
     fig = compare_figure(sim)
     try:
-        replicas = [line for line in fig.axes[1].get_lines() if "Ready replicas" in line.get_label()]
+        replicas = [line for line in fig.axes[2].get_lines() if "Ready replicas" in line.get_label()]  # after
+        # the load and the outcome panels
         assert len(replicas) == 2
         assert list(replicas[0].get_ydata()) == list(replicas[1].get_ydata())  # the same run twice ...
         assert replicas[0].get_linestyle() != replicas[1].get_linestyle()  # ... both visible
         assert replicas[0].get_linewidth() > replicas[1].get_linewidth()
-        targets = [line for line in fig.axes[2].get_lines() if "target" in line.get_label()]
+        targets = [line for line in fig.axes[3].get_lines() if "target" in line.get_label()]
         assert len(targets) == 2 and targets[0].get_ydata()[0] == targets[1].get_ydata()[0]
         (off0, dash0), (off1, dash1) = (t._unscaled_dash_pattern for t in targets)
         assert dash0 == dash1 and off0 != off1  # equal targets interleave their dashes
