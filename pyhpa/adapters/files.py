@@ -3,8 +3,9 @@
 A file argument may be anything the shell can name: a regular file, a pipe (``<(kubectl get pods -o yaml)``),
 ``/dev/stdin``, or a device that never ends (``/dev/zero``). Each is read in chunks up to a limit and refused
 with one line (InputError naming the file) beyond it, so a wrong argument costs at most the limit in memory and
-time, never the machine. A compressed trace (``.gz``, ``.bz2``, ``.xz``, ``.zst``, ``.zip``, ``.tar*``: the
-suffixes pandas infers) is decompressed with the same bound on what comes out.
+time, never the machine. A compressed trace (``.gz``, ``.bz2``, ``.xz``, ``.zip``, ``.tar*``: the suffixes pandas
+infers, but ``.zst``, whose package pyhpa does not depend on) is decompressed with the same bound on what comes
+out.
 """
 
 from __future__ import annotations
@@ -97,13 +98,8 @@ def _open_compressed(buffer: io.BytesIO, suffix: str, file: str):
         if len(names) != 1:
             raise InputError(f"a compressed trace holds one file, this archive {len(names)}", file=file)
         return archive.open(names[0])
-    if suffix == ".zst":
-        try:
-            import zstandard
-        except ModuleNotFoundError:
-            raise InputError("reading a .zst trace needs the zstandard package: pip install zstandard (or give the "
-                             "trace as .csv.gz)", file=file) from None
-        return zstandard.ZstdDecompressor().stream_reader(buffer)
+    if suffix == ".zst":  # pandas would need the zstandard package, which pyhpa does not depend on
+        raise InputError("a .zst trace is not read: give it as .csv, .csv.gz, .csv.bz2, .csv.xz or .zip", file=file)
     if suffix == ".gz":
         return gzip.GzipFile(fileobj=buffer)
     return bz2.BZ2File(buffer) if suffix == ".bz2" else lzma.LZMAFile(buffer)
