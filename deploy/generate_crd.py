@@ -120,20 +120,20 @@ def number_or_string_quantity() -> dict:
 
 SETTINGS = {
     "syncPeriodSeconds": {
-        "type": "integer", "minimum": 1,
+        "type": "integer", "format": "int32", "minimum": 1, "maximum": 2**31 - 1,
         "description": "How often this autoscaler is synced, in seconds (upstream: the controller-wide "
                        "--horizontal-pod-autoscaler-sync-period; default: the controller's --sync-period)."},
     "tolerance": {
-        "type": "number", "minimum": 0,
+        "type": "number", "minimum": 0,  # JSON has no infinity; YAML's .inf is refused by the adapter
         "description": "Default tolerance as a fraction (0.1 = 10 %) where behavior.scaleUp/scaleDown.tolerance "
                        "is unset (upstream: --horizontal-pod-autoscaler-tolerance; default: the controller's "
                        "--tolerance)."},
     "cpuInitializationPeriodSeconds": {
-        "type": "integer", "minimum": 0,
+        "type": "integer", "format": "int32", "minimum": 0, "maximum": 2**31 - 1,
         "description": "Seconds after pod start during which CPU samples of not-yet-ready pods are not trusted "
                        "(upstream: --horizontal-pod-autoscaler-cpu-initialization-period, default 300)."},
     "initialReadinessDelaySeconds": {
-        "type": "integer", "minimum": 0,
+        "type": "integer", "format": "int32", "minimum": 0, "maximum": 2**31 - 1,
         "description": "Seconds after pod start during which readiness flaps count as not yet ready "
                        "(upstream: --horizontal-pod-autoscaler-initial-readiness-delay, default 30)."},
 }

@@ -1,6 +1,11 @@
-"""Shared pytest fixtures."""
+"""Shared pytest fixtures, and hypothesis' profile: no deadline (a test never depends on how fast the machine is;
+hypothesis' default of 200 ms per example failed property tests on a loaded machine)."""
 
 import pytest
+from hypothesis import settings
+
+settings.register_profile("pyhpa", deadline=None)
+settings.load_profile("pyhpa")
 
 from kubedouble import KubeDouble
 

@@ -279,12 +279,13 @@ def test_compare_draws_identical_runs_in_distinct_styles_and_interleaved_targets
     sim = simulate(tmp_path, [(900, 2.0), (900, 8.0)], hpas=[hpa_doc(max_replicas=20), hpa_doc(max_replicas=20)])
     fig = compare_figure(sim)
     try:
-        replicas = [line for line in fig.axes[1].get_lines() if "Ready replicas" in line.get_label()]
+        replicas = [line for line in fig.axes[2].get_lines() if "Ready replicas" in line.get_label()]  # after
+        # the load and the outcome panels
         assert len(replicas) == 2
         assert list(replicas[0].get_ydata()) == list(replicas[1].get_ydata())  # the same run twice ...
         assert replicas[0].get_linestyle() != replicas[1].get_linestyle()  # ... both visible
         assert replicas[0].get_linewidth() > replicas[1].get_linewidth()
-        targets = [line for line in fig.axes[2].get_lines() if "target" in line.get_label()]
+        targets = [line for line in fig.axes[3].get_lines() if "target" in line.get_label()]
         assert len(targets) == 2 and targets[0].get_ydata()[0] == targets[1].get_ydata()[0]
         (off0, dash0), (off1, dash1) = (t._unscaled_dash_pattern for t in targets)
         assert dash0 == dash1 and off0 != off1  # equal targets interleave their dashes
@@ -296,3 +297,39 @@ def test_pyhpa_alone_still_shows_the_whole_help():
     done = subprocess.run([sys.executable, "-m", "pyhpa.cli.main"], capture_output=True, text=True, timeout=120)
     out = done.stdout + done.stderr
     assert out.startswith("Usage: pyhpa [OPTIONS] COMMAND") and "\nCommands:\n" in out and "error:" not in out
+
+
+# ------------------------------------------------------------------------------------- metavars, no args, rules
+def test_a_flag_shows_what_it_takes_the_same_in_every_command():
+    """(issue 29) --kubeconfig FILE, times as TIME, URLs as URL, seconds as SECONDS, in every command and the plugin."""
+    from pyhpa.cli.help import FLAG_METAVARS
+    from pyhpa.cli.kubectl_plugin import plugin
+
+    seen: dict[str, set] = {}
+    for group in (GROUP, typer.main.get_command(plugin)):
+        for name, cmd in group.commands.items():
+            for p in cmd.params:
+                flag = max(getattr(p, "opts", [""]), key=len)
+                if p.param_type_name == "option" and p.metavar and not p.metavar.startswith("["):  # not choices
+                    seen.setdefault(flag, set()).add(p.metavar)
+    for flag, metavars in seen.items():
+        assert len(metavars) == 1, (flag, metavars)
+        if flag in FLAG_METAVARS:
+            assert metavars == {FLAG_METAVARS[flag]}, flag
+    for flag in ("--kubeconfig", "--now", "--from", "--start", "--server", "--sync-period", "--prometheus-url"):
+        assert "TEXT" not in seen[flag] and "NUMBER" not in seen[flag], flag
+
+
+@pytest.mark.parametrize("binary", ["pyhpa", "kubectl-pyhpa"])
+def test_no_arguments_print_the_commands_and_exit_0(binary):
+    module = {"pyhpa": "pyhpa.cli.main", "kubectl-pyhpa": "pyhpa.cli.kubectl_plugin"}[binary]
+    r = subprocess.run([sys.executable, "-m", module], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert r.returncode == 0 and r.stderr == ""
+    assert "Commands:" in r.stdout and "explain" in r.stdout
+
+
+def test_piped_explain_draws_a_rule_of_80_columns():
+    r = subprocess.run([sys.executable, "-m", "pyhpa.cli.main", "explain", "examples/explain/snapshot.yaml"],
+                       capture_output=True, text=True, timeout=60, cwd=ROOT)
+    first = r.stdout.splitlines()[0]
+    assert r.returncode == 0 and first.startswith("──") and len(first) == 80 and "php-apache-scale-up" in first

@@ -209,7 +209,7 @@ def test_help_is_plain_and_nothing_is_cut(cmd, columns):
         assert bad not in text, (bad, text)
     assert max(len(line) for line in text.splitlines()) <= columns
     if cmd == ["run"]:
-        assert "--leader-elect-resource-namespace TEXT" in text and "--log-format [text|json]" in text
+        assert "--leader-elect-resource-namespace NAMESPACE" in text and "--log-format [text|json]" in text
     if not cmd:
         assert "per metric and per normalization step." in " ".join(text.split())  # summaries are whole
 

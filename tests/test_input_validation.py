@@ -13,10 +13,12 @@ import math
 import subprocess
 import sys
 import tempfile
+from datetime import datetime, timezone
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
+import typer
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -257,7 +259,8 @@ def test_a_load_scale_beyond_float64_is_refused(tmp_path):
     r = invoke("simulate", "--hpa", NASA / "hpa.yaml", "--target", NASA / "deployment.yaml", "--trace", TRACE,
                "--column", "requests", "--load-scale", "1e307", "--no-plot", "--no-progress",
                "--output-dir", tmp_path / "out")
-    assert error_line(r) == "error: --load-scale: 1e+307 times column 'requests' (up to 405) is beyond a float64"
+    assert error_line(r) == ("error: --load-scale: 1e+307 times column 'requests' (up to 405) is beyond 1e+15, the "
+                             "largest load pyhpa simulates")
 
 
 # ------------------------------------------------------------------------------------------- malformed traces
@@ -289,10 +292,10 @@ def _trace_cases(tmp: Path) -> dict[str, tuple[Path, str]]:
     bad = lines[5].split(",")
     bad[1] = "1e400"
     case("huge", "\n".join(lines[:5] + [",".join(bad)] + lines[6:]) + "\n",
-         "requests: line 6: not a finite number: '1e400' (values must be finite numbers >= 0)")
+         "requests: line 6: not a finite number: '1e400' (values must be numbers from 0 to 1e+15)")
     bad[1] = "lots"
     case("text", "\n".join(lines[:5] + [",".join(bad)] + lines[6:]) + "\n",
-         "requests: line 6: not a number: 'lots' (values must be finite numbers >= 0)")
+         "requests: line 6: not a number: 'lots' (values must be numbers from 0 to 1e+15)")
     cases.pop("inf")
     case("numeric-time-inf", "time,requests\n0,1\ninf,2\n", "time: line 3: time 'inf' is not a time (seconds since "
                                                             "1970 between years 1 and 9999)")
@@ -505,3 +508,627 @@ def test_snapshot_history_counts_are_int32_and_not_negative(tmp_path, key, item,
     doc["history"] = {key: [item]}
     f = write(tmp_path / "snap.yaml", doc)
     assert error_line(invoke("explain", f)) == f"error: {f}: snapshot 'php-apache-scale-up-with-a-starting-pod': {line}"
+
+
+# ------------------------------------------------------------------------- files that are no regular file, or huge
+# (issue 29) Every file argument is read with a bound (pyhpa.adapters.files): a device that never ends, a folder, a
+# huge (sparse) file, a compressed trace that decompresses to more than the bound: one line naming it, at once.
+DOCUMENT_LIMIT = "32 MiB, the limit for a YAML or JSON file"
+
+
+@pytest.mark.parametrize("command", [("thresholds",), ("explain",), ("schedules",),
+                                     ("snapshot", "default/web", "--kubeconfig"), ("run", "--kubeconfig")])
+def test_a_device_that_never_ends_as_a_document_is_one_line(command):
+    assert error_line(invoke(*command, "/dev/zero")) == (
+        f"error: /dev/zero: {'--kubeconfig: ' * ('--kubeconfig' in command)}not a regular file, and longer than "
+        f"{DOCUMENT_LIMIT}")
+
+
+def _sparse(path: Path, size: int) -> Path:
+    with open(path, "wb") as f:
+        f.truncate(size)  # no blocks written: the file is huge, the disk holds nothing
+    return path
+
+
+def test_a_huge_file_is_refused_before_it_is_read(tmp_path):
+    doc = _sparse(tmp_path / "huge.yaml", 2**40)
+    assert error_line(invoke("thresholds", doc)) == f"error: {doc}: larger than {DOCUMENT_LIMIT}"
+    trace = _sparse(tmp_path / "huge.csv", 2**40)
+    r = invoke("simulate", "--hpa", NASA / "hpa.yaml", "--target", NASA / "deployment.yaml", "--trace", trace,
+               "--column", "requests", "--no-progress", "--output-dir", tmp_path / "out")
+    assert error_line(r) == f"error: {trace}: larger than 256 MiB, the limit for a trace"
+
+
+@pytest.mark.parametrize("command", ["simulate", "forecast"])
+def test_a_device_or_a_folder_as_a_trace_is_one_line(tmp_path, command):
+    def run(trace):
+        if command == "forecast":
+            return invoke("forecast", "--trace", trace, "--column", "requests", "--plot-file", tmp_path / "f.png")
+        return invoke("simulate", "--hpa", NASA / "hpa.yaml", "--target", NASA / "deployment.yaml", "--trace", trace,
+                      "--column", "requests", "--no-progress", "--output-dir", tmp_path / "out")
+
+    assert error_line(run("/dev/zero")) == ("error: /dev/zero: not a regular file, and longer than 256 MiB, the limit "
+                                            "for a trace")
+    assert error_line(run(tmp_path)) == f"error: {tmp_path}: is a folder, not a file"
+
+
+@pytest.mark.parametrize("suffix", [".csv.gz", ".csv.bz2", ".csv.xz", ".zip", ".tar.gz"])
+def test_a_compressed_trace_is_decompressed_up_to_the_bound(tmp_path, suffix):
+    import bz2
+    import io
+    import lzma
+    import tarfile
+    import zipfile
+
+    from pyhpa.adapters.files import read_trace_bytes
+
+    def pack(data: bytes) -> Path:
+        path = tmp_path / f"t{len(data)}{suffix}"
+        if suffix == ".zip":
+            with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+                z.writestr("t.csv", data)
+        elif suffix == ".tar.gz":
+            with tarfile.open(path, "w:gz") as t:
+                info = tarfile.TarInfo("t.csv")
+                info.size = len(data)
+                t.addfile(info, io.BytesIO(data))
+        else:
+            path.write_bytes({".csv.gz": gzip, ".csv.bz2": bz2, ".csv.xz": lzma}[suffix].compress(data))
+        return path
+
+    limit = 2**20
+    fits = b"time,load\n" + b"0,1\n" * (limit // 8)
+    assert read_trace_bytes(pack(fits), limit) == fits
+    bomb = pack(b"0" * (4 * limit))  # a few KiB that decompress to 4 MiB
+    with pytest.raises(InputError) as err:
+        read_trace_bytes(bomb, limit)
+    assert str(err.value) == f"{bomb}: decompresses to more than 1 MiB, the limit for a trace"
+
+
+def test_a_pipe_is_read_as_a_file_is(tmp_path):
+    import os
+    import threading
+
+    fifo = tmp_path / "hpa.fifo"
+    os.mkfifo(fifo)
+    doc = yaml.safe_dump(hpa_doc({"type": "AverageValue", "averageValue": "1"}))
+    writer = threading.Thread(target=lambda: fifo.write_text(doc))
+    writer.start()
+    r = invoke("thresholds", "-o", "json", fifo)  # as <(kubectl get hpa web -o yaml) is
+    writer.join()
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["hpa"] == "default/web"
+
+
+@pytest.mark.parametrize("text, line", [
+    ("apiVersion: v1\nclusters: [\n  - a: b\n   c\n", "K:3: --kubeconfig: malformed YAML: "),
+    ("[1, 2]\n", "K: --kubeconfig: not a kubeconfig: want a YAML mapping with lists clusters and contexts"),
+    ("clusters: [x]\ncontexts: [y]\ncurrent-context: y\n", "K: --kubeconfig: malformed kubeconfig (TypeError: "),
+    ("clusters: []\ncontexts: []\n", "K: --kubeconfig: cannot load the Kubernetes configuration: No current context"),
+])
+@pytest.mark.parametrize("command", [["run"], ["snapshot", "default/web"], ["tune", "default/web",
+                                                                            "--prometheus-url", "http://p:9090"]])
+def test_a_malformed_kubeconfig_is_one_line_naming_it(tmp_path, text, line, command):
+    kubeconfig = write(tmp_path / "kubeconfig", text)
+    r = invoke(*command, "--kubeconfig", kubeconfig, *(["--output-dir", tmp_path / "out"] if command[0] == "tune" else []))
+    assert error_line(r).startswith("error: " + line.replace("K", str(kubeconfig), 1)), r.output
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(st.binary(max_size=200), st.text(max_size=200).map(str.encode),
+                 st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+                              lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+                                  st.sampled_from(["clusters", "contexts", "users", "current-context", "cluster",
+                                                   "context", "name", "server", "user"]), inner, max_size=4),
+                              max_leaves=12).map(lambda d: yaml.safe_dump(d).encode())))
+def test_any_kubeconfig_loads_or_is_one_line(data):
+    from pyhpa.controller import load_config
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "kubeconfig"
+        path.write_bytes(data)
+        try:
+            load_config(str(path))
+        except InputError as err:
+            assert _one_line(err).startswith(f"{path}")
+
+
+# ------------------------------------------------------------------------------------------- the calendar's ends
+# (issue 29) Times from year 1 to 9999 are what pyhpa reads and prints (Python's datetime): a trace in any of those
+# years loads (pandas' nanoseconds end in 1677 and 2262; seconds are computed in microseconds); a trace too close to
+# the calendar's ends, or a time beyond them in UTC, is one line; cron windows end with the calendar.
+def _iso_rows(year: int, month: int = 6) -> str:
+    return "time,load\n" + "".join(f"{year:04d}-{month:02d}-15T00:{m:02d}:00Z,{m}\n" for m in range(4))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 9998), st.integers(1, 12))
+def test_a_trace_in_any_year_of_the_calendar_loads(year, month):
+    from pyhpa.simulate.trace import load_trace
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "t.csv"
+        path.write_text(_iso_rows(year, month))
+        tr = load_trace(path, "load")
+    first = datetime(year, month, 15, tzinfo=timezone.utc).timestamp()
+    assert list(tr.times) == [first + 60 * m for m in range(4)] and tr.end == first + 240
+
+
+@pytest.mark.parametrize("year", [1500, 1000, 2500, 9000])
+def test_simulate_runs_a_trace_outside_pandas_nanosecond_years(tmp_path, year):
+    trace = write(tmp_path / "t.csv", _iso_rows(year))
+    r = invoke("simulate", "--hpa", ROOT / "pyhpa/data/examples/php-apache-hpa.yaml", "--target",
+               ROOT / "pyhpa/data/examples/php-apache.yaml", "--trace", trace, "--column", "load", "--no-progress",
+               "--output-dir", tmp_path / "out")
+    assert r.exit_code == 0, r.output
+    timeline = (tmp_path / "out" / "timeline.csv").read_text().splitlines()
+    assert timeline[1].startswith(f"{year:04d}-06-15T00:00:00Z,") and timeline[-1].startswith(f"{year:04d}-06-15T00:03")
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["simulated_seconds"] == 240
+
+
+@pytest.mark.parametrize("rows, line", [
+    ("0001-01-01T00:00:00Z,1\n0001-01-01T00:01:00Z,1\n",
+     "line 2: time 0001-01-01T00:00:00Z is before 0001-01-02T00:00:00Z (a trace holds times from "
+     "0001-01-02T00:00:00Z to 9999-12-31T00:00:00Z)"),
+    ("9999-12-30T23:58:00Z,1\n9999-12-30T23:59:00Z,1\n9999-12-31T00:00:00Z,1\n",
+     "line 4: the trace ends after 9999-12-31T00:00:00Z (its last row, 9999-12-31T00:00:00Z, holds for a step of 60 s; "
+     "a trace holds times from 0001-01-02T00:00:00Z to 9999-12-31T00:00:00Z)"),
+    ("-62135596800,1\n-62135596740,1\n", "line 2: time 0001-01-01T00:00:00Z is before 0001-01-02T00:00:00Z (a trace "
+                                         "holds times from 0001-01-02T00:00:00Z to 9999-12-31T00:00:00Z)"),
+    ("9999-12-31T23:59:59Z,1\n10000-01-01T00:00:00Z,1\n",
+     "line 3: malformed time '10000-01-01T00:00:00Z' (want ISO 8601 or seconds, years 1 to 9999)"),
+])
+@pytest.mark.parametrize("command", ["simulate", "forecast"])
+def test_a_trace_at_the_calendar_ends_is_one_line(tmp_path, rows, line, command):
+    trace = write(tmp_path / "t.csv", "time,load\n" + rows)
+    if command == "forecast":
+        r = invoke("forecast", "--trace", trace, "--column", "load", "--plot-file", tmp_path / "f.png")
+    else:
+        r = invoke("simulate", "--hpa", ROOT / "pyhpa/data/examples/php-apache-hpa.yaml", "--target",
+                   ROOT / "pyhpa/data/examples/php-apache.yaml", "--trace", trace, "--column", "load",
+                   "--no-progress", "--output-dir", tmp_path / "out")
+    assert error_line(r) == f"error: {trace}: time: {line}"
+
+
+SCHEDULES = ROOT / "examples" / "schedules" / "php-apache-schedules.yaml"
+EXPLAIN = ROOT / "examples" / "explain"
+
+
+@pytest.mark.parametrize("when", ["9999-12-31T00:00:00Z", "9999-12-31T23:59:58Z", "9999-12-31T23:59:59Z",
+                                  "0001-01-01T00:00:00Z", "9999-12-31T18:59:59-05:00"])
+def test_explain_and_schedules_at_the_calendar_ends_answer(when):
+    r = invoke("explain", "-o", "json", "--hpa", SCHEDULES, "--pods", EXPLAIN / "pods.yaml", "--pod-metrics",
+               EXPLAIN / "podmetrics.json", "--replicas", "3", "--now", when)
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["desiredReplicas"] >= 1 and out["nextScheduleChange"] in (None, *[out["nextScheduleChange"]])
+    r = invoke("schedules", "-o", "json", SCHEDULES, "--from", when)
+    if when.startswith("9999-12-31T23:59:59") or when.endswith("-05:00"):
+        assert error_line(r) == ("error: --from: must be before 9999-12-31T23:59:59Z, the end of the calendar")
+        return
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["to"] <= "9999-12-31T23:59:59Z" and all(len(o["start"]) == 20 for o in out["occurrences"])
+
+
+@pytest.mark.parametrize("flag", ["--now", "--from", "--to"])
+def test_a_time_beyond_the_calendar_in_utc_is_one_line(flag):
+    args = (["schedules", SCHEDULES] if flag != "--now" else
+            ["explain", "--hpa", SCHEDULES, "--pods", EXPLAIN / "pods.yaml", "--pod-metrics", EXPLAIN / "podmetrics.json"])
+    value = "0001-01-01T00:00:00+05:00" if flag != "--to" else "9999-12-31T23:00:00-05:00"
+    assert error_line(invoke(*args, flag, value)) == (
+        f"error: {flag}: '{value}' is outside the calendar (0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z in UTC)")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(-62135596800.0, 253402300799.0), st.sampled_from(["UTC", "Pacific/Kiritimati", "America/New_York",
+                                                                   "Pacific/Pago_Pago", "Europe/Berlin"]),
+       st.sampled_from(["0 8 * * 1-5", "*/20 * * * *", "0 0 29 2 *", "30 2 * * *"]),
+       st.sampled_from([None, "0 18 * * 1-5", "0 0 1 1 *"]), st.integers(1, 2**31 - 1))
+def test_cron_windows_at_any_time_of_the_calendar_answer_within_it(now, zone, start, end, duration):
+    """The core's cron look-ups near year 1 and year 9999, in zones east and west of Greenwich: an answer, every
+    time it gives within the calendar (an occurrence whose end would be later runs to its end)."""
+    from zoneinfo import ZoneInfo
+
+    from pyhpa.core import END_OF_CALENDAR, ScheduleWindow, active_windows, next_change, occurrences
+
+    w = ScheduleWindow(name="w", start=start, end=end, duration_seconds=None if end else duration,
+                       time_zone=ZoneInfo(zone), time_zone_name=zone, min_replicas=2)
+    for a in active_windows([w], now):
+        assert a.start <= now < a.end <= END_OF_CALENDAR
+    change = next_change([w], now)
+    assert change is None or now < change <= END_OF_CALENDAR
+    for s, e in occurrences(w, now, min(now + 86400 * 3, END_OF_CALENDAR)):
+        assert s < e <= END_OF_CALENDAR
+
+
+@pytest.mark.parametrize("ts, text", [(-62135596800.0, "0001-01-01T00:00:00Z"), (-59011459200.0, "0100-01-01T00:00:00Z"),
+                                      (253402300799.0, "9999-12-31T23:59:59Z")])
+def test_times_before_year_1000_print_with_four_digit_years(ts, text):
+    from pyhpa.adapters.parse import format_time
+
+    assert format_time(ts) == text
+
+
+# ------------------------------------------------------------------------------------------- non-finite numbers
+# (issue 29) inf, nan and numbers whose sums overflow never reach a figure: every NUMBER flag of every command must
+# be finite (one check in pyhpa.cli.help.Command); spec fields are typed as the CRD types them; trace values, the
+# profile's numbers and --load-scale are bounded so every summary figure is finite and summary.json strict JSON.
+def _float_flags():
+    from pyhpa.cli.kubectl_plugin import plugin
+
+    out = []
+    for group_app, prefix in ((app, ()), (plugin, ("plugin",))):
+        group = typer.main.get_command(group_app)
+        for name, cmd in sorted(group.commands.items()):
+            positional = ["x"] * sum(1 for p in cmd.params if p.param_type_name == "argument" and p.required)
+            positional += [a for p in cmd.params if p.param_type_name == "option" and p.required
+                           for a in (max(p.opts, key=len), "x")]  # forecast --trace x --column x
+            for p in cmd.params:
+                if p.param_type_name == "option" and p.metavar != "" and _is_float(p):
+                    out.append((prefix, name, max(p.opts, key=len), positional))
+    return out
+
+
+def _is_float(param) -> bool:
+    import typing
+
+    desc = param.type_descriptor
+    ann = desc.annotation
+    return ann is float or (desc.is_list and typing.get_args(ann)[:1] == (float,))
+
+
+FLOAT_FLAGS = _float_flags()
+
+
+def test_the_float_flags_are_found():
+    names = {(p, c, f) for p, c, f, _ in FLOAT_FLAGS}
+    assert ((), "simulate", "--tolerance") in names and ((), "run", "--sync-period") in names
+    assert ((), "tune", "--max-overloaded-fraction") in names and len(names) >= 25
+
+
+@pytest.mark.parametrize("prefix, command, flag, positional", FLOAT_FLAGS,
+                         ids=[f"{'plugin-' * bool(p)}{c}{f}" for p, c, f, _ in FLOAT_FLAGS])
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "1e999"])
+def test_every_number_flag_must_be_finite(prefix, command, flag, positional, value):
+    from pyhpa.cli.kubectl_plugin import plugin
+
+    r = runner.invoke(plugin if prefix else app, [command, *positional, flag, value])
+    shown = {"inf": "inf", "1e999": "inf", "-inf": "-inf", "nan": "nan"}[value]
+    see = f"kubectl pyhpa {command}" if prefix else f"root {command}"
+    assert error_line(r) == f"error: {flag}: must be a finite number, got {shown} (see {see} -h)"
+
+
+def _autoscaler(tmp_path: Path, **spec) -> Path:
+    doc = yaml.safe_load(SCHEDULES.read_text())
+    doc["spec"].update(spec)
+    return write(tmp_path / "ha.yaml", doc)
+
+
+@pytest.mark.parametrize("spec, line", [
+    ({"tolerance": float("inf")}, "spec.tolerance: must be a finite number >= 0, got inf"),
+    ({"tolerance": float("nan")}, "spec.tolerance: must be a finite number >= 0, got nan"),
+    ({"tolerance": -0.1}, "spec.tolerance: must be a finite number >= 0, got -0.1"),
+    ({"tolerance": "0.1"}, "spec.tolerance: must be a finite number >= 0, got '0.1'"),
+    ({"cpuInitializationPeriodSeconds": 1.5}, "spec.cpuInitializationPeriodSeconds: must be an integer, got 1.5"),
+    ({"initialReadinessDelaySeconds": 2**31}, "spec.initialReadinessDelaySeconds: must be at most 2147483647 (an "
+                                              "int32), got 2147483648"),
+    ({"syncPeriodSeconds": 0}, "spec.syncPeriodSeconds: must be greater than 0, got 0"),
+    ({"syncPeriodSeconds": float("inf")}, "spec.syncPeriodSeconds: must be an integer, got inf"),
+])
+@pytest.mark.parametrize("command", ["thresholds", "explain", "simulate", "schedules"])
+def test_settings_of_a_horizontalautoscaler_are_typed_as_the_crd_types_them(tmp_path, spec, line, command):
+    f = _autoscaler(tmp_path, **spec)
+    args = {"thresholds": [f], "schedules": [f],
+            "explain": ["--hpa", f, "--pods", EXPLAIN / "pods.yaml", "--pod-metrics", EXPLAIN / "podmetrics.json",
+                        "--replicas", "3"],
+            "simulate": ["--hpa", f, "--target", ROOT / "pyhpa/data/examples/php-apache.yaml", "--trace",
+                         ROOT / "pyhpa/data/traces/nasa_http_1995-07-12_13_per_minute.csv", "--column",
+                         "requests_per_second", "--no-progress", "--output-dir", tmp_path / "out"]}[command]
+    assert error_line(invoke(command, *args)) == f"error: {f}: HorizontalAutoscaler php-apache: {line}"
+
+
+def test_the_crd_types_the_settings_as_the_adapter_reads_them():
+    crd = yaml.safe_load((ROOT / "deploy" / "crd.yaml").read_text())
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    for key in ("syncPeriodSeconds", "cpuInitializationPeriodSeconds", "initialReadinessDelaySeconds"):
+        assert (spec[key]["type"], spec[key]["format"], spec[key]["maximum"]) == ("integer", "int32", MAX_INT32)
+    assert spec["tolerance"]["type"] == "number"
+
+
+@pytest.mark.parametrize("cell, line", [
+    ("1e308", "load: line 3: value '1e308' is beyond 1e+15 (values must be numbers from 0 to 1e+15)"),
+    ("1.8e308", "load: line 3: not a finite number: '1.8e308' (values must be numbers from 0 to 1e+15)"),
+    ("1000000000000001", "load: line 3: value '1000000000000001' is beyond 1e+15 (values must be numbers from 0 to "
+                         "1e+15)"),
+])
+def test_a_trace_value_beyond_the_bound_is_one_line(tmp_path, cell, line):
+    trace = write(tmp_path / "t.csv", f"time,load\n0,1\n60,{cell}\n120,1\n")
+    r = invoke("simulate", "--hpa", ROOT / "pyhpa/data/examples/php-apache-hpa.yaml", "--target",
+               ROOT / "pyhpa/data/examples/php-apache.yaml", "--trace", trace, "--column", "load",
+               "--no-progress", "--output-dir", tmp_path / "out")
+    assert error_line(r) == f"error: {trace}: {line}"
+
+
+@pytest.mark.parametrize("field", ["cpu_millicore_seconds_per_request", "pod_capacity_rps", "memory_baseline_mebibytes",
+                                   "app_startup_seconds"])
+def test_a_profile_number_beyond_the_bound_is_one_line(tmp_path, field):
+    profile = write(tmp_path / "p.yaml", {field: 1e300})
+    r = invoke("simulate", "--hpa", ROOT / "pyhpa/data/examples/php-apache-hpa.yaml", "--target",
+               ROOT / "pyhpa/data/examples/php-apache.yaml", "--trace", TRACE, "--column", "requests",
+               "--profile", profile, "--no-progress", "--output-dir", tmp_path / "out")
+    assert error_line(r) == (f"error: {profile}: workload profile: {field}: must be a number from 0 to 1e+15, "
+                             "got 1e+300")
+
+
+def _strict(text: str):
+    def refuse(name):
+        raise AssertionError(f"not JSON: {name}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(st.just(0.0), st.floats(0, 1e15), st.sampled_from([1e15, 1e-300, 5e-324])),
+                min_size=3, max_size=6),
+       st.floats(1e-12, 1e15), st.fixed_dictionaries({}, optional={
+           "cpu_millicore_seconds_per_request": st.floats(1e-9, 1e15), "pod_capacity_rps": st.floats(1e-9, 1e15),
+           "cpu_baseline_millicores": st.floats(0, 1e15), "memory_mebibytes_per_rps": st.floats(0, 1e15)}))
+def test_extreme_but_legal_loads_give_finite_figures_and_strict_json(loads, scale, profile):
+    from pyhpa.simulate import run_simulation
+    from pyhpa.simulate.report import write_outputs
+
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = write(Path(tmp) / "t.csv", "time,load\n" + "".join(f"{60 * i},{v!r}\n" for i, v in enumerate(loads)))
+        prof = write(Path(tmp) / "p.yaml", profile)
+        try:
+            sim = run_simulation([ROOT / "pyhpa/data/examples/php-apache-hpa.yaml"],
+                                 ROOT / "pyhpa/data/examples/php-apache.yaml", trace, "load", profile=prof,
+                                 load_scale=scale)
+        except InputError as err:  # a load beyond the bound after scaling, a CPU limit below the baseline
+            assert _one_line(err)
+            return
+        write_outputs(sim, Path(tmp) / "out", plot=False)
+        summary = _strict((Path(tmp) / "out" / "summary.json").read_text())
+
+    def finite(x):
+        if isinstance(x, float):
+            assert math.isfinite(x)
+        elif isinstance(x, dict):
+            for v in x.values():
+                finite(v)
+        elif isinstance(x, list):
+            for v in x:
+                finite(v)
+
+    finite(summary)
+
+
+# --------------------------------------------------------------------------------------------------- huge counts
+# (issue 29) Every count a user gives has a bound that says itself in one line, checked before any work: workers,
+# jobs, trials, occurrences, seeds, and the syncs, scrapes, interpolated rows and forecasts a run implies.
+@pytest.mark.parametrize("args, line", [
+    (["run", "--workers", "100000000"], "--workers: must be at most 1,000 (concurrent syncs beyond that only queue on "
+                                        "the API server), got 100,000,000"),
+    (["tune", "--jobs", "10000"], "--jobs: must be from 0 to {cores} (the cores of this machine: each replay keeps one "
+                                  "busy), got 10,000"),
+    (["tune", "--trials", "10000000"], "--trials: must be from 1 to 100,000, got 10,000,000"),
+    (["tune", "--seed", "-1"], "--seed: must be from 0 to 4,294,967,295, got -1"),
+    (["simulate", "--seed", str(2**32)], "--seed: must be from 0 to 4,294,967,295, got 4,294,967,296"),
+    (["schedules", str(SCHEDULES), "--limit", "1000000000"], "--limit: must be at most 100,000 occurrences per "
+                                                             "window, got 1,000,000,000"),
+    (["tune", "default/web", "--prometheus-url", "http://127.0.0.1:9", "--server", "http://127.0.0.1:9", "--history",
+      "1e15"], "--history: must be from 172800 s (two days) to 7776000 s (90 days), got 1000000000000000.0"),
+])
+def test_a_huge_count_is_one_line(tmp_path, args, line):
+    import os
+
+    extra = ["--output-dir", str(tmp_path / "out")] if args[0] in ("tune", "simulate") else []
+    assert error_line(invoke(*args, *extra)) == "error: " + line.format(cores=os.cpu_count())
+
+
+def test_the_most_workers_are_taken():
+    from pyhpa.controller.settings import MAX_WORKERS, Settings
+
+    assert Settings(workers=MAX_WORKERS).workers == 1000
+
+
+BUNDLED_ARGS = ["--hpa", ROOT / "pyhpa/data/examples/php-apache-hpa.yaml", "--target",
+                ROOT / "pyhpa/data/examples/php-apache.yaml"]
+
+
+def test_a_century_between_two_rows_is_one_line_before_any_work(tmp_path):
+    trace = write(tmp_path / "t.csv", "timestamp,rps\n1970-01-01T00:00:00Z,1\n2070-01-01T00:00:00Z,2\n")
+    r = invoke("simulate", *BUNDLED_ARGS, "--trace", trace, "--column", "rps", "--no-progress",
+               "--output-dir", tmp_path / "out")
+    assert error_line(r) == (f"error: {trace}: syncs: one every 15 s over the simulated 73,050.0 days "
+                             "(1970-01-01T00:00:00Z to 2170-01-02T00:00:00Z) is 420,768,000; a simulation runs at most "
+                             "1,000,000: a shorter span (--start/--end)")
+    assert not (tmp_path / "out").exists()  # refused before the output folder was made (it is removed again)
+
+
+def test_a_tiny_sync_period_or_metric_resolution_is_one_line(tmp_path):
+    r = invoke("simulate", "--sync-period", "0.001", "--no-progress", "--output-dir", tmp_path / "out")
+    assert error_line(r) == ("error: --sync-period: syncs: one every 0.001 s over the simulated 48.0 hours "
+                             "(1995-07-12T00:00:00-04:00 to 1995-07-14T00:00:00-04:00) is 172,800,000; a simulation "
+                             "runs at most 1,000,000: a longer period, or a shorter span (--start/--end)")
+    profile = write(tmp_path / "p.yaml", {"metric_resolution_seconds": 1e-6})
+    r = invoke("simulate", *BUNDLED_ARGS, "--trace", ROOT / "pyhpa/data/traces/nasa_http_1995-07-12_13_per_minute.csv",
+               "--column", "requests_per_second", "--profile", profile, "--no-progress", "--output-dir", tmp_path / "o")
+    assert error_line(r) == (f"error: {profile}: workload profile: metric_resolution_seconds: metrics-server scrapes: "
+                             "one every 1e-06 s over the simulated 48.0 hours (1995-07-12T00:00:00-04:00 to "
+                             "1995-07-14T00:00:00-04:00) is 172,800,000,000; a simulation runs at most 1,000,000: a "
+                             "longer period, or a shorter span (--start/--end)")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(60, 1e11), st.floats(1e-6, 1e9), st.floats(1e-6, 1e9))
+def test_a_replay_is_refused_exactly_when_it_implies_more_than_the_most_syncs(span, period, resolution):
+    from types import SimpleNamespace
+
+    from pyhpa.simulate import MAX_SYNCS, check_extent
+    from pyhpa.simulate.profile import Profile
+
+    start = 0.0
+    trace = SimpleNamespace(start=start, end=start + span, tz=timezone.utc, report=SimpleNamespace(file="t.csv"))
+    h = SimpleNamespace(sync_period_seconds=period, own_sync_period=False, file="h.yaml", label="h")
+    try:
+        check_extent(trace, h, Profile(metric_resolution_seconds=resolution), {"profile": ""})
+    except InputError as err:
+        assert max(span / period, span / resolution) > MAX_SYNCS and f"at most {MAX_SYNCS:,}" in _one_line(err)
+        return
+    assert max(span / period, span / resolution) <= MAX_SYNCS
+
+
+@pytest.mark.parametrize("command", ["simulate", "forecast"])
+def test_interpolating_a_century_gap_is_one_line(tmp_path, command):
+    trace = write(tmp_path / "t.csv", "time,load\n" + "".join(f"{i},1\n" for i in range(4)) + "3155760000,2\n")
+    args = (["forecast", "--plot-file", tmp_path / "f.png"] if command == "forecast" else
+            ["simulate", *BUNDLED_ARGS, "--no-progress", "--output-dir", tmp_path / "out"])
+    r = invoke(*args, "--trace", trace, "--column", "load", "--gaps", "interpolate")
+    assert error_line(r) == (f"error: {trace}: --gaps: interpolate would insert 3,155,759,996 rows (a row every 1 s "
+                             "over 3,155,759,996 s of gaps); at most 10,000,000: hold or skip gaps this long")
+
+
+def test_forecast_refuses_more_rows_than_its_bound(tmp_path, monkeypatch):
+    from pyhpa.cli import forecast_cmd
+
+    monkeypatch.setattr(forecast_cmd, "MAX_FORECAST_ROWS", 100)
+    r = invoke("forecast", "--trace", TRACE, "--column", "requests", "--start", "1995-07-10T00:00:00",
+               "--plot-file", tmp_path / "f.png")
+    assert error_line(r).startswith(f"error: {TRACE}: ") and "; a replay forecasts at most 100: a shorter span" in r.output
+
+
+# -------------------------------------------------------------------------------------- unwritable destinations
+# (issue 29) Every file or folder a command writes is tried before the work (pyhpa.cli.options: output_file,
+# output_dir): /proc takes no new files, /sys no new folders, a name longer than the file system's limit is
+# refused; one line naming the flag; nothing is left behind, and an existing file is not truncated by the try.
+LONG = "x" * 300
+
+
+def _writer(command: str, dest) -> list:
+    trace = ["--trace", TRACE, "--column", "requests"]
+    return {"forecast": ["forecast", *trace, "--plot-file", dest],
+            "simulate": ["simulate", "--no-progress", "--output-dir", dest],
+            "tune": ["tune", "--hpa", NASA / "hpa.yaml", "--target", NASA / "deployment.yaml", *trace,
+                     "--output-dir", dest],
+            "snapshot": ["snapshot", "default/web", "--server", "http://127.0.0.1:9", "--output-file", dest]}[command]
+
+
+@pytest.mark.parametrize("command", ["forecast", "simulate", "tune", "snapshot"])
+@pytest.mark.parametrize("where", ["proc", "sys", "long-name", "long-folder"])
+def test_an_unwritable_destination_is_one_line_before_the_work(tmp_path, command, where):
+    flag = {"forecast": "--plot-file", "snapshot": "--output-file"}.get(command, "--output-dir")
+    name = "f.png" if command == "forecast" else "f.yaml" if command == "snapshot" else "out"
+    dest = {"proc": Path("/proc") / name, "sys": Path("/sys") / name, "long-name": tmp_path / f"{LONG}.png",
+            "long-folder": tmp_path / "new" / LONG / name}[where]
+    line = error_line(invoke(*_writer(command, dest)))
+    assert line.startswith(f"error: {dest}: {flag}: cannot "), line
+    reason = {"proc": "No such file or directory", "sys": "Operation not permitted", "long-name": "File name too long",
+              "long-folder": "File name too long"}[where]
+    if where == "sys" and flag != "--output-dir":  # a file directly under /sys: permission, whoever runs it
+        reason = "Permission denied"
+    assert line.endswith(reason), line
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no folder made for it is left
+
+
+def test_trying_an_existing_destination_does_not_truncate_it(tmp_path):
+    plot = tmp_path / "keep.png"
+    plot.write_bytes(b"the user's plot")
+    bad = write(tmp_path / "bad.csv", "time,requests\n0,1\n")
+    error_line(invoke("forecast", "--trace", bad, "--column", "requests", "--plot-file", plot))
+    assert plot.read_bytes() == b"the user's plot"
+
+
+# ------------------------------------------------------------------------------------------------ silent nonsense
+# (issue 29) What the user gave is used or refused, never ignored: a --metric-column no metric reads, a name the API
+# server would refuse (or one carrying a query or a fragment); and an error is the only line on stderr.
+WC98 = ROOT / "examples" / "simulate" / "worldcup98"
+WC98_ARGS = ["--hpa", WC98 / "hpa.yaml", "--target", WC98 / "deployment.yaml", "--profile", WC98 / "profile.yaml",
+             "--trace", ROOT / "examples/traces/worldcup98_1998-06-29_07-05_per_minute.csv",
+             "--column", "requests_per_second", "--end", "1998-06-29T02:00:00Z"]
+
+
+@pytest.mark.parametrize("item, line", [
+    ("foo=bar", "--metric-column: 'foo=bar': no autoscaler has a Pods, Object or External metric 'foo' (theirs: "
+                "http_requests_per_second; Resource metrics follow the load)"),
+    ("cpu=requests", "--metric-column: 'cpu=requests': no autoscaler has a Pods, Object or External metric 'cpu' "
+                     "(theirs: http_requests_per_second; Resource metrics follow the load)"),
+])
+@pytest.mark.parametrize("command", ["simulate", "tune"])
+def test_a_metric_column_no_metric_reads_is_one_line(tmp_path, item, line, command):
+    r = invoke(command, *WC98_ARGS, "--metric-column", item, "--output-dir", tmp_path / "out",
+               *(["--no-progress"] if command == "simulate" else []))
+    assert error_line(r) == f"error: {line}"
+
+
+def test_a_metric_column_naming_no_column_is_one_line(tmp_path):
+    r = invoke("simulate", *WC98_ARGS, "--metric-column", "http_requests_per_second=bar", "--no-progress",
+               "--output-dir", tmp_path / "out")
+    assert error_line(r) == (f"error: {ROOT / 'examples/traces/worldcup98_1998-06-29_07-05_per_minute.csv'}: metric "
+                             "column: no column 'bar' in the trace (columns: timestamp, requests, requests_per_second)")
+
+
+def test_a_metric_column_that_feeds_a_metric_is_used(tmp_path):
+    means = []
+    for name, extra in (("served", []), ("column", ["--metric-column", "http_requests_per_second=requests"])):
+        r = invoke("simulate", *WC98_ARGS, *extra, "--no-progress", "--no-plot", "--output-dir", tmp_path / name)
+        assert r.exit_code == 0, r.output
+        metrics = json.loads((tmp_path / name / "summary.json").read_text())["metrics"]
+        means.append(metrics[1]["mean"])
+    assert means[1] != means[0]  # the Pods metric read the column, not the profile's served requests
+
+
+@pytest.mark.parametrize("key, line", [
+    ("default/web?watch=true", "'web?watch=true' is not a valid name: an RFC 1123 subdomain has lower-case letters, "
+                               "digits, '-', '.' only and starts and ends with a letter or digit"),
+    ("default/web#frag", "'web#frag' is not a valid name: an RFC 1123 subdomain has lower-case letters, digits, '-', "
+                         "'.' only and starts and ends with a letter or digit"),
+    ("Shop/web", "'Shop' is not a valid name: an RFC 1123 label has lower-case letters, digits, '-' only and starts "
+                 "and ends with a letter or digit"),
+    (f"default/{'a' * 254}", "'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...' is not a valid name: at most 253 characters "
+                             "(an RFC 1123 subdomain), got 254"),
+])
+@pytest.mark.parametrize("command", ["snapshot", "tune"])
+def test_a_name_the_api_server_would_refuse_is_one_line_and_never_sent(tmp_path, key, line, command):
+    extra = ["--prometheus-url", "http://127.0.0.1:9", "--output-dir", tmp_path / "o"] if command == "tune" else []
+    r = invoke(command, key, "--server", "http://127.0.0.1:9", *extra)  # nothing listens there: no request is made
+    assert error_line(r) == f"error: NAMESPACE/NAME: {line}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="abz09-./?#_A é", max_size=70))
+def test_any_key_is_a_valid_name_pair_or_one_line(key):
+    import re
+
+    from pyhpa.controller.snapshot import parse_key
+
+    try:
+        ns, name = parse_key(key)
+    except InputError as err:
+        assert _one_line(err).startswith("NAMESPACE/NAME: ")
+        return
+    assert f"{ns}/{name}" == key
+    assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", ns) and len(ns) <= 63
+    assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*", name) and len(name) <= 253
+
+
+@pytest.mark.parametrize("flag, value", [("--namespace", "Shop"), ("--leader-elect-resource-namespace", "a.b"),
+                                         ("--leader-elect-resource-name", "lease?x")])
+def test_run_refuses_names_the_api_server_would_refuse(flag, value):
+    assert error_line(invoke("run", "--server", "http://127.0.0.1:9", flag, value)).startswith(
+        f"error: {flag}: '{value}' is not a valid name: ")
+
+
+def test_an_error_after_a_progress_bar_is_the_only_line_on_stderr(tmp_path):
+    hpa = yaml.safe_load((ROOT / "pyhpa/data/examples/php-apache-hpa.yaml").read_text())
+    hpa["spec"]["maxReplicas"] = 100000
+    f = write(tmp_path / "hpa.yaml", hpa)
+    r = subprocess.run([sys.executable, "-m", "pyhpa.cli.main", "simulate", "--hpa", f, "--target",
+                        ROOT / "pyhpa/data/examples/php-apache.yaml", "--trace",
+                        ROOT / "pyhpa/data/traces/nasa_http_1995-07-12_13_per_minute.csv", "--column",
+                        "requests_per_second", "--load-scale", "30000", "--output-dir", tmp_path / "out"],
+                       capture_output=True, text=True, timeout=300)  # the bar is on (no --no-progress), stderr a pipe
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith(f"error: {f}: HorizontalPodAutoscaler php-apache: spec.maxReplicas: scales to ")
+    assert r.stderr.count("\n") == 1 and r.stderr.endswith("\n"), repr(r.stderr)

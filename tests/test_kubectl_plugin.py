@@ -125,6 +125,23 @@ def test_kubectl_pyhpa_thresholds_use_the_live_objects_settings_and_pods(cluster
     assert text.returncode == 0 and "HPA shop/web  tolerance: scale-down 0.05, scale-up 0.05" in text.stdout
 
 
+@pytest.mark.parametrize("args", [["web", "-n", "shop"], ["web"], ["shop/web", "--namespace", "shop"]])
+def test_a_bare_name_is_found_in_n_or_the_contexts_namespace_as_kubectl_finds_it(cluster, args):
+    _, env = cluster  # the context's namespace is shop
+    live = kubectl(env, "pyhpa", "thresholds", *args, "-o", "json")
+    assert live.returncode == 0, live.stderr
+    assert json.loads(live.stdout)["hpa"] == "shop/web"
+
+
+def test_kubectl_pyhpa_help_has_examples_and_n():
+    for args in ([], ["explain"], ["thresholds"], ["schedules"]):
+        text = CliRunner().invoke(plugin, [*args, "-h"]).output
+        assert "Examples:\n" in text and "kubectl pyhpa " in text.split("Examples:")[1]
+        assert all(len(line) <= 80 for line in text.split("Examples:")[1].splitlines())
+        if args:
+            assert "-n, --namespace NAMESPACE" in text and "[NAMESPACE/]NAME" in text
+
+
 def test_kubectl_pyhpa_schedules_lists_the_live_windows_and_the_expired_one(cluster):
     _, env = cluster
     live = kubectl(env, "pyhpa", "schedules", "shop/web", "-o", "json", "--from", "2026-11-21T00:00:00Z")
@@ -140,10 +157,13 @@ def test_kubectl_pyhpa_schedules_lists_the_live_windows_and_the_expired_one(clus
 
 @pytest.mark.parametrize("args, message", [
     (["explain", "shop/nope"], "error: HorizontalAutoscaler shop/nope: not found"),
-    (["thresholds", "web"], "error: NAMESPACE/NAME: expected NAMESPACE/NAME, got 'web'"),
+    (["thresholds", "web", "-n", "default"], "error: HorizontalAutoscaler default/web: not found"),
+    (["thresholds", "shop/web", "-n", "default"], "error: --namespace: -n default but the autoscaler is 'shop/web': "
+                                                  "give one namespace"),
+    (["thresholds", "Web", "-n", "shop"], "error: NAMESPACE/NAME: 'Web' is not a valid name: "),
     (["schedules", "shop/web", "--from", "tomorrow"], "error: --from: "),
     (["explain", "shop/web", "--context", "nowhere"], "error: HorizontalAutoscaler shop/web: cannot read it: "),
-    (["explain", "shop/web", "--context", "missing"], "error: --kubeconfig: cannot load the Kubernetes configuration"),
+    (["explain", "shop/web", "--context", "missing"], "--context: cannot load the Kubernetes configuration: Context 'missing'"),
 ])
 def test_bad_input_and_unreachable_clusters_are_one_line_with_exit_code_2(cluster, monkeypatch, args, message):
     _, env = cluster
@@ -151,6 +171,8 @@ def test_bad_input_and_unreachable_clusters_are_one_line_with_exit_code_2(cluste
     r = CliRunner().invoke(plugin, args)  # in-process: what kubectl runs, without a process per case
     assert r.exit_code == 2, r.output
     lines = r.output.strip().splitlines()
+    if not message.startswith("error: "):  # after the kubeconfig file's name (the fixture's)
+        message = f"error: {env['KUBECONFIG']}: {message}"
     assert len(lines) == 1 and lines[0].startswith(message), r.output
     assert "Traceback" not in r.output
 

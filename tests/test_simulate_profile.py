@@ -26,7 +26,7 @@ def test_defaults_and_bundled_profile():
     ({"cpu_milicores": 1}, "cpu_milicores: unknown field"),
     ({"pod_capacity_rps": "fast"}, "pod_capacity_rps: must be a number, got 'fast'"),
     ({"pod_capacity_rps": 0}, "pod_capacity_rps: must be greater than 0"),
-    ({"app_startup_seconds": -1}, "app_startup_seconds: must be a finite number >= 0"),
+    ({"app_startup_seconds": -1}, "app_startup_seconds: must be a number from 0 to 1e+15"),
     ({"load_unit": "rps"}, "load_unit: must be one of requests_per_second"),
     ({"load_unit": "cpu_percent"}, "cpu_percent_base_millicores: load_unit cpu_percent needs"),
     ({"traffic_spread": "random"}, "traffic_spread: must be one of even, imbalanced"),

@@ -188,7 +188,7 @@ async def test_snapshot_of_a_missing_autoscaler_or_target_is_one_line_with_exit_
     (["snapshot", "nonsense"], "error: NAMESPACE/NAME: expected NAMESPACE/NAME, got 'nonsense'"),
     (["snapshot", "default/web", "--now", "yesterday"], "error: --now:"),
     (["snapshot", "default/web", "--kubeconfig", "/nonexistent/kubeconfig"],
-     "error: --kubeconfig: cannot load the Kubernetes configuration"),
+     "error: /nonexistent/kubeconfig: --kubeconfig: cannot load the Kubernetes configuration"),
 ])
 def test_snapshot_bad_input_is_one_line_with_exit_code_2(args, message):
     result = runner.invoke(app, args)

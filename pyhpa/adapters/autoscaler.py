@@ -20,6 +20,7 @@ Adding an extension field: write ``def read_x(value, field: str, hpa: HPA) -> HP
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timezone
@@ -63,15 +64,20 @@ class ObjectSettings:
 
 
 def object_settings(spec: dict) -> ObjectSettings:
-    """The per-object settings of a HorizontalAutoscaler spec; raises InputError naming the field."""
-    values = []
+    """The per-object settings of a HorizontalAutoscaler spec, as the CRD types them: ``tolerance`` a finite number
+    >= 0, the ``*Seconds`` fields int32 integers (``syncPeriodSeconds`` at least 1); raises InputError naming the
+    field."""
+    values: list[float | None] = []
     for key in SETTING_FIELDS:
-        value = spec.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
-            raise InputError(f"must be a non-negative number, got {value!r}", field=f"spec.{key}")
-        values.append(None if value is None else float(value))
-    if values[0] is not None and values[0] <= 0:
-        raise InputError("must be at least 1 second", field="spec.syncPeriodSeconds")
+        value, field = spec.get(key), f"spec.{key}"
+        if value is None:
+            values.append(None)
+        elif key == "tolerance":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+                raise InputError(f"must be a finite number >= 0, got {value!r}", field=field)
+            values.append(float(value))
+        else:
+            values.append(float(int32_value(value, field, 1 if key == "syncPeriodSeconds" else 0)))
     return ObjectSettings(*values)
 
 

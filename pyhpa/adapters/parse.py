@@ -30,6 +30,9 @@ _DUR_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.
 #: the largest int32: what the API server stores in an ``int32`` field (replica counts, percentages)
 MAX_INT32 = 2**31 - 1
 MIN_INT32 = -(2**31)
+#: epoch seconds of 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z: the calendar of Python's ``datetime``, so of every
+#: time pyhpa reads or prints (Kubernetes' Go ``time.Time`` zero value, ``0001-01-01T00:00:00Z``, is its first second)
+FIRST_SECOND, LAST_SECOND = -62135596800.0, 253402300799.0
 #: the largest magnitude of a quantity in milli-units: upstream reads quantities as int64 milli-values
 #: (``Quantity.MilliValue()``), so a larger one has no meaning there (about 9.2 peta-units)
 MAX_MILLI = 2**63 - 1
@@ -149,13 +152,15 @@ def tolerance_float(text, field: str = "") -> float:
 def timestamp(value, field: str = "") -> float:
     """An RFC 3339 time (string or datetime) as epoch seconds; ``0001-01-01T00:00:00Z`` is valid.
 
-    Raises InputError naming ``field``; memoized on the text.
+    Raises InputError naming ``field`` for a malformed time and one outside the calendar (in UTC, ``FIRST_SECOND``
+    to ``LAST_SECOND``); memoized on the text.
     """
-    if isinstance(value, datetime):
-        return _epoch(value)
-    ts = _timestamp_text(str(value))
+    ts = _epoch(value) if isinstance(value, datetime) else _timestamp_text(str(value))
     if ts is None:
         raise InputError(f"malformed timestamp {value!r} (want RFC 3339, e.g. 2026-01-01T00:00:00Z)", field=field)
+    if not FIRST_SECOND <= ts <= LAST_SECOND:  # e.g. 0001-01-01T00:00:00+05:00, which is in year 0 in UTC
+        raise InputError(f"{str(value)!r} is outside the calendar (0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z in UTC)",
+                         field=field)
     return ts
 
 
@@ -204,7 +209,8 @@ def format_time(ts: float | None) -> str | None:
     if ts is None:
         return None
     dt = datetime.fromtimestamp(ts, tz=timezone.utc)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S") + ("Z" if dt.microsecond == 0 else f".{dt.microsecond:06d}Z")
+    text = f"{dt.year:04d}-" + dt.strftime("%m-%dT%H:%M:%S")  # %Y is not padded to 4 digits below year 1000 (glibc)
+    return text + ("Z" if dt.microsecond == 0 else f".{dt.microsecond:06d}Z")
 
 
 def extension_fields(d: Any, keys: tuple[str, ...], field: str) -> dict:
@@ -253,3 +259,25 @@ def server_url(text: str, field: str) -> str:
     if url.scheme not in ("http", "https") or not url.host:
         raise InputError(f"must be an http:// or https:// URL with a host, got {text!r}", field=field)
     return text
+
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def object_name(text: str, field: str, label: bool = False) -> str:
+    """A Kubernetes object name as the API server validates it: a DNS-1123 subdomain (at most 253 characters:
+    lower-case letters, digits, '-' and '.', starting and ending with a letter or digit; autoscalers, Leases), or with
+    ``label`` a DNS-1123 label (at most 63, no '.': namespaces). InputError naming ``field`` otherwise, so a name the
+    API server would refuse, or one carrying a query (``web?watch=true``) or fragment, is never sent."""
+    limit, pattern = (63, _DNS_LABEL) if label else (253, _DNS_SUBDOMAIN)
+    kind = "an RFC 1123 label" if label else "an RFC 1123 subdomain"
+    if len(text) > limit:
+        raise InputError(f"{_shown(text)} is not a valid name: at most {limit} characters ({kind}), got {len(text)}",
+                         field=field)
+    if not pattern.match(text):
+        dots = "" if label else ", '.'"
+        raise InputError(f"{_shown(text)} is not a valid name: {kind} has lower-case letters, digits, '-'{dots} only "
+                         "and starts and ends with a letter or digit", field=field)
+    return text
+

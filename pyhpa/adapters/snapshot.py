@@ -24,6 +24,7 @@ from ..core import ControllerConfig, Decision, Forecast, HPA, HPAWarning, Memory
     active_windows, check_hpa, decide
 from ..core.quantity import format_milli
 from .errors import InputError
+from .files import MAX_DOCUMENT_BYTES, read_bytes
 from .metrics_api import external_samples, object_samples, pods_samples, resource_samples
 from .autoscaler import effective_config, read_autoscaler
 from .objects import object_label, pod_from_dict
@@ -53,15 +54,19 @@ class Snapshot:
     forecast: Forecast | None = None
 
 
+#: PyYAML's safe loader, its C implementation (libyaml, several times faster) where installed
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def read_document(path: str | Path) -> Any:
-    """Parse a JSON or YAML file; errors name the file and line. Several YAML documents give a list."""
+    """Parse a JSON or YAML file (at most ``MAX_DOCUMENT_BYTES``, read as ``pyhpa.adapters.files.read_bytes``
+    reads any file: a pipe or a device too); errors name the file and line. Several YAML documents give a list."""
     p = Path(path)
+    data = read_bytes(p, MAX_DOCUMENT_BYTES, "a YAML or JSON file")
     try:
-        text = p.read_text(encoding="utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise InputError(f"not a text file (YAML or JSON): byte {err.start} is not UTF-8", file=str(path)) from None
-    except OSError as err:
-        raise InputError(f"cannot read file: {err.strerror or err}", file=str(path)) from None
     if "\x00" in text:
         raise InputError(f"not a text file (YAML or JSON): byte {text.index(chr(0))} is NUL", file=str(path))
     if not text.strip():
@@ -72,7 +77,7 @@ def read_document(path: str | Path) -> Any:
         except json.JSONDecodeError as err:
             raise InputError(f"malformed JSON: {err.msg} (column {err.colno})", file=str(path), line=err.lineno) from None
     try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+        docs = [d for d in yaml.load_all(text, Loader=_LOADER) if d is not None]
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
@@ -22,7 +22,7 @@ from ..core import LIMIT, Decision, HPAWarning, Proposal, SourceProposal, active
 from ..core.model import PREDICTION_SOURCE
 from . import readable
 from .help import examples
-from .options import Output, console as text_console
+from .options import Output, console as text_console, rule
 
 EXAMPLES = examples(
     "pyhpa explain examples/explain/snapshot.yaml",
@@ -158,7 +158,7 @@ def render(console: Console, snap: Snapshot, d: Decision, warnings: list[HPAWarn
     """The human explanation of one decision, then the warnings of ``pyhpa.core.check_hpa``."""
     h = snap.hpa
     down, up = tolerances(h, snap.config)
-    console.rule(f"[bold]{snap.name}[/]")
+    rule(console, f"[bold]{snap.name}[/]")
     console.print(f"HPA {h.namespace}/{h.name}   now {format_time(snap.now)}   source {snap.source}")
     console.print(
         f"current replicas {d.current_replicas} (min {h.min_replicas}, max {h.max_replicas}); "
@@ -276,8 +276,17 @@ def _render_result(console: Console, d: Decision) -> None:
 def local_time(ts: float, tz) -> str:
     """Epoch seconds as wall-clock time in ``tz`` with the zone's abbreviation (``2026-06-10 08:00 EDT``;
     seconds only when not zero)."""
-    t = datetime.fromtimestamp(ts, tz)
-    return t.strftime("%Y-%m-%d %H:%M:%S %Z" if t.second or t.microsecond else "%Y-%m-%d %H:%M %Z")
+    t = local_datetime(ts, tz)
+    return f"{t.year:04d}-" + t.strftime("%m-%d %H:%M:%S %Z" if t.second or t.microsecond else "%m-%d %H:%M %Z")
+
+
+def local_datetime(ts: float, tz) -> datetime:
+    """Epoch seconds in ``tz``; in UTC where that local time would fall outside the calendar (the last hours of
+    9999-12-31 east of Greenwich, the first of 0001-01-01 west of it)."""
+    try:
+        return datetime.fromtimestamp(ts, tz)
+    except (OverflowError, ValueError):
+        return datetime.fromtimestamp(ts, timezone.utc)
 
 
 def _bounds_text(w) -> str:

@@ -17,6 +17,8 @@ from .options import GAPS_HELP, OUT, GapPolicy, Output, console as text_console,
 _DEFAULTS = PredictionSpec()  # the flags' defaults are spec.prediction's (the forecaster, scipy, loads on use)
 #: The fewest rows a plot is drawn from (fewer: the numbers are printed, the plot is not drawn, a warning says so)
 MIN_PLOT_ROWS = 2
+#: the most rows one replay forecasts (each is a forecast from its past): about two years of minutes
+MAX_FORECAST_ROWS = 1_000_000
 
 EXAMPLES = examples(
     "pyhpa forecast \\",
@@ -68,6 +70,10 @@ def forecast(
             lo = tr.start
     if lo >= tr.end:
         raise InputError(f"--start {start} is not before the end of the trace ({iso(tr.end, tr.tz)})", field="--start")
+    rows = int(((tr.times >= lo) & (tr.times < tr.end)).sum())
+    if rows > MAX_FORECAST_ROWS:
+        raise InputError(f"{rows:,} rows to forecast from {iso(lo, tr.tz)} to {iso(tr.end, tr.tz)}; a replay forecasts at "
+                         f"most {MAX_FORECAST_ROWS:,}: a shorter span (--start/--end)", file=str(trace))
     from ..forecast.replay import describe_periods, replay  # numpy and scipy: only when a trace is replayed
 
     r = replay(tr.times, tr.values[column], settings=settings, start=lo, end=tr.end)

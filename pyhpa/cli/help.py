@@ -16,6 +16,7 @@ click's usage block.
 from __future__ import annotations
 
 import inspect
+import math
 import re
 import sys
 import typing
@@ -49,11 +50,31 @@ def metavar_for(param: Any) -> str | None:
     return {int: "INTEGER", float: "NUMBER", str: "TEXT", bool: "BOOLEAN"}.get(annotation)
 
 
+#: what a flag takes, by its name, the same in every command: a file, a time, a URL, a column, seconds, a fraction
+#: (flags not listed show their type: INTEGER, NUMBER, TEXT)
+FLAG_METAVARS = {
+    "--kubeconfig": "FILE", "--context": "CONTEXT", "--server": "URL", "--prometheus-url": "URL",
+    "--now": "TIME", "--from": "TIME", "--to": "TIME", "--start": "TIME", "--end": "TIME",
+    "--column": "COLUMN", "--time-column": "COLUMN", "--unit": "UNIT", "--selector": "SELECTOR",
+    "--namespace": "NAMESPACE", "--leader-elect-resource-namespace": "NAMESPACE",
+    "--leader-elect-resource-name": "NAME", "--leader-elect-identity": "NAME", "--health-host": "ADDRESS",
+    "--health-port": "PORT", "--load-scale": "FACTOR", "--quantile": "QUANTILE",
+    **dict.fromkeys(("--tolerance", "--jitter", "--max-overloaded-fraction", "--max-unserved-fraction"), "FRACTION"),
+    **dict.fromkeys(("--sync-period", "--metrics-timeout", "--api-timeout", "--cpu-initialization-period",
+                     "--initial-readiness-delay", "--downscale-stabilization", "--flap-window", "--lead", "--history",
+                     "--refresh", "--held-out", "--timeout", "--leader-elect-lease-duration",
+                     "--leader-elect-renew-deadline", "--leader-elect-retry-period"), "SECONDS"),
+}
+
+
 def tidy(param: Any) -> None:
     """Give ``param`` a conventional metavar and plain display (in place)."""
     if isinstance(param, TyperOption):
+        named = next((FLAG_METAVARS[o] for o in param.opts if o in FLAG_METAVARS), None)
         if param.is_flag or param.count:
             param.metavar = ""
+        elif named is not None and not param.type_descriptor.is_choice:
+            param.metavar = named
         elif param.metavar is None:
             param.metavar = metavar_for(param)
     elif isinstance(param, TyperArgument):
@@ -152,7 +173,8 @@ class _PlainUsage:
 
 
 class Command(_PlainUsage, TyperCommand):
-    """A ``pyhpa`` subcommand with plain, uncut help and one-line usage errors (see module doc)."""
+    """A ``pyhpa`` subcommand with plain, uncut help and one-line usage errors (see module doc); a ``NUMBER``
+    flag must be a finite number (``inf``, ``nan``, ``1e999`` are one line)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -161,9 +183,26 @@ class Command(_PlainUsage, TyperCommand):
         if not self.short_help:
             self.short_help = first_sentence(self.help)
 
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        ctx = super().make_context(*args, **kwargs)
+        for p in self.params:
+            value = ctx.params.get(p.name)
+            values = value if isinstance(value, (list, tuple)) else [value]
+            bad = [v for v in values if isinstance(v, float) and not math.isfinite(v)]
+            if bad and not ctx.resilient_parsing:
+                raise one_line(_exceptions.BadParameter(f"must be a finite number, got {bad[0]!r}", ctx, p))
+        return ctx
+
 
 class Group(_PlainUsage, TyperGroup):
-    """The ``pyhpa`` group, with the same plain help and one-line usage errors."""
+    """The ``pyhpa`` group, with the same plain help and one-line usage errors; without arguments it prints its help
+    (the commands) and exits 0: nothing was asked, nothing is wrong (click would exit 2)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if not args and self.no_args_is_help and not ctx.resilient_parsing:
+            typer.echo(ctx.get_help())
+            ctx.exit(0)
+        return super().parse_args(ctx, args)
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         with _usage_in_one_line():

@@ -2,7 +2,8 @@
 
 kubectl runs any ``kubectl-<name>`` executable on the PATH as ``kubectl <name>``, passing the arguments
 through; installing pyhpa installs this one (a console script in pyproject.toml). Each command reads the
-live autoscaler from the current kubeconfig context (``--context``, ``--kubeconfig`` as kubectl's) exactly as
+live autoscaler (``NAME`` with ``-n NAMESPACE`` or the context's namespace, or ``NAMESPACE/NAME``) from the current
+kubeconfig context (``--context``, ``--kubeconfig`` as kubectl's) exactly as
 ``pyhpa snapshot`` does (``pyhpa.cli.snapshot_cmd.live_snapshot``: the controller's own code path for the
 object, its target's scale, its pods and its metrics), then prints what ``pyhpa explain``, ``pyhpa
 thresholds`` and ``pyhpa schedules`` print for that snapshot. Nothing is written to the cluster.
@@ -22,7 +23,8 @@ from ..adapters.snapshot import snapshot_from_dict
 from . import run_cmd
 from .explain_cmd import explain_snapshots
 from .options import Output
-from .help import CONTEXT_SETTINGS, Command, Group
+from ..adapters.errors import InputError
+from .help import CONTEXT_SETTINGS, Command, Group, examples
 from .errors import input_errors
 from .schedules_cmd import report_schedules, schedule_span
 from .snapshot_cmd import Kind, live_snapshot
@@ -36,25 +38,47 @@ plugin = typer.Typer(
     context_settings=CONTEXT_SETTINGS,
     no_args_is_help=True,
     help="pyhpa as a kubectl plugin: explain, thresholds and schedules of a live autoscaler "
-         "(kubectl pyhpa explain NAMESPACE/NAME).",
+         "(kubectl pyhpa explain NAME -n NAMESPACE, or NAMESPACE/NAME).",
+    epilog=examples("kubectl pyhpa explain web -n shop", "kubectl pyhpa thresholds shop/web",
+                    "kubectl pyhpa schedules web -n shop"),
 )
 
-KEY = typer.Argument(..., metavar="NAMESPACE/NAME", help="The autoscaler, as in kubectl get hza -n NAMESPACE NAME.")
+KEY = typer.Argument(..., metavar="[NAMESPACE/]NAME", help="The autoscaler: NAME in -n NAMESPACE (default: the "
+                                                              "context's namespace), or NAMESPACE/NAME.")
+NAMESPACE_OPTION = typer.Option(None, "--namespace", "-n", help="The autoscaler's namespace, as kubectl's -n (default: "
+                                                                "the kubeconfig context's namespace, else default).")
 KIND_OPTION = typer.Option(Kind.horizontalautoscaler, "--kind",
                            help="horizontalautoscaler (pyhpa.dev) or hpa (a native autoscaling/v2 HPA).")
 OUTPUT_OPTION = typer.Option(Output.text, "--output", "-o", help="text for people, or json.")
 
 
-def _live(key: str, kubeconfig: str | None, context: str | None, server: str | None, kind: Kind,
-          now: str | None = None):
-    """The live snapshot of ``key``, parsed (``pyhpa.adapters.snapshot.Snapshot``)."""
+def _live(key: str, namespace: str | None, kubeconfig: str | None, context: str | None, server: str | None,
+          kind: Kind, now: str | None = None):
+    """The live snapshot of ``key`` (``NAME`` in ``namespace``, or ``NAMESPACE/NAME``), parsed
+    (``pyhpa.adapters.snapshot.Snapshot``)."""
     clock = timestamp(now, "--now") if now else None
+    key = full_key(key, namespace, kubeconfig, context, server)
     doc = live_snapshot(key, kubeconfig, context, server, kind.value, clock)
     return doc, snapshot_from_dict(doc, source=f"kubectl pyhpa {key}")
 
 
+def full_key(key: str, namespace: str | None, kubeconfig: str | None, context: str | None, server: str | None) -> str:
+    """``NAMESPACE/NAME`` of the autoscaler, as kubectl finds it: ``-n``, else the kubeconfig context's namespace
+    (``default`` when it names none) for a bare ``NAME``. InputError when ``-n`` and ``NAMESPACE/NAME`` disagree."""
+    if "/" in key:
+        if namespace is not None and key.partition("/")[0] != namespace:
+            raise InputError(f"-n {namespace} but the autoscaler is {key!r}: give one namespace", field="--namespace")
+        return key
+    if namespace is None:
+        from ..controller import load_config
+
+        namespace = load_config(kubeconfig, server, context).namespace or "default"
+    return f"{namespace}/{key}"
+
+
 def explain(
     key: str = KEY,
+    namespace: Optional[str] = NAMESPACE_OPTION,
     kubeconfig: Optional[str] = run_cmd.KUBECONFIG_OPTION,
     context: Optional[str] = run_cmd.CONTEXT_OPTION,
     server: Optional[str] = run_cmd.SERVER_OPTION,
@@ -63,12 +87,13 @@ def explain(
     now: Optional[str] = typer.Option(None, "--now", help="The sync's clock, RFC 3339 (default: the wall clock)."),
 ) -> None:
     """Explain what the live autoscaler decides now, per metric, per source and per normalization step."""
-    _, snap = _live(key, kubeconfig, context, server, kind, now)
+    _, snap = _live(key, namespace, kubeconfig, context, server, kind, now)
     explain_snapshots([snap], output)
 
 
 def thresholds(
     key: str = KEY,
+    namespace: Optional[str] = NAMESPACE_OPTION,
     kubeconfig: Optional[str] = run_cmd.KUBECONFIG_OPTION,
     context: Optional[str] = run_cmd.CONTEXT_OPTION,
     server: Optional[str] = run_cmd.SERVER_OPTION,
@@ -76,12 +101,13 @@ def thresholds(
     output: Output = OUTPUT_OPTION,
 ) -> None:
     """For each metric of the live autoscaler and replica count: the value above which it scales up and at or below which it scales down; with warnings where its pods' requests and limits starve a target."""
-    _, snap = _live(key, kubeconfig, context, server, kind)
+    _, snap = _live(key, namespace, kubeconfig, context, server, kind)
     report_thresholds(snap.hpa, snap.config, snap.pods, output, [snap.scale.spec_replicas])
 
 
 def schedules(
     key: str = KEY,
+    namespace: Optional[str] = NAMESPACE_OPTION,
     kubeconfig: Optional[str] = run_cmd.KUBECONFIG_OPTION,
     context: Optional[str] = run_cmd.CONTEXT_OPTION,
     server: Optional[str] = run_cmd.SERVER_OPTION,
@@ -92,14 +118,22 @@ def schedules(
 ) -> None:
     """List the live autoscaler's window starts and ends between --from and --to, and its expired dated windows."""
     start, end = schedule_span(since, until, limit)
-    doc, _ = _live(key, kubeconfig, context, server, Kind.horizontalautoscaler)
+    doc, _ = _live(key, namespace, kubeconfig, context, server, Kind.horizontalautoscaler)
     parsed = read_autoscaler(find_autoscaler(doc["hpa"]), prometheus_server=OFFLINE_SERVER, extensions=True)
     report_schedules(parsed, start, end, limit, output)
 
 
-plugin.command("explain", cls=Command)(input_errors(explain))
-plugin.command("thresholds", cls=Command)(input_errors(thresholds))
-plugin.command("schedules", cls=Command)(input_errors(schedules))
+EXAMPLES = {
+    "explain": examples("kubectl pyhpa explain web -n shop      # what it decides now, and why",
+                        "kubectl pyhpa explain shop/web -o json",
+                        "kubectl pyhpa explain web --kind hpa   # a native autoscaling/v2 HPA"),
+    "thresholds": examples("kubectl pyhpa thresholds web -n shop   # the values it scales at",
+                           "kubectl pyhpa thresholds shop/web -o json"),
+    "schedules": examples("kubectl pyhpa schedules web -n shop    # its windows in the next 7 days",
+                          "kubectl pyhpa schedules shop/web --from 2026-12-24T00:00:00Z"),
+}
+for _name, _fn in (("explain", explain), ("thresholds", thresholds), ("schedules", schedules)):
+    plugin.command(_name, cls=Command, epilog=EXAMPLES[_name])(input_errors(_fn))
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -43,6 +43,18 @@ class LogFormat(str, Enum):
     json = "json"
 
 
+class LogLevel(str, Enum):
+    debug = "debug"
+    info = "info"
+    warning = "warning"
+    error = "error"
+
+
+class Shards(str, Enum):
+    one = "1"
+    auto = "auto"
+
+
 class MemoryStoreKind(str, Enum):
     status = "status"
     process = "process"
@@ -73,7 +85,7 @@ def run(
     downscale_stabilization: float = DOWNSCALE_STABILIZATION_OPTION,
     scale_to_zero: bool = SCALE_TO_ZERO_OPTION,
     http: Http = HTTP_OPTION,
-    log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error."),
+    log_level: LogLevel = typer.Option(LogLevel.info, "--log-level", help="Least severe records logged."),
     log_format: LogFormat = typer.Option(LogFormat.text, "--log-format", help="text: one logfmt line per record (key=value); json: one JSON object per line."),
     prometheus_url: Optional[str] = PROMETHEUS_URL_OPTION,
     preview: bool = typer.Option(False, "--preview", help="Read-only: watch native autoscaling/v2 HPAs, log and export what pyhpa would decide next to what the cluster did; never writes."),
@@ -85,12 +97,12 @@ def run(
     lease_name: str = typer.Option("pyhpa-controller", "--leader-elect-resource-name", help="Name of the Lease."),
     identity: str = typer.Option("", "--leader-elect-identity", help="Holder identity (default: <hostname>_<random>)."),
     memory_store: MemoryStoreKind = typer.Option(MemoryStoreKind.status, "--memory-store", help="Controller memory: status (kept in status.pyhpa, a new leader continues it) or process (upstream's: lost on restart)."),
-    shards: str = typer.Option("1", "--shards", help="1: one replica syncs every autoscaler (with --leader-elect, the leader). auto: every replica holds a Lease of its own (group --leader-elect-resource-name, timings --leader-elect-*) and syncs its share, split by consistent hashing of namespace/name."),
+    shards: Shards = typer.Option(Shards.one, "--shards", help="1: one replica syncs every autoscaler (with --leader-elect, the leader). auto: every replica holds a Lease of its own (group --leader-elect-resource-name, timings --leader-elect-*) and syncs its share, split by consistent hashing of namespace/name."),
 ) -> None:
     """Run the HPA controller: sync HorizontalAutoscaler objects (pyhpa.dev/v1alpha1) until SIGTERM/SIGINT."""
     from ..controller import Settings, load_config, run_controller
 
-    _logging(log_level, log_format.value)
+    _logging(log_level.value, log_format.value)
     if server is not None:  # (--prometheus-url: checked by Settings)
         server_url(server, "--server")
     settings = Settings(
@@ -101,11 +113,11 @@ def run(
         initial_readiness_delay_seconds=initial_readiness_delay,
         downscale_stabilization_window_seconds=downscale_stabilization, scale_to_zero=scale_to_zero,
         prometheus_url=prometheus_url, preview=preview,
-        leader_elect=(not server and not preview and shards != "auto") if leader_elect is None else leader_elect,
+        leader_elect=(not server and not preview and shards != Shards.auto) if leader_elect is None else leader_elect,
         leader_elect_lease_duration_seconds=lease_duration, leader_elect_renew_deadline_seconds=renew_deadline,
         leader_elect_retry_period_seconds=retry_period, leader_elect_namespace=lease_namespace,
         leader_elect_name=lease_name, leader_elect_identity=identity, memory_store=memory_store.value,
-        shards=shards,
+        shards=shards.value,
     )
     config = load_config(kubeconfig, server, context)
     _run(run_controller(settings, config, http.value))

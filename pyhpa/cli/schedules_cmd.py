@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from datetime import datetime, timezone
+from datetime import timezone
 from pathlib import Path
 from typing import Optional
 
@@ -14,15 +14,17 @@ from rich.table import Table
 
 from ..adapters.autoscaler import ParsedAutoscaler, find_autoscaler, read_autoscaler
 from ..adapters.errors import InputError
-from ..adapters.parse import format_time, timestamp
+from ..adapters.parse import LAST_SECOND, format_time, timestamp
 from ..adapters.promql import OFFLINE_SERVER
 from ..adapters.snapshot import read_document
 from ..core import expired_windows, occurrences
-from .explain_cmd import local_time
+from .explain_cmd import local_datetime, local_time
 from .help import examples
 from .options import Output, console as text_console
 
 WEEK = 7 * 86400.0
+#: the most occurrences listed per window (``--limit``): a minute's cron over a week is 10,080
+MAX_LIMIT = 100_000
 UTC = timezone.utc
 
 
@@ -50,11 +52,15 @@ def schedules(
 def schedule_span(since: str | None, until: str | None, limit: int) -> tuple[float, float]:
     """``--from``/``--to`` as epoch seconds (defaults: now, and 7 days later); InputError naming the flag."""
     start = timestamp(since, "--from") if since else float(math.floor(time.time()))
-    end = timestamp(until, "--to") if until else start + WEEK
+    if start >= LAST_SECOND:
+        raise InputError(f"must be before {format_time(LAST_SECOND)}, the end of the calendar", field="--from")
+    end = timestamp(until, "--to") if until else min(start + WEEK, LAST_SECOND)
     if end <= start:
         raise InputError(f"must be after --from ({format_time(start)})", field="--to")
     if limit < 1:
         raise InputError("must be at least 1", field="--limit")
+    if limit > MAX_LIMIT:
+        raise InputError(f"must be at most {MAX_LIMIT:,} occurrences per window, got {limit:,}", field="--limit")
     return start, end
 
 
@@ -78,8 +84,8 @@ def report_schedules(parsed: ParsedAutoscaler, start: float, end: float, limit: 
             "occurrences": [{
                 "window": w.name, "timeZone": w.time_zone_name,
                 "start": format_time(s), "end": format_time(e),
-                "startLocal": datetime.fromtimestamp(s, w.time_zone).isoformat(),
-                "endLocal": datetime.fromtimestamp(e, w.time_zone).isoformat(),
+                "startLocal": local_datetime(s, w.time_zone).isoformat(),
+                "endLocal": local_datetime(e, w.time_zone).isoformat(),
                 "running": s < start, "minReplicas": w.min_replicas, "maxReplicas": w.max_replicas,
             } for s, e, w in rows],
             "expired": [{"window": w.name, "timeZone": w.time_zone_name, "start": format_time(w.start_time),

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import os
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
 
 from ..adapters.errors import InputError
 from ..core import ControllerConfig
 from .help import examples
+from . import options
 from .options import GAPS_HELP, OUT, GapPolicy, console as text_console
 
 if TYPE_CHECKING:
@@ -75,7 +74,7 @@ def simulate(
     kwargs = dict(profile=profile, time_column=time_column, where=tuple(where or ()), start=start, end=end,
                   load_scale=load_scale, gaps=gaps.value, metric_columns=tuple(metric_column or ()),
                   metrics_outages=tuple(metrics_outage or ()), settings=settings)
-    with _output_dir(output_dir), _progress(no_progress) as bar:
+    with options.output_dir(output_dir), _progress(no_progress) as bar:
         sim = run_simulation(hpa or (), target, trace, column, progress=bar, **kwargs)
     _print_inputs(console, sim)
     console.print(summary_table(sim))
@@ -107,44 +106,12 @@ def _simulator():
     return Settings, run_simulation, summary_table, write_outputs, extension_warnings
 
 
-@contextmanager
-def _output_dir(path: Path):
-    """Create ``--output-dir`` before simulating, so a directory that cannot be made fails at once
-    (InputError, exit 2) instead of after the run; directories it made are removed again when the
-    run fails."""
-    if path.exists() and not path.is_dir():
-        raise InputError("exists and is not a directory", file=str(path), field="--output-dir")
-    created = []
-    p = path
-    while not p.exists() and p.parent != p:
-        created.append(p)
-        p = p.parent
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise InputError(f"cannot create the directory: {err.strerror or err}", file=str(path),
-                         field="--output-dir") from None
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise InputError("cannot write into the directory", file=str(path), field="--output-dir")
-    try:
-        yield
-    except BaseException:
-        for d in created:
-            try:
-                d.rmdir()
-            except OSError:
-                break
-        raise
-
-
 class _progress:
     """A rich progress bar over simulated time, one task per HPA (or nothing)."""
 
     def __init__(self, off: bool):
-        self.bar = None if off else Progress(
-            TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-            TimeElapsedColumn(), transient=True, console=Console(stderr=True),
-        )
+        self.bar = options.progress_bar(off, TextColumn("{task.description}"), BarColumn(),
+                                        TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn())
         self.tasks: dict[str, int] = {}
 
     def __enter__(self):

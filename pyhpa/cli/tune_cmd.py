@@ -13,16 +13,17 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
 from ..adapters.errors import InputError
 from ..core import ControllerConfig
-from . import run_cmd, simulate_cmd
+from . import options, run_cmd, simulate_cmd
 from .help import examples
 from .options import Output, console as text_console
 
 _SIM = inspect.signature(simulate_cmd.simulate).parameters
+#: the most settings one search tries (``--trials``; the default 200, and --timeout ends it first anyway)
+MAX_TRIALS = 100_000
 
 
 def _simulate_option(name: str):
@@ -85,16 +86,19 @@ def tune(
     on that held-out day, and written as recommended.yaml with the trade-off (candidates.csv, frontier.png).
 
     """
-    from ..simulate import Settings, display_path, input_files
+    from ..simulate import Settings, check_settings, display_path, input_files
     from ..tune import prepare, tune as run_tune
     from ..tune.report import held_out_text, table, write_outputs
 
     simulate_cmd._simulator()  # the simulate extra, or one line saying what to install
     _optuna()
     objective = _objective(max_overloaded_fraction, max_unserved_fraction)
-    for name, value in (("--trials", trials), ("--jobs", jobs)):
-        if value < (1 if name == "--trials" else 0):
-            raise InputError(f"must be >= {1 if name == '--trials' else 0}, got {value}", field=name)
+    cores = os.cpu_count() or 1
+    for name, value, low, high, why in (
+            ("--trials", trials, 1, MAX_TRIALS, ""),
+            ("--jobs", jobs, 0, cores, " (the cores of this machine: each replay keeps one busy)")):
+        if not low <= value <= high:
+            raise InputError(f"must be from {low} to {high:,}{why}, got {value:,}", field=name)
     if not timeout > 0:
         raise InputError(f"must be > 0 seconds, got {timeout!r}", field="--timeout")
     config = ControllerConfig(
@@ -103,8 +107,9 @@ def tune(
         downscale_stabilization_window_seconds=downscale_stabilization,
     )
     settings = Settings(sync_period, seed, config, flap_window)
+    check_settings(settings)
     console = text_console()
-    with simulate_cmd._output_dir(output_dir):
+    with options.output_dir(output_dir):
         live = None
         if key is not None or prometheus_url is not None:
             from ..tune.live import fetch_live
@@ -127,7 +132,7 @@ def tune(
         prepared = prepare(files, metric_columns=tuple(metric_column or ()), time_column=time_column,
                            where=tuple(where or ()), start=start, end=end, load_scale=load_scale, gaps=gaps.value,
                            settings=settings, held_out_seconds=held_out, upstream_only=upstream_only)
-        n_jobs = jobs or os.cpu_count() or 1
+        n_jobs = jobs or cores
         with _Bar(no_progress or output == Output.json, trials, timeout) as bar:
             result = run_tune(prepared, objective, trials=trials, timeout=timeout, jobs=n_jobs, seed=seed, progress=bar)
         inputs = _inputs(files, prepared, display_path, live)
@@ -192,9 +197,8 @@ class _Bar:
     """A rich progress bar over the candidates (stderr), or nothing."""
 
     def __init__(self, off: bool, trials: int, timeout: float):
-        self.bar = None if off else Progress(
-            TextColumn("tuning"), BarColumn(), MofNCompleteColumn(), TextColumn("settings"),
-            TextColumn("{task.fields[left]}"), TimeElapsedColumn(), transient=True, console=Console(stderr=True))
+        self.bar = options.progress_bar(off, TextColumn("tuning"), BarColumn(), MofNCompleteColumn(),
+                                        TextColumn("settings"), TextColumn("{task.fields[left]}"), TimeElapsedColumn())
         self.trials, self.timeout = trials, timeout
         self.task = None
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..adapters.autoscaler import SETTING_FIELDS, ObjectSettings, effective_config, object_settings
 from ..adapters.errors import InputError
-from ..adapters.parse import server_url
+from ..adapters.parse import object_name, server_url
 from ..core import ControllerConfig
 
 # the per-object settings are read with the rest of the object (pyhpa.adapters.autoscaler)
@@ -22,6 +22,8 @@ __all__ = ["SETTING_FIELDS", "ObjectSettings", "Settings", "effective_config", "
 
 
 _UPSTREAM = ControllerConfig()
+#: the most concurrent syncs (``--workers``; upstream's --concurrent-horizontal-pod-autoscaler-syncs defaults to 5)
+MAX_WORKERS = 1000
 
 @dataclass(frozen=True, slots=True)
 class Settings:
@@ -79,6 +81,9 @@ class Settings:
     def __post_init__(self) -> None:
         checks = (
             (self.workers >= 1, "--workers", "must be at least 1"),
+            (self.workers <= MAX_WORKERS, "--workers",
+             f"must be at most {MAX_WORKERS:,} (concurrent syncs beyond that only queue on the API server), "
+             f"got {self.workers:,}"),
             (self.sync_period_seconds > 0, "--sync-period", "must be greater than 0 seconds"),
             (0 <= self.jitter < 1, "--jitter", "must be at least 0 and less than 1"),
             (self.metrics_timeout_seconds > 0, "--metrics-timeout", "must be greater than 0 seconds"),
@@ -103,6 +108,10 @@ class Settings:
         for ok, flag, problem in checks:
             if not ok:
                 raise InputError(problem, field=flag)
+        if self.namespace is not None:
+            object_name(self.namespace, "--namespace", label=True)
+        object_name(self.leader_elect_namespace, "--leader-elect-resource-namespace", label=True)
+        object_name(self.leader_elect_name, "--leader-elect-resource-name")
         if self.prometheus_url is not None:
             server_url(self.prometheus_url, "--prometheus-url")
 

@@ -30,6 +30,7 @@ from lightkube.resources.core_v1 import Pod as PodResource
 from ..adapters.autoscaler import autoscaler_document
 from ..adapters.errors import InputError
 from ..adapters.prediction import forecast_from_status
+from ..adapters.parse import object_name
 from ..adapters.promql import PROMETHEUS
 from ..adapters.snapshot import controller_to_dict, metrics_to_dict, snapshot_to_dict
 from . import Controller
@@ -45,11 +46,12 @@ KINDS = {"horizontalautoscaler": "HorizontalAutoscaler", "hpa": "HorizontalPodAu
 
 
 def parse_key(key: str) -> tuple[str, str]:
-    """``NAMESPACE/NAME`` → (namespace, name); InputError otherwise."""
+    """``NAMESPACE/NAME`` → (namespace, name), each a name the API server takes (``parse.object_name``); InputError
+    otherwise."""
     ns, slash, name = key.partition("/")
     if not slash or not ns or not name or "/" in name:
         raise InputError(f"expected NAMESPACE/NAME, got {key!r}", field="NAMESPACE/NAME")
-    return ns, name
+    return object_name(ns, "NAMESPACE/NAME", label=True), object_name(name, "NAMESPACE/NAME")
 
 
 async def take_snapshot(settings: Settings, config: SingleConfig, namespace: str, name: str,

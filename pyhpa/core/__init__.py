@@ -58,7 +58,8 @@ from .normalize import MemoryHorizons, memory_horizons, relevant_memory, stabili
 from .prediction import check_prediction
 from .reconcile import decide, rescale_failed, set_condition, tolerances, with_status
 from .saturation import check_saturation, saturation_metric
-from .schedules import active_windows, check_window, check_windows, expired_windows, next_change, occurrences
+from .schedules import (END_OF_CALENDAR, active_windows, check_window, check_windows, expired_windows, next_change,
+                        occurrences)
 
 __all__ = [
     "ENFORCE", "OBSERVE", "ActiveWindow", "Behavior", "Condition", "ControllerConfig", "Decision", "Event",
@@ -71,5 +72,5 @@ __all__ = [
     "MemoryHorizons", "memory_horizons", "relevant_memory", "stabilization_windows", "store_scale_event",
     "MetricError", "ReplicaCalculator", "HPAWarning", "check_hpa", "LIMIT", "REQUEST",
     "SaturationSpec", "SaturationStatus", "check_saturation", "saturation_metric",
-    "PAUSE_ANNOTATIONS", "PauseSpec", "PauseStatus",
+    "PAUSE_ANNOTATIONS", "PauseSpec", "PauseStatus", "END_OF_CALENDAR",
 ]

@@ -41,10 +41,30 @@ _CACHE = 65536
 
 #: how many excluded starts in a row ``next_change`` and ``active_occurrence`` skip before they give up
 _MAX_SKIPPED = 400
+#: epoch seconds of 9999-12-31T23:59:59Z, the last second of the calendar (Python's ``datetime``): a window whose
+#: end would come later runs to it, and a cron has no occurrence after it
+END_OF_CALENDAR = 253402300799.0
 
 
-def _local(ts: float, window: ScheduleWindow) -> datetime:
-    return datetime.fromtimestamp(ts, window.time_zone)
+def _cron(expr: str, start: datetime, reverse: bool = False) -> Iterator[datetime]:
+    """cronsim's occurrences of ``expr`` after ``start`` (``reverse``: before it), until the calendar ends: none
+    after 9999-12-31 or before 0001-01-01 (where cronsim's date arithmetic overflows)."""
+    it = CronSim(expr, start, reverse=reverse)
+    while True:
+        try:
+            occurrence = next(it)
+        except (OverflowError, ValueError):  # past year 9999 (or before year 1): the calendar has no more
+            return
+        yield occurrence
+
+
+def _local(ts: float, window: ScheduleWindow) -> datetime | None:
+    """Epoch ``ts`` in the window's zone; within hours of the calendar's ends, where that local time would lie
+    outside it: the calendar's first local instant (at its start), or None (at its end: nothing comes after)."""
+    try:
+        return datetime.fromtimestamp(ts, window.time_zone)
+    except (OverflowError, ValueError):
+        return datetime(1, 1, 1, tzinfo=window.time_zone) if ts < 0 else None
 
 
 # Cron look-ups are pure functions of the window and a time; starts and ends fall on whole minutes, so
@@ -59,40 +79,46 @@ _ENDS: dict[tuple[ScheduleWindow, float], float] = {}
 def _end_after(window: ScheduleWindow, start: datetime) -> float:
     """Epoch seconds at which the occurrence that started at ``start`` (as cronsim gave it) ends."""
     if window.end is None:
-        return start.timestamp() + float(window.duration_seconds or 0)
+        return min(start.timestamp() + float(window.duration_seconds or 0), END_OF_CALENDAR)
     key = (window, start.timestamp())
     end = _ENDS.get(key)
     if end is None:
         if len(_ENDS) >= _CACHE:
             _ENDS.clear()
-        end = _ENDS[key] = next(CronSim(window.end, start)).timestamp()
+        after = next(_cron(window.end, start), None)
+        end = _ENDS[key] = END_OF_CALENDAR if after is None else after.timestamp()
     return end
 
 
-def _start_at_or_before(window: ScheduleWindow, ts: float) -> datetime:
-    """The latest start at or before epoch ``ts`` (local, aware); memoized per minute."""
+def _start_at_or_before(window: ScheduleWindow, ts: float) -> datetime | None:
+    """The latest start at or before epoch ``ts`` (local, aware; None: none since year 1); memoized per minute."""
     minute = math.floor(ts) // 60 * 60
     return _start_at_or_before_minute(window, minute)
 
 
 @lru_cache(maxsize=_CACHE)
-def _start_at_or_before_minute(window: ScheduleWindow, ts: float) -> datetime:
-    """The latest start at or before epoch ``ts`` (local, aware).
+def _start_at_or_before_minute(window: ScheduleWindow, ts: float) -> datetime | None:
+    """The latest start at or before epoch ``ts`` (local, aware; None when there is none since year 1).
 
     cronsim's reverse iteration walks wall-clock time, so in the second reading of the hour repeated
     on a fall-back day it misses a start whose wall time lies after ``ts``'s (at 01:15 EST it skips
     back past 01:30 EDT, which was 45 minutes earlier). Only there (``fold`` 1) is its candidate
     corrected by walking forward, which cronsim does in elapsed time.
     """
-    at = datetime.fromtimestamp(math.floor(ts) + 1e-6, window.time_zone)  # reverse is strict: include ts
-    cand = next(CronSim(window.start, at, reverse=True))
-    if at.fold == 0 and cand.timestamp() <= ts:
+    try:
+        at = datetime.fromtimestamp(math.floor(ts) + 1e-6, window.time_zone)  # reverse is strict: include ts
+    except (OverflowError, ValueError):  # ts within a day of the calendar's ends, shown in a zone beyond them
+        return None
+    cand = next(_cron(window.start, at, reverse=True), None)
+    if cand is None or (at.fold == 0 and cand.timestamp() <= ts):
         return cand
     for _ in range(_MAX_SKIPPED):  # never seen: a reverse candidate after ts
         if cand.timestamp() <= ts:
             break
-        cand = next(CronSim(window.start, cand, reverse=True))
-    for later in CronSim(window.start, cand):
+        cand = next(_cron(window.start, cand, reverse=True), None)
+        if cand is None:
+            return None
+    for later in _cron(window.start, cand):
         if later.timestamp() > ts:
             break
         cand = later
@@ -114,6 +140,8 @@ def active_occurrence(window: ScheduleWindow, now: float) -> ActiveWindow | None
         return None
     start = _start_at_or_before(window, now)
     for _ in range(_MAX_SKIPPED):
+        if start is None:
+            return None
         end = _end_after(window, start)
         if now >= end:
             return None
@@ -150,7 +178,10 @@ def occurrences(window: ScheduleWindow, since: float, until: float) -> Iterator[
     running = active_occurrence(window, since)
     if running is not None:
         yield running.start, running.end
-    for start in CronSim(window.start, _local(math.floor(since), window)):
+    since_local = _local(math.floor(since), window)
+    if since_local is None:
+        return
+    for start in _cron(window.start, since_local):
         ts = start.timestamp()
         if ts >= until:
             return
@@ -185,7 +216,10 @@ def next_change(windows: Sequence[ScheduleWindow], now: float,
 def _next_start(window: ScheduleWindow, minute: float) -> float | None:
     """The first non-excluded start after the minute that begins at epoch ``minute`` (None past
     ``_MAX_SKIPPED`` excluded starts): the same for every time within that minute."""
-    for skipped, start in enumerate(CronSim(window.start, _local(minute + 59, window))):
+    after = _local(minute + 59, window)
+    if after is None:
+        return None
+    for skipped, start in enumerate(_cron(window.start, after)):
         if start.date() not in window.exclude_dates:
             return start.timestamp()
         if skipped > _MAX_SKIPPED:

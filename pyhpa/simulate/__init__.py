@@ -26,9 +26,10 @@ from .metrics import columns_needed, metric_views
 from .profile import MetricSource, Profile, load_profile, metric_source
 from .report import summarize
 from .target import Target, load_target
-from .trace import Trace, load_trace, parse_outages, time_bound
+from .trace import Trace, iso, load_trace, parse_outages, time_bound
 
-__all__ = ["BUNDLED", "Autoscaler", "Load", "Run", "Settings", "Simulation", "bundled_path", "display_path", "input_files", "load_autoscaler",
+__all__ = ["BUNDLED", "Autoscaler", "Load", "Run", "Settings", "Simulation", "bundled_path", "check_metric_columns", "check_settings", "display_path",
+           "input_files", "load_autoscaler",
            "read_load", "read_workload", "replay", "run_simulation"]
 
 #: The bundled example (files under pyhpa/data/).
@@ -121,10 +122,11 @@ def run_simulation(
     bad input.
     """
     settings = settings or Settings()
-    _check_settings(settings)
+    check_settings(settings)
     files = input_files(list(hpa), target, trace, column, profile)
     prof, tgt = read_workload(files, metric_columns)
     hpas = [_load_hpa(f, tgt, settings) for f in files["hpa"]]
+    check_metric_columns(metric_columns, hpas)
     load = read_load(files, hpas, prof, tgt, time_column=time_column, where=where, start=start, end=end,
                      load_scale=load_scale, gaps=gaps, metrics_outages=metrics_outages)
     runs = [replay(h, label, tgt, prof, load, settings, progress) for h, label in zip(hpas, _labels(files["hpa"]))]
@@ -161,11 +163,47 @@ def read_load(files: dict, hpas: Sequence["Autoscaler"], prof: Profile, tgt: Tar
                     start=start, end=end, load_scale=load_scale, gaps=gaps)
     tr.report.file = display_path(files["trace"])
     outages = parse_outages(metrics_outages, tr)
+    for h in hpas:
+        check_extent(tr, h, prof, files)
     rps = prof.load_to_rps(tr.values[files["column"]])
     if history is None:
         history = any(h.hpa.prediction is not None for h in hpas)
     past = _history(files, prof, tr, extra, time_column, tuple(where), start, load_scale) if history else None
     return Load(tr, rps, outages, past)
+
+
+#: the most HPA syncs, and the most metrics-server scrapes, one replay simulates: about 174 days at upstream's 15 s
+#: (a few minutes and a few hundred MB; the syncs are the timeline's rows)
+MAX_SYNCS = 1_000_000
+
+
+def check_extent(trace: Trace, h: "Autoscaler", prof: Profile, files: dict) -> None:
+    """Refuse a replay of more than ``MAX_SYNCS`` syncs or scrapes (the simulated span over ``h``'s sync period, or
+    over the profile's ``metric_resolution_seconds``) before it starts: InputError naming the period (when it is
+    below a second) or else the trace, with the span and what to change."""
+    span = trace.end - trace.start
+    own = h.own_sync_period
+    for what, every, flag, file, obj in (
+            ("syncs", h.sync_period_seconds, "spec.syncPeriodSeconds" if own else "--sync-period",
+             display_path(h.file) if own else "", h.label if own else ""),
+            ("metrics-server scrapes", prof.metric_resolution_seconds, "metric_resolution_seconds",
+             display_path(files["profile"]) or "(built-in profile)", "workload profile")):
+        count = span / every
+        if count <= MAX_SYNCS:
+            continue
+        text = (f"{what}: one every {every:g} s over the simulated {_span_text(span)} ({iso(trace.start, trace.tz)} to "
+                f"{iso(trace.end, trace.tz)}) is {count:,.0f}; a simulation runs at most {MAX_SYNCS:,}")
+        if every < 1:
+            raise InputError(f"{text}: a longer period, or a shorter span (--start/--end)", file=file, obj=obj,
+                             field=flag)
+        raise InputError(f"{text}: a shorter span (--start/--end)", file=trace.report.file)
+
+
+def _span_text(seconds: float) -> str:
+    """A span as people say it: 240 s, 3.0 hours, 2.0 days."""
+    if seconds < 3 * 3600:
+        return f"{seconds:,.0f} s"
+    return f"{seconds / 3600:,.1f} hours" if seconds < 3 * 86400 else f"{seconds / 86400:,.1f} days"
 
 
 def replay(h: "Autoscaler", label: str, tgt: Target, prof: Profile, load: Load, settings: Settings,
@@ -201,7 +239,14 @@ def _history(files: dict, prof: Profile, tr: Trace, extra: tuple, time_column, w
     return History(times=full.times[keep], rps=prof.load_to_rps(values[files["column"]]), columns=values)
 
 
-def _check_settings(s: Settings) -> None:
+#: the seeds a simulation takes (``--seed``): numpy's and Optuna's samplers take 0 to 2^32 - 1
+MAX_SEED = 2**32 - 1
+
+
+def check_settings(s: Settings) -> None:
+    """The flags of ``pyhpa simulate`` and ``pyhpa tune``: InputError naming the first that is out of range."""
+    if not 0 <= s.seed <= MAX_SEED:
+        raise InputError(f"must be from 0 to {MAX_SEED:,}, got {s.seed:,}", field="--seed")
     if not s.sync_period_seconds > 0:
         raise InputError(f"must be > 0, got {s.sync_period_seconds!r}", field="--sync-period")
     if not s.flap_window_seconds >= 0:
@@ -226,6 +271,19 @@ def input_files(hpa: list, target, trace, column, profile) -> dict:
     return {"hpa": hpa, "target": target, "trace": trace, "column": column, "profile": profile or ""}
 
 
+def check_metric_columns(items: Sequence[str], hpas: Sequence["Autoscaler"]) -> None:
+    """Each ``--metric-column METRIC=COLUMN`` must feed a metric an autoscaler has (a Pods, Object or External metric
+    named METRIC): InputError naming the flag otherwise, instead of a column nobody reads. (Its COLUMN is then read,
+    and a missing one refused, by the trace loader.)"""
+    names = sorted({m.name for h in hpas for m in h.hpa.metrics if m.type in ("Pods", "Object", "External")})
+    for item in items:
+        name = item.partition("=")[0].strip()
+        if name not in names:
+            theirs = f"theirs: {', '.join(names)}" if names else "they have none"
+            raise InputError(f"{item!r}: no autoscaler has a Pods, Object or External metric {name!r} ({theirs}; "
+                             "Resource metrics follow the load)", field="--metric-column")
+
+
 def _with_metric_columns(prof: Profile, items: Sequence[str]) -> Profile:
     if not items:
         return prof
@@ -241,13 +299,14 @@ def _with_metric_columns(prof: Profile, items: Sequence[str]) -> Profile:
 @dataclass(slots=True, frozen=True)
 class Autoscaler:
     """One ``--hpa`` file read: the core HPA, the controller flags with its own settings applied, its sync
-    period (s), the file and ``Kind namespace/name``."""
+    period (s), the file and ``Kind namespace/name``, and whether the period is the object's own."""
 
     hpa: HPA
     file: str
     config: ControllerConfig
     sync_period_seconds: float
     label: str
+    own_sync_period: bool = False  # the period is the object's spec.syncPeriodSeconds, not --sync-period
 
 
 def _load_hpa(path, target: Target, settings: Settings) -> Autoscaler:
@@ -267,7 +326,8 @@ def load_autoscaler(found: dict, file: str, target: Target, settings: Settings) 
         raise err.at(file=file, obj=object_label(found)) from None
     own = parsed.settings
     period = own.sync_period_seconds or settings.sync_period_seconds
-    return Autoscaler(parsed.hpa, file, effective_config(settings.config, own), period, parsed.label)
+    return Autoscaler(parsed.hpa, file, effective_config(settings.config, own), period, parsed.label,
+                      own.sync_period_seconds is not None)
 
 
 def _check_ref(model, hpa: HPA, target: Target) -> None:

@@ -40,12 +40,21 @@ def replay_figure(r: Replay, *, title: str, unit: str, tz: timezone, quantile: f
     fig.suptitle(f"{title}\nmodel {r.model}, periods {describe_periods(r.periods)}, lead {lead:g} s; "
                  f"MAPE {_pct(acc.mape)}, WAPE {_pct(acc.wape)}, under-forecasts {_pct(acc.under_share)} "
                  f"(q = {quantile:g})", fontsize=11, x=0.01, ha="left")
-    ax.plot(t, r.actual, color="0.2", lw=0.7, label="actual", drawstyle="steps-post")
-    ax.fill_between(t, r.low, r.high, color="tab:blue", alpha=0.25, lw=0, step="post",
+    # the actual rows (noisy, dense) in light grey beneath; the band over them, translucent with its edges drawn,
+    # and the forecast on top, so the band stays visible; rows above the band (under-forecasts) as red dots
+    ax.plot(t, r.actual, color="0.62", lw=0.6, label="actual", drawstyle="steps-post", zorder=1)
+    ax.fill_between(t, r.low, r.high, facecolor=(0.12, 0.47, 0.71, 0.3), edgecolor=(0.12, 0.47, 0.71, 0.8),
+                    lw=0.5, step="post", zorder=2,
                     label=f"forecast band ({1 - quantile:g}-{quantile:g} quantiles, {lead:g} s ahead)")
-    ax.plot(t, r.point, color="tab:blue", lw=0.9, label="forecast", drawstyle="steps-post")
-    ax.plot(t, r.upper, color="tab:red", lw=0.7, alpha=0.7, ls="--",
-            label=f"forecast: highest {quantile:g} quantile over the next {lead:g} s", drawstyle="steps-post")
+    ax.plot(t, r.point, color="tab:blue", lw=1.2, label="forecast", drawstyle="steps-post", zorder=3)
+    ax.plot(t, r.upper, color="tab:red", lw=0.8, alpha=0.8, ls="--",
+            label=f"forecast: highest {quantile:g} quantile over the next {lead:g} s", drawstyle="steps-post",
+            zorder=3)
+    with np.errstate(invalid="ignore"):
+        under = r.actual > r.high
+    if under.any():
+        ax.plot(t[under], r.actual[under], ls="none", marker=".", ms=3, color="tab:red", zorder=4,
+                label=f"actual above the band (under-forecast: {_pct(acc.under_share)} of the rows)")
     ax.set_ylabel(unit)
     ax.set_ylim(0, _top(r.actual, r.point))
     width = max(1, int(round(3600 / r.step)))
@@ -67,6 +76,7 @@ def replay_figure(r: Replay, *, title: str, unit: str, tz: timezone, quantile: f
     ax2.xaxis.set_major_locator(loc)
     ax2.xaxis.set_major_formatter(mdates.ConciseDateFormatter(loc, tz=tz))
     ax2.set_xlabel(f"time ({_zone(tz)}); each forecast made {lead:g} s before the row's end")
+    ax2.set_xlim(t[0], t[-1] + r.step / 86400.0)  # the forecast rows, edge to edge
     for a in (ax, ax2):
         a.grid(True, alpha=0.3)
         a.legend(loc="upper left", fontsize=8, framealpha=0.85)

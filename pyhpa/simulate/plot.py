@@ -19,6 +19,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.dates as mdates  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker as mticker  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
@@ -40,13 +41,77 @@ def _times(cluster: Cluster, trace: Trace) -> np.ndarray:
     return np.array([r[0] for r in cluster.rows], dtype=float) / 86400.0 + epoch
 
 
+def _num(ts: float) -> float:
+    """Epoch seconds as a matplotlib date number."""
+    return ts / 86400.0 + _EPOCH
+
+
+_EPOCH = mdates.date2num(datetime(1970, 1, 1, tzinfo=timezone.utc))
+#: the narrowest a marked span is drawn, as a share of the time axis: a 30 s overload in a day is 0.03 % of it,
+#: less than a pixel; widened to this, every episode shows (the legend says so)
+MIN_SPAN = 0.004
+
+
+def _spans(ax, spans, t0: float, t1: float, label: str | None, widen: bool = True, **kw) -> int:
+    """Shade ``spans`` ((start, end) epoch s) across the panel, each at least ``MIN_SPAN`` of [t0, t1] wide (centred
+    on itself when widened), overlapping ones merged; labelled once. Returns how many were drawn."""
+    least = MIN_SPAN * (t1 - t0) if widen else 0.0
+    merged: list[list[float]] = []
+    for a, b in sorted(spans):
+        if b - a < least:
+            mid = (a + b) / 2
+            a, b = max(t0, mid - least / 2), min(t1, mid + least / 2)
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    for k, (a, b) in enumerate(merged):
+        ax.axvspan(_num(a), _num(b), lw=0, label=label if k == 0 else None, **kw)
+    return len(merged)
+
+
+def _mask_spans(times: list[float], mask: list[bool], end: float) -> list[tuple[float, float]]:
+    """The runs of consecutive True in ``mask`` as (start, end) epoch s: each row holds until the next (the last
+    until ``end``)."""
+    out, start = [], None
+    for i, on in enumerate(mask):
+        if on and start is None:
+            start = times[i]
+        elif not on and start is not None:
+            out.append((start, times[i]))
+            start = None
+    if start is not None:
+        out.append((start, end))
+    return out
+
+
+def zero_load_spans(cluster: Cluster) -> list[tuple[float, float]]:
+    """Where the trace's load is 0 within the simulated span ((start, end) epoch s): hours a trace often has when
+    the service it was recorded from was down; every panel shows them, so the dips they cause are not mistaken
+    for the autoscaler's doing."""
+    spans = []
+    for a, b in _mask_spans(cluster.times, [v == 0 for v in cluster.rps_values], cluster.end):
+        a, b = max(a, cluster.t0), min(b, cluster.end)
+        if b > a:
+            spans.append((a, b))
+    return spans
+
+
+def _mark_zero_load(axes, cluster: Cluster) -> None:
+    spans = zero_load_spans(cluster)
+    for i, ax in enumerate(axes):
+        _spans(ax, spans, cluster.t0, cluster.end, f"no load in the trace (0 {_load_unit(cluster)})" if i == 0 else None, color="0.55",
+               alpha=0.22, hatch="..", zorder=0)
+
+
 def _column(cluster: Cluster, index: int) -> list:
     return [r[index] if r[index] is not None else float("nan") for r in cluster.rows]
 
 
-def _axes(panels: int, title: str):
-    fig, axes = plt.subplots(panels, 1, figsize=(13, 2.6 + 2.4 * panels), sharex=True, squeeze=False,
-                             layout="constrained")
+def _axes(panels: int, title: str, ratios: list[float] | None = None):
+    height = 2.6 + 2.4 * (panels if ratios is None else sum(ratios) / 3)
+    fig, axes = plt.subplots(panels, 1, figsize=(13, height), sharex=True, squeeze=False, layout="constrained",
+                             gridspec_kw=None if ratios is None else {"height_ratios": ratios})
     axes = [a[0] for a in axes]
     fig.suptitle(title, fontsize=12, x=0.01, ha="left")
     return fig, axes
@@ -73,6 +138,7 @@ def _finish(fig, axes, trace: Trace):
     axes[-1].xaxis.set_major_locator(loc)
     axes[-1].xaxis.set_major_formatter(mdates.ConciseDateFormatter(loc, tz=trace.tz))
     axes[-1].set_xlabel(f"time (UTC{_offset(trace)})")
+    axes[-1].set_xlim(_num(trace.start), _num(trace.end))  # the simulated span, edge to edge
     for ax in axes:
         ax.grid(True, alpha=0.3)
         handles, labels = ax.get_legend_handles_labels()
@@ -109,20 +175,44 @@ def _offset(trace: Trace) -> str:
     return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
 
 
-def _load_panel(ax, t, cluster: Cluster, with_capacity: bool = True) -> None:
+def _load_panel(ax, t, cluster: Cluster, with_capacity: bool = True, capacities=()) -> None:
+    """Load and Ready capacity (``capacities``: other runs' (label, cluster, color, style, width) in compare.png).
+    Overload episodes are shaded from the run's own accounting (each at least ``MIN_SPAN`` wide, so a short one
+    shows). The axis reaches the highest capacity; when that is more than 3 times the peak load, it is
+    logarithmic, so the load is not squeezed against the bottom."""
     load = _column(cluster, 1)
     unit = _load_unit(cluster)
-    ax.plot(t, load, color="0.25", lw=0.9, label=f"load ({unit})", drawstyle="steps-post")
+    ax.plot(t, load, color="0.2", lw=0.9, label=f"load ({unit})", drawstyle="steps-post", zorder=4)
     cap_index = cluster.column("ready_capacity")
+    caps: list[float] = []
     if with_capacity:
         cap = _column(cluster, cap_index)
-        ax.plot(t, cap, color="tab:green", lw=1.0, label=f"Ready capacity ({unit})", drawstyle="steps-post")
-        over = [lo > c for lo, c in zip(load, cap)]
-        ax.fill_between(t, 0, load, where=over, step="post", color="tab:red", alpha=0.3, lw=0, label="overloaded")
-    ax.set_ylabel(unit)
+        caps += cap
+        ax.plot(t, cap, color="tab:green", lw=1.0, label=f"Ready capacity ({unit})", drawstyle="steps-post", zorder=3)
+        s = cluster.stats
+        episodes = [(a, a + d) for a, d, _ in s.episodes]
+        if episodes:
+            _spans(ax, episodes, cluster.t0, cluster.end,
+                   f"overloaded: {s.overloaded_seconds:,.0f} s in {len(episodes)} episode{'s' * (len(episodes) > 1)}"
+                   " (short ones widened to show)", color="tab:red", alpha=0.3, zorder=1)
+    for label, other, color, style, width in capacities:
+        cap = _column(other, other.column("ready_capacity"))
+        caps += cap
+        ax.plot(_times(other, None), cap, color=color, lw=min(width, 1.4), ls=style, drawstyle="steps-post",
+                label=f"{label}: Ready capacity", zorder=3)
     peak = max((x for x in load if x == x), default=1.0) or 1.0
-    top = max((c for c in _column(cluster, cap_index) if c == c), default=peak) if with_capacity else peak
-    ax.set_ylim(0, max(peak, top) * 1.08)  # the whole Ready capacity too: nothing is cut off
+    top = max([peak, *[c for c in caps if c == c]])
+    low = min((x for x in load if x == x and x > 0), default=peak)
+    if top > 3 * peak and low > 0:
+        ax.set_yscale("log")
+        positive = [x for x in load if x == x and x > 0]
+        floor = float(np.percentile(positive, 1)) / 2  # the odd near-zero row dips to the axis, it does not set it
+        ax.set_ylim(max(floor, peak / 1e3), top * 1.5)  # at most 3 decades below the peak load
+        ax.yaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_ylabel(f"{unit}\n(log scale)")
+    else:
+        ax.set_ylim(0, top * 1.08)  # the whole Ready capacity too: nothing is cut off
+        ax.set_ylabel(unit)
 
 
 def _load_unit(cluster: Cluster) -> str:
@@ -144,30 +234,34 @@ def _replica_panel(ax, t, cluster: Cluster) -> None:
         asked = _column(cluster, cluster.column("saturation_replicas"))
         pinned = [x == x for x in asked]
         if any(pinned):
-            ax.fill_between(t, 0, 1, where=pinned, step="post", transform=ax.get_xaxis_transform(),
-                            color="tab:red", alpha=0.12, lw=0,
-                            label=f"pods pinned at {cluster.hpa.saturation.pinned_percent} % of their CPU limit")
+            _spans(ax, _mask_spans([r[0] for r in cluster.rows], pinned, cluster.end), cluster.t0, cluster.end,
+                   f"pods pinned at {cluster.hpa.saturation.pinned_percent} % of their CPU limit", color="tab:red",
+                   alpha=0.15, zorder=0)
             ax.plot(t, asked, color="tab:brown", lw=0 if len(t) > 3000 else 1.0, marker=".", ms=3,
                     label="saturation asks for", drawstyle="steps-post")
     hpa = cluster.hpa
     top = hpa.max_replicas
-    if hpa.schedules:  # the bounds move with the windows: draw the effective ones
-        lo = _column(cluster, cluster.column("min_replicas_effective"))
-        hi = _column(cluster, cluster.column("max_replicas_effective"))
-        ax.plot(t, hi, color="0.35", ls="--", lw=0.9, drawstyle="steps-post",
-                label=f"effective min/max (spec {hpa.min_replicas}/{hpa.max_replicas})")
-        ax.plot(t, lo, color="0.35", ls="--", lw=0.9, drawstyle="steps-post")
-        top = max([top, *[x for x in lo if x == x]])
-    else:
-        ax.axhline(hpa.max_replicas, color="0.5", ls="--", lw=0.8, label=f"min/max ({hpa.min_replicas}/{hpa.max_replicas})")
-        ax.axhline(hpa.min_replicas, color="0.5", ls="--", lw=0.8)
-    ax.set_ylabel("replicas")
     seen = max([x for i in (3, 4) for x in _column(cluster, i) if x == x], default=top)
     if cluster.saturation is not None:
         seen = max([seen, *[x for x in _column(cluster, cluster.column("saturation_replicas")) if x == x]])
+    if hpa.schedules:  # the bounds move with the windows: draw the effective ones
+        lo = _column(cluster, cluster.column("min_replicas_effective"))
+        hi = _column(cluster, cluster.column("max_replicas_effective"))
+        top = max([top, *[x for x in lo if x == x]])
     # a maxReplicas far above what the run used would flatten the lines: the axis shows what happened, the
-    # legend still gives the bounds
-    ax.set_ylim(0, (top if top <= 2 * seen else seen * 1.25) * 1.08 + 0.5)
+    # legend says which bound lies above it
+    ymax = (top if top <= 2 * seen else seen * 1.25) * 1.08 + 0.5
+    above = " (max above the axis)" if hpa.max_replicas > ymax else ""
+    if hpa.schedules:
+        ax.plot(t, hi, color="0.35", ls="--", lw=0.9, drawstyle="steps-post",
+                label=f"effective min/max (spec {hpa.min_replicas}/{hpa.max_replicas}){above}")
+        ax.plot(t, lo, color="0.35", ls="--", lw=0.9, drawstyle="steps-post")
+    else:
+        ax.axhline(hpa.max_replicas, color="0.5", ls="--", lw=0.8,
+                   label=f"min/max ({hpa.min_replicas}/{hpa.max_replicas}){above}")
+        ax.axhline(hpa.min_replicas, color="0.5", ls="--", lw=0.8)
+    ax.set_ylabel("replicas")
+    ax.set_ylim(0, ymax)
 
 
 WINDOW_COLORS = ("tab:green", "tab:purple", "tab:brown", "tab:cyan", "tab:olive", "tab:pink")
@@ -271,6 +365,7 @@ def run_figure(cluster: Cluster, trace: Trace, label: str):
         _metric_panel(axes[2 + predicted + i], t, cluster, i)
     shade_windows(axes, t, cluster)
     _shade_outages(axes, cluster.outages)
+    _mark_zero_load(axes, cluster)
     return _finish(fig, axes, trace)
 
 
@@ -286,26 +381,32 @@ def _run_style(k: int, n: int) -> tuple:
 
 
 def compare_figure(sim: Simulation):
-    """Several HPAs on the same load: Ready replicas, and each HPA's first metric as it sees it (one panel per
-    unit, so different units never share an axis), one color and line style per HPA (``_run_style``); equal
-    targets interleave their dashes. The caller closes the figure."""
+    """Several HPAs on the same load: the load with each HPA's Ready capacity; what differs in the outcome (each
+    HPA's overload episodes, share of time overloaded and unserved requests); Ready replicas; each HPA's first
+    metric as it sees it (one panel per unit, so different units never share an axis). One color and line style
+    per HPA (``_run_style``); equal targets interleave their dashes. The caller closes the figure."""
     trace = sim.trace
     units = list(dict.fromkeys(metric_unit(r.cluster.views[0]) for r in sim.runs if r.cluster.views))
-    fig, axes = _axes(2 + len(units), f"compare on {Path(trace.report.file).name} "
-                                      f"[{trace.report.column} x {trace.report.load_scale:g}]")
+    n = len(sim.runs)
+    fig, axes = _axes(3 + len(units), f"compare on {Path(trace.report.file).name} "
+                                      f"[{trace.report.column} x {trace.report.load_scale:g}]",
+                      ratios=[3, 0.5 + 0.45 * n, 3] + [3] * len(units))
+    load_ax, outcome_ax, replicas_ax, metric_axes = axes[0], axes[1], axes[2], axes[3:]
     first = sim.runs[0].cluster
     t = _times(first, trace)
-    _load_panel(axes[0], t, first, with_capacity=False)
-    n = len(sim.runs)
+    _load_panel(load_ax, t, first, with_capacity=False,
+                capacities=[(r.label, r.cluster, COLORS[k % len(COLORS)], *_run_style(k, n))
+                            for k, r in enumerate(sim.runs)])
+    _outcome_panel(outcome_ax, sim)
     for k, run in enumerate(sim.runs):
         color = COLORS[k % len(COLORS)]
         style, width = _run_style(k, n)
         c = run.cluster
-        axes[1].plot(_times(c, trace), _column(c, 3), color=color, lw=width, ls=style, drawstyle="steps-post",
-                     label=f"{run.label}: Ready replicas")
+        replicas_ax.plot(_times(c, trace), _column(c, 3), color=color, lw=width, ls=style, drawstyle="steps-post",
+                         label=f"{run.label}: Ready replicas")
         if c.views:
             view = c.views[0]
-            ax = axes[2 + units.index(metric_unit(view))]
+            ax = metric_axes[units.index(metric_unit(view))]
             values = _column(c, 6)
             smooth = _smoothing(len(values))
             if smooth:
@@ -314,10 +415,33 @@ def compare_figure(sim: Simulation):
             ax.plot(_times(c, trace), values, color=color, lw=width, ls=style, label=f"{run.label}: {what}")
             ax.axhline(view.target, color=color, ls=(6 * k, (6, 6 * (n - 1) or 6)), lw=1.2,
                        label=f"{run.label}: target {view.target:g} {view.unit}".rstrip())
-    axes[1].set_ylabel("Ready replicas")
-    axes[1].set_ylim(bottom=0)
-    for i, unit in enumerate(units):
-        axes[2 + i].set_ylabel(f"first metric\n({unit})")
-        axes[2 + i].set_ylim(bottom=0)
+    replicas_ax.set_ylabel("Ready replicas")
+    replicas_ax.set_ylim(bottom=0)
+    for ax, unit in zip(metric_axes, units):
+        ax.set_ylabel(f"first metric\n({unit})")
+        ax.set_ylim(bottom=0)
     _shade_outages(axes, first.outages)
+    _mark_zero_load(axes, first)
     return _finish(fig, axes, trace)
+
+
+def _outcome_panel(ax, sim: Simulation) -> None:
+    """What differs between the runs: one row per run with its overload episodes (each at least ``MIN_SPAN``
+    wide) and, in its label, the share of time overloaded, the unserved requests and what it cost (pod-hours)."""
+    n = len(sim.runs)
+    for k, run in enumerate(sim.runs):
+        c, s = run.cluster, run.summary
+        y = n - 1 - k
+        color = COLORS[k % len(COLORS)]
+        least = MIN_SPAN * (c.end - c.t0)
+        for a, d, _ in c.stats.episodes:
+            mid = a + d / 2
+            a, b = (mid - least / 2, mid + least / 2) if d < least else (a, a + d)
+            ax.fill_between([_num(a), _num(b)], y + 0.15, y + 0.85, color=color, lw=0)
+        ax.plot([], [], color=color, lw=6, label=f"{run.label}: overloaded {100 * s['overloaded_fraction']:.2f} %\nof "
+                f"the time ({s['overloaded_seconds']:,.0f} s);\n{s['unserved_requests']:,.0f} requests unserved "
+                f"({100 * s['unserved_fraction']:.2f} %);\n{s['pod_hours']:,.1f} pod-hours")
+    ax.set_yticks([n - 1 - k + 0.5 for k in range(n)], [r.label for r in sim.runs], fontsize=8)
+    ax.set_ylim(0, n)
+    ax.set_ylabel("overloaded")
+    ax.grid(False, axis="y")

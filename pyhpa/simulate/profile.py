@@ -15,6 +15,7 @@ from typing import Any
 
 from ..adapters.errors import InputError
 from ..adapters.snapshot import read_document
+from .trace import MAX_VALUE
 
 LOAD_UNITS = ("requests_per_second", "requests_per_minute", "cpu_millicores", "cpu_percent")
 TRAFFIC_SPREADS = ("even", "imbalanced")
@@ -164,8 +165,8 @@ def _number(value: Any, key: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InputError(f"must be a number, got {value!r}", field=key)
     value = float(value)
-    if not math.isfinite(value) or value < 0:
-        raise InputError(f"must be a finite number >= 0, got {value!r}", field=key)
+    if not math.isfinite(value) or not 0 <= value <= MAX_VALUE:
+        raise InputError(f"must be a number from 0 to {MAX_VALUE:g}, got {value!r}", field=key)
     if key in _POSITIVE and value == 0:
         raise InputError("must be greater than 0", field=key)
     return value

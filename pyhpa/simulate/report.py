@@ -36,9 +36,9 @@ TABLE_ROWS = (
     ("max_replicas_seen", "max replicas seen"),
     ("mean_cpu_utilization_percent", "CPU use, true (mean % of request, all running pods)"),
     ("target", "first metric as the HPA sees it: mean / target"),
-    ("overloaded_seconds", "overloaded seconds"),
+    ("overloaded_seconds", "overloaded seconds (load above all serving pods' capacity)"),
     ("overloaded_fraction", "overloaded share of time"),
-    ("unserved_requests", "unserved requests"),
+    ("unserved_requests", "unserved requests (overload, uneven traffic, pods Ready before they serve)"),
     ("unserved_fraction", "unserved share of requests"),
     ("scale_ups", "scale-ups"),
     ("scale_downs", "scale-downs"),
@@ -244,7 +244,7 @@ def write_run(out: Path, run_cluster: Cluster, trace: Trace, summary: dict, plot
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "timeline.csv", out / "summary.json"]
     timeline_frame(run_cluster, trace).to_csv(written[0], index=False, lineterminator="\n")
-    written[1].write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    written[1].write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n", encoding="utf-8")  # strict JSON
     if plot:
         from .plot import plot_run
 
@@ -263,7 +263,8 @@ def write_outputs(sim: Simulation, output_dir: str | Path, plot: bool = True) ->
     for run in sim.runs:
         written += write_run(out / run.label, run.cluster, sim.trace, run.summary, plot)
     compare = out / "compare.json"
-    compare.write_text(json.dumps({"runs": [r.summary for r in sim.runs]}, indent=2) + "\n", encoding="utf-8")
+    compare.write_text(json.dumps({"runs": [r.summary for r in sim.runs]}, indent=2, allow_nan=False) + "\n",
+                       encoding="utf-8")
     written.append(compare)
     if plot:
         from .plot import plot_compare

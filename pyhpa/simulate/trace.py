@@ -10,12 +10,9 @@ and the ``TraceReport`` counts every filled or skipped second.
 
 from __future__ import annotations
 
-import gzip
-import lzma
+import io
 import re
 import warnings
-import zipfile
-import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -24,13 +21,23 @@ import numpy as np
 import pandas as pd
 
 from ..adapters.errors import InputError
+from ..adapters.files import read_trace_bytes
+from ..adapters.parse import FIRST_SECOND, LAST_SECOND
 
 _RAGGED = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
 GAP_POLICIES = ("error", "hold", "zero", "interpolate", "skip")
 GAP_FACTOR = 1.5
 TIME_COLUMNS = ("timestamp", "time")
-#: the epoch seconds of 0001-01-01 and 9999-12-31T23:59:59 UTC: the times a trace can hold
-_FIRST_SECOND, _LAST_SECOND = -62135596800.0, 253402300799.0
+#: the times a trace's rows (and its end) may take, epoch s: 0001-01-02 to 9999-12-31T00:00:00Z, the calendar without
+#: a day at either end (a simulation starts its first pods a day before the first row; times are shown in the
+#: trace's UTC offset)
+#: the largest value a trace column takes (times ``--load-scale``): 10^15, a million times the world's web traffic.
+#: Sums and products of such values over any simulated span stay far inside a float64, so every figure a simulation
+#: reports is a finite number (the workload profile's numbers have the same bound)
+MAX_VALUE = 1e15
+#: the most rows ``--gaps interpolate`` inserts into one trace (as many as the largest trace file holds)
+MAX_INSERTED_ROWS = 10_000_000
+CALENDAR = (FIRST_SECOND + 86400.0, LAST_SECOND + 1.0 - 86400.0)
 
 
 @dataclass(slots=True, frozen=True)
@@ -168,11 +175,13 @@ def load_trace(
     values = {c: _numbers(df[c], file, c) for c in columns}
     with np.errstate(over="ignore"):
         scaled = values[column] * load_scale
-    if not np.isfinite(scaled).all():
-        raise InputError(f"{load_scale:g} times column {column!r} (up to {float(np.max(values[column])):g}) is beyond "
-                         "a float64", field="--load-scale")
+    if not (scaled <= MAX_VALUE).all():
+        top = float(np.max(values[column]))
+        raise InputError(f"{load_scale:g} times column {column!r} (up to {top:g}) is beyond {MAX_VALUE:g}, the largest "
+                         "load pyhpa simulates", field="--load-scale")
     values[column] = scaled
     step = float(np.median(np.diff(times)))
+    _check_calendar(times, step, df.index, file, tcol)
     report = TraceReport(file, column, tcol, list(where), rows_in_file, rows_in_file - matched,
                          matched - len(times), len(times), step, load_scale, gaps,
                          time_column_numeric=numeric_time)
@@ -184,29 +193,24 @@ def load_trace(
 
 
 def _read_csv(file: str) -> pd.DataFrame:
+    data = read_trace_bytes(file)  # bounded, decompressed by suffix (pyhpa.adapters.files)
+    head = data[:65536]
+    if b"\x00" in head:
+        raise InputError(f"not a text file (CSV): byte {head.index(0)} is NUL", file=file)
     try:
-        with open(file, "rb") as f:
-            head = f.read(65536) if not str(file).endswith((".gz", ".bz2", ".zip", ".xz", ".zst")) else b""
-        if b"\x00" in head:
-            raise InputError(f"not a text file (CSV): byte {head.index(0)} is NUL", file=file)
-        try:
-            head.decode("utf-8")
-        except UnicodeDecodeError as err:
-            if err.start < len(head) - 3:  # not just a character cut at the end of the sample
-                raise InputError(f"not a text file (CSV): byte {err.start} is not UTF-8", file=file) from None
+        head.decode("utf-8")
+    except UnicodeDecodeError as err:
+        if err.start < len(head) - 3:  # not just a character cut at the end of the sample
+            raise InputError(f"not a text file (CSV): byte {err.start} is not UTF-8", file=file) from None
+    try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", pd.errors.ParserWarning)
-            df = pd.read_csv(file, dtype=str, keep_default_na=False, skipinitialspace=True, index_col=False)
+            df = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False, skipinitialspace=True,
+                             index_col=False, encoding="utf-8")
     except pd.errors.ParserWarning:  # the first data row has more fields than the header (index_col=False)
         raise InputError("the first data row has one field more than the header", file=file) from None
-    except FileNotFoundError:
-        raise InputError("cannot read file: no such file", file=file) from None
     except UnicodeDecodeError as err:
         raise InputError(f"not a text file (CSV): byte {err.start} is not UTF-8", file=file) from None
-    except (EOFError, zlib.error, lzma.LZMAError, zipfile.BadZipFile, gzip.BadGzipFile) as err:
-        raise InputError(f"corrupt or truncated compressed file: {err}", file=file) from None
-    except OSError as err:
-        raise InputError(f"cannot read file: {err.strerror or err}", file=file) from None
     except pd.errors.EmptyDataError:
         raise InputError("the file is empty (a trace needs a header row and data rows)", file=file) from None
     except pd.errors.ParserError as err:
@@ -256,20 +260,33 @@ def _parse_times(raw: pd.Series, file: str, tcol: str) -> tuple[np.ndarray, time
     numeric = pd.to_numeric(raw, errors="coerce")
     if numeric.notna().all():
         seconds = numeric.to_numpy(dtype=float)
-        bad = ~((seconds >= _FIRST_SECOND) & (seconds <= _LAST_SECOND))
+        bad = ~((seconds >= FIRST_SECOND) & (seconds <= LAST_SECOND))
         if bad.any():
             i = int(np.argmax(bad))
             raise InputError(f"line {raw.index[i] + 2}: time {raw.iloc[i]!r} is not a time (seconds since 1970 between "
                              f"years 1 and 9999)", file=file, field=tcol)
         return seconds, timezone.utc, True
     parsed = pd.to_datetime(raw, format="ISO8601", utc=True, errors="coerce")
-    bad = parsed.isna()
-    if bad.any():
-        i = int(np.argmax(bad.to_numpy()))
-        raise InputError(f"line {raw.index[i] + 2}: malformed time {raw.iloc[i]!r} (want ISO 8601 or seconds)",
-                         file=file, field=tcol)
-    seconds = (parsed - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(microseconds=1)
-    return seconds.to_numpy(dtype=float) / 1e6, _zone(raw.iloc[0]), False
+    # microseconds since the epoch, computed in microseconds: every year from 1 to 9999 fits (nanoseconds end in 2262)
+    micros = parsed.dt.tz_convert(None).to_numpy().astype("datetime64[us]").astype("int64")
+    seconds = micros.astype(float) / 1e6
+    for i in np.flatnonzero(parsed.isna().to_numpy()):  # what pandas could not read (or, pandas 2, a year it cannot
+        ts = _python_time(raw.iloc[i])                    # hold in nanoseconds): Python's parser reads years 1-9999
+        if ts is None:
+            raise InputError(f"line {raw.index[i] + 2}: malformed time {raw.iloc[i]!r} (want ISO 8601 or seconds, "
+                             "years 1 to 9999)", file=file, field=tcol)
+        seconds[i] = ts
+    return seconds, _zone(raw.iloc[0]), False
+
+
+def _python_time(text: str) -> float | None:
+    """Epoch seconds of an ISO 8601 time read by ``datetime.fromisoformat`` (without offset: UTC); None if it is
+    none."""
+    try:
+        dt = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (dt if dt.tzinfo is not None else dt.replace(tzinfo=timezone.utc)).timestamp()
 
 
 def _zone(text: str) -> timezone:
@@ -304,6 +321,21 @@ def _bound(text: str | None, tz: timezone, numeric_time: bool, option: str) -> f
     return dt.timestamp()
 
 
+def _check_calendar(times: np.ndarray, step: float, index: pd.Index, file: str, tcol: str) -> None:
+    """A trace's rows, and its end (the last row holds for one ``step``), within ``CALENDAR`` (InputError naming the
+    line otherwise): a day of the calendar's ends is kept for the pods a simulation starts a day before its first
+    row and for times shown in any UTC offset."""
+    lo, hi = CALENDAR
+    if times[0] < lo:
+        raise InputError(f"line {index[0] + 2}: time {iso(float(times[0]), timezone.utc)} is before {iso(lo, timezone.utc)}"
+                         f" (a trace holds times from {iso(lo, timezone.utc)} to {iso(hi, timezone.utc)})", file=file,
+                         field=tcol)
+    if times[-1] + step > hi:
+        raise InputError(f"line {index[-1] + 2}: the trace ends after {iso(hi, timezone.utc)} (its last row, "
+                         f"{iso(float(times[-1]), timezone.utc)}, holds for a step of {step:g} s; a trace holds times "
+                         f"from {iso(lo, timezone.utc)} to {iso(hi, timezone.utc)})", file=file, field=tcol)
+
+
 def _check_increasing(times: np.ndarray, index: pd.Index, file: str, tcol: str, where: tuple[str, ...]) -> None:
     if len(times) < 2:
         return
@@ -320,13 +352,15 @@ def _check_increasing(times: np.ndarray, index: pd.Index, file: str, tcol: str, 
 
 def _numbers(raw: pd.Series, file: str, name: str) -> np.ndarray:
     values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
-    bad = ~np.isfinite(values) | (values < 0)
+    bad = ~np.isfinite(values) | (values < 0) | (values > MAX_VALUE)
     if bad.any():
         i = int(np.argmax(bad))
         text = raw.iloc[i]
         problem = "empty value" if text.strip() == "" else (
-            f"negative value {text!r}" if np.isfinite(values[i]) else f"not a {'finite ' * _is_float(text)}number: {text!r}")
-        raise InputError(f"line {raw.index[i] + 2}: {problem} (values must be finite numbers >= 0)", file=file, field=name)
+            f"not a {'finite ' * _is_float(text)}number: {text!r}" if not np.isfinite(values[i]) else
+            f"negative value {text!r}" if values[i] < 0 else f"value {text!r} is beyond {MAX_VALUE:g}")
+        raise InputError(f"line {raw.index[i] + 2}: {problem} (values must be numbers from 0 to {MAX_VALUE:g})",
+                         file=file, field=name)
     return values
 
 
@@ -359,6 +393,12 @@ def _apply_gaps(times, values, step, lines, report: TraceReport, file: str, tz: 
         for i in idx:
             shift[i + 1:] += diffs[i] - step
         return times - shift, values
+    if policy == "interpolate":
+        inserted = float(np.sum(np.maximum(np.ceil(diffs[idx] / step) - 1, 0)))
+        if inserted > MAX_INSERTED_ROWS:
+            raise InputError(f"interpolate would insert {inserted:,.0f} rows (a row every {step:g} s over "
+                             f"{report.gap_seconds:,.0f} s of gaps); at most {MAX_INSERTED_ROWS:,}: hold or skip "
+                             "gaps this long", file=file, field="--gaps")
     return _insert_rows(times, values, step, idx, policy, report)
 
 

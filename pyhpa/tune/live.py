@@ -22,6 +22,8 @@ import yaml
 from ..adapters.errors import InputError
 from ..adapters.promql import RangeQueryError, query_range, range_step
 
+#: the most history read (``--history``): 90 days, which the simulator replays within its bound of syncs
+MAX_HISTORY_SECONDS = 90 * 86400.0
 #: the history's resolution: Prometheus evaluates the rate every minute, as the traces tune is tested on
 STEP_SECONDS = 60.0
 TARGET_KINDS = ("Deployment", "StatefulSet")
@@ -53,8 +55,9 @@ def fetch_live(key: str, *, prometheus_url: str, kubeconfig: str | None, context
     from ..controller.snapshot import parse_key
 
     namespace, name = parse_key(key)
-    if not history_seconds >= 2 * 86400:
-        raise InputError(f"must be at least 172800 s (two days), got {history_seconds!r}", field="--history")
+    if not 2 * 86400 <= history_seconds <= MAX_HISTORY_SECONDS:
+        raise InputError(f"must be from 172800 s (two days) to {MAX_HISTORY_SECONDS:.0f} s (90 days), got "
+                         f"{history_seconds!r}", field="--history")
     config = load_config(kubeconfig, server, context)
     settings = Settings(namespace=namespace, health_port=None, prometheus_url=prometheus_url)
     now = time.time() if now is None else now

@@ -272,7 +272,12 @@ def held_out_text(result: TuneResult, p: Prepared, most: int = 5) -> str:
 
 def plot_frontier(result: TuneResult, p: Prepared, path: Path, title: str) -> None:
     """frontier.png: every candidate's pod-hours against its objective figure (in-sample), the frontier, the
-    current object, the recommendation and the limit."""
+    current object, the recommendation and the limit. A candidate whose replay stopped early is drawn at what it
+    had reached by then (``Objective.at_least``: its overload over the whole part, its pod-hours so far): lower
+    bounds of both, marked with an arrow up and right. Current and recommended are drawn so that both show when
+    they coincide; the legend sits below the axes, the title is wrapped."""
+    import textwrap
+
     import matplotlib
 
     matplotlib.use("Agg")
@@ -280,36 +285,53 @@ def plot_frontier(result: TuneResult, p: Prepared, path: Path, title: str) -> No
 
     o = result.objective
     scale = 100.0
-    fig, ax = plt.subplots(figsize=(8, 5.5), dpi=110)
+    fig, ax = plt.subplots(figsize=(9, 6.4), dpi=110, layout="constrained")
+    whole = result.current.in_sample  # a replay to the end of the tuning part: its seconds and requests
     ev = [e for e in result.evaluations if e.complete]
-    stopped = len(result.evaluations) - len(ev)
-    ext = [e for e in ev if e.setting.extended]
-    up = [e for e in ev if not e.setting.extended]
-    for group, color, label in ((up, "#9aa9bb", "upstream fields only"),
-                                (ext, "#e0a96d", "with prediction/saturation/windows")):
+    stopped = [e for e in result.evaluations if not e.complete]
+    xs: list[float] = []
+    for group, color, label in (([e for e in ev if not e.setting.extended], "#7f8fa6", "upstream fields only"),
+                                ([e for e in ev if e.setting.extended], "#dd8a2e", "with prediction/saturation/windows")):
         if group:
-            ax.scatter([o.value(e.in_sample) * scale for e in group], [e.in_sample.pod_hours for e in group], s=16,
-                       color=color, label=f"candidate, {label}", zorder=2)
-    fr = sorted(result.frontier, key=lambda e: o.value(e.in_sample))  # least overload first: pod-hours fall
-    ax.step([o.value(e.in_sample) * scale for e in fr], [e.in_sample.pod_hours for e in fr], where="post",
-            color="#2b6cb0", lw=1.5, label="frontier (in-sample): least pod-hours at that overload or less", zorder=3)
-    c, r = result.current, result.recommended
-    ax.scatter([o.value(c.in_sample) * scale], [c.in_sample.pod_hours], marker="s", s=70, color="#c53030",
-               label="current object", zorder=4)
-    ax.scatter([o.value(r.in_sample) * scale], [r.in_sample.pod_hours], marker="*", s=220, color="#2f855a",
-               label="recommended", zorder=5)
-    ax.axvline(o.limit * scale, color="#555", ls="--", lw=1, label=f"{o.option} {o.limit:g}")
+            x = [o.value(e.in_sample) * scale for e in group]
+            xs += x
+            ax.scatter(x, [e.in_sample.pod_hours for e in group], s=28, color=color, alpha=0.85,
+                       label=f"candidate, {label}", zorder=2)
     if stopped:
-        ax.plot([], [], ls="none", label=f"not shown: {stopped} stopped early (over the limit, or costlier than the best)")
-    ax.set_xscale("symlog", linthresh=max(o.limit * scale / 4, 1e-3))
-    ax.set_xlim(left=0)
+        x = [o.at_least(e.in_sample, whole) * scale for e in stopped]
+        xs += x
+        ax.scatter(x, [e.in_sample.pod_hours for e in stopped], s=150, marker=r"$\nearrow$", color="#7f8fa6",
+                   label="stopped early (over the limit, or costlier than the best):\nat least this overload and "
+                         "these pod-hours", zorder=2)
+    fr = sorted(result.frontier, key=lambda e: o.value(e.in_sample))  # least overload first: pod-hours fall
+    fx = [o.value(e.in_sample) * scale for e in fr]
+    xs += fx
+    ax.step(fx, [e.in_sample.pod_hours for e in fr], where="post", color="#2b6cb0", lw=2.2, marker="o", ms=5,
+            label="frontier (in-sample): least pod-hours at that overload or less", zorder=3)
+    c, r = result.current, result.recommended
+    cx, cy = o.value(c.in_sample) * scale, c.in_sample.pod_hours
+    rx, ry = o.value(r.in_sample) * scale, r.in_sample.pod_hours
+    ax.scatter([cx], [cy], marker="s", s=260, facecolors="none", edgecolors="#c53030", linewidths=2.2,
+               label="current object", zorder=6)
+    ax.scatter([rx], [ry], marker="*", s=170, color="#2f855a", edgecolors="white", linewidths=0.6,
+               label="recommended", zorder=7)
+    same = c.setting == r.setting
+    ax.annotate("current = recommended" if same else "current", (cx, cy), xytext=(14, 0), textcoords="offset points",
+                color="#c53030", fontsize=9, va="center", zorder=8)
+    if not same:
+        ax.annotate("recommended", (rx, ry), xytext=(0, -16), textcoords="offset points", color="#2f855a",
+                    fontsize=9, ha="center", va="top", zorder=8)
+    limit = o.limit * scale
+    right = max(xs + [limit * 1.25]) * 1.1 + 1e-9
+    ax.axvline(limit, color="#555", ls="--", lw=1.2, label=f"the limit: {o.option} {o.limit:g}")
+    ax.axvspan(limit, right, color="#c53030", alpha=0.05, lw=0, label="over the limit")
+    ax.set_xlim(0, right)
     ax.set_xlabel(("overloaded share of time" if o.metric == "overloaded_fraction" else "unserved share of requests")
                   + ", % (in-sample)")
     ax.set_ylabel("pod-hours (in-sample)")
-    ax.set_title(title, fontsize=10)
+    ax.set_title("\n".join(textwrap.wrap(title, 95)), fontsize=10, loc="left")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
-    fig.tight_layout()
+    fig.legend(*ax.get_legend_handles_labels(), fontsize=8, loc="outside lower center", ncol=2, frameon=False)
     fig.savefig(path)
     plt.close(fig)
 
@@ -320,7 +342,7 @@ def write_outputs(result: TuneResult, p: Prepared, inputs: dict, out: Path, titl
     paths[0].write_text(recommended_yaml(result, p, inputs))
     write_candidates(result, paths[1])
     plot_frontier(result, p, paths[2], title)
-    paths[3].write_text(json.dumps(summary(result, p, inputs), indent=2) + "\n")
+    paths[3].write_text(json.dumps(summary(result, p, inputs), indent=2, allow_nan=False) + "\n")  # strict JSON
     return paths
 
 

@@ -18,8 +18,11 @@ setting stopped as costlier is replayed to its end if the held-out check comes t
 
 from __future__ import annotations
 
+import ctypes
 import math
 import multiprocessing
+import os
+import signal
 import time
 import warnings
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -32,7 +35,8 @@ import numpy as np
 from ..adapters.autoscaler import find_autoscaler
 from ..adapters.errors import InputError
 from ..adapters.snapshot import read_document
-from ..simulate import Autoscaler, Load, Settings, load_autoscaler, read_load, read_workload, replay
+from ..simulate import (Autoscaler, Load, Settings, check_metric_columns, load_autoscaler, read_load, read_workload,
+                        replay)
 from ..simulate.profile import Profile
 from ..simulate.target import Target
 from ..simulate.trace import iso, load_trace, time_bound
@@ -247,6 +251,7 @@ def prepare(files: dict, *, metric_columns: Sequence[str] = (), time_column: str
     prof, tgt = read_workload(files, metric_columns)
     base = find_autoscaler(read_document(file), file)
     auto = load_autoscaler(base, file, tgt, settings)
+    check_metric_columns(metric_columns, [auto])
     kind = space.target_kind(base, auto.hpa, file)
     kw = dict(time_column=time_column, where=where, load_scale=load_scale, gaps=gaps)
     # times only: where the window ends, to split it (the values of the held-out rows are not used here)
@@ -381,6 +386,22 @@ def _evaluate(s: Setting | None, part: str, stop: Stop | None = None) -> Outcome
     return Outcome(Figures.from_summary(run.summary, stopped), episodes)
 
 
+#: prctl(2) option: the signal the kernel sends a process when its parent dies (Linux)
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent: int) -> None:
+    """A worker's first act: have the kernel SIGKILL it when ``parent`` (``pyhpa tune``) dies, however it dies
+    (SIGTERM, SIGKILL, a crash), so no replay outlives the command; exits at once if the parent is gone already.
+    On a system without prctl(2) (not Linux) workers end with the pool's shutdown only."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+    if os.getppid() != parent:  # the parent died before the request above took effect
+        os._exit(1)
+
+
 class _Runner:
     """Runs evaluations in worker processes (``jobs`` > 1) or inline; ``submit`` returns a future either way.
 
@@ -399,7 +420,9 @@ class _Runner:
             self.pool = self._pool()
 
     def _pool(self) -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("fork"))
+        # each worker dies with tune (PR_SET_PDEATHSIG): killing tune leaves no replay running
+        return ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("fork"),
+                                   initializer=_die_with_parent, initargs=(os.getpid(),))
 
     def __enter__(self):
         return self

@@ -29,7 +29,8 @@ def time_text(ts: float) -> str:
 
 @lru_cache(maxsize=4096)
 def _second_text(second: int) -> str:
-    return datetime.fromtimestamp(second, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    dt = datetime.fromtimestamp(second, tz=timezone.utc)
+    return f"{dt.year:04d}-" + dt.strftime("%m-%dT%H:%M:%SZ")  # %Y is not padded below year 1000 (glibc)
 
 
 def condition_dict(c: Condition) -> dict:
