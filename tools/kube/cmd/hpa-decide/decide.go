@@ -162,18 +162,27 @@ func decide(t *testing.T, s *snapshot) (*decision, error) {
 		out.Conditions = conditions(h.Status.Conditions)
 		return out, nil
 	}
+	// each metric's proposal, as the sync computes it (kept only when the sync computes the metrics)
+	proposals := make([]proposal, 0, len(hpa.Spec.Metrics))
+	for i := range hpa.Spec.Metrics {
+		replicas, status, err := a.PyhpaMetric(ctx, hpa.DeepCopy(), s.Scale, i)
+		proposals = append(proposals, metricProposal(replicas, status, err))
+	}
+	if got := time.Now(); !got.Equal(s.Now) {
+		return nil, fmt.Errorf("the fake clock moved to %s before the sync", got.Format(time.RFC3339Nano))
+	}
 	computed := a.PyhpaSync(ctx, hpa)
+	if got := time.Now(); !got.Equal(s.Now) {
+		return nil, fmt.Errorf("the fake clock moved to %s during the sync", got.Format(time.RFC3339Nano))
+	}
 	final := hpa
 	if written != nil {
 		final = written
 	}
 	out.DesiredReplicas = final.Status.DesiredReplicas
 	out.Conditions = conditions(final.Status.Conditions)
-	if computed > 0 { // the sync computed the metrics: each one's proposal
-		for i := range hpa.Spec.Metrics {
-			replicas, status, err := a.PyhpaMetric(ctx, hpa.DeepCopy(), s.Scale, i)
-			out.Proposals = append(out.Proposals, metricProposal(replicas, status, err))
-		}
+	if computed > 0 {
+		out.Proposals = proposals
 	}
 	return out, nil
 }

@@ -33,6 +33,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -42,6 +43,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/klog/v2"
 )
 
@@ -87,6 +89,14 @@ func main() {
 		_ = fs.Set("logtostderr", "false")
 		_ = fs.Set("stderrthreshold", "FATAL")
 		klog.SetOutput(io.Discard)
+	}
+	// utilruntime.HandleError's handlers: upstream's log one (quiet above) and a "rudimentary backoff" that sleeps
+	// until 1 ms after the previous error, measured from the real clock at start: inside a fake-clock bubble that
+	// sleep would jump the clock by the distance between the real and the snapshot's time. Only logging is kept.
+	utilruntime.ErrorHandlers = []utilruntime.ErrorHandler{
+		func(ctx context.Context, err error, msg string, keysAndValues ...interface{}) {
+			klog.FromContext(ctx).Error(err, msg, keysAndValues...)
+		},
 	}
 	out := bufio.NewWriterSize(os.Stdout, 1<<16)
 	// testing.Main parses the testing flags from os.Args and prints PASS on stdout: give it neither.
