@@ -233,6 +233,7 @@ def _external_hpa(min_r=1, max_r=10, average=False, conditions=(), desired=None,
     return HPA("ns", "h", min_r, max_r, metrics or (m,), None, tuple(conditions), None, desired)
 
 
+NO_GATE = ControllerConfig(scale_to_zero=False)  # HPAScaleToZero off (on by default since v1.37)
 GATE = ControllerConfig(scale_to_zero=True)
 TRUE = Condition("ScaledToZero", "True", "ScaledToZero", "", 0.0)
 
@@ -287,16 +288,16 @@ def test_gate_off_removes_scaled_to_zero_on_rescale_and_drops_it_when_disabled()
     for stale in (TRUE, false):
         hpa = _external_hpa(min_r=1, average=True, conditions=(able, stale))
         d = decide(hpa, Scale(2, 2, "app=x"), [], [MetricSamples(values=[60_000])], Memory([]), 100.0,
-                   ControllerConfig())
+                   NO_GATE)
         assert d.rescale and "ScaledToZero" not in [c.type for c in d.conditions]
         assert "ScaledToZero" not in [c.type for c in d.status.conditions]
         failed = rescale_failed(d, hpa, "boom", 100.0)
         assert [c.type for c in failed.conditions][:2] == ["AbleToScale", "ScaledToZero"]
         assert failed.conditions[1] == stale
         steady = decide(hpa, Scale(6, 6, "app=x"), [], [MetricSamples(values=[60_000])], Memory([]), 100.0,
-                        ControllerConfig())
+                        NO_GATE)
         assert not steady.rescale and stale in steady.conditions
-    d = decide(hpa, Scale(0, 0, "app=x"), [], [MetricSamples(values=[60_000])], Memory([]), 100.0, ControllerConfig())
+    d = decide(hpa, Scale(0, 0, "app=x"), [], [MetricSamples(values=[60_000])], Memory([]), 100.0, NO_GATE)
     assert "ScaledToZero" not in [c.type for c in d.conditions] and not d.rescale
 
 

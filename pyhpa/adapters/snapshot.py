@@ -22,9 +22,9 @@ import yaml
 
 from ..core import ControllerConfig, Decision, Forecast, HPA, HPAWarning, Memory, MetricFailures, MetricSamples, Pod, Scale, \
     active_windows, check_hpa, decide
-from ..core.quantity import format_milli
+from ..core.metrics import raw_text
 from .errors import InputError
-from .metrics_api import external_samples, object_samples, pods_samples, resource_samples
+from .metrics_api import external_samples, fetch_failed, object_samples, pods_samples, resource_samples
 from .autoscaler import effective_config, read_autoscaler
 from .objects import object_label, pod_from_dict
 from .prediction import forecast_from_dict, forecast_to_dict, prediction_report
@@ -92,7 +92,8 @@ CONTROLLER_KEYS = (
     ("scale_up_limit_factor", "scaleUpLimitFactor"),
 )
 #: ``ControllerConfig`` field <-> ``controller.featureGates`` key
-FEATURE_GATES = (("scale_to_zero", "HPAScaleToZero"), ("configurable_tolerance", "HPAConfigurableTolerance"))
+FEATURE_GATES = (("scale_to_zero", "HPAScaleToZero"), ("configurable_tolerance", "HPAConfigurableTolerance"),
+                 ("pod_level_resources", "PodLevelResources"))
 #: ``metrics`` key of the snapshot for each metric source type (``Prometheus``: pyhpa's PromQL metrics)
 METRIC_KEYS = {"Resource": "resource", "ContainerResource": "resource", "Pods": "pods", "Object": "object",
                "External": "external", "Prometheus": "prometheus"}
@@ -270,7 +271,7 @@ def _samples_one(spec, metrics: dict, errors: set) -> MetricSamples:
     failed = "the metrics API call failed (listed in the snapshot's metrics.errors)"
     if spec.type in ("Resource", "ContainerResource"):
         if metric_error_label(spec.type, spec.name) in errors:
-            return MetricSamples(error=failed)
+            return MetricSamples(error=fetch_failed(spec.type, failed))
         if "resource" not in metrics:
             return MetricSamples(error="no metrics returned from resource metrics API")
         container = spec.container if spec.type == "ContainerResource" else ""
@@ -279,7 +280,7 @@ def _samples_one(spec, metrics: dict, errors: set) -> MetricSamples:
     if key is None:
         return MetricSamples()
     if metric_error_label(spec.type, spec.name) in errors:
-        return MetricSamples(error=failed)
+        return MetricSamples(error=fetch_failed(spec.type, failed))
     answer = (metrics.get(key) or {}).get(spec.name)
     if answer is None:
         return MetricSamples(error=f"no {key} metric {spec.name!r} in the snapshot")
@@ -424,7 +425,7 @@ def decision_json(name: str, d: Decision, hpa: HPA | None = None, now: float | N
             "metric": p.metric,
             "replicas": p.replicas,
             "utilization": p.utilization,
-            "rawValue": format_milli(p.raw_milli) if p.raw_milli is not None else None,
+            "rawValue": raw_text(p.spec, p.raw_milli) if p.raw_milli is not None else None,
             "error": p.error,
         }
         for p in d.proposals
