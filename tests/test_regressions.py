@@ -34,8 +34,9 @@ ALL_CASES = {c["name"]: c for f in FILES for c in json.loads(f.read_text())["cas
 
 
 def check(out: dict, want: dict, absent: list[str] = ()) -> None:
-    """Compare a decision_json line with an ``expect`` block: every key, conditions exactly; no condition of
-    a type in ``absent`` (the case's ``absentConditions``)."""
+    """Compare a decision_json line with an ``expect`` block: every key, conditions exactly (and their messages
+    where the case gives them), a proposal's error text where the case gives it; no condition of a type in
+    ``absent`` (the case's ``absentConditions``)."""
     present = [c["type"] for c in out["conditions"]]
     for ctype in absent:
         assert ctype not in present, f"{ctype} must be absent: {out['conditions']}"
@@ -43,7 +44,9 @@ def check(out: dict, want: dict, absent: list[str] = ()) -> None:
     if "proposals" in want:
         assert len(out["proposals"]) == len(want["proposals"]), out["proposals"]
         for got, w in zip(out["proposals"], want["proposals"]):
-            assert (got["error"] is not None) == w.get("error", False), got
+            if isinstance(w.get("error"), str):  # the error text itself (FORMAT.md)
+                assert got["error"] == w["error"], got
+            assert (got["error"] is not None) == bool(w.get("error", False)), got
             for key in ("replicas", "utilization"):
                 if key in w:
                     assert got[key] == w[key], (key, got)
@@ -54,6 +57,9 @@ def check(out: dict, want: dict, absent: list[str] = ()) -> None:
     if "conditions" in want:
         got = [(c["type"], c["status"], c["reason"]) for c in out["conditions"]]
         assert got == [(c["type"], c["status"], c["reason"]) for c in want["conditions"]]
+        for g, w in zip(out["conditions"], want["conditions"]):
+            if "message" in w:
+                assert g["message"] == w["message"], g
 
 
 @pytest.mark.parametrize("snap", [s for f in FILES for s in load_snapshots(f, lenient=True)], ids=lambda s: s.name)

@@ -94,6 +94,13 @@ CONTROLLER_KEYS = (
 #: ``ControllerConfig`` field <-> ``controller.featureGates`` key
 FEATURE_GATES = (("scale_to_zero", "HPAScaleToZero"), ("configurable_tolerance", "HPAConfigurableTolerance"),
                  ("pod_level_resources", "PodLevelResources"))
+#: The other gates upstream's HPA controller reads (v1.37.2), which pyhpa does not take as settings, and the
+#: value pyhpa behaves as (each v1.37.2's default; tests/test_upstream_decide.py checks both tables against
+#: ``tools/upstream/hpa-decide --gates``): HPAGeneration (``pyhpa run`` writes ``status.observedGeneration`` and
+#: syncs an autoscaler whose spec generation changed at once, a status-only change waits for its period);
+#: HPAOptimizedSelectorStore and StaleControllerConsistencyHPA (how upstream indexes selectors and guards against
+#: a stale informer cache: no decision depends on them).
+UPSTREAM_ONLY_GATES = {"HPAGeneration": True, "HPAOptimizedSelectorStore": True, "StaleControllerConsistencyHPA": True}
 #: ``metrics`` key of the snapshot for each metric source type (``Prometheus``: pyhpa's PromQL metrics)
 METRIC_KEYS = {"Resource": "resource", "ContainerResource": "resource", "Pods": "pods", "Object": "object",
                "External": "external", "Prometheus": "prometheus"}
@@ -113,6 +120,19 @@ def controller_config(d: dict | None) -> ControllerConfig:
     if not isinstance(d, dict):
         raise InputError("must be a mapping", field="controller")
     gates = d.get("featureGates") or {}
+    if not isinstance(gates, dict):
+        raise InputError("must be a mapping of gate names to true or false", field="controller.featureGates")
+    known = {k for _, k in FEATURE_GATES}
+    for k, v in gates.items():
+        f = f"controller.featureGates.{k}"
+        if not isinstance(v, bool):
+            raise InputError(f"must be true or false, got {v!r}", field=f)
+        if k in UPSTREAM_ONLY_GATES and v is not UPSTREAM_ONLY_GATES[k]:
+            raise InputError(f"pyhpa always behaves as {k}={str(UPSTREAM_ONLY_GATES[k]).lower()} (the v1.37.2 "
+                             f"default)", field=f)
+        if k not in known and k not in UPSTREAM_ONLY_GATES:
+            raise InputError(f"not a feature gate the HPA controller reads (known: "
+                             f"{', '.join(sorted(known | set(UPSTREAM_ONLY_GATES)))})", field=f)
     base = ControllerConfig()
     try:
         values = {f: float(d.get(k, getattr(base, f))) for f, k in CONTROLLER_KEYS}
