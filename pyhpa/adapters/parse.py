@@ -19,6 +19,8 @@ from typing import Any
 import httpx2
 from lightkube.utils.quantity import parse_quantity
 
+from ..core.calculator import trunc_div, wrap_int64
+from ..core.selector import go_parse_int64
 from .errors import InputError
 
 _SMALL = {"n": Decimal("1e-9"), "u": Decimal("1e-6")}
@@ -135,14 +137,17 @@ _GO_BIN_SUFFIXES = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DIGITS = "0123456789"
 
 
-def _wrap64(x: int) -> int:
-    return ((x + 2**63) % 2**64) - 2**63
-
-
 def _go_big_int64(x: int) -> int:
     """math/big's ``Int.Int64()``: the low 64 bits of |x| as an int64, negated for negative x."""
-    v = _wrap64(abs(x) % 2**64)
-    return _wrap64(-v) if x < 0 else v
+    v = wrap_int64(abs(x) % 2**64)
+    return wrap_int64(-v) if x < 0 else v
+
+
+def _digits_end(s: str, pos: int) -> int:
+    """The index after the decimal digits from ``pos``."""
+    while pos < len(s) and s[pos] in _DIGITS:
+        pos += 1
+    return pos
 
 
 def _go_parse_quantity_string(s: str):
@@ -157,19 +162,14 @@ def _go_parse_quantity_string(s: str):
         if s[pos] != "0":
             break
         pos += 1
-    start = pos
-    while pos < end and s[pos] in _DIGITS:
-        pos += 1
+    start, pos = pos, _digits_end(s, pos)
     num = s[start:pos]
     if pos >= end:
         return positive, s, num, "", ""
     num = num or "0"
     denom = ""
     if s[pos] == ".":
-        pos += 1
-        start = pos
-        while pos < end and s[pos] in _DIGITS:
-            pos += 1
+        start, pos = pos + 1, _digits_end(s, pos + 1)
         denom = s[start:pos]
         if pos >= end:
             return positive, s, num, denom, ""
@@ -181,43 +181,28 @@ def _go_parse_quantity_string(s: str):
         return positive, value, num, denom, s[suffix_start:]
     if s[pos] in "+-":
         pos += 1
-    while pos < end and s[pos] in _DIGITS:
-        pos += 1
+    pos = _digits_end(s, pos)
     if pos >= end:
         return positive, value, num, denom, s[suffix_start:]
     return None
 
 
-def _go_parse_int64(text: str) -> int | None:
-    """strconv.ParseInt(text, 10, 64)."""
-    body = text[1:] if text[:1] in ("+", "-") else text
-    if not body or any(c not in _DIGITS for c in body):
-        return None
-    v = int(text)
-    return v if -2**63 <= v < 2**63 else None
-
-
 def _go_int64_multiply(a: int, b: int) -> tuple[int, bool]:
     if a in (0, 1) or b in (0, 1):
-        return _wrap64(a * b), True
+        return wrap_int64(a * b), True
     if a == -2**63 or b == -2**63:
         return 0, False
-    c = _wrap64(a * b)
-    return c, _go_div(c, b) == a
-
-
-def _go_div(a: int, b: int) -> int:
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
+    c = wrap_int64(a * b)
+    return c, trunc_div(c, b) == a
 
 
 def _go_scale_multiply(a: int, b: int) -> int:
     """int64MultiplyScale*: the (wrapped) product, or 0 for mostNegative; its ok is ignored by MilliValue."""
     if a in (0, 1):
-        return _wrap64(a * b)
+        return wrap_int64(a * b)
     if a == -2**63:
         return 0
-    return _wrap64(a * b)
+    return wrap_int64(a * b)
 
 
 def _go_int64_amount_milli(value: int, scale: int) -> int:
@@ -225,9 +210,9 @@ def _go_int64_amount_milli(value: int, scale: int) -> int:
     if scale < -3:  # negativeScaleInt64: rounds away from zero
         v, fraction = value, False
         for _ in range(-3 - scale):
-            if not fraction and _go_rem(v, 10) != 0:
+            if not fraction and v - trunc_div(v, 10) * 10 != 0:
                 fraction = True
-            v = _go_div(v, 10)
+            v = trunc_div(v, 10)
             if v == 0:
                 return (1 if value > 0 else -1) if fraction else 0
         return v + (1 if value > 0 else -1) if fraction else v
@@ -238,14 +223,10 @@ def _go_int64_amount_milli(value: int, scale: int) -> int:
         return _go_scale_multiply(value, 10**k)
     v = value
     for _ in range(k):
-        if v == -2**63 or (v not in (0, 1) and _go_div(_wrap64(v * 10), 10) != v):
+        if v == -2**63 or (v not in (0, 1) and trunc_div(wrap_int64(v * 10), 10) != v):
             return 0
-        v = _wrap64(v * 10)
+        v = wrap_int64(v * 10)
     return v
-
-
-def _go_rem(a: int, b: int) -> int:
-    return a - _go_div(a, b) * b
 
 
 def go_milli_value(text: str) -> int | None:
@@ -269,7 +250,7 @@ def _go_milli_cached(s: str) -> int | None:
     elif suffix in _GO_BIN_SUFFIXES:
         base, exponent, binary = 2, _GO_BIN_SUFFIXES[suffix], True
     elif len(suffix) > 1 and suffix[0] in "eE":
-        parsed_exp = _go_parse_int64(suffix[1:])
+        parsed_exp = go_parse_int64(suffix[1:])
         if parsed_exp is None:
             return None
         base, exponent, binary = 10, ((parsed_exp + 2**31) % 2**32) - 2**31, False  # int32(parsed)
@@ -287,12 +268,12 @@ def _go_milli_cached(s: str) -> int | None:
     if precision >= 0:
         scale -= len(denom)
         if scale >= -9:
-            v = _go_parse_int64(num + denom)
+            v = go_parse_int64(num + denom)
             if v is None:
                 return None
             result, ok = _go_int64_multiply(v, mantissa)
             if ok:
-                return _go_int64_amount_milli(result if positive else _wrap64(-result), scale)
+                return _go_int64_amount_milli(result if positive else wrap_int64(-result), scale)
     # inf.Dec: value is [sign] digits [. digits]
     sign_text = value[:1] if value[:1] in ("+", "-") else ""
     body = value[len(sign_text):]
@@ -323,13 +304,13 @@ def _go_milli_cached(s: str) -> int | None:
     if dif == 0:
         return _go_big_int64(unscaled)
     if dif < 0:
-        return _wrap64(_go_big_int64(unscaled) * 10 ** (-dif))
+        return wrap_int64(_go_big_int64(unscaled) * 10 ** (-dif))
     if unscaled < 2**63 - 1 and dif < 19:
         low = _go_big_int64(unscaled)
-        result = _go_div(low, 10**dif)
-        return _wrap64(result + 1) if _go_rem(low, 10**dif) != 0 else result
+        result = trunc_div(low, 10**dif)
+        return wrap_int64(result + 1) if (low - trunc_div(low, 10**dif) * 10**dif) != 0 else result
     q, r = divmod(unscaled, 10**dif)  # big.Int DivMod: Euclidean (the value is positive here)
-    return _wrap64(_go_big_int64(q) + 1) if r != 0 else _go_big_int64(q)
+    return wrap_int64(_go_big_int64(q) + 1) if r != 0 else _go_big_int64(q)
 
 
 def tolerance_float(text, field: str = "") -> float:

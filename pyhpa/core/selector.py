@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ["SelectorError", "matches", "parse_selector"]
+__all__ = ["SelectorError", "go_parse_int64", "matches", "parse_selector"]
 
 
 class SelectorError(ValueError):
@@ -148,7 +148,7 @@ def _aggregate(errs: list[str]) -> str:
     return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
 
 
-def _go_parse_int64(text: str) -> int | None:
+def go_parse_int64(text: str) -> int | None:
     """strconv.ParseInt(text, 10, 64); None for an error."""
     body = text[1:] if text[:1] in ("+", "-") else text
     if not body or not all("0" <= c <= "9" for c in body):
@@ -268,7 +268,7 @@ class _Parser:
         errs = []
         if op in (">", "<"):  # one value: the parser reads exactly one
             for i, v in enumerate(values):
-                if _go_parse_int64(v) is None:
+                if go_parse_int64(v) is None:
                     errs.append(_invalid(f"values[{i}]", v, "for 'Gt', 'Lt' operators, the value must be an integer"))
         for i, v in enumerate(values):
             msgs = _label_value_errors(v)
@@ -283,7 +283,7 @@ class _Parser:
         if op in ("in", "notin"):
             return (op, key, frozenset(values))
         if op in (">", "<"):
-            return (op, key, _go_parse_int64(values[0]))
+            return (op, key, go_parse_int64(values[0]))
         return (op, key, None)
 
 
@@ -311,7 +311,7 @@ def matches(requirements: tuple, labels: dict[str, str]) -> bool:
         elif op == "!":
             ok = have is None
         else:
-            number = None if have is None else _go_parse_int64(have)
+            number = None if have is None else go_parse_int64(have)
             ok = number is not None and (number > value if op == ">" else number < value)
         if not ok:
             return False
