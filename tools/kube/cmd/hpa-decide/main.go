@@ -9,10 +9,11 @@
 // horizontal_test.go builds it), the snapshot's HPA and pods in its informers' stores, the snapshot's
 // metrics answers behind upstream's REST metrics client, and one step of the worker (processNextWorkItem:
 // reconcileKey, reconcileAutoscaler, its replica calculator and normalization, the rescale and the status
-// write). The status the controller writes is the decision. A harness file that controlplane/build.py adds
-// to upstream's package with `go build -overlay` (tools/kube/harness/podautoscaler) opens the package's
-// unexported state: the controller memory a snapshot's history gives, the scale-up limit factor, the one
-// worker step, and computeReplicasForMetric for the per-metric proposals the sync does not expose.
+// write). The status the controller writes is the decision. controlplane/build.py compiles upstream's package
+// files, read from the module cache by `go build -overlay`, as tools/kube/internal/podautoscaler, together with
+// one file of ours there (zz_pyhpa_harness.go) that opens the package's unexported state: the controller
+// memory a snapshot's history gives, the scale-up limit factor, the one worker step, and
+// computeReplicasForMetric for the per-metric proposals the sync does not expose.
 //
 // The clock: upstream reads time.Now(). Each snapshot runs inside a testing/synctest bubble, whose clock is
 // fake: it starts at 2000-01-01T00:00:00Z and moves only when every goroutine of the bubble is blocked;

@@ -1,11 +1,12 @@
 //go:build pyhpa_harness
 
-// This file is not part of pyhpa's Go module: controlplane/build.py adds it to upstream's package
-// k8s.io/kubernetes/pkg/controller/podautoscaler (v1.37.2, from the module cache) with `go build -overlay`
-// when it builds tools/kube/cmd/hpa-decide, and only then (the `pyhpa_harness` build tag). It changes
-// nothing of upstream's code: it is a door into the package's unexported state, as upstream's own
-// horizontal_test.go uses it (the controller memory, the scale-up limit factor, one worker step), so
-// that hpa-decide can set up what a snapshot describes and run upstream's sync on it.
+// The one file of ours in this package. controlplane/build.py builds the package out of upstream's own files of
+// k8s.io/kubernetes v1.37.2's pkg/controller/podautoscaler (horizontal.go, replica_calculator.go, ...), which a
+// `go build -overlay` places here unchanged from the module cache, and this file, only for
+// tools/kube/cmd/hpa-decide (the `pyhpa_harness` build tag). It changes nothing of upstream's code: it is a door
+// into the package's unexported state, as upstream's own horizontal_test.go uses it (the controller memory, the
+// scale-up limit factor, one worker step), so that hpa-decide can set up what a snapshot describes and run
+// upstream's sync on it.
 
 package podautoscaler
 
