@@ -31,7 +31,8 @@ def _fail(message: str) -> None:
 
 @app.command()
 def build() -> None:
-    """Build the binaries (15-35 minutes cold on two cores; then cached by version)."""
+    """Build the binaries, and hpa-decide (upstream's HPA controller deciding snapshots: tools/upstream/hpa-decide)
+    (15-35 minutes cold on two cores; then cached by version)."""
     try:
         typer.echo(build_with_bar())
     except BuildError as e:

@@ -1,10 +1,17 @@
-"""Build kube-apiserver, kube-controller-manager, kubectl and etcd v1.37.2 from the Go modules, cached by version.
+"""Build kube-apiserver, kube-controller-manager, kubectl, etcd and hpa-decide v1.37.2 from the Go modules, cached by version.
 
 The Go module is ``tools/kube`` (its go.mod requires ``k8s.io/kubernetes v1.37.2`` and replaces each staging
 module with its published ``v0.37.2``; etcd is the version upstream's go.mod pins). The binaries go to
 ``<cache>/bin`` where ``<cache>`` is ``$PYHPA_CONTROL_PLANE_CACHE`` or ``~/.cache/pyhpa/control-plane/v1.37.2``;
-a stamp there holds a hash of the module's sources, so a changed go.mod or main rebuilds and an unchanged one is
+a stamp per binary there (``.stamp-<name>``) holds a hash of what it is built from (go.mod, go.sum, the flags, its
+main's folder and the module's packages it uses), so a changed go.mod or main rebuilds and an unchanged one is
 reused (a cold build takes 15-35 minutes on two cores; Go's own build cache, ``go env GOCACHE``, is kept too).
+
+``hpa-decide`` (tools/kube/cmd/hpa-decide: upstream's HPA controller deciding pyhpa's snapshots) is built with
+``go build -tags pyhpa_harness -overlay``: the overlay makes the package ``tools/kube/internal/podautoscaler``
+out of upstream's own files of ``k8s.io/kubernetes/pkg/controller/podautoscaler`` (read from the module cache,
+unchanged; Go refuses to overlay files inside the module cache itself) plus ``zz_pyhpa_harness.go``, a door into
+the package's unexported state (its controller memory, one worker step).
 
 Errors: ``BuildError`` with one line saying what is missing (no ``go``) or the last lines Go printed.
 """
@@ -12,17 +19,23 @@ Errors: ``BuildError`` with one line saying what is missing (no ``go``) or the l
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Iterable, Optional
 
 KUBERNETES_VERSION = "v1.37.2"
 MODULE = Path(__file__).resolve().parent.parent / "tools" / "kube"
-BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kubectl")
+BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kubectl", "hpa-decide")
+#: mains built against upstream's podautoscaler package rebuilt with the harness (``harness_overlay``)
+HARNESS_BINARIES = ("hpa-decide",)
+HARNESS_TAG = "pyhpa_harness"
+HARNESS_PACKAGE = "internal/podautoscaler"  # in MODULE: the harness file, and upstream's files by the overlay
+UPSTREAM_PACKAGE = "pkg/controller/podautoscaler"  # in the k8s.io/kubernetes module
 _VERSION_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
 
 
@@ -51,10 +64,14 @@ def ldflags(version: str = KUBERNETES_VERSION) -> str:
     return " ".join(flags)
 
 
-def source_hash(version: str = KUBERNETES_VERSION) -> str:
-    """A hash of what the build depends on: go.mod, go.sum, every .go file of the module, the flags."""
+def source_hash(version: str = KUBERNETES_VERSION, name: str = "kube-apiserver") -> str:
+    """A hash of what binary ``name`` is built from: go.mod, go.sum, the flags, every .go file of its main's
+    folder and, for a harness binary, of the harness package (upstream's files are pinned by go.sum)."""
     h = hashlib.sha256(ldflags(version).encode())
-    for path in sorted(p for p in MODULE.rglob("*") if p.is_file() and (p.suffix == ".go" or p.name in ("go.mod", "go.sum"))):
+    h.update(name.encode())
+    dirs = [MODULE / "cmd" / name] + ([MODULE / HARNESS_PACKAGE] if name in HARNESS_BINARIES else [])
+    files = [MODULE / "go.mod", MODULE / "go.sum"] + sorted(p for d in dirs for p in d.rglob("*.go") if p.is_file())
+    for path in files:
         h.update(str(path.relative_to(MODULE)).encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
@@ -66,11 +83,19 @@ def kubectl(version: str = KUBERNETES_VERSION) -> Optional[str]:
     return str(path) if path.is_file() else None
 
 
-def is_built(version: str = KUBERNETES_VERSION) -> bool:
-    """Whether the cached binaries were built from today's sources."""
-    stamp = cache_dir(version) / "bin" / ".stamp"
-    return stamp.is_file() and stamp.read_text().strip() == source_hash(version) \
-        and all((bin_dir(version) / b).is_file() for b in BINARIES)
+def is_built(version: str = KUBERNETES_VERSION, names: Iterable[str] = BINARIES) -> bool:
+    """Whether the cached binaries ``names`` were built from today's sources."""
+    return not _stale(version, names)
+
+
+def _stale(version: str, names: Iterable[str]) -> list[str]:
+    out = []
+    for name in names:
+        stamp = bin_dir(version) / f".stamp-{name}"
+        if not ((bin_dir(version) / name).is_file() and stamp.is_file()
+                and stamp.read_text().strip() == source_hash(version, name)):
+            out.append(name)
+    return out
 
 
 def _go() -> str:
@@ -82,56 +107,90 @@ def _go() -> str:
 
 
 def build(version: str = KUBERNETES_VERSION, *, force: bool = False,
-          progress: Optional[Callable[[int, int], None]] = None, log: Callable[[str], None] = print) -> Path:
-    """Build the binaries into ``bin_dir(version)`` unless they are there already; returns that folder.
+          progress: Optional[Callable[[int, int], None]] = None, log: Callable[[str], None] = print,
+          names: Iterable[str] = BINARIES) -> Path:
+    """Build the binaries ``names`` into ``bin_dir(version)`` unless they are there already; returns that folder.
 
     ``progress(done, total)`` is called as Go compiles packages (``go build -v`` names each package it compiles;
-    the total is the module's dependency count from ``go list -deps``). Raises ``BuildError``."""
+    the total is the dependency count from ``go list -deps``). Raises ``BuildError``."""
     out = bin_dir(version)
-    if not force and is_built(version):
+    names = tuple(names)
+    unknown = [n for n in names if n not in BINARIES]
+    if unknown:
+        raise BuildError(f"unknown binary {unknown[0]!r} (known: {', '.join(BINARIES)})")
+    todo = list(names) if force else _stale(version, names)
+    if not todo:
         return out
     go = _go()
     env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-buildvcs=false -mod=readonly"}
-    total = _count_packages(go, env)
     out.mkdir(parents=True, exist_ok=True)
     tmp = out.parent / "bin.partial"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    log(f"building kube-apiserver, kube-controller-manager, kubectl and etcd {version} from the Go modules into "
-        f"{out} (cold: 15-35 minutes on two cores; cached afterwards)")
+    plain = [n for n in todo if n not in HARNESS_BINARIES]
+    harness = [n for n in todo if n in HARNESS_BINARIES]
+    groups = []
+    if plain:
+        groups.append(([], plain))
+    if harness:
+        overlay = tmp / "overlay.json"
+        overlay.write_text(json.dumps(harness_overlay(go, env)))
+        groups.append((["-tags", HARNESS_TAG, "-overlay", str(overlay)], harness))
+    total = sum(_count_packages(go, env, flags, group) for flags, group in groups)
+    log(f"building {', '.join(todo)} {version} from the Go modules into {out} (cold: 15-35 minutes on two "
+        f"cores; cached afterwards)")
     started = time.monotonic()
-    cmd = [go, "build", "-v", "-trimpath", "-ldflags", ldflags(version), "-o", str(tmp) + "/", "./cmd/..."]
-    proc = subprocess.Popen(cmd, cwd=MODULE, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    done, tail = 0, []
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        tail = (tail + [line.rstrip()])[-20:]
-        if not line.startswith(("go: ", "#")) and " " not in line.strip():
-            done += 1
-            if progress:
-                progress(min(done, total), total)
-    if proc.wait() != 0:
-        raise BuildError(f"go build failed in {MODULE}: " + " | ".join(l for l in tail if l)[-2000:])
-    for name in BINARIES:
-        os.replace(tmp / name, out / name)
+    done = 0
+    for flags, group in groups:
+        cmd = [go, "build", "-v", "-trimpath", *flags, "-ldflags", ldflags(version), "-o", str(tmp) + "/",
+               *(f"./cmd/{n}" for n in group)]
+        proc = subprocess.Popen(cmd, cwd=MODULE, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        tail: list[str] = []
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            tail = (tail + [line.rstrip()])[-20:]
+            if not line.startswith(("go: ", "#")) and " " not in line.strip():
+                done += 1
+                if progress:
+                    progress(min(done, total), total)
+        if proc.wait() != 0:
+            raise BuildError(f"go build failed in {MODULE}: " + " | ".join(l for l in tail if l)[-2000:])
+        for name in group:
+            os.replace(tmp / name, out / name)
+            (out / f".stamp-{name}").write_text(source_hash(version, name) + "\n")
     shutil.rmtree(tmp, ignore_errors=True)
-    (out / ".stamp").write_text(source_hash(version) + "\n")
     if progress:
         progress(total, total)
     log(f"built in {time.monotonic() - started:.0f} s")
     return out
 
 
-def _count_packages(go: str, env: dict) -> int:
-    res = subprocess.run([go, "list", "-deps", "./cmd/..."], cwd=MODULE, env=env, capture_output=True, text=True)
+def harness_overlay(go: str, env: dict) -> dict:
+    """``go build -overlay`` contents: ``MODULE/internal/podautoscaler/<file>.go`` for each non-test .go file of
+    upstream's ``pkg/controller/podautoscaler`` in the module cache (the harness file is there already)."""
+    res = subprocess.run([go, "list", "-m", "-f", "{{.Dir}}", "k8s.io/kubernetes"], cwd=MODULE, env=env,
+                         capture_output=True, text=True)
+    if res.returncode != 0 or not res.stdout.strip():
+        raise BuildError(f"go list -m k8s.io/kubernetes failed in {MODULE}: {res.stderr.strip()[-500:]}")
+    src = Path(res.stdout.strip()) / UPSTREAM_PACKAGE
+    files = sorted(p for p in src.glob("*.go") if not p.name.endswith("_test.go"))
+    if not files:
+        raise BuildError(f"no Go files in {src}: is the module cache complete? (go mod download k8s.io/kubernetes)")
+    return {"Replace": {str(MODULE / HARNESS_PACKAGE / p.name): str(p) for p in files}}
+
+
+def _count_packages(go: str, env: dict, flags: list[str], names: list[str]) -> int:
+    res = subprocess.run([go, "list", *flags, "-deps", *(f"./cmd/{n}" for n in names)], cwd=MODULE, env=env,
+                         capture_output=True, text=True)
     if res.returncode != 0:
         raise BuildError(f"go list failed in {MODULE}: {res.stderr.strip().splitlines()[-1:] or ['?']}")
     return max(1, len(res.stdout.split()))
 
 
-def build_with_bar(version: str = KUBERNETES_VERSION) -> Path:
+def build_with_bar(version: str = KUBERNETES_VERSION, names: Iterable[str] = BINARIES) -> Path:
     """``build`` with a progress bar on a terminal (rich), or a line each 10 % otherwise (CI logs)."""
-    if is_built(version):
+    names = tuple(names)
+    if is_built(version, names):
         return bin_dir(version)
     if sys.stderr.isatty():
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -140,7 +199,7 @@ def build_with_bar(version: str = KUBERNETES_VERSION) -> Path:
                       TimeElapsedColumn(), transient=True) as bar:
             task = bar.add_task("build", total=None)
             return build(version, progress=lambda d, t: bar.update(task, completed=d, total=t),
-                         log=lambda s: bar.console.print(s))
+                         log=lambda s: bar.console.print(s), names=names)
     shown = [-1]
 
     def tenths(done: int, total: int) -> None:
@@ -149,4 +208,4 @@ def build_with_bar(version: str = KUBERNETES_VERSION) -> Path:
             shown[0] = step
             print(f"go build: {done}/{total} packages ({step * 10} %)", file=sys.stderr, flush=True)
 
-    return build(version, progress=tenths, log=lambda s: print(s, file=sys.stderr, flush=True))
+    return build(version, progress=tenths, log=lambda s: print(s, file=sys.stderr, flush=True), names=names)

@@ -16,7 +16,7 @@ def test_core_refuses_pods_selected_by_another_hpa():
     others = [("default/other", "app=x"), ("default/unrelated", "app=y"), ("default/broken", "a in (")]
     d = decide(cpu_hpa(), scale(2), pods, [samples], old_memory(2), NOW, ControllerConfig(), other_selectors=others)
     assert not d.rescale and d.desired_replicas == 2
-    msg = "pods by selector app=x are controlled by multiple HPAs: [default/other default/x]"
+    msg = "pods by selector app=x are controlled by more than one HPA (e.g. [default/other default/x])"
     active = {c.type: c for c in d.conditions}["ScalingActive"]
     assert (active.status, active.reason, active.message) == ("False", "AmbiguousSelector", msg)
     assert [(e.reason, e.message) for e in d.events][0] == ("AmbiguousSelector", msg)
@@ -60,7 +60,7 @@ async def test_controller_reports_ambiguous_selector_and_scales_once_resolved(kd
     async with Running(kd, sync_period_seconds=1) as run:
         def ambiguous(key, after=0):
             return sum(1 for r in run.results[after:] if r.key == key and r.decision is not None and r.decision.error
-                       and "multiple HPAs" in r.decision.error)
+                       and "more than one HPA" in r.decision.error)
 
         await wait_for(lambda: ambiguous("default/first") and ambiguous("default/second"), what="both ambiguous")
         set_cpu(kd, "web", 2, "200m")  # 100 % against 50 %: either would scale 2 -> 4 on its own

@@ -112,7 +112,8 @@ async def test_scales_writes_status_and_events_as_the_core_decides_then_stops_wh
         assert (status["currentReplicas"], status["desiredReplicas"]) == (3, 6)
         assert [(c["type"], c["status"], c["reason"]) for c in status["conditions"]] == [
             ("AbleToScale", "True", "SucceededRescale"), ("ScalingActive", "True", "ValidMetricFound"),
-            ("ScalingLimited", "False", "DesiredWithinRange")]
+            ("ScalingLimited", "False", "DesiredWithinRange"),
+            ("ScaledToZero", "False", "NotScaledToZero")]  # HPAScaleToZero: on by default since v1.37
         assert status["currentMetrics"] == [{"type": "Resource", "resource": {
             "name": "cpu", "current": {"averageUtilization": 100, "averageValue": "200m"}}}]
         evs = await wait_for(lambda: events(kd, "web"), what="the rescale event")

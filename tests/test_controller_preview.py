@@ -103,7 +103,7 @@ async def test_preview_reports_what_pyhpa_would_decide_and_never_writes(kd, capl
                                "cluster_current=3 ")
         assert 'reason="cpu resource utilization (percentage of request) above target"' in line
         assert (' conditions="AbleToScale=True/SucceededRescale,ScalingActive=True/ValidMetricFound,'
-                'ScalingLimited=False/DesiredWithinRange" ') in line
+                'ScalingLimited=False/DesiredWithinRange,ScaledToZero=False/NotScaledToZero" ') in line  # v1.37
         assert ' cluster_conditions="AbleToScale=True/ReadyForNewScale,' in line
 
         # the same sync through `pyhpa snapshot --kind hpa` and `pyhpa explain`: the same decision

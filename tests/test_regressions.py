@@ -34,8 +34,9 @@ ALL_CASES = {c["name"]: c for f in FILES for c in json.loads(f.read_text())["cas
 
 
 def check(out: dict, want: dict, absent: list[str] = ()) -> None:
-    """Compare a decision_json line with an ``expect`` block: every key, conditions exactly; no condition of
-    a type in ``absent`` (the case's ``absentConditions``)."""
+    """Compare a decision_json line with an ``expect`` block: every key, conditions exactly (and their messages
+    where the case gives them), a proposal's error text where the case gives it; no condition of a type in
+    ``absent`` (the case's ``absentConditions``)."""
     present = [c["type"] for c in out["conditions"]]
     for ctype in absent:
         assert ctype not in present, f"{ctype} must be absent: {out['conditions']}"
@@ -43,7 +44,9 @@ def check(out: dict, want: dict, absent: list[str] = ()) -> None:
     if "proposals" in want:
         assert len(out["proposals"]) == len(want["proposals"]), out["proposals"]
         for got, w in zip(out["proposals"], want["proposals"]):
-            assert (got["error"] is not None) == w.get("error", False), got
+            if isinstance(w.get("error"), str):  # the error text itself (FORMAT.md)
+                assert got["error"] == w["error"], got
+            assert (got["error"] is not None) == bool(w.get("error", False)), got
             for key in ("replicas", "utilization"):
                 if key in w:
                     assert got[key] == w[key], (key, got)
@@ -54,6 +57,9 @@ def check(out: dict, want: dict, absent: list[str] = ()) -> None:
     if "conditions" in want:
         got = [(c["type"], c["status"], c["reason"]) for c in out["conditions"]]
         assert got == [(c["type"], c["status"], c["reason"]) for c in want["conditions"]]
+        for g, w in zip(out["conditions"], want["conditions"]):
+            if "message" in w:
+                assert g["message"] == w["message"], g
 
 
 @pytest.mark.parametrize("snap", [s for f in FILES for s in load_snapshots(f, lenient=True)], ids=lambda s: s.name)
@@ -233,6 +239,7 @@ def _external_hpa(min_r=1, max_r=10, average=False, conditions=(), desired=None,
     return HPA("ns", "h", min_r, max_r, metrics or (m,), None, tuple(conditions), None, desired)
 
 
+NO_GATE = ControllerConfig(scale_to_zero=False)  # HPAScaleToZero off (on by default since v1.37)
 GATE = ControllerConfig(scale_to_zero=True)
 TRUE = Condition("ScaledToZero", "True", "ScaledToZero", "", 0.0)
 
@@ -287,16 +294,16 @@ def test_gate_off_removes_scaled_to_zero_on_rescale_and_drops_it_when_disabled()
     for stale in (TRUE, false):
         hpa = _external_hpa(min_r=1, average=True, conditions=(able, stale))
         d = decide(hpa, Scale(2, 2, "app=x"), [], [MetricSamples(values=[60_000])], Memory([]), 100.0,
-                   ControllerConfig())
+                   NO_GATE)
         assert d.rescale and "ScaledToZero" not in [c.type for c in d.conditions]
         assert "ScaledToZero" not in [c.type for c in d.status.conditions]
         failed = rescale_failed(d, hpa, "boom", 100.0)
         assert [c.type for c in failed.conditions][:2] == ["AbleToScale", "ScaledToZero"]
         assert failed.conditions[1] == stale
         steady = decide(hpa, Scale(6, 6, "app=x"), [], [MetricSamples(values=[60_000])], Memory([]), 100.0,
-                        ControllerConfig())
+                        NO_GATE)
         assert not steady.rescale and stale in steady.conditions
-    d = decide(hpa, Scale(0, 0, "app=x"), [], [MetricSamples(values=[60_000])], Memory([]), 100.0, ControllerConfig())
+    d = decide(hpa, Scale(0, 0, "app=x"), [], [MetricSamples(values=[60_000])], Memory([]), 100.0, NO_GATE)
     assert "ScaledToZero" not in [c.type for c in d.conditions] and not d.rescale
 
 

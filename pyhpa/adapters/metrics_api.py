@@ -9,11 +9,21 @@ the core; an empty answer is an error ("no metrics returned from ... API").
 
 from __future__ import annotations
 
+from ..core.calculator import wrap_int64
 from ..core.model import MetricSamples, PodSample
 from .errors import InputError
 from .parse import duration, milli, timestamp
 
 DEFAULT_WINDOW = 60.0
+#: which metrics API each metric source type asks, as upstream's client names it in errors
+API_NAMES = {"Resource": "resource", "ContainerResource": "resource", "Pods": "custom", "Object": "custom",
+             "External": "external"}
+
+
+def fetch_failed(metric_type: str, message: str) -> str:
+    """The error of a metrics API call that failed, as upstream's REST metrics client wraps it
+    (``unable to fetch metrics from custom metrics API: <message>``); an empty answer is not wrapped."""
+    return f"unable to fetch metrics from {API_NAMES[metric_type]} metrics API: {message}"
 
 
 def _items(answer: dict, where: str) -> list:
@@ -71,7 +81,7 @@ def _pod_value(containers: list, resource: str, container: str, f: str) -> int |
         if resource not in usage:
             return None
         total += milli(usage[resource], f"{f}.containers[{j}].usage.{resource}")
-    return total
+    return wrap_int64(total)  # upstream adds the containers' values as int64
 
 
 def pods_samples(answer: dict, where: str) -> MetricSamples:

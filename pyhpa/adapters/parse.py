@@ -19,6 +19,8 @@ from typing import Any
 import httpx2
 from lightkube.utils.quantity import parse_quantity
 
+from ..core.calculator import trunc_div, wrap_int64
+from ..core.selector import go_parse_int64
 from .errors import InputError
 
 _SMALL = {"n": Decimal("1e-9"), "u": Decimal("1e-6")}
@@ -112,23 +114,206 @@ def int32_value(value, field: str, minimum: int = 0, maximum: int = MAX_INT32) -
 
 
 def milli(text, field: str = "") -> int:
-    """A quantity in milli-units, rounded up like upstream ``MilliValue()``; raises InputError naming ``field``.
+    """A quantity in milli-units exactly as upstream's ``resource.ParseQuantity(text).MilliValue()`` gives it
+    (``go_milli_value``: rounded up, and Go's int64 results where the value does not fit); raises InputError
+    naming ``field`` for text Go does not parse.
 
     Memoized on the text: metrics answers repeat the same quantity strings every sync.
     """
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        text = number_text(text, field)
     if isinstance(text, str):
-        value = _milli_text(text)
+        value = go_milli_value(text)
         if value is not None:
             return value
-    return math.ceil(quantity(text, field) * 1000)
+    quantity(text, field)  # the error line for what Go refuses
+    raise InputError(f"malformed quantity {_shown(text)}", field=field)
+
+
+# -- apimachinery's Quantity (k8s.io/apimachinery/pkg/api/resource v0.37.2): ParseQuantity and MilliValue,
+# ported so that every quantity is the int64 upstream reads, to the last wrapped bit. A parser of our own:
+# lightkube's does not reproduce Go's rounding away from zero, its arbitrary-precision path for more than 18
+# digits (where a negative value's MilliValue is computed through an overflowing int64), nor its wraps.
+
+_GO_DEC_SUFFIXES = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_GO_BIN_SUFFIXES = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_DIGITS = "0123456789"
+
+
+def _go_big_int64(x: int) -> int:
+    """math/big's ``Int.Int64()``: the low 64 bits of |x| as an int64, negated for negative x."""
+    v = wrap_int64(abs(x) % 2**64)
+    return wrap_int64(-v) if x < 0 else v
+
+
+def _digits_end(s: str, pos: int) -> int:
+    """The index after the decimal digits from ``pos``."""
+    while pos < len(s) and s[pos] in _DIGITS:
+        pos += 1
+    return pos
+
+
+def _go_parse_quantity_string(s: str):
+    """parseQuantityString: (positive, value, num, denom, suffix), or None (ErrFormatWrong)."""
+    positive, pos, end = True, 0, len(s)
+    if pos < end and s[0] in "+-":
+        positive = s[0] != "-"
+        pos += 1
+    while True:  # leading zeros
+        if pos >= end:
+            return positive, "0", "0", "", ""
+        if s[pos] != "0":
+            break
+        pos += 1
+    start, pos = pos, _digits_end(s, pos)
+    num = s[start:pos]
+    if pos >= end:
+        return positive, s, num, "", ""
+    num = num or "0"
+    denom = ""
+    if s[pos] == ".":
+        start, pos = pos + 1, _digits_end(s, pos + 1)
+        denom = s[start:pos]
+        if pos >= end:
+            return positive, s, num, denom, ""
+    value = s[:pos]
+    suffix_start = pos
+    while pos < end and s[pos] in "eEinumkKMGTP":
+        pos += 1
+    if pos >= end:
+        return positive, value, num, denom, s[suffix_start:]
+    if s[pos] in "+-":
+        pos += 1
+    pos = _digits_end(s, pos)
+    if pos >= end:
+        return positive, value, num, denom, s[suffix_start:]
+    return None
+
+
+def _go_int64_multiply(a: int, b: int) -> tuple[int, bool]:
+    if a in (0, 1) or b in (0, 1):
+        return wrap_int64(a * b), True
+    if a == -2**63 or b == -2**63:
+        return 0, False
+    c = wrap_int64(a * b)
+    return c, trunc_div(c, b) == a
+
+
+def _go_scale_multiply(a: int, b: int) -> int:
+    """int64MultiplyScale*: the (wrapped) product, or 0 for mostNegative; its ok is ignored by MilliValue."""
+    if a in (0, 1):
+        return wrap_int64(a * b)
+    if a == -2**63:
+        return 0
+    return wrap_int64(a * b)
+
+
+def _go_int64_amount_milli(value: int, scale: int) -> int:
+    """int64Amount{value, scale}.AsScaledInt64(Milli)."""
+    if scale < -3:  # negativeScaleInt64: rounds away from zero
+        v, fraction = value, False
+        for _ in range(-3 - scale):
+            if not fraction and v - trunc_div(v, 10) * 10 != 0:
+                fraction = True
+            v = trunc_div(v, 10)
+            if v == 0:
+                return (1 if value > 0 else -1) if fraction else 0
+        return v + (1 if value > 0 else -1) if fraction else v
+    k = scale + 3
+    if k == 0:
+        return value
+    if k in (1, 2, 3, 6, 9):
+        return _go_scale_multiply(value, 10**k)
+    v = value
+    for _ in range(k):
+        if v == -2**63 or (v not in (0, 1) and trunc_div(wrap_int64(v * 10), 10) != v):
+            return 0
+        v = wrap_int64(v * 10)
+    return v
+
+
+def go_milli_value(text: str) -> int | None:
+    """``resource.ParseQuantity(text)`` then ``MilliValue()``, as apimachinery v0.37.2 computes them; None
+    where ParseQuantity returns an error."""
+    return _go_milli_cached(text)
 
 
 @lru_cache(maxsize=65536)
-def _milli_text(text: str) -> int | None:
-    try:
-        return math.ceil(quantity(text) * 1000)
-    except InputError:
+def _go_milli_cached(s: str) -> int | None:
+    if not s:
         return None
+    if s == "0":
+        return 0
+    parsed = _go_parse_quantity_string(s)
+    if parsed is None:
+        return None
+    positive, value, num, denom, suffix = parsed
+    if suffix in _GO_DEC_SUFFIXES:
+        base, exponent, binary = 10, _GO_DEC_SUFFIXES[suffix], False
+    elif suffix in _GO_BIN_SUFFIXES:
+        base, exponent, binary = 2, _GO_BIN_SUFFIXES[suffix], True
+    elif len(suffix) > 1 and suffix[0] in "eE":
+        parsed_exp = go_parse_int64(suffix[1:])
+        if parsed_exp is None:
+            return None
+        base, exponent, binary = 10, ((parsed_exp + 2**31) % 2**32) - 2**31, False  # int32(parsed)
+    else:
+        return None
+    mantissa, scale = 1, 0
+    if not binary:
+        scale = exponent
+        precision = 18 - (len(num) + len(denom))
+    elif exponent >= 0 and not denom:
+        mantissa = 1 << exponent
+        precision = 15 - len(num) - int(float(exponent) * 3 / 10) - 1
+    else:
+        precision = -1
+    if precision >= 0:
+        scale -= len(denom)
+        if scale >= -9:
+            v = go_parse_int64(num + denom)
+            if v is None:
+                return None
+            result, ok = _go_int64_multiply(v, mantissa)
+            if ok:
+                return _go_int64_amount_milli(result if positive else wrap_int64(-result), scale)
+    # inf.Dec: value is [sign] digits [. digits]
+    sign_text = value[:1] if value[:1] in ("+", "-") else ""
+    body = value[len(sign_text):]
+    whole, _, frac = body.partition(".")
+    if not any(c in _DIGITS for c in body) or body.count(".") > 1:
+        return None
+    unscaled = int((whole or "0") + frac) * (-1 if sign_text == "-" else 1)
+    dec_scale = len(frac) if "." in body else 0
+    if base == 10:
+        dec_scale -= exponent
+    else:
+        unscaled *= 1 << exponent
+    negative = unscaled < 0
+    unscaled = abs(unscaled)
+    if unscaled != 0:  # round to nanos, away from zero
+        if dec_scale > 9:
+            div = 10 ** (dec_scale - 9)
+            unscaled = -(-unscaled // div)
+        else:
+            unscaled *= 10 ** (9 - dec_scale)
+        dec_scale = 9
+    if binary and unscaled * 10 ** max(0, -dec_scale) > (2**63 - 1) * 10 ** max(0, dec_scale):
+        unscaled, dec_scale = 2**63 - 1, 0  # BinarySI: capped at maxAllowed
+    if negative:
+        unscaled = -unscaled
+    # scaledValue(unscaled, scale, 3)
+    dif = dec_scale - 3
+    if dif == 0:
+        return _go_big_int64(unscaled)
+    if dif < 0:
+        return wrap_int64(_go_big_int64(unscaled) * 10 ** (-dif))
+    if unscaled < 2**63 - 1 and dif < 19:
+        low = _go_big_int64(unscaled)
+        result = trunc_div(low, 10**dif)
+        return wrap_int64(result + 1) if (low - trunc_div(low, 10**dif) * 10**dif) != 0 else result
+    q, r = divmod(unscaled, 10**dif)  # big.Int DivMod: Euclidean (the value is positive here)
+    return wrap_int64(_go_big_int64(q) + 1) if r != 0 else _go_big_int64(q)
 
 
 def tolerance_float(text, field: str = "") -> float:

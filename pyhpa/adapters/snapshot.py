@@ -22,10 +22,10 @@ import yaml
 
 from ..core import ControllerConfig, Decision, Forecast, HPA, HPAWarning, Memory, MetricFailures, MetricSamples, Pod, Scale, \
     active_windows, check_hpa, decide
-from ..core.quantity import format_milli
+from ..core.metrics import raw_text
 from .errors import InputError
 from .files import MAX_DOCUMENT_BYTES, read_bytes
-from .metrics_api import external_samples, object_samples, pods_samples, resource_samples
+from .metrics_api import external_samples, fetch_failed, object_samples, pods_samples, resource_samples
 from .autoscaler import effective_config, read_autoscaler
 from .objects import object_label, pod_from_dict
 from .prediction import forecast_from_dict, forecast_to_dict, prediction_report
@@ -97,7 +97,15 @@ CONTROLLER_KEYS = (
     ("scale_up_limit_factor", "scaleUpLimitFactor"),
 )
 #: ``ControllerConfig`` field <-> ``controller.featureGates`` key
-FEATURE_GATES = (("scale_to_zero", "HPAScaleToZero"), ("configurable_tolerance", "HPAConfigurableTolerance"))
+FEATURE_GATES = (("scale_to_zero", "HPAScaleToZero"), ("configurable_tolerance", "HPAConfigurableTolerance"),
+                 ("pod_level_resources", "PodLevelResources"))
+#: The other gates upstream's HPA controller reads (v1.37.2), which pyhpa does not take as settings, and the
+#: value pyhpa behaves as (each v1.37.2's default; tests/test_upstream_decide.py checks both tables against
+#: ``tools/upstream/hpa-decide --gates``): HPAGeneration (``pyhpa run`` writes ``status.observedGeneration`` and
+#: syncs an autoscaler whose spec generation changed at once, a status-only change waits for its period);
+#: HPAOptimizedSelectorStore and StaleControllerConsistencyHPA (how upstream indexes selectors and guards against
+#: a stale informer cache: no decision depends on them).
+UPSTREAM_ONLY_GATES = {"HPAGeneration": True, "HPAOptimizedSelectorStore": True, "StaleControllerConsistencyHPA": True}
 #: ``metrics`` key of the snapshot for each metric source type (``Prometheus``: pyhpa's PromQL metrics)
 METRIC_KEYS = {"Resource": "resource", "ContainerResource": "resource", "Pods": "pods", "Object": "object",
                "External": "external", "Prometheus": "prometheus"}
@@ -117,6 +125,19 @@ def controller_config(d: dict | None) -> ControllerConfig:
     if not isinstance(d, dict):
         raise InputError("must be a mapping", field="controller")
     gates = d.get("featureGates") or {}
+    if not isinstance(gates, dict):
+        raise InputError("must be a mapping of gate names to true or false", field="controller.featureGates")
+    known = {k for _, k in FEATURE_GATES}
+    for k, v in gates.items():
+        f = f"controller.featureGates.{k}"
+        if not isinstance(v, bool):
+            raise InputError(f"must be true or false, got {v!r}", field=f)
+        if k in UPSTREAM_ONLY_GATES and v is not UPSTREAM_ONLY_GATES[k]:
+            raise InputError(f"pyhpa always behaves as {k}={str(UPSTREAM_ONLY_GATES[k]).lower()} (the v1.37.2 "
+                             f"default)", field=f)
+        if k not in known and k not in UPSTREAM_ONLY_GATES:
+            raise InputError(f"not a feature gate the HPA controller reads (known: "
+                             f"{', '.join(sorted(known | set(UPSTREAM_ONLY_GATES)))})", field=f)
     base = ControllerConfig()
     try:
         values = {f: float(d.get(k, getattr(base, f))) for f, k in CONTROLLER_KEYS}
@@ -275,7 +296,7 @@ def _samples_one(spec, metrics: dict, errors: set) -> MetricSamples:
     failed = "the metrics API call failed (listed in the snapshot's metrics.errors)"
     if spec.type in ("Resource", "ContainerResource"):
         if metric_error_label(spec.type, spec.name) in errors:
-            return MetricSamples(error=failed)
+            return MetricSamples(error=fetch_failed(spec.type, failed))
         if "resource" not in metrics:
             return MetricSamples(error="no metrics returned from resource metrics API")
         container = spec.container if spec.type == "ContainerResource" else ""
@@ -284,7 +305,7 @@ def _samples_one(spec, metrics: dict, errors: set) -> MetricSamples:
     if key is None:
         return MetricSamples()
     if metric_error_label(spec.type, spec.name) in errors:
-        return MetricSamples(error=failed)
+        return MetricSamples(error=fetch_failed(spec.type, failed))
     answer = (metrics.get(key) or {}).get(spec.name)
     if answer is None:
         return MetricSamples(error=f"no {key} metric {spec.name!r} in the snapshot")
@@ -429,7 +450,7 @@ def decision_json(name: str, d: Decision, hpa: HPA | None = None, now: float | N
             "metric": p.metric,
             "replicas": p.replicas,
             "utilization": p.utilization,
-            "rawValue": format_milli(p.raw_milli) if p.raw_milli is not None else None,
+            "rawValue": raw_text(p.spec, p.raw_milli) if p.raw_milli is not None else None,
             "error": p.error,
         }
         for p in d.proposals

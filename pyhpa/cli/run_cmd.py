@@ -33,7 +33,7 @@ TOLERANCE_OPTION = typer.Option(0.1, "--tolerance", help="Default tolerance, a f
 CPU_INITIALIZATION_PERIOD_OPTION = typer.Option(300.0, "--cpu-initialization-period", help="Seconds (spec.cpuInitializationPeriodSeconds overrides).")
 INITIAL_READINESS_DELAY_OPTION = typer.Option(30.0, "--initial-readiness-delay", help="Seconds (spec.initialReadinessDelaySeconds overrides).")
 DOWNSCALE_STABILIZATION_OPTION = typer.Option(300.0, "--downscale-stabilization", help="Seconds of the scale-down window when spec.behavior does not set one.")
-SCALE_TO_ZERO_OPTION = typer.Option(False, "--scale-to-zero", help="Feature gate HPAScaleToZero (minReplicas 0 with Object/External metrics).")
+SCALE_TO_ZERO_OPTION = typer.Option(True, "--scale-to-zero/--no-scale-to-zero", help="Feature gate HPAScaleToZero (minReplicas 0 with Object/External metrics; beta and on by default in Kubernetes v1.37).")
 HTTP_OPTION = typer.Option(Http.aiohttp, "--http", help="Transport under lightkube: aiohttp (faster) or httpx (lightkube's stock).")
 PROMETHEUS_URL_OPTION = typer.Option(None, "--prometheus-url", help="Default Prometheus server of type: Prometheus metrics (their prometheus.server overrides), and the history source of spec.prediction, e.g. http://prometheus:9090.")
 

@@ -39,7 +39,8 @@ def live_snapshot(key: str, kubeconfig: str | None = None, context: str | None =
                   cpu_initialization_period: float = _default(run_cmd.CPU_INITIALIZATION_PERIOD_OPTION),
                   initial_readiness_delay: float = _default(run_cmd.INITIAL_READINESS_DELAY_OPTION),
                   downscale_stabilization: float = _default(run_cmd.DOWNSCALE_STABILIZATION_OPTION),
-                  scale_to_zero: bool = False, prometheus_url: str | None = None, http: str = "aiohttp") -> dict:
+                  scale_to_zero: bool = _default(run_cmd.SCALE_TO_ZERO_OPTION), prometheus_url: str | None = None,
+                  http: str = "aiohttp") -> dict:
     """The snapshot document (FORMAT.md) of one sync of the live autoscaler ``key`` (``NAMESPACE/NAME``) at epoch
     ``clock`` (default: the wall clock), read from the cluster of ``kubeconfig``/``context`` (or ``server``)
     through the controller's own code path; the keyword settings are ``pyhpa run``'s flags, with its defaults.

@@ -26,7 +26,8 @@ from .model import (
 
 
 __all__ = [
-    "MetricError", "ReplicaCalculator", "ceil_replicas", "ceil_saturate", "fdiv", "go_int64", "group_pods",
+    "MetricError", "ReplicaCalculator", "ceil_int32", "ceil_replicas", "ceil_saturate", "fdiv", "go_int32", "go_int64",
+    "group_pods", "wrap_int32",
     "per_pod_replicas", "plain_replicas", "pod_amount", "pod_requests", "ready_pod_count",
     "resource_utilization_replicas", "saturate_int32", "sum_values", "sum_values_per_pod", "trunc_div",
     "usage_ratio", "usage_ratio_replicas", "utilization_ratio", "within", "wrap_int64",
@@ -35,6 +36,28 @@ __all__ = [
 
 class MetricError(Exception):
     """A metric could not be computed; the message is upstream's error text."""
+
+
+MIN_INT32 = -MAX_INT32 - 1
+
+
+def go_int32(x: float) -> int:
+    """Go's ``int32(x)`` of a float64: truncation toward zero. For x out of int32's range or NaN Go's result is
+    platform-defined (amd64, which kube-controller-manager runs on almost everywhere: -2^31; arm64: the nearest
+    bound, NaN 0): pyhpa saturates as arm64 does (docs/exactness.md). Every float-to-int32 conversion of the
+    decision (replica proposals, scale-up limits, percent policies) goes through here."""
+    if x != x:
+        return 0
+    if x >= 2147483648.0:
+        return MAX_INT32
+    if x <= -2147483649.0:
+        return MIN_INT32
+    return int(x)
+
+
+def wrap_int32(x: int) -> int:
+    """Go int32 arithmetic (and an integer's conversion to int32): wrap into [-2^31, 2^31)."""
+    return ((x + 2**31) % 2**32) - 2**31
 
 
 def saturate_int32(x: float | int) -> int:
@@ -52,8 +75,13 @@ def within(ratio: float, down: float, up: float) -> bool:
 
 
 def ceil_replicas(ratio: float, count: int) -> int:
-    """``int32(math.Ceil(ratio * float64(count)))`` with saturation."""
-    return ceil_saturate(ratio * float(count), MAX_INT32)
+    """``int32(math.Ceil(ratio * float64(count)))`` (``go_int32``)."""
+    return ceil_int32(ratio * float(count))
+
+
+def ceil_int32(x: float) -> int:
+    """``int32(math.Ceil(x))`` (``go_int32``)."""
+    return go_int32(math.ceil(x) if math.isfinite(x) else x)
 
 
 def group_pods(
@@ -125,20 +153,35 @@ def _cpu_unready(pod: Pod, sample: PodSample, now: float, init_period: float, de
     return ""
 
 
-def pod_amount(pod: Pod, resource: str, container: str, limits: bool = False) -> int:
+def pod_amount(pod: Pod, resource: str, container: str, limits: bool = False, pod_level: bool = True) -> int:
     """One pod's request (or limit) of ``resource`` in milli-units, the denominator of utilization.
 
     Upstream calculateRequests: with ``container`` empty, the pod-level value when pod-level
-    requests are set (PodLevelResources, on by default since v1.34), else the sum over the
-    regular and restartable init containers; with ``container`` named, that container's.
+    requests are set and ``pod_level`` (the PodLevelResources gate, on by default since v1.34), else the sum
+    over the regular and restartable init containers; with ``container`` named, that container's.
     Raises MetricError with upstream's text: "missing request for <r> in container <c> of Pod
     <p>", "missing pod-level request for <r> in Pod <p>", "container <c> not found in Pod <p>".
     Limits (``utilizationBasis: Limit``) follow the same rules with "limit" in the messages.
     """
+    if not pod_level and not container and (pod.pod_level_limits if limits else pod.pod_level_requests):
+        return _containers_sum(pod, resource, limits)
     value = (pod.limits if limits else pod.requests).get((resource, container))
     if value is not None:
         return value
     return _amount_missing(pod, resource, container, limits)
+
+
+def _containers_sum(pod: Pod, resource: str, limits: bool) -> int:
+    """The containers' sum of a pod that sets pod-level amounts, with the PodLevelResources gate off
+    (upstream calculatePodRequestsFromContainers): int64 arithmetic; a container without the resource fails."""
+    amounts = pod.limits if limits else pod.requests
+    total = 0
+    for c in pod.containers:
+        value = amounts.get((resource, c))
+        if value is None:
+            raise MetricError(f"missing {'limit' if limits else 'request'} for {resource} in container {c} of Pod {pod.name}")
+        total = wrap_int64(total + value)
+    return total
 
 
 def _amount_missing(pod: Pod, resource: str, container: str, limits: bool) -> int:
@@ -167,14 +210,19 @@ def _amount_missing(pod: Pod, resource: str, container: str, limits: bool) -> in
     return 0  # pragma: no cover - the adapter writes the sum whenever every container has the resource
 
 
-def pod_requests(pods: list[Pod], resource: str, container: str, limits: bool = False) -> dict[str, int]:
-    """Request (or limit) per pod in milli-units for every pod (upstream: calculateRequests).
+def pod_requests(pods: list[Pod], resource: str, container: str, limits: bool = False,
+                 pod_level: bool = True) -> dict[str, int]:
+    """Request (or limit) per pod in milli-units for every pod (upstream: calculateRequests); ``pod_level``:
+    the PodLevelResources gate.
 
     Raises MetricError for the first pod upstream would refuse (see ``pod_amount``).
     """
     out: dict[str, int] = {}
     key = (resource, container)
     for pod in pods:
+        if not pod_level and not container and (pod.pod_level_limits if limits else pod.pod_level_requests):
+            out[pod.name] = _containers_sum(pod, resource, limits)
+            continue
         value = (pod.limits if limits else pod.requests).get(key)
         out[pod.name] = value if value is not None else _amount_missing(pod, resource, container, limits)
     return out
@@ -207,10 +255,11 @@ def utilization_ratio(values: dict[str, int], requests: dict[str, int], target: 
         total += value
         req_total += req
         n += 1
+    total, req_total = wrap_int64(total), wrap_int64(req_total)  # int64 sums, as upstream adds them
     if req_total == 0:
         raise MetricError("no metrics returned matched known pods")
-    utilization = saturate_int32(trunc_div(total * 100, req_total))
-    return float(utilization) / float(target), utilization, trunc_div(total, n)
+    utilization = wrap_int32(trunc_div(wrap_int64(total * 100), req_total))  # int32(int64 / int64)
+    return fdiv(float(utilization), float(target)), utilization, trunc_div(total, n)
 
 
 def usage_ratio(values: dict[str, int], target: int) -> tuple[float, int]:
@@ -218,7 +267,7 @@ def usage_ratio(values: dict[str, int], target: int) -> tuple[float, int]:
     total = 0
     for value in values.values():
         total += value
-    avg = trunc_div(total, len(values))
+    avg = trunc_div(wrap_int64(total), len(values))  # an int64 sum, as upstream adds it
     return fdiv(float(avg), float(target)), avg
 
 
@@ -296,7 +345,7 @@ def resource_utilization_replicas(calc: ReplicaCalculator, resource: str, contai
     limits instead, by the same rules. Raises MetricError.
     """
     values = calc.grouped_values(resource == "cpu")
-    requests = pod_requests(calc.pods, resource, container, limits)
+    requests = pod_requests(calc.pods, resource, container, limits, calc.config.pod_level_resources)
     ratio, utilization, raw = utilization_ratio(values, requests, target)
 
     def fill_missing(r: float, vals: dict[str, int]) -> dict[str, int]:
@@ -304,7 +353,7 @@ def resource_utilization_replicas(calc: ReplicaCalculator, resource: str, contai
         if r < 1.0:
             fallback = max(100, target)
             for name in calc.groups.missing:
-                vals[name] = filled[name] = trunc_div(requests.get(name, 0) * fallback, 100)
+                vals[name] = filled[name] = trunc_div(wrap_int64(requests.get(name, 0) * fallback), 100)
         elif r > 1.0:
             for name in calc.groups.missing:
                 vals[name] = filled[name] = 0
@@ -361,8 +410,9 @@ def usage_ratio_replicas(calc: ReplicaCalculator, ratio: float) -> int:
             ready = ready_pod_count(calc.pods)
         except MetricError as err:
             raise MetricError(f"unable to calculate ready pods: {err}") from None
-        return ceil_replicas(ratio, ready)
-    return ceil_saturate(ratio, MAX_INT32)
+        x = ratio * float(ready)
+        return MAX_INT32 if x > MAX_INT32 else ceil_int32(x)  # upstream caps this one
+    return ceil_int32(ratio)
 
 
 def per_pod_replicas(calc: ReplicaCalculator, usage: int, target_milli: int, status_replicas: int,
@@ -378,7 +428,9 @@ def per_pod_replicas(calc: ReplicaCalculator, usage: int, target_milli: int, sta
     replicas = status_replicas
     ratio = fdiv(float(usage), float(target_milli) * float(status_replicas))
     if not within(ratio, calc.down, calc.up):
-        replicas = ceil_saturate(fdiv(float(usage), float(target_milli)), MAX_INT32)
+        x = fdiv(float(usage), float(target_milli))
+        x = math.ceil(x) if math.isfinite(x) else x
+        replicas = MAX_INT32 if external and x > MAX_INT32 else go_int32(x)  # External: capped
     if external and float(usage) >= float(MAX_INT64):
         return replicas, MAX_INT64, ratio
     per_replica = fdiv(float(usage), float(status_replicas))

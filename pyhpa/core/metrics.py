@@ -23,9 +23,9 @@ from .model import (
     MetricSpec,
     Proposal,
 )
-from .quantity import format_milli
+from .quantity import format_milli, format_milli_binary
 
-__all__ = ["FAILED_REASON", "UNABLE_PREFIX", "compute_proposal", "describe", "metric_index_problem"]
+__all__ = ["FAILED_REASON", "UNABLE_PREFIX", "compute_proposal", "describe", "metric_index_problem", "raw_text"]
 
 
 #: upstream getUnableComputeReplicaCountCondition's message prefix; the event carries the rest
@@ -75,7 +75,20 @@ def describe(spec: MetricSpec) -> str:
     if t == OBJECT and spec.target_type == VALUE:
         kind = spec.described_object[0] if spec.described_object else ""
         return f"{kind} metric {spec.name}"
-    return f"external metric {spec.name}({spec.selector})"
+    return f"external metric {spec.name}({_selector(spec)})"
+
+
+def _selector(spec: MetricSpec) -> str:
+    """The metric selector as upstream prints it (``%+v``)."""
+    return spec.selector if spec.selector_go is None else spec.selector_go
+
+
+def raw_text(spec: MetricSpec, raw_milli: int) -> str:
+    """The quantity text upstream writes for a metric's current value: BinarySI for a memory Resource or
+    ContainerResource metric (upstream buildQuantity, as metrics-server reports memory), DecimalSI otherwise."""
+    if spec.name == "memory" and spec.type in (RESOURCE, CONTAINER_RESOURCE):
+        return format_milli_binary(raw_milli)
+    return format_milli(raw_milli)
 
 
 def _value_status(spec: MetricSpec, current: dict) -> dict:
@@ -126,7 +139,7 @@ def resource_proposal(calc: ReplicaCalculator, spec: MetricSpec, samples: Metric
         p = _fail(spec, reason, inner, outer_prefix + inner)
         p.groups = calc.groups
         return p
-    current = {"averageValue": format_milli(raw)}
+    current = {"averageValue": raw_text(spec, raw)}
     if utilization is not None:
         current = {"averageUtilization": utilization, "averageValue": current["averageValue"]}
     return Proposal(
@@ -170,7 +183,7 @@ def object_proposal(calc: ReplicaCalculator, spec: MetricSpec, samples: MetricSa
         return _fail(spec, reason, inner, outer + inner)
     if samples.error is not None or not samples.values:
         err = samples.error or "no metric value returned"
-        inner = f"unable to get metric {spec.name}: {err} on {kind} {calc.namespace}/{name}"
+        inner = f"unable to get metric {spec.name} on {kind} {calc.namespace}/{name}: {err}"
         return _fail(spec, reason, inner, outer + (inner if use_value else f"failed to get {spec.name} object metric: {inner}"))
     usage = samples.values[0]
     if use_value:
@@ -199,10 +212,12 @@ def external_proposal(calc: ReplicaCalculator, spec: MetricSpec, samples: Metric
     if not use_avg and spec.target_value_milli is None:
         inner = "invalid external metric source: neither a value target nor an average value target was set"
         return _fail(spec, reason, inner, outer + inner)
+    # upstream's wrapping differs by target: "failed to get X external metric" (AverageValue),
+    # "failed to get external metric X" (Value)
+    wrap = f"failed to get {spec.name} external metric: " if use_avg else f"failed to get external metric {spec.name}: "
     if samples.error is not None:
-        inner = f"unable to get external metric {calc.namespace}/{spec.name}/{spec.selector}: {samples.error}"
-        wrapped = f"failed to get {spec.name} external metric: {inner}"
-        return _fail(spec, reason, inner, outer + wrapped)
+        inner = f"unable to get external metric {calc.namespace}/{spec.name}/{_selector(spec)}: {samples.error}"
+        return _fail(spec, reason, inner, outer + wrap + inner)
     if use_avg:
         usage = calc_mod.sum_values_per_pod(samples)
         replicas, raw, ratio = calc_mod.per_pod_replicas(
@@ -215,7 +230,7 @@ def external_proposal(calc: ReplicaCalculator, spec: MetricSpec, samples: Metric
             replicas = calc_mod.usage_ratio_replicas(calc, ratio)
         except MetricError as err:
             inner = str(err)
-            return _fail(spec, reason, inner, outer + f"failed to get {spec.name} external metric: {inner}")
+            return _fail(spec, reason, inner, outer + wrap + inner)
         raw = usage
         current = {"value": format_milli(usage)}
     return Proposal(

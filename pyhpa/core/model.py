@@ -51,7 +51,11 @@ class ControllerConfig:
 
     ``tolerance`` is a fraction (0.1 = 10 %), periods and windows are seconds,
     ``scale_up_limit_factor``/``scale_up_limit_minimum`` cap scale-up without
-    ``spec.behavior`` at ``max(factor * current, minimum)`` replicas.
+    ``spec.behavior`` at ``max(factor * current, minimum)`` replicas. The feature gates the controller
+    reads take their Kubernetes v1.37.2 defaults (``tools/upstream/hpa-decide --gates`` prints upstream's
+    table; tests/test_upstream_decide.py checks these against it): ``scale_to_zero`` (HPAScaleToZero,
+    beta, on), ``configurable_tolerance`` (HPAConfigurableTolerance, GA and locked on in v1.37; off only
+    models an older or emulated version), ``pod_level_resources`` (PodLevelResources, beta, on).
     """
 
     tolerance: float = 0.1
@@ -60,8 +64,9 @@ class ControllerConfig:
     downscale_stabilization_window_seconds: float = 300.0
     scale_up_limit_factor: float = 2.0
     scale_up_limit_minimum: float = 4.0
-    scale_to_zero: bool = False  # feature gate HPAScaleToZero
+    scale_to_zero: bool = True  # feature gate HPAScaleToZero
     configurable_tolerance: bool = True  # feature gate HPAConfigurableTolerance
+    pod_level_resources: bool = True  # feature gate PodLevelResources
 
 
 @dataclass(slots=True, frozen=True)
@@ -109,6 +114,9 @@ class MetricSpec:
     HorizontalAutoscaler extension) is what a Utilization target is a percentage of:
     ``REQUEST`` (upstream) or ``LIMIT`` (the pods' limits, pod-level when set). ``fallback`` (a
     HorizontalAutoscaler extension) is the metric's own fallback, over ``HPA.fallback`` field by field.
+    ``selector_go`` is the metric selector as upstream prints it in messages and errors (Go's ``%+v`` of a
+    ``*metav1.LabelSelector``: ``nil``, or ``&LabelSelector{MatchLabels:map[string]string{a: b,},...}``);
+    None: ``selector`` is printed (pyhpa's own metrics).
     """
 
     type: str
@@ -122,6 +130,7 @@ class MetricSpec:
     described_object: tuple[str, str] | None = None
     utilization_basis: str = "Request"
     fallback: FallbackSpec | None = None
+    selector_go: str | None = None
 
 
 #: ``fallback.behavior`` values (KEDA's names): what a metric in fallback proposes

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from .calculator import go_int32, wrap_int32
 from .model import HPA, MAX_INT32, Behavior, ControllerConfig, Memory, ScalingRules, Step
 
 _MIN_INT32 = -MAX_INT32 - 1
@@ -168,8 +169,9 @@ def _essential_recommendations(recs: list[tuple[float, int]], h: MemoryHorizons,
 
 
 def scale_up_limit(current: int, factor: float, minimum: float) -> int:
-    """Without behavior: ``int32(max(factor * current, minimum))`` (calculateScaleUpLimit)."""
-    return int(max(factor * float(current), minimum))
+    """Without behavior: ``int32(math.Max(factor * float64(current), minimum))`` (calculateScaleUpLimit; above
+    2^31-1 Go's result is platform-defined, ``go_int32``)."""
+    return go_int32(max(factor * float(current), minimum))
 
 
 def convert_with_rules(
@@ -189,19 +191,19 @@ def convert_with_rules(
 
 
 def change_in_period(events: list[tuple[float, int]], period: int, now: float) -> int:
-    """Sum of replica changes strictly after ``now - period`` (getReplicasChangePerPeriod)."""
+    """Sum of replica changes strictly after ``now - period`` (getReplicasChangePerPeriod; an int32 sum)."""
     cutoff = now - period
     total = 0
     for ts, change in events:
         if ts > cutoff:
             total += change
-    return total
+    return wrap_int32(total)
 
 
 def _period_start(current: int, policy_period: int, memory: Memory, now: float) -> int:
     added = change_in_period(memory.scale_up_events, policy_period, now)
     deleted = change_in_period(memory.scale_down_events, policy_period, now)
-    return current - added + deleted
+    return wrap_int32(current - added + deleted)
 
 
 def behavior_scale_up_limit(current: int, memory: Memory, rules: ScalingRules, now: float) -> int:
@@ -213,9 +215,10 @@ def behavior_scale_up_limit(current: int, memory: Memory, rules: ScalingRules, n
     for policy in rules.policies:
         start = _period_start(current, policy.period_seconds, memory, now)
         if policy.type == "Pods":
-            proposed = start + policy.value
+            proposed = wrap_int32(start + policy.value)
         else:
-            proposed = int(math.ceil(float(start) * (1 + float(policy.value) / 100)))
+            x = float(start) * (1 + float(policy.value) / 100)
+            proposed = go_int32(math.ceil(x) if math.isfinite(x) else x)
         result = min(result, proposed) if use_min else max(result, proposed)
     return result
 
@@ -229,9 +232,9 @@ def behavior_scale_down_limit(current: int, memory: Memory, rules: ScalingRules,
     for policy in rules.policies:
         start = _period_start(current, policy.period_seconds, memory, now)
         if policy.type == "Pods":
-            proposed = start - policy.value
+            proposed = wrap_int32(start - policy.value)
         else:
-            proposed = int(float(start) * (1 - float(policy.value) / 100))
+            proposed = go_int32(float(start) * (1 - float(policy.value) / 100))
         result = max(result, proposed) if use_min else min(result, proposed)
     return result
 

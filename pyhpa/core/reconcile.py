@@ -135,7 +135,11 @@ class _Sync:
         if self.others:
             owners = self.owners(selected)
             if len(owners) > 1:
-                msg = f"pods by selector {text} are controlled by multiple HPAs: [{' '.join(owners)}]"
+                # v1.37's text (validateAndParseSelector): two of them, "e.g." (upstream stops at two, in Go's
+                # map order: this HPA and the first other one, sorted, here)
+                me = f"{self.hpa.namespace}/{self.hpa.name}"
+                two = sorted([me, next(k for k in owners if k != me)])
+                msg = f"pods by selector {text} are controlled by more than one HPA (e.g. [{' '.join(two)}])"
                 self.events.append(Event("Warning", "AmbiguousSelector", msg))
                 self.cond("ScalingActive", "False", "AmbiguousSelector", msg)
                 self.error = msg

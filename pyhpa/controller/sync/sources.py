@@ -22,16 +22,13 @@ from typing import Any
 from ...adapters.errors import InputError
 import httpx2
 
-from ...adapters.metrics_api import external_samples, object_samples, pods_samples, resource_samples
+from ...adapters.metrics_api import API_NAMES, external_samples, fetch_failed, object_samples, pods_samples, \
+    resource_samples
 from ...adapters.promql import PROMETHEUS, PromQuery, query_answer
 from ...core import MetricSamples, Scale
 from ...core.selector import SelectorError, parse_selector
 from ..kube.api import ApiFailure, MetricsClient, as_failure
 from ..cache.autoscaler import Autoscaler, MetricQuery
-
-#: Upstream's prefixes of metrics client errors.
-API_NAMES = {"Resource": "resource", "ContainerResource": "resource", "Pods": "custom", "Object": "custom",
-             "External": "external"}
 
 
 @dataclass(slots=True)
@@ -76,7 +73,7 @@ class MetricSources:
         try:
             answer = await self._answer(a.namespace, q, scale.selector, shared)
         except ApiFailure as err:
-            msg = f"unable to fetch metrics from {API_NAMES[q.type]} metrics API: {err.message}"
+            msg = fetch_failed(q.type, err.message)
             return Fetched(MetricSamples(error=msg), msg, time.perf_counter() - start)
         try:
             samples = _samples(q, answer)
