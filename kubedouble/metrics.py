@@ -86,6 +86,17 @@ class MetricsStore:
             self.pod_metrics[(ns, pod_name)] = {"containers": usage, "timestamp": timestamp_str(timestamp),
                                                 "window": window}
 
+    def set_many_pod_metrics(self, ns: str, pods: dict[str, dict[str, dict[str, Any]]],
+                             timestamp: Timestamp = None, window: Any = "30s") -> None:
+        """``set_pod_metrics`` for several pods of ``ns`` at once (``{pod: {container: usage}}``): a reader sees
+        all of the new values or none (one lock), as a metrics-server scrape replaces its whole answer."""
+        stamp = timestamp_str(timestamp)
+        window = window if isinstance(window, str) else f"{int(window)}s"
+        entries = {(ns, name): {"containers": {c: {k: quantity(v) for k, v in u.items()} for c, u in containers.items()},
+                                "timestamp": stamp, "window": window} for name, containers in pods.items()}
+        with self.lock:
+            self.pod_metrics.update(entries)
+
     def clear_pod_metrics(self, ns: Optional[str] = None, pod_name: Optional[str] = None) -> None:
         """Forget resource metrics: all, one namespace's, or one pod's."""
         with self.lock:

@@ -165,19 +165,21 @@ class Load(threading.Thread):
         if step.external is not None:
             m.set_external_metric(s.ns, "queue", [({}, step.external)])
         per_pod: dict[str, str] = {}  # one Pods metric series for the namespace: both twins' pods
+        usage: dict[str, dict] = {}  # every pod's CPU of the namespace, set at once (no reader sees half a step)
         for twin in TWINS:
             pods = _pods(self.plane, s, twin)
             counted = pods[s.unready:]
             reporting = counted[s.missing:]
             n = max(len(counted), 1)
-            for p in pods[:s.unready] + reporting:
-                name = p["metadata"]["name"]
-                if step.cpu is not None:
-                    m.set_pod_metrics(s.ns, name, {"app": {"cpu": f"{math.ceil(step.cpu / n)}m"}})
+            if step.cpu is not None:
+                usage.update({p["metadata"]["name"]: {"app": {"cpu": f"{math.ceil(step.cpu / n)}m"}}
+                              for p in pods[:s.unready] + reporting})
             for p in counted[:s.missing]:
                 m.clear_pod_metrics(s.ns, p["metadata"]["name"])
             if step.per_pod is not None:
                 per_pod.update({p["metadata"]["name"]: str(math.ceil(step.per_pod / n)) for p in reporting})
+        if usage:
+            m.set_many_pod_metrics(s.ns, usage)
         if step.per_pod is not None:
             m.set_pods_metric(s.ns, "rps", per_pod)
 
