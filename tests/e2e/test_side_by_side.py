@@ -6,8 +6,8 @@ decides) and ``py`` (a HorizontalAutoscaler with the same spec: pyhpa decides). 
 step, spread evenly over each twin's running pods as its metrics (so each controller's scaling feeds back into its
 own per-pod usage, as real load does); external metrics are one value both twins read. The scenarios are those of
 upstream's test/integration/podautoscaler and test/e2e/autoscaling (scale 1 -> 3 -> 5 and back, stabilization
-windows, Pods and Percent policies, Disabled, tolerance, several metrics, unready and missing pods, every target
-type), all running at once.
+windows, Pods and Percent policies, Disabled, tolerance, scale to zero, several metrics, unready and missing pods,
+every target type), all running at once.
 
 Compared per sync, not per second: the sequence of replica counts each controller set during a step, and at the
 end of each step the conditions (type, status, reason, message) each wrote. ``pyhpa run --preview`` watches
@@ -121,6 +121,9 @@ SCENARIOS = [
              behavior=DOWN_5),
     Scenario("external-average", [external("AverageValue", "20")], [Step(8, external="90"), Step(10, external="15")],
              behavior=DOWN_5),
+    Scenario("scale-to-zero", [external("AverageValue", "100")],
+             [Step(8, external="500"), Step(8, external="0"), Step(8, external="400")], min_replicas=0,
+             behavior={"scaleDown": {"stabilizationWindowSeconds": 0}}),
     Scenario("pods-metric", [pods_metric("10")], [Step(8, per_pod=45), Step(10, per_pod=12)], behavior=DOWN_5),
     Scenario("several-metrics-max", [cpu(50), external("AverageValue", "20")],
              [Step(8, cpu=100, external="100"), Step(8, cpu=350, external="20")], behavior=DOWN_5),
