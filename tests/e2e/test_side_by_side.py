@@ -142,7 +142,9 @@ def _pods(plane, s: Scenario, twin: str) -> list[dict]:
 
 
 class Load(threading.Thread):
-    """Applies each scenario's current step to both twins every 0.1 s (and at once when pods change)."""
+    """Applies each scenario's current step to both twins every 0.1 s, and at once when a pod changes (the kubelet
+    stand-in's listener only wakes this thread: its own thread must keep up with the pods, however busy the
+    machine)."""
 
     def __init__(self, plane, scenarios):
         super().__init__(daemon=True)
@@ -150,11 +152,18 @@ class Load(threading.Thread):
         self.step: dict[str, Step] = {}
         self.halt = threading.Event()
         self.lock = threading.Lock()
-        plane.kubelet.listeners.append(lambda event, pod: self.apply_all())
+        self.wake = threading.Event()
+        self._listener = lambda event, pod: self.wake.set()
+        plane.kubelet.listeners.append(self._listener)
 
     def run(self) -> None:
-        while not self.halt.wait(0.1):
-            self.apply_all()
+        try:
+            while not self.halt.is_set():
+                self.wake.wait(0.1)
+                self.wake.clear()
+                self.apply_all()
+        finally:
+            self.plane.kubelet.listeners.remove(self._listener)
 
     def apply_all(self) -> None:
         with self.lock:
@@ -238,10 +247,12 @@ def _observe(client, scenarios, halt: threading.Event) -> None:
             time.sleep(0.2)
 
 
-def _settled(scenarios, since: float, quiet: float) -> bool:
-    """No twin's replica count changed in the last ``quiet`` seconds (and ``since`` is past)."""
+def _settled(plane, scenarios, since: float, quiet: float) -> bool:
+    """No twin's replica count changed in the last ``quiet`` seconds (and ``since`` is past), and every twin has as
+    many running pods as its replica count (the next step starts from settled pods, as the controllers see them)."""
     now = time.monotonic()
-    return now >= since and all(now - s.changed_at >= quiet for s in scenarios)
+    return now >= since and all(now - s.changed_at >= quiet for s in scenarios) and all(
+        len(_pods(plane, s, t)) == s.seen[t][-1] for s in scenarios for t in TWINS)
 
 
 def _conditions(client, s: Scenario) -> dict:
@@ -289,7 +300,7 @@ def test_upstream_and_pyhpa_scale_their_twins_alike_and_the_preview_agrees(plane
             started = time.monotonic()
             hold = max(s.steps[k].hold for s in active)
             # held at least ``hold``, then until no twin changed for 4 s (longer than any window's tail here)
-            wait_until(lambda: _settled(active, started + hold, 4.0), timeout=hold + 90, every=0.5,
+            wait_until(lambda: _settled(plane, active, started + hold, 4.0), timeout=hold + 90, every=0.5,
                        what=f"step {k} to settle")
             for s in active:
                 paths = {t: s.seen[t][max(marks[s.name][t] - 1, 0):] for t in TWINS}
