@@ -27,6 +27,7 @@ import threading
 import time
 from typing import Optional
 
+import msgspec
 from lightkube import ApiError, Client
 from lightkube.models.core_v1 import ObjectReference
 from lightkube.models.meta_v1 import ObjectMeta
@@ -68,6 +69,7 @@ class Kubelet:
         self._thread: Optional[threading.Thread] = None
         self.synced = threading.Event()
         self.listeners: list = []  # called with (event, pod dict) for every pod seen
+        self.relists = 0  # watches ended by an error (a restarted API server, 410 Gone, a timeout), each a new list
 
     def start(self) -> "Kubelet":
         self._thread = threading.Thread(target=self._run, name="kubelet-fixture", daemon=True)
@@ -105,8 +107,20 @@ class Kubelet:
             except Exception as exc:  # the API server restarted, a 410 Gone, a timeout: list again
                 if self._stop.is_set():
                     return
+                self.relists += 1
                 log.debug("kubelet fixture relists after %r", exc)
                 time.sleep(0.5)
+
+    def _bind(self, namespace: str, name: str) -> None:
+        """POST pods/binding, as kube-scheduler does. kube-apiserver answers a bound pod with a ``Status``
+        (``BindingREST.Create``), not the Binding lightkube decodes: a 2xx answer that does not decode is the
+        success it reports (an error status raises ``ApiError`` before any decoding)."""
+        try:
+            self.client.create(PodBinding(metadata=ObjectMeta(name=name, namespace=namespace),
+                                          target=ObjectReference(kind="Node", name=self.node, apiVersion="v1")),
+                               name, namespace=namespace)
+        except msgspec.ValidationError:
+            pass
 
     def _handle(self, event: str, pod: dict) -> None:
         meta = pod["metadata"]
@@ -128,9 +142,7 @@ class Kubelet:
             elif notes.get(ANNOTATION + "hold", "").lower() == "true":
                 return
             elif not pod["spec"].get("nodeName"):
-                self.client.create(PodBinding(metadata=ObjectMeta(name=meta["name"], namespace=meta["namespace"]),
-                                              target=ObjectReference(kind="Node", name=self.node, apiVersion="v1")),
-                                   meta["name"], namespace=meta["namespace"])
+                self._bind(meta["namespace"], meta["name"])
             elif pod["spec"]["nodeName"] == self.node and (pod.get("status") or {}).get("phase", "Pending") == "Pending":
                 self.client.patch(PodStatus, meta["name"], {"status": running_status(pod)},
                                   namespace=meta["namespace"], patch_type=PatchType.MERGE)

@@ -142,28 +142,33 @@ def _pods(plane, s: Scenario, twin: str) -> list[dict]:
 
 
 class Load(threading.Thread):
-    """Applies each scenario's current step to both twins every 0.1 s, and at once when a pod changes (the kubelet
-    stand-in's listener only wakes this thread: its own thread must keep up with the pods, however busy the
-    machine)."""
+    """Applies each scenario's current step to both twins every 0.1 s, and to a pod's scenario at once when that pod
+    changes (in the kubelet stand-in's thread, before it acts on the next pod: a pod it marked Running has its
+    usage before anything else happens on this side; one scenario only, so the stand-in keeps up with the pods)."""
 
     def __init__(self, plane, scenarios):
         super().__init__(daemon=True)
         self.plane, self.scenarios = plane, scenarios
+        self.by_ns = {s.ns: s for s in scenarios}
         self.step: dict[str, Step] = {}
         self.halt = threading.Event()
         self.lock = threading.Lock()
-        self.wake = threading.Event()
-        self._listener = lambda event, pod: self.wake.set()
+        self._listener = self._pod_changed
         plane.kubelet.listeners.append(self._listener)
 
     def run(self) -> None:
         try:
-            while not self.halt.is_set():
-                self.wake.wait(0.1)
-                self.wake.clear()
+            while not self.halt.wait(0.1):
                 self.apply_all()
         finally:
             self.plane.kubelet.listeners.remove(self._listener)
+
+    def _pod_changed(self, event: str, pod: dict) -> None:
+        s = self.by_ns.get(pod["metadata"]["namespace"])
+        step = self.step.get(s.name) if s is not None else None
+        if step is not None:
+            with self.lock:
+                self._apply(s, step)
 
     def apply_all(self) -> None:
         with self.lock:
@@ -247,12 +252,29 @@ def _observe(client, scenarios, halt: threading.Event) -> None:
             time.sleep(0.2)
 
 
-def _settled(plane, scenarios, since: float, quiet: float) -> bool:
-    """No twin's replica count changed in the last ``quiet`` seconds (and ``since`` is past), and every twin has as
-    many running pods as its replica count (the next step starts from settled pods, as the controllers see them)."""
+class _Pending:
+    """A falsy answer that says what is still moving (wait_until shows it when it times out)."""
+
+    def __init__(self, why: list[str]):
+        self.why = why
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "; ".join(self.why)
+
+
+def _settled(plane, scenarios, since: float, quiet: float):
+    """True when ``since`` is past, no twin's replica count changed in the last ``quiet`` seconds, and every twin
+    has as many running pods as its replica count (the next step starts from settled pods, as the controllers see
+    them); else a falsy ``_Pending`` naming what is not settled yet."""
     now = time.monotonic()
-    return now >= since and all(now - s.changed_at >= quiet for s in scenarios) and all(
-        len(_pods(plane, s, t)) == s.seen[t][-1] for s in scenarios for t in TWINS)
+    why = [] if now >= since else ["the step's hold"]
+    why += [f"{s.name} changed {now - s.changed_at:.1f} s ago" for s in scenarios if now - s.changed_at < quiet]
+    why += [f"{s.name}/{t}: {n} running pods for {s.seen[t][-1]} replicas" for s in scenarios for t in TWINS
+            if (n := len(_pods(plane, s, t))) != s.seen[t][-1]]
+    return True if not why else _Pending(why)
 
 
 def _conditions(client, s: Scenario) -> dict:
