@@ -4,7 +4,7 @@
 error or 410 Gone relists) in a daemon thread and, as the kubelet and the scheduler would:
 
 * binds a pod with no ``spec.nodeName`` to ``node`` (``pods/binding``, as kube-scheduler does);
-* marks a bound Pending pod Running: ``startTime``, the ``PodScheduled``, ``Initialized``, ``ContainersReady``
+* marks a bound Pending pod Running (one it binds, right after the binding): ``startTime``, the ``PodScheduled``, ``Initialized``, ``ContainersReady``
   and ``Ready`` conditions and a running ``containerStatuses`` entry per container, all dated now;
 * deletes a pod that is being deleted (``deletionTimestamp`` set) with grace period 0, as the kubelet does once
   its containers stopped.
@@ -69,6 +69,7 @@ class Kubelet:
         self._thread: Optional[threading.Thread] = None
         self.synced = threading.Event()
         self.listeners: list = []  # called with (event, pod dict) for every pod seen
+        self._started: set = set()  # UIDs of the pods marked Running (a later event of the bound Pending pod is old)
         self.relists = 0  # watches ended by an error (a restarted API server, 410 Gone, a timeout), each a new list
 
     def start(self) -> "Kubelet":
@@ -122,6 +123,13 @@ class Kubelet:
         except msgspec.ValidationError:
             pass
 
+    def _start(self, pod: dict) -> None:
+        """Mark ``pod`` Running (``running_status``), once per pod UID."""
+        meta = pod["metadata"]
+        self.client.patch(PodStatus, meta["name"], {"status": running_status(pod)}, namespace=meta["namespace"],
+                          patch_type=PatchType.MERGE)
+        self._started.add(meta.get("uid"))
+
     def _handle(self, event: str, pod: dict) -> None:
         meta = pod["metadata"]
         key = (meta["namespace"], meta["name"])
@@ -133,6 +141,7 @@ class Kubelet:
         for listener in self.listeners:
             listener(event, pod)
         if event == "DELETED":
+            self._started.discard(meta.get("uid"))
             return
         notes = meta.get("annotations") or {}
         try:
@@ -142,10 +151,13 @@ class Kubelet:
             elif notes.get(ANNOTATION + "hold", "").lower() == "true":
                 return
             elif not pod["spec"].get("nodeName"):
+                # bound and started in one go (a node that starts its containers at once): the pods a ReplicaSet
+                # makes together turn Ready within milliseconds of each other, not one watch event apart
                 self._bind(meta["namespace"], meta["name"])
-            elif pod["spec"]["nodeName"] == self.node and (pod.get("status") or {}).get("phase", "Pending") == "Pending":
-                self.client.patch(PodStatus, meta["name"], {"status": running_status(pod)},
-                                  namespace=meta["namespace"], patch_type=PatchType.MERGE)
+                self._start(pod)
+            elif (pod["spec"]["nodeName"] == self.node and meta.get("uid") not in self._started
+                  and (pod.get("status") or {}).get("phase", "Pending") == "Pending"):
+                self._start(pod)
         except ApiError as e:
             # gone meanwhile, already bound, or its namespace is being deleted: the next event says more
             if e.status.code not in (404, 409) and "being terminated" not in (e.status.message or ""):

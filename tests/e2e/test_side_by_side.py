@@ -321,8 +321,9 @@ def test_upstream_and_pyhpa_scale_their_twins_alike_and_the_preview_agrees(plane
                     _autoscalers(client, s)
             started = time.monotonic()
             hold = max(s.steps[k].hold for s in active)
-            # held at least ``hold``, then until no twin changed for 4 s (longer than any window's tail here)
-            wait_until(lambda: _settled(plane, active, started + hold, 4.0), timeout=hold + 90, every=0.5,
+            # held at least ``hold``, then until no twin changed for 8 s: longer than any window here (5 s) plus a
+            # sync period and a pod's start, so a decision held by a window is not taken for the settled one
+            wait_until(lambda: _settled(plane, active, started + hold, 8.0), timeout=hold + 120, every=0.5,
                        what=f"step {k} to settle")
             for s in active:
                 paths = {t: s.seen[t][max(marks[s.name][t] - 1, 0):] for t in TWINS}
