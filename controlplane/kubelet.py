@@ -4,8 +4,8 @@
 error or 410 Gone relists) in a daemon thread and, as the kubelet and the scheduler would:
 
 * binds a pod with no ``spec.nodeName`` to ``node`` (``pods/binding``, as kube-scheduler does);
-* marks a bound Pending pod Running (one it binds, right after the binding): ``startTime``, the ``PodScheduled``, ``Initialized``, ``ContainersReady``
-  and ``Ready`` conditions and a running ``containerStatuses`` entry per container, all dated now;
+* marks a bound Pending pod Running (one it binds, right after the binding): ``startTime``, the ``PodScheduled``,
+  ``Initialized``, ``ContainersReady`` and ``Ready`` conditions and a running ``containerStatuses`` entry per container, all dated now;
 * deletes a pod that is being deleted (``deletionTimestamp`` set) with grace period 0, as the kubelet does once
   its containers stopped.
 

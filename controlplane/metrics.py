@@ -28,7 +28,7 @@ import asyncio
 import base64
 import ssl
 import threading
-from typing import Optional
+from typing import Callable, Optional
 
 from aiohttp import web
 from lightkube import ApiError, codecs
@@ -59,6 +59,9 @@ class MetricsFixture(MetricsStore):
         self._thread: Optional[threading.Thread] = None
         self.requests = 0
         self._annotated: set[tuple[str, str]] = set()
+        self.before_read: list[Callable[[Optional[str]], None]] = []
+        """Called with the namespace (None: all) before a metrics read is answered, in the fixture's thread: a test
+        whose values follow the pods sets them there, so no reader sees values older than the pods."""
         kubelet.listeners.append(self._pod_event)
 
     # ----- values: a pod annotated with its usage reports it ------------------------------------------------
@@ -110,6 +113,8 @@ class MetricsFixture(MetricsStore):
             if len(parts) == 3:
                 return json_response({"kind": "APIResourceList", "apiVersion": "v1",
                                       "groupVersion": f"{group}/{version}", "resources": self.discovery(group)})
+            for hook in self.before_read:
+                hook(parts[4] if len(parts) > 4 and parts[3] == "namespaces" else None)
             doc = self.handle(group, parts[3:], dict(request.query))
             if group == METRICS_GROUP and "apiVersion" in doc:
                 doc["apiVersion"] = f"{group}/{version}"
