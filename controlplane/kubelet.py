@@ -1,11 +1,13 @@
 """A kubelet stand-in for a control plane without nodes: what the kubelet writes about pods, and nothing it runs.
 
 ``Kubelet(client, node).start()`` watches every pod (list, then watch from the list's resourceVersion; any
-error or 410 Gone relists) in a daemon thread and, as the kubelet and the scheduler would:
+error or 410 Gone relists) in a daemon thread, which keeps ``pods()`` current, and, as the kubelet and the scheduler
+would (API calls in a pool of four threads, so the cache never waits for them):
 
 * binds a pod with no ``spec.nodeName`` to ``node`` (``pods/binding``, as kube-scheduler does);
 * marks a bound Pending pod Running (one it binds, right after the binding): ``startTime``, the ``PodScheduled``,
-  ``Initialized``, ``ContainersReady`` and ``Ready`` conditions and a running ``containerStatuses`` entry per container, all dated now;
+  ``Initialized``, ``ContainersReady`` and ``Ready`` conditions and a running ``containerStatuses`` entry per
+  container, all dated now;
 * deletes a pod that is being deleted (``deletionTimestamp`` set) with grace period 0, as the kubelet does once
   its containers stopped.
 
@@ -25,6 +27,7 @@ import datetime as dt
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 
 import msgspec
@@ -69,7 +72,8 @@ class Kubelet:
         self._thread: Optional[threading.Thread] = None
         self.synced = threading.Event()
         self.listeners: list = []  # called with (event, pod dict) for every pod seen
-        self._started: set = set()  # UIDs of the pods marked Running (a later event of the bound Pending pod is old)
+        self._claimed: set = set()  # (action, pod UID) submitted: a later event of the same pod does not repeat it
+        self._pool = ThreadPoolExecutor(4, thread_name_prefix="kubelet-fixture-action")
         self.relists = 0  # watches ended by an error (a restarted API server, 410 Gone, a timeout), each a new list
 
     def start(self) -> "Kubelet":
@@ -81,6 +85,7 @@ class Kubelet:
 
     def stop(self) -> None:
         self._stop.set()
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
     def pods(self, namespace: Optional[str] = None) -> list[dict]:
         """The pods known now (all namespaces when ``namespace`` is None)."""
@@ -124,15 +129,17 @@ class Kubelet:
             pass
 
     def _start(self, pod: dict) -> None:
-        """Mark ``pod`` Running (``running_status``), once per pod UID."""
+        """Mark ``pod`` Running (``running_status``)."""
         meta = pod["metadata"]
         self.client.patch(PodStatus, meta["name"], {"status": running_status(pod)}, namespace=meta["namespace"],
                           patch_type=PatchType.MERGE)
-        self._started.add(meta.get("uid"))
 
     def _handle(self, event: str, pod: dict) -> None:
+        """Keep the pod in the cache and tell the listeners at once (the watch thread); what the node does about it
+        (bind and start, delete) runs in the action pool, so a slow API call never holds the cache back."""
         meta = pod["metadata"]
         key = (meta["namespace"], meta["name"])
+        uid = meta.get("uid")
         with self._lock:
             if event == "DELETED":
                 self._pods.pop(key, None)
@@ -141,24 +148,39 @@ class Kubelet:
         for listener in self.listeners:
             listener(event, pod)
         if event == "DELETED":
-            self._started.discard(meta.get("uid"))
+            self._claimed.difference_update({("start", uid), ("delete", uid)})
             return
         notes = meta.get("annotations") or {}
-        try:
-            if meta.get("deletionTimestamp"):
-                if pod["spec"].get("nodeName") == self.node:
-                    self.client.delete(Pod, meta["name"], namespace=meta["namespace"], grace_period=0)
-            elif notes.get(ANNOTATION + "hold", "").lower() == "true":
+        if meta.get("deletionTimestamp"):
+            if pod["spec"].get("nodeName") == self.node:
+                self._act(("delete", uid), key,
+                          lambda: self.client.delete(Pod, meta["name"], namespace=meta["namespace"], grace_period=0))
+        elif notes.get(ANNOTATION + "hold", "").lower() == "true":
+            return
+        elif not pod["spec"].get("nodeName"):
+            # bound and started in one go (a node that starts its containers at once): the pods a ReplicaSet makes
+            # together turn Ready within milliseconds of each other, not one watch event apart
+            self._act(("start", uid), key, lambda: (self._bind(meta["namespace"], meta["name"]), self._start(pod)))
+        elif pod["spec"]["nodeName"] == self.node and (pod.get("status") or {}).get("phase", "Pending") == "Pending":
+            self._act(("start", uid), key, lambda: self._start(pod))
+
+    def _act(self, claim: tuple, key: tuple[str, str], action) -> None:
+        """Run ``action`` in the pool once per ``claim`` (an action and a pod UID); a failed one may run again."""
+        with self._lock:
+            if claim in self._claimed:
                 return
-            elif not pod["spec"].get("nodeName"):
-                # bound and started in one go (a node that starts its containers at once): the pods a ReplicaSet
-                # makes together turn Ready within milliseconds of each other, not one watch event apart
-                self._bind(meta["namespace"], meta["name"])
-                self._start(pod)
-            elif (pod["spec"]["nodeName"] == self.node and meta.get("uid") not in self._started
-                  and (pod.get("status") or {}).get("phase", "Pending") == "Pending"):
-                self._start(pod)
-        except ApiError as e:
-            # gone meanwhile, already bound, or its namespace is being deleted: the next event says more
-            if e.status.code not in (404, 409) and "being terminated" not in (e.status.message or ""):
-                log.warning("kubelet fixture: %s/%s: %s", *key, e.status.message)
+            self._claimed.add(claim)
+
+        def run() -> None:
+            try:
+                action()
+            except ApiError as e:
+                # gone meanwhile, already bound, or its namespace is being deleted: the next event says more
+                if e.status.code not in (404, 409) and "being terminated" not in (e.status.message or ""):
+                    log.warning("kubelet fixture: %s/%s: %s", *key, e.status.message)
+                    self._claimed.discard(claim)
+            except Exception as exc:  # noqa: BLE001 - the API server restarting: a relist or the next event retries
+                log.debug("kubelet fixture: %s/%s: %r", *key, exc)
+                self._claimed.discard(claim)
+
+        self._pool.submit(run)
