@@ -57,7 +57,8 @@ from .model import (
 )
 
 __all__ = ["FALLBACK_ACTIVE", "FALLBACK_CONDITION", "FALLBACK_ENDED", "FALLBACK_STARTED", "METRICS_FAILING",
-           "METRICS_HEALTHY", "FallbackTracker", "applies", "check_fallback", "effective_fallback", "fallback_replicas",
+           "METRICS_HEALTHY", "FallbackTracker", "applies", "check_fallback", "effective_fallback", "failure_caps",
+           "fallback_replicas",
            "has_fallback", "metric_health", "metric_key"]
 
 #: condition type and reasons
@@ -255,3 +256,18 @@ def metric_health(hpa: HPA, failures: dict[str, MetricFailures],
                                     fallback_replicas=None if src is None else src.replicas))
     return tuple(out)
 
+
+def failure_caps(hpa: HPA | None) -> dict[str, int]:
+    """Per metric key (``metric_key``), the count of consecutive failures past which more failures
+    change no decision: one past its fallback's ``failureThreshold`` (the fallback applies from there on), 1
+    when its fallback has a duration only (the count never decides). Metrics without a fallback: none."""
+    caps: dict[str, int] = {}
+    if hpa is None:
+        return caps
+    for m in hpa.metrics:
+        fb = effective_fallback(hpa.fallback, m.fallback)
+        if fb is not None:
+            key = metric_key(m)
+            cap = fb.failure_threshold + 1 if fb.failure_threshold is not None else 1
+            caps[key] = max(caps.get(key, 0), cap)
+    return caps

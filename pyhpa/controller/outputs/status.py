@@ -15,10 +15,12 @@ from functools import lru_cache
 from ...adapters.errors import InputError
 from ...adapters.parse import timestamp
 from ...adapters.saturation import saturation_status
-from ...core import HPA, Condition, Decision, Event, HPAStatus, HPAWarning, Memory, MetricHealth, PauseStatus, set_condition, with_status
+from typing import Protocol
+
+from ...core import (HPA, Condition, Decision, Event, HPAStatus, HPAWarning, Memory, MetricHealth, PauseStatus,
+                     failure_caps, set_condition, with_status)
 from ..kube.api import ApiFailure
 from ..cache.autoscaler import API_VERSION, KIND, MEMORY_KEY, Autoscaler, packed
-from ..sync.memory import MemoryStore, failure_caps
 from .writer import Writer
 
 
@@ -185,10 +187,17 @@ class StaleSpec(Exception):
     """The spec changed while syncing (status write conflicted): sync again."""
 
 
+class MemorySections(Protocol):
+    """What a status write asks of the memory store (``pyhpa.controller.sync.memory.MemoryStore``)."""
+
+    def status_section(self, a: Autoscaler, memory: Memory | None) -> dict | None:
+        """What to write into ``status.pyhpa`` of ``a`` with ``memory``."""
+
+
 class StatusWriter:
     """Writes ``status`` of an autoscaler through the Writer when it differs from the stored one."""
 
-    def __init__(self, writer: Writer, memory: MemoryStore, retries: int = 3):
+    def __init__(self, writer: Writer, memory: MemorySections, retries: int = 3):
         self._writer = writer
         self._memory = memory
         self._retries = retries

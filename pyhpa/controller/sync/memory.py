@@ -47,7 +47,7 @@ from ...adapters.errors import InputError
 from ...adapters.snapshot import memory_from_dict, memory_to_dict
 from dataclasses import replace
 
-from ...core import HPA, ControllerConfig, Memory, effective_fallback, metric_key, relevant_memory
+from ...core import HPA, ControllerConfig, Memory, failure_caps, relevant_memory
 from ..cache.autoscaler import Autoscaler
 
 log = logging.getLogger("pyhpa.controller.memory")
@@ -123,22 +123,6 @@ def persisted_memory(memory: Memory, hpa: HPA, config: ControllerConfig, now: fl
         if previous.recommendations[-1][1] == live:
             since = previous.recommendations[-1][0]
     return relevant_memory(memory, hpa, config, now, since)
-
-
-def failure_caps(hpa: HPA | None) -> dict[str, int]:
-    """Per metric key (``pyhpa.core.metric_key``), the count of consecutive failures past which more failures
-    change no decision: one past its fallback's ``failureThreshold`` (the fallback applies from there on), 1
-    when its fallback has a duration only (the count never decides). Metrics without a fallback: none."""
-    caps: dict[str, int] = {}
-    if hpa is None:
-        return caps
-    for m in hpa.metrics:
-        fb = effective_fallback(hpa.fallback, m.fallback)
-        if fb is not None:
-            key = metric_key(m)
-            cap = fb.failure_threshold + 1 if fb.failure_threshold is not None else 1
-            caps[key] = max(caps.get(key, 0), cap)
-    return caps
 
 
 def capped_failures(memory: Memory, caps: dict[str, int]) -> Memory:
