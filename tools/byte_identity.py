@@ -183,7 +183,16 @@ def capture(out: Path) -> None:
     capture_decisions(out)
     capture_cli(out)
     capture_simulations(out)
+    _without_folder(out)
     print(f"captured into {out}")
+
+
+def _without_folder(out: Path) -> None:
+    """The capture folder's own path (in summary.json's file names) as ``<capture>``: captures compare anywhere."""
+    for path in out.rglob("*.json"):
+        text = path.read_text()
+        if str(out) in text:
+            path.write_text(text.replace(str(out), "<capture>"))
 
 
 def _files(root: Path) -> dict[str, Path]:

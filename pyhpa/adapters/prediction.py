@@ -90,14 +90,14 @@ def prediction_status(ps: PredictionStatus, significant: int | None = None) -> d
 def prediction_report(d: Decision) -> dict | None:
     """What one sync's prediction did (``pyhpa explain``; None when the sync has no prediction status): the
     figures of ``prediction_status`` plus ``applied`` (its replicas were a proposal of the recommendation:
-    Enforce mode and not stepping aside) and ``won`` (it set the final number, ``Decision.decided_by``)."""
+    Enforce mode and not stepping aside) and ``won`` (it set the final number: the source's own ``won``)."""
     ps = d.status.prediction
     if ps is None:
         return None
-    source = next((s for s in d.sources if s.source == PREDICTION_SOURCE), None)
+    source = d.source(PREDICTION_SOURCE)
     return {**prediction_status(ps),
-            "applied": bool(source is not None and source.applied and source.replicas is not None),
-            "won": d.decided_by.startswith(f"{PREDICTION_SOURCE}/")}
+            "applied": bool(source is not None and source.applied and source.active),
+            "won": bool(source is not None and source.won)}
 
 
 def forecast_from_status(status: Any) -> Forecast | None:

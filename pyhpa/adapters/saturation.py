@@ -79,7 +79,7 @@ def saturation_report(d: Decision) -> dict | None:
     st = d.status.saturation
     if st is None:
         return None
-    source = next((s for s in d.sources if s.source == SATURATION_SOURCE), None)
+    source = d.source(SATURATION_SOURCE)
     return {**saturation_status(st), "usagePercentOfLimit": st.usage_percent, "readyPods": st.ready_pods,
-            "applied": bool(source is not None and source.applied and source.replicas is not None),
-            "won": d.decided_by.startswith(f"{SATURATION_SOURCE}/")}
+            "applied": bool(source is not None and source.applied and source.active),
+            "won": bool(source is not None and source.won)}

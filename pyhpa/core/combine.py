@@ -56,6 +56,8 @@ from .model import (
     RESOURCE,
     SCHEDULE_SOURCE,
     UTILIZATION,
+    SourceKind,
+    SourceRef,
     VALUE,
     ActiveWindow,
     Forecast,
@@ -66,21 +68,21 @@ from .model import (
     Step,
 )
 
-SPEC_MIN = "Spec/minReplicas"
-SPEC_MAX = "Spec/maxReplicas"
+SPEC_MIN = SourceRef(SourceKind.SPEC, "minReplicas")
+SPEC_MAX = SourceRef(SourceKind.SPEC, "maxReplicas")
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
 class Bounds:
-    """Effective ``minReplicas``/``maxReplicas`` and who set each (``Spec/...`` or ``Schedule/name``).
+    """Effective ``minReplicas``/``maxReplicas`` and who set each (``SPEC_MIN``/``SPEC_MAX`` or a ``Schedule``).
 
     ``conflict`` explains a floor that overrode a cap ("" when none did).
     """
 
     min_replicas: int
     max_replicas: int
-    min_source: str = SPEC_MIN
-    max_source: str = SPEC_MAX
+    min_source: SourceRef = SPEC_MIN
+    max_source: SourceRef = SPEC_MAX
     conflict: str = ""
 
 
@@ -89,9 +91,9 @@ def effective_bounds(min_replicas: int, max_replicas: int, active: Sequence[Acti
     lo, lo_src, hi, hi_src = min_replicas, SPEC_MIN, max_replicas, SPEC_MAX
     for w in active:
         if w.min_replicas is not None and w.min_replicas > lo:
-            lo, lo_src = w.min_replicas, f"{SCHEDULE_SOURCE}/{w.name}"
+            lo, lo_src = w.min_replicas, SourceRef(SCHEDULE_SOURCE, w.name)
         if w.max_replicas is not None and w.max_replicas < hi:
-            hi, hi_src = w.max_replicas, f"{SCHEDULE_SOURCE}/{w.name}"
+            hi, hi_src = w.max_replicas, SourceRef(SCHEDULE_SOURCE, w.name)
     conflict = ""
     if lo > hi and (lo_src != SPEC_MIN or hi_src != SPEC_MAX):
         conflict = f"floor {lo} ({lo_src}) is above cap {hi} ({hi_src}): the floor wins"
@@ -112,16 +114,16 @@ def schedule_sources(active: Sequence[ActiveWindow], bounds: Bounds) -> tuple[So
 
 
 def recommend(proposals: Sequence[SourceProposal], bounds: Bounds, active: Sequence[ActiveWindow],
-              metric_recommendation: int, metric_label: str) -> tuple[int, str]:
-    """Step 1 of the rule: (recommendation, label of the source that set it).
+              metric_recommendation: int, metric_source: SourceRef) -> tuple[int, SourceRef]:
+    """Step 1 of the rule: (recommendation, the source that set it).
 
-    ``metric_recommendation``/``metric_label`` are upstream's result over the metrics;
+    ``metric_recommendation``/``metric_source`` are upstream's result over the metrics;
     ``proposals`` are the further replica sources (only applied ones count).
     """
-    rec, label = metric_recommendation, metric_label
+    rec, label = metric_recommendation, metric_source
     for p in proposals:
         if p.applied and p.replicas is not None and p.replicas > rec:
-            rec, label = p.replicas, p.label
+            rec, label = p.replicas, p.ref
     floor = max((w.min_replicas for w in active if w.min_replicas is not None), default=None)
     if floor is not None and floor > rec:
         rec, label = floor, bounds.min_source
@@ -131,12 +133,16 @@ def recommend(proposals: Sequence[SourceProposal], bounds: Bounds, active: Seque
 
 
 _LIMIT_SOURCE = {
-    "ScaleUpLimit": "Policy/scaleUp",
-    "ScaleDownLimit": "Policy/scaleDown",
+    "ScaleUpLimit": SourceRef(SourceKind.POLICY, "scaleUp"),
+    "ScaleDownLimit": SourceRef(SourceKind.POLICY, "scaleDown"),
 }
+_SCALE_UP_LIMIT = SourceRef(SourceKind.POLICY, "scaleUpLimit")
+_DOWNSCALE = SourceRef(SourceKind.STABILIZATION, "downscale")
+_STABILIZED_DOWN = SourceRef(SourceKind.STABILIZATION, "scaleDown")
+_STABILIZED_UP = SourceRef(SourceKind.STABILIZATION, "scaleUp")
 
 
-def decided_by(winner: str, steps: Sequence[Step], bounds: Bounds, with_behavior: bool) -> str:
+def decided_by(winner: SourceRef, steps: Sequence[Step], bounds: Bounds, with_behavior: bool) -> SourceRef:
     """The source that set the final number: the last normalization step that changed it
     (stabilization, a rate policy, a bound), else the winning recommendation."""
     if not steps:
@@ -148,12 +154,12 @@ def decided_by(winner: str, steps: Sequence[Step], bounds: Bounds, with_behavior
         return bounds.max_source
     if last.reason in _LIMIT_SOURCE:
         if not with_behavior and last.reason == "ScaleUpLimit":
-            return "Policy/scaleUpLimit"
+            return _SCALE_UP_LIMIT
         return _LIMIT_SOURCE[last.reason]
     if last.stage == "stabilization":
         if not with_behavior:
-            return "Stabilization/downscale"
-        return "Stabilization/scaleDown" if last.after > last.before else "Stabilization/scaleUp"
+            return _DOWNSCALE
+        return _STABILIZED_DOWN if last.after > last.before else _STABILIZED_UP
     return winner
 
 

@@ -55,6 +55,11 @@ from .model import (
     ScheduleStatus,
     SourceProposal,
     Step,
+    ConditionType,
+    Reason,
+    SourceKind,
+    SourceRef,
+    recommendation_text,
 )
 from .normalize import normalize, store_scale_event
 from .pause import pause_rule
@@ -63,6 +68,10 @@ from .schedules import active_windows, expired_windows, next_change
 from .selector import SelectorError, matches, parse_selector
 
 _NO_SAMPLES = MetricSamples()
+#: a given recommendation (``decide(prenormalized=...)``)
+_GIVEN = SourceRef(SourceKind.RECOMMENDATION, "given")
+#: kinds of ``decided_by`` that are steps of normalization, not sources
+_NOT_SOURCES = frozenset((SourceKind.SPEC, SourceKind.STABILIZATION, SourceKind.POLICY))
 
 
 def set_condition(conds: list[Condition], ctype: str, status: str, reason: str, message: str, now: float) -> None:
@@ -120,7 +129,7 @@ class _Sync:
         text = self.scale.selector
         if not text:
             self.events.append(Event("Warning", "SelectorRequired", "selector is required"))
-            self.cond("ScalingActive", "False", "InvalidSelector", "the HPA target's scale is missing a selector")
+            self.cond(ConditionType.SCALING_ACTIVE, "False", Reason.INVALID_SELECTOR, "the HPA target's scale is missing a selector")
             self.error = "selector is required"
             return None
         try:
@@ -128,7 +137,7 @@ class _Sync:
         except SelectorError as err:
             msg = f"couldn't convert selector into a corresponding internal selector object: {err}"
             self.events.append(Event("Warning", "InvalidSelector", msg))
-            self.cond("ScalingActive", "False", "InvalidSelector", msg)
+            self.cond(ConditionType.SCALING_ACTIVE, "False", Reason.INVALID_SELECTOR, msg)
             self.error = msg
             return None
         selected = [p for p in pods if matches(reqs, p.labels)] if reqs else pods
@@ -141,7 +150,7 @@ class _Sync:
                 two = sorted([me, next(k for k in owners if k != me)])
                 msg = f"pods by selector {text} are controlled by more than one HPA (e.g. [{' '.join(two)}])"
                 self.events.append(Event("Warning", "AmbiguousSelector", msg))
-                self.cond("ScalingActive", "False", "AmbiguousSelector", msg)
+                self.cond(ConditionType.SCALING_ACTIVE, "False", Reason.AMBIGUOUS_SELECTOR, msg)
                 self.error = msg
                 return None
         return selected
@@ -159,8 +168,8 @@ class _Sync:
                 keys.add(key)
         return sorted(keys)
 
-    def metrics(self, pods: list[Pod], samples: list[MetricSamples], mem: Memory) -> tuple[int, str, str] | None:
-        """computeReplicasForMetrics: (replicas, metric name, source label), or None when the sync must stop.
+    def metrics(self, pods: list[Pod], samples: list[MetricSamples], mem: Memory) -> tuple[int, SourceRef] | None:
+        """computeReplicasForMetrics: (replicas, the source that proposed them), or None when the sync must stop.
 
         With a fallback configured (``pyhpa.core.fallback``) a failing metric past its threshold
         proposes its fallback replicas instead of being invalid; ``mem.metric_failures`` is updated."""
@@ -172,7 +181,7 @@ class _Sync:
         down, up = tolerances(hpa, self.config)
         calc = ReplicaCalculator(selected, {}, scale.spec_replicas, down, up, self.now, self.config, hpa.namespace)
         track = self.fallback
-        replicas, name, label, invalid, failed, first, first_invalid = 0, "", "", 0, 0, None, None
+        replicas, name, label, invalid, failed, first, first_invalid = 0, "", None, 0, 0, None, None
         for i, spec in enumerate(hpa.metrics):
             s = samples[i] if i < len(samples) else _NO_SAMPLES
             p = compute_proposal(calc, spec, s, scale.status_replicas)
@@ -188,12 +197,12 @@ class _Sync:
                     continue
                 self.fallbacks[i] = fb
                 if replicas == 0 or fb.replicas > replicas:
-                    replicas, name, label = fb.replicas, p.metric, fb.label
+                    replicas, name, label = fb.replicas, p.metric, fb.ref
                 continue
             if track is not None:
                 track.succeeded(spec, p.metric)
             if replicas == 0 or p.replicas > replicas:
-                replicas, name, label = p.replicas, p.metric, f"{METRIC_SOURCE}/{p.metric}"
+                replicas, name, label = p.replicas, p.metric, SourceRef(METRIC_SOURCE, p.metric)
         if first is not None:
             self.error = (
                 f"invalid metrics ({failed} invalid out of {len(hpa.metrics)}), first error is: {first.error}"
@@ -204,21 +213,21 @@ class _Sync:
             self.cond(FALLBACK_CONDITION, *track.condition())
         if invalid >= len(hpa.metrics) or (invalid > 0 and replicas < scale.spec_replicas):
             if first_invalid is not None:  # without a fallback: upstream's first failing metric
-                self.cond("ScalingActive", "False", first_invalid.reason, first_invalid.note)
+                self.cond(ConditionType.SCALING_ACTIVE, "False", first_invalid.reason, first_invalid.note)
             return None
-        if label.startswith(FALLBACK_SOURCE + "/"):
-            self.cond("ScalingActive", "True", "FallbackReplicas",
+        if label is not None and label.kind == FALLBACK_SOURCE:
+            self.cond(ConditionType.SCALING_ACTIVE, "True", Reason.FALLBACK_REPLICAS,
                       f"the replica count comes from the fallback of {name}, which is failing")
         else:
-            self.cond("ScalingActive", "True", "ValidMetricFound",
+            self.cond(ConditionType.SCALING_ACTIVE, "True", Reason.VALID_METRIC_FOUND,
                       f"the HPA was able to successfully calculate a replica count from {name}")
-        return replicas, name, label
+        return replicas, label
 
 
 def _scaled_to_zero_status(hpa: HPA) -> bool:
     """The first ScaledToZero condition is True (upstream getScaledToZeroConditionStatus)."""
     for c in hpa.conditions:
-        if c.type == "ScaledToZero":
+        if c.type == ConditionType.SCALED_TO_ZERO:
             return c.status == "True"
     return False
 
@@ -238,14 +247,14 @@ def _scaled_to_zero_condition(sync: _Sync, current: int, desired: int, min_repli
     upstream's removeCondition. Without a rescale the condition is left as it is."""
     if not sync.config.scale_to_zero:
         for i, c in enumerate(sync.conds):
-            if c.type == "ScaledToZero":
+            if c.type == ConditionType.SCALED_TO_ZERO:
                 del sync.conds[i]
                 return
         return
     if current > 0 and desired == 0 and min_replicas == 0 and _has_object_or_external(sync.hpa):
-        sync.cond("ScaledToZero", "True", "ScaledToZero", "the HPA controller scaled the workload to zero")
+        sync.cond(ConditionType.SCALED_TO_ZERO, "True", Reason.SCALED_TO_ZERO, "the HPA controller scaled the workload to zero")
     else:
-        sync.cond("ScaledToZero", "False", "NotScaledToZero", "the HPA controller did not scale the workload to zero")
+        sync.cond(ConditionType.SCALED_TO_ZERO, "False", Reason.NOT_SCALED_TO_ZERO, "the HPA controller did not scale the workload to zero")
 
 
 def decide(
@@ -273,7 +282,7 @@ def decide(
     conditions, events and ``Decision.error``, as upstream.
     """
     sync = _Sync(hpa, scale, now, config, other_selectors)
-    sync.cond("AbleToScale", "True", "SucceededGetScale", "the HPA controller was able to get the target's current scale")
+    sync.cond(ConditionType.ABLE_TO_SCALE, "True", Reason.SUCCEEDED_GET_SCALE, "the HPA controller was able to get the target's current scale")
     current = scale.spec_replicas
     mem = memory.copy()
     if mem.recommendations is None:
@@ -287,20 +296,20 @@ def decide(
     bounds = effective_bounds(hpa.min_replicas, hpa.max_replicas, active)
     if hpa.schedules:
         _schedule_condition(sync, active, bounds)
-    elif any(c.type == "ScheduleActive" for c in sync.conds):  # the windows were removed from the spec
-        sync.conds[:] = [c for c in sync.conds if c.type != "ScheduleActive"]
+    elif any(c.type == ConditionType.SCHEDULE_ACTIVE for c in sync.conds):  # the windows were removed from the spec
+        sync.conds[:] = [c for c in sync.conds if c.type != ConditionType.SCHEDULE_ACTIVE]
     out = _Outcome(bounds=bounds, active=active, sources=list(schedule_sources(active, bounds)))
     min_r, max_r = bounds.min_replicas, bounds.max_replicas
     steps: list[Step] = []
-    desired, reason, metric_name, pre = 0, "", "", None
+    desired, reason, recommended_by, pre = 0, "", None, None
     # upstream: a target at zero is only synced from zero when the HPA scaled it there
     # (ScaledToZero=True with the gate on) and it has an Object/External metric or a minReplicas > 0
     scaled_to_zero = config.scale_to_zero and _scaled_to_zero_status(hpa)
     if current == 0 and not (scaled_to_zero and (min_r != 0 or _has_object_or_external(hpa))):
         if not config.scale_to_zero:
-            sync.conds[:] = [c for c in sync.conds if c.type != "ScaledToZero"]
-        sync.cond("ScalingActive", "False", "ScalingDisabled", "scaling is disabled since the replica count of the target is zero")
-        return _finish(sync, out, current, current, False, "", mem, None, steps, "")
+            sync.conds[:] = [c for c in sync.conds if c.type != ConditionType.SCALED_TO_ZERO]
+        sync.cond(ConditionType.SCALING_ACTIVE, "False", Reason.SCALING_DISABLED, "scaling is disabled since the replica count of the target is zero")
+        return _finish(sync, out, current, current, "", mem, None, steps, None)
     if prenormalized is None and current != 0 and current > max_r:
         reason, desired = _bound_reason("above", bounds.max_source, max_r), max_r
         steps.append(Step("bounds", current, max_r, "TooManyReplicas", reason))
@@ -318,13 +327,11 @@ def decide(
                 sync.events.append(Event("Warning", "FailedComputeMetricsReplicas", sync.error or ""))
                 out.sources[:0] = _metric_sources(sync.proposals, sync.fallbacks)
                 return _failed(sync, out, current, mem, steps)
-            pre, metric_name, winner = got
-            if winner.startswith(FALLBACK_SOURCE + "/"):
-                metric_name = winner
+            pre, winner = got
             out.sources[:0] = _metric_sources(sync.proposals, sync.fallbacks)
         else:
-            pre, metric_name = prenormalized, "the given recommendation"
-            winner = f"{RECOMMENDATION_SOURCE}/given"
+            pre = prenormalized
+            winner = _GIVEN
             out.sources.insert(0, SourceProposal(source=RECOMMENDATION_SOURCE, name="given", replicas=prenormalized))
         extra = []
         if hpa.prediction is not None:
@@ -333,20 +340,19 @@ def decide(
             extra.append(_saturation(sync, out, samples, current))
         if extra or active:
             pre, winner = recommend(extra, bounds, active, pre, winner)
-            if not winner.startswith(METRIC_SOURCE + "/") and winner != f"{RECOMMENDATION_SOURCE}/given":
-                metric_name = winner
-        desired, rescale_metric = (pre, metric_name) if pre > desired else (desired, "")
+        recommended_by = winner
+        desired, rescale_by = (pre, winner) if pre > desired else (desired, None)
         if desired > current:
-            reason = f"{rescale_metric} above target"
-            if rescale_metric.startswith(FALLBACK_SOURCE + "/"):
-                reason = f"fallback for {rescale_metric.removeprefix(FALLBACK_SOURCE + '/')}"
+            reason = f"{recommendation_text(rescale_by)} above target"
+            if rescale_by is not None and rescale_by.kind == FALLBACK_SOURCE:
+                reason = f"fallback for {rescale_by.name}"
         if desired < current:
             reason = "All metrics below target"
         desired, mem.recommendations, able, limited, steps = normalize(
             current, desired, min_r, max_r, hpa.behavior, mem, now, config
         )
-        sync.cond("AbleToScale", "True", able[0], able[1])
-        sync.cond("ScalingLimited", "False" if not steps or steps[-1].stage != "limit" else "True", limited[0], limited[1])
+        sync.cond(ConditionType.ABLE_TO_SCALE, "True", able[0], able[1])
+        sync.cond(ConditionType.SCALING_LIMITED, "False" if not steps or steps[-1].stage != "limit" else "True", limited[0], limited[1])
         out.decided_by = decided_by(winner, steps, bounds, hpa.behavior is not None)
         if current == 0 and min_r != 0 and scaled_to_zero and desired < min_r:  # from zero: at least minReplicas
             reason = reason or _bound_reason("below", bounds.min_source, min_r)
@@ -355,7 +361,7 @@ def decide(
             out.decided_by = bounds.min_source
     if desired != current:
         _scaled_to_zero_condition(sync, current, desired, min_r)
-    return _finish(sync, out, current, desired, desired != current, reason, mem, pre, steps, metric_name)
+    return _finish(sync, out, current, desired, reason, mem, pre, steps, recommended_by)
 
 
 class _Outcome:
@@ -367,13 +373,13 @@ class _Outcome:
         self.bounds = bounds
         self.active = active
         self.sources = sources
-        self.decided_by = ""
+        self.decided_by: SourceRef | None = None
         self.prediction: PredictionStatus | None = None
         self.saturation: SaturationStatus | None = None
         self.pause: PauseStatus | None = None
 
 
-def _remember_window_bound(mem: Memory, source: str, bound: int, current: int, min_r: int, max_r: int, hpa: HPA,
+def _remember_window_bound(mem: Memory, source: SourceRef, bound: int, current: int, min_r: int, max_r: int, hpa: HPA,
                            now: float, config: ControllerConfig) -> None:
     """A window's floor or cap that moved the replicas (no metrics evaluated, as upstream outside its bounds)
     is recorded as this sync's recommendation, by normalization's own rule, as the syncs inside the window
@@ -384,7 +390,7 @@ def _remember_window_bound(mem: Memory, source: str, bound: int, current: int, m
     _, mem.recommendations, *_ = normalize(current, bound, min_r, max_r, hpa.behavior, mem, now, config)
 
 
-def _bound_reason(where: str, source: str, value: int) -> str:
+def _bound_reason(where: str, source: SourceRef, value: int) -> str:
     """Upstream's rescale reason for a spec bound; the window named for a schedule's."""
     if source in (SPEC_MIN, SPEC_MAX):
         return f"Current number of replicas {where} Spec.{'MaxReplicas' if where == 'above' else 'MinReplicas'}"
@@ -404,14 +410,14 @@ def _metric_sources(proposals: list[Proposal], fallbacks: dict[int, SourcePropos
 
 def _schedule_condition(sync: _Sync, active: tuple[ActiveWindow, ...], bounds: Bounds) -> None:
     if not active:
-        sync.cond("ScheduleActive", "False", "NoActiveWindow", "no schedule window is active")
+        sync.cond(ConditionType.SCHEDULE_ACTIVE, "False", Reason.NO_ACTIVE_WINDOW, "no schedule window is active")
         return
     names = ", ".join(w.name for w in active)
     message = (f"active windows: {names}; effective minReplicas {bounds.min_replicas} ({bounds.min_source}), "
                f"maxReplicas {bounds.max_replicas} ({bounds.max_source})")
     if bounds.conflict:
         message += f"; {bounds.conflict}"
-    sync.cond("ScheduleActive", "True", "FloorAndCapConflict" if bounds.conflict else "WindowActive", message)
+    sync.cond(ConditionType.SCHEDULE_ACTIVE, "True", Reason.FLOOR_AND_CAP_CONFLICT if bounds.conflict else Reason.WINDOW_ACTIVE, message)
 
 
 def _prediction(sync: _Sync, out: _Outcome, forecast: Forecast | None, current: int) -> SourceProposal:
@@ -477,11 +483,11 @@ def _failed(sync: _Sync, out: _Outcome, current: int, mem: Memory, steps: list[S
     annotation still moves the target to its count)."""
     pause = sync.hpa.pause
     if pause is not None and pause.replicas is not None and pause.replicas != current:
-        return _finish(sync, out, current, current, False, "", mem, None, steps, "")
+        return _finish(sync, out, current, current, "", mem, None, steps, None)
     _pause(sync, out, current, current, "", steps)
     status = _status(sync, out, current, _previous_desired(sync), sync.hpa.last_scale_time, mem)
-    return _decision(sync, out, current=current, desired=current, rescale=False, reason="", mem=mem, pre=None,
-                     steps=steps, metric_name="", status=status, without_event=mem)
+    return _decision(sync, out, current=current, desired=current, reason="", mem=mem, pre=None,
+                     steps=steps, recommended_by=None, status=status, without_event=mem)
 
 
 def _previous_desired(sync: _Sync) -> int:
@@ -507,35 +513,44 @@ def _status(sync: _Sync, out: _Outcome, current: int, desired: int, last_scale: 
                      metric_health=health, saturation=out.saturation, pause=out.pause)
 
 
-def _decision(sync: _Sync, out: _Outcome, *, current: int, desired: int, rescale: bool, reason: str, mem: Memory,
-              pre: int | None, steps: list[Step], metric_name: str, status: HPAStatus,
+def _decision(sync: _Sync, out: _Outcome, *, current: int, desired: int, reason: str, mem: Memory,
+              pre: int | None, steps: list[Step], recommended_by: SourceRef | None, status: HPAStatus,
               without_event: Memory) -> Decision:
     return Decision(
-        current_replicas=current, desired_replicas=desired, rescale=rescale, rescale_reason=reason,
-        proposals=sync.proposals, prenormalized=pre, steps=steps, conditions=sync.conds, events=sync.events,
-        memory=mem, status=status, error=sync.error, metric_name=metric_name, memory_without_event=without_event,
-        sources=tuple(out.sources), decided_by=out.decided_by, min_replicas_effective=out.bounds.min_replicas,
-        max_replicas_effective=out.bounds.max_replicas, active_schedules=tuple(w.name for w in out.active),
+        current_replicas=current, desired_replicas=desired, rescale_reason=reason,
+        proposals=sync.proposals, prenormalized=pre, steps=steps, events=sync.events,
+        memory=mem, status=status, error=sync.error, memory_without_event=without_event,
+        sources=_with_winner(out.sources, out.decided_by), decided_by=out.decided_by, recommended_by=recommended_by,
+        min_replicas_effective=out.bounds.min_replicas, max_replicas_effective=out.bounds.max_replicas,
     )
 
 
-def _finish(sync: _Sync, out: _Outcome, current: int, desired: int, rescale: bool, reason: str, mem: Memory,
-            pre: int | None, steps: list[Step], metric_name: str) -> Decision:
+def _with_winner(sources: list[SourceProposal], winner: SourceRef | None) -> tuple[SourceProposal, ...]:
+    """The sources, the one that set the final number (``winner``) marked ``won``."""
+    if winner is not None and winner.kind not in _NOT_SOURCES:
+        for i, s in enumerate(sources):
+            if s.source == winner.kind and s.name == winner.name:
+                sources[i] = replace(s, won=True)
+                break
+    return tuple(sources)
+
+
+def _finish(sync: _Sync, out: _Outcome, current: int, desired: int, reason: str, mem: Memory,
+            pre: int | None, steps: list[Step], recommended_by: SourceRef | None) -> Decision:
     without_event = mem
     last_scale = sync.hpa.last_scale_time
     if sync.hpa.pause is not None or sync.conds and _was_paused(sync.conds):
         desired, reason = _pause(sync, out, current, desired, reason, steps)
-        rescale = desired != current
-    if rescale:
-        sync.cond("AbleToScale", "True", "SucceededRescale", f"the HPA controller was able to update the target scale to {desired}")
+    if desired != current:
+        sync.cond(ConditionType.ABLE_TO_SCALE, "True", Reason.SUCCEEDED_RESCALE, f"the HPA controller was able to update the target scale to {desired}")
         sync.events.append(Event("Normal", "SuccessfulRescale", f"New size: {desired}; reason: {reason}"))
         mem = store_scale_event(mem, sync.hpa.behavior, current, desired, sync.now)
         last_scale = sync.now
     else:
         desired = current
     status = _status(sync, out, current, desired, last_scale, mem)
-    return _decision(sync, out, current=current, desired=desired, rescale=rescale, reason=reason, mem=mem, pre=pre,
-                     steps=steps, metric_name=metric_name, status=status, without_event=without_event)
+    return _decision(sync, out, current=current, desired=desired, reason=reason, mem=mem, pre=pre,
+                     steps=steps, recommended_by=recommended_by, status=status, without_event=without_event)
 
 
 def _was_paused(conds: list[Condition]) -> bool:
@@ -573,7 +588,7 @@ def _pause(sync: _Sync, out: _Outcome, current: int, desired: int, reason: str,
         if got.desired != current:
             reason = got.message
     if got.holds or got.desired != desired:
-        out.decided_by = got.source.label
+        out.decided_by = got.source.ref
     message = got.message + (f"; ignored {problems}" if problems else "")
     sync.cond(PAUSED_CONDITION, "True", got.reason, message)
     if before is None or before.status != "True":
@@ -594,7 +609,7 @@ def rescale_failed(decision: Decision, hpa: HPA, message: str, now: float) -> De
     """
     conds = list(decision.conditions)
     _restore_scaled_to_zero(conds, hpa)  # upstream sets ScaledToZero only after a successful update
-    set_condition(conds, "AbleToScale", "False", "FailedUpdateScale",
+    set_condition(conds, ConditionType.ABLE_TO_SCALE, "False", Reason.FAILED_UPDATE_SCALE,
                   f"the HPA controller was unable to update the target scale: {message}", now)
     events = [e for e in decision.events if e.reason != "SuccessfulRescale"]
     events.append(Event("Warning", "FailedRescale",
@@ -603,7 +618,7 @@ def rescale_failed(decision: Decision, hpa: HPA, message: str, now: float) -> De
     status = replace(decision.status, conditions=tuple(conds), desired_replicas=previous,
                      last_scale_time=hpa.last_scale_time)
     mem = decision.memory_without_event or decision.memory
-    return replace(decision, desired_replicas=decision.current_replicas, rescale=False, conditions=conds,
+    return replace(decision, desired_replicas=decision.current_replicas,
                    events=events, memory=mem, status=status, error=f"failed to rescale: {message}",
                    memory_without_event=mem)
 
@@ -613,7 +628,7 @@ def _restore_scaled_to_zero(conds: list[Condition], hpa: HPA) -> None:
     a condition the sync removed (gate off) goes back after the conditions that preceded it."""
     before = next((o for o in hpa.conditions if o.type == "ScaledToZero"), None)
     for i, c in enumerate(conds):
-        if c.type == "ScaledToZero":
+        if c.type == ConditionType.SCALED_TO_ZERO:
             if before is None:
                 del conds[i]
             else:

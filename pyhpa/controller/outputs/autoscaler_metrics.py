@@ -35,8 +35,7 @@ from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamil
 from prometheus_client.utils import floatToGoString
 
 from ...core import Decision, metric_key
-from ...core.model import (FALLBACK_SOURCE, PREDICTING, PREDICTION_ACTIVE, SATURATION_ACTIVE, UTILIZATION,
-                          Proposal)
+from ...core.model import UTILIZATION, Proposal, SourceKind, SourceRef
 
 PREFIX = "pyhpa_autoscaler_"
 LABELS = ("namespace", "name")
@@ -100,11 +99,13 @@ def _target(p: Proposal) -> float | None:
     return None if milli is None else milli / 1000.0
 
 
-def _condition(decision: Decision, ctype: str) -> Any:
-    for c in decision.conditions:
-        if c.type == ctype:
-            return c
-    return None
+def _active(decision: Decision, kind: SourceKind, before: int | None) -> int:
+    """1 while the source of ``kind`` asks for something and it counts (active and applied), else 0; as ``before``
+    (0 for none) when this sync stopped before the source was evaluated."""
+    s = decision.source(kind)
+    if s is None:
+        return before or 0
+    return 1 if s.active and s.applied else 0
 
 
 class _Record:
@@ -123,7 +124,7 @@ class _Record:
         self.last_sync: float | None = None
         self.period: float | None = None
         self.replicas: tuple | None = None
-        self.decided_by: str | None = None
+        self.decided_by: SourceRef | None = None
         self.specs: tuple = ()
         self.metrics: tuple = ()
         self.prediction: tuple | None = None
@@ -193,16 +194,16 @@ class AutoscalerMetrics:
     def _decided(rec: _Record, a: Any, d: Decision, predictions: Any) -> None:
         fallback = 0
         for s in d.sources:
-            if s.source == FALLBACK_SOURCE and s.applied and s.replicas is not None:
+            if s.source == SourceKind.FALLBACK and s.applied and s.active:
                 fallback = 1
                 break
         replicas = (d.current_replicas, d.desired_replicas, d.min_replicas_effective, d.max_replicas_effective,
                     1 if d.status.pause is not None else 0, fallback)
         if replicas != rec.replicas:
             rec.replicas = replicas
-        label = d.decided_by or "None"
-        if label != rec.decided_by:
-            rec.decided_by = label
+        by = d.decided_by
+        if by != rec.decided_by:
+            rec.decided_by = by
         proposals = d.proposals
         specs = tuple(p.spec for p in proposals)
         if specs != rec.specs:  # the metric keys and targets change with the spec only
@@ -217,15 +218,14 @@ class AutoscalerMetrics:
         else:
             i = hpa.prediction.metric
             key = metric_key(hpa.metrics[i]) if 0 <= i < len(hpa.metrics) else f"metrics[{i}]"
-            c = _condition(d, PREDICTION_ACTIVE)
+            before = rec.prediction[1] if rec.prediction is not None else None
             ps = d.status.prediction
             forecast = None if ps is None or ps.forecast_milli is None else ps.forecast_milli / 1000
             observed, wape = predictions.figures(a.key) if predictions is not None else (None, None)
-            rec.prediction = (key, 1 if c is not None and c.reason == PREDICTING else 0, forecast,
+            rec.prediction = (key, _active(d, SourceKind.PREDICTION, before), forecast,
                               None if observed is None else observed / 1000.0, wape)
         if hpa is not None and hpa.saturation is not None:
-            c = _condition(d, SATURATION_ACTIVE)
-            rec.saturated = 1 if c is not None and c.status == "True" else 0
+            rec.saturated = _active(d, SourceKind.SATURATION, rec.saturated)
         else:
             rec.saturated = None
 
@@ -287,8 +287,10 @@ class AutoscalerMetrics:
             if rec.replicas is not None:
                 for family, v in zip(replica, rec.replicas):
                     family.add_metric(own, v)
-            if rec.decided_by is not None:
-                decided.add_metric(own, {"source": rec.decided_by.split("/", 1)[0], "decided_by": rec.decided_by})
+            if rec.replicas is not None:
+                by = rec.decided_by
+                decided.add_metric(own, {"source": "None" if by is None else by.kind.value,
+                                         "decided_by": "None" if by is None else str(by)})
             for key, v, t in rec.metrics:
                 if v is not None:
                     value.add_metric([ns, name, key], v)
@@ -338,10 +340,11 @@ class AutoscalerMetrics:
             if rec.replicas is not None:
                 for (family, _), lines, v in zip(_REPLICA_GAUGES, replica, rec.replicas):
                     lines.append(f"{PREFIX}{family}{own}{go(v)}\n")
-            if rec.decided_by is not None:
+            if rec.replicas is not None:
                 by = rec.decided_by
-                decided.append(f'{PREFIX}decided_by_info{{decided_by="{_label(by)}",name="{n}",namespace="{s}",'
-                               f'source="{_label(by.split("/", 1)[0])}"}} 1.0\n')
+                text, kind = ("None", "None") if by is None else (str(by), by.kind.value)
+                decided.append(f'{PREFIX}decided_by_info{{decided_by="{_label(text)}",name="{n}",namespace="{s}",'
+                               f'source="{_label(kind)}"}} 1.0\n')
             for key, v, t in rec.metrics:
                 labels = f'{{metric="{_label(key)}",name="{n}",namespace="{s}"}} '
                 if v is not None:

@@ -97,9 +97,9 @@ def _target(a: Autoscaler) -> str:
 
 
 def decided_by(decision: Decision) -> str:
-    """The source that set the final replica count: the core's ``Decision.decided_by`` (``Source/name``, e.g.
-    ``Metric/cpu resource utilization (percentage of request)``, ``Schedule/business-hours``)."""
-    return decision.decided_by or decision.metric_name or "-"
+    """The source that set the final replica count: the core's ``Decision.decided_by`` as text (``Kind/name``, e.g.
+    ``Metric/cpu resource utilization (percentage of request)``, ``Schedule/business-hours``), "-" without one."""
+    return "-" if decision.decided_by is None else str(decision.decided_by)
 
 
 def log_rescale(a: Autoscaler, decision: Decision) -> None:
