@@ -17,6 +17,8 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import httpx2
+import msgspec
+import msgspec.inspect
 from lightkube.utils.quantity import parse_quantity
 
 from ..core.calculator import trunc_div, wrap_int64
@@ -409,6 +411,46 @@ def extension_fields(d: Any, keys: tuple[str, ...], field: str) -> dict:
     if unknown:
         raise InputError(f"unknown field (known: {', '.join(keys)})", field=f"{field}.{unknown[0]}")
     return d
+
+
+def api_section(d: Any, cls: type, field: str) -> Any:
+    """An extension field of the API (``spec.prediction``, ``spec.saturation``: a ``pyhpa.api.v1alpha1`` struct)
+    read from its mapping (None: ``{}``, all defaults): the one reading of every such field. Each key must be one of
+    the struct's (``extension_fields``) and of its type: an integer as the API server takes ``type: integer``
+    (``api_integer``), a number, a string (an enum's value is checked by the core's rule); an absent or null key
+    takes the struct's default. Limits are the core's to check (``check_prediction``, ``check_saturation``).
+    Raises InputError naming ``field.key``."""
+    info = _struct_info(cls)
+    d = extension_fields(d, tuple(name for name, _, _ in info), field)
+    values = {}
+    for encoded, attr, kind in info:
+        value = d.get(encoded)
+        if value is None:
+            continue
+        if kind is msgspec.inspect.IntType:
+            value = _integer(value, f"{field}.{encoded}")
+        elif kind is msgspec.inspect.FloatType:
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise InputError(f"must be a number, got {value!r}", field=f"{field}.{encoded}")
+            value = float(value)
+        elif not isinstance(value, str):
+            raise InputError(f"must be a string, got {value!r}", field=f"{field}.{encoded}")
+        values[attr] = value
+    return cls(**values)
+
+
+@lru_cache(maxsize=None)
+def _struct_info(cls: type) -> tuple[tuple[str, str, type], ...]:
+    """(wire name, attribute, msgspec.inspect type class) of each field of a flat API struct."""
+    out = []
+    for f in msgspec.inspect.type_info(cls).fields:
+        t = f.type
+        if isinstance(t, msgspec.inspect.UnionType):
+            t = next(x for x in t.types if not isinstance(x, msgspec.inspect.NoneType))
+        if isinstance(t, msgspec.inspect.Metadata):
+            t = t.type
+        out.append((f.encode_name, f.name, type(t)))
+    return tuple(out)
 
 
 def api_integer(d: dict, key: str, default: Any, field: str) -> int:

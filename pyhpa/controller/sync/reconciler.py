@@ -255,11 +255,8 @@ class Reconciler:
         memory = relevant_memory(decision.memory, a.hpa, a.config, now)
         self.memory.save(a, memory)
         self.monitor.desired(a.namespace, a.name, decision.desired_replicas)
-        status = status_from_decision(decision, a.generation, a.hpa)
-        if self.predictions is not None:
-            section = self.predictions.status(a, decision)
-            if section is not None:
-                status["prediction"] = section
+        fit = self.predictions.fit(a.key) if self.predictions is not None and a.hpa.prediction is not None else None
+        status = status_from_decision(decision, a.generation, a.hpa, fit)
         stored = a.status
         self._say(a, status, decision.events, list(checks), now, stored)  # before the status write, as upstream
         await self.status.write(a, status, memory, decision, stored)
