@@ -80,6 +80,12 @@ _HELP = {
                    "FailedGetScale, FailedRescale, InvalidSpec, ...; APIError when an API call failed otherwise).",
 }
 _UPSTREAM_DESIRED_HELP = "Current desired replica count for HPA objects."
+#: family names
+_REPLICA_NAMES = tuple(PREFIX + name for name, _ in _REPLICA_GAUGES)
+_VALUE, _TARGET, _DECIDED = PREFIX + "metric_value", PREFIX + "metric_target", PREFIX + "decided_by"
+_PREDICTING, _SATURATED, _WAPE = PREFIX + "predicting", PREFIX + "saturated", PREFIX + "prediction_wape_ratio"
+_LAST_SYNC, _PERIOD = PREFIX + "last_sync_timestamp_seconds", PREFIX + "sync_period_seconds"
+_FORECAST, _OBSERVED, _ERRORS = PREFIX + "prediction_forecast", PREFIX + "prediction_observed", PREFIX + "sync_errors"
 
 
 def _value(p: Proposal) -> float | None:
@@ -262,54 +268,62 @@ class AutoscalerMetrics:
         finally:
             self._apart = False
 
+    def _walk(self) -> Iterator[tuple[str, str, tuple[tuple[str, str], ...], float, float | None]]:
+        """Every sample of every recorded autoscaler, once, for both renderers: (family name, sample name, labels
+        as (name, value) pairs sorted by name, value, the counter's created time or None)."""
+        for (ns, name), rec in list(self._records.items()):
+            own = (("name", name), ("namespace", ns))
+            if rec.upstream_desired is not None:
+                yield UPSTREAM_DESIRED, UPSTREAM_DESIRED, (("hpa_name", name), ("namespace", ns)), \
+                    rec.upstream_desired, None
+            if rec.last_sync is None:  # only upstream's gauge so far
+                continue
+            yield _LAST_SYNC, _LAST_SYNC, own, rec.last_sync, None
+            if rec.period is not None:
+                yield _PERIOD, _PERIOD, own, rec.period, None
+            if rec.replicas is not None:
+                for family, v in zip(_REPLICA_NAMES, rec.replicas):
+                    yield family, family, own, v, None
+                by = rec.decided_by
+                text, kind = ("None", "None") if by is None else (str(by), by.kind.value)
+                yield _DECIDED, _DECIDED + "_info", (("decided_by", text), *own, ("source", kind)), 1.0, None
+            for key, v, t in rec.metrics:
+                labels = (("metric", key), *own)
+                if v is not None:
+                    yield _VALUE, _VALUE, labels, v, None
+                if t is not None:
+                    yield _TARGET, _TARGET, labels, t, None
+            if rec.prediction is not None:
+                key, on, fc, ob, w = rec.prediction
+                yield _PREDICTING, _PREDICTING, own, on, None
+                labels = (("metric", key), *own)
+                if fc is not None:
+                    yield _FORECAST, _FORECAST, labels, fc, None
+                if ob is not None:
+                    yield _OBSERVED, _OBSERVED, labels, ob, None
+                if w is not None:
+                    yield _WAPE, _WAPE, own, w, None
+            if rec.saturated is not None:
+                yield _SATURATED, _SATURATED, own, rec.saturated, None
+            if rec.errors:
+                for reason, (count, first) in rec.errors.items():
+                    yield _ERRORS, _ERRORS + "_total", (*own, ("reason", reason)), count, first
+
     def collect(self) -> Iterator[Metric]:
         """Every series of every recorded autoscaler (called by the registry at each scrape)."""
         if self._apart:
             return iter(())
         families = {f.name: f for f in self._families()}
-        replica = [families[PREFIX + name] for name, _ in _REPLICA_GAUGES]
-        value, target = families[PREFIX + "metric_value"], families[PREFIX + "metric_target"]
-        decided = families[PREFIX + "decided_by"]
-        predicting, saturated = families[PREFIX + "predicting"], families[PREFIX + "saturated"]
-        wape, last_sync = families[PREFIX + "prediction_wape_ratio"], families[PREFIX + "last_sync_timestamp_seconds"]
-        period = families[PREFIX + "sync_period_seconds"]
-        forecast, observed = families[PREFIX + "prediction_forecast"], families[PREFIX + "prediction_observed"]
-        errors, upstream = families[PREFIX + "sync_errors"], families[UPSTREAM_DESIRED]
-        for (ns, name), rec in list(self._records.items()):
-            own = [ns, name]
-            if rec.upstream_desired is not None:
-                upstream.add_metric(own, rec.upstream_desired)
-            if rec.last_sync is None:  # only upstream's gauge so far
-                continue
-            last_sync.add_metric(own, rec.last_sync)
-            if rec.period is not None:
-                period.add_metric(own, float(rec.period))
-            if rec.replicas is not None:
-                for family, v in zip(replica, rec.replicas):
-                    family.add_metric(own, v)
-            if rec.replicas is not None:
-                by = rec.decided_by
-                decided.add_metric(own, {"source": "None" if by is None else by.kind.value,
-                                         "decided_by": "None" if by is None else str(by)})
-            for key, v, t in rec.metrics:
-                if v is not None:
-                    value.add_metric([ns, name, key], v)
-                if t is not None:
-                    target.add_metric([ns, name, key], t)
-            if rec.prediction is not None:
-                key, on, fc, ob, w = rec.prediction
-                predicting.add_metric(own, on)
-                if fc is not None:
-                    forecast.add_metric([ns, name, key], fc)
-                if ob is not None:
-                    observed.add_metric([ns, name, key], ob)
-                if w is not None:
-                    wape.add_metric(own, w)
-            if rec.saturated is not None:
-                saturated.add_metric(own, rec.saturated)
-            if rec.errors:
-                for reason, (count, first) in rec.errors.items():
-                    errors.add_metric([ns, name, reason], count, created=first)
+        for family, _, labels, value, created in self._walk():
+            f = families[family]
+            named = dict(labels)
+            if family == _DECIDED:
+                f.add_metric([named["namespace"], named["name"]], {"source": named["source"],
+                                                                  "decided_by": named["decided_by"]})
+            elif created is not None:
+                f.add_metric([named[k] for k in f._labelnames], value, created=created)
+            else:
+                f.add_metric([named[k] for k in f._labelnames], value)
         return iter(families.values())
 
     def render(self) -> str:
@@ -317,57 +331,13 @@ class AutoscalerMetrics:
         per family its ``# HELP`` and ``# TYPE`` lines, then its samples (labels sorted by name, values as
         ``floatToGoString``); the counter's ``_created`` samples in a gauge family after it."""
         out: dict[str, list[str]] = {f.name: [] for f in self._families()}
-        replica = [out[PREFIX + name] for name, _ in _REPLICA_GAUGES]
-        value, target = out[PREFIX + "metric_value"], out[PREFIX + "metric_target"]
-        decided = out[PREFIX + "decided_by"]
-        predicting, saturated = out[PREFIX + "predicting"], out[PREFIX + "saturated"]
-        wape, last_sync = out[PREFIX + "prediction_wape_ratio"], out[PREFIX + "last_sync_timestamp_seconds"]
-        period = out[PREFIX + "sync_period_seconds"]
-        forecast, observed = out[PREFIX + "prediction_forecast"], out[PREFIX + "prediction_observed"]
-        errors, upstream = out[PREFIX + "sync_errors"], out[UPSTREAM_DESIRED]
         created: list[str] = []
         go = floatToGoString
-        for (ns, name), rec in list(self._records.items()):
-            n, s = _label(name), _label(ns)
-            own = f'{{name="{n}",namespace="{s}"}} '
-            if rec.upstream_desired is not None:
-                upstream.append(f'{UPSTREAM_DESIRED}{{hpa_name="{n}",namespace="{s}"}} {go(rec.upstream_desired)}\n')
-            if rec.last_sync is None:
-                continue
-            last_sync.append(f"{PREFIX}last_sync_timestamp_seconds{own}{go(rec.last_sync)}\n")
-            if rec.period is not None:
-                period.append(f"{PREFIX}sync_period_seconds{own}{go(rec.period)}\n")
-            if rec.replicas is not None:
-                for (family, _), lines, v in zip(_REPLICA_GAUGES, replica, rec.replicas):
-                    lines.append(f"{PREFIX}{family}{own}{go(v)}\n")
-            if rec.replicas is not None:
-                by = rec.decided_by
-                text, kind = ("None", "None") if by is None else (str(by), by.kind.value)
-                decided.append(f'{PREFIX}decided_by_info{{decided_by="{_label(text)}",name="{n}",namespace="{s}",'
-                               f'source="{_label(kind)}"}} 1.0\n')
-            for key, v, t in rec.metrics:
-                labels = f'{{metric="{_label(key)}",name="{n}",namespace="{s}"}} '
-                if v is not None:
-                    value.append(f"{PREFIX}metric_value{labels}{go(v)}\n")
-                if t is not None:
-                    target.append(f"{PREFIX}metric_target{labels}{go(t)}\n")
-            if rec.prediction is not None:
-                key, on, fc, ob, w = rec.prediction
-                predicting.append(f"{PREFIX}predicting{own}{go(on)}\n")
-                labels = f'{{metric="{_label(key)}",name="{n}",namespace="{s}"}} '
-                if fc is not None:
-                    forecast.append(f"{PREFIX}prediction_forecast{labels}{go(fc)}\n")
-                if ob is not None:
-                    observed.append(f"{PREFIX}prediction_observed{labels}{go(ob)}\n")
-                if w is not None:
-                    wape.append(f"{PREFIX}prediction_wape_ratio{own}{go(w)}\n")
-            if rec.saturated is not None:
-                saturated.append(f"{PREFIX}saturated{own}{go(rec.saturated)}\n")
-            if rec.errors:
-                for reason, (count, first) in rec.errors.items():
-                    labels = f'{{name="{n}",namespace="{s}",reason="{_label(reason)}"}} '
-                    errors.append(f"{PREFIX}sync_errors_total{labels}{go(count)}\n")
-                    created.append(f"{PREFIX}sync_errors_created{labels}{go(first)}\n")
+        for family, sample, labels, value, first in self._walk():
+            text = ",".join(f'{k}="{_label(v)}"' for k, v in labels)
+            out[family].append(f"{sample}{{{text}}} {go(value)}\n")
+            if first is not None:
+                created.append(f"{family}_created{{{text}}} {go(first)}\n")
         text: list[str] = []
         for family in self._families():
             name, kind = family.name, family.type

@@ -29,6 +29,7 @@ from ...adapters.parse import format_time
 from ...api.status import PREDICTION_FIGURES as STATUS_FIGURES, prediction_section  # noqa: F401 (re-exported)
 from ...adapters.promql import PROMETHEUS, RangeQueryError, query_range, range_step
 from ...core import Decision, Forecast, MetricSamples, PredictionSpec
+from ...core.selector import SelectorError, parse_selector
 from ...forecast import HISTORY_UNAVAILABLE
 from ..cache.autoscaler import Autoscaler, MetricQuery
 
@@ -51,14 +52,20 @@ def _regex_literal(text: str) -> str:
     return re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", text)
 
 
+#: a label name PromQL takes in a matcher
+_PROM_LABEL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def _matchers(selector: str) -> str:
-    """Equality requirements of a label selector text (``a=b,c=d``) as PromQL matchers; others are left out."""
-    out = []
-    for part in (selector or "").split(","):
-        m = re.fullmatch(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*==?\s*([^=!,]*)\s*", part)
-        if m:
-            out.append(f'{m.group(1)}="{_label_value(m.group(2))}"')
-    return "".join("," + m for m in out)
+    """The equality requirements of a label selector text (``a=b,c=d``, read by the one selector parser,
+    ``pyhpa.core.selector``) as PromQL matchers; other requirements, label names PromQL does not take, and a
+    selector that does not parse are left out."""
+    try:
+        reqs = parse_selector(selector or "")
+    except SelectorError:
+        return ""
+    return "".join(f',{key}="{_label_value(value)}"' for op, key, value in reqs
+                   if op == "=" and _PROM_LABEL.fullmatch(key))
 
 
 def default_history_query(a: Autoscaler, index: int) -> tuple[str, str] | None:
