@@ -8,12 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import math
+
+from .combine import prediction_proposal
 from .metrics import metric_index_problem
-from .model import METRIC_SOURCE_TYPES, PREDICTION_MODES, MetricSpec, PredictionSpec
+from .model import (ENFORCE, HPA, METRIC_SOURCE_TYPES, NOT_PREDICTABLE, OBSERVING, PREDICTING, PREDICTION_ACTIVE,
+                    PREDICTION_MODES, MetricSpec, PredictionSpec, PredictionStatus, SourceKind)
+from .sources import Outcome, SourceInputs
 
 __all__ = [
     "FORECASTABLE_TYPES", "MAX_QUANTILE", "MIN_HISTORY_SECONDS", "MIN_LEAD_SECONDS", "MIN_QUANTILE",
-    "MIN_REFRESH_SECONDS", "check_prediction",
+    "MIN_REFRESH_SECONDS", "PredictionSource", "check_prediction",
 ]
 
 #: Shortest ``historySeconds`` (s): two hours, the least history a fit can find anything in.
@@ -67,3 +72,38 @@ def check_prediction(spec: PredictionSpec, metrics: Sequence[MetricSpec] | None 
 def _num(x: float) -> str:
     """A number of seconds as written: ``7200`` for 7200 or 7200.0, ``0.5`` for 0.5."""
     return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+class PredictionSource:
+    """The Prediction source (``spec.prediction``): the forecast's proposal (``pyhpa.core.combine.prediction_proposal``),
+    the ``PredictionActive`` condition and ``status.prediction``."""
+
+    kind = SourceKind.PREDICTION
+
+    def enabled(self, hpa: HPA, given: bool) -> bool:
+        return hpa.prediction is not None
+
+    def evaluate(self, inputs: SourceInputs) -> Outcome:
+        hpa, forecast = inputs.hpa, inputs.forecast
+        spec = hpa.prediction
+        assert spec is not None
+        down, up = inputs.tolerances
+        name = inputs.metric_name(spec.metric) if 0 <= spec.metric < len(hpa.metrics) else f"metrics[{spec.metric}]"
+        p, provisioned = prediction_proposal(hpa, forecast, inputs.pods, inputs.current, down, up, name)
+        if p.replicas is None:
+            reason = p.error or NOT_PREDICTABLE
+            condition = (PREDICTION_ACTIVE, "False", reason, p.note or "the prediction stepped aside")
+        elif spec.mode != ENFORCE:
+            reason = OBSERVING
+            condition = (PREDICTION_ACTIVE, "False", reason,
+                         f"Observe mode: the forecast asks for {p.replicas} replicas; not applied")
+        else:
+            reason = PREDICTING
+            condition = (PREDICTION_ACTIVE, "True", reason,
+                         f"the forecast over the next {spec.lead_seconds}s asks for {p.replicas} replicas")
+        status = PredictionStatus(
+            forecast_milli=None if forecast is None else forecast.total_milli,
+            expected_milli=None if forecast is None else forecast.expected_milli,
+            provisioned_milli=None if provisioned is None else math.ceil(provisioned - 1e-9),
+            replicas=p.replicas, reason=reason, mode=spec.mode)
+        return Outcome(proposal=p, condition=condition, section=("prediction", status))

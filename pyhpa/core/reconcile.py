@@ -63,11 +63,15 @@ from .model import (
 )
 from .normalize import normalize, store_scale_event
 from .pause import pause_rule
-from .saturation import saturation_metric, saturation_proposal
+from .prediction import PredictionSource
+from .saturation import SaturationSource
+from .sources import Source, SourceInputs
 from .schedules import active_windows, expired_windows, next_change
 from .selector import SelectorError, matches, parse_selector
 
 _NO_SAMPLES = MetricSamples()
+#: the sources of replica proposals beside the metrics, in the order of docs/combination.md
+PROPOSAL_SOURCES: tuple[Source, ...] = (PredictionSource(), SaturationSource())
 #: a given recommendation (``decide(prenormalized=...)``)
 _GIVEN = SourceRef(SourceKind.RECOMMENDATION, "given")
 #: kinds of ``decided_by`` that are steps of normalization, not sources
@@ -333,11 +337,7 @@ def decide(
             pre = prenormalized
             winner = _GIVEN
             out.sources.insert(0, SourceProposal(source=RECOMMENDATION_SOURCE, name="given", replicas=prenormalized))
-        extra = []
-        if hpa.prediction is not None:
-            extra.append(_prediction(sync, out, forecast, current))
-        if hpa.saturation is not None and prenormalized is None:
-            extra.append(_saturation(sync, out, samples, current))
+        extra = _evaluate(sync, out, samples, current, forecast, prenormalized is not None)
         if extra or active:
             pre, winner = recommend(extra, bounds, active, pre, winner)
         recommended_by = winner
@@ -367,16 +367,15 @@ def decide(
 class _Outcome:
     """What the combination rule adds to a sync: bounds, active windows, sources, the decider."""
 
-    __slots__ = ("bounds", "active", "sources", "decided_by", "prediction", "saturation", "pause")
+    __slots__ = ("bounds", "active", "sources", "decided_by", "sections")
 
     def __init__(self, bounds: Bounds, active: tuple[ActiveWindow, ...], sources: list[SourceProposal]):
         self.bounds = bounds
         self.active = active
         self.sources = sources
         self.decided_by: SourceRef | None = None
-        self.prediction: PredictionStatus | None = None
-        self.saturation: SaturationStatus | None = None
-        self.pause: PauseStatus | None = None
+        #: ``HPAStatus`` sections of the sources (field name -> value)
+        self.sections: dict = {}
 
 
 def _remember_window_bound(mem: Memory, source: SourceRef, bound: int, current: int, min_r: int, max_r: int, hpa: HPA,
@@ -420,62 +419,29 @@ def _schedule_condition(sync: _Sync, active: tuple[ActiveWindow, ...], bounds: B
     sync.cond(ConditionType.SCHEDULE_ACTIVE, "True", Reason.FLOOR_AND_CAP_CONFLICT if bounds.conflict else Reason.WINDOW_ACTIVE, message)
 
 
-def _prediction(sync: _Sync, out: _Outcome, forecast: Forecast | None, current: int) -> SourceProposal:
-    """The Prediction source, its PredictionActive condition and status."""
+def _evaluate(sync: _Sync, out: _Outcome, samples: list[MetricSamples], current: int, forecast: Forecast | None,
+              given: bool) -> list[SourceProposal]:
+    """Every enabled source of ``PROPOSAL_SOURCES``, in order, each ``Outcome`` applied: its proposal joins the
+    sources (and is returned for the recommendation), its status section, events and condition are the sync's."""
     hpa = sync.hpa
-    spec = hpa.prediction
-    assert spec is not None
-    down, up = tolerances(hpa, sync.config)
-    name = _metric_name(sync, spec.metric) if 0 <= spec.metric < len(hpa.metrics) else f"metrics[{spec.metric}]"
-    p, provisioned = prediction_proposal(hpa, forecast, sync.selected, current, down, up, name)
-    out.sources.append(p)
-    total = None if forecast is None else forecast.total_milli
-    expected = None if forecast is None else forecast.expected_milli
-    if p.replicas is None:
-        reason = p.error or NOT_PREDICTABLE
-        sync.cond(PREDICTION_ACTIVE, "False", reason, p.note or "the prediction stepped aside")
-    elif spec.mode != ENFORCE:
-        reason = OBSERVING
-        sync.cond(PREDICTION_ACTIVE, "False", reason,
-                  f"Observe mode: the forecast asks for {p.replicas} replicas; not applied")
-    else:
-        reason = PREDICTING
-        sync.cond(PREDICTION_ACTIVE, "True", reason,
-                  f"the forecast over the next {spec.lead_seconds}s asks for {p.replicas} replicas")
-    out.prediction = PredictionStatus(forecast_milli=total, expected_milli=expected,
-                                      provisioned_milli=None if provisioned is None else math.ceil(provisioned - 1e-9),
-                                      replicas=p.replicas, reason=reason, mode=spec.mode)
-    return p
-
-
-def _metric_name(sync: _Sync, i: int) -> str:
-    """``spec.metrics[i]`` as upstream names it in messages (``describe``; the sync's proposal has it already)."""
-    return sync.proposals[i].metric if i < len(sync.proposals) else describe(sync.hpa.metrics[i])
-
-
-def _saturation(sync: _Sync, out: _Outcome, samples: list[MetricSamples], current: int) -> SourceProposal:
-    """The Saturation source (``pyhpa.core.saturation``), its SaturationActive condition, its status, and a
-    Warning event when the pods become pinned."""
-    hpa = sync.hpa
-    spec = hpa.saturation
-    assert spec is not None
-    i = saturation_metric(spec, hpa.metrics)
-    if i is None:  # an object the adapter would refuse: say so, never raise
-        p = SourceProposal(source=SATURATION_SOURCE, name="cpu", applied=False, error=NO_CPU_SAMPLES,
-                           note="spec.saturation watches no Resource or ContainerResource cpu metric")
-        st = SaturationStatus(reason=NO_CPU_SAMPLES, message=p.note, mode=spec.mode)
-    else:
-        s = samples[i] if i < len(samples) else _NO_SAMPLES
-        groups = sync.proposals[i].groups if i < len(sync.proposals) else None  # the metric's own grouping
-        p, st = saturation_proposal(spec, hpa.metrics[i], s, sync.selected, current, sync.now, sync.config,
-                                    _metric_name(sync, i), groups)
-    out.sources.append(p)
-    out.saturation = st
-    before = next((c for c in sync.conds if c.type == SATURATION_ACTIVE), None)
-    if st.pinned and (before is None or before.reason not in (PINNED_AT_LIMIT, OBSERVING)):
-        sync.events.append(Event("Warning", PINNED_AT_LIMIT, st.message))
-    sync.cond(SATURATION_ACTIVE, "True" if st.reason == PINNED_AT_LIMIT else "False", st.reason, st.message)
-    return p
+    inputs = None
+    proposals = []
+    for source in PROPOSAL_SOURCES:
+        if not source.enabled(hpa, given):
+            continue
+        if inputs is None:
+            inputs = SourceInputs(hpa=hpa, now=sync.now, config=sync.config, current=current, pods=sync.selected,
+                                  samples=samples, proposals=sync.proposals, conditions=sync.conds, forecast=forecast,
+                                  tolerances=tolerances(hpa, sync.config))
+        o = source.evaluate(inputs)
+        out.sources.append(o.proposal)
+        proposals.append(o.proposal)
+        if o.section is not None:
+            out.sections[o.section[0]] = o.section[1]
+        sync.events.extend(o.events)
+        if o.condition is not None:
+            sync.cond(*o.condition)
+    return proposals
 
 
 def _failed(sync: _Sync, out: _Outcome, current: int, mem: Memory, steps: list[Step]) -> Decision:
@@ -509,8 +475,7 @@ def _status(sync: _Sync, out: _Outcome, current: int, desired: int, last_scale: 
         health = metric_health(hpa, mem.metric_failures, sync.fallback.sources)
     return HPAStatus(current_replicas=current, desired_replicas=desired,
                      current_metrics=_current_metrics(sync.proposals), conditions=tuple(sync.conds),
-                     last_scale_time=last_scale, schedules=schedules, prediction=out.prediction,
-                     metric_health=health, saturation=out.saturation, pause=out.pause)
+                     last_scale_time=last_scale, schedules=schedules, metric_health=health, **out.sections)
 
 
 def _decision(sync: _Sync, out: _Outcome, *, current: int, desired: int, reason: str, mem: Memory,
@@ -596,8 +561,8 @@ def _pause(sync: _Sync, out: _Outcome, current: int, desired: int, reason: str,
     if problems and (before is None or before.message != message):
         sync.events.append(Event("Warning", INVALID_PAUSE_ANNOTATION, f"ignored {problems}"))
     since = next(c.last_transition_time for c in sync.conds if c.type == PAUSED_CONDITION)
-    out.pause = PauseStatus(reason=got.reason, message=message, since=since,
-                            replicas=got.source.replicas)
+    out.sections["pause"] = PauseStatus(reason=got.reason, message=message, since=since,
+                                        replicas=got.source.replicas)
     return got.desired, reason
 
 
