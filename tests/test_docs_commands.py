@@ -17,8 +17,10 @@ Rules, not a list of exceptions (docs/cli.md, "Documentation commands"):
 * the cluster is one kubedouble (the in-process API server double), seeded with HorizontalAutoscalers
   ``prod/web`` and ``default/web``, their Deployments, pods and metrics, and a native HPA ``default/web``.
   Commands that read a kubeconfig get one for it (``KUBECONFIG``); ``http://127.0.0.1:8001`` (the documented
-  local double) is rewritten to its URL and ``--health-port 8080`` to a free port; ``python -m kubedouble ... &``
-  is that double (its own test: test_cli_first_contact.py);
+  local double) is rewritten to its URL, the kubeconfig of the local control plane
+  (``~/.cache/pyhpa/control-plane/v1.37.2/run/admin.kubeconfig``, ``python -m controlplane up``: its own test is
+  tests/e2e/test_controlplane_cli.py) to the double's, and ``--health-port 8080`` to a free port;
+  ``python -m kubedouble ... &`` is that double (its own test: test_cli_first_contact.py);
 * ``pyhpa run ...`` serves until SIGTERM: it must reach "caches synced", then stop with exit code 0;
 * ``kubectl apply -f -`` (piped from pyhpa, or a heredoc): the CRD is registered; Namespaces and Deployments are
   applied and HorizontalAutoscalers stored in the double; every other object is checked against the official
@@ -58,6 +60,8 @@ NOT_RUN = {"pip": "the test environment is that install (test_packaging.py check
 #: A line whose comment carries one of these is not run (docs/cli.md, "Documentation commands").
 MARK = re.compile(r"\((needs Docker|needs network|needs kubectl|takes minutes)\)")
 WORKERS = 3
+#: the kubeconfig ``python -m controlplane up`` writes (README), rewritten to the double's
+CONTROL_PLANE_KUBECONFIG = "/.cache/pyhpa/control-plane/v1.37.2/run/admin.kubeconfig"
 
 
 def fenced_blocks(path: Path):
@@ -233,6 +237,8 @@ class Runner:
         out = []
         for i, t in enumerate(tokens):
             t = t.replace("http://127.0.0.1:8001", self.kd.url)
+            if t.endswith(CONTROL_PLANE_KUBECONFIG):  # the local control plane (python -m controlplane up): the double
+                t = self.env["KUBECONFIG"]
             if i and tokens[i - 1] == "--health-port" and t == "8080":
                 t = health
             out.append(t)

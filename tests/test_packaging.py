@@ -94,7 +94,7 @@ def _distribution(requirement: str) -> str:
 def _third_party_imports(paths) -> dict[str, set[str]]:
     """Top-level module -> files importing it, for modules not of the standard library or this repository."""
     local = {"pyhpa", "kubedouble", "controlplane", "tests", "deploy", "benchmarks",
-             *(p.stem for p in (ROOT / "tests").glob("*.py"))}
+             *(p.stem for p in (ROOT / "tests").glob("*.py")), *(p.stem for p in (ROOT / "benchmarks").glob("*.py"))}
     found: dict[str, set[str]] = {}
     for path in paths:
         for node in ast.walk(ast.parse(path.read_text(), str(path))):

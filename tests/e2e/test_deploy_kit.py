@@ -76,7 +76,10 @@ def test_the_kit_applied_with_kubectl_runs_pyhpa_as_its_serviceaccount(plane, cl
     wait_until(lambda: len(running_pods(plane, ns, "web")) == 4, what="4 running pods")
     set_pod_cpu(plane, ns, "web", 100)  # 4 pods at 200 % of 50: 8
     wait_until(lambda: spec_replicas(client, ns, "web") == 8, timeout=90, what="a scale-up with the rotated token")
-    forbidden = [r for r in run.records() if "forbidden" in str(r).lower() or " 403" in str(r)]
+    # The kit's controller watches every namespace, so it also meets autoscalers an earlier test left in a namespace
+    # being deleted: the NamespaceLifecycle admission plugin refuses their events (403 too), which is not RBAC.
+    forbidden = [r for r in run.records() if ("forbidden" in str(r).lower() or " 403" in str(r))
+                 and "because it is being terminated" not in str(r)]
     assert forbidden == [], forbidden[:3]
     assert run.proc.poll() is None
 

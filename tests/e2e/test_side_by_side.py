@@ -6,8 +6,8 @@ decides) and ``py`` (a HorizontalAutoscaler with the same spec: pyhpa decides). 
 step, spread evenly over each twin's running pods as its metrics (so each controller's scaling feeds back into its
 own per-pod usage, as real load does); external metrics are one value both twins read. The scenarios are those of
 upstream's test/integration/podautoscaler and test/e2e/autoscaling (scale 1 -> 3 -> 5 and back, stabilization
-windows, Pods and Percent policies, Disabled, tolerance, several metrics, unready and missing pods, every target
-type), all running at once.
+windows, Pods and Percent policies, Disabled, tolerance, scale to zero, several metrics, unready and missing pods,
+every target type), all running at once.
 
 Compared per sync, not per second: the sequence of replica counts each controller set during a step, and at the
 end of each step the conditions (type, status, reason, message) each wrote. ``pyhpa run --preview`` watches
@@ -121,6 +121,9 @@ SCENARIOS = [
              behavior=DOWN_5),
     Scenario("external-average", [external("AverageValue", "20")], [Step(8, external="90"), Step(10, external="15")],
              behavior=DOWN_5),
+    Scenario("scale-to-zero", [external("AverageValue", "100")],
+             [Step(8, external="500"), Step(8, external="0"), Step(8, external="400")], min_replicas=0,
+             behavior={"scaleDown": {"stabilizationWindowSeconds": 0}}),
     Scenario("pods-metric", [pods_metric("10")], [Step(8, per_pod=45), Step(10, per_pod=12)], behavior=DOWN_5),
     Scenario("several-metrics-max", [cpu(50), external("AverageValue", "20")],
              [Step(8, cpu=100, external="100"), Step(8, cpu=350, external="20")], behavior=DOWN_5),
@@ -139,7 +142,9 @@ def _pods(plane, s: Scenario, twin: str) -> list[dict]:
 
 
 class Load(threading.Thread):
-    """Applies each scenario's current step to both twins every 0.1 s (and at once when pods change)."""
+    """Applies each scenario's current step to both twins every 0.1 s, and at once when a pod changes (the kubelet
+    stand-in's listener only wakes this thread: its own thread must keep up with the pods, however busy the
+    machine)."""
 
     def __init__(self, plane, scenarios):
         super().__init__(daemon=True)
@@ -147,11 +152,18 @@ class Load(threading.Thread):
         self.step: dict[str, Step] = {}
         self.halt = threading.Event()
         self.lock = threading.Lock()
-        plane.kubelet.listeners.append(lambda event, pod: self.apply_all())
+        self.wake = threading.Event()
+        self._listener = lambda event, pod: self.wake.set()
+        plane.kubelet.listeners.append(self._listener)
 
     def run(self) -> None:
-        while not self.halt.wait(0.1):
-            self.apply_all()
+        try:
+            while not self.halt.is_set():
+                self.wake.wait(0.1)
+                self.wake.clear()
+                self.apply_all()
+        finally:
+            self.plane.kubelet.listeners.remove(self._listener)
 
     def apply_all(self) -> None:
         with self.lock:
@@ -235,10 +247,12 @@ def _observe(client, scenarios, halt: threading.Event) -> None:
             time.sleep(0.2)
 
 
-def _settled(scenarios, since: float, quiet: float) -> bool:
-    """No twin's replica count changed in the last ``quiet`` seconds (and ``since`` is past)."""
+def _settled(plane, scenarios, since: float, quiet: float) -> bool:
+    """No twin's replica count changed in the last ``quiet`` seconds (and ``since`` is past), and every twin has as
+    many running pods as its replica count (the next step starts from settled pods, as the controllers see them)."""
     now = time.monotonic()
-    return now >= since and all(now - s.changed_at >= quiet for s in scenarios)
+    return now >= since and all(now - s.changed_at >= quiet for s in scenarios) and all(
+        len(_pods(plane, s, t)) == s.seen[t][-1] for s in scenarios for t in TWINS)
 
 
 def _conditions(client, s: Scenario) -> dict:
@@ -286,7 +300,7 @@ def test_upstream_and_pyhpa_scale_their_twins_alike_and_the_preview_agrees(plane
             started = time.monotonic()
             hold = max(s.steps[k].hold for s in active)
             # held at least ``hold``, then until no twin changed for 4 s (longer than any window's tail here)
-            wait_until(lambda: _settled(active, started + hold, 4.0), timeout=hold + 90, every=0.5,
+            wait_until(lambda: _settled(plane, active, started + hold, 4.0), timeout=hold + 90, every=0.5,
                        what=f"step {k} to settle")
             for s in active:
                 paths = {t: s.seen[t][max(marks[s.name][t] - 1, 0):] for t in TWINS}
