@@ -49,11 +49,11 @@ def condition_dict(c: Condition) -> dict:
     return out
 
 
-def render_status(st: HPAStatus, generation: int, *, failure_caps: dict[str, int] | None = None,
-                  lead_seconds: int | None = None, fit: dict | None = None) -> dict:
+def render_status(st: HPAStatus, generation: int, *, lead_seconds: int | None = None,
+                  fit: dict | None = None) -> dict:
     """The status of one sync (``observedGeneration`` is the spec generation synced): the autoscaling/v2 fields,
-    then each section the sync has: ``schedules``, ``metricHealth`` (each ``numberOfFailures`` at most its metric's
-    cap in ``failure_caps``, ``pyhpa.core.failure_caps``), ``prediction`` (with ``lead_seconds``: the spec's, and
+    then each section the sync has: ``schedules``, ``metricHealth`` (each ``numberOfFailures`` as the core capped it),
+    ``prediction`` (with ``lead_seconds``: the spec's, and
     ``fit``: the figures of the fitted model, ``lastFitTime``, ``model``, ``periodsSeconds``, ``accuracy``),
     ``saturation`` and ``pause``."""
     out = {"observedGeneration": generation, "desiredReplicas": st.desired_replicas}
@@ -73,8 +73,7 @@ def render_status(st: HPAStatus, generation: int, *, failure_caps: dict[str, int
             section["expired"] = list(st.schedules.expired)
         out["schedules"] = section
     if st.metric_health is not None:
-        caps = failure_caps or {}
-        out["metricHealth"] = [metric_health_dict(h, caps.get(h.metric)) for h in st.metric_health]
+        out["metricHealth"] = [metric_health_dict(h) for h in st.metric_health]
     if st.saturation is not None:
         out["saturation"] = saturation_status(st.saturation)
     if st.pause is not None:
@@ -153,12 +152,11 @@ def pause_status(p: PauseStatus) -> dict:
     return out
 
 
-def metric_health_dict(h: MetricHealth, cap: int | None = None) -> dict:
-    """One ``status.metricHealth`` entry: ``metric``, ``numberOfFailures`` (at most ``cap``), ``status``
-    (Happy/Failing), and while failing ``firstFailureTime``, and in fallback ``fallbackSince`` and
-    ``fallbackReplicas``."""
-    n = h.number_of_failures if cap is None else min(h.number_of_failures, cap)
-    out: dict = {"metric": h.metric, "numberOfFailures": n, "status": h.status}
+def metric_health_dict(h: MetricHealth) -> dict:
+    """One ``status.metricHealth`` entry: ``metric``, ``numberOfFailures`` (capped by the core,
+    ``pyhpa.core.fallback.metric_health``), ``status`` (Happy/Failing), and while failing ``firstFailureTime``,
+    and in fallback ``fallbackSince`` and ``fallbackReplicas``."""
+    out: dict = {"metric": h.metric, "numberOfFailures": h.number_of_failures, "status": h.status}
     if h.first_failure_time is not None:
         out["firstFailureTime"] = time_text(h.first_failure_time)
     if h.fallback_since is not None:

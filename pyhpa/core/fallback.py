@@ -30,6 +30,7 @@ kept only for an HPA with a fallback: an HPA without one decides, writes and rem
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 
 from .metrics import describe
@@ -51,13 +52,14 @@ from .model import (
     FallbackSpec,
     HPA,
     MetricFailures,
+    Memory,
     MetricHealth,
     MetricSpec,
     SourceProposal,
 )
 
 __all__ = ["FALLBACK_ACTIVE", "FALLBACK_CONDITION", "FALLBACK_ENDED", "FALLBACK_STARTED", "METRICS_FAILING",
-           "METRICS_HEALTHY", "FallbackTracker", "applies", "check_fallback", "effective_fallback", "failure_caps",
+           "METRICS_HEALTHY", "FallbackTracker", "applies", "capped_failures", "check_fallback", "effective_fallback", "failure_caps",
            "fallback_replicas",
            "has_fallback", "metric_health", "metric_key"]
 
@@ -238,8 +240,11 @@ class FallbackTracker:
 def metric_health(hpa: HPA, failures: dict[str, MetricFailures],
                   sources: dict[str, SourceProposal]) -> tuple[MetricHealth, ...]:
     """``status.metricHealth``: one entry per metric of the spec (a query named twice: once), in spec
-    order; ``sources`` are this sync's Fallback sources by metric key."""
+    order; ``sources`` are this sync's Fallback sources by metric key. Each ``number_of_failures`` is at most
+    its metric's cap (``failure_caps``: past it more failures change no decision), so a metric that stays down
+    does not change the status at every sync."""
     out, seen = [], set()
+    caps = failure_caps(hpa) if any(f.number_of_failures > 1 for f in failures.values()) else None
     for spec in hpa.metrics:
         name = describe(spec)
         key = metric_key(spec)
@@ -251,7 +256,8 @@ def metric_health(hpa: HPA, failures: dict[str, MetricFailures],
         if f is None:
             out.append(MetricHealth(metric=key, name=name, number_of_failures=0, status=HAPPY))
         else:
-            out.append(MetricHealth(metric=key, name=name, number_of_failures=f.number_of_failures, status=FAILING,
+            n = f.number_of_failures if caps is None else min(f.number_of_failures, caps.get(key, f.number_of_failures))
+            out.append(MetricHealth(metric=key, name=name, number_of_failures=n, status=FAILING,
                                     first_failure_time=f.first_failure_time, fallback_since=f.fallback_since,
                                     fallback_replicas=None if src is None else src.replicas))
     return tuple(out)
@@ -271,3 +277,19 @@ def failure_caps(hpa: HPA | None) -> dict[str, int]:
             cap = fb.failure_threshold + 1 if fb.failure_threshold is not None else 1
             caps[key] = max(caps.get(key, 0), cap)
     return caps
+
+
+def capped_failures(memory: Memory, hpa: HPA | None) -> Memory:
+    """``memory`` with each metric's ``number_of_failures`` at most its cap (``failure_caps``): the memory to
+    persist (``status.pyhpa``), so that a metric that stays down does not rewrite the status at every sync;
+    decides exactly as the uncapped count (the fallback applies either way, its ``fallback_since`` is kept).
+    ``memory`` itself when no count is above its cap."""
+    failures = memory.metric_failures
+    if not failures or all(f.number_of_failures <= 1 for f in failures.values()):
+        return memory
+    caps = failure_caps(hpa)
+    if not any(f.number_of_failures > caps.get(k, f.number_of_failures) for k, f in failures.items()):
+        return memory
+    capped = {k: f if f.number_of_failures <= caps.get(k, f.number_of_failures)
+              else replace(f, number_of_failures=caps[k]) for k, f in failures.items()}
+    return Memory(memory.recommendations, memory.scale_up_events, memory.scale_down_events, capped)

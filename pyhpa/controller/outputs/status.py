@@ -15,7 +15,7 @@ from ...api.status import (condition_dict, metric_health_dict, pause_status, ren
                            saturation_status, time_text)
 from typing import Protocol
 
-from ...core import HPA, Condition, Decision, Event, HPAStatus, HPAWarning, Memory, failure_caps, set_condition, with_status
+from ...core import HPA, Condition, Decision, Event, HPAStatus, HPAWarning, Memory, set_condition, with_status
 from ..kube.api import ApiFailure
 from ..cache.autoscaler import API_VERSION, KIND, MEMORY_KEY, Autoscaler, packed
 from .writer import Writer
@@ -24,15 +24,11 @@ from .writer import Writer
 def status_from_decision(decision: Decision, generation: int, hpa: HPA | None = None,
                          fit: dict | None = None) -> dict:
     """The status a sync writes (``pyhpa.api.status.render_status``: ``observedGeneration`` is the spec generation
-    synced), each ``metricHealth`` entry's ``numberOfFailures`` capped by ``failure_caps`` (with ``hpa``), and
-    ``status.prediction`` with ``hpa.prediction``'s ``leadSeconds`` and ``fit`` (the figures of the fitted model:
+    synced), and ``status.prediction`` with ``hpa.prediction``'s ``leadSeconds`` and ``fit`` (the figures of the fitted model:
     ``pyhpa.controller.sync.prediction.LivePredictions.fit``)."""
     st: HPAStatus = decision.status
-    caps = None
-    if st.metric_health is not None and any(h.number_of_failures > 1 for h in st.metric_health):
-        caps = failure_caps(hpa)
     lead = hpa.prediction.lead_seconds if hpa is not None and hpa.prediction is not None else None
-    return render_status(st, generation, failure_caps=caps, lead_seconds=lead, fit=fit)
+    return render_status(st, generation, lead_seconds=lead, fit=fit)
 
 
 def conditions_of(status: dict) -> list[Condition]:
