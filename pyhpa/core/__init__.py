@@ -52,7 +52,7 @@ from .model import (
 )
 from .calculator import MetricError, ReplicaCalculator
 from .checks import HPAWarning, check_hpa
-from .combine import provisioned_total
+from .prediction import provisioned_total
 from .fallback import capped_failures, check_fallback, effective_fallback, fallback_replicas, metric_key
 from .normalize import MemoryHorizons, memory_horizons, relevant_memory, stabilization_windows, store_scale_event
 from .prediction import check_prediction

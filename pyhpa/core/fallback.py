@@ -55,11 +55,13 @@ from .model import (
     Memory,
     MetricHealth,
     MetricSpec,
+    SourceKind,
     SourceProposal,
 )
+from .sources import FallbackOutcome, SourceInputs, Stage
 
 __all__ = ["FALLBACK_ACTIVE", "FALLBACK_CONDITION", "FALLBACK_ENDED", "FALLBACK_STARTED", "METRICS_FAILING",
-           "METRICS_HEALTHY", "FallbackTracker", "applies", "capped_failures", "check_fallback", "effective_fallback", "failure_caps",
+           "METRICS_HEALTHY", "FallbackSource", "FallbackTracker", "applies", "capped_failures", "check_fallback", "effective_fallback", "failure_caps",
            "fallback_replicas",
            "has_fallback", "metric_health", "metric_key"]
 
@@ -293,3 +295,39 @@ def capped_failures(memory: Memory, hpa: HPA | None) -> Memory:
     capped = {k: f if f.number_of_failures <= caps.get(k, f.number_of_failures)
               else replace(f, number_of_failures=caps[k]) for k, f in failures.items()}
     return Memory(memory.recommendations, memory.scale_up_events, memory.scale_down_events, capped)
+
+
+class FallbackSource:
+    """The Fallback source (``spec.fallback``, ``spec.metrics[].fallback``): after the metrics, each failing
+    metric's failures counted (``FallbackTracker``) and, past its threshold, its fallback replicas as the proposal
+    that stands in for it in upstream's rule; the ``Fallback`` condition, the ``FallbackStarted``/``FallbackEnded``
+    events, ``status.metricHealth`` (``metric_health``) and the new ``Memory.metric_failures``. A fallback removed
+    from the spec takes its condition and its failure counts with it."""
+
+    kind = SourceKind.FALLBACK
+    stage = Stage.METRICS
+
+    def enabled(self, inputs: SourceInputs) -> bool:
+        return has_fallback(inputs.hpa)
+
+    def retired(self, inputs: SourceInputs) -> FallbackOutcome | None:
+        if not inputs.memory.metric_failures and inputs.condition(FALLBACK_CONDITION) is None:
+            return None
+        return FallbackOutcome(drop=FALLBACK_CONDITION, failures={})
+
+    def evaluate(self, inputs: SourceInputs) -> FallbackOutcome:
+        hpa = inputs.hpa
+        track = FallbackTracker(hpa, inputs.memory.metric_failures, inputs.now, inputs.current)
+        fallbacks, stands_for = [], []
+        for i, (spec, p) in enumerate(zip(hpa.metrics, inputs.proposals)):
+            if p.error is None:
+                track.succeeded(spec, p.metric)
+                continue
+            fb = track.failed(spec, p.metric)
+            if fb is not None:
+                fallbacks.append(fb)
+                stands_for.append(i)
+        return FallbackOutcome(proposals=tuple(fallbacks), stands_for=tuple(stands_for),
+                               conditions=((FALLBACK_CONDITION, *track.condition()),), events=tuple(track.events),
+                               section=("metric_health", metric_health(hpa, track.failures, track.sources)),
+                               failures=track.failures)

@@ -351,7 +351,7 @@ class Forecast:
     AccuracyTooLow). ``expected_milli`` is the highest central (median) forecast over the same
     window, same unit; None when the forecaster gives only the quantile (the quantile is then
     provisioned for in full). How much of the band between the two is provisioned for is the
-    core's rule (``pyhpa.core.combine.provisioned_total``).
+    core's rule (``pyhpa.core.prediction.provisioned_total``).
     """
 
     total_milli: int | None
@@ -727,7 +727,7 @@ class ScheduleStatus:
 class PredictionStatus:
     """What the core knows of ``status.prediction``: the forecast it was given (milli-units: the
     quantile ``forecast_milli`` and the central ``expected_milli``), the total it provisioned for
-    (``provisioned_milli``, see ``pyhpa.core.combine.provisioned_total``) and the replicas it
+    (``provisioned_milli``, see ``pyhpa.core.prediction.provisioned_total``) and the replicas it
     proposed (None when it stepped aside: ``reason``)."""
 
     forecast_milli: int | None

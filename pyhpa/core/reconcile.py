@@ -3,40 +3,29 @@
 Pure: it takes the HPA, the target's Scale, the pods, each metric's samples, the
 controller memory and ``now``, and returns a ``Decision``. The caller performs the
 rescale and the status write; if the rescale fails it calls ``rescale_failed``.
+
+``decide`` evaluates every source (``SOURCES``, ``pyhpa.core.sources``) in one loop, in the order of
+docs/combination.md, and between their stages runs upstream's steps of reconcileAutoscaler: the early branches
+(replicas outside the bounds, a target at zero), the selector, the rule over the metrics, normalization, the
+rescale.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-
 from dataclasses import replace
 
-from .calculator import ReplicaCalculator
-from .combine import SPEC_MAX, SPEC_MIN, Bounds, decided_by, effective_bounds, prediction_proposal, recommend, \
-    schedule_sources
-from .fallback import FALLBACK_CONDITION, FallbackTracker, has_fallback, metric_health
-from .metrics import UNABLE_PREFIX, compute_proposal, describe
+from .combine import SPEC_MAX, SPEC_MIN, decided_by, effective_bounds, recommend
+from .fallback import FallbackSource, has_fallback, metric_health
+from .metrics import MetricsSource, describe
 from .model import (
-    ENFORCE,
     EXTERNAL,
     FALLBACK_SOURCE,
     METRIC_SOURCE,
-    NO_CPU_SAMPLES,
-    NOT_PREDICTABLE,
     OBJECT,
-    INVALID_PAUSE_ANNOTATION,
-    OBSERVING,
-    PAUSED,
-    PAUSED_CONDITION,
-    PINNED_AT_LIMIT,
-    PREDICTING,
-    PREDICTION_ACTIVE,
     RECOMMENDATION_SOURCE,
-    SATURATION_ACTIVE,
-    SATURATION_SOURCE,
-    ActiveWindow,
     Condition,
+    ConditionType,
     ControllerConfig,
     Decision,
     Event,
@@ -45,37 +34,34 @@ from .model import (
     HPAStatus,
     Memory,
     MetricSamples,
-    PauseStatus,
     Pod,
-    PredictionStatus,
     Proposal,
-    RESUMED,
-    SaturationStatus,
-    Scale,
-    ScheduleStatus,
-    SourceProposal,
-    Step,
-    ConditionType,
     Reason,
+    Scale,
     SourceKind,
+    SourceProposal,
     SourceRef,
+    Step,
     recommendation_text,
 )
 from .normalize import normalize, store_scale_event
-from .pause import pause_rule
+from .pause import PauseSource
 from .prediction import PredictionSource
 from .saturation import SaturationSource
-from .sources import Source, SourceInputs
-from .schedules import active_windows, expired_windows, next_change
+from .schedules import SchedulesSource
 from .selector import SelectorError, matches, parse_selector
+from .sources import BoundsOutcome, FallbackOutcome, HoldOutcome, MetricsOutcome, Outcome, Source, Stage
 
-_NO_SAMPLES = MetricSamples()
-#: the sources of replica proposals beside the metrics, in the order of docs/combination.md
-PROPOSAL_SOURCES: tuple[Source, ...] = (PredictionSource(), SaturationSource())
+#: Every source of a decision, in the order of docs/combination.md (``pyhpa.core.sources``): ``decide`` is one loop
+#: over them.
+SOURCES: tuple[Source, ...] = (SchedulesSource(), MetricsSource(), FallbackSource(), PredictionSource(),
+                               SaturationSource(), PauseSource())
 #: a given recommendation (``decide(prenormalized=...)``)
 _GIVEN = SourceRef(SourceKind.RECOMMENDATION, "given")
 #: kinds of ``decided_by`` that are steps of normalization, not sources
 _NOT_SOURCES = frozenset((SourceKind.SPEC, SourceKind.STABILIZATION, SourceKind.POLICY))
+#: why a sync stopped before the recommendation (``_Sync.stop``)
+_DISABLED, _AT_BOUND, _FAILED = "disabled", "bound", "failed"
 
 
 def set_condition(conds: list[Condition], ctype: str, status: str, reason: str, message: str, now: float) -> None:
@@ -105,29 +91,240 @@ def tolerances(hpa: HPA, config: ControllerConfig) -> tuple[float, float]:
 
 
 class _Sync:
-    """Mutable state of one sync; methods mirror the steps of reconcileAutoscaler."""
+    """The state of one sync: what the sources read (``pyhpa.core.sources.SourceInputs``) and what the steps of the
+    rule add (bounds, sources, steps, the decider); its methods are the steps of reconcileAutoscaler."""
 
-    __slots__ = ("hpa", "scale", "now", "config", "conds", "events", "proposals", "error", "others", "selected",
-                 "fallback", "fallbacks")
+    __slots__ = ("hpa", "scale", "now", "config", "conditions", "events", "proposals", "error", "others", "pods",
+                 "current", "given", "samples", "memory", "forecast", "tolerances", "desired", "reason", "steps",
+                 "bounds", "sources", "windows", "metric_sources", "fallbacks", "extra", "sections", "decided_by",
+                 "recommended_by", "pre", "winner", "stop", "scaled_to_zero", "given_replicas", "status_replicas")
 
-    def __init__(self, hpa: HPA, scale: Scale, now: float, config: ControllerConfig,
-                 others: Sequence[tuple[str, str]] = ()):
-        self.others = others
-        self.fallback: FallbackTracker | None = None
-        self.fallbacks: dict[int, SourceProposal] = {}
+    def __init__(self, hpa: HPA, scale: Scale, now: float, config: ControllerConfig, others: Sequence[tuple[str, str]],
+                 samples: Sequence[MetricSamples], forecast: Forecast | None, given: int | None, memory: Memory):
         self.hpa = hpa
         self.scale = scale
         self.now = now
         self.config = config
-        self.conds = list(hpa.conditions)
+        self.others = others
+        self.conditions = list(hpa.conditions)
         self.events: list[Event] = []
         self.proposals: list[Proposal] = []
         self.error: str | None = None
-        self.selected: list[Pod] = []
+        self.pods: list[Pod] = []
+        self.current = scale.spec_replicas
+        self.status_replicas = scale.status_replicas
+        self.given = given is not None
+        self.pre: int | None = None
+        self.given_replicas = given
+        self.winner: SourceRef | None = None
+        self.samples = samples
+        self.memory = memory
+        self.forecast = forecast
+        self.tolerances = tolerances(hpa, config)
+        self.desired = 0
+        self.reason = ""
+        self.steps: list[Step] = []
+        self.bounds = effective_bounds(hpa.min_replicas, hpa.max_replicas, ())
+        self.sources: list[SourceProposal] = []
+        self.windows: tuple[SourceProposal, ...] = ()
+        self.metric_sources: tuple[SourceProposal, ...] = ()
+        self.fallbacks: dict[int, SourceProposal] = {}
+        self.extra: list[SourceProposal] = []
+        self.sections: dict = {}
+        self.decided_by: SourceRef | None = None
+        self.recommended_by: SourceRef | None = None
+        self.stop: str | None = None
+        self.scaled_to_zero = False
 
+    # ----- what the sources read (SourceInputs) --------------------------------------------------------------------
+    def metric_name(self, i: int) -> str:
+        """``spec.metrics[i]`` as upstream names it in messages (``describe``; the sync's proposal has it already)."""
+        return self.proposals[i].metric if i < len(self.proposals) else describe(self.hpa.metrics[i])
+
+    def condition(self, ctype: str) -> Condition | None:
+        for c in self.conditions:
+            if c.type == ctype:
+                return c
+        return None
+
+    # ----- applying outcomes -----------------------------------------------------------------------------------------
     def cond(self, ctype: str, status: str, reason: str, message: str) -> None:
-        set_condition(self.conds, ctype, status, reason, message, self.now)
+        set_condition(self.conditions, ctype, status, reason, message, self.now)
 
+    def takes(self, stage: Stage) -> bool:
+        """The sync evaluates sources of ``stage``: it did not stop before (the metrics: nor was a recommendation
+        given)."""
+        if stage is Stage.METRICS:
+            return self.stop is None and not self.given
+        if stage is Stage.PROPOSALS:
+            return self.stop is None
+        return True
+
+    def apply(self, o: Outcome) -> None:
+        """One source's outcome, one way: its condition dropped or set, its events, its section, its proposals."""
+        if o.drop is not None:
+            self.conditions[:] = [c for c in self.conditions if c.type != o.drop]
+        for c in o.conditions:
+            set_condition(self.conditions, *c, self.now)
+        if o.events:
+            self.events.extend(o.events)
+        if o.section is not None:
+            self.sections[o.section[0]] = o.section[1]
+        if isinstance(o, MetricsOutcome):
+            self.proposals = o.metrics
+            self.metric_sources = o.proposals
+        elif isinstance(o, FallbackOutcome):
+            if o.failures is not None:
+                self.memory.metric_failures = o.failures
+            self.fallbacks = dict(zip(o.stands_for, o.proposals))
+        elif isinstance(o, BoundsOutcome):
+            self.bounds = o.bounds
+            self.windows = o.proposals
+            self.sources.extend(o.proposals)
+        elif isinstance(o, HoldOutcome):
+            self.sources.extend(o.proposals)
+            if o.replicas is not None:
+                if o.step is not None:
+                    self.steps.append(o.step)
+                    if o.replicas != self.current:
+                        self.reason = o.step.message
+                if o.decides:
+                    self.decided_by = o.proposals[0].ref
+                self.desired = o.replicas
+        else:
+            self.sources.extend(o.proposals)
+            self.extra.extend(o.proposals)
+
+    def reach(self, stage: Stage, pods: list[Pod]) -> None:
+        """The rule's steps after each stage before ``stage``."""
+        if stage is Stage.METRICS:
+            self.after_bounds(pods)
+        elif stage is Stage.PROPOSALS:
+            self.after_metrics()
+        elif stage is Stage.HOLD:
+            self.after_proposals()
+
+    # ----- the steps between the stages ------------------------------------------------------------------------------
+    def after_bounds(self, pods: list[Pod]) -> None:
+        """Upstream's early branches with the effective bounds (a target at zero; replicas above the maximum or
+        below the minimum scale straight to it), then the selector."""
+        hpa, config, current = self.hpa, self.config, self.current
+        bounds = self.bounds
+        min_r, max_r = bounds.min_replicas, bounds.max_replicas
+        # upstream: a target at zero is only synced from zero when the HPA scaled it there
+        # (ScaledToZero=True with the gate on) and it has an Object/External metric or a minReplicas > 0
+        self.scaled_to_zero = config.scale_to_zero and _scaled_to_zero_status(hpa)
+        if current == 0 and not (self.scaled_to_zero and (min_r != 0 or _has_object_or_external(hpa))):
+            if not config.scale_to_zero:
+                self.conditions[:] = [c for c in self.conditions if c.type != ConditionType.SCALED_TO_ZERO]
+            self.cond(ConditionType.SCALING_ACTIVE, "False", Reason.SCALING_DISABLED,
+                      "scaling is disabled since the replica count of the target is zero")
+            self.stop, self.desired = _DISABLED, current
+            return
+        if self.given:
+            return
+        if current != 0 and (current > max_r or current < min_r):
+            above = current > max_r
+            bound, source = (max_r, bounds.max_source) if above else (min_r, bounds.min_source)
+            self.reason = _bound_reason("above" if above else "below", source, bound)
+            self.steps.append(Step("bounds", current, bound, "TooManyReplicas" if above else "TooFewReplicas",
+                                   self.reason))
+            self.desired, self.decided_by, self.stop = bound, source, _AT_BOUND
+            _remember_window_bound(self.memory, source, bound, current, min_r, max_r, hpa, self.now, config)
+            return
+        selected = self.select_pods(pods)
+        if selected is None:
+            self.events.append(Event("Warning", "FailedComputeMetricsReplicas", self.error or ""))
+            self.stop, self.desired = _FAILED, self.current
+            return
+        self.pods = selected
+
+    def after_metrics(self) -> None:
+        """Upstream's rule over the metrics (computeReplicasForMetrics): the largest proposal, a metric in fallback
+        proposing its fallback replicas instead of being invalid; invalid metrics stop the sync (all of them, or
+        any when the rest would scale down). A given recommendation stands in for it."""
+        if self.stop is not None:
+            return
+        if self.given:
+            self.pre, self.winner = self.given_replicas, _GIVEN
+            self.sources.insert(0, SourceProposal(source=RECOMMENDATION_SOURCE, name="given", replicas=self.pre))
+            return
+        hpa = self.hpa
+        replicas, name, label, invalid, failed, first, first_invalid = 0, "", None, 0, 0, None, None
+        fallbacks = self.fallbacks
+        front = []
+        for i, p in enumerate(self.proposals):
+            front.append(self.metric_sources[i])
+            if p.error is not None:
+                failed += 1
+                first = first or p
+                fb = fallbacks.get(i)
+                if fb is None:
+                    invalid += 1
+                    first_invalid = first_invalid or p
+                    continue
+                front.append(fb)
+                if replicas == 0 or fb.replicas > replicas:
+                    replicas, name, label = fb.replicas, p.metric, fb.ref
+                continue
+            if replicas == 0 or p.replicas > replicas:
+                replicas, name, label = p.replicas, p.metric, SourceRef(METRIC_SOURCE, p.metric)
+        self.sources[:0] = front
+        if first is not None:
+            self.error = f"invalid metrics ({failed} invalid out of {len(hpa.metrics)}), first error is: {first.error}"
+        if invalid >= len(hpa.metrics) or (invalid > 0 and replicas < self.current):
+            if first_invalid is not None:  # without a fallback: upstream's first failing metric
+                self.cond(ConditionType.SCALING_ACTIVE, "False", first_invalid.reason, first_invalid.note)
+            self.events.append(Event("Warning", "FailedComputeMetricsReplicas", self.error or ""))
+            self.stop, self.desired = _FAILED, self.current
+            return
+        if label is not None and label.kind == FALLBACK_SOURCE:
+            self.cond(ConditionType.SCALING_ACTIVE, "True", Reason.FALLBACK_REPLICAS,
+                      f"the replica count comes from the fallback of {name}, which is failing")
+        else:
+            self.cond(ConditionType.SCALING_ACTIVE, "True", Reason.VALID_METRIC_FOUND,
+                      f"the HPA was able to successfully calculate a replica count from {name}")
+        self.pre, self.winner = replicas, label
+
+    def after_proposals(self) -> None:
+        """The recommendation (``pyhpa.core.combine.recommend``: the largest applied proposal, the windows' floors
+        and caps), then upstream's normalization with the effective bounds."""
+        if self.stop is None:
+            self.recommend()
+        if self.stop in (None, _AT_BOUND) and self.desired != self.current:
+            _scaled_to_zero_condition(self, self.current, self.desired, self.bounds.min_replicas)
+
+    def recommend(self) -> None:
+        hpa, config, current, bounds, mem, now = self.hpa, self.config, self.current, self.bounds, self.memory, self.now
+        pre, winner = self.pre, self.winner
+        if self.extra or self.windows:
+            pre, winner = recommend(self.extra, bounds, self.windows, pre, winner)
+        self.pre = pre
+        self.recommended_by = winner
+        desired, rescale_by = (pre, winner) if pre > 0 else (0, None)
+        reason = ""
+        if desired > current:
+            reason = f"{recommendation_text(rescale_by)} above target"
+            if rescale_by is not None and rescale_by.kind == FALLBACK_SOURCE:
+                reason = f"fallback for {rescale_by.name}"
+        if desired < current:
+            reason = "All metrics below target"
+        min_r, max_r = bounds.min_replicas, bounds.max_replicas
+        desired, mem.recommendations, able, limited, steps = normalize(
+            current, desired, min_r, max_r, hpa.behavior, mem, now, config
+        )
+        self.cond(ConditionType.ABLE_TO_SCALE, "True", able[0], able[1])
+        self.cond(ConditionType.SCALING_LIMITED, "False" if not steps or steps[-1].stage != "limit" else "True",
+                  limited[0], limited[1])
+        self.decided_by = decided_by(winner, steps, bounds, hpa.behavior is not None)
+        if current == 0 and min_r != 0 and self.scaled_to_zero and desired < min_r:  # from zero: at least minReplicas
+            reason = reason or _bound_reason("below", bounds.min_source, min_r)
+            steps.append(Step("bounds", desired, min_r, "TooFewReplicas", _bound_reason("below", bounds.min_source, min_r)))
+            desired = min_r
+            self.decided_by = bounds.min_source
+        self.desired, self.reason, self.steps = desired, reason, steps
+
+    # ----- upstream's steps ------------------------------------------------------------------------------------------
     def select_pods(self, pods: list[Pod]) -> list[Pod] | None:
         """validateAndParseSelector: None (with condition and event) when the selector is bad."""
         text = self.scale.selector
@@ -172,60 +369,46 @@ class _Sync:
                 keys.add(key)
         return sorted(keys)
 
-    def metrics(self, pods: list[Pod], samples: list[MetricSamples], mem: Memory) -> tuple[int, SourceRef] | None:
-        """computeReplicasForMetrics: (replicas, the source that proposed them), or None when the sync must stop.
+    # ----- the decision -------------------------------------------------------------------------------------------
+    def finish(self) -> Decision:
+        """The rescale (a ``SuccessfulRescale`` event, the scale event remembered) and the status; a sync whose
+        metrics failed and that does not rescale writes the status upstream writes then (the previous desired
+        replicas)."""
+        hpa, current, mem = self.hpa, self.current, self.memory
+        if self.stop == _FAILED and self.desired == current:
+            status = self.status(_previous_desired(hpa), hpa.last_scale_time, mem)
+            return self.decision(desired=current, memory=mem, status=status, without_event=mem)
+        without_event = mem
+        last_scale = hpa.last_scale_time
+        desired = self.desired
+        if desired != current:
+            self.cond(ConditionType.ABLE_TO_SCALE, "True", Reason.SUCCEEDED_RESCALE,
+                      f"the HPA controller was able to update the target scale to {desired}")
+            self.events.append(Event("Normal", "SuccessfulRescale", f"New size: {desired}; reason: {self.reason}"))
+            mem = store_scale_event(mem, hpa.behavior, current, desired, self.now)
+            last_scale = self.now
+        status = self.status(desired, last_scale, mem)
+        return self.decision(desired=desired, memory=mem, status=status, without_event=without_event)
 
-        With a fallback configured (``pyhpa.core.fallback``) a failing metric past its threshold
-        proposes its fallback replicas instead of being invalid; ``mem.metric_failures`` is updated."""
-        selected = self.select_pods(pods)
-        if selected is None:
-            return None
-        self.selected = selected
-        hpa, scale = self.hpa, self.scale
-        down, up = tolerances(hpa, self.config)
-        calc = ReplicaCalculator(selected, {}, scale.spec_replicas, down, up, self.now, self.config, hpa.namespace)
-        track = self.fallback
-        replicas, name, label, invalid, failed, first, first_invalid = 0, "", None, 0, 0, None, None
-        for i, spec in enumerate(hpa.metrics):
-            s = samples[i] if i < len(samples) else _NO_SAMPLES
-            p = compute_proposal(calc, spec, s, scale.status_replicas)
-            self.proposals.append(p)
-            if p.error is not None:
-                self.events.append(Event("Warning", p.reason, p.note.removeprefix(UNABLE_PREFIX)))
-                failed += 1
-                first = first or p
-                fb = track.failed(spec, p.metric) if track is not None else None
-                if fb is None:
-                    invalid += 1
-                    first_invalid = first_invalid or p
-                    continue
-                self.fallbacks[i] = fb
-                if replicas == 0 or fb.replicas > replicas:
-                    replicas, name, label = fb.replicas, p.metric, fb.ref
-                continue
-            if track is not None:
-                track.succeeded(spec, p.metric)
-            if replicas == 0 or p.replicas > replicas:
-                replicas, name, label = p.replicas, p.metric, SourceRef(METRIC_SOURCE, p.metric)
-        if first is not None:
-            self.error = (
-                f"invalid metrics ({failed} invalid out of {len(hpa.metrics)}), first error is: {first.error}"
-            )
-        if track is not None:
-            mem.metric_failures = track.failures
-            self.events.extend(track.events)
-            self.cond(FALLBACK_CONDITION, *track.condition())
-        if invalid >= len(hpa.metrics) or (invalid > 0 and replicas < scale.spec_replicas):
-            if first_invalid is not None:  # without a fallback: upstream's first failing metric
-                self.cond(ConditionType.SCALING_ACTIVE, "False", first_invalid.reason, first_invalid.note)
-            return None
-        if label is not None and label.kind == FALLBACK_SOURCE:
-            self.cond(ConditionType.SCALING_ACTIVE, "True", Reason.FALLBACK_REPLICAS,
-                      f"the replica count comes from the fallback of {name}, which is failing")
-        else:
-            self.cond(ConditionType.SCALING_ACTIVE, "True", Reason.VALID_METRIC_FOUND,
-                      f"the HPA was able to successfully calculate a replica count from {name}")
-        return replicas, label
+    def status(self, desired: int, last_scale: float | None, mem: Memory) -> HPAStatus:
+        hpa = self.hpa
+        sections = self.sections
+        if "metric_health" not in sections and has_fallback(hpa):  # the metrics were not evaluated
+            sections["metric_health"] = metric_health(hpa, mem.metric_failures, {})
+        return HPAStatus(current_replicas=self.current, desired_replicas=desired,
+                         current_metrics=_current_metrics(self.proposals), conditions=tuple(self.conditions),
+                         last_scale_time=last_scale, **sections)
+
+    def decision(self, *, desired: int, memory: Memory, status: HPAStatus, without_event: Memory) -> Decision:
+        bounds = self.bounds
+        return Decision(
+            current_replicas=self.current, desired_replicas=desired, rescale_reason=self.reason,
+            proposals=self.proposals, prenormalized=self.pre, steps=self.steps, events=self.events,
+            memory=memory, status=status, error=self.error, memory_without_event=without_event,
+            sources=_with_winner(self.sources, self.decided_by), decided_by=self.decided_by,
+            recommended_by=self.recommended_by, min_replicas_effective=bounds.min_replicas,
+            max_replicas_effective=bounds.max_replicas,
+        )
 
 
 def _scaled_to_zero_status(hpa: HPA) -> bool:
@@ -250,9 +433,9 @@ def _scaled_to_zero_condition(sync: _Sync, current: int, desired: int, min_repli
     False/NotScaledToZero; with the gate off, a rescale removes the (first) ScaledToZero condition, as
     upstream's removeCondition. Without a rescale the condition is left as it is."""
     if not sync.config.scale_to_zero:
-        for i, c in enumerate(sync.conds):
+        for i, c in enumerate(sync.conditions):
             if c.type == ConditionType.SCALED_TO_ZERO:
-                del sync.conds[i]
+                del sync.conditions[i]
                 return
         return
     if current > 0 and desired == 0 and min_replicas == 0 and _has_object_or_external(sync.hpa):
@@ -281,101 +464,32 @@ def decide(
     normalized. ``other_selectors`` are (``namespace/name``, selector text) of other HPAs
     that may select the same pods: if any does, the sync stops with AmbiguousSelector, as
     upstream. ``forecast`` is the forecaster's answer when ``hpa.prediction`` is set.
-    Sources (metrics, fallback, prediction, schedule windows) are combined by the rule of
-    ``pyhpa.core.combine``; without schedules, prediction and fallback the decision is upstream's. Never raises for bad metric data: failures become
-    conditions, events and ``Decision.error``, as upstream.
+    Every source (``SOURCES``: schedules, metrics, fallback, prediction, saturation, pause) is evaluated in one
+    loop and combined by the rule of ``pyhpa.core.combine`` (docs/combination.md); without the extensions the
+    decision is upstream's. Never raises for bad metric data: failures become conditions, events and
+    ``Decision.error``, as upstream.
     """
-    sync = _Sync(hpa, scale, now, config, other_selectors)
-    sync.cond(ConditionType.ABLE_TO_SCALE, "True", Reason.SUCCEEDED_GET_SCALE, "the HPA controller was able to get the target's current scale")
-    current = scale.spec_replicas
     mem = memory.copy()
     if mem.recommendations is None:
-        mem.recommendations = [(now, current)]
-    if has_fallback(hpa):
-        sync.fallback = FallbackTracker(hpa, mem.metric_failures, now, current)
-    elif mem.metric_failures or any(c.type == FALLBACK_CONDITION for c in sync.conds):  # fallback removed
-        mem.metric_failures = {}
-        sync.conds = [c for c in sync.conds if c.type != FALLBACK_CONDITION]
-    active = active_windows(hpa.schedules, now) if hpa.schedules else ()
-    bounds = effective_bounds(hpa.min_replicas, hpa.max_replicas, active)
-    if hpa.schedules:
-        _schedule_condition(sync, active, bounds)
-    elif any(c.type == ConditionType.SCHEDULE_ACTIVE for c in sync.conds):  # the windows were removed from the spec
-        sync.conds[:] = [c for c in sync.conds if c.type != ConditionType.SCHEDULE_ACTIVE]
-    out = _Outcome(bounds=bounds, active=active, sources=list(schedule_sources(active, bounds)))
-    min_r, max_r = bounds.min_replicas, bounds.max_replicas
-    steps: list[Step] = []
-    desired, reason, recommended_by, pre = 0, "", None, None
-    # upstream: a target at zero is only synced from zero when the HPA scaled it there
-    # (ScaledToZero=True with the gate on) and it has an Object/External metric or a minReplicas > 0
-    scaled_to_zero = config.scale_to_zero and _scaled_to_zero_status(hpa)
-    if current == 0 and not (scaled_to_zero and (min_r != 0 or _has_object_or_external(hpa))):
-        if not config.scale_to_zero:
-            sync.conds[:] = [c for c in sync.conds if c.type != ConditionType.SCALED_TO_ZERO]
-        sync.cond(ConditionType.SCALING_ACTIVE, "False", Reason.SCALING_DISABLED, "scaling is disabled since the replica count of the target is zero")
-        return _finish(sync, out, current, current, "", mem, None, steps, None)
-    if prenormalized is None and current != 0 and current > max_r:
-        reason, desired = _bound_reason("above", bounds.max_source, max_r), max_r
-        steps.append(Step("bounds", current, max_r, "TooManyReplicas", reason))
-        out.decided_by = bounds.max_source
-        _remember_window_bound(mem, bounds.max_source, max_r, current, min_r, max_r, hpa, now, config)
-    elif prenormalized is None and current != 0 and current < min_r:
-        reason, desired = _bound_reason("below", bounds.min_source, min_r), min_r
-        steps.append(Step("bounds", current, min_r, "TooFewReplicas", reason))
-        out.decided_by = bounds.min_source
-        _remember_window_bound(mem, bounds.min_source, min_r, current, min_r, max_r, hpa, now, config)
-    else:
-        if prenormalized is None:
-            got = sync.metrics(pods, samples, mem)
-            if got is None:
-                sync.events.append(Event("Warning", "FailedComputeMetricsReplicas", sync.error or ""))
-                out.sources[:0] = _metric_sources(sync.proposals, sync.fallbacks)
-                return _failed(sync, out, current, mem, steps)
-            pre, winner = got
-            out.sources[:0] = _metric_sources(sync.proposals, sync.fallbacks)
-        else:
-            pre = prenormalized
-            winner = _GIVEN
-            out.sources.insert(0, SourceProposal(source=RECOMMENDATION_SOURCE, name="given", replicas=prenormalized))
-        extra = _evaluate(sync, out, samples, current, forecast, prenormalized is not None)
-        if extra or active:
-            pre, winner = recommend(extra, bounds, active, pre, winner)
-        recommended_by = winner
-        desired, rescale_by = (pre, winner) if pre > desired else (desired, None)
-        if desired > current:
-            reason = f"{recommendation_text(rescale_by)} above target"
-            if rescale_by is not None and rescale_by.kind == FALLBACK_SOURCE:
-                reason = f"fallback for {rescale_by.name}"
-        if desired < current:
-            reason = "All metrics below target"
-        desired, mem.recommendations, able, limited, steps = normalize(
-            current, desired, min_r, max_r, hpa.behavior, mem, now, config
-        )
-        sync.cond(ConditionType.ABLE_TO_SCALE, "True", able[0], able[1])
-        sync.cond(ConditionType.SCALING_LIMITED, "False" if not steps or steps[-1].stage != "limit" else "True", limited[0], limited[1])
-        out.decided_by = decided_by(winner, steps, bounds, hpa.behavior is not None)
-        if current == 0 and min_r != 0 and scaled_to_zero and desired < min_r:  # from zero: at least minReplicas
-            reason = reason or _bound_reason("below", bounds.min_source, min_r)
-            steps.append(Step("bounds", desired, min_r, "TooFewReplicas", _bound_reason("below", bounds.min_source, min_r)))
-            desired = min_r
-            out.decided_by = bounds.min_source
-    if desired != current:
-        _scaled_to_zero_condition(sync, current, desired, min_r)
-    return _finish(sync, out, current, desired, reason, mem, pre, steps, recommended_by)
-
-
-class _Outcome:
-    """What the combination rule adds to a sync: bounds, active windows, sources, the decider."""
-
-    __slots__ = ("bounds", "active", "sources", "decided_by", "sections")
-
-    def __init__(self, bounds: Bounds, active: tuple[ActiveWindow, ...], sources: list[SourceProposal]):
-        self.bounds = bounds
-        self.active = active
-        self.sources = sources
-        self.decided_by: SourceRef | None = None
-        #: ``HPAStatus`` sections of the sources (field name -> value)
-        self.sections: dict = {}
+        mem.recommendations = [(now, scale.spec_replicas)]
+    sync = _Sync(hpa, scale, now, config, other_selectors, samples, forecast, prenormalized, mem)
+    sync.cond(ConditionType.ABLE_TO_SCALE, "True", Reason.SUCCEEDED_GET_SCALE,
+              "the HPA controller was able to get the target's current scale")
+    stage = Stage.BOUNDS
+    for source in SOURCES:
+        while stage < source.stage:
+            stage = Stage(stage + 1)
+            sync.reach(stage, pods)
+        if not source.enabled(sync):
+            gone = source.retired(sync)
+            if gone is not None:
+                sync.apply(gone)
+        elif sync.takes(stage):
+            sync.apply(source.evaluate(sync))
+    while stage < Stage.DONE:
+        stage = Stage(stage + 1)
+        sync.reach(stage, pods)
+    return sync.finish()
 
 
 def _remember_window_bound(mem: Memory, source: SourceRef, bound: int, current: int, min_r: int, max_r: int, hpa: HPA,
@@ -397,97 +511,10 @@ def _bound_reason(where: str, source: SourceRef, value: int) -> str:
     return f"Current number of replicas {where} {source} {bound} ({value})"
 
 
-def _metric_sources(proposals: list[Proposal], fallbacks: dict[int, SourceProposal]) -> list[SourceProposal]:
-    """One Metric source per metric, each followed by its Fallback source when it is in fallback."""
-    out = []
-    for i, p in enumerate(proposals):
-        out.append(SourceProposal(source=METRIC_SOURCE, name=p.metric, replicas=p.replicas, error=p.error))
-        if i in fallbacks:
-            out.append(fallbacks[i])
-    return out
-
-
-def _schedule_condition(sync: _Sync, active: tuple[ActiveWindow, ...], bounds: Bounds) -> None:
-    if not active:
-        sync.cond(ConditionType.SCHEDULE_ACTIVE, "False", Reason.NO_ACTIVE_WINDOW, "no schedule window is active")
-        return
-    names = ", ".join(w.name for w in active)
-    message = (f"active windows: {names}; effective minReplicas {bounds.min_replicas} ({bounds.min_source}), "
-               f"maxReplicas {bounds.max_replicas} ({bounds.max_source})")
-    if bounds.conflict:
-        message += f"; {bounds.conflict}"
-    sync.cond(ConditionType.SCHEDULE_ACTIVE, "True", Reason.FLOOR_AND_CAP_CONFLICT if bounds.conflict else Reason.WINDOW_ACTIVE, message)
-
-
-def _evaluate(sync: _Sync, out: _Outcome, samples: list[MetricSamples], current: int, forecast: Forecast | None,
-              given: bool) -> list[SourceProposal]:
-    """Every enabled source of ``PROPOSAL_SOURCES``, in order, each ``Outcome`` applied: its proposal joins the
-    sources (and is returned for the recommendation), its status section, events and condition are the sync's."""
-    hpa = sync.hpa
-    inputs = None
-    proposals = []
-    for source in PROPOSAL_SOURCES:
-        if not source.enabled(hpa, given):
-            continue
-        if inputs is None:
-            inputs = SourceInputs(hpa=hpa, now=sync.now, config=sync.config, current=current, pods=sync.selected,
-                                  samples=samples, proposals=sync.proposals, conditions=sync.conds, forecast=forecast,
-                                  tolerances=tolerances(hpa, sync.config))
-        o = source.evaluate(inputs)
-        out.sources.append(o.proposal)
-        proposals.append(o.proposal)
-        if o.section is not None:
-            out.sections[o.section[0]] = o.section[1]
-        sync.events.extend(o.events)
-        if o.condition is not None:
-            sync.cond(*o.condition)
-    return proposals
-
-
-def _failed(sync: _Sync, out: _Outcome, current: int, mem: Memory, steps: list[Step]) -> Decision:
-    """Metrics failed: status gets current replicas and metrics; desired stays as it was (a paused-replicas
-    annotation still moves the target to its count)."""
-    pause = sync.hpa.pause
-    if pause is not None and pause.replicas is not None and pause.replicas != current:
-        return _finish(sync, out, current, current, "", mem, None, steps, None)
-    _pause(sync, out, current, current, "", steps)
-    status = _status(sync, out, current, _previous_desired(sync), sync.hpa.last_scale_time, mem)
-    return _decision(sync, out, current=current, desired=current, reason="", mem=mem, pre=None,
-                     steps=steps, recommended_by=None, status=status, without_event=mem)
-
-
-def _previous_desired(sync: _Sync) -> int:
+def _previous_desired(hpa: HPA) -> int:
     """status.desiredReplicas as it was (upstream passes hpa.Status.DesiredReplicas; 0 without a status)."""
-    d = sync.hpa.status_desired_replicas
+    d = hpa.status_desired_replicas
     return 0 if d is None else d
-
-
-def _status(sync: _Sync, out: _Outcome, current: int, desired: int, last_scale: float | None,
-            mem: Memory) -> HPAStatus:
-    hpa = sync.hpa
-    schedules = None
-    if hpa.schedules:
-        schedules = ScheduleStatus(active=tuple(w.name for w in out.active),
-                                   next_change=next_change(hpa.schedules, sync.now, out.active),
-                                   expired=expired_windows(hpa.schedules, sync.now))
-    health = None
-    if sync.fallback is not None:
-        health = metric_health(hpa, mem.metric_failures, sync.fallback.sources)
-    return HPAStatus(current_replicas=current, desired_replicas=desired,
-                     current_metrics=_current_metrics(sync.proposals), conditions=tuple(sync.conds),
-                     last_scale_time=last_scale, schedules=schedules, metric_health=health, **out.sections)
-
-
-def _decision(sync: _Sync, out: _Outcome, *, current: int, desired: int, reason: str, mem: Memory,
-              pre: int | None, steps: list[Step], recommended_by: SourceRef | None, status: HPAStatus,
-              without_event: Memory) -> Decision:
-    return Decision(
-        current_replicas=current, desired_replicas=desired, rescale_reason=reason,
-        proposals=sync.proposals, prenormalized=pre, steps=steps, events=sync.events,
-        memory=mem, status=status, error=sync.error, memory_without_event=without_event,
-        sources=_with_winner(out.sources, out.decided_by), decided_by=out.decided_by, recommended_by=recommended_by,
-        min_replicas_effective=out.bounds.min_replicas, max_replicas_effective=out.bounds.max_replicas,
-    )
 
 
 def _with_winner(sources: list[SourceProposal], winner: SourceRef | None) -> tuple[SourceProposal, ...]:
@@ -498,72 +525,6 @@ def _with_winner(sources: list[SourceProposal], winner: SourceRef | None) -> tup
                 sources[i] = replace(s, won=True)
                 break
     return tuple(sources)
-
-
-def _finish(sync: _Sync, out: _Outcome, current: int, desired: int, reason: str, mem: Memory,
-            pre: int | None, steps: list[Step], recommended_by: SourceRef | None) -> Decision:
-    without_event = mem
-    last_scale = sync.hpa.last_scale_time
-    if sync.hpa.pause is not None or sync.conds and _was_paused(sync.conds):
-        desired, reason = _pause(sync, out, current, desired, reason, steps)
-    if desired != current:
-        sync.cond(ConditionType.ABLE_TO_SCALE, "True", Reason.SUCCEEDED_RESCALE, f"the HPA controller was able to update the target scale to {desired}")
-        sync.events.append(Event("Normal", "SuccessfulRescale", f"New size: {desired}; reason: {reason}"))
-        mem = store_scale_event(mem, sync.hpa.behavior, current, desired, sync.now)
-        last_scale = sync.now
-    else:
-        desired = current
-    status = _status(sync, out, current, desired, last_scale, mem)
-    return _decision(sync, out, current=current, desired=desired, reason=reason, mem=mem, pre=pre,
-                     steps=steps, recommended_by=recommended_by, status=status, without_event=without_event)
-
-
-def _was_paused(conds: list[Condition]) -> bool:
-    """A ``Paused`` condition other than ``Resumed`` is there (the annotations were just removed)."""
-    for c in conds:
-        if c.type == PAUSED_CONDITION:
-            return c.reason != RESUMED
-    return False
-
-
-def _pause(sync: _Sync, out: _Outcome, current: int, desired: int, reason: str,
-           steps: list[Step]) -> tuple[int, str]:
-    """The pause annotations (``pyhpa.core.pause``), last: (desired, rescale reason) after them; the ``Paused``
-    condition, ``status.pause``, the Pause source and step, and the events ``Paused``/``Resumed`` (Normal) and
-    ``InvalidPauseAnnotation`` (Warning) when they appear."""
-    spec = sync.hpa.pause
-    before = next((c for c in sync.conds if c.type == PAUSED_CONDITION), None)
-    got = pause_rule(spec, current, desired) if spec is not None else None
-    problems = "; ".join(spec.problems) if spec is not None else ""
-    if got is None:
-        if problems:
-            message = f"not paused: ignored {problems}"
-            sync.cond(PAUSED_CONDITION, "False", INVALID_PAUSE_ANNOTATION, message)
-        elif before is not None and before.reason != RESUMED:
-            message = "no pause annotation: autoscaling resumed"
-            sync.cond(PAUSED_CONDITION, "False", RESUMED, message)
-            if before.status == "True":
-                sync.events.append(Event("Normal", RESUMED, message))
-        if problems and (before is None or before.message != message):
-            sync.events.append(Event("Warning", INVALID_PAUSE_ANNOTATION, message))
-        return desired, reason
-    out.sources.append(got.source)
-    if got.desired != desired:
-        steps.append(Step("pause", desired, got.desired, got.reason, got.message))
-        if got.desired != current:
-            reason = got.message
-    if got.holds or got.desired != desired:
-        out.decided_by = got.source.ref
-    message = got.message + (f"; ignored {problems}" if problems else "")
-    sync.cond(PAUSED_CONDITION, "True", got.reason, message)
-    if before is None or before.status != "True":
-        sync.events.append(Event("Normal", PAUSED, got.message))
-    if problems and (before is None or before.message != message):
-        sync.events.append(Event("Warning", INVALID_PAUSE_ANNOTATION, f"ignored {problems}"))
-    since = next(c.last_transition_time for c in sync.conds if c.type == PAUSED_CONDITION)
-    out.sections["pause"] = PauseStatus(reason=got.reason, message=message, since=since,
-                                        replicas=got.source.replicas)
-    return got.desired, reason
 
 
 def rescale_failed(decision: Decision, hpa: HPA, message: str, now: float) -> Decision:

@@ -35,7 +35,6 @@ from collections.abc import Sequence
 from .calculator import MetricError, ceil_saturate, group_pods, pod_amount
 from .combine import _per_pod_target
 from .metrics import metric_index_problem
-from .sources import Outcome, SourceInputs
 from .model import (
     BELOW_LIMIT,
     CONTAINER_RESOURCE,
@@ -47,25 +46,24 @@ from .model import (
     PINNED_AT_LIMIT,
     PREDICTION_MODES,
     RESOURCE,
-    SATURATION_SOURCE,
-    HPA,
     SATURATION_ACTIVE,
+    SATURATION_SOURCE,
     ControllerConfig,
     Event,
     MetricSamples,
-    SourceKind,
     MetricSpec,
     Pod,
     PodGroups,
     SaturationSpec,
     SaturationStatus,
+    SourceKind,
     SourceProposal,
 )
+from .sources import Outcome, SourceInputs, Stage
 
 __all__ = [
     "MAX_DEMAND_FACTOR", "MAX_PINNED_PERCENT", "MIN_DEMAND_FACTOR", "MIN_PINNED_PERCENT", "SaturationSource",
-    "check_saturation",
-    "saturation_metric", "saturation_proposal",
+    "check_saturation", "saturation_metric", "saturation_proposal",
 ]
 
 #: ``pinnedPercent`` lies in [MIN_PINNED_PERCENT, MAX_PINNED_PERCENT] (percent of the CPU limit).
@@ -190,9 +188,13 @@ class SaturationSource:
     the metrics' samples: not evaluated when a recommendation is given."""
 
     kind = SourceKind.SATURATION
+    stage = Stage.PROPOSALS
 
-    def enabled(self, hpa: HPA, given: bool) -> bool:
-        return hpa.saturation is not None and not given
+    def enabled(self, inputs: SourceInputs) -> bool:
+        return inputs.hpa.saturation is not None and not inputs.given
+
+    def retired(self, inputs: SourceInputs) -> None:
+        return None
 
     def evaluate(self, inputs: SourceInputs) -> Outcome:
         hpa = inputs.hpa
@@ -213,4 +215,4 @@ class SaturationSource:
         if st.pinned and (before is None or before.reason not in (PINNED_AT_LIMIT, OBSERVING)):
             events = (Event("Warning", PINNED_AT_LIMIT, st.message),)
         condition = (SATURATION_ACTIVE, "True" if st.reason == PINNED_AT_LIMIT else "False", st.reason, st.message)
-        return Outcome(proposal=p, condition=condition, section=("saturation", st), events=events)
+        return Outcome(proposals=(p,), conditions=(condition,), section=("saturation", st), events=events)
