@@ -800,7 +800,7 @@ class HPAStatus:
 class Decision:
     """Everything one sync decides (upstream: reconcileAutoscaler), built by keyword.
 
-    ``desired_replicas`` is what the target should be scaled to (equal to current when
+    ``desired_replicas`` is what the target should be scaled to (equal to ``current_replicas`` when
     there is no rescale: ``rescale``); ``status`` the status to write (its ``conditions`` are the sync's:
     ``conditions``); ``memory`` the controller memory after the sync, assuming the rescale succeeds
     (``memory_without_event``: if it fails, see ``pyhpa.core.rescale_failed``). ``sources`` lists what every
@@ -812,7 +812,6 @@ class Decision:
     ``max_replicas_effective`` are the bounds after active windows.
     """
 
-    current_replicas: int
     desired_replicas: int
     rescale_reason: str
     proposals: list[Proposal]
@@ -828,6 +827,11 @@ class Decision:
     recommended_by: SourceRef | None = None
     min_replicas_effective: int = 0
     max_replicas_effective: int = 0
+
+    @property
+    def current_replicas(self) -> int:
+        """The target's replicas at the sync (its Scale's ``spec.replicas``: ``status.current_replicas``)."""
+        return self.status.current_replicas
 
     @property
     def rescale(self) -> bool:

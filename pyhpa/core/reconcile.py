@@ -402,7 +402,7 @@ class _Sync:
     def decision(self, *, desired: int, memory: Memory, status: HPAStatus, without_event: Memory) -> Decision:
         bounds = self.bounds
         return Decision(
-            current_replicas=self.current, desired_replicas=desired, rescale_reason=self.reason,
+            desired_replicas=desired, rescale_reason=self.reason,
             proposals=self.proposals, prenormalized=self.pre, steps=self.steps, events=self.events,
             memory=memory, status=status, error=self.error, memory_without_event=without_event,
             sources=_with_winner(self.sources, self.decided_by), decided_by=self.decided_by,
