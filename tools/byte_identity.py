@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -71,17 +72,12 @@ SIMULATIONS = {
                    "--load-scale", "0.5875", "--start", "2021-10-17T19:30:00Z", "--end", "2021-10-17T20:10:00Z"],
 }
 
-BENCHMARK_HPA = """apiVersion: autoscaling/v2
-kind: HorizontalPodAutoscaler
-metadata: {name: php-apache}
-spec:
-  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: php-apache}
-  minReplicas: 1
-  maxReplicas: 40
-  metrics:
-  - type: Resource
-    resource: {name: cpu, target: {type: Utilization, averageUtilization: 50}}
-"""
+def _benchmark_hpa() -> str:
+    """The autoscaler of the simulate benchmark (``benchmarks/simulate.py``'s ``HPA``), read from there."""
+    spec = importlib.util.spec_from_file_location("_simulate_benchmark", ROOT / "benchmarks" / "simulate.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.HPA
 
 
 def _status_written(d, hpa) -> dict:
@@ -154,7 +150,7 @@ def capture_simulations(out: Path) -> None:
         where = out / "simulate" / name
         where.mkdir(parents=True, exist_ok=True)
         hpa = where / "benchmark-hpa.yaml"
-        hpa.write_text(BENCHMARK_HPA)
+        hpa.write_text(_benchmark_hpa())
         args = [a.format(hpa=hpa) for a in args]
         r = _pyhpa("simulate", *args, "--output-dir", str(where / "out"), "--no-plot", "--no-progress")
         (where / "stdout.txt").write_text(f"exit {r.returncode}\n{r.stdout.replace(str(where), '<out>')}{r.stderr}")
