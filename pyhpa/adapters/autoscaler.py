@@ -13,9 +13,11 @@ A spec field that is none of these is an error naming it (``spec.foo: unknown fi
 is an extension field on an autoscaling/v2 HPA. Errors are ``InputError`` naming the object
 (``HorizontalAutoscaler ns/name``) and the field (``spec.schedules[1].timeZone``).
 
-Adding an extension field: write ``def read_x(value, field: str, hpa: HPA) -> HPA`` (``field`` is
+Adding an extension field: declare it in ``pyhpa.api.v1alpha1.Extensions`` (the CRD's schema is generated from
+it); a flat section of a source whose fields are its core spec type's goes to ``SOURCE_SECTIONS`` and is read
+here without more code; any other: write ``def read_x(value, field: str, hpa: HPA) -> HPA`` (``field`` is
 ``spec.x``; return ``hpa`` with the core field set, raise InputError naming the sub-field) and add it to
-``EXTENSIONS``; declare it in ``pyhpa.api.v1alpha1.Extensions`` (the CRD's schema is generated from it).
+``EXTENSIONS``.
 """
 
 from __future__ import annotations
@@ -35,12 +37,10 @@ from ..api.v1alpha1 import (API_VERSION, DATE_TIME_PATTERN, DATED_PREFIX, KIND, 
                             OFFSET_SUFFIX, STATUS_EXTENSIONS)
 from ..core import HPA, ControllerConfig, ScheduleWindow, check_window, check_windows
 from .errors import InputError
-from .parse import MIN_INT32, int32_value, refuse_first
+from .parse import MIN_INT32, int32_value, refuse_first, source_section
 from .fallback import has_fallback_fields, read_metric_fallbacks, read_spec_fallback, without_metric_fallbacks
 from .objects import hpa_from_dict, object_label
 from .pause import pause_annotations, pause_from_annotations
-from .prediction import prediction_from_dict
-from .saturation import saturation_from_dict
 from .promql import split_prometheus, with_prometheus
 
 GROUP_VERSION = API_VERSION
@@ -256,22 +256,19 @@ def read_schedules(value: Any, f: str, hpa: HPA) -> HPA:
     return replace(hpa, schedules=tuple(windows))
 
 
-def read_prediction(value: Any, f: str, hpa: HPA) -> HPA:
-    """``spec.prediction`` (``pyhpa.adapters.prediction``; ``{}`` or null: the defaults)."""
-    return replace(hpa, prediction=prediction_from_dict(value, hpa.metrics, f))
-
-
-def read_saturation(value: Any, f: str, hpa: HPA) -> HPA:
-    """``spec.saturation`` (``pyhpa.adapters.saturation``; ``{}`` or null: the defaults)."""
-    return replace(hpa, saturation=saturation_from_dict(value, hpa.metrics, f))
+def _source_reader(name: str) -> Callable[[Any, str, HPA], HPA]:
+    """The reader of ``spec.<name>``, a source section of the API (``SOURCE_SECTIONS``: ``prediction``, ``saturation``;
+    ``{}`` or null: the defaults), read by ``pyhpa.adapters.parse.source_section`` against the HPA's metrics."""
+    def read(value: Any, f: str, hpa: HPA) -> HPA:
+        return replace(hpa, **{name: source_section(name, value, hpa.metrics, f)})
+    return read
 
 
 #: spec fields a HorizontalAutoscaler adds to autoscaling/v2: field -> reader(value, "spec.<field>", hpa) -> hpa
 EXTENSIONS: dict[str, Callable[[Any, str, HPA], HPA]] = {
     "schedules": read_schedules,
     "fallback": read_spec_fallback,  # then read_metric_fallbacks: spec.metrics[].fallback over it
-    "prediction": read_prediction,
-    "saturation": read_saturation,
+    **{name: _source_reader(name) for name in api.SOURCE_SECTIONS},  # prediction, saturation
 }
 
 

@@ -21,6 +21,7 @@ import msgspec
 import msgspec.inspect
 from lightkube.utils.quantity import parse_quantity
 
+from ..api.v1alpha1 import SOURCE_SECTIONS
 from ..core.calculator import trunc_div, wrap_int64
 from ..core.selector import go_parse_int64
 from .errors import InputError
@@ -411,6 +412,17 @@ def extension_fields(d: Any, keys: tuple[str, ...], field: str) -> dict:
     if unknown:
         raise InputError(f"unknown field (known: {', '.join(keys)})", field=f"{field}.{unknown[0]}")
     return d
+
+
+def source_section(name: str, d: Any, metrics: tuple | None, field: str) -> Any:
+    """The core's spec of the source section ``spec.<name>`` (``pyhpa.api.v1alpha1.SOURCE_SECTIONS``: ``prediction``,
+    ``saturation``) from its mapping (None or ``{}``: all defaults): the API struct's fields (``api_section``) as the
+    core's spec type, checked by the core's rule set (limits, modes and, with ``metrics``, the HPA's parsed
+    ``spec.metrics``, the metric it names). Raises InputError naming ``field`` and the key of the first problem."""
+    struct, spec_type, check = SOURCE_SECTIONS[name]
+    spec = spec_type(**msgspec.structs.asdict(api_section(d, struct, field)))
+    refuse_first(check(spec, metrics), field)
+    return spec
 
 
 def api_section(d: Any, cls: type, field: str) -> Any:

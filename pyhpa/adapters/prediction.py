@@ -17,13 +17,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..api import v1alpha1 as api
 from ..api.status import prediction_figures
-from ..core import Decision, Forecast, PredictionSpec, check_prediction
+from ..core import Decision, Forecast, PredictionSpec
 from ..core.model import PREDICTING, PREDICTION_SOURCE, MetricSpec
 from ..core.quantity import format_milli
 from .errors import InputError
-from .parse import api_section, milli, refuse_first
+from .parse import milli, source_section
 
 FIELD = "spec.prediction"
 
@@ -31,16 +30,11 @@ FIELD = "spec.prediction"
 def prediction_from_dict(d: Any, metrics: tuple[MetricSpec, ...] | None = None, field: str = FIELD) -> PredictionSpec:
     """A ``PredictionSpec`` from the ``spec.prediction`` mapping (None or ``{}``: all defaults).
 
-    Reads the API's fields (``pyhpa.api.v1alpha1.Prediction``, ``api_section``) and checks the values by the core's
+    Reads the API's fields (``pyhpa.api.v1alpha1.Prediction``, ``source_section``) and checks the values by the core's
     one rule set (``pyhpa.core.check_prediction``: limits, modes and, with ``metrics``, the HPA's parsed
     ``spec.metrics``, the ``metric`` index). Raises InputError naming ``field`` and the key of the first problem.
     """
-    p = api_section(d, api.Prediction, field)
-    spec = PredictionSpec(metric=p.metric, history_seconds=p.history_seconds, lead_seconds=p.lead_seconds,
-                          quantile=p.quantile, mode=p.mode, refresh_seconds=p.refresh_seconds,
-                          history_query=p.history_query)
-    refuse_first(check_prediction(spec, metrics), field)
-    return spec
+    return source_section("prediction", d, metrics, field)
 
 
 def prediction_to_dict(spec: PredictionSpec) -> dict:

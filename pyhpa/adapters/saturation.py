@@ -15,11 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..api import v1alpha1 as api
 from ..api.status import saturation_status  # noqa: F401 (the one rendering of status.saturation)
-from ..core import Decision, SaturationSpec, check_saturation
+from ..core import Decision, SaturationSpec
 from ..core.model import SATURATION_SOURCE, MetricSpec
-from .parse import api_section, refuse_first
+from .parse import source_section
 
 FIELD = "spec.saturation"
 
@@ -28,15 +27,11 @@ def saturation_from_dict(d: Any, metrics: tuple[MetricSpec, ...] | None = None,
                          field: str = FIELD) -> SaturationSpec:
     """A ``SaturationSpec`` from the ``spec.saturation`` mapping (None or ``{}``: all defaults).
 
-    Reads the API's fields (``pyhpa.api.v1alpha1.Saturation``, ``api_section``) and checks the values by the core's
+    Reads the API's fields (``pyhpa.api.v1alpha1.Saturation``, ``source_section``) and checks the values by the core's
     rule set (``pyhpa.core.check_saturation``: limits, modes and, with ``metrics``, that a cpu metric is watched).
     Raises InputError naming ``field`` and the key of the first problem.
     """
-    s = api_section(d, api.Saturation, field)
-    spec = SaturationSpec(metric=s.metric, pinned_percent=s.pinned_percent, demand_factor=s.demand_factor,
-                          mode=s.mode)
-    refuse_first(check_saturation(spec, metrics), field)
-    return spec
+    return source_section("saturation", d, metrics, field)
 
 
 def saturation_to_dict(spec: SaturationSpec) -> dict:

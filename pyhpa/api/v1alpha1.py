@@ -22,14 +22,15 @@ recommendations through them (``manifest``).
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, Callable
 
 import msgspec
 from msgspec import Meta, Struct
 
 from ..core.model import FALLBACK_BEHAVIORS, PREDICTION_MODES, UTILIZATION_BASES, PredictionSpec, SaturationSpec
-from ..core.prediction import MAX_QUANTILE, MIN_HISTORY_SECONDS, MIN_LEAD_SECONDS, MIN_QUANTILE, MIN_REFRESH_SECONDS
-from ..core.saturation import MAX_DEMAND_FACTOR, MAX_PINNED_PERCENT, MIN_DEMAND_FACTOR, MIN_PINNED_PERCENT
+from ..core.prediction import (MAX_QUANTILE, MIN_HISTORY_SECONDS, MIN_LEAD_SECONDS, MIN_QUANTILE, MIN_REFRESH_SECONDS,
+                               check_prediction)
+from ..core.saturation import MAX_DEMAND_FACTOR, MAX_PINNED_PERCENT, MIN_DEMAND_FACTOR, MIN_PINNED_PERCENT, check_saturation
 
 GROUP = "pyhpa.dev"
 VERSION = "v1alpha1"
@@ -160,6 +161,14 @@ class Saturation(Struct, rename="camel", omit_defaults=True):
         "of the ready pods, doubled)."))] = _SATURATION.demand_factor
     mode: Annotated[Mode, Meta(description=(
         "Enforce: it may raise replicas. Observe: computed and reported, never applied."))] = _SATURATION.mode
+
+
+#: The spec sections of the decision core's sources that are read one way (``pyhpa.adapters.parse.source_section``):
+#: spec field -> (its API struct, the core's spec type, whose fields are the struct's, the core's check of it).
+SOURCE_SECTIONS: dict[str, tuple[type, type, Callable[..., list[tuple[str, str]]]]] = {
+    "prediction": (Prediction, PredictionSpec, check_prediction),
+    "saturation": (Saturation, SaturationSpec, check_saturation),
+}
 
 
 # ----- spec.fallback, spec.metrics[].fallback ------------------------------------------------------------------
