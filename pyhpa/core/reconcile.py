@@ -290,11 +290,13 @@ class _Sync:
         """The recommendation (``pyhpa.core.combine.recommend``: the largest applied proposal, the windows' floors
         and caps), then upstream's normalization with the effective bounds."""
         if self.stop is None:
-            self.recommend()
+            self.recommendation()
         if self.stop in (None, _AT_BOUND) and self.desired != self.current:
             _scaled_to_zero_condition(self, self.current, self.desired, self.bounds.min_replicas)
 
-    def recommend(self) -> None:
+    def recommendation(self) -> None:
+        """Steps 1 to 3 of the rule (docs/combination.md): the recommendation, the effective bounds, normalization;
+        ``AbleToScale``, ``ScalingLimited`` and the decider; from zero, at least ``minReplicas``."""
         hpa, config, current, bounds, mem, now = self.hpa, self.config, self.current, self.bounds, self.memory, self.now
         pre, winner = self.pre, self.winner
         if self.extra or self.windows:
