@@ -56,6 +56,8 @@ from .sources import BoundsOutcome, FallbackOutcome, HoldOutcome, MetricsOutcome
 #: over them.
 SOURCES: tuple[Source, ...] = (SchedulesSource(), MetricsSource(), FallbackSource(), PredictionSource(),
                                SaturationSource(), PauseSource())
+#: the stages in order: ``_STAGES[s:t]`` are the stages after ``s`` up to ``t``
+_STAGES = tuple(Stage)
 #: a given recommendation (``decide(prenormalized=...)``)
 _GIVEN = SourceRef(SourceKind.RECOMMENDATION, "given")
 #: kinds of ``decided_by`` that are steps of normalization, not sources
@@ -479,18 +481,18 @@ def decide(
               "the HPA controller was able to get the target's current scale")
     stage = Stage.BOUNDS
     for source in SOURCES:
-        while stage < source.stage:
-            stage = Stage(stage + 1)
-            sync.reach(stage, pods)
+        if source.stage is not stage:
+            for reached in _STAGES[stage:source.stage]:  # the rule's steps after each stage passed
+                sync.reach(reached, pods)
+            stage = source.stage
         if not source.enabled(sync):
             gone = source.retired(sync)
             if gone is not None:
                 sync.apply(gone)
         elif sync.takes(stage):
             sync.apply(source.evaluate(sync))
-    while stage < Stage.DONE:
-        stage = Stage(stage + 1)
-        sync.reach(stage, pods)
+    for reached in _STAGES[stage:]:
+        sync.reach(reached, pods)
     return sync.finish()
 
 
