@@ -36,7 +36,8 @@ class ConditionType(StrEnum):
 
 
 class Reason(StrEnum):
-    """Upstream's condition reasons (pkg/controller/podautoscaler) and the ``ScheduleActive`` ones."""
+    """Upstream's condition reasons (pkg/controller/podautoscaler), the ``ScheduleActive`` ones and the
+    controller's ``InvalidSpec`` (a spec the API server took that the controller cannot read)."""
 
     SUCCEEDED_GET_SCALE = "SucceededGetScale"
     FAILED_GET_SCALE = "FailedGetScale"
@@ -60,6 +61,7 @@ class Reason(StrEnum):
     WINDOW_ACTIVE = "WindowActive"
     NO_ACTIVE_WINDOW = "NoActiveWindow"
     FLOOR_AND_CAP_CONFLICT = "FloorAndCapConflict"
+    INVALID_SPEC = "InvalidSpec"
 
 
 class SourceKind(StrEnum):

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from ...core import (HPA, ControllerConfig, Decision, Event, Forecast, HPAWarning, Memory, MetricSamples, Pod, Scale,
                     check_hpa, decide, relevant_memory, rescale_failed)
+from ...core.model import ConditionType, Reason
 from ..kube.api import ApiFailure, Cluster, SpecError
 from ..cache.autoscaler import Autoscaler
 from ..outputs.events import EventRecorder
@@ -273,7 +274,7 @@ class Reconciler:
         """Upstream: event FailedGetScale, condition AbleToScale=False FailedGetScale, status written."""
         log.warning("failed to get scale", extra=fields(autoscaler=a.key, target=_target(a), reason="FailedGetScale",
                                                         error=message))
-        status = status_with_condition(a, "AbleToScale", "False", "FailedGetScale",
+        status = status_with_condition(a, ConditionType.ABLE_TO_SCALE, "False", Reason.FAILED_GET_SCALE,
                                        f"the HPA controller was unable to get the target's current scale: {message}",
                                        now)
         self._say(a, status, [Event("Warning", "FailedGetScale", message)], [], now)
@@ -284,7 +285,7 @@ class Reconciler:
         """A spec the API server accepted but the controller cannot read: condition and event, others go on."""
         message = f"the HPA spec is invalid: {a.error}"
         log.warning("invalid spec", extra=fields(autoscaler=a.key, reason="InvalidSpec", error=a.error))
-        status = status_with_condition(a, "ScalingActive", "False", "InvalidSpec", message, now)
+        status = status_with_condition(a, ConditionType.SCALING_ACTIVE, "False", Reason.INVALID_SPEC, message, now)
         self._say(a, status, [Event("Warning", "InvalidSpec", message)], [], now)
         await self.status.write(a, status)
         return SyncResult(a.key, NONE, SPEC, message=message, reason="InvalidSpec")
