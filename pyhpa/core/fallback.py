@@ -31,11 +31,13 @@ kept only for an HPA with a fallback: an HPA without one decides, writes and rem
 from __future__ import annotations
 
 from dataclasses import replace
+from enum import StrEnum
 from functools import lru_cache
 
 from .metrics import describe
 from .model import (
     CONTAINER_RESOURCE,
+    ConditionType,
     DEFAULT_FAILURE_THRESHOLD,
     EXTERNAL,
     FAILING,
@@ -60,16 +62,22 @@ from .model import (
 )
 from .sources import FallbackOutcome, SourceInputs, Stage
 
-__all__ = ["FALLBACK_ACTIVE", "FALLBACK_CONDITION", "FALLBACK_ENDED", "FALLBACK_STARTED", "METRICS_FAILING",
-           "METRICS_HEALTHY", "FallbackSource", "FallbackTracker", "applies", "capped_failures", "check_fallback", "effective_fallback", "failure_caps",
-           "fallback_replicas",
-           "has_fallback", "metric_health", "metric_key"]
+__all__ = ["FALLBACK_CONDITION", "FALLBACK_ENDED", "FALLBACK_STARTED", "FallbackReason", "FallbackSource",
+           "FallbackTracker", "applies", "capped_failures", "check_fallback", "effective_fallback", "failure_caps",
+           "fallback_replicas", "has_fallback", "metric_health", "metric_key"]
 
 #: condition type and reasons
-FALLBACK_CONDITION = "Fallback"
-FALLBACK_ACTIVE = "FallbackActive"
-METRICS_FAILING = "MetricsFailing"
-METRICS_HEALTHY = "MetricsHealthy"
+FALLBACK_CONDITION = ConditionType.FALLBACK
+
+
+class FallbackReason(StrEnum):
+    """The reasons of the ``Fallback`` condition."""
+
+    FALLBACK_ACTIVE = "FallbackActive"
+    METRICS_FAILING = "MetricsFailing"
+    METRICS_HEALTHY = "MetricsHealthy"
+
+
 #: event reasons
 FALLBACK_STARTED = "FallbackStarted"
 FALLBACK_ENDED = "FallbackEnded"
@@ -233,10 +241,10 @@ class FallbackTracker:
         """(status, reason, message) of the ``Fallback`` condition."""
         if self.sources:
             active = "; ".join(f"{s.name}: {s.replicas} replicas" for s in self.sources.values())
-            return "True", FALLBACK_ACTIVE, f"metrics in fallback: {active}"
+            return "True", FallbackReason.FALLBACK_ACTIVE, f"metrics in fallback: {active}"
         if self.problems:
-            return "False", METRICS_FAILING, "failing metrics not in fallback: " + "; ".join(self.problems)
-        return "False", METRICS_HEALTHY, "every metric is available"
+            return "False", FallbackReason.METRICS_FAILING, "failing metrics not in fallback: " + "; ".join(self.problems)
+        return "False", FallbackReason.METRICS_HEALTHY, "every metric is available"
 
 
 def metric_health(hpa: HPA, failures: dict[str, MetricFailures],
