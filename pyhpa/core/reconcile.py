@@ -52,6 +52,8 @@ from .schedules import SchedulesSource
 from .selector import SelectorError, matches, parse_selector
 from .sources import BoundsOutcome, FallbackOutcome, HoldOutcome, MetricsOutcome, Outcome, Source, Stage
 
+__all__ = ["SOURCES", "decide", "rescale_failed", "set_condition", "tolerances", "with_status"]
+
 #: Every source of a decision, in the order of docs/combination.md (``pyhpa.core.sources``): ``decide`` is one loop
 #: over them.
 SOURCES: tuple[Source, ...] = (SchedulesSource(), MetricsSource(), FallbackSource(), PredictionSource(),
