@@ -146,6 +146,7 @@ class _Sync:
         return self.proposals[i].metric if i < len(self.proposals) else describe(self.hpa.metrics[i])
 
     def condition(self, ctype: str) -> Condition | None:
+        """The condition of ``ctype`` as it stands (None: none)."""
         for c in self.conditions:
             if c.type == ctype:
                 return c
@@ -200,7 +201,7 @@ class _Sync:
             self.extra.extend(o.proposals)
 
     def reach(self, stage: Stage, pods: list[Pod]) -> None:
-        """The rule's steps after each stage before ``stage``."""
+        """The rule's step that runs when the sync enters ``stage`` (after the stage before it)."""
         if stage is Stage.METRICS:
             self.after_bounds(pods)
         elif stage is Stage.PROPOSALS:
