@@ -702,15 +702,18 @@ class SourceProposal:
         return self.replicas is not None or self.min_replicas is not None or self.max_replicas is not None
 
 
+_METRIC, _RECOMMENDATION = SourceKind.METRIC, SourceKind.RECOMMENDATION  # read at every sync: bound once
+
+
 def recommendation_text(ref: SourceRef | None) -> str:
     """A recommendation's source as messages name it (``cpu resource utilization (percentage of request) above
     target``): a metric by its name, a given one as ``the given recommendation``, another source as ``Kind/name``;
     "" for None."""
     if ref is None:
         return ""
-    if ref.kind == SourceKind.METRIC:
+    if ref.kind == _METRIC:
         return ref.name
-    if ref.kind == SourceKind.RECOMMENDATION:
+    if ref.kind == _RECOMMENDATION:
         return "the given recommendation"
     return str(ref)
 

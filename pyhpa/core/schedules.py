@@ -316,6 +316,9 @@ def check_windows(windows: Sequence[ScheduleWindow]) -> list[tuple[int, str, str
     return problems
 
 
+_SCHEDULE_ACTIVE = ConditionType.SCHEDULE_ACTIVE  # read at every sync: bound once
+
+
 class SchedulesSource:
     """The Schedule source (``spec.schedules``): each active window a floor and/or a cap (``schedule_sources``),
     the effective bounds (``effective_bounds``: the floor wins a conflict), the ``ScheduleActive`` condition and
@@ -329,9 +332,9 @@ class SchedulesSource:
         return bool(inputs.hpa.schedules)
 
     def retired(self, inputs: SourceInputs) -> Outcome | None:
-        if inputs.condition(ConditionType.SCHEDULE_ACTIVE) is None:
+        if inputs.condition(_SCHEDULE_ACTIVE) is None:
             return None
-        return Outcome(drop=ConditionType.SCHEDULE_ACTIVE)
+        return Outcome(drop=_SCHEDULE_ACTIVE)
 
     def evaluate(self, inputs: SourceInputs) -> BoundsOutcome:
         hpa, now = inputs.hpa, inputs.now

@@ -79,9 +79,10 @@ class SourceInputs(Protocol):
         """The condition of ``ctype`` as it stands before this source (None: none)."""
 
 
-@dataclass(slots=True, frozen=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class Outcome:
-    """What one source did at one sync: its ``proposals`` (``SourceProposal``: replicas, or a floor and a cap, and
+    """What one source did at one sync (read only: not frozen only because a frozen dataclass costs a microsecond
+    more to build, at every sync): its ``proposals`` (``SourceProposal``: replicas, or a floor and a cap, and
     whether they count), the ``conditions`` it sets ((type, status, reason, message), in order), ``drop``: a
     condition type it removes (the HPA no longer uses the source), its status ``section`` (``HPAStatus`` field
     name, value; None: none) and its ``events``."""
@@ -93,7 +94,7 @@ class Outcome:
     events: tuple[Event, ...] = ()
 
 
-@dataclass(slots=True, frozen=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class BoundsOutcome(Outcome):
     """A source of the BOUNDS stage: the effective ``bounds`` (``minReplicas``/``maxReplicas`` after its floors
     and caps, who set each)."""
@@ -101,7 +102,7 @@ class BoundsOutcome(Outcome):
     bounds: Bounds
 
 
-@dataclass(slots=True, frozen=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class MetricsOutcome(Outcome):
     """The metrics: each metric's ``Proposal`` (upstream's computation, in spec order; ``proposals`` holds the
     ``Metric`` sources)."""
@@ -109,7 +110,7 @@ class MetricsOutcome(Outcome):
     metrics: list[Proposal]
 
 
-@dataclass(slots=True, frozen=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class FallbackOutcome(Outcome):
     """The fallback: the ``Fallback`` sources, ``stands_for[i]`` the index in ``spec.metrics`` of the failing
     metric ``proposals[i]`` stands in for; ``failures``: ``Memory.metric_failures`` after the sync (None: as it
@@ -119,7 +120,7 @@ class FallbackOutcome(Outcome):
     failures: dict[str, MetricFailures] | None = None
 
 
-@dataclass(slots=True, frozen=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class HoldOutcome(Outcome):
     """A source of the HOLD stage: the count it leaves (``replicas``; None: it changes nothing), the ``step`` it
     adds when that differs from the normalized count, and ``decides``: it set the final number (it holds the
