@@ -57,6 +57,7 @@ from .model import (
     SourceProposal,
     SourceRef,
     Step,
+    source_ref,
 )
 
 SPEC_MIN = SourceRef(SourceKind.SPEC, "minReplicas")
@@ -82,11 +83,11 @@ def effective_bounds(min_replicas: int, max_replicas: int, active: Sequence[Acti
     lo, lo_src, hi, hi_src = min_replicas, SPEC_MIN, max_replicas, SPEC_MAX
     for w in active:
         if w.min_replicas is not None and w.min_replicas > lo:
-            lo, lo_src = w.min_replicas, SourceRef(SCHEDULE_SOURCE, w.name)
+            lo, lo_src = w.min_replicas, source_ref(SCHEDULE_SOURCE, w.name)
         if w.max_replicas is not None and w.max_replicas < hi:
-            hi, hi_src = w.max_replicas, SourceRef(SCHEDULE_SOURCE, w.name)
+            hi, hi_src = w.max_replicas, source_ref(SCHEDULE_SOURCE, w.name)
     conflict = ""
-    if lo > hi and (lo_src != SPEC_MIN or hi_src != SPEC_MAX):
+    if lo > hi and (lo_src is not SPEC_MIN or hi_src is not SPEC_MAX):
         conflict = f"floor {lo} ({lo_src}) is above cap {hi} ({hi_src}): the floor wins"
         hi, hi_src = lo, lo_src
     return Bounds(min_replicas=lo, max_replicas=hi, min_source=lo_src, max_source=hi_src, conflict=conflict)
@@ -119,7 +120,7 @@ def recommend(proposals: Sequence[SourceProposal], bounds: Bounds, windows: Sequ
     floor = max((w.min_replicas for w in windows if w.min_replicas is not None), default=None)
     if floor is not None and floor > rec:
         rec, label = floor, bounds.min_source
-    if windows and bounds.max_source != SPEC_MAX and rec > bounds.max_replicas:
+    if windows and bounds.max_source is not SPEC_MAX and rec > bounds.max_replicas:
         rec, label = bounds.max_replicas, bounds.max_source
     return rec, label
 

@@ -28,7 +28,7 @@ from .model import (
     SourceProposal,
 )
 from .quantity import format_milli, format_milli_binary
-from .sources import MetricsOutcome, SourceInputs, Stage
+from .sources import MetricsOutcome, SourceInputs, Stage, nothing_to_retire
 
 __all__ = ["FAILED_REASON", "UNABLE_PREFIX", "MetricsSource", "compute_proposal", "describe", "metric_index_problem", "raw_text"]
 
@@ -277,8 +277,7 @@ class MetricsSource:
     def enabled(self, inputs: SourceInputs) -> bool:
         return True
 
-    def retired(self, inputs: SourceInputs) -> None:
-        return None
+    retired = nothing_to_retire
 
     def evaluate(self, inputs: SourceInputs) -> MetricsOutcome:
         hpa, samples = inputs.hpa, inputs.samples

@@ -10,6 +10,7 @@ times are float seconds since the Unix epoch (UTC; the Kubernetes zero time
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from datetime import date, tzinfo
 from enum import StrEnum
 
@@ -81,7 +82,7 @@ class SourceKind(StrEnum):
     POLICY = "Policy"
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True, frozen=True, eq=False)
 class SourceRef:
     """Who set a number: a ``kind`` and its ``name`` (the metric as upstream names it, the window, the bound,
     the direction). ``str()`` is ``Kind/name`` (``Metric/cpu resource utilization (percentage of request)``,
@@ -92,7 +93,26 @@ class SourceRef:
     name: str
 
     def __str__(self) -> str:
-        return f"{self.kind.value}/{self.name}"
+        return self.kind + "/" + self.name  # str's own +: a StrEnum's ``.value`` is a slow property
+
+    # equality and hash by value, written out: the dataclass's generated ones build tuples, and decide compares
+    # references at every sync
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if type(other) is not SourceRef:
+            return NotImplemented
+        return self.kind == other.kind and self.name == other.name  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.name))
+
+
+@lru_cache(maxsize=4096)
+def source_ref(kind: SourceKind, name: str) -> SourceRef:
+    """The ``SourceRef`` of ``kind`` and ``name``, one object per pair (it is immutable): what every sync names
+    again costs no new object."""
+    return SourceRef(kind, name)
 
 
 # Metric source types (autoscaling/v2 MetricSourceType).
@@ -274,6 +294,17 @@ class ScheduleWindow:
     time_zone_name: str = "UTC"
     start_time: float | None = None
     end_time: float | None = None
+    #: the hash, computed once: the memoized cron look-ups (``pyhpa.core.schedules``) hash the window several
+    #: times a sync, and the generated hash would hash every field each time
+    _hash: int = field(init=False, repr=False, compare=False, default=0)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.name, self.start, self.time_zone, self.end, self.duration_seconds,
+                                                self.min_replicas, self.max_replicas, self.exclude_dates,
+                                                self.time_zone_name, self.start_time, self.end_time)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def dated(self) -> bool:
@@ -689,7 +720,7 @@ class SourceProposal:
     @property
     def ref(self) -> SourceRef:
         """This source as ``Decision.decided_by`` names it."""
-        return SourceRef(self.source, self.name)
+        return source_ref(self.source, self.name)
 
     @property
     def label(self) -> str:

@@ -41,7 +41,7 @@ from .model import (
     SourceProposal,
     Step,
 )
-from .sources import HoldOutcome, SourceInputs, Stage
+from .sources import HoldOutcome, SourceInputs, Stage, nothing_to_retire
 
 __all__ = ["PauseOutcome", "PauseSource", "pause_rule"]
 
@@ -110,8 +110,7 @@ class PauseSource:
                 return c.reason != RESUMED
         return False
 
-    def retired(self, inputs: SourceInputs) -> None:
-        return None
+    retired = nothing_to_retire
 
     def evaluate(self, inputs: SourceInputs) -> HoldOutcome:
         spec = inputs.hpa.pause

@@ -44,6 +44,7 @@ from .model import (
     SourceRef,
     Step,
     recommendation_text,
+    source_ref,
 )
 from .normalize import normalize, store_scale_event
 from .pause import PauseSource
@@ -51,7 +52,8 @@ from .prediction import PredictionSource
 from .saturation import SaturationSource
 from .schedules import SchedulesSource
 from .selector import SelectorError, matches, parse_selector
-from .sources import BoundsOutcome, FallbackOutcome, HoldOutcome, MetricsOutcome, Outcome, Source, Stage
+from .sources import (BoundsOutcome, FallbackOutcome, HoldOutcome, MetricsOutcome, Outcome, Source, Stage,
+                      nothing_to_retire)
 
 __all__ = ["SOURCES", "decide", "rescale_failed", "set_condition", "tolerances", "with_status"]
 
@@ -70,6 +72,8 @@ _ABLE_TO_SCALE, _SCALING_ACTIVE, _SCALING_LIMITED, _SCALED_TO_ZERO = (
 _VALID_METRIC_FOUND, _SUCCEEDED_RESCALE, _SUCCEEDED_GET_SCALE, _NOT_SCALED_TO_ZERO = (
     Reason.VALID_METRIC_FOUND, Reason.SUCCEEDED_RESCALE, Reason.SUCCEEDED_GET_SCALE, Reason.NOT_SCALED_TO_ZERO)
 _METRICS, _HOLD = Stage.METRICS, Stage.HOLD
+#: the tolerances of a sync that stopped before any source read them
+_NO_TOLERANCES = (0.0, 0.0)
 #: why a sync stopped before the recommendation (``_Sync.stop``)
 _DISABLED, _AT_BOUND, _FAILED = "disabled", "bound", "failed"
 
@@ -130,7 +134,7 @@ class _Sync:
         self.samples = samples
         self.memory = memory
         self.forecast = forecast
-        self.tolerances = tolerances(hpa, config)
+        self.tolerances = _NO_TOLERANCES  # set when the sync goes on to the sources that read them
         self.desired = 0
         self.reason = ""
         self.steps: list[Step] = []
@@ -217,6 +221,7 @@ class _Sync:
             self.stop, self.desired = _DISABLED, current
             return
         if self.given:
+            self.tolerances = tolerances(hpa, config)
             return
         if current != 0 and (current > max_r or current < min_r):
             above = current > max_r
@@ -227,6 +232,7 @@ class _Sync:
             self.desired, self.decided_by, self.stop = bound, source, _AT_BOUND
             _remember_window_bound(self.memory, source, bound, current, min_r, max_r, hpa, self.now, config)
             return
+        self.tolerances = tolerances(hpa, config)
         selected = self.select_pods(pods)
         if selected is None:
             self.events.append(Event("Warning", "FailedComputeMetricsReplicas", self.error or ""))
@@ -263,7 +269,7 @@ class _Sync:
                     replicas, name, label = fb.replicas, p.metric, fb.ref
                 continue
             if replicas == 0 or p.replicas > replicas:
-                replicas, name, label = p.replicas, p.metric, _metric_ref(p.metric)
+                replicas, name, label = p.replicas, p.metric, source_ref(METRIC_SOURCE, p.metric)
         self.sources[:0] = front
         if first is not None:
             self.error = f"invalid metrics ({failed} invalid out of {len(hpa.metrics)}), first error is: {first.error}"
@@ -472,14 +478,15 @@ def decide(
     sync = _Sync(hpa, scale, now, config, other_selectors, samples, forecast, prenormalized, mem)
     sync.cond(_ABLE_TO_SCALE, "True", _SUCCEEDED_GET_SCALE,
               "the HPA controller was able to get the target's current scale")
-    for source, steps in _PLAN:
+    for source, steps, retires in _PLAN:
         for step in steps:  # the rule's steps on entering the stages up to the source's
             step(sync, pods)
         stage = source.stage
         if not source.enabled(sync):
-            gone = source.retired(sync)
-            if gone is not None:
-                sync.apply(gone)
+            if retires:
+                gone = source.retired(sync)
+                if gone is not None:
+                    sync.apply(gone)
             continue
         sync.enabled.append(source.kind)
         # evaluated unless the sync stopped before its stage (the hold runs always; the metrics not with a given
@@ -500,8 +507,9 @@ def _steps(after: Stage, to: Stage) -> tuple:
     return tuple(_STEP[s] for s in Stage if after < s <= to and s in _STEP)
 
 
-#: each source with the steps that run before it; the steps after the last source
-_PLAN = tuple((s, _steps(SOURCES[i - 1].stage if i else Stage.BOUNDS, s.stage)) for i, s in enumerate(SOURCES))
+#: each source with the steps that run before it and whether it has anything to retire; the steps after the last
+_PLAN = tuple((s, _steps(SOURCES[i - 1].stage if i else Stage.BOUNDS, s.stage),
+               getattr(type(s), "retired", None) is not nothing_to_retire) for i, s in enumerate(SOURCES))
 _LAST_STEPS = _steps(SOURCES[-1].stage, Stage.DONE)
 
 
@@ -511,14 +519,14 @@ def _remember_window_bound(mem: Memory, source: SourceRef, bound: int, current: 
     is recorded as this sync's recommendation, by normalization's own rule, as the syncs inside the window
     that follow record it: a window shorter than a sync period is still followed by the usual stabilization.
     Spec bounds keep upstream's behavior (nothing recorded)."""
-    if source in (SPEC_MIN, SPEC_MAX):
+    if source is SPEC_MIN or source is SPEC_MAX:  # the spec's own (``effective_bounds`` gives these objects)
         return
     _, mem.recommendations, *_ = normalize(current, bound, min_r, max_r, hpa.behavior, mem, now, config)
 
 
 def _bound_reason(where: str, source: SourceRef, value: int) -> str:
     """Upstream's rescale reason for a spec bound; the window named for a schedule's."""
-    if source in (SPEC_MIN, SPEC_MAX):
+    if source is SPEC_MIN or source is SPEC_MAX:  # the spec's own (``effective_bounds`` gives these objects)
         return f"Current number of replicas {where} Spec.{'MaxReplicas' if where == 'above' else 'MinReplicas'}"
     bound = "maxReplicas" if where == "above" else "minReplicas"
     return f"Current number of replicas {where} {source} {bound} ({value})"
@@ -545,12 +553,6 @@ def _with_winner(sources: list[SourceProposal], winner: SourceRef | None) -> tup
 def _spec_bounds(min_replicas: int, max_replicas: int) -> Bounds:
     """The spec's bounds, no window active (``effective_bounds``; a ``Bounds`` is immutable: one per pair)."""
     return effective_bounds(min_replicas, max_replicas, ())
-
-
-@lru_cache(maxsize=4096)
-def _metric_ref(name: str) -> SourceRef:
-    """``Metric/<name>``, one object per name (a ``SourceRef`` is immutable)."""
-    return SourceRef(METRIC_SOURCE, name)
 
 
 def rescale_failed(decision: Decision, hpa: HPA, message: str, now: float) -> Decision:

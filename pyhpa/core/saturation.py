@@ -59,7 +59,7 @@ from .model import (
     SourceKind,
     SourceProposal,
 )
-from .sources import Outcome, SourceInputs, Stage
+from .sources import Outcome, SourceInputs, Stage, nothing_to_retire
 
 __all__ = [
     "MAX_DEMAND_FACTOR", "MAX_PINNED_PERCENT", "MIN_DEMAND_FACTOR", "MIN_PINNED_PERCENT", "SaturationSource",
@@ -193,8 +193,7 @@ class SaturationSource:
     def enabled(self, inputs: SourceInputs) -> bool:
         return inputs.hpa.saturation is not None and not inputs.given
 
-    def retired(self, inputs: SourceInputs) -> None:
-        return None
+    retired = nothing_to_retire
 
     def evaluate(self, inputs: SourceInputs) -> Outcome:
         hpa = inputs.hpa

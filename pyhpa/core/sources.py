@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .combine import Bounds
 
 __all__ = ["BoundsOutcome", "FallbackOutcome", "HoldOutcome", "MetricsOutcome", "Outcome", "Source", "SourceInputs",
-           "Stage"]
+           "Stage", "nothing_to_retire"]
 
 
 class Stage(IntEnum):
@@ -136,7 +136,8 @@ class Source(Protocol):
 
     ``enabled(inputs)``: the HPA uses it at this sync (its spec field, annotation or a condition it must end).
     ``evaluate(inputs)``: its ``Outcome`` (never raises for bad data: it reports it). ``retired(inputs)``: when not
-    enabled, what is left to undo (a condition, its memory), or None."""
+    enabled, what is left to undo (a condition, its memory), or None; a source with nothing ever to undo sets
+    ``retired = nothing_to_retire``."""
 
     kind: SourceKind
     stage: Stage
@@ -146,3 +147,9 @@ class Source(Protocol):
     def evaluate(self, inputs: SourceInputs) -> Outcome: ...
 
     def retired(self, inputs: SourceInputs) -> Outcome | None: ...
+
+
+def nothing_to_retire(self: Source, inputs: SourceInputs) -> None:
+    """``Source.retired`` of a source that leaves nothing behind when the HPA stops using it (``decide`` does not
+    call it)."""
+    return None
