@@ -1,17 +1,18 @@
-"""Label and field selectors: parsing, matching, and rendering ``LabelSelector`` objects as strings."""
+"""Label and field selectors: parsing, matching, and rendering ``LabelSelector`` objects as strings. Label selectors
+are parsed by pyhpa's one parser (``pyhpa.core.selector``, apimachinery's ``labels.Parse`` ported)."""
 
 from __future__ import annotations
 
 import re
 from typing import Any, Iterable, Optional
 
+from pyhpa.core.selector import SelectorError, matches, parse_selector
+
 from .errors import bad_request
 
-Requirement = tuple[str, str, tuple[str, ...]]  # (key, op, values); op in = != in notin exists !
+Requirement = tuple[str, str, tuple[str, ...]]  # a field requirement: (path, op, (value,)); op = or !=
 
-_SET_RE = re.compile(r"^\s*([^\s!=(),]+)\s+(in|notin)\s*\(([^()]*)\)\s*$")
 _BIN_RE = re.compile(r"^\s*([^\s!=(),]+)\s*(==|!=|=)\s*([^\s!=(),]*)\s*$")
-_KEY_RE = re.compile(r"^\s*(!?)\s*([^\s!=(),]+)\s*$")
 
 
 def _split_terms(text: str) -> list[str]:
@@ -29,43 +30,19 @@ def _split_terms(text: str) -> list[str]:
     return [t for t in terms if t.strip()]
 
 
-def _parse_term(term: str) -> Requirement:
-    if m := _SET_RE.match(term):
-        values = tuple(v.strip() for v in m.group(3).split(",") if v.strip())
-        return m.group(1), m.group(2), values
-    if m := _BIN_RE.match(term):
-        op = "=" if m.group(2) == "==" else m.group(2)
-        return m.group(1), op, (m.group(3),)
-    if m := _KEY_RE.match(term):
-        return m.group(2), "!" if m.group(1) else "exists", ()
-    raise bad_request(f'unable to parse requirement: "{term.strip()}"', record=False)
+def parse_label_selector(text: Optional[str]) -> tuple:
+    """Parse a ``labelSelector`` query string with pyhpa's port of apimachinery's ``labels.Parse``
+    (``pyhpa.core.selector``: =, ==, !=, in, notin, key, !key, >, <; upstream's error texts, as the real API
+    server answers them in a 400). Requirements are ``(op, key, value)``."""
+    try:
+        return parse_selector(text or "")
+    except SelectorError as err:
+        raise bad_request(str(err), record=False) from None
 
 
-def parse_label_selector(text: Optional[str]) -> list[Requirement]:
-    """Parse a ``labelSelector`` query string (=, ==, !=, in, notin, key, !key)."""
-    return [_parse_term(t) for t in _split_terms(text or "")]
-
-
-def _req_matches(req: Requirement, labels: dict) -> bool:
-    key, op, values = req
-    present = key in labels
-    if op == "exists":
-        return present
-    if op == "!":
-        return not present
-    if op == "=":
-        return present and labels[key] == values[0]
-    if op == "!=":
-        return not present or labels[key] != values[0]
-    if op == "in":
-        return present and labels[key] in values
-    return not present or labels[key] not in values  # notin
-
-
-def labels_match(reqs: Iterable[Requirement], labels: Optional[dict]) -> bool:
-    """True when every requirement holds for ``labels``."""
-    labels = labels or {}
-    return all(_req_matches(r, labels) for r in reqs)
+def labels_match(reqs: Iterable, labels: Optional[dict]) -> bool:
+    """True when every label requirement (``parse_label_selector``) holds for ``labels``."""
+    return matches(reqs, labels or {})
 
 
 def parse_field_selector(text: Optional[str], allowed: Iterable[str]) -> list[Requirement]:
@@ -119,17 +96,18 @@ def selector_string(selector: Optional[dict]) -> str:
     return ",".join(text for _, text in sorted(reqs, key=lambda r: r[0]))
 
 
-def selector_object(reqs: Iterable[Requirement]) -> dict:
-    """Render parsed requirements back into a ``LabelSelector`` object (used in custom metrics answers)."""
+def selector_object(reqs: Iterable) -> dict:
+    """Render parsed label requirements (``parse_label_selector``) back into a ``LabelSelector`` object (used in
+    custom metrics answers)."""
     match_labels, exprs = {}, []
-    ops = {"in": "In", "notin": "NotIn", "exists": "Exists", "!": "DoesNotExist", "!=": "NotIn"}
-    for key, op, values in reqs:
+    ops = {"in": "In", "notin": "NotIn", "exists": "Exists", "!": "DoesNotExist", "!=": "NotIn", ">": "Gt", "<": "Lt"}
+    for op, key, value in reqs:
         if op == "=":
-            match_labels[key] = values[0]
+            match_labels[key] = value
             continue
         expr = {"key": key, "operator": ops[op]}
-        if values:
-            expr["values"] = list(values)
+        if value is not None:
+            expr["values"] = sorted(value) if isinstance(value, frozenset) else [str(value)]
         exprs.append(expr)
     out: dict = {}
     if match_labels:

@@ -394,7 +394,7 @@ def test_metrics_apis(kd, client):
     client.create(pod("db-1", app="db"))
     kd.set_pod_metrics("default", "web-1", {"app": {"cpu": "250m", "memory": "64Mi"}}, timestamp=0)
     kd.set_pod_metrics("default", "db-1", {"app": {"cpu": 1, "memory": "1Gi"}}, window=60)
-    kd.set_pods_metric("default", "rps", {"web-1": "20", "web-2": 30.5}, labels={"path": "/"})
+    kd.set_pods_metric("default", "rps", {"web-1": "20", "web-2": 30.5}, labels={"path": "root"})
     kd.set_object_metric("default", "deployments.apps", "web", "requests", "15")
     kd.set_object_metric("default", "services", "web", "qps", 7)
     kd.set_external_metric("default", "queue_depth", [({"queue": "a"}, "30"), ({"queue": "b"}, 5)])
@@ -411,14 +411,14 @@ def test_metrics_apis(kd, client):
         assert h.get("/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/web-2").status_code == 404
 
         cm = h.get("/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/*/rps",
-                   params={"labelSelector": "app=web", "metricLabelSelector": "path=/"}).json()
+                   params={"labelSelector": "app=web", "metricLabelSelector": "path=root"}).json()
         assert cm["kind"] == "MetricValueList"
         assert {(i["describedObject"]["name"], i["value"]) for i in cm["items"]} == {("web-1", "20"),
                                                                                      ("web-2", "30500m")}
         assert cm["items"][0]["describedObject"]["apiVersion"] == "/v1"
-        assert cm["items"][0]["metric"] == {"name": "rps", "selector": {"matchLabels": {"path": "/"}}}
+        assert cm["items"][0]["metric"] == {"name": "rps", "selector": {"matchLabels": {"path": "root"}}}
         none = h.get("/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/*/rps",
-                     params={"metricLabelSelector": "path=/other"}).json()
+                     params={"metricLabelSelector": "path=other"}).json()
         assert none["items"] == []
         obj = h.get("/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/deployments.apps/web/requests").json()
         assert obj["items"][0]["describedObject"] == {"kind": "Deployment", "namespace": "default", "name": "web",

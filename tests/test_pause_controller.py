@@ -124,7 +124,7 @@ async def test_pause_under_preview_for_a_native_hpa(kd):
     try:
         await wait_for(lambda: results, what="a preview sync")
         d = results[0].decision
-        assert d.desired_replicas == 4 and d.decided_by == "Pause/paused-replicas"
+        assert d.desired_replicas == 4 and str(d.decided_by) == "Pause/paused-replicas"
         assert [(c.status, c.reason) for c in d.conditions if c.type == "Paused"] == [("True", "PausedReplicas")]
         assert replicas(kd) == 3  # preview: nothing written
     finally:

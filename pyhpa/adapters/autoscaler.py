@@ -13,9 +13,11 @@ A spec field that is none of these is an error naming it (``spec.foo: unknown fi
 is an extension field on an autoscaling/v2 HPA. Errors are ``InputError`` naming the object
 (``HorizontalAutoscaler ns/name``) and the field (``spec.schedules[1].timeZone``).
 
-Adding an extension field: write ``def read_x(value, field: str, hpa: HPA) -> HPA`` (``field`` is
+Adding an extension field: declare it in ``pyhpa.api.v1alpha1.Extensions`` (the CRD's schema is generated from
+it); a flat section of a source whose fields are its core spec type's goes to ``SOURCE_SECTIONS`` and is read
+here without more code; any other: write ``def read_x(value, field: str, hpa: HPA) -> HPA`` (``field`` is
 ``spec.x``; return ``hpa`` with the core field set, raise InputError naming the sub-field) and add it to
-``EXTENSIONS``; the CRD schema is ``deploy/generate_crd.py``.
+``EXTENSIONS``.
 """
 
 from __future__ import annotations
@@ -28,28 +30,26 @@ from functools import lru_cache
 from typing import Any, Callable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
+import msgspec
+
+from ..api import v1alpha1 as api
+from ..api.v1alpha1 import (API_VERSION, DATE_TIME_PATTERN, DATED_PREFIX, KIND, MAX_SCHEDULES, MEMORY_KEY,  # noqa: F401
+                            OFFSET_SUFFIX, STATUS_EXTENSIONS)
 from ..core import HPA, ControllerConfig, ScheduleWindow, check_window, check_windows
 from .errors import InputError
-from .parse import MIN_INT32, int32_value, refuse_first
+from .parse import MIN_INT32, int32_value, refuse_first, source_section
 from .fallback import has_fallback_fields, read_metric_fallbacks, read_spec_fallback, without_metric_fallbacks
 from .objects import hpa_from_dict, object_label
 from .pause import pause_annotations, pause_from_annotations
-from .prediction import prediction_from_dict
-from .saturation import saturation_from_dict
 from .promql import split_prometheus, with_prometheus
 
-GROUP_VERSION = "pyhpa.dev/v1alpha1"
-KIND = "HorizontalAutoscaler"
+GROUP_VERSION = API_VERSION
 V2_API_VERSION = "autoscaling/v2"
 V2_KIND = "HorizontalPodAutoscaler"
 #: fields of the autoscaling/v2 HorizontalPodAutoscalerSpec (Kubernetes 1.37)
 V2_SPEC_FIELDS = ("scaleTargetRef", "minReplicas", "maxReplicas", "metrics", "behavior")
-#: spec fields of a HorizontalAutoscaler that stand for upstream's controller flags
-SETTING_FIELDS = ("syncPeriodSeconds", "tolerance", "cpuInitializationPeriodSeconds", "initialReadinessDelaySeconds")
-#: ``status`` key of the controller memory of a HorizontalAutoscaler
-MEMORY_KEY = "pyhpa"
-#: ``status`` sections of a HorizontalAutoscaler that autoscaling/v2 does not have
-STATUS_EXTENSIONS = (MEMORY_KEY, "prediction", "schedules", "saturation")
+#: spec fields of a HorizontalAutoscaler that stand for upstream's controller flags (``pyhpa.api.v1alpha1.Settings``)
+SETTING_FIELDS = tuple(f.encode_name for f in api.SETTING_FIELDS)
 
 
 # ------------------------------------------------------------------------------------------ settings
@@ -96,20 +96,7 @@ def effective_config(base: ControllerConfig, own: ObjectSettings) -> ControllerC
 
 
 # ------------------------------------------------------------------------------------------ schedules
-WINDOW_FIELDS = ("name", "start", "end", "durationSeconds", "timeZone", "minReplicas", "maxReplicas", "excludeDates")
-#: at most this many windows in ``spec.schedules`` (the CRD's ``maxItems``): kube-apiserver's CEL cost estimate of
-#: the rule that no two dated floors or caps overlap (every pair of windows) must stay within its budget, which
-#: 32 windows do and 48 do not (measured against kube-apiserver v1.37.2: "estimated rule cost exceeds budget")
-MAX_SCHEDULES = 32
-#: a window's ``start`` or ``end`` that begins with a year is a date-time (a dated window), else a cron
-#: (the CRD's CEL rules use the same test: ``deploy/generate_crd.py``)
-DATED_PREFIX = r"^[0-9]{4}-"
-#: the date-times a dated window takes: RFC 3339 with ``T`` and seconds, with an offset (``Z``, ``-05:00``) or
-#: without one (then a wall-clock time in the window's ``timeZone``); the CRD's schema has the same pattern
-DATE_TIME_PATTERN = (r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
-                     r"(\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])?$")
-#: a date-time that ends with a UTC offset
-OFFSET_SUFFIX = r"(Z|[+-][0-9]{2}:[0-9]{2})$"
+WINDOW_FIELDS = tuple(f.encode_name for f in msgspec.structs.fields(api.ScheduleWindow))
 _DATED = re.compile(DATED_PREFIX)
 _DATE_TIME = re.compile(DATE_TIME_PATTERN)
 _OFFSET = re.compile(OFFSET_SUFFIX)
@@ -269,22 +256,19 @@ def read_schedules(value: Any, f: str, hpa: HPA) -> HPA:
     return replace(hpa, schedules=tuple(windows))
 
 
-def read_prediction(value: Any, f: str, hpa: HPA) -> HPA:
-    """``spec.prediction`` (``pyhpa.adapters.prediction``; ``{}`` or null: the defaults)."""
-    return replace(hpa, prediction=prediction_from_dict(value, hpa.metrics, f))
-
-
-def read_saturation(value: Any, f: str, hpa: HPA) -> HPA:
-    """``spec.saturation`` (``pyhpa.adapters.saturation``; ``{}`` or null: the defaults)."""
-    return replace(hpa, saturation=saturation_from_dict(value, hpa.metrics, f))
+def _source_reader(name: str) -> Callable[[Any, str, HPA], HPA]:
+    """The reader of ``spec.<name>``, a source section of the API (``SOURCE_SECTIONS``: ``prediction``, ``saturation``;
+    ``{}`` or null: the defaults), read by ``pyhpa.adapters.parse.source_section`` against the HPA's metrics."""
+    def read(value: Any, f: str, hpa: HPA) -> HPA:
+        return replace(hpa, **{name: source_section(name, value, hpa.metrics, f)})
+    return read
 
 
 #: spec fields a HorizontalAutoscaler adds to autoscaling/v2: field -> reader(value, "spec.<field>", hpa) -> hpa
 EXTENSIONS: dict[str, Callable[[Any, str, HPA], HPA]] = {
     "schedules": read_schedules,
     "fallback": read_spec_fallback,  # then read_metric_fallbacks: spec.metrics[].fallback over it
-    "prediction": read_prediction,
-    "saturation": read_saturation,
+    **{name: _source_reader(name) for name in api.SOURCE_SECTIONS},  # prediction, saturation
 }
 
 

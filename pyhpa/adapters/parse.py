@@ -17,8 +17,11 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import httpx2
+import msgspec
+import msgspec.inspect
 from lightkube.utils.quantity import parse_quantity
 
+from ..api.v1alpha1 import SOURCE_SECTIONS
 from ..core.calculator import trunc_div, wrap_int64
 from ..core.selector import go_parse_int64
 from .errors import InputError
@@ -409,6 +412,57 @@ def extension_fields(d: Any, keys: tuple[str, ...], field: str) -> dict:
     if unknown:
         raise InputError(f"unknown field (known: {', '.join(keys)})", field=f"{field}.{unknown[0]}")
     return d
+
+
+def source_section(name: str, d: Any, metrics: tuple | None, field: str) -> Any:
+    """The core's spec of the source section ``spec.<name>`` (``pyhpa.api.v1alpha1.SOURCE_SECTIONS``: ``prediction``,
+    ``saturation``) from its mapping (None or ``{}``: all defaults): the API struct's fields (``api_section``) as the
+    core's spec type, checked by the core's rule set (limits, modes and, with ``metrics``, the HPA's parsed
+    ``spec.metrics``, the metric it names). Raises InputError naming ``field`` and the key of the first problem."""
+    struct, spec_type, check = SOURCE_SECTIONS[name]
+    spec = spec_type(**msgspec.structs.asdict(api_section(d, struct, field)))
+    refuse_first(check(spec, metrics), field)
+    return spec
+
+
+def api_section(d: Any, cls: type, field: str) -> Any:
+    """An extension field of the API (``spec.prediction``, ``spec.saturation``: a ``pyhpa.api.v1alpha1`` struct)
+    read from its mapping (None: ``{}``, all defaults): the one reading of every such field. Each key must be one of
+    the struct's (``extension_fields``) and of its type: an integer as the API server takes ``type: integer``
+    (``api_integer``), a number, a string (an enum's value is checked by the core's rule); an absent or null key
+    takes the struct's default. Limits are the core's to check (``check_prediction``, ``check_saturation``).
+    Raises InputError naming ``field.key``."""
+    info = _struct_info(cls)
+    d = extension_fields(d, tuple(name for name, _, _ in info), field)
+    values = {}
+    for encoded, attr, kind in info:
+        value = d.get(encoded)
+        if value is None:
+            continue
+        if kind is msgspec.inspect.IntType:
+            value = _integer(value, f"{field}.{encoded}")
+        elif kind is msgspec.inspect.FloatType:
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise InputError(f"must be a number, got {value!r}", field=f"{field}.{encoded}")
+            value = float(value)
+        elif not isinstance(value, str):
+            raise InputError(f"must be a string, got {value!r}", field=f"{field}.{encoded}")
+        values[attr] = value
+    return cls(**values)
+
+
+@lru_cache(maxsize=None)
+def _struct_info(cls: type) -> tuple[tuple[str, str, type], ...]:
+    """(wire name, attribute, msgspec.inspect type class) of each field of a flat API struct."""
+    out = []
+    for f in msgspec.inspect.type_info(cls).fields:
+        t = f.type
+        if isinstance(t, msgspec.inspect.UnionType):
+            t = next(x for x in t.types if not isinstance(x, msgspec.inspect.NoneType))
+        if isinstance(t, msgspec.inspect.Metadata):
+            t = t.type
+        out.append((f.encode_name, f.name, type(t)))
+    return tuple(out)
 
 
 def api_integer(d: dict, key: str, default: Any, field: str) -> int:

@@ -15,44 +15,26 @@ fraction, as YAML/JSON may write it); every problem is an ``InputError`` naming 
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from ..core import Decision, Forecast, PredictionSpec, PredictionStatus, check_prediction
+from ..api.status import prediction_figures
+from ..core import Decision, Forecast, PredictionSpec
 from ..core.model import PREDICTING, PREDICTION_SOURCE, MetricSpec
-from ..core.prediction import MAX_QUANTILE, MIN_QUANTILE
 from ..core.quantity import format_milli
 from .errors import InputError
-from .parse import api_integer, extension_fields, milli, refuse_first
+from .parse import milli, source_section
 
 FIELD = "spec.prediction"
-_KEYS = ("metric", "historySeconds", "leadSeconds", "quantile", "mode", "refreshSeconds", "historyQuery")
 
 
 def prediction_from_dict(d: Any, metrics: tuple[MetricSpec, ...] | None = None, field: str = FIELD) -> PredictionSpec:
     """A ``PredictionSpec`` from the ``spec.prediction`` mapping (None or ``{}``: all defaults).
 
-    Reads the types here and checks the values by the core's one rule set (``pyhpa.core.check_prediction``:
-    limits, modes and, with ``metrics``, the HPA's parsed ``spec.metrics``, the ``metric`` index). Raises
-    InputError naming ``field`` and the key of the first problem.
+    Reads the API's fields (``pyhpa.api.v1alpha1.Prediction``, ``source_section``) and checks the values by the core's
+    one rule set (``pyhpa.core.check_prediction``: limits, modes and, with ``metrics``, the HPA's parsed
+    ``spec.metrics``, the ``metric`` index). Raises InputError naming ``field`` and the key of the first problem.
     """
-    d = extension_fields(d, _KEYS, field)
-    default = PredictionSpec()
-    quantile = d.get("quantile", default.quantile)
-    if isinstance(quantile, bool) or not isinstance(quantile, (int, float)):
-        raise InputError(f"must be a number in [{MIN_QUANTILE:g}, {MAX_QUANTILE:g}), got {quantile!r}",
-                         field=f"{field}.quantile")
-    spec = PredictionSpec(
-        metric=api_integer(d, "metric", default.metric, field),
-        history_seconds=api_integer(d, "historySeconds", default.history_seconds, field),
-        lead_seconds=api_integer(d, "leadSeconds", default.lead_seconds, field),
-        quantile=float(quantile),
-        mode=d.get("mode", default.mode),
-        refresh_seconds=api_integer(d, "refreshSeconds", default.refresh_seconds, field),
-        history_query=d.get("historyQuery"),
-    )
-    refuse_first(check_prediction(spec, metrics), field)
-    return spec
+    return source_section("prediction", d, metrics, field)
 
 
 def prediction_to_dict(spec: PredictionSpec) -> dict:
@@ -65,39 +47,21 @@ def prediction_to_dict(spec: PredictionSpec) -> dict:
 
 
 # ------------------------------------------------------------------------------------- status.prediction
-def prediction_status(ps: PredictionStatus, significant: int | None = None) -> dict:
-    """The figures of ``status.prediction`` the core decides at one sync, from its ``PredictionStatus``.
-
-    Keys, every one present (None where the core has no value): ``forecast``, ``expected``, ``provisioned``
-    (the quantile, the central forecast and the total the replicas are sized for, as quantities in the
-    metric's unit: ``900m`` cores for CPU), ``replicas`` (what the forecast asked for), ``reason`` (the
-    ``PredictionActive`` reason) and ``mode``. With ``significant`` the quantities are rounded up to that
-    many significant digits (the controller's status: rewritten when they change, not at every sync).
-    ``pyhpa explain -o json`` prints them as they are; the controller writes those that are set and adds
-    the fit's (``model``, ``periodsSeconds``, ``lastFitTime``, ``accuracy``). ``forecast_from_status``
-    reads them back.
-    """
-    def quantity(m: int | None) -> str | None:
-        if m is None:
-            return None
-        return format_milli(m if significant is None else _significant(m, significant))
-
-    return {"forecast": quantity(ps.forecast_milli), "expected": quantity(ps.expected_milli),
-            "provisioned": quantity(ps.provisioned_milli), "replicas": ps.replicas, "reason": ps.reason,
-            "mode": ps.mode}
+#: ``status.prediction``'s figures (``pyhpa.api.status.prediction_figures``, the one rendering)
+prediction_status = prediction_figures
 
 
 def prediction_report(d: Decision) -> dict | None:
     """What one sync's prediction did (``pyhpa explain``; None when the sync has no prediction status): the
     figures of ``prediction_status`` plus ``applied`` (its replicas were a proposal of the recommendation:
-    Enforce mode and not stepping aside) and ``won`` (it set the final number, ``Decision.decided_by``)."""
+    Enforce mode and not stepping aside) and ``won`` (it set the final number: the source's own ``won``)."""
     ps = d.status.prediction
     if ps is None:
         return None
-    source = next((s for s in d.sources if s.source == PREDICTION_SOURCE), None)
+    source = d.source(PREDICTION_SOURCE)
     return {**prediction_status(ps),
-            "applied": bool(source is not None and source.applied and source.replicas is not None),
-            "won": d.decided_by.startswith(f"{PREDICTION_SOURCE}/")}
+            "applied": bool(source is not None and source.applied and source.active),
+            "won": bool(source is not None and source.won)}
 
 
 def forecast_from_status(status: Any) -> Forecast | None:
@@ -114,14 +78,6 @@ def forecast_from_status(status: Any) -> Forecast | None:
     except InputError as err:
         key = err.field.removeprefix("forecast.")
         raise InputError(err.message, field="status.prediction." + ("forecast" if key == "total" else key)) from None
-
-
-def _significant(milli_value: int, digits: int) -> int:
-    """``milli_value`` rounded up to ``digits`` significant digits (``123456`` to 3: ``124000``)."""
-    if milli_value == 0:
-        return 0
-    scale = 10 ** max(int(math.floor(math.log10(abs(milli_value)))) - digits + 1, 0)
-    return int(math.ceil(milli_value / scale) * scale)
 
 
 # --------------------------------------------------------------------- the snapshot's ``forecast``

@@ -456,12 +456,12 @@ def decision_json(name: str, d: Decision, hpa: HPA | None = None, now: float | N
         for p in d.proposals
     ]
     conds = [{"type": c.type, "status": c.status, "reason": c.reason, "message": c.message} for c in d.conditions]
-    sources = [{"source": s.source, "name": s.name, "replicas": s.replicas, "minReplicas": s.min_replicas,
+    sources = [{"source": s.source.value, "name": s.name, "replicas": s.replicas, "minReplicas": s.min_replicas,
                 "maxReplicas": s.max_replicas, "applied": s.applied, "error": s.error, "note": s.note}
                for s in d.sources]
     # status.desiredReplicas: what upstream writes (the previous value when every metric failed)
     out = {"name": name, "proposals": proposals, "desiredReplicas": d.status.desired_replicas, "conditions": conds,
-           "sources": sources, "decidedBy": d.decided_by, "minReplicasEffective": d.min_replicas_effective,
+           "sources": sources, "decidedBy": "" if d.decided_by is None else str(d.decided_by), "minReplicasEffective": d.min_replicas_effective,
            "maxReplicasEffective": d.max_replicas_effective, "activeSchedules": list(d.active_schedules),
            "warnings": [warning_json(w) for w in warnings]}
     if hpa is not None and now is not None and hpa.schedules:

@@ -196,7 +196,7 @@ def _render_prediction(console: Console, snap: Snapshot, d: Decision) -> None:
     if spec is None:
         return
     st = d.status.prediction
-    src = next((s for s in d.sources if s.source == PREDICTION_SOURCE), None)
+    src = d.source(PREDICTION_SOURCE)
     console.print(f"\n[bold]prediction:[/] metric {spec.metric + 1}, lead {spec.lead_seconds} s, quantile {spec.quantile:g}, "
                   f"mode {spec.mode}")
     report = prediction_report(d)
@@ -338,8 +338,8 @@ def _render_sources(console: Console, d: Decision) -> None:
     table = Table("source", "name", "asks for", "note", title="sources", title_justify="left")
     for s in d.sources:
         note = s.error or s.note or ("" if s.applied else "not applied")
-        mark = " (decided)" if s.label == d.decided_by else ""
-        table.add_row(s.source, s.name + mark, _asks(s), note)
+        mark = " (decided)" if s.won else ""
+        table.add_row(s.source.value, s.name + mark, _asks(s), note)
     console.print(table)
     if d.decided_by:
         console.print(f"decided by: {d.decided_by}", markup=False)

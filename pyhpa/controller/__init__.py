@@ -51,16 +51,13 @@ from .sync.queue import QueueClosed, WorkQueue
 from .sync.reconciler import Reconciler, SyncResult
 from .cache.scalecache import ScaleCache
 from .outputs.server import HealthServer
-from .settings import Settings
+from .settings import SCALE_CACHE_WAIT_SECONDS, Settings
 from .scaleout.shards import Sharding, ShardSettings
 from .sync.sources import MetricSources
 from .outputs.status import StatusWriter
 from .outputs.writer import Writer
 
 log = logging.getLogger("pyhpa.controller")
-
-#: Seconds the workers wait at start for the Scale cache's first list (after that, live GETs until it has).
-SCALE_CACHE_WAIT_SECONDS = 30.0
 
 __all__ = ["Controller", "LeadershipLost", "Settings", "load_config", "run_controller"]
 

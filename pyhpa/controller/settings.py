@@ -23,6 +23,8 @@ __all__ = ["SETTING_FIELDS", "ObjectSettings", "Settings", "effective_config", "
 
 _UPSTREAM = ControllerConfig()
 #: the most concurrent syncs (``--workers``; upstream's --concurrent-horizontal-pod-autoscaler-syncs defaults to 5)
+#: Seconds the workers wait at start for the Scale cache's first list (after that, live GETs until it has).
+SCALE_CACHE_WAIT_SECONDS = 30.0
 MAX_WORKERS = 1000
 
 @dataclass(frozen=True, slots=True)

@@ -52,8 +52,8 @@ from .model import (
 )
 from .calculator import MetricError, ReplicaCalculator
 from .checks import HPAWarning, check_hpa
-from .combine import provisioned_total
-from .fallback import check_fallback, effective_fallback, fallback_replicas, metric_key
+from .prediction import provisioned_total
+from .fallback import capped_failures, check_fallback, effective_fallback, fallback_replicas, metric_key
 from .normalize import MemoryHorizons, memory_horizons, relevant_memory, stabilization_windows, store_scale_event
 from .prediction import check_prediction
 from .reconcile import decide, rescale_failed, set_condition, tolerances, with_status
@@ -67,7 +67,7 @@ __all__ = [
     "MetricSpec", "Pod", "PodSample", "PredictionSpec", "PredictionStatus", "Proposal", "Scale", "ScalingPolicy",
     "ScalingRules", "ScheduleStatus", "ScheduleWindow", "SourceProposal", "Step", "active_windows", "check_fallback",
     "check_prediction", "check_window", "check_windows", "decide", "effective_fallback", "expired_windows",
-    "fallback_replicas", "metric_key",
+    "capped_failures", "fallback_replicas", "metric_key",
     "next_change", "occurrences", "provisioned_total", "rescale_failed", "set_condition", "tolerances", "with_status",
     "MemoryHorizons", "memory_horizons", "relevant_memory", "stabilization_windows", "store_scale_event",
     "MetricError", "ReplicaCalculator", "HPAWarning", "check_hpa", "LIMIT", "REQUEST",

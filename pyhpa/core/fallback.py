@@ -30,11 +30,14 @@ kept only for an HPA with a fallback: an HPA without one decides, writes and rem
 
 from __future__ import annotations
 
+from dataclasses import replace
+from enum import StrEnum
 from functools import lru_cache
 
 from .metrics import describe
 from .model import (
     CONTAINER_RESOURCE,
+    ConditionType,
     DEFAULT_FAILURE_THRESHOLD,
     EXTERNAL,
     FAILING,
@@ -51,20 +54,30 @@ from .model import (
     FallbackSpec,
     HPA,
     MetricFailures,
+    Memory,
     MetricHealth,
     MetricSpec,
+    SourceKind,
     SourceProposal,
 )
+from .sources import FallbackOutcome, SourceInputs, Stage
 
-__all__ = ["FALLBACK_ACTIVE", "FALLBACK_CONDITION", "FALLBACK_ENDED", "FALLBACK_STARTED", "METRICS_FAILING",
-           "METRICS_HEALTHY", "FallbackTracker", "applies", "check_fallback", "effective_fallback", "fallback_replicas",
-           "has_fallback", "metric_health", "metric_key"]
+__all__ = ["FALLBACK_CONDITION", "FALLBACK_ENDED", "FALLBACK_STARTED", "FallbackReason", "FallbackSource",
+           "FallbackTracker", "applies", "capped_failures", "check_fallback", "effective_fallback", "failure_caps",
+           "fallback_replicas", "has_fallback", "metric_health", "metric_key"]
 
 #: condition type and reasons
-FALLBACK_CONDITION = "Fallback"
-FALLBACK_ACTIVE = "FallbackActive"
-METRICS_FAILING = "MetricsFailing"
-METRICS_HEALTHY = "MetricsHealthy"
+FALLBACK_CONDITION = ConditionType.FALLBACK
+
+
+class FallbackReason(StrEnum):
+    """The reasons of the ``Fallback`` condition."""
+
+    FALLBACK_ACTIVE = "FallbackActive"
+    METRICS_FAILING = "MetricsFailing"
+    METRICS_HEALTHY = "MetricsHealthy"
+
+
 #: event reasons
 FALLBACK_STARTED = "FallbackStarted"
 FALLBACK_ENDED = "FallbackEnded"
@@ -228,17 +241,20 @@ class FallbackTracker:
         """(status, reason, message) of the ``Fallback`` condition."""
         if self.sources:
             active = "; ".join(f"{s.name}: {s.replicas} replicas" for s in self.sources.values())
-            return "True", FALLBACK_ACTIVE, f"metrics in fallback: {active}"
+            return "True", FallbackReason.FALLBACK_ACTIVE, f"metrics in fallback: {active}"
         if self.problems:
-            return "False", METRICS_FAILING, "failing metrics not in fallback: " + "; ".join(self.problems)
-        return "False", METRICS_HEALTHY, "every metric is available"
+            return "False", FallbackReason.METRICS_FAILING, "failing metrics not in fallback: " + "; ".join(self.problems)
+        return "False", FallbackReason.METRICS_HEALTHY, "every metric is available"
 
 
 def metric_health(hpa: HPA, failures: dict[str, MetricFailures],
                   sources: dict[str, SourceProposal]) -> tuple[MetricHealth, ...]:
     """``status.metricHealth``: one entry per metric of the spec (a query named twice: once), in spec
-    order; ``sources`` are this sync's Fallback sources by metric key."""
+    order; ``sources`` are this sync's Fallback sources by metric key. Each ``number_of_failures`` is at most
+    its metric's cap (``failure_caps``: past it more failures change no decision), so a metric that stays down
+    does not change the status at every sync."""
     out, seen = [], set()
+    caps = failure_caps(hpa) if any(f.number_of_failures > 1 for f in failures.values()) else None
     for spec in hpa.metrics:
         name = describe(spec)
         key = metric_key(spec)
@@ -250,8 +266,76 @@ def metric_health(hpa: HPA, failures: dict[str, MetricFailures],
         if f is None:
             out.append(MetricHealth(metric=key, name=name, number_of_failures=0, status=HAPPY))
         else:
-            out.append(MetricHealth(metric=key, name=name, number_of_failures=f.number_of_failures, status=FAILING,
+            n = f.number_of_failures if caps is None else min(f.number_of_failures, caps.get(key, f.number_of_failures))
+            out.append(MetricHealth(metric=key, name=name, number_of_failures=n, status=FAILING,
                                     first_failure_time=f.first_failure_time, fallback_since=f.fallback_since,
                                     fallback_replicas=None if src is None else src.replicas))
     return tuple(out)
 
+
+def failure_caps(hpa: HPA | None) -> dict[str, int]:
+    """Per metric key (``metric_key``), the count of consecutive failures past which more failures
+    change no decision: one past its fallback's ``failureThreshold`` (the fallback applies from there on), 1
+    when its fallback has a duration only (the count never decides). Metrics without a fallback: none."""
+    caps: dict[str, int] = {}
+    if hpa is None:
+        return caps
+    for m in hpa.metrics:
+        fb = effective_fallback(hpa.fallback, m.fallback)
+        if fb is not None:
+            key = metric_key(m)
+            cap = fb.failure_threshold + 1 if fb.failure_threshold is not None else 1
+            caps[key] = max(caps.get(key, 0), cap)
+    return caps
+
+
+def capped_failures(memory: Memory, hpa: HPA | None) -> Memory:
+    """``memory`` with each metric's ``number_of_failures`` at most its cap (``failure_caps``): the memory to
+    persist (``status.pyhpa``), so that a metric that stays down does not rewrite the status at every sync;
+    decides exactly as the uncapped count (the fallback applies either way, its ``fallback_since`` is kept).
+    ``memory`` itself when no count is above its cap."""
+    failures = memory.metric_failures
+    if not failures or all(f.number_of_failures <= 1 for f in failures.values()):
+        return memory
+    caps = failure_caps(hpa)
+    if not any(f.number_of_failures > caps.get(k, f.number_of_failures) for k, f in failures.items()):
+        return memory
+    capped = {k: f if f.number_of_failures <= caps.get(k, f.number_of_failures)
+              else replace(f, number_of_failures=caps[k]) for k, f in failures.items()}
+    return Memory(memory.recommendations, memory.scale_up_events, memory.scale_down_events, capped)
+
+
+class FallbackSource:
+    """The Fallback source (``spec.fallback``, ``spec.metrics[].fallback``): after the metrics, each failing
+    metric's failures counted (``FallbackTracker``) and, past its threshold, its fallback replicas as the proposal
+    that stands in for it in upstream's rule; the ``Fallback`` condition, the ``FallbackStarted``/``FallbackEnded``
+    events, ``status.metricHealth`` (``metric_health``) and the new ``Memory.metric_failures``. A fallback removed
+    from the spec takes its condition and its failure counts with it."""
+
+    kind = SourceKind.FALLBACK
+    stage = Stage.METRICS
+
+    def enabled(self, inputs: SourceInputs) -> bool:
+        return has_fallback(inputs.hpa)
+
+    def retired(self, inputs: SourceInputs) -> FallbackOutcome | None:
+        if not inputs.memory.metric_failures and inputs.condition(FALLBACK_CONDITION) is None:
+            return None
+        return FallbackOutcome(drop=FALLBACK_CONDITION, failures={})
+
+    def evaluate(self, inputs: SourceInputs) -> FallbackOutcome:
+        hpa = inputs.hpa
+        track = FallbackTracker(hpa, inputs.memory.metric_failures, inputs.now, inputs.current)
+        fallbacks, stands_for = [], []
+        for i, (spec, p) in enumerate(zip(hpa.metrics, inputs.proposals)):
+            if p.error is None:
+                track.succeeded(spec, p.metric)
+                continue
+            fb = track.failed(spec, p.metric)
+            if fb is not None:
+                fallbacks.append(fb)
+                stands_for.append(i)
+        return FallbackOutcome(proposals=tuple(fallbacks), stands_for=tuple(stands_for),
+                               conditions=((FALLBACK_CONDITION, *track.condition()),), events=tuple(track.events),
+                               section=("metric_health", metric_health(hpa, track.failures, track.sources)),
+                               failures=track.failures)

@@ -19,13 +19,18 @@ from .model import (
     PODS,
     RESOURCE,
     VALUE,
+    METRIC_SOURCE,
+    Event,
     MetricSamples,
     MetricSpec,
     Proposal,
+    SourceKind,
+    SourceProposal,
 )
 from .quantity import format_milli, format_milli_binary
+from .sources import MetricsOutcome, SourceInputs, Stage, nothing_to_retire
 
-__all__ = ["FAILED_REASON", "UNABLE_PREFIX", "compute_proposal", "describe", "metric_index_problem", "raw_text"]
+__all__ = ["FAILED_REASON", "UNABLE_PREFIX", "MetricsSource", "compute_proposal", "describe", "metric_index_problem", "raw_text"]
 
 
 #: upstream getUnableComputeReplicaCountCondition's message prefix; the event carries the rest
@@ -255,3 +260,35 @@ def compute_proposal(calc: ReplicaCalculator, spec: MetricSpec, samples: MetricS
     p = Proposal(metric=f"{t} metric", spec=spec, error=err, reason="InvalidMetricSourceType")
     p.note = UNABLE_PREFIX + err
     return p
+
+
+_NO_SAMPLES = MetricSamples()
+
+
+class MetricsSource:
+    """The Metric source (``spec.metrics``): each metric's proposal as upstream computes it
+    (computeReplicasForMetric, ``compute_proposal``) for the pods the HPA selected, a Warning event for each metric
+    that cannot be computed (its ``FailedGet*Metric`` reason). Upstream's rule over them (the largest; invalid
+    metrics stop the sync) is the combination's (``pyhpa.core.reconcile``), after the fallback."""
+
+    kind = SourceKind.METRIC
+    stage = Stage.METRICS
+
+    def enabled(self, inputs: SourceInputs) -> bool:
+        return True
+
+    retired = nothing_to_retire
+
+    def evaluate(self, inputs: SourceInputs) -> MetricsOutcome:
+        hpa, samples = inputs.hpa, inputs.samples
+        down, up = inputs.tolerances
+        calc = ReplicaCalculator(inputs.pods, {}, inputs.current, down, up, inputs.now, inputs.config, hpa.namespace)
+        status_replicas = inputs.status_replicas
+        metrics, sources, events = [], [], []
+        for i, spec in enumerate(hpa.metrics):
+            p = compute_proposal(calc, spec, samples[i] if i < len(samples) else _NO_SAMPLES, status_replicas)
+            metrics.append(p)
+            sources.append(SourceProposal(source=METRIC_SOURCE, name=p.metric, replicas=p.replicas, error=p.error))
+            if p.error is not None:
+                events.append(Event("Warning", p.reason, p.note.removeprefix(UNABLE_PREFIX)))
+        return MetricsOutcome(proposals=tuple(sources), events=tuple(events), metrics=metrics)

@@ -10,7 +10,9 @@ times are float seconds since the Unix epoch (UTC; the Kubernetes zero time
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from datetime import date, tzinfo
+from enum import StrEnum
 
 #: ``0001-01-01T00:00:00Z`` in epoch seconds: a real time, long ago (not "unset").
 ZERO_TIME = -62135596800.0
@@ -18,6 +20,100 @@ ZERO_TIME = -62135596800.0
 MAX_INT32 = 2**31 - 1
 #: Largest int64: upstream saturates metric sums here.
 MAX_INT64 = 2**63 - 1
+
+
+class ConditionType(StrEnum):
+    """The conditions a sync sets: upstream's four and the HorizontalAutoscaler's (one per source that has one)."""
+
+    ABLE_TO_SCALE = "AbleToScale"
+    SCALING_ACTIVE = "ScalingActive"
+    SCALING_LIMITED = "ScalingLimited"
+    SCALED_TO_ZERO = "ScaledToZero"
+    SCHEDULE_ACTIVE = "ScheduleActive"
+    PREDICTION_ACTIVE = "PredictionActive"
+    SATURATION_ACTIVE = "SaturationActive"
+    FALLBACK = "Fallback"
+    PAUSED = "Paused"
+
+
+class Reason(StrEnum):
+    """Upstream's condition reasons (pkg/controller/podautoscaler), the ``ScheduleActive`` ones and the
+    controller's ``InvalidSpec`` (a spec the API server took that the controller cannot read)."""
+
+    SUCCEEDED_GET_SCALE = "SucceededGetScale"
+    FAILED_GET_SCALE = "FailedGetScale"
+    SUCCEEDED_RESCALE = "SucceededRescale"
+    FAILED_UPDATE_SCALE = "FailedUpdateScale"
+    READY_FOR_NEW_SCALE = "ReadyForNewScale"
+    SCALE_DOWN_STABILIZED = "ScaleDownStabilized"
+    SCALE_UP_STABILIZED = "ScaleUpStabilized"
+    VALID_METRIC_FOUND = "ValidMetricFound"
+    FALLBACK_REPLICAS = "FallbackReplicas"
+    INVALID_SELECTOR = "InvalidSelector"
+    AMBIGUOUS_SELECTOR = "AmbiguousSelector"
+    SCALING_DISABLED = "ScalingDisabled"
+    DESIRED_WITHIN_RANGE = "DesiredWithinRange"
+    TOO_FEW_REPLICAS = "TooFewReplicas"
+    TOO_MANY_REPLICAS = "TooManyReplicas"
+    SCALE_UP_LIMIT = "ScaleUpLimit"
+    SCALE_DOWN_LIMIT = "ScaleDownLimit"
+    SCALED_TO_ZERO = "ScaledToZero"
+    NOT_SCALED_TO_ZERO = "NotScaledToZero"
+    WINDOW_ACTIVE = "WindowActive"
+    NO_ACTIVE_WINDOW = "NoActiveWindow"
+    FLOOR_AND_CAP_CONFLICT = "FloorAndCapConflict"
+    INVALID_SPEC = "InvalidSpec"
+
+
+class SourceKind(StrEnum):
+    """What can set a decision's number (``SourceRef.kind``): the sources (``Metric``, ``Fallback``,
+    ``Prediction``, ``Saturation``, ``Schedule``, ``Pause``, ``Recommendation``: a given one) and the steps of
+    normalization (``Spec``: the spec's bounds, ``Stabilization``, ``Policy``)."""
+
+    METRIC = "Metric"
+    FALLBACK = "Fallback"
+    PREDICTION = "Prediction"
+    SATURATION = "Saturation"
+    SCHEDULE = "Schedule"
+    PAUSE = "Pause"
+    RECOMMENDATION = "Recommendation"
+    SPEC = "Spec"
+    STABILIZATION = "Stabilization"
+    POLICY = "Policy"
+
+
+@dataclass(slots=True, frozen=True, eq=False)
+class SourceRef:
+    """Who set a number: a ``kind`` and its ``name`` (the metric as upstream names it, the window, the bound,
+    the direction). ``str()`` is ``Kind/name`` (``Metric/cpu resource utilization (percentage of request)``,
+    ``Schedule/business-hours``, ``Spec/minReplicas``, ``Stabilization/scaleDown``), as messages and the
+    ``decided_by`` label print it; nothing reads that text back."""
+
+    kind: SourceKind
+    name: str
+
+    def __str__(self) -> str:
+        return self.kind + "/" + self.name  # str's own +: a StrEnum's ``.value`` is a slow property
+
+    # equality and hash by value, written out: the dataclass's generated ones build tuples, and decide compares
+    # references at every sync
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if type(other) is not SourceRef:
+            return NotImplemented
+        return self.kind == other.kind and self.name == other.name  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.name))
+
+
+@lru_cache(maxsize=4096)
+def source_ref(kind: SourceKind, name: str) -> SourceRef:
+    """The ``SourceRef`` of ``kind`` and ``name``, one object per pair (it is immutable): what every sync names
+    again costs no new object."""
+    return SourceRef(kind, name)
+
 
 # Metric source types (autoscaling/v2 MetricSourceType).
 RESOURCE = "Resource"
@@ -198,6 +294,17 @@ class ScheduleWindow:
     time_zone_name: str = "UTC"
     start_time: float | None = None
     end_time: float | None = None
+    #: the hash, computed once: the memoized cron look-ups (``pyhpa.core.schedules``) hash the window several
+    #: times a sync, and the generated hash would hash every field each time
+    _hash: int = field(init=False, repr=False, compare=False, default=0)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.name, self.start, self.time_zone, self.end, self.duration_seconds,
+                                                self.min_replicas, self.max_replicas, self.exclude_dates,
+                                                self.time_zone_name, self.start_time, self.end_time)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def dated(self) -> bool:
@@ -224,15 +331,25 @@ PREDICTION_MODES = (ENFORCE, OBSERVE)
 #: The condition a HorizontalAutoscaler with ``spec.prediction`` reports, and its reasons: True with
 #: ``PREDICTING`` (the forecast is applied); False with ``OBSERVING`` (``mode: Observe``) or why the prediction
 #: stepped aside (too little history, no usable cycle, no history source, recent forecasts too bad).
-PREDICTION_ACTIVE = "PredictionActive"
-PREDICTING = "Predicting"
-OBSERVING = "Observing"
-INSUFFICIENT_HISTORY = "InsufficientHistory"
-NOT_PREDICTABLE = "NotPredictable"
-HISTORY_UNAVAILABLE = "HistoryUnavailable"
-ACCURACY_TOO_LOW = "AccuracyTooLow"
-PREDICTION_REASONS = (PREDICTING, OBSERVING, INSUFFICIENT_HISTORY, NOT_PREDICTABLE, HISTORY_UNAVAILABLE,
-                      ACCURACY_TOO_LOW)
+PREDICTION_ACTIVE = ConditionType.PREDICTION_ACTIVE
+
+
+class PredictionReason(StrEnum):
+    PREDICTING = "Predicting"
+    OBSERVING = "Observing"
+    INSUFFICIENT_HISTORY = "InsufficientHistory"
+    NOT_PREDICTABLE = "NotPredictable"
+    HISTORY_UNAVAILABLE = "HistoryUnavailable"
+    ACCURACY_TOO_LOW = "AccuracyTooLow"
+
+
+PREDICTING = PredictionReason.PREDICTING
+OBSERVING = PredictionReason.OBSERVING
+INSUFFICIENT_HISTORY = PredictionReason.INSUFFICIENT_HISTORY
+NOT_PREDICTABLE = PredictionReason.NOT_PREDICTABLE
+HISTORY_UNAVAILABLE = PredictionReason.HISTORY_UNAVAILABLE
+ACCURACY_TOO_LOW = PredictionReason.ACCURACY_TOO_LOW
+PREDICTION_REASONS = tuple(PredictionReason)
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
@@ -267,7 +384,7 @@ class Forecast:
     AccuracyTooLow). ``expected_milli`` is the highest central (median) forecast over the same
     window, same unit; None when the forecaster gives only the quantile (the quantile is then
     provisioned for in full). How much of the band between the two is provisioned for is the
-    core's rule (``pyhpa.core.combine.provisioned_total``).
+    core's rule (``pyhpa.core.prediction.provisioned_total``).
     """
 
     total_milli: int | None
@@ -281,12 +398,22 @@ class Forecast:
 #: ``OBSERVING`` (``mode: Observe``, pinned, not applied), ``BELOW_LIMIT`` (not pinned), ``NO_CPU_LIMIT`` (a pod
 #: has no CPU limit: its usage is never capped, the metric sees the whole demand) or ``NO_CPU_SAMPLES`` (no
 #: ready pod with a CPU sample to judge).
-SATURATION_ACTIVE = "SaturationActive"
-PINNED_AT_LIMIT = "PinnedAtLimit"
-BELOW_LIMIT = "BelowLimit"
-NO_CPU_LIMIT = "NoCPULimit"
-NO_CPU_SAMPLES = "NoCPUSamples"
-SATURATION_REASONS = (PINNED_AT_LIMIT, OBSERVING, BELOW_LIMIT, NO_CPU_LIMIT, NO_CPU_SAMPLES)
+SATURATION_ACTIVE = ConditionType.SATURATION_ACTIVE
+
+
+class SaturationReason(StrEnum):
+    PINNED_AT_LIMIT = "PinnedAtLimit"
+    OBSERVING = "Observing"
+    BELOW_LIMIT = "BelowLimit"
+    NO_CPU_LIMIT = "NoCPULimit"
+    NO_CPU_SAMPLES = "NoCPUSamples"
+
+
+PINNED_AT_LIMIT = SaturationReason.PINNED_AT_LIMIT
+BELOW_LIMIT = SaturationReason.BELOW_LIMIT
+NO_CPU_LIMIT = SaturationReason.NO_CPU_LIMIT
+NO_CPU_SAMPLES = SaturationReason.NO_CPU_SAMPLES
+SATURATION_REASONS = tuple(SaturationReason)
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
@@ -317,13 +444,24 @@ PAUSE_ANNOTATIONS = (PAUSED_ANNOTATION, PAUSED_REPLICAS_ANNOTATION, PAUSED_SCALE
 #: The condition a paused (or once paused) autoscaler reports, and its reasons: True with ``PAUSED`` (the replica
 #: count is frozen), ``PAUSED_REPLICAS`` (held at paused-replicas), ``PAUSED_SCALE_IN`` / ``PAUSED_SCALE_OUT`` (one
 #: direction blocked); False with ``RESUMED`` (no pause annotation any more) or ``INVALID_PAUSE_ANNOTATION``.
-PAUSED_CONDITION = "Paused"
-PAUSED = "Paused"
-PAUSED_REPLICAS = "PausedReplicas"
-PAUSED_SCALE_IN = "PausedScaleIn"
-PAUSED_SCALE_OUT = "PausedScaleOut"
-RESUMED = "Resumed"
-INVALID_PAUSE_ANNOTATION = "InvalidPauseAnnotation"
+PAUSED_CONDITION = ConditionType.PAUSED
+
+
+class PauseReason(StrEnum):
+    PAUSED = "Paused"
+    PAUSED_REPLICAS = "PausedReplicas"
+    PAUSED_SCALE_IN = "PausedScaleIn"
+    PAUSED_SCALE_OUT = "PausedScaleOut"
+    RESUMED = "Resumed"
+    INVALID_PAUSE_ANNOTATION = "InvalidPauseAnnotation"
+
+
+PAUSED = PauseReason.PAUSED
+PAUSED_REPLICAS = PauseReason.PAUSED_REPLICAS
+PAUSED_SCALE_IN = PauseReason.PAUSED_SCALE_IN
+PAUSED_SCALE_OUT = PauseReason.PAUSED_SCALE_OUT
+RESUMED = PauseReason.RESUMED
+INVALID_PAUSE_ANNOTATION = PauseReason.INVALID_PAUSE_ANNOTATION
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
@@ -547,27 +685,29 @@ class Event:
 
 
 #: ``SourceProposal.source`` values
-METRIC_SOURCE = "Metric"
-SCHEDULE_SOURCE = "Schedule"
-PREDICTION_SOURCE = "Prediction"
-SATURATION_SOURCE = "Saturation"
-FALLBACK_SOURCE = "Fallback"
-RECOMMENDATION_SOURCE = "Recommendation"
-PAUSE_SOURCE = "Pause"
+METRIC_SOURCE = SourceKind.METRIC
+SCHEDULE_SOURCE = SourceKind.SCHEDULE
+PREDICTION_SOURCE = SourceKind.PREDICTION
+SATURATION_SOURCE = SourceKind.SATURATION
+FALLBACK_SOURCE = SourceKind.FALLBACK
+RECOMMENDATION_SOURCE = SourceKind.RECOMMENDATION
+PAUSE_SOURCE = SourceKind.PAUSE
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
 class SourceProposal:
-    """What one source of a decision asked for (see ``pyhpa.core.combine``).
+    """What one source of a decision asked for, and what became of it (see ``pyhpa.core.combine``).
 
-    ``source`` is "Metric", "Schedule", "Prediction", "Saturation", "Fallback" or "Recommendation"; ``name``
-    the metric (as upstream names it in messages) or the window name. A replica source sets
-    ``replicas`` (None when it could not propose: ``error`` or ``note`` says why); a window
-    sets ``min_replicas`` (floor) and/or ``max_replicas`` (cap). ``applied`` is False for a
-    source that was computed but not used (a prediction in Observe mode or stepping aside).
+    ``source`` is its kind (``SourceKind``: Metric, Fallback, Prediction, Saturation, Schedule, Pause,
+    Recommendation); ``name`` the metric (as upstream names it in messages), the window or the annotation. A
+    replica source sets ``replicas`` (None when it could not propose: ``error`` or ``note`` says why); a window
+    or a blocked direction sets ``min_replicas`` (floor) and/or ``max_replicas`` (cap). The three states a
+    consumer reads: ``active`` (it asks for something at this sync: pods pinned, a forecast, a window open, a
+    metric in fallback), ``applied`` (what it asks for counts: False in Observe mode or stepping aside) and
+    ``won`` (it set the final number: ``Decision.decided_by`` is its ``ref``).
     """
 
-    source: str
+    source: SourceKind
     name: str
     replicas: int | None = None
     min_replicas: int | None = None
@@ -575,11 +715,38 @@ class SourceProposal:
     applied: bool = True
     error: str | None = None
     note: str = ""
+    won: bool = False
+
+    @property
+    def ref(self) -> SourceRef:
+        """This source as ``Decision.decided_by`` names it."""
+        return source_ref(self.source, self.name)
 
     @property
     def label(self) -> str:
-        """``Source/name``, as ``Decision.decided_by`` names it."""
-        return f"{self.source}/{self.name}"
+        """``Source/name`` (``str(self.ref)``), for people."""
+        return f"{self.source.value}/{self.name}"
+
+    @property
+    def active(self) -> bool:
+        """It asks for something at this sync (replicas, a floor or a cap)."""
+        return self.replicas is not None or self.min_replicas is not None or self.max_replicas is not None
+
+
+_METRIC, _RECOMMENDATION = SourceKind.METRIC, SourceKind.RECOMMENDATION  # read at every sync: bound once
+
+
+def recommendation_text(ref: SourceRef | None) -> str:
+    """A recommendation's source as messages name it (``cpu resource utilization (percentage of request) above
+    target``): a metric by its name, a given one as ``the given recommendation``, another source as ``Kind/name``;
+    "" for None."""
+    if ref is None:
+        return ""
+    if ref.kind == _METRIC:
+        return ref.name
+    if ref.kind == _RECOMMENDATION:
+        return "the given recommendation"
+    return str(ref)
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
@@ -596,7 +763,7 @@ class ScheduleStatus:
 class PredictionStatus:
     """What the core knows of ``status.prediction``: the forecast it was given (milli-units: the
     quantile ``forecast_milli`` and the central ``expected_milli``), the total it provisioned for
-    (``provisioned_milli``, see ``pyhpa.core.combine.provisioned_total``) and the replicas it
+    (``provisioned_milli``, see ``pyhpa.core.prediction.provisioned_total``) and the replicas it
     proposed (None when it stepped aside: ``reason``)."""
 
     forecast_milli: int | None
@@ -669,33 +836,62 @@ class HPAStatus:
 class Decision:
     """Everything one sync decides (upstream: reconcileAutoscaler), built by keyword.
 
-    ``desired_replicas`` is what the target should be scaled to (equal to current when
-    there is no rescale); ``status`` the status to write; ``memory`` the controller memory
-    after the sync, assuming the rescale succeeds (``memory_without_event``: if it fails, see
-    ``pyhpa.core.rescale_failed``). ``sources`` lists what every source asked for and
-    ``decided_by`` names the one that set the final number (``Source/name``, e.g.
-    ``Metric/cpu resource utilization (percentage of request)``, ``Schedule/business-hours``,
-    ``Spec/minReplicas``, ``Stabilization/scaleDown``, ``Policy/scaleUp``); ``""`` when the
-    sync stopped before a decision (metrics failed, bad selector, scaling disabled).
-    ``min_replicas_effective``/``max_replicas_effective`` are the bounds after active windows.
+    ``desired_replicas`` is what the target should be scaled to (equal to ``current_replicas`` when
+    there is no rescale: ``rescale``); ``status`` the status to write (its ``conditions`` are the sync's:
+    ``conditions``); ``memory`` the controller memory after the sync, assuming the rescale succeeds
+    (``memory_without_event``: if it fails, see ``pyhpa.core.rescale_failed``). ``sources`` lists what every
+    source asked for and whether it was active, applied and won; ``decided_by`` names the one that set the final
+    number (a ``SourceRef``: ``Metric/cpu resource utilization (percentage of request)``,
+    ``Schedule/business-hours``, ``Spec/minReplicas``, ``Stabilization/scaleDown``, ``Policy/scaleUp``), None when
+    the sync stopped before a decision (metrics failed, bad selector, scaling disabled); ``recommended_by`` the
+    source of the recommendation before normalization (``prenormalized``). ``min_replicas_effective`` and
+    ``max_replicas_effective`` are the bounds after active windows.
     """
 
-    current_replicas: int
     desired_replicas: int
-    rescale: bool
     rescale_reason: str
     proposals: list[Proposal]
     prenormalized: int | None
     steps: list[Step]
-    conditions: list[Condition]
     events: list[Event]
     memory: Memory
     status: HPAStatus
     error: str | None = None
-    metric_name: str = ""
     memory_without_event: Memory | None = None
     sources: tuple[SourceProposal, ...] = ()
-    decided_by: str = ""
+    decided_by: SourceRef | None = None
+    recommended_by: SourceRef | None = None
     min_replicas_effective: int = 0
     max_replicas_effective: int = 0
-    active_schedules: tuple[str, ...] = ()
+
+    @property
+    def current_replicas(self) -> int:
+        """The target's replicas at the sync (its Scale's ``spec.replicas``: ``status.current_replicas``)."""
+        return self.status.current_replicas
+
+    @property
+    def rescale(self) -> bool:
+        """The target is to be scaled (``desired_replicas`` differs from ``current_replicas``)."""
+        return self.desired_replicas != self.current_replicas
+
+    @property
+    def conditions(self) -> list[Condition]:
+        """The conditions after the sync (``status.conditions``, as a new list)."""
+        return list(self.status.conditions)
+
+    @property
+    def active_schedules(self) -> tuple[str, ...]:
+        """Names of the schedule windows active at the sync (``status.schedules.active``)."""
+        return () if self.status.schedules is None else self.status.schedules.active
+
+    @property
+    def metric_name(self) -> str:
+        """What the recommendation came from, as messages name it (``recommendation_text``)."""
+        return recommendation_text(self.recommended_by)
+
+    def source(self, kind: SourceKind) -> SourceProposal | None:
+        """The first source of ``kind`` among ``sources`` (None when there is none)."""
+        for s in self.sources:
+            if s.source == kind:
+                return s
+        return None

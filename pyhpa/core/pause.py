@@ -22,8 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .model import (
+    INVALID_PAUSE_ANNOTATION,
     PAUSE_SOURCE,
     PAUSED,
+    PAUSED_CONDITION,
     PAUSED_ANNOTATION,
     PAUSED_REPLICAS,
     PAUSED_REPLICAS_ANNOTATION,
@@ -31,11 +33,17 @@ from .model import (
     PAUSED_SCALE_IN_ANNOTATION,
     PAUSED_SCALE_OUT,
     PAUSED_SCALE_OUT_ANNOTATION,
+    RESUMED,
+    Event,
     PauseSpec,
+    PauseStatus,
+    SourceKind,
     SourceProposal,
+    Step,
 )
+from .sources import HoldOutcome, SourceInputs, Stage, nothing_to_retire
 
-__all__ = ["PauseOutcome", "pause_rule"]
+__all__ = ["PauseOutcome", "PauseSource", "pause_rule"]
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
@@ -83,3 +91,59 @@ def pause_rule(spec: PauseSpec, current: int, desired: int) -> PauseOutcome | No
                             source=SourceProposal(source=PAUSE_SOURCE, name=_name(PAUSED_SCALE_OUT_ANNOTATION),
                                                   max_replicas=current))
     return None
+
+
+class PauseSource:
+    """The Pause source (the ``pyhpa.dev/paused*`` annotations), last: ``pause_rule`` on the normalized count, the
+    ``Paused`` condition, ``status.pause``, the Pause source and step, and the events ``Paused``/``Resumed``
+    (Normal) and ``InvalidPauseAnnotation`` (Warning) when they appear. It also runs while a ``Paused`` condition
+    says the autoscaler was paused: the annotations were just removed (``Resumed``)."""
+
+    kind = SourceKind.PAUSE
+    stage = Stage.HOLD
+
+    def enabled(self, inputs: SourceInputs) -> bool:
+        if inputs.hpa.pause is not None:
+            return True
+        for c in inputs.conditions:  # a Paused condition other than Resumed: the annotations were just removed
+            if c.type == PAUSED_CONDITION:
+                return c.reason != RESUMED
+        return False
+
+    retired = nothing_to_retire
+
+    def evaluate(self, inputs: SourceInputs) -> HoldOutcome:
+        spec = inputs.hpa.pause
+        current, desired = inputs.current, inputs.desired
+        before = inputs.condition(PAUSED_CONDITION)
+        got = pause_rule(spec, current, desired) if spec is not None else None
+        problems = "; ".join(spec.problems) if spec is not None else ""
+        events = []
+        if got is None:
+            conditions: tuple[tuple[str, str, str, str], ...] = ()
+            message = ""
+            if problems:
+                message = f"not paused: ignored {problems}"
+                conditions = ((PAUSED_CONDITION, "False", INVALID_PAUSE_ANNOTATION, message),)
+            elif before is not None and before.reason != RESUMED:
+                message = "no pause annotation: autoscaling resumed"
+                conditions = ((PAUSED_CONDITION, "False", RESUMED, message),)
+                if before.status == "True":
+                    events.append(Event("Normal", RESUMED, message))
+            if problems and (before is None or before.message != message):
+                events.append(Event("Warning", INVALID_PAUSE_ANNOTATION, message))
+            return HoldOutcome(conditions=conditions, events=tuple(events))
+        message = got.message + (f"; ignored {problems}" if problems else "")
+        if before is None or before.status != "True":
+            events.append(Event("Normal", PAUSED, got.message))
+        if problems and (before is None or before.message != message):
+            events.append(Event("Warning", INVALID_PAUSE_ANNOTATION, f"ignored {problems}"))
+        # the condition's transition time once set (``set_condition``): kept while it stays True
+        since = before.last_transition_time if before is not None and before.status == "True" else inputs.now
+        changed = got.desired != desired
+        return HoldOutcome(
+            proposals=(got.source,), conditions=((PAUSED_CONDITION, "True", got.reason, message),),
+            events=tuple(events),
+            section=("pause", PauseStatus(reason=got.reason, message=message, since=since, replicas=got.source.replicas)),
+            replicas=got.desired, step=Step("pause", desired, got.desired, got.reason, got.message) if changed else None,
+            decides=got.holds or changed)

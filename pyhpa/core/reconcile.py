@@ -3,40 +3,30 @@
 Pure: it takes the HPA, the target's Scale, the pods, each metric's samples, the
 controller memory and ``now``, and returns a ``Decision``. The caller performs the
 rescale and the status write; if the rescale fails it calls ``rescale_failed``.
+
+``decide`` evaluates every source (``SOURCES``, ``pyhpa.core.sources``) in one loop, in the order of
+docs/combination.md, and between their stages runs upstream's steps of reconcileAutoscaler: the early branches
+(replicas outside the bounds, a target at zero), the selector, the rule over the metrics, normalization, the
+rescale.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-
 from dataclasses import replace
+from functools import lru_cache
 
-from .calculator import ReplicaCalculator
-from .combine import SPEC_MAX, SPEC_MIN, Bounds, decided_by, effective_bounds, prediction_proposal, recommend, \
-    schedule_sources
-from .fallback import FALLBACK_CONDITION, FallbackTracker, has_fallback, metric_health
-from .metrics import UNABLE_PREFIX, compute_proposal, describe
+from .combine import SPEC_MAX, SPEC_MIN, Bounds, decided_by, effective_bounds, recommend
+from .fallback import FallbackSource, metric_health
+from .metrics import MetricsSource, describe
 from .model import (
-    ENFORCE,
     EXTERNAL,
     FALLBACK_SOURCE,
     METRIC_SOURCE,
-    NO_CPU_SAMPLES,
-    NOT_PREDICTABLE,
     OBJECT,
-    INVALID_PAUSE_ANNOTATION,
-    OBSERVING,
-    PAUSED,
-    PAUSED_CONDITION,
-    PINNED_AT_LIMIT,
-    PREDICTING,
-    PREDICTION_ACTIVE,
     RECOMMENDATION_SOURCE,
-    SATURATION_ACTIVE,
-    SATURATION_SOURCE,
-    ActiveWindow,
     Condition,
+    ConditionType,
     ControllerConfig,
     Decision,
     Event,
@@ -45,24 +35,47 @@ from .model import (
     HPAStatus,
     Memory,
     MetricSamples,
-    PauseStatus,
     Pod,
-    PredictionStatus,
     Proposal,
-    RESUMED,
-    SaturationStatus,
+    Reason,
     Scale,
-    ScheduleStatus,
+    SourceKind,
     SourceProposal,
+    SourceRef,
     Step,
+    recommendation_text,
+    source_ref,
 )
 from .normalize import normalize, store_scale_event
-from .pause import pause_rule
-from .saturation import saturation_metric, saturation_proposal
-from .schedules import active_windows, expired_windows, next_change
+from .pause import PauseSource
+from .prediction import PredictionSource
+from .saturation import SaturationSource
+from .schedules import SchedulesSource
 from .selector import SelectorError, matches, parse_selector
+from .sources import (BoundsOutcome, FallbackOutcome, HoldOutcome, MetricsOutcome, Outcome, Source, Stage,
+                      nothing_to_retire)
 
-_NO_SAMPLES = MetricSamples()
+__all__ = ["SOURCES", "decide", "rescale_failed", "set_condition", "tolerances", "with_status"]
+
+#: Every source of a decision, in the order of docs/combination.md (``pyhpa.core.sources``): ``decide`` is one loop
+#: over them.
+SOURCES: tuple[Source, ...] = (SchedulesSource(), MetricsSource(), FallbackSource(), PredictionSource(),
+                               SaturationSource(), PauseSource())
+#: a given recommendation (``decide(prenormalized=...)``)
+_GIVEN = SourceRef(SourceKind.RECOMMENDATION, "given")
+#: kinds of ``decided_by`` that are steps of normalization, not sources
+_NOT_SOURCES = frozenset((SourceKind.SPEC, SourceKind.STABILIZATION, SourceKind.POLICY))
+#: enum members the hot path names, bound once (an enum's attribute access costs ~10x a global's in Python 3.11)
+_ABLE_TO_SCALE, _SCALING_ACTIVE, _SCALING_LIMITED, _SCALED_TO_ZERO = (
+    ConditionType.ABLE_TO_SCALE, ConditionType.SCALING_ACTIVE, ConditionType.SCALING_LIMITED,
+    ConditionType.SCALED_TO_ZERO)
+_VALID_METRIC_FOUND, _SUCCEEDED_RESCALE, _SUCCEEDED_GET_SCALE, _NOT_SCALED_TO_ZERO = (
+    Reason.VALID_METRIC_FOUND, Reason.SUCCEEDED_RESCALE, Reason.SUCCEEDED_GET_SCALE, Reason.NOT_SCALED_TO_ZERO)
+_METRICS, _HOLD = Stage.METRICS, Stage.HOLD
+#: the tolerances of a sync that stopped before any source read them
+_NO_TOLERANCES = (0.0, 0.0)
+#: why a sync stopped before the recommendation (``_Sync.stop``)
+_DISABLED, _AT_BOUND, _FAILED = "disabled", "bound", "failed"
 
 
 def set_condition(conds: list[Condition], ctype: str, status: str, reason: str, message: str, now: float) -> None:
@@ -92,35 +105,235 @@ def tolerances(hpa: HPA, config: ControllerConfig) -> tuple[float, float]:
 
 
 class _Sync:
-    """Mutable state of one sync; methods mirror the steps of reconcileAutoscaler."""
+    """The state of one sync: what the sources read (``pyhpa.core.sources.SourceInputs``) and what the steps of the
+    rule add (bounds, sources, steps, the decider); its methods are the steps of reconcileAutoscaler."""
 
-    __slots__ = ("hpa", "scale", "now", "config", "conds", "events", "proposals", "error", "others", "selected",
-                 "fallback", "fallbacks")
+    __slots__ = ("hpa", "scale", "now", "config", "conditions", "events", "proposals", "error", "others", "pods",
+                 "current", "given", "samples", "memory", "forecast", "tolerances", "desired", "reason", "steps",
+                 "bounds", "sources", "windows", "metric_sources", "fallbacks", "extra", "sections", "decided_by",
+                 "recommended_by", "pre", "winner", "stop", "scaled_to_zero", "given_replicas", "status_replicas", "enabled")
 
-    def __init__(self, hpa: HPA, scale: Scale, now: float, config: ControllerConfig,
-                 others: Sequence[tuple[str, str]] = ()):
-        self.others = others
-        self.fallback: FallbackTracker | None = None
-        self.fallbacks: dict[int, SourceProposal] = {}
+    def __init__(self, hpa: HPA, scale: Scale, now: float, config: ControllerConfig, others: Sequence[tuple[str, str]],
+                 samples: Sequence[MetricSamples], forecast: Forecast | None, given: int | None, memory: Memory):
         self.hpa = hpa
         self.scale = scale
         self.now = now
         self.config = config
-        self.conds = list(hpa.conditions)
+        self.others = others
+        self.conditions = list(hpa.conditions)
         self.events: list[Event] = []
         self.proposals: list[Proposal] = []
         self.error: str | None = None
-        self.selected: list[Pod] = []
+        self.pods: list[Pod] = []
+        self.current = scale.spec_replicas
+        self.status_replicas = scale.status_replicas
+        self.given = given is not None
+        self.pre: int | None = None
+        self.given_replicas = given
+        self.winner: SourceRef | None = None
+        self.samples = samples
+        self.memory = memory
+        self.forecast = forecast
+        self.tolerances = _NO_TOLERANCES  # set when the sync goes on to the sources that read them
+        self.desired = 0
+        self.reason = ""
+        self.steps: list[Step] = []
+        self.bounds = _spec_bounds(hpa.min_replicas, hpa.max_replicas)
+        self.sources: list[SourceProposal] = []
+        self.windows: tuple[SourceProposal, ...] = ()
+        self.metric_sources: tuple[SourceProposal, ...] = ()
+        self.fallbacks: dict[int, SourceProposal] = {}
+        self.extra: list[SourceProposal] = []
+        self.sections: dict = {}
+        self.decided_by: SourceRef | None = None
+        self.recommended_by: SourceRef | None = None
+        self.stop: str | None = None
+        self.scaled_to_zero = False
+        #: the kinds of the sources the HPA uses at this sync
+        self.enabled: list[SourceKind] = []
 
+    # ----- what the sources read (SourceInputs) --------------------------------------------------------------------
+    def metric_name(self, i: int) -> str:
+        """``spec.metrics[i]`` as upstream names it in messages (``describe``; the sync's proposal has it already)."""
+        return self.proposals[i].metric if i < len(self.proposals) else describe(self.hpa.metrics[i])
+
+    def condition(self, ctype: str) -> Condition | None:
+        """The condition of ``ctype`` as it stands (None: none)."""
+        for c in self.conditions:
+            if c.type == ctype:
+                return c
+        return None
+
+    # ----- applying outcomes -----------------------------------------------------------------------------------------
     def cond(self, ctype: str, status: str, reason: str, message: str) -> None:
-        set_condition(self.conds, ctype, status, reason, message, self.now)
+        set_condition(self.conditions, ctype, status, reason, message, self.now)
 
+    def apply(self, o: Outcome) -> None:
+        """One source's outcome, one way: its condition dropped or set, its events, its section, its proposals."""
+        if o.drop is not None:
+            self.conditions[:] = [c for c in self.conditions if c.type != o.drop]
+        for c in o.conditions:
+            set_condition(self.conditions, *c, self.now)
+        if o.events:
+            self.events.extend(o.events)
+        if o.section is not None:
+            self.sections[o.section[0]] = o.section[1]
+        if isinstance(o, MetricsOutcome):
+            self.proposals = o.metrics
+            self.metric_sources = o.proposals
+        elif isinstance(o, FallbackOutcome):
+            if o.failures is not None:
+                self.memory.metric_failures = o.failures
+            self.fallbacks = dict(zip(o.stands_for, o.proposals))
+        elif isinstance(o, BoundsOutcome):
+            self.bounds = o.bounds
+            self.windows = o.proposals
+            self.sources.extend(o.proposals)
+        elif isinstance(o, HoldOutcome):
+            self.sources.extend(o.proposals)
+            if o.replicas is not None:
+                if o.step is not None:
+                    self.steps.append(o.step)
+                    if o.replicas != self.current:
+                        self.reason = o.step.message
+                if o.decides:
+                    self.decided_by = o.proposals[0].ref
+                self.desired = o.replicas
+        else:
+            self.sources.extend(o.proposals)
+            self.extra.extend(o.proposals)
+
+    # ----- the steps between the stages ------------------------------------------------------------------------------
+    def after_bounds(self, pods: list[Pod]) -> None:
+        """Upstream's early branches with the effective bounds (a target at zero; replicas above the maximum or
+        below the minimum scale straight to it), then the selector."""
+        hpa, config, current = self.hpa, self.config, self.current
+        bounds = self.bounds
+        min_r, max_r = bounds.min_replicas, bounds.max_replicas
+        # upstream: a target at zero is only synced from zero when the HPA scaled it there
+        # (ScaledToZero=True with the gate on) and it has an Object/External metric or a minReplicas > 0
+        self.scaled_to_zero = config.scale_to_zero and _scaled_to_zero_status(hpa)
+        if current == 0 and not (self.scaled_to_zero and (min_r != 0 or _has_object_or_external(hpa))):
+            if not config.scale_to_zero:
+                self.conditions[:] = [c for c in self.conditions if c.type != _SCALED_TO_ZERO]
+            self.cond(_SCALING_ACTIVE, "False", Reason.SCALING_DISABLED,
+                      "scaling is disabled since the replica count of the target is zero")
+            self.stop, self.desired = _DISABLED, current
+            return
+        if self.given:
+            self.tolerances = tolerances(hpa, config)
+            return
+        if current != 0 and (current > max_r or current < min_r):
+            above = current > max_r
+            bound, source = (max_r, bounds.max_source) if above else (min_r, bounds.min_source)
+            self.reason = _bound_reason("above" if above else "below", source, bound)
+            self.steps.append(Step("bounds", current, bound, "TooManyReplicas" if above else "TooFewReplicas",
+                                   self.reason))
+            self.desired, self.decided_by, self.stop = bound, source, _AT_BOUND
+            _remember_window_bound(self.memory, source, bound, current, min_r, max_r, hpa, self.now, config)
+            return
+        self.tolerances = tolerances(hpa, config)
+        selected = self.select_pods(pods)
+        if selected is None:
+            self.events.append(Event("Warning", "FailedComputeMetricsReplicas", self.error or ""))
+            self.stop, self.desired = _FAILED, self.current
+            return
+        self.pods = selected
+
+    def after_metrics(self, pods: list[Pod]) -> None:
+        """Upstream's rule over the metrics (computeReplicasForMetrics): the largest proposal, a metric in fallback
+        proposing its fallback replicas instead of being invalid; invalid metrics stop the sync (all of them, or
+        any when the rest would scale down). A given recommendation stands in for it."""
+        if self.stop is not None:
+            return
+        if self.given:
+            self.pre, self.winner = self.given_replicas, _GIVEN
+            self.sources.insert(0, SourceProposal(source=RECOMMENDATION_SOURCE, name="given", replicas=self.pre))
+            return
+        hpa = self.hpa
+        replicas, name, label, invalid, failed, first, first_invalid = 0, "", None, 0, 0, None, None
+        fallbacks = self.fallbacks
+        front = []
+        for i, p in enumerate(self.proposals):
+            front.append(self.metric_sources[i])
+            if p.error is not None:
+                failed += 1
+                first = first or p
+                fb = fallbacks.get(i)
+                if fb is None:
+                    invalid += 1
+                    first_invalid = first_invalid or p
+                    continue
+                front.append(fb)
+                if replicas == 0 or fb.replicas > replicas:
+                    replicas, name, label = fb.replicas, p.metric, fb.ref
+                continue
+            if replicas == 0 or p.replicas > replicas:
+                replicas, name, label = p.replicas, p.metric, source_ref(METRIC_SOURCE, p.metric)
+        self.sources[:0] = front
+        if first is not None:
+            self.error = f"invalid metrics ({failed} invalid out of {len(hpa.metrics)}), first error is: {first.error}"
+        if invalid >= len(hpa.metrics) or (invalid > 0 and replicas < self.current):
+            if first_invalid is not None:  # without a fallback: upstream's first failing metric
+                self.cond(_SCALING_ACTIVE, "False", first_invalid.reason, first_invalid.note)
+            self.events.append(Event("Warning", "FailedComputeMetricsReplicas", self.error or ""))
+            self.stop, self.desired = _FAILED, self.current
+            return
+        if label is not None and label.kind == FALLBACK_SOURCE:
+            self.cond(_SCALING_ACTIVE, "True", Reason.FALLBACK_REPLICAS,
+                      f"the replica count comes from the fallback of {name}, which is failing")
+        else:
+            self.cond(_SCALING_ACTIVE, "True", _VALID_METRIC_FOUND,
+                      f"the HPA was able to successfully calculate a replica count from {name}")
+        self.pre, self.winner = replicas, label
+
+    def after_proposals(self, pods: list[Pod]) -> None:
+        """The recommendation (``pyhpa.core.combine.recommend``: the largest applied proposal, the windows' floors
+        and caps), then upstream's normalization with the effective bounds."""
+        if self.stop is None:
+            self.recommendation()
+        if self.stop in (None, _AT_BOUND) and self.desired != self.current:
+            _scaled_to_zero_condition(self, self.current, self.desired, self.bounds.min_replicas)
+
+    def recommendation(self) -> None:
+        """Steps 1 to 3 of the rule (docs/combination.md): the recommendation, the effective bounds, normalization;
+        ``AbleToScale``, ``ScalingLimited`` and the decider; from zero, at least ``minReplicas``."""
+        hpa, config, current, bounds, mem, now = self.hpa, self.config, self.current, self.bounds, self.memory, self.now
+        pre, winner = self.pre, self.winner
+        if self.extra or self.windows:
+            pre, winner = recommend(self.extra, bounds, self.windows, pre, winner)
+        self.pre = pre
+        self.recommended_by = winner
+        desired, rescale_by = (pre, winner) if pre > 0 else (0, None)
+        reason = ""
+        if desired > current:
+            reason = f"{recommendation_text(rescale_by)} above target"
+            if rescale_by is not None and rescale_by.kind == FALLBACK_SOURCE:
+                reason = f"fallback for {rescale_by.name}"
+        if desired < current:
+            reason = "All metrics below target"
+        min_r, max_r = bounds.min_replicas, bounds.max_replicas
+        desired, mem.recommendations, able, limited, steps = normalize(
+            current, desired, min_r, max_r, hpa.behavior, mem, now, config
+        )
+        self.cond(_ABLE_TO_SCALE, "True", able[0], able[1])
+        self.cond(_SCALING_LIMITED, "False" if not steps or steps[-1].stage != "limit" else "True",
+                  limited[0], limited[1])
+        self.decided_by = decided_by(winner, steps, bounds, hpa.behavior is not None)
+        if current == 0 and min_r != 0 and self.scaled_to_zero and desired < min_r:  # from zero: at least minReplicas
+            reason = reason or _bound_reason("below", bounds.min_source, min_r)
+            steps.append(Step("bounds", desired, min_r, "TooFewReplicas", _bound_reason("below", bounds.min_source, min_r)))
+            desired = min_r
+            self.decided_by = bounds.min_source
+        self.desired, self.reason, self.steps = desired, reason, steps
+
+    # ----- upstream's steps ------------------------------------------------------------------------------------------
     def select_pods(self, pods: list[Pod]) -> list[Pod] | None:
         """validateAndParseSelector: None (with condition and event) when the selector is bad."""
         text = self.scale.selector
         if not text:
             self.events.append(Event("Warning", "SelectorRequired", "selector is required"))
-            self.cond("ScalingActive", "False", "InvalidSelector", "the HPA target's scale is missing a selector")
+            self.cond(_SCALING_ACTIVE, "False", Reason.INVALID_SELECTOR, "the HPA target's scale is missing a selector")
             self.error = "selector is required"
             return None
         try:
@@ -128,7 +341,7 @@ class _Sync:
         except SelectorError as err:
             msg = f"couldn't convert selector into a corresponding internal selector object: {err}"
             self.events.append(Event("Warning", "InvalidSelector", msg))
-            self.cond("ScalingActive", "False", "InvalidSelector", msg)
+            self.cond(_SCALING_ACTIVE, "False", Reason.INVALID_SELECTOR, msg)
             self.error = msg
             return None
         selected = [p for p in pods if matches(reqs, p.labels)] if reqs else pods
@@ -141,7 +354,7 @@ class _Sync:
                 two = sorted([me, next(k for k in owners if k != me)])
                 msg = f"pods by selector {text} are controlled by more than one HPA (e.g. [{' '.join(two)}])"
                 self.events.append(Event("Warning", "AmbiguousSelector", msg))
-                self.cond("ScalingActive", "False", "AmbiguousSelector", msg)
+                self.cond(_SCALING_ACTIVE, "False", Reason.AMBIGUOUS_SELECTOR, msg)
                 self.error = msg
                 return None
         return selected
@@ -159,66 +372,52 @@ class _Sync:
                 keys.add(key)
         return sorted(keys)
 
-    def metrics(self, pods: list[Pod], samples: list[MetricSamples], mem: Memory) -> tuple[int, str, str] | None:
-        """computeReplicasForMetrics: (replicas, metric name, source label), or None when the sync must stop.
+    # ----- the decision -------------------------------------------------------------------------------------------
+    def finish(self) -> Decision:
+        """The rescale (a ``SuccessfulRescale`` event, the scale event remembered) and the status; a sync whose
+        metrics failed and that does not rescale writes the status upstream writes then (the previous desired
+        replicas)."""
+        hpa, current, mem = self.hpa, self.current, self.memory
+        if self.stop == _FAILED and self.desired == current:
+            status = self.status(_previous_desired(hpa), hpa.last_scale_time, mem)
+            return self.decision(desired=current, memory=mem, status=status, without_event=mem)
+        without_event = mem
+        last_scale = hpa.last_scale_time
+        desired = self.desired
+        if desired != current:
+            self.cond(_ABLE_TO_SCALE, "True", _SUCCEEDED_RESCALE,
+                      f"the HPA controller was able to update the target scale to {desired}")
+            self.events.append(Event("Normal", "SuccessfulRescale", f"New size: {desired}; reason: {self.reason}"))
+            mem = store_scale_event(mem, hpa.behavior, current, desired, self.now)
+            last_scale = self.now
+        status = self.status(desired, last_scale, mem)
+        return self.decision(desired=desired, memory=mem, status=status, without_event=without_event)
 
-        With a fallback configured (``pyhpa.core.fallback``) a failing metric past its threshold
-        proposes its fallback replicas instead of being invalid; ``mem.metric_failures`` is updated."""
-        selected = self.select_pods(pods)
-        if selected is None:
-            return None
-        self.selected = selected
-        hpa, scale = self.hpa, self.scale
-        down, up = tolerances(hpa, self.config)
-        calc = ReplicaCalculator(selected, {}, scale.spec_replicas, down, up, self.now, self.config, hpa.namespace)
-        track = self.fallback
-        replicas, name, label, invalid, failed, first, first_invalid = 0, "", "", 0, 0, None, None
-        for i, spec in enumerate(hpa.metrics):
-            s = samples[i] if i < len(samples) else _NO_SAMPLES
-            p = compute_proposal(calc, spec, s, scale.status_replicas)
-            self.proposals.append(p)
-            if p.error is not None:
-                self.events.append(Event("Warning", p.reason, p.note.removeprefix(UNABLE_PREFIX)))
-                failed += 1
-                first = first or p
-                fb = track.failed(spec, p.metric) if track is not None else None
-                if fb is None:
-                    invalid += 1
-                    first_invalid = first_invalid or p
-                    continue
-                self.fallbacks[i] = fb
-                if replicas == 0 or fb.replicas > replicas:
-                    replicas, name, label = fb.replicas, p.metric, fb.label
-                continue
-            if track is not None:
-                track.succeeded(spec, p.metric)
-            if replicas == 0 or p.replicas > replicas:
-                replicas, name, label = p.replicas, p.metric, f"{METRIC_SOURCE}/{p.metric}"
-        if first is not None:
-            self.error = (
-                f"invalid metrics ({failed} invalid out of {len(hpa.metrics)}), first error is: {first.error}"
-            )
-        if track is not None:
-            mem.metric_failures = track.failures
-            self.events.extend(track.events)
-            self.cond(FALLBACK_CONDITION, *track.condition())
-        if invalid >= len(hpa.metrics) or (invalid > 0 and replicas < scale.spec_replicas):
-            if first_invalid is not None:  # without a fallback: upstream's first failing metric
-                self.cond("ScalingActive", "False", first_invalid.reason, first_invalid.note)
-            return None
-        if label.startswith(FALLBACK_SOURCE + "/"):
-            self.cond("ScalingActive", "True", "FallbackReplicas",
-                      f"the replica count comes from the fallback of {name}, which is failing")
-        else:
-            self.cond("ScalingActive", "True", "ValidMetricFound",
-                      f"the HPA was able to successfully calculate a replica count from {name}")
-        return replicas, name, label
+    def status(self, desired: int, last_scale: float | None, mem: Memory) -> HPAStatus:
+        hpa = self.hpa
+        sections = self.sections
+        if "metric_health" not in sections and FALLBACK_SOURCE in self.enabled:  # the metrics were not evaluated
+            sections["metric_health"] = metric_health(hpa, mem.metric_failures, {})
+        return HPAStatus(current_replicas=self.current, desired_replicas=desired,
+                         current_metrics=_current_metrics(self.proposals), conditions=tuple(self.conditions),
+                         last_scale_time=last_scale, **sections)
+
+    def decision(self, *, desired: int, memory: Memory, status: HPAStatus, without_event: Memory) -> Decision:
+        bounds = self.bounds
+        return Decision(
+            desired_replicas=desired, rescale_reason=self.reason,
+            proposals=self.proposals, prenormalized=self.pre, steps=self.steps, events=self.events,
+            memory=memory, status=status, error=self.error, memory_without_event=without_event,
+            sources=_with_winner(self.sources, self.decided_by), decided_by=self.decided_by,
+            recommended_by=self.recommended_by, min_replicas_effective=bounds.min_replicas,
+            max_replicas_effective=bounds.max_replicas,
+        )
 
 
 def _scaled_to_zero_status(hpa: HPA) -> bool:
     """The first ScaledToZero condition is True (upstream getScaledToZeroConditionStatus)."""
     for c in hpa.conditions:
-        if c.type == "ScaledToZero":
+        if c.type == _SCALED_TO_ZERO:
             return c.status == "True"
     return False
 
@@ -237,15 +436,15 @@ def _scaled_to_zero_condition(sync: _Sync, current: int, desired: int, min_repli
     False/NotScaledToZero; with the gate off, a rescale removes the (first) ScaledToZero condition, as
     upstream's removeCondition. Without a rescale the condition is left as it is."""
     if not sync.config.scale_to_zero:
-        for i, c in enumerate(sync.conds):
-            if c.type == "ScaledToZero":
-                del sync.conds[i]
+        for i, c in enumerate(sync.conditions):
+            if c.type == _SCALED_TO_ZERO:
+                del sync.conditions[i]
                 return
         return
     if current > 0 and desired == 0 and min_replicas == 0 and _has_object_or_external(sync.hpa):
-        sync.cond("ScaledToZero", "True", "ScaledToZero", "the HPA controller scaled the workload to zero")
+        sync.cond(_SCALED_TO_ZERO, "True", Reason.SCALED_TO_ZERO, "the HPA controller scaled the workload to zero")
     else:
-        sync.cond("ScaledToZero", "False", "NotScaledToZero", "the HPA controller did not scale the workload to zero")
+        sync.cond(_SCALED_TO_ZERO, "False", _NOT_SCALED_TO_ZERO, "the HPA controller did not scale the workload to zero")
 
 
 def decide(
@@ -268,322 +467,92 @@ def decide(
     normalized. ``other_selectors`` are (``namespace/name``, selector text) of other HPAs
     that may select the same pods: if any does, the sync stops with AmbiguousSelector, as
     upstream. ``forecast`` is the forecaster's answer when ``hpa.prediction`` is set.
-    Sources (metrics, fallback, prediction, schedule windows) are combined by the rule of
-    ``pyhpa.core.combine``; without schedules, prediction and fallback the decision is upstream's. Never raises for bad metric data: failures become
-    conditions, events and ``Decision.error``, as upstream.
+    Every source (``SOURCES``: schedules, metrics, fallback, prediction, saturation, pause) is evaluated in one
+    loop and combined by the rule of ``pyhpa.core.combine`` (docs/combination.md); without the extensions the
+    decision is upstream's. Never raises for bad metric data: failures become conditions, events and
+    ``Decision.error``, as upstream.
     """
-    sync = _Sync(hpa, scale, now, config, other_selectors)
-    sync.cond("AbleToScale", "True", "SucceededGetScale", "the HPA controller was able to get the target's current scale")
-    current = scale.spec_replicas
     mem = memory.copy()
     if mem.recommendations is None:
-        mem.recommendations = [(now, current)]
-    if has_fallback(hpa):
-        sync.fallback = FallbackTracker(hpa, mem.metric_failures, now, current)
-    elif mem.metric_failures or any(c.type == FALLBACK_CONDITION for c in sync.conds):  # fallback removed
-        mem.metric_failures = {}
-        sync.conds = [c for c in sync.conds if c.type != FALLBACK_CONDITION]
-    active = active_windows(hpa.schedules, now) if hpa.schedules else ()
-    bounds = effective_bounds(hpa.min_replicas, hpa.max_replicas, active)
-    if hpa.schedules:
-        _schedule_condition(sync, active, bounds)
-    elif any(c.type == "ScheduleActive" for c in sync.conds):  # the windows were removed from the spec
-        sync.conds[:] = [c for c in sync.conds if c.type != "ScheduleActive"]
-    out = _Outcome(bounds=bounds, active=active, sources=list(schedule_sources(active, bounds)))
-    min_r, max_r = bounds.min_replicas, bounds.max_replicas
-    steps: list[Step] = []
-    desired, reason, metric_name, pre = 0, "", "", None
-    # upstream: a target at zero is only synced from zero when the HPA scaled it there
-    # (ScaledToZero=True with the gate on) and it has an Object/External metric or a minReplicas > 0
-    scaled_to_zero = config.scale_to_zero and _scaled_to_zero_status(hpa)
-    if current == 0 and not (scaled_to_zero and (min_r != 0 or _has_object_or_external(hpa))):
-        if not config.scale_to_zero:
-            sync.conds[:] = [c for c in sync.conds if c.type != "ScaledToZero"]
-        sync.cond("ScalingActive", "False", "ScalingDisabled", "scaling is disabled since the replica count of the target is zero")
-        return _finish(sync, out, current, current, False, "", mem, None, steps, "")
-    if prenormalized is None and current != 0 and current > max_r:
-        reason, desired = _bound_reason("above", bounds.max_source, max_r), max_r
-        steps.append(Step("bounds", current, max_r, "TooManyReplicas", reason))
-        out.decided_by = bounds.max_source
-        _remember_window_bound(mem, bounds.max_source, max_r, current, min_r, max_r, hpa, now, config)
-    elif prenormalized is None and current != 0 and current < min_r:
-        reason, desired = _bound_reason("below", bounds.min_source, min_r), min_r
-        steps.append(Step("bounds", current, min_r, "TooFewReplicas", reason))
-        out.decided_by = bounds.min_source
-        _remember_window_bound(mem, bounds.min_source, min_r, current, min_r, max_r, hpa, now, config)
-    else:
-        if prenormalized is None:
-            got = sync.metrics(pods, samples, mem)
-            if got is None:
-                sync.events.append(Event("Warning", "FailedComputeMetricsReplicas", sync.error or ""))
-                out.sources[:0] = _metric_sources(sync.proposals, sync.fallbacks)
-                return _failed(sync, out, current, mem, steps)
-            pre, metric_name, winner = got
-            if winner.startswith(FALLBACK_SOURCE + "/"):
-                metric_name = winner
-            out.sources[:0] = _metric_sources(sync.proposals, sync.fallbacks)
-        else:
-            pre, metric_name = prenormalized, "the given recommendation"
-            winner = f"{RECOMMENDATION_SOURCE}/given"
-            out.sources.insert(0, SourceProposal(source=RECOMMENDATION_SOURCE, name="given", replicas=prenormalized))
-        extra = []
-        if hpa.prediction is not None:
-            extra.append(_prediction(sync, out, forecast, current))
-        if hpa.saturation is not None and prenormalized is None:
-            extra.append(_saturation(sync, out, samples, current))
-        if extra or active:
-            pre, winner = recommend(extra, bounds, active, pre, winner)
-            if not winner.startswith(METRIC_SOURCE + "/") and winner != f"{RECOMMENDATION_SOURCE}/given":
-                metric_name = winner
-        desired, rescale_metric = (pre, metric_name) if pre > desired else (desired, "")
-        if desired > current:
-            reason = f"{rescale_metric} above target"
-            if rescale_metric.startswith(FALLBACK_SOURCE + "/"):
-                reason = f"fallback for {rescale_metric.removeprefix(FALLBACK_SOURCE + '/')}"
-        if desired < current:
-            reason = "All metrics below target"
-        desired, mem.recommendations, able, limited, steps = normalize(
-            current, desired, min_r, max_r, hpa.behavior, mem, now, config
-        )
-        sync.cond("AbleToScale", "True", able[0], able[1])
-        sync.cond("ScalingLimited", "False" if not steps or steps[-1].stage != "limit" else "True", limited[0], limited[1])
-        out.decided_by = decided_by(winner, steps, bounds, hpa.behavior is not None)
-        if current == 0 and min_r != 0 and scaled_to_zero and desired < min_r:  # from zero: at least minReplicas
-            reason = reason or _bound_reason("below", bounds.min_source, min_r)
-            steps.append(Step("bounds", desired, min_r, "TooFewReplicas", _bound_reason("below", bounds.min_source, min_r)))
-            desired = min_r
-            out.decided_by = bounds.min_source
-    if desired != current:
-        _scaled_to_zero_condition(sync, current, desired, min_r)
-    return _finish(sync, out, current, desired, desired != current, reason, mem, pre, steps, metric_name)
+        mem.recommendations = [(now, scale.spec_replicas)]
+    sync = _Sync(hpa, scale, now, config, other_selectors, samples, forecast, prenormalized, mem)
+    sync.cond(_ABLE_TO_SCALE, "True", _SUCCEEDED_GET_SCALE,
+              "the HPA controller was able to get the target's current scale")
+    for source, steps, retires in _PLAN:
+        for step in steps:  # the rule's steps on entering the stages up to the source's
+            step(sync, pods)
+        stage = source.stage
+        if not source.enabled(sync):
+            if retires:
+                gone = source.retired(sync)
+                if gone is not None:
+                    sync.apply(gone)
+            continue
+        sync.enabled.append(source.kind)
+        # evaluated unless the sync stopped before its stage (the hold runs always; the metrics not with a given
+        # recommendation)
+        if stage is _HOLD or (sync.stop is None and not (stage is _METRICS and sync.given)):
+            sync.apply(source.evaluate(sync))
+    for step in _LAST_STEPS:
+        step(sync, pods)
+    return sync.finish()
 
 
-class _Outcome:
-    """What the combination rule adds to a sync: bounds, active windows, sources, the decider."""
-
-    __slots__ = ("bounds", "active", "sources", "decided_by", "prediction", "saturation", "pause")
-
-    def __init__(self, bounds: Bounds, active: tuple[ActiveWindow, ...], sources: list[SourceProposal]):
-        self.bounds = bounds
-        self.active = active
-        self.sources = sources
-        self.decided_by = ""
-        self.prediction: PredictionStatus | None = None
-        self.saturation: SaturationStatus | None = None
-        self.pause: PauseStatus | None = None
+#: the rule's step on entering each stage after the first (``pyhpa.core.sources``)
+_STEP = {Stage.METRICS: _Sync.after_bounds, Stage.PROPOSALS: _Sync.after_metrics, Stage.HOLD: _Sync.after_proposals}
 
 
-def _remember_window_bound(mem: Memory, source: str, bound: int, current: int, min_r: int, max_r: int, hpa: HPA,
+def _steps(after: Stage, to: Stage) -> tuple:
+    """The steps on entering the stages after ``after`` up to ``to``."""
+    return tuple(_STEP[s] for s in Stage if after < s <= to and s in _STEP)
+
+
+#: each source with the steps that run before it and whether it has anything to retire; the steps after the last
+_PLAN = tuple((s, _steps(SOURCES[i - 1].stage if i else Stage.BOUNDS, s.stage),
+               getattr(type(s), "retired", None) is not nothing_to_retire) for i, s in enumerate(SOURCES))
+_LAST_STEPS = _steps(SOURCES[-1].stage, Stage.DONE)
+
+
+def _remember_window_bound(mem: Memory, source: SourceRef, bound: int, current: int, min_r: int, max_r: int, hpa: HPA,
                            now: float, config: ControllerConfig) -> None:
     """A window's floor or cap that moved the replicas (no metrics evaluated, as upstream outside its bounds)
     is recorded as this sync's recommendation, by normalization's own rule, as the syncs inside the window
     that follow record it: a window shorter than a sync period is still followed by the usual stabilization.
     Spec bounds keep upstream's behavior (nothing recorded)."""
-    if source in (SPEC_MIN, SPEC_MAX):
+    if source is SPEC_MIN or source is SPEC_MAX:  # the spec's own (``effective_bounds`` gives these objects)
         return
     _, mem.recommendations, *_ = normalize(current, bound, min_r, max_r, hpa.behavior, mem, now, config)
 
 
-def _bound_reason(where: str, source: str, value: int) -> str:
+def _bound_reason(where: str, source: SourceRef, value: int) -> str:
     """Upstream's rescale reason for a spec bound; the window named for a schedule's."""
-    if source in (SPEC_MIN, SPEC_MAX):
+    if source is SPEC_MIN or source is SPEC_MAX:  # the spec's own (``effective_bounds`` gives these objects)
         return f"Current number of replicas {where} Spec.{'MaxReplicas' if where == 'above' else 'MinReplicas'}"
     bound = "maxReplicas" if where == "above" else "minReplicas"
     return f"Current number of replicas {where} {source} {bound} ({value})"
 
 
-def _metric_sources(proposals: list[Proposal], fallbacks: dict[int, SourceProposal]) -> list[SourceProposal]:
-    """One Metric source per metric, each followed by its Fallback source when it is in fallback."""
-    out = []
-    for i, p in enumerate(proposals):
-        out.append(SourceProposal(source=METRIC_SOURCE, name=p.metric, replicas=p.replicas, error=p.error))
-        if i in fallbacks:
-            out.append(fallbacks[i])
-    return out
-
-
-def _schedule_condition(sync: _Sync, active: tuple[ActiveWindow, ...], bounds: Bounds) -> None:
-    if not active:
-        sync.cond("ScheduleActive", "False", "NoActiveWindow", "no schedule window is active")
-        return
-    names = ", ".join(w.name for w in active)
-    message = (f"active windows: {names}; effective minReplicas {bounds.min_replicas} ({bounds.min_source}), "
-               f"maxReplicas {bounds.max_replicas} ({bounds.max_source})")
-    if bounds.conflict:
-        message += f"; {bounds.conflict}"
-    sync.cond("ScheduleActive", "True", "FloorAndCapConflict" if bounds.conflict else "WindowActive", message)
-
-
-def _prediction(sync: _Sync, out: _Outcome, forecast: Forecast | None, current: int) -> SourceProposal:
-    """The Prediction source, its PredictionActive condition and status."""
-    hpa = sync.hpa
-    spec = hpa.prediction
-    assert spec is not None
-    down, up = tolerances(hpa, sync.config)
-    name = _metric_name(sync, spec.metric) if 0 <= spec.metric < len(hpa.metrics) else f"metrics[{spec.metric}]"
-    p, provisioned = prediction_proposal(hpa, forecast, sync.selected, current, down, up, name)
-    out.sources.append(p)
-    total = None if forecast is None else forecast.total_milli
-    expected = None if forecast is None else forecast.expected_milli
-    if p.replicas is None:
-        reason = p.error or NOT_PREDICTABLE
-        sync.cond(PREDICTION_ACTIVE, "False", reason, p.note or "the prediction stepped aside")
-    elif spec.mode != ENFORCE:
-        reason = OBSERVING
-        sync.cond(PREDICTION_ACTIVE, "False", reason,
-                  f"Observe mode: the forecast asks for {p.replicas} replicas; not applied")
-    else:
-        reason = PREDICTING
-        sync.cond(PREDICTION_ACTIVE, "True", reason,
-                  f"the forecast over the next {spec.lead_seconds}s asks for {p.replicas} replicas")
-    out.prediction = PredictionStatus(forecast_milli=total, expected_milli=expected,
-                                      provisioned_milli=None if provisioned is None else math.ceil(provisioned - 1e-9),
-                                      replicas=p.replicas, reason=reason, mode=spec.mode)
-    return p
-
-
-def _metric_name(sync: _Sync, i: int) -> str:
-    """``spec.metrics[i]`` as upstream names it in messages (``describe``; the sync's proposal has it already)."""
-    return sync.proposals[i].metric if i < len(sync.proposals) else describe(sync.hpa.metrics[i])
-
-
-def _saturation(sync: _Sync, out: _Outcome, samples: list[MetricSamples], current: int) -> SourceProposal:
-    """The Saturation source (``pyhpa.core.saturation``), its SaturationActive condition, its status, and a
-    Warning event when the pods become pinned."""
-    hpa = sync.hpa
-    spec = hpa.saturation
-    assert spec is not None
-    i = saturation_metric(spec, hpa.metrics)
-    if i is None:  # an object the adapter would refuse: say so, never raise
-        p = SourceProposal(source=SATURATION_SOURCE, name="cpu", applied=False, error=NO_CPU_SAMPLES,
-                           note="spec.saturation watches no Resource or ContainerResource cpu metric")
-        st = SaturationStatus(reason=NO_CPU_SAMPLES, message=p.note, mode=spec.mode)
-    else:
-        s = samples[i] if i < len(samples) else _NO_SAMPLES
-        groups = sync.proposals[i].groups if i < len(sync.proposals) else None  # the metric's own grouping
-        p, st = saturation_proposal(spec, hpa.metrics[i], s, sync.selected, current, sync.now, sync.config,
-                                    _metric_name(sync, i), groups)
-    out.sources.append(p)
-    out.saturation = st
-    before = next((c for c in sync.conds if c.type == SATURATION_ACTIVE), None)
-    if st.pinned and (before is None or before.reason not in (PINNED_AT_LIMIT, OBSERVING)):
-        sync.events.append(Event("Warning", PINNED_AT_LIMIT, st.message))
-    sync.cond(SATURATION_ACTIVE, "True" if st.reason == PINNED_AT_LIMIT else "False", st.reason, st.message)
-    return p
-
-
-def _failed(sync: _Sync, out: _Outcome, current: int, mem: Memory, steps: list[Step]) -> Decision:
-    """Metrics failed: status gets current replicas and metrics; desired stays as it was (a paused-replicas
-    annotation still moves the target to its count)."""
-    pause = sync.hpa.pause
-    if pause is not None and pause.replicas is not None and pause.replicas != current:
-        return _finish(sync, out, current, current, False, "", mem, None, steps, "")
-    _pause(sync, out, current, current, "", steps)
-    status = _status(sync, out, current, _previous_desired(sync), sync.hpa.last_scale_time, mem)
-    return _decision(sync, out, current=current, desired=current, rescale=False, reason="", mem=mem, pre=None,
-                     steps=steps, metric_name="", status=status, without_event=mem)
-
-
-def _previous_desired(sync: _Sync) -> int:
+def _previous_desired(hpa: HPA) -> int:
     """status.desiredReplicas as it was (upstream passes hpa.Status.DesiredReplicas; 0 without a status)."""
-    d = sync.hpa.status_desired_replicas
+    d = hpa.status_desired_replicas
     return 0 if d is None else d
 
 
-def _status(sync: _Sync, out: _Outcome, current: int, desired: int, last_scale: float | None,
-            mem: Memory) -> HPAStatus:
-    hpa = sync.hpa
-    schedules = None
-    if hpa.schedules:
-        schedules = ScheduleStatus(active=tuple(w.name for w in out.active),
-                                   next_change=next_change(hpa.schedules, sync.now, out.active),
-                                   expired=expired_windows(hpa.schedules, sync.now))
-    health = None
-    if sync.fallback is not None:
-        health = metric_health(hpa, mem.metric_failures, sync.fallback.sources)
-    return HPAStatus(current_replicas=current, desired_replicas=desired,
-                     current_metrics=_current_metrics(sync.proposals), conditions=tuple(sync.conds),
-                     last_scale_time=last_scale, schedules=schedules, prediction=out.prediction,
-                     metric_health=health, saturation=out.saturation, pause=out.pause)
+def _with_winner(sources: list[SourceProposal], winner: SourceRef | None) -> tuple[SourceProposal, ...]:
+    """The sources, the one that set the final number (``winner``) marked ``won``. Every proposal was made by this
+    sync and has not left it yet, so it is marked in place (``dataclasses.replace`` would copy it at ~5 us a sync)."""
+    if winner is not None and winner.kind not in _NOT_SOURCES:
+        for s in sources:
+            if s.source == winner.kind and s.name == winner.name:
+                object.__setattr__(s, "won", True)
+                break
+    return tuple(sources)
 
 
-def _decision(sync: _Sync, out: _Outcome, *, current: int, desired: int, rescale: bool, reason: str, mem: Memory,
-              pre: int | None, steps: list[Step], metric_name: str, status: HPAStatus,
-              without_event: Memory) -> Decision:
-    return Decision(
-        current_replicas=current, desired_replicas=desired, rescale=rescale, rescale_reason=reason,
-        proposals=sync.proposals, prenormalized=pre, steps=steps, conditions=sync.conds, events=sync.events,
-        memory=mem, status=status, error=sync.error, metric_name=metric_name, memory_without_event=without_event,
-        sources=tuple(out.sources), decided_by=out.decided_by, min_replicas_effective=out.bounds.min_replicas,
-        max_replicas_effective=out.bounds.max_replicas, active_schedules=tuple(w.name for w in out.active),
-    )
-
-
-def _finish(sync: _Sync, out: _Outcome, current: int, desired: int, rescale: bool, reason: str, mem: Memory,
-            pre: int | None, steps: list[Step], metric_name: str) -> Decision:
-    without_event = mem
-    last_scale = sync.hpa.last_scale_time
-    if sync.hpa.pause is not None or sync.conds and _was_paused(sync.conds):
-        desired, reason = _pause(sync, out, current, desired, reason, steps)
-        rescale = desired != current
-    if rescale:
-        sync.cond("AbleToScale", "True", "SucceededRescale", f"the HPA controller was able to update the target scale to {desired}")
-        sync.events.append(Event("Normal", "SuccessfulRescale", f"New size: {desired}; reason: {reason}"))
-        mem = store_scale_event(mem, sync.hpa.behavior, current, desired, sync.now)
-        last_scale = sync.now
-    else:
-        desired = current
-    status = _status(sync, out, current, desired, last_scale, mem)
-    return _decision(sync, out, current=current, desired=desired, rescale=rescale, reason=reason, mem=mem, pre=pre,
-                     steps=steps, metric_name=metric_name, status=status, without_event=without_event)
-
-
-def _was_paused(conds: list[Condition]) -> bool:
-    """A ``Paused`` condition other than ``Resumed`` is there (the annotations were just removed)."""
-    for c in conds:
-        if c.type == PAUSED_CONDITION:
-            return c.reason != RESUMED
-    return False
-
-
-def _pause(sync: _Sync, out: _Outcome, current: int, desired: int, reason: str,
-           steps: list[Step]) -> tuple[int, str]:
-    """The pause annotations (``pyhpa.core.pause``), last: (desired, rescale reason) after them; the ``Paused``
-    condition, ``status.pause``, the Pause source and step, and the events ``Paused``/``Resumed`` (Normal) and
-    ``InvalidPauseAnnotation`` (Warning) when they appear."""
-    spec = sync.hpa.pause
-    before = next((c for c in sync.conds if c.type == PAUSED_CONDITION), None)
-    got = pause_rule(spec, current, desired) if spec is not None else None
-    problems = "; ".join(spec.problems) if spec is not None else ""
-    if got is None:
-        if problems:
-            message = f"not paused: ignored {problems}"
-            sync.cond(PAUSED_CONDITION, "False", INVALID_PAUSE_ANNOTATION, message)
-        elif before is not None and before.reason != RESUMED:
-            message = "no pause annotation: autoscaling resumed"
-            sync.cond(PAUSED_CONDITION, "False", RESUMED, message)
-            if before.status == "True":
-                sync.events.append(Event("Normal", RESUMED, message))
-        if problems and (before is None or before.message != message):
-            sync.events.append(Event("Warning", INVALID_PAUSE_ANNOTATION, message))
-        return desired, reason
-    out.sources.append(got.source)
-    if got.desired != desired:
-        steps.append(Step("pause", desired, got.desired, got.reason, got.message))
-        if got.desired != current:
-            reason = got.message
-    if got.holds or got.desired != desired:
-        out.decided_by = got.source.label
-    message = got.message + (f"; ignored {problems}" if problems else "")
-    sync.cond(PAUSED_CONDITION, "True", got.reason, message)
-    if before is None or before.status != "True":
-        sync.events.append(Event("Normal", PAUSED, got.message))
-    if problems and (before is None or before.message != message):
-        sync.events.append(Event("Warning", INVALID_PAUSE_ANNOTATION, f"ignored {problems}"))
-    since = next(c.last_transition_time for c in sync.conds if c.type == PAUSED_CONDITION)
-    out.pause = PauseStatus(reason=got.reason, message=message, since=since,
-                            replicas=got.source.replicas)
-    return got.desired, reason
+@lru_cache(maxsize=4096)
+def _spec_bounds(min_replicas: int, max_replicas: int) -> Bounds:
+    """The spec's bounds, no window active (``effective_bounds``; a ``Bounds`` is immutable: one per pair)."""
+    return effective_bounds(min_replicas, max_replicas, ())
 
 
 def rescale_failed(decision: Decision, hpa: HPA, message: str, now: float) -> Decision:
@@ -594,7 +563,7 @@ def rescale_failed(decision: Decision, hpa: HPA, message: str, now: float) -> De
     """
     conds = list(decision.conditions)
     _restore_scaled_to_zero(conds, hpa)  # upstream sets ScaledToZero only after a successful update
-    set_condition(conds, "AbleToScale", "False", "FailedUpdateScale",
+    set_condition(conds, _ABLE_TO_SCALE, "False", Reason.FAILED_UPDATE_SCALE,
                   f"the HPA controller was unable to update the target scale: {message}", now)
     events = [e for e in decision.events if e.reason != "SuccessfulRescale"]
     events.append(Event("Warning", "FailedRescale",
@@ -603,7 +572,7 @@ def rescale_failed(decision: Decision, hpa: HPA, message: str, now: float) -> De
     status = replace(decision.status, conditions=tuple(conds), desired_replicas=previous,
                      last_scale_time=hpa.last_scale_time)
     mem = decision.memory_without_event or decision.memory
-    return replace(decision, desired_replicas=decision.current_replicas, rescale=False, conditions=conds,
+    return replace(decision, desired_replicas=decision.current_replicas,
                    events=events, memory=mem, status=status, error=f"failed to rescale: {message}",
                    memory_without_event=mem)
 
@@ -613,7 +582,7 @@ def _restore_scaled_to_zero(conds: list[Condition], hpa: HPA) -> None:
     a condition the sync removed (gate off) goes back after the conditions that preceded it."""
     before = next((o for o in hpa.conditions if o.type == "ScaledToZero"), None)
     for i, c in enumerate(conds):
-        if c.type == "ScaledToZero":
+        if c.type == _SCALED_TO_ZERO:
             if before is None:
                 del conds[i]
             else:

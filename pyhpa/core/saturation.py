@@ -46,20 +46,24 @@ from .model import (
     PINNED_AT_LIMIT,
     PREDICTION_MODES,
     RESOURCE,
+    SATURATION_ACTIVE,
     SATURATION_SOURCE,
     ControllerConfig,
+    Event,
     MetricSamples,
     MetricSpec,
     Pod,
     PodGroups,
     SaturationSpec,
     SaturationStatus,
+    SourceKind,
     SourceProposal,
 )
+from .sources import Outcome, SourceInputs, Stage, nothing_to_retire
 
 __all__ = [
-    "MAX_DEMAND_FACTOR", "MAX_PINNED_PERCENT", "MIN_DEMAND_FACTOR", "MIN_PINNED_PERCENT", "check_saturation",
-    "saturation_metric", "saturation_proposal",
+    "MAX_DEMAND_FACTOR", "MAX_PINNED_PERCENT", "MIN_DEMAND_FACTOR", "MIN_PINNED_PERCENT", "SaturationSource",
+    "check_saturation", "saturation_metric", "saturation_proposal",
 ]
 
 #: ``pinnedPercent`` lies in [MIN_PINNED_PERCENT, MAX_PINNED_PERCENT] (percent of the CPU limit).
@@ -173,3 +177,41 @@ def _aside(spec: SaturationSpec, name: str, reason: str, message: str, percent: 
 
 def _cores(milli: float) -> str:
     return f"{math.ceil(milli - 1e-9)}m CPU"
+
+
+_NO_SAMPLES = MetricSamples()
+
+
+class SaturationSource:
+    """The Saturation source (``spec.saturation``, the rules above): its proposal, the ``SaturationActive``
+    condition, ``status.saturation`` and a Warning event ``PinnedAtLimit`` when the pods become pinned. It needs
+    the metrics' samples: not evaluated when a recommendation is given."""
+
+    kind = SourceKind.SATURATION
+    stage = Stage.PROPOSALS
+
+    def enabled(self, inputs: SourceInputs) -> bool:
+        return inputs.hpa.saturation is not None and not inputs.given
+
+    retired = nothing_to_retire
+
+    def evaluate(self, inputs: SourceInputs) -> Outcome:
+        hpa = inputs.hpa
+        spec = hpa.saturation
+        assert spec is not None
+        i = saturation_metric(spec, hpa.metrics)
+        if i is None:  # an object the adapter would refuse: say so, never raise
+            p = SourceProposal(source=SATURATION_SOURCE, name="cpu", applied=False, error=NO_CPU_SAMPLES,
+                               note="spec.saturation watches no Resource or ContainerResource cpu metric")
+            st = SaturationStatus(reason=NO_CPU_SAMPLES, message=p.note, mode=spec.mode)
+        else:
+            s = inputs.samples[i] if i < len(inputs.samples) else _NO_SAMPLES
+            groups = inputs.proposals[i].groups if i < len(inputs.proposals) else None  # the metric's own grouping
+            p, st = saturation_proposal(spec, hpa.metrics[i], s, inputs.pods, inputs.current, inputs.now,
+                                        inputs.config, inputs.metric_name(i), groups)
+        events = ()
+        before = inputs.condition(SATURATION_ACTIVE)
+        if st.pinned and (before is None or before.reason not in (PINNED_AT_LIMIT, OBSERVING)):
+            events = (Event("Warning", PINNED_AT_LIMIT, st.message),)
+        condition = (SATURATION_ACTIVE, "True" if st.reason == PINNED_AT_LIMIT else "False", st.reason, st.message)
+        return Outcome(proposals=(p,), conditions=(condition,), section=("saturation", st), events=events)

@@ -34,7 +34,9 @@ from functools import lru_cache
 
 from cronsim import CronSim, CronSimError
 
-from .model import ActiveWindow, ScheduleWindow
+from .combine import Bounds, effective_bounds, schedule_sources
+from .model import ActiveWindow, ConditionType, Reason, ScheduleStatus, ScheduleWindow, SourceKind
+from .sources import BoundsOutcome, Outcome, SourceInputs, Stage
 
 #: windows x minutes remembered by the memoized cron look-ups below (a few per autoscaler)
 _CACHE = 65536
@@ -312,3 +314,46 @@ def check_windows(windows: Sequence[ScheduleWindow]) -> list[tuple[int, str, str
                                              "dated windows of the same kind must not overlap"))
                 break
     return problems
+
+
+_SCHEDULE_ACTIVE = ConditionType.SCHEDULE_ACTIVE  # read at every sync: bound once
+
+
+class SchedulesSource:
+    """The Schedule source (``spec.schedules``): each active window a floor and/or a cap (``schedule_sources``),
+    the effective bounds (``effective_bounds``: the floor wins a conflict), the ``ScheduleActive`` condition and
+    ``status.schedules`` (``active``, ``nextChangeTime``, ``expired``). Windows removed from the spec take their
+    condition with them."""
+
+    kind = SourceKind.SCHEDULE
+    stage = Stage.BOUNDS
+
+    def enabled(self, inputs: SourceInputs) -> bool:
+        return bool(inputs.hpa.schedules)
+
+    def retired(self, inputs: SourceInputs) -> Outcome | None:
+        if inputs.condition(_SCHEDULE_ACTIVE) is None:
+            return None
+        return Outcome(drop=_SCHEDULE_ACTIVE)
+
+    def evaluate(self, inputs: SourceInputs) -> BoundsOutcome:
+        hpa, now = inputs.hpa, inputs.now
+        active = active_windows(hpa.schedules, now)
+        bounds = effective_bounds(hpa.min_replicas, hpa.max_replicas, active)
+        status = ScheduleStatus(active=tuple(w.name for w in active), next_change=next_change(hpa.schedules, now, active),
+                                expired=expired_windows(hpa.schedules, now))
+        return BoundsOutcome(proposals=schedule_sources(active, bounds), conditions=(_schedule_condition(active, bounds),),
+                             section=("schedules", status), bounds=bounds)
+
+
+def _schedule_condition(active: tuple[ActiveWindow, ...], bounds: Bounds) -> tuple[str, str, str, str]:
+    """``ScheduleActive``: the active windows and the bounds they set (a conflict: the floor wins)."""
+    if not active:
+        return ConditionType.SCHEDULE_ACTIVE, "False", Reason.NO_ACTIVE_WINDOW, "no schedule window is active"
+    names = ", ".join(w.name for w in active)
+    message = (f"active windows: {names}; effective minReplicas {bounds.min_replicas} ({bounds.min_source}), "
+               f"maxReplicas {bounds.max_replicas} ({bounds.max_source})")
+    if bounds.conflict:
+        message += f"; {bounds.conflict}"
+    return (ConditionType.SCHEDULE_ACTIVE, "True", Reason.FLOOR_AND_CAP_CONFLICT if bounds.conflict
+            else Reason.WINDOW_ACTIVE, message)

@@ -19,7 +19,7 @@ import numpy as np
 from ..adapters.errors import InputError
 from ..adapters.parse import format_time
 from ..core import HPA, ControllerConfig, Decision, Memory, MetricSamples, Pod, PodSample, Scale, decide, with_status
-from ..core.model import PREDICTION_SOURCE, SATURATION_SOURCE, ZERO_TIME
+from ..core.model import PREDICTION_SOURCE, SATURATION_SOURCE, ZERO_TIME, SourceKind
 from .metrics import MetricView, metric_views
 from .prediction import SimPrediction, history_totals
 from .profile import Profile
@@ -62,7 +62,8 @@ class SaturationRecord:
             self.pinned_syncs += 1
             self.episodes += not self._pinned
         self._pinned = pinned
-        if d.decided_by.startswith(SATURATION_SOURCE + "/"):
+        source = d.source(SATURATION_SOURCE)
+        if source is not None and source.won:
             self.decided_syncs += 1
 
     def summary(self, spec) -> dict:
@@ -545,19 +546,20 @@ class Cluster:
         else:
             forecast = self.prediction.step(t, samples)
             d = decide(self.hpa, scale, self.core_pods, samples, self.memory, t, self.config, forecast=forecast)
-            if d.decided_by.startswith(PREDICTION_SOURCE + "/"):
+            source = d.source(PREDICTION_SOURCE)
+            if source is not None and source.won:
                 self.prediction.decided += 1
         self.memory = d.memory
         self.hpa = with_status(self.hpa, d.status)
         if d.error is not None:
             self.failed_syncs += 1
-        if any(s.source == "Fallback" for s in d.sources):
+        if d.source(SourceKind.FALLBACK) is not None:
             self.fallback_syncs += 1
         if self.saturation is not None:
             self.saturation.record(d)
         if d.active_schedules:
             self.schedule_syncs += 1
-        kind = d.decided_by.partition("/")[0]
+        kind = "" if d.decided_by is None else d.decided_by.kind.value
         self.decided_by[kind] = self.decided_by.get(kind, 0) + 1
         self._record(t, d)
         if d.rescale:
@@ -586,7 +588,8 @@ class Cluster:
         unserved = self.unserved_cum - self.unserved_at_sync
         self.unserved_at_sync = self.unserved_cum
         if self.prediction is not None:
-            values.append(next((s.replicas for s in d.sources if s.source == PREDICTION_SOURCE), None))
+            source = d.source(PREDICTION_SOURCE)
+            values.append(None if source is None else source.replicas)
             values.append(self.prediction.forecast_value())
             st = d.status.prediction
             values.append(self.prediction.record_provisioned(

@@ -19,7 +19,7 @@ import pandas as pd
 from rich.table import Table
 
 from ..core import tolerances
-from ..core.model import PREDICTING
+from ..core.model import PREDICTING, SourceKind
 from .trace import Trace, iso, iso_array
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -117,10 +117,10 @@ def summarize(label: str, hpa_file: str, cluster: Cluster, trace: Trace, setting
 
 #: The extensions of a HorizontalAutoscaler, as (key, source kind in decided_by, "active" in words)
 EXTENSIONS = (
-    ("prediction", "Prediction", "predicting"),
-    ("schedules", "Schedule", "a window active"),
-    ("fallback", "Fallback", "a metric in fallback"),
-    ("saturation", "Saturation", "pods pinned at their CPU limit"),
+    ("prediction", SourceKind.PREDICTION, "predicting"),
+    ("schedules", SourceKind.SCHEDULE, "a window active"),
+    ("fallback", SourceKind.FALLBACK, "a metric in fallback"),
+    ("saturation", SourceKind.SATURATION, "pods pinned at their CPU limit"),
 )
 
 

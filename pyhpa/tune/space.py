@@ -14,6 +14,7 @@ import math
 from dataclasses import asdict, dataclass, fields
 
 from ..adapters.autoscaler import GROUP_VERSION, KIND, V2_API_VERSION, V2_KIND, V2_SPEC_FIELDS
+from ..api import v1alpha1 as api
 from ..adapters.fallback import without_metric_fallbacks
 from ..adapters.errors import InputError
 from ..core import HPA
@@ -21,10 +22,10 @@ from ..core import HPA
 #: upstream's defaults (autoscaling/v2 without ``behavior``): scale-down window 300 s, scale-up 100 % or 4 pods / 15 s
 DEFAULT_SCALE_DOWN_WINDOW = 300
 DEFAULT_SCALE_UP_PERCENT = 100
-#: spec.prediction / spec.saturation defaults (docs/prediction.md, docs/saturation.md)
-DEFAULT_QUANTILE = 0.9
-DEFAULT_LEAD = 300
-DEFAULT_DEMAND_FACTOR = 2.0
+#: spec.prediction / spec.saturation defaults: the API's (docs/prediction.md, docs/saturation.md)
+DEFAULT_QUANTILE = api.Prediction().quantile
+DEFAULT_LEAD = api.Prediction().lead_seconds
+DEFAULT_DEMAND_FACTOR = api.Saturation().demand_factor
 
 #: the searched ranges
 TARGET_PERCENT = (30, 95)        # averageUtilization, percent of request
@@ -59,8 +60,9 @@ class Window:
     min_replicas: int
 
     def manifest(self) -> dict:
-        return {"name": self.name, "start": self.start, "durationSeconds": self.duration_seconds,
-                "timeZone": self.time_zone, "minReplicas": self.min_replicas}
+        """The ``spec.schedules`` item, written through the API (``pyhpa.api.v1alpha1.ScheduleWindow``)."""
+        return api.manifest(api.ScheduleWindow(name=self.name, start=self.start, duration_seconds=self.duration_seconds,
+                                               time_zone=self.time_zone, min_replicas=self.min_replicas), "time_zone")
 
     def label(self) -> str:
         return f"{self.start} ({self.time_zone}) for {self.duration_seconds // 60} min, floor {self.min_replicas}"
@@ -179,10 +181,11 @@ def manifest(base: dict, s: Setting, kind: TargetKind, upstream_only: bool, curr
         del spec["behavior"]
     spec.pop("prediction", None)
     spec.pop("saturation", None)
-    if s.prediction:
-        spec["prediction"] = {"leadSeconds": s.lead_seconds, "quantile": round(s.quantile, 3)}
+    if s.prediction:  # the fields tune searched, written through the API (every one: the reader sees the setting)
+        spec["prediction"] = api.manifest(api.Prediction(lead_seconds=s.lead_seconds, quantile=round(s.quantile, 3)),
+                                          "lead_seconds", "quantile")
     if s.saturation:
-        spec["saturation"] = {"demandFactor": round(s.demand_factor, 2)}
+        spec["saturation"] = api.manifest(api.Saturation(demand_factor=round(s.demand_factor, 2)), "demand_factor")
     if s.schedules:
         own = list(spec.get("schedules") or [])
         taken = {w.get("name") for w in own if isinstance(w, dict)}

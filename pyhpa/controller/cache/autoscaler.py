@@ -14,7 +14,6 @@ from typing import Any
 import zlib
 
 import msgspec
-from lightkube.generic_resource import create_namespaced_resource
 
 from ...adapters.autoscaler import MEMORY_KEY, ObjectSettings, effective_config, read_autoscaler
 from ...adapters.errors import InputError
@@ -22,33 +21,8 @@ from ...adapters.objects import selector_text
 from ...adapters.pause import pause_annotations
 from ...adapters.promql import PROMETHEUS, PromQuery
 from ...core import HPA, ControllerConfig
+from ..kube.resources import API_VERSION, GROUP, KIND, PLURAL, VERSION, HorizontalAutoscaler, TargetRef  # noqa: F401 (re-exported)
 from ..settings import Settings
-
-GROUP = "pyhpa.dev"
-VERSION = "v1alpha1"
-KIND = "HorizontalAutoscaler"
-PLURAL = "horizontalautoscalers"
-API_VERSION = f"{GROUP}/{VERSION}"
-#: The lightkube resource class (a generic namespaced resource with ``.Status``).
-HorizontalAutoscaler = create_namespaced_resource(GROUP, VERSION, KIND, PLURAL)
-
-
-@dataclass(frozen=True, slots=True)
-class TargetRef:
-    """``spec.scaleTargetRef``: ``api_version`` like "apps/v1" (core: "v1"), ``kind``, ``name``."""
-
-    api_version: str
-    kind: str
-    name: str
-
-    @property
-    def group(self) -> str:
-        return self.api_version.rpartition("/")[0]
-
-    @property
-    def version(self) -> str:
-        return self.api_version.rpartition("/")[2]
-
 
 @dataclass(frozen=True, slots=True)
 class MetricQuery:

@@ -22,68 +22,13 @@ import logging
 import sys
 from typing import Any, Optional
 
-import msgspec
-from lightkube.core import resource as res
-from lightkube.resources.core_v1 import Pod as PodResource
-
 from ...adapters.errors import InputError
 from ...adapters.objects import pod_from_model
 from ...core import Pod
 from ...core.selector import SelectorError, matches, parse_selector
+from ..kube.resources import PodView
 
 log = logging.getLogger("pyhpa.controller.pods")
-
-
-# ----- what is decoded of a pod ------------------------------------------------------------------------------
-class _Resources(msgspec.Struct, omit_defaults=True):
-    requests: Optional[dict[str, Any]] = None
-    limits: Optional[dict[str, Any]] = None
-
-
-class _Container(msgspec.Struct, omit_defaults=True):
-    name: str = ""
-    resources: Optional[_Resources] = None
-    restartPolicy: Optional[str] = None
-
-
-class _PodSpec(msgspec.Struct, omit_defaults=True):
-    containers: Optional[list[_Container]] = None
-    initContainers: Optional[list[_Container]] = None
-    overhead: Optional[dict[str, Any]] = None
-    resources: Optional[_Resources] = None
-
-
-class _Condition(msgspec.Struct, omit_defaults=True):
-    type: str = ""
-    status: str = ""
-    lastTransitionTime: Optional[str] = None
-
-
-class _PodStatus(msgspec.Struct, omit_defaults=True):
-    phase: Optional[str] = None
-    startTime: Optional[str] = None
-    conditions: Optional[list[_Condition]] = None
-
-
-class _Meta(msgspec.Struct, omit_defaults=True):
-    name: str = ""
-    namespace: Optional[str] = None
-    labels: Optional[dict[str, str]] = None
-    resourceVersion: Optional[str] = None
-    deletionTimestamp: Optional[str] = None
-
-
-class PodView(res.NamespacedResourceG, msgspec.Struct, omit_defaults=True):
-    """A v1 Pod as lightkube decodes it for the pod informer: only the fields an HPA sync reads (list and watch
-    of ``/api/v1/pods``; every other field of the JSON is skipped while decoding)."""
-
-    _api_info = PodResource._api_info
-
-    apiVersion: Optional[str] = None
-    kind: Optional[str] = None
-    metadata: Optional[_Meta] = None
-    spec: Optional[_PodSpec] = None
-    status: Optional[_PodStatus] = None
 
 
 # ----- shared parts --------------------------------------------------------------------------------------------

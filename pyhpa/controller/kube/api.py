@@ -28,8 +28,7 @@ from lightkube.resources.events_v1 import Event as EventResource
 from lightkube.types import PatchType
 
 from ...core import Scale
-from ..cache.autoscaler import API_VERSION, PLURAL, HorizontalAutoscaler, TargetRef
-from ..cache.pods import PodView
+from .resources import API_VERSION, PLURAL, HorizontalAutoscaler, PodView, TargetRef
 from .transport import AiohttpTransport, CountedTransport
 
 RESOURCE_METRICS = "/apis/metrics.k8s.io/v1beta1"

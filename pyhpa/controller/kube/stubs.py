@@ -15,7 +15,7 @@ from typing import Any, AsyncIterator
 
 from ...core import Scale
 from .api import ApiFailure
-from ..cache.autoscaler import TargetRef
+from .resources import TargetRef
 
 
 class StubListWatch:

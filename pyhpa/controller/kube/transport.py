@@ -13,13 +13,40 @@ from __future__ import annotations
 import asyncio
 import functools
 import ssl
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import AsyncIterator
 
 import aiohttp
 import httpx2
 import yarl
 
-from ..outputs.load import note_request
+
+# ----- the sync a request is made for (``pyhpa.controller.outputs.load`` counts them per sync) -----
+@dataclass(slots=True)
+class SyncContext:
+    """The sync running in this asyncio context: the autoscaler's key and the API requests made so far."""
+
+    key: str
+    requests: int = 0
+
+
+_CURRENT: ContextVar[SyncContext | None] = ContextVar("pyhpa_current_sync", default=None)
+
+
+def current_sync() -> SyncContext | None:
+    """The sync of the running task (tasks a sync starts inherit it); None outside syncs (informers, events,
+    Lease renewals)."""
+    return _CURRENT.get()
+
+
+def note_request() -> None:
+    """Count one API request for the current sync (called by the transport for every request)."""
+    sync = _CURRENT.get()
+    if sync is not None:
+        sync.requests += 1
+
+
 
 _SKIP_HEADERS = frozenset({b"content-length", b"transfer-encoding", b"host"})
 

@@ -35,8 +35,7 @@ from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamil
 from prometheus_client.utils import floatToGoString
 
 from ...core import Decision, metric_key
-from ...core.model import (FALLBACK_SOURCE, PREDICTING, PREDICTION_ACTIVE, SATURATION_ACTIVE, UTILIZATION,
-                          Proposal)
+from ...core.model import UTILIZATION, Proposal, SourceKind, SourceRef
 
 PREFIX = "pyhpa_autoscaler_"
 LABELS = ("namespace", "name")
@@ -81,6 +80,12 @@ _HELP = {
                    "FailedGetScale, FailedRescale, InvalidSpec, ...; APIError when an API call failed otherwise).",
 }
 _UPSTREAM_DESIRED_HELP = "Current desired replica count for HPA objects."
+#: family names
+_REPLICA_NAMES = tuple(PREFIX + name for name, _ in _REPLICA_GAUGES)
+_VALUE, _TARGET, _DECIDED = PREFIX + "metric_value", PREFIX + "metric_target", PREFIX + "decided_by"
+_PREDICTING, _SATURATED, _WAPE = PREFIX + "predicting", PREFIX + "saturated", PREFIX + "prediction_wape_ratio"
+_LAST_SYNC, _PERIOD = PREFIX + "last_sync_timestamp_seconds", PREFIX + "sync_period_seconds"
+_FORECAST, _OBSERVED, _ERRORS = PREFIX + "prediction_forecast", PREFIX + "prediction_observed", PREFIX + "sync_errors"
 
 
 def _value(p: Proposal) -> float | None:
@@ -100,11 +105,13 @@ def _target(p: Proposal) -> float | None:
     return None if milli is None else milli / 1000.0
 
 
-def _condition(decision: Decision, ctype: str) -> Any:
-    for c in decision.conditions:
-        if c.type == ctype:
-            return c
-    return None
+def _active(decision: Decision, kind: SourceKind, before: int | None) -> int:
+    """1 while the source of ``kind`` asks for something and it counts (active and applied), else 0; as ``before``
+    (0 for none) when this sync stopped before the source was evaluated."""
+    s = decision.source(kind)
+    if s is None:
+        return before or 0
+    return 1 if s.active and s.applied else 0
 
 
 class _Record:
@@ -123,7 +130,7 @@ class _Record:
         self.last_sync: float | None = None
         self.period: float | None = None
         self.replicas: tuple | None = None
-        self.decided_by: str | None = None
+        self.decided_by: SourceRef | None = None
         self.specs: tuple = ()
         self.metrics: tuple = ()
         self.prediction: tuple | None = None
@@ -193,16 +200,16 @@ class AutoscalerMetrics:
     def _decided(rec: _Record, a: Any, d: Decision, predictions: Any) -> None:
         fallback = 0
         for s in d.sources:
-            if s.source == FALLBACK_SOURCE and s.applied and s.replicas is not None:
+            if s.source == SourceKind.FALLBACK and s.applied and s.active:
                 fallback = 1
                 break
         replicas = (d.current_replicas, d.desired_replicas, d.min_replicas_effective, d.max_replicas_effective,
                     1 if d.status.pause is not None else 0, fallback)
         if replicas != rec.replicas:
             rec.replicas = replicas
-        label = d.decided_by or "None"
-        if label != rec.decided_by:
-            rec.decided_by = label
+        by = d.decided_by
+        if by != rec.decided_by:
+            rec.decided_by = by
         proposals = d.proposals
         specs = tuple(p.spec for p in proposals)
         if specs != rec.specs:  # the metric keys and targets change with the spec only
@@ -217,15 +224,14 @@ class AutoscalerMetrics:
         else:
             i = hpa.prediction.metric
             key = metric_key(hpa.metrics[i]) if 0 <= i < len(hpa.metrics) else f"metrics[{i}]"
-            c = _condition(d, PREDICTION_ACTIVE)
+            before = rec.prediction[1] if rec.prediction is not None else None
             ps = d.status.prediction
             forecast = None if ps is None or ps.forecast_milli is None else ps.forecast_milli / 1000
             observed, wape = predictions.figures(a.key) if predictions is not None else (None, None)
-            rec.prediction = (key, 1 if c is not None and c.reason == PREDICTING else 0, forecast,
+            rec.prediction = (key, _active(d, SourceKind.PREDICTION, before), forecast,
                               None if observed is None else observed / 1000.0, wape)
         if hpa is not None and hpa.saturation is not None:
-            c = _condition(d, SATURATION_ACTIVE)
-            rec.saturated = 1 if c is not None and c.status == "True" else 0
+            rec.saturated = _active(d, SourceKind.SATURATION, rec.saturated)
         else:
             rec.saturated = None
 
@@ -262,52 +268,62 @@ class AutoscalerMetrics:
         finally:
             self._apart = False
 
+    def _walk(self) -> Iterator[tuple[str, str, tuple[tuple[str, str], ...], float, float | None]]:
+        """Every sample of every recorded autoscaler, once, for both renderers: (family name, sample name, labels
+        as (name, value) pairs sorted by name, value, the counter's created time or None)."""
+        for (ns, name), rec in list(self._records.items()):
+            own = (("name", name), ("namespace", ns))
+            if rec.upstream_desired is not None:
+                yield UPSTREAM_DESIRED, UPSTREAM_DESIRED, (("hpa_name", name), ("namespace", ns)), \
+                    rec.upstream_desired, None
+            if rec.last_sync is None:  # only upstream's gauge so far
+                continue
+            yield _LAST_SYNC, _LAST_SYNC, own, rec.last_sync, None
+            if rec.period is not None:
+                yield _PERIOD, _PERIOD, own, rec.period, None
+            if rec.replicas is not None:
+                for family, v in zip(_REPLICA_NAMES, rec.replicas):
+                    yield family, family, own, v, None
+                by = rec.decided_by
+                text, kind = ("None", "None") if by is None else (str(by), by.kind.value)
+                yield _DECIDED, _DECIDED + "_info", (("decided_by", text), *own, ("source", kind)), 1.0, None
+            for key, v, t in rec.metrics:
+                labels = (("metric", key), *own)
+                if v is not None:
+                    yield _VALUE, _VALUE, labels, v, None
+                if t is not None:
+                    yield _TARGET, _TARGET, labels, t, None
+            if rec.prediction is not None:
+                key, on, fc, ob, w = rec.prediction
+                yield _PREDICTING, _PREDICTING, own, on, None
+                labels = (("metric", key), *own)
+                if fc is not None:
+                    yield _FORECAST, _FORECAST, labels, fc, None
+                if ob is not None:
+                    yield _OBSERVED, _OBSERVED, labels, ob, None
+                if w is not None:
+                    yield _WAPE, _WAPE, own, w, None
+            if rec.saturated is not None:
+                yield _SATURATED, _SATURATED, own, rec.saturated, None
+            if rec.errors:
+                for reason, (count, first) in rec.errors.items():
+                    yield _ERRORS, _ERRORS + "_total", (*own, ("reason", reason)), count, first
+
     def collect(self) -> Iterator[Metric]:
         """Every series of every recorded autoscaler (called by the registry at each scrape)."""
         if self._apart:
             return iter(())
         families = {f.name: f for f in self._families()}
-        replica = [families[PREFIX + name] for name, _ in _REPLICA_GAUGES]
-        value, target = families[PREFIX + "metric_value"], families[PREFIX + "metric_target"]
-        decided = families[PREFIX + "decided_by"]
-        predicting, saturated = families[PREFIX + "predicting"], families[PREFIX + "saturated"]
-        wape, last_sync = families[PREFIX + "prediction_wape_ratio"], families[PREFIX + "last_sync_timestamp_seconds"]
-        period = families[PREFIX + "sync_period_seconds"]
-        forecast, observed = families[PREFIX + "prediction_forecast"], families[PREFIX + "prediction_observed"]
-        errors, upstream = families[PREFIX + "sync_errors"], families[UPSTREAM_DESIRED]
-        for (ns, name), rec in list(self._records.items()):
-            own = [ns, name]
-            if rec.upstream_desired is not None:
-                upstream.add_metric(own, rec.upstream_desired)
-            if rec.last_sync is None:  # only upstream's gauge so far
-                continue
-            last_sync.add_metric(own, rec.last_sync)
-            if rec.period is not None:
-                period.add_metric(own, float(rec.period))
-            if rec.replicas is not None:
-                for family, v in zip(replica, rec.replicas):
-                    family.add_metric(own, v)
-            if rec.decided_by is not None:
-                decided.add_metric(own, {"source": rec.decided_by.split("/", 1)[0], "decided_by": rec.decided_by})
-            for key, v, t in rec.metrics:
-                if v is not None:
-                    value.add_metric([ns, name, key], v)
-                if t is not None:
-                    target.add_metric([ns, name, key], t)
-            if rec.prediction is not None:
-                key, on, fc, ob, w = rec.prediction
-                predicting.add_metric(own, on)
-                if fc is not None:
-                    forecast.add_metric([ns, name, key], fc)
-                if ob is not None:
-                    observed.add_metric([ns, name, key], ob)
-                if w is not None:
-                    wape.add_metric(own, w)
-            if rec.saturated is not None:
-                saturated.add_metric(own, rec.saturated)
-            if rec.errors:
-                for reason, (count, first) in rec.errors.items():
-                    errors.add_metric([ns, name, reason], count, created=first)
+        for family, _, labels, value, created in self._walk():
+            f = families[family]
+            named = dict(labels)
+            if family == _DECIDED:
+                f.add_metric([named["namespace"], named["name"]], {"source": named["source"],
+                                                                  "decided_by": named["decided_by"]})
+            elif created is not None:
+                f.add_metric([named[k] for k in f._labelnames], value, created=created)
+            else:
+                f.add_metric([named[k] for k in f._labelnames], value)
         return iter(families.values())
 
     def render(self) -> str:
@@ -315,56 +331,13 @@ class AutoscalerMetrics:
         per family its ``# HELP`` and ``# TYPE`` lines, then its samples (labels sorted by name, values as
         ``floatToGoString``); the counter's ``_created`` samples in a gauge family after it."""
         out: dict[str, list[str]] = {f.name: [] for f in self._families()}
-        replica = [out[PREFIX + name] for name, _ in _REPLICA_GAUGES]
-        value, target = out[PREFIX + "metric_value"], out[PREFIX + "metric_target"]
-        decided = out[PREFIX + "decided_by"]
-        predicting, saturated = out[PREFIX + "predicting"], out[PREFIX + "saturated"]
-        wape, last_sync = out[PREFIX + "prediction_wape_ratio"], out[PREFIX + "last_sync_timestamp_seconds"]
-        period = out[PREFIX + "sync_period_seconds"]
-        forecast, observed = out[PREFIX + "prediction_forecast"], out[PREFIX + "prediction_observed"]
-        errors, upstream = out[PREFIX + "sync_errors"], out[UPSTREAM_DESIRED]
         created: list[str] = []
         go = floatToGoString
-        for (ns, name), rec in list(self._records.items()):
-            n, s = _label(name), _label(ns)
-            own = f'{{name="{n}",namespace="{s}"}} '
-            if rec.upstream_desired is not None:
-                upstream.append(f'{UPSTREAM_DESIRED}{{hpa_name="{n}",namespace="{s}"}} {go(rec.upstream_desired)}\n')
-            if rec.last_sync is None:
-                continue
-            last_sync.append(f"{PREFIX}last_sync_timestamp_seconds{own}{go(rec.last_sync)}\n")
-            if rec.period is not None:
-                period.append(f"{PREFIX}sync_period_seconds{own}{go(rec.period)}\n")
-            if rec.replicas is not None:
-                for (family, _), lines, v in zip(_REPLICA_GAUGES, replica, rec.replicas):
-                    lines.append(f"{PREFIX}{family}{own}{go(v)}\n")
-            if rec.decided_by is not None:
-                by = rec.decided_by
-                decided.append(f'{PREFIX}decided_by_info{{decided_by="{_label(by)}",name="{n}",namespace="{s}",'
-                               f'source="{_label(by.split("/", 1)[0])}"}} 1.0\n')
-            for key, v, t in rec.metrics:
-                labels = f'{{metric="{_label(key)}",name="{n}",namespace="{s}"}} '
-                if v is not None:
-                    value.append(f"{PREFIX}metric_value{labels}{go(v)}\n")
-                if t is not None:
-                    target.append(f"{PREFIX}metric_target{labels}{go(t)}\n")
-            if rec.prediction is not None:
-                key, on, fc, ob, w = rec.prediction
-                predicting.append(f"{PREFIX}predicting{own}{go(on)}\n")
-                labels = f'{{metric="{_label(key)}",name="{n}",namespace="{s}"}} '
-                if fc is not None:
-                    forecast.append(f"{PREFIX}prediction_forecast{labels}{go(fc)}\n")
-                if ob is not None:
-                    observed.append(f"{PREFIX}prediction_observed{labels}{go(ob)}\n")
-                if w is not None:
-                    wape.append(f"{PREFIX}prediction_wape_ratio{own}{go(w)}\n")
-            if rec.saturated is not None:
-                saturated.append(f"{PREFIX}saturated{own}{go(rec.saturated)}\n")
-            if rec.errors:
-                for reason, (count, first) in rec.errors.items():
-                    labels = f'{{name="{n}",namespace="{s}",reason="{_label(reason)}"}} '
-                    errors.append(f"{PREFIX}sync_errors_total{labels}{go(count)}\n")
-                    created.append(f"{PREFIX}sync_errors_created{labels}{go(first)}\n")
+        for family, sample, labels, value, first in self._walk():
+            text = ",".join(f'{k}="{_label(v)}"' for k, v in labels)
+            out[family].append(f"{sample}{{{text}}} {go(value)}\n")
+            if first is not None:
+                created.append(f"{family}_created{{{text}}} {go(first)}\n")
         text: list[str] = []
         for family in self._families():
             name, kind = family.name, family.type

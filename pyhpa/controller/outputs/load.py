@@ -14,11 +14,11 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import gc
-from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Callable
 
 from prometheus_client import CollectorRegistry, Gauge, Histogram
+
+from ..kube.transport import _CURRENT, SyncContext, current_sync, note_request  # noqa: F401 (re-exported)
 
 #: Lag buckets, seconds: 1 ms doubling to about 2 minutes.
 LAG_BUCKETS = tuple(0.001 * 2**k for k in range(18))
@@ -59,30 +59,6 @@ def release_memory() -> bool:
     False where there is no ``malloc_trim`` (not glibc): nothing is done."""
     libc = _libc()
     return bool(libc.malloc_trim(0)) if libc is not None else False
-
-
-@dataclass(slots=True)
-class SyncContext:
-    """The sync running in this asyncio context: the autoscaler's key and the API requests made so far."""
-
-    key: str
-    requests: int = 0
-
-
-_CURRENT: ContextVar[SyncContext | None] = ContextVar("pyhpa_current_sync", default=None)
-
-
-def current_sync() -> SyncContext | None:
-    """The sync of the running task (tasks a sync starts inherit it); None outside syncs (informers, events,
-    Lease renewals)."""
-    return _CURRENT.get()
-
-
-def note_request() -> None:
-    """Count one API request for the current sync (called by the transport for every request)."""
-    sync = _CURRENT.get()
-    if sync is not None:
-        sync.requests += 1
 
 
 class SyncLoad:

@@ -8,100 +8,27 @@ the fresh resourceVersion unless the spec changed meanwhile (then the sync is re
 
 from __future__ import annotations
 
-import math
-from datetime import datetime, timezone
-from functools import lru_cache
 
 from ...adapters.errors import InputError
 from ...adapters.parse import timestamp
-from ...adapters.saturation import saturation_status
-from ...core import HPA, Condition, Decision, Event, HPAStatus, HPAWarning, Memory, MetricHealth, PauseStatus, set_condition, with_status
+from ...api.status import (condition_dict, metric_health_dict, pause_status, render_status,  # noqa: F401 (re-exported)
+                           saturation_status, time_text)
+from typing import Protocol
+
+from ...core import HPA, Condition, Decision, Event, HPAStatus, HPAWarning, Memory, set_condition, with_status
 from ..kube.api import ApiFailure
 from ..cache.autoscaler import API_VERSION, KIND, MEMORY_KEY, Autoscaler, packed
-from ..sync.memory import MemoryStore, failure_caps
 from .writer import Writer
 
 
-def time_text(ts: float) -> str:
-    """Epoch seconds as metav1.Time text (RFC 3339, whole seconds, UTC)."""
-    return _second_text(math.floor(ts))
-
-
-@lru_cache(maxsize=4096)
-def _second_text(second: int) -> str:
-    dt = datetime.fromtimestamp(second, tz=timezone.utc)
-    return f"{dt.year:04d}-" + dt.strftime("%m-%dT%H:%M:%SZ")  # %Y is not padded below year 1000 (glibc)
-
-
-def condition_dict(c: Condition) -> dict:
-    """An autoscaling/v2 HorizontalPodAutoscalerCondition."""
-    out = {"type": c.type, "status": c.status}
-    if c.last_transition_time is not None:
-        out["lastTransitionTime"] = time_text(c.last_transition_time)
-    if c.reason:
-        out["reason"] = c.reason
-    if c.message:
-        out["message"] = c.message
-    return out
-
-
-def status_from_decision(decision: Decision, generation: int, hpa: HPA | None = None) -> dict:
-    """The autoscaling/v2 status of a sync (``observedGeneration`` is the spec generation synced),
-    with the HorizontalAutoscaler's ``schedules`` section when the spec has windows, ``metricHealth`` when it
-    has a fallback (with ``hpa``, each ``numberOfFailures`` capped by ``failure_caps``), ``saturation``
-    (``pyhpa.adapters.saturation.saturation_status``) when it has ``spec.saturation`` and ``pause``
-    (``pause_status``) while a pause annotation holds it."""
+def status_from_decision(decision: Decision, generation: int, hpa: HPA | None = None,
+                         fit: dict | None = None) -> dict:
+    """The status a sync writes (``pyhpa.api.status.render_status``: ``observedGeneration`` is the spec generation
+    synced), and ``status.prediction`` with ``hpa.prediction``'s ``leadSeconds`` and ``fit`` (the figures of the fitted model:
+    ``pyhpa.controller.sync.prediction.LivePredictions.fit``)."""
     st: HPAStatus = decision.status
-    out = {"observedGeneration": generation, "desiredReplicas": st.desired_replicas}
-    if st.current_replicas:
-        out["currentReplicas"] = st.current_replicas
-    if st.current_metrics:
-        out["currentMetrics"] = list(st.current_metrics)
-    if st.conditions:
-        out["conditions"] = [condition_dict(c) for c in st.conditions]
-    if st.last_scale_time is not None:
-        out["lastScaleTime"] = time_text(st.last_scale_time)
-    if st.schedules is not None:
-        section: dict = {"active": list(st.schedules.active)}
-        if st.schedules.next_change is not None:
-            section["nextChangeTime"] = time_text(st.schedules.next_change)
-        if st.schedules.expired:
-            section["expired"] = list(st.schedules.expired)
-        out["schedules"] = section
-    if st.metric_health is not None:
-        caps = failure_caps(hpa) if any(h.number_of_failures > 1 for h in st.metric_health) else {}
-        out["metricHealth"] = [metric_health_dict(h, caps.get(h.metric)) for h in st.metric_health]
-    if st.saturation is not None:
-        out["saturation"] = saturation_status(st.saturation)
-    if st.pause is not None:
-        out["pause"] = pause_status(st.pause)
-    return out
-
-
-def pause_status(p: PauseStatus) -> dict:
-    """``status.pause`` while paused: ``reason`` (the Paused condition's), ``since`` (RFC 3339: when it was
-    paused), ``replicas`` held (paused-replicas or the frozen count; absent when one direction is blocked)."""
-    out: dict = {"reason": p.reason}
-    if p.since is not None:
-        out["since"] = time_text(p.since)
-    if p.replicas is not None:
-        out["replicas"] = p.replicas
-    return out
-
-
-def metric_health_dict(h: MetricHealth, cap: int | None = None) -> dict:
-    """One ``status.metricHealth`` entry: ``metric``, ``numberOfFailures`` (at most ``cap``), ``status``
-    (Happy/Failing), and while failing ``firstFailureTime``, and in fallback ``fallbackSince`` and
-    ``fallbackReplicas``."""
-    n = h.number_of_failures if cap is None else min(h.number_of_failures, cap)
-    out: dict = {"metric": h.metric, "numberOfFailures": n, "status": h.status}
-    if h.first_failure_time is not None:
-        out["firstFailureTime"] = time_text(h.first_failure_time)
-    if h.fallback_since is not None:
-        out["fallbackSince"] = time_text(h.fallback_since)
-    if h.fallback_replicas is not None:
-        out["fallbackReplicas"] = h.fallback_replicas
-    return out
+    lead = hpa.prediction.lead_seconds if hpa is not None and hpa.prediction is not None else None
+    return render_status(st, generation, lead_seconds=lead, fit=fit)
 
 
 def conditions_of(status: dict) -> list[Condition]:
@@ -185,10 +112,17 @@ class StaleSpec(Exception):
     """The spec changed while syncing (status write conflicted): sync again."""
 
 
+class MemorySections(Protocol):
+    """What a status write asks of the memory store (``pyhpa.controller.sync.memory.MemoryStore``)."""
+
+    def status_section(self, a: Autoscaler, memory: Memory | None) -> dict | None:
+        """What to write into ``status.pyhpa`` of ``a`` with ``memory``."""
+
+
 class StatusWriter:
     """Writes ``status`` of an autoscaler through the Writer when it differs from the stored one."""
 
-    def __init__(self, writer: Writer, memory: MemoryStore, retries: int = 3):
+    def __init__(self, writer: Writer, memory: MemorySections, retries: int = 3):
         self._writer = writer
         self._memory = memory
         self._retries = retries

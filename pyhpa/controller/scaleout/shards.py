@@ -65,6 +65,7 @@ from lightkube.resources.coordination_v1 import Lease
 from .leader import validate_lease_timing
 from .leadership import LeadershipLost
 from ..outputs.load import current_sync
+from ..settings import SCALE_CACHE_WAIT_SECONDS  # the controller's own bound on that wait
 from ..sync.nsmetrics import phase_points
 
 log = logging.getLogger("pyhpa.controller.shards")
@@ -476,7 +477,6 @@ class Sharding:
 
     async def _join_when_synced(self, controller: Any, stop: asyncio.Event, led: asyncio.Task) -> None:
         """Wait until the controller's informers (and its Scale cache) have listed, then run the membership."""
-        from .. import SCALE_CACHE_WAIT_SECONDS  # the controller's own bound on that wait
 
         scales = getattr(controller, "scales", None)
         loop, ready_at = asyncio.get_running_loop(), None

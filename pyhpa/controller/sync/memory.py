@@ -26,7 +26,7 @@ the windows are applied), and why it is decision-equivalent:
   events of both directions). They only change on a rescale, which changes the status anyway.
 * metric failures (``metricFailures``, kept by the core only for an autoscaler with a fallback): every
   failing metric's consecutive failed syncs (counted up to one past its ``failureThreshold``: from there on
-  the fallback applies and more failures change nothing, ``capped_failures``), first failure time and
+  the fallback applies and more failures change nothing: the core's ``capped_failures``), first failure time and
   fallback start, exactly (a metric absent is healthy). So they change only while a metric's failures can
   still change a decision, when ``status.metricHealth`` changes anyway: a metric that stays down writes no
   status.
@@ -45,9 +45,7 @@ from typing import Callable, Protocol
 
 from ...adapters.errors import InputError
 from ...adapters.snapshot import memory_from_dict, memory_to_dict
-from dataclasses import replace
-
-from ...core import HPA, ControllerConfig, Memory, effective_fallback, metric_key, relevant_memory
+from ...core import HPA, ControllerConfig, Memory, capped_failures, relevant_memory
 from ..cache.autoscaler import Autoscaler
 
 log = logging.getLogger("pyhpa.controller.memory")
@@ -125,34 +123,6 @@ def persisted_memory(memory: Memory, hpa: HPA, config: ControllerConfig, now: fl
     return relevant_memory(memory, hpa, config, now, since)
 
 
-def failure_caps(hpa: HPA | None) -> dict[str, int]:
-    """Per metric key (``pyhpa.core.metric_key``), the count of consecutive failures past which more failures
-    change no decision: one past its fallback's ``failureThreshold`` (the fallback applies from there on), 1
-    when its fallback has a duration only (the count never decides). Metrics without a fallback: none."""
-    caps: dict[str, int] = {}
-    if hpa is None:
-        return caps
-    for m in hpa.metrics:
-        fb = effective_fallback(hpa.fallback, m.fallback)
-        if fb is not None:
-            key = metric_key(m)
-            cap = fb.failure_threshold + 1 if fb.failure_threshold is not None else 1
-            caps[key] = max(caps.get(key, 0), cap)
-    return caps
-
-
-def capped_failures(memory: Memory, caps: dict[str, int]) -> Memory:
-    """``memory`` with each metric's ``number_of_failures`` at most its cap (``failure_caps``): what is written
-    to ``status.pyhpa``, so that a metric that stays down does not rewrite the status at every sync; decides
-    exactly as the uncapped count (the fallback applies either way, its ``fallback_since`` is kept)."""
-    failures = memory.metric_failures
-    if not failures or not any(f.number_of_failures > caps.get(k, f.number_of_failures) for k, f in failures.items()):
-        return memory
-    capped = {k: f if f.number_of_failures <= caps.get(k, f.number_of_failures)
-              else replace(f, number_of_failures=caps[k]) for k, f in failures.items()}
-    return Memory(memory.recommendations, memory.scale_up_events, memory.scale_down_events, capped)
-
-
 def restored_memory(stored: Memory, now: float) -> Memory:
     """The memory a new leader starts from at ``now``: the stored one, with the live (last)
     recommendation taken as repeated until ``now`` (upstream seeds the current count at ``now``)."""
@@ -206,16 +176,15 @@ class StatusMemory:
         if memory is None or a.hpa is None:
             return stored
         now = self._clock()
-        caps = failure_caps(a.hpa) if memory.metric_failures else {}
         live = _stored_live(stored)
         if live is not None:
-            section = memory_to_status(capped_failures(persisted_memory(memory, a.hpa, a.config, now, live), caps))
+            section = memory_to_status(capped_failures(persisted_memory(memory, a.hpa, a.config, now, live), a.hpa))
             if section == stored:
                 return stored
         previous = _parse(a)
-        section = memory_to_status(capped_failures(persisted_memory(memory, a.hpa, a.config, now, previous), caps))
+        section = memory_to_status(capped_failures(persisted_memory(memory, a.hpa, a.config, now, previous), a.hpa))
         if previous is not None and memory_to_status(capped_failures(
-                persisted_memory(previous, a.hpa, a.config, now, previous), caps)) == section:
+                persisted_memory(previous, a.hpa, a.config, now, previous), a.hpa)) == section:
             return stored
         return section
 

@@ -26,10 +26,10 @@ from typing import Any
 import httpx2
 
 from ...adapters.parse import format_time
-from ...adapters.prediction import prediction_status
+from ...api.status import PREDICTION_FIGURES as STATUS_FIGURES, prediction_section  # noqa: F401 (re-exported)
 from ...adapters.promql import PROMETHEUS, RangeQueryError, query_range, range_step
 from ...core import Decision, Forecast, MetricSamples, PredictionSpec
-from ...core.model import PREDICTION_ACTIVE
+from ...core.selector import SelectorError, parse_selector
 from ...forecast import HISTORY_UNAVAILABLE
 from ..cache.autoscaler import Autoscaler, MetricQuery
 
@@ -39,8 +39,6 @@ log = logging.getLogger("pyhpa.controller.prediction")
 RETRY_SECONDS = 60.0
 #: Step of the history range query, seconds (coarser for very long histories: Prometheus' point limit).
 HISTORY_STEP_SECONDS = 60.0
-#: The figures of ``prediction_status`` the status carries when set (``mode`` is the spec's, not written back).
-STATUS_FIGURES = ("replicas", "forecast", "expected", "provisioned")
 _CONTAINERS = 'container!="",container!="POD"'
 
 
@@ -54,14 +52,20 @@ def _regex_literal(text: str) -> str:
     return re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", text)
 
 
+#: a label name PromQL takes in a matcher
+_PROM_LABEL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def _matchers(selector: str) -> str:
-    """Equality requirements of a label selector text (``a=b,c=d``) as PromQL matchers; others are left out."""
-    out = []
-    for part in (selector or "").split(","):
-        m = re.fullmatch(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*==?\s*([^=!,]*)\s*", part)
-        if m:
-            out.append(f'{m.group(1)}="{_label_value(m.group(2))}"')
-    return "".join("," + m for m in out)
+    """The equality requirements of a label selector text (``a=b,c=d``, read by the one selector parser,
+    ``pyhpa.core.selector``) as PromQL matchers; other requirements, label names PromQL does not take, and a
+    selector that does not parse are left out."""
+    try:
+        reqs = parse_selector(selector or "")
+    except SelectorError:
+        return ""
+    return "".join(f',{key}="{_label_value(value)}"' for op, key, value in reqs
+                   if op == "=" and _PROM_LABEL.fullmatch(key))
 
 
 def default_history_query(a: Autoscaler, index: int) -> tuple[str, str] | None:
@@ -235,31 +239,22 @@ class LivePredictions:
         st.failed = message
         st.retry_at = now + RETRY_SECONDS
 
-    def status(self, a: Autoscaler, decision: Decision) -> dict | None:
-        """``status.prediction`` of this sync (None without ``spec.prediction``).
-
-        Figures are rounded (forecast to 3 significant digits, accuracy to 0.01) so that the status is
-        rewritten when they change, not at every sync.
-        """
-        spec = a.hpa.prediction if a.hpa is not None else None
-        ps = decision.status.prediction
-        if spec is None or ps is None:
+    def fit(self, key: str) -> dict | None:
+        """The figures of the model fitted for autoscaler ``key`` that ``status.prediction`` carries
+        (``lastFitTime``, ``model``, ``periodsSeconds``, ``accuracy``; None before a fit). The accuracy is rounded
+        to 0.01, so that the status is rewritten when it changes, not at every sync."""
+        st = self._states.get(key)
+        if st is None:
             return None
-        out: dict = {"reason": ps.reason, "leadSeconds": spec.lead_seconds}
-        cond = next((c for c in decision.conditions if c.type == PREDICTION_ACTIVE), None)
-        if cond is not None:
-            out["message"] = cond.message
-        figures = prediction_status(ps, significant=3)
-        out.update((key, figures[key]) for key in STATUS_FIGURES if figures[key] is not None)
-        st = self._states.get(a.key)
-        f = st.loop.predictor.fit if st is not None else None
+        out: dict = {}
+        f = st.loop.predictor.fit
         if f is not None:
             out["lastFitTime"] = format_time(f.fitted_at)
             if f.model is not None:
                 out["model"] = f.model.name
             if f.periods:
                 out["periodsSeconds"] = [int(p) for p in f.periods]
-        last = st.loop.last if st is not None else None
+        last = st.loop.last
         if last is not None and last.accuracy.evaluations:
             acc = last.accuracy
             out["accuracy"] = {k: v for k, v in {
@@ -267,5 +262,12 @@ class LivePredictions:
                 "wape": None if acc.wape is None else round(acc.wape, 2),
                 "underForecastShare": None if acc.under_share is None else round(acc.under_share, 2),
             }.items() if v is not None}
-        return out
+        return out or None
 
+    def status(self, a: Autoscaler, decision: Decision) -> dict | None:
+        """``status.prediction`` of this sync (None without ``spec.prediction``): ``pyhpa.api.status``'s rendering
+        with this autoscaler's fit."""
+        spec = a.hpa.prediction if a.hpa is not None else None
+        if spec is None or decision.status.prediction is None:
+            return None
+        return prediction_section(decision.status, spec.lead_seconds, self.fit(a.key))

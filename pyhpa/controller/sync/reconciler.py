@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from ...core import (HPA, ControllerConfig, Decision, Event, Forecast, HPAWarning, Memory, MetricSamples, Pod, Scale,
                     check_hpa, decide, relevant_memory, rescale_failed)
+from ...core.model import ConditionType, Reason
 from ..kube.api import ApiFailure, Cluster, SpecError
 from ..cache.autoscaler import Autoscaler
 from ..outputs.events import EventRecorder
@@ -97,9 +98,9 @@ def _target(a: Autoscaler) -> str:
 
 
 def decided_by(decision: Decision) -> str:
-    """The source that set the final replica count: the core's ``Decision.decided_by`` (``Source/name``, e.g.
-    ``Metric/cpu resource utilization (percentage of request)``, ``Schedule/business-hours``)."""
-    return decision.decided_by or decision.metric_name or "-"
+    """The source that set the final replica count: the core's ``Decision.decided_by`` as text (``Kind/name``, e.g.
+    ``Metric/cpu resource utilization (percentage of request)``, ``Schedule/business-hours``), "-" without one."""
+    return "-" if decision.decided_by is None else str(decision.decided_by)
 
 
 def log_rescale(a: Autoscaler, decision: Decision) -> None:
@@ -255,11 +256,8 @@ class Reconciler:
         memory = relevant_memory(decision.memory, a.hpa, a.config, now)
         self.memory.save(a, memory)
         self.monitor.desired(a.namespace, a.name, decision.desired_replicas)
-        status = status_from_decision(decision, a.generation, a.hpa)
-        if self.predictions is not None:
-            section = self.predictions.status(a, decision)
-            if section is not None:
-                status["prediction"] = section
+        fit = self.predictions.fit(a.key) if self.predictions is not None and a.hpa.prediction is not None else None
+        status = status_from_decision(decision, a.generation, a.hpa, fit)
         stored = a.status
         self._say(a, status, decision.events, list(checks), now, stored)  # before the status write, as upstream
         await self.status.write(a, status, memory, decision, stored)
@@ -276,7 +274,7 @@ class Reconciler:
         """Upstream: event FailedGetScale, condition AbleToScale=False FailedGetScale, status written."""
         log.warning("failed to get scale", extra=fields(autoscaler=a.key, target=_target(a), reason="FailedGetScale",
                                                         error=message))
-        status = status_with_condition(a, "AbleToScale", "False", "FailedGetScale",
+        status = status_with_condition(a, ConditionType.ABLE_TO_SCALE, "False", Reason.FAILED_GET_SCALE,
                                        f"the HPA controller was unable to get the target's current scale: {message}",
                                        now)
         self._say(a, status, [Event("Warning", "FailedGetScale", message)], [], now)
@@ -287,7 +285,7 @@ class Reconciler:
         """A spec the API server accepted but the controller cannot read: condition and event, others go on."""
         message = f"the HPA spec is invalid: {a.error}"
         log.warning("invalid spec", extra=fields(autoscaler=a.key, reason="InvalidSpec", error=a.error))
-        status = status_with_condition(a, "ScalingActive", "False", "InvalidSpec", message, now)
+        status = status_with_condition(a, ConditionType.SCALING_ACTIVE, "False", Reason.INVALID_SPEC, message, now)
         self._say(a, status, [Event("Warning", "InvalidSpec", message)], [], now)
         await self.status.write(a, status)
         return SyncResult(a.key, NONE, SPEC, message=message, reason="InvalidSpec")

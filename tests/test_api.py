@@ -1,0 +1,81 @@
+"""The HorizontalAutoscaler API is defined once (``pyhpa.api.v1alpha1``): the committed CRD is the one generated from
+it, its limits and defaults are the core's, the readers take the fields it declares, and tune writes through it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+import pytest
+import yaml
+
+from pyhpa.adapters.autoscaler import SETTING_FIELDS, WINDOW_FIELDS
+from pyhpa.adapters.errors import InputError
+from pyhpa.adapters.prediction import prediction_from_dict
+from pyhpa.adapters.saturation import saturation_from_dict
+from pyhpa.api import v1alpha1 as api
+from pyhpa.api.crd import crd, crd_text, openapi
+from pyhpa.core import PredictionSpec, SaturationSpec
+from pyhpa.core.saturation import MAX_PINNED_PERCENT, MIN_DEMAND_FACTOR, MIN_PINNED_PERCENT
+
+ROOT = Path(__file__).resolve().parent.parent
+COPIES = (ROOT / "deploy" / "crd.yaml", ROOT / "deploy" / "base" / "crd.yaml", ROOT / "pyhpa" / "data" / "deploy" / "crd.yaml")
+
+
+@pytest.mark.parametrize("path", COPIES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_committed_crd_is_the_generated_one(path):
+    """Run ``python deploy/generate_crd.py`` after changing pyhpa.api: this fails until the files are regenerated."""
+    assert path.read_text() == crd_text(), f"{path.relative_to(ROOT)} differs: run python deploy/generate_crd.py"
+
+
+def _schema() -> dict:
+    return crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+
+
+def test_limits_and_defaults_are_the_cores():
+    spec = _schema()["properties"]["spec"]["properties"]
+    sat = spec["saturation"]["properties"]
+    assert (sat["pinnedPercent"]["minimum"], sat["pinnedPercent"]["maximum"]) == (MIN_PINNED_PERCENT, MAX_PINNED_PERCENT)
+    assert sat["demandFactor"]["minimum"] == MIN_DEMAND_FACTOR and sat["demandFactor"]["exclusiveMinimum"] is True
+    assert sat["pinnedPercent"]["default"] == SaturationSpec().pinned_percent and "default" not in sat["metric"]
+    pred = spec["prediction"]["properties"]
+    assert {k: pred[k].get("default") for k in ("historySeconds", "leadSeconds", "quantile", "mode")} == {
+        "historySeconds": PredictionSpec().history_seconds, "leadSeconds": PredictionSpec().lead_seconds,
+        "quantile": PredictionSpec().quantile, "mode": PredictionSpec().mode}
+    assert pred["quantile"]["maximum"] == 1 and pred["quantile"]["exclusiveMaximum"] is True
+    assert spec["fallback"]["properties"]["behavior"]["enum"] == ["static", "currentReplicas",
+                                                                   "currentReplicasIfHigher", "currentReplicasIfLower"]
+    assert spec["schedules"]["maxItems"] == api.MAX_SCHEDULES
+    assert spec["schedules"]["items"]["x-kubernetes-validations"] == api.WINDOW_RULES
+
+
+def test_the_status_declares_only_what_is_written():
+    prediction = _schema()["properties"]["status"]["properties"]["prediction"]["properties"]
+    assert "forecastTime" not in prediction  # never written: gone with the hand-built schema
+    assert set(prediction) == {f.encode_name for f in msgspec.structs.fields(api.PredictionStatus)}
+
+
+def test_the_readers_take_the_apis_fields():
+    assert SETTING_FIELDS == ("syncPeriodSeconds", "tolerance", "cpuInitializationPeriodSeconds",
+                              "initialReadinessDelaySeconds")
+    assert WINDOW_FIELDS == tuple(openapi(api.ScheduleWindow)["properties"])
+    assert prediction_from_dict({}) == PredictionSpec()
+    assert saturation_from_dict({"pinnedPercent": 90.0}) == SaturationSpec(pinned_percent=90)
+    with pytest.raises(InputError) as err:
+        saturation_from_dict({"panic": True})
+    assert err.value.field == "spec.saturation.panic" and "known: metric, pinnedPercent, demandFactor, mode" in err.value.message
+    with pytest.raises(InputError) as err:
+        prediction_from_dict({"leadSeconds": "5m"})
+    assert err.value.field == "spec.prediction.leadSeconds" and err.value.message == "must be an integer, got '5m'"
+
+
+def test_tune_writes_through_the_api():
+    from pyhpa.tune.space import DEFAULT_DEMAND_FACTOR, DEFAULT_LEAD, DEFAULT_QUANTILE, Window
+
+    assert (DEFAULT_QUANTILE, DEFAULT_LEAD, DEFAULT_DEMAND_FACTOR) == (PredictionSpec().quantile,
+                                                                        PredictionSpec().lead_seconds,
+                                                                        SaturationSpec().demand_factor)
+    item = Window("morning", "0 8 * * 1-5", 3600, "UTC", 4).manifest()
+    assert item == {"name": "morning", "start": "0 8 * * 1-5", "durationSeconds": 3600, "timeZone": "UTC",
+                    "minReplicas": 4}
+    assert yaml.safe_load(yaml.safe_dump(item)) == item
