@@ -11,15 +11,21 @@ with about 70 s start-up, ``benchmarks/proactive/``):
    next 7 days;
 3. replay the upstream HPA at the CPU targets from 30 to 90 % in steps of 5 on the same 7 days: the
    *hindsight* target is the cheapest that met 0.005. The overload grows with the target, so the targets are
-   bisected (4-5 replays instead of 13; ``-v`` lists those replayed).
+   bisected (4-5 replays instead of 13; ``-v`` lists those replayed);
+4. *by hand*: the upstream target (same grid) a user finds on the days tune had (all of them, the held-out day
+   too): the cheapest that met 0.005 there, and what it costs on the next week. It tells a workload that changed
+   from one week to the next (the hindsight target out of reach of anything tuned on the days before) from a
+   search that fell short.
 
 Prints per trace ``trace=NAME tuned_pod_hours=... tuned_overloaded_fraction=... hindsight_pod_hours=...
 hindsight_target=... tune_seconds=... tune_wall_seconds=... candidates=... held_out_overloaded_fraction=...
-goal_met=... kind=...`` (``tune_seconds``: the seconds of tune's budget clock spent reading, searching and
-checking: CPU seconds of one core, or wall seconds with ``--load``), then ``tune_seconds=...`` (the slowest
-trace), ``candidates=...`` (the fewest), ``goal_met=K/N`` and ``load_average=...`` (the 1-minute load average
-of the machine at the end: what else ran). The goal (``goal_met``): on every trace the next week's overloaded
-fraction is at most 2 x 0.005 and the pod-hours at most the hindsight target's; tune_seconds <= 300.
+goal_met=... by_hand_target=... by_hand_pod_hours=... by_hand_overloaded_fraction=... kind=...`` (``tune_seconds``:
+the seconds of tune's budget clock spent reading, searching and checking: CPU seconds of one core, or wall
+seconds with ``--load``; ``refused="..."`` and nan figures when tune refused), then ``tune_seconds=...`` (the
+slowest trace), ``candidates=...`` (the fewest), ``goal_met=K/N``, ``no_hindsight=M`` (traces where no upstream
+target met 0.005 on the next week: ``goal_met=n/a``, left out of N) and ``load_average=...`` (the 1-minute load
+average of the machine at the end: what else ran). The goal (``goal_met``): on every trace the next week's
+overloaded fraction is at most 2 x 0.005 and the pod-hours at most the hindsight target's; tune_seconds <= 300.
 
 ``--tuning-days N`` (2-7) tunes on N days instead of 7 (the next week follows them); ``--unseen`` runs the
 traces tune was not developed on instead (NASA-HTTP August 1995, WorldCup98 July 1998, four Bitbrains VMs:
@@ -119,6 +125,8 @@ def run_trace(name: str, cfg: dict, timeout: float, keep: Path | None, reuse: bo
     where = tuple(cfg.get("where", ()))
     scale = _scale(cfg, tune_end)
     deployment, profile = HERE / "proactive" / "deployment.yaml", HERE / "proactive" / "profile.yaml"
+    refused = ""
+    candidates, kind, label, held_out = 0, "", "", math.nan
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         out = keep / name if keep else tmp / "tune"
@@ -136,46 +144,77 @@ def run_trace(name: str, cfg: dict, timeout: float, keep: Path | None, reuse: bo
             prepared = prepare(files, start=cfg["start"], end=tune_end, load_scale=scale, gaps="hold", where=where,
                                settings=Settings())
             jobs, clock = (os.cpu_count() or 1, time.monotonic) if load else (1, time.process_time)
-            result = tune(prepared, Objective("overloaded_fraction", LIMIT), timeout=timeout, jobs=jobs, clock=clock)
+            try:
+                result = tune(prepared, Objective("overloaded_fraction", LIMIT), timeout=timeout, jobs=jobs, clock=clock)
+            except InputError as err:  # a refusal (no setting met the objective, or none held out): a result too
+                refused = str(err)
             tune_seconds, tune_wall = time.process_time() - c0, time.perf_counter() - t0
             if load:
                 tune_seconds = tune_wall
-            inputs = {"hpa": str(base.name), "target": str(deployment), "profile": str(profile), "trace": str(cfg["file"]),
-                      "column": cfg["column"], "tuning": f"{cfg['start']} to {tune_end} (last day held out)",
-                      "held_out": "the last day"}
-            write_outputs(result, prepared, inputs, out, f"pyhpa tune on {name}: {cfg['start']} to {tune_end}")
-            candidates, kind = len(result.evaluations), result.manifest["kind"]
-            label = result.recommended.setting.label(prepared.kind)
-            held_out = result.recommended.held_out.overloaded_fraction
+            if not refused:
+                inputs = {"hpa": str(base.name), "target": str(deployment), "profile": str(profile),
+                          "trace": str(cfg["file"]), "column": cfg["column"],
+                          "tuning": f"{cfg['start']} to {tune_end} (last day held out)", "held_out": "the last day"}
+                write_outputs(result, prepared, inputs, out, f"pyhpa tune on {name}: {cfg['start']} to {tune_end}")
+                candidates, kind = len(result.evaluations), result.manifest["kind"]
+                label = result.recommended.setting.label(prepared.kind)
+                held_out = result.recommended.held_out.overloaded_fraction
 
         def week(hpa: Path) -> dict:
             return run_simulation([hpa], deployment, cfg["file"], cfg["column"], profile=profile, start=tune_end,
                                   end=test_end, load_scale=scale, gaps="hold", where=where,
                                   settings=Settings()).runs[0].summary
 
-        tuned = week(out / "recommended.yaml")
+        nothing = {"pod_hours": math.nan, "overloaded_fraction": math.nan}
+        tuned = nothing if refused else week(out / "recommended.yaml")
         upstream: dict[int, dict] = {}
 
         def at(t: int) -> dict:
             if t not in upstream:
-                f = tmp / f"upstream-{t}.yaml"
-                f.write_text(HPA.format(target=t, max_replicas=cfg["max_replicas"]))
-                upstream[t] = week(f)
+                upstream[t] = week(_write(tmp / f"upstream-{t}.yaml", t, cfg))
             return upstream[t]
 
-        # the overload grows with the target: bisect for the highest (cheapest) target that met the limit
-        lo, hi = 0, len(TARGETS) - 1
-        if at(TARGETS[lo])["overloaded_fraction"] <= LIMIT and at(TARGETS[hi])["overloaded_fraction"] > LIMIT:
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                lo, hi = (mid, hi) if at(TARGETS[mid])["overloaded_fraction"] <= LIMIT else (lo, mid)
-    met = [(s["pod_hours"], t) for t, s in upstream.items() if s["overloaded_fraction"] <= LIMIT]
-    hindsight, target = min(met) if met else (float("nan"), None)
+        hindsight, target = _cheapest(at, upstream)
+        # by hand: the target a user finds on the same days tune had (all of them, the held-out day too)
+        known: dict[int, dict] = {}
+
+        def before(t: int) -> dict:
+            if t not in known:
+                known[t] = run_simulation([_write(tmp / f"upstream-{t}.yaml", t, cfg)], deployment, cfg["file"],
+                                          cfg["column"], profile=profile, start=cfg["start"], end=tune_end,
+                                          load_scale=scale, gaps="hold", where=where, settings=Settings()).runs[0].summary
+            return known[t]
+
+        _, by_hand = _cheapest(before, known)
+        by_hand_week = at(by_hand) if by_hand is not None else nothing
     return {"name": name, "tuned_pod_hours": tuned["pod_hours"], "tuned_overloaded_fraction": tuned["overloaded_fraction"],
             "hindsight_pod_hours": hindsight, "hindsight_target": target, "tune_seconds": tune_seconds, "tune_wall": tune_wall,
             "candidates": candidates, "kind": kind, "setting": label, "held_out_overloaded_fraction": held_out,
-            "goal_met": tuned["overloaded_fraction"] <= 2 * LIMIT and tuned["pod_hours"] <= hindsight,
+            # no upstream target met the limit on the next week: nothing to compare with (None)
+            "goal_met": None if target is None else (tuned["overloaded_fraction"] <= 2 * LIMIT
+                                                     and tuned["pod_hours"] <= hindsight),
+            "refused": refused,
+            "by_hand_target": by_hand, "by_hand_pod_hours": by_hand_week["pod_hours"],
+            "by_hand_overloaded_fraction": by_hand_week["overloaded_fraction"],
             "upstream": sorted((t, s["pod_hours"], s["overloaded_fraction"]) for t, s in upstream.items())}
+
+
+def _write(path: Path, target: int, cfg: dict) -> Path:
+    path.write_text(HPA.format(target=target, max_replicas=cfg["max_replicas"]))
+    return path
+
+
+def _cheapest(at, replayed: dict[int, dict]) -> tuple[float, int | None]:
+    """The pod-hours and target of the cheapest upstream target (``TARGETS``) whose overloaded fraction met
+    ``LIMIT`` (``at(t)``: a simulate summary, kept in ``replayed``): the overload grows with the target, so the
+    targets are bisected for the highest that met it. (nan, None) when none did."""
+    lo, hi = 0, len(TARGETS) - 1
+    if at(TARGETS[lo])["overloaded_fraction"] <= LIMIT and at(TARGETS[hi])["overloaded_fraction"] > LIMIT:
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if at(TARGETS[mid])["overloaded_fraction"] <= LIMIT else (lo, mid)
+    met = [(s["pod_hours"], t) for t, s in replayed.items() if s["overloaded_fraction"] <= LIMIT]
+    return min(met) if met else (math.nan, None)
 
 
 class Load:
@@ -220,7 +259,7 @@ def main() -> None:
         ap.error(f"--jobs: must be 1-16, got {args.jobs}")
     known = {**TRACES, **UNSEEN}
     names = args.trace or list(UNSEEN if args.unseen else TRACES)
-    slowest, fewest, met = 0.0, None, 0
+    slowest, fewest, met, undefined = 0.0, None, 0, 0
     jobs = 1 if args.load else max(1, min(args.jobs, len(names)))
     with Load(args.load), ProcessPoolExecutor(max_workers=jobs) as pool:
         futures = [pool.submit(run_trace, n, known[n], args.timeout, args.keep, args.reuse, args.tuning_days, args.load)
@@ -240,15 +279,22 @@ def main() -> None:
                   f"tuned_overloaded_fraction={r['tuned_overloaded_fraction']:.5f} "
                   f"hindsight_pod_hours={r['hindsight_pod_hours']:.1f} hindsight_target={r['hindsight_target']} "
                   f"tune_seconds={r['tune_seconds']:.0f} tune_wall_seconds={r['tune_wall']:.0f} candidates={r['candidates']} "
-                  f"held_out_overloaded_fraction={r['held_out_overloaded_fraction']:.5f} goal_met={r['goal_met']} "
-                  f"kind={r['kind']}", flush=True)
+                  f"held_out_overloaded_fraction={r['held_out_overloaded_fraction']:.5f} "
+                  f"goal_met={'n/a' if r['goal_met'] is None else r['goal_met']} "
+                  f"by_hand_target={r['by_hand_target']} by_hand_pod_hours={r['by_hand_pod_hours']:.1f} "
+                  f"by_hand_overloaded_fraction={r['by_hand_overloaded_fraction']:.5f} kind={r['kind'] or 'none'}"
+                  + (f" refused={json.dumps(r['refused'])}" if r["refused"] else ""), flush=True)
             slowest = max(slowest, r["tune_seconds"])
-            fewest = r["candidates"] if fewest is None else min(fewest, r["candidates"])
+            if not r["refused"]:
+                fewest = r["candidates"] if fewest is None else min(fewest, r["candidates"])
             met += bool(r["goal_met"])
+            undefined += r["goal_met"] is None
         load_average = os.getloadavg()[0]
     print(f"tune_seconds={slowest:.0f}")
     print(f"candidates={fewest}")
-    print(f"goal_met={met}/{len(names)}")
+    print(f"goal_met={met}/{len(names) - undefined}")
+    if undefined:
+        print(f"no_hindsight={undefined}")
     print(f"load_average={load_average:.2f}")
 
 

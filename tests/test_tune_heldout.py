@@ -10,6 +10,8 @@ import json
 import numpy as np
 import pytest
 
+from pyhpa.tune import Objective
+from pyhpa.tune.search import Evaluation
 from tests.test_tune import CPU, daily, tune_cli, write_hpa, write_trace
 
 
@@ -46,7 +48,8 @@ def test_when_every_in_sample_winner_misses_held_out_more_robust_settings_are_de
     assert any(m["origin"] == "search" and m["label"].startswith("target 90 %") for m in check["missed"])
     rows = list(csv.DictReader((out / "candidates.csv").open()))
     (chosen,) = [r for r in rows if r["recommended"] == "True"]
-    assert "with its target lowered by" in chosen["origin"]
+    # derived by lowering a target, maybe then raised again between it and a cheaper one that missed
+    assert "with its target lowered by" in chosen["origin"] or "with its target raised to" in chosen["origin"]
     searched = [float(r["target"]) for r in rows if r["origin"] == "search"]
     assert float(chosen["target"]) < min(searched)  # more headroom than anything the search tried
     assert all(r["held_out_meets_objective"] != "True" for r in rows
@@ -67,3 +70,67 @@ def test_a_refusal_comes_only_when_no_setting_on_the_frontier_or_derived_from_it
     assert "(the whole in-sample frontier, and " in line and "more robust ones derived from the closest)" in line
     assert "; closest: target " in line and line.endswith("held out")
     assert not (out / "recommended.yaml").exists()
+
+
+def test_targets_between_a_setting_that_held_out_and_a_cheaper_one_that_missed_are_tried_on_both_parts(tmp_path):
+    """The walk's candidates are upstream's HPA at 85 % (cheapest; it misses on the bursty held-out part) and at 50 %
+    (it holds; the current object, at 40 %, costs more): the targets between them were never tried (a search cut short bisects coarsely). The check bisects
+    them on both parts and recommends the highest that meets the objective in-sample and within 2x it held out;
+    the next target up on the line is known to miss (on one part or the other), and candidates.csv-style origins
+    say how each was derived."""
+    from pyhpa.tune import Setting
+    from pyhpa.tune.search import BETWEEN, HELD_OUT_SLACK, _Runner, check_held_out, space
+    from tests.test_tune import prepared
+
+    hpa = write_hpa(tmp_path / "hpa-40.yaml", metric="Resource\n" + CPU.replace("50", "40"))  # costlier: not walked
+    p = prepared(tmp_path, write_trace(tmp_path / "bursty.csv", bursty_held_out(1.8)), hpa=hpa)
+    objective = Objective("overloaded_fraction", 0.02)
+    low, high = (Setting(target=t, min_replicas=2, max_replicas=30) for t in (50.0, 85.0))
+    with _Runner(p, 1) as runner:
+        current_out, low_out, high_out = runner.map([(None, "tuning"), (low, "tuning"), (high, "tuning")])
+    current = Evaluation(-1, space.current_setting(p.autoscaler.hpa, p.kind), current_out.figures)
+    evaluations = [Evaluation(0, low, low_out.figures), Evaluation(1, high, high_out.figures)]
+    assert all(objective.met(e.in_sample) for e in evaluations)
+    best, checked, _ = check_held_out(p, objective, current, evaluations, jobs=1)
+    assert not objective.met(evaluations[1].held_out, HELD_OUT_SLACK)  # 85 % missed on the held-out part
+    assert 50 < best.setting.target < 85 and best.derived_by == BETWEEN
+    assert best.setting == Setting(target=best.setting.target, min_replicas=2, max_replicas=30)
+    assert objective.met(best.in_sample) and objective.met(best.held_out, HELD_OUT_SLACK)
+    assert best.origin == f"trial 0 with its target raised to {best.setting.target:g} (below trial 1, which missed on " \
+                          "the held-out part)"
+    tried = {e.setting.target: e for e in evaluations}
+    assert 3 <= len(tried) - 2 <= 6  # a bisection of 34 targets, not all of them
+    above = [t for t in tried if t > best.setting.target]
+    nxt = tried[min(above)]
+    assert min(above) == best.setting.target + 1  # to one percent
+    assert not objective.met(nxt.in_sample) or not objective.met(nxt.held_out, HELD_OUT_SLACK)
+    assert checked == sum(1 for e in [current, *evaluations] if e.held_out is not None) - 1  # the current is not counted
+
+
+def test_the_walk_ends_with_the_current_object_once_the_budget_is_over(tmp_path):
+    """The current object (40 %) met the objective on both parts: it is the walk's fallback. With no budget left
+    the walk ends with it at once (the cheaper 85 % is not replayed on the held-out part); with budget it checks
+    85 % first (which misses on the bursty held-out part) and then recommends the current object all the same.
+    The budget's clock here never moves: no wall time."""
+    from pyhpa.tune import Setting
+    from pyhpa.tune.search import HELD_OUT_SLACK, _Runner, check_held_out, space
+    from tests.test_tune import prepared
+
+    hpa = write_hpa(tmp_path / "hpa-40.yaml", metric="Resource\n" + CPU.replace("50", "40"))
+    p = prepared(tmp_path, write_trace(tmp_path / "bursty.csv", bursty_held_out(1.8)), hpa=hpa)
+    objective = Objective("overloaded_fraction", 0.02)
+    cheap = Setting(target=85.0, min_replicas=1, max_replicas=30)  # min 1: not on the current object's line
+    with _Runner(p, 1) as runner:
+        current_out, cheap_out = runner.map([(None, "tuning"), (cheap, "tuning")])
+    for budget, walked in ((0.0, False), (float("inf"), True)):
+        current = Evaluation(-1, space.current_setting(p.autoscaler.hpa, p.kind), current_out.figures)
+        evaluations = [Evaluation(0, cheap, cheap_out.figures)]
+        assert objective.met(current.in_sample) and objective.met(evaluations[0].in_sample)
+        assert evaluations[0].in_sample.pod_hours < current.in_sample.pod_hours
+        best, checked, _ = check_held_out(p, objective, current, evaluations, jobs=1, budget=budget,
+                                          clock=lambda: 0.0)
+        assert best is current and objective.met(current.held_out, HELD_OUT_SLACK)
+        assert (evaluations[0].held_out is not None) == walked and len(evaluations) == 1
+        if walked:
+            assert not objective.met(evaluations[0].held_out, HELD_OUT_SLACK)
+        assert checked == 1 + walked

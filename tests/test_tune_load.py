@@ -114,3 +114,38 @@ def test_a_replay_past_the_budget_stops_itself_and_is_left_out(tmp_path):
     failed = [t for t in s.study.trials if t.state.name == "FAIL"]
     assert len(failed) == s.cut
     assert s.elapsed() <= timeout * (1 + DRAIN_SHARE) + 0.05
+
+
+@pytest.mark.parametrize("max_replicas, counts", [(30, True), (4, False)])
+def test_the_current_object_that_met_the_objective_gives_the_first_replays_their_stops(tmp_path, max_replicas, counts):
+    """Before any trial ran, the user's object (50 %) is the only candidate: when it met the objective, the first
+    replays already stop at the budget's end (plus ``DRAIN_SHARE``) and once 25 % costlier than it; when it did not
+    (capped at 4 pods, a third of the daily peak), they run to their end as before. The search's clock stands
+    still: no wall time."""
+    from dataclasses import replace
+
+    from pyhpa.tune import Setting
+    from pyhpa.tune.search import DRAIN_SHARE, STOP_COSTLIER_MARGIN, STOP_COSTLIER_SHARE, Evaluation, _Runner, _Search, space
+
+    p = prepared(tmp_path, write_trace(tmp_path / "daily.csv", daily(30)),
+                 hpa=write_hpa(tmp_path / "hpa.yaml", max_replicas=max_replicas))
+    s = _Search(replace(p, held_out=None), Objective("overloaded_fraction", 0.02), 10, 100.0, 1, 0, None, lambda: 5.0)
+    with _Runner(s.p, 1) as s.runner:
+        first = s.runner.map([(None, "tuning")])[0]
+        s.whole = first.figures
+        s.current = Evaluation(-1, space.current_setting(p.autoscaler.hpa, p.kind), first.figures)
+        assert s.incumbent() is None and s.objective.met(first.figures) == counts
+        stop = s.stop()
+        if counts:
+            assert stop.deadline == pytest.approx(5.0 + 100.0 * (1 + DRAIN_SHARE))  # t0 + budget + drain: its clock
+            assert stop.pod_seconds == pytest.approx(
+                (first.figures.pod_hours * (1 + STOP_COSTLIER_SHARE) + STOP_COSTLIER_MARGIN) * 3600)
+        else:
+            assert stop.deadline == float("inf") and stop.pod_seconds == float("inf")
+        # a trial that is far costlier than the current object stops as such only when it counts
+        s.ask(dict(target=30, min_replicas=4, max_headroom=2.0, scale_down_window_seconds=600, scale_up_percent=900))
+        s.collect(all_=True)
+        (e,) = s.evaluations
+        assert e.setting == Setting(target=30.0, min_replicas=4, max_replicas=e.setting.max_replicas,
+                                    scale_down_window_seconds=600, scale_up_percent=900)
+        assert (e.in_sample.stopped == "costlier") == counts

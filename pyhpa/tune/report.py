@@ -48,6 +48,16 @@ def _why(result: TuneResult, p: Prepared, name: str, shown) -> str:
             f"cost {best.in_sample.pod_hours:.1f} pod-hours ({extra:+.1f})")
 
 
+def _max_headroom(p: Prepared, s) -> str:
+    """What the recommendation's max leaves above the tuning part's peak at its target ("" for a metric whose
+    pods tune cannot size)."""
+    if p.needed_per_target is None:
+        return ""
+    needed = p.needed_per_target(s.target)
+    return (f"{s.max_replicas / max(needed, 1):.2g}x the {needed} pods the tuning part's peak needs at this target "
+            "(a step or burst beyond that would be capped); ")
+
+
 def recommended_yaml(result: TuneResult, p: Prepared, inputs: dict) -> str:
     """recommended.yaml: the manifest, each tuned field preceded by a comment saying why it has its value."""
     m = result.manifest
@@ -79,8 +89,7 @@ def recommended_yaml(result: TuneResult, p: Prepared, inputs: dict) -> str:
     comments = {
         "minReplicas": f"min {cur.min_replicas} -> {s.min_replicas}: "
                        + _why(result, p, "min_replicas", lambda v: f"minReplicas {v}"),
-        "maxReplicas": f"max {cur.max_replicas} -> {s.max_replicas}: above the tuning part's peak at this target "
-                       + "(a step or burst beyond it would be capped); "
+        "maxReplicas": f"max {cur.max_replicas} -> {s.max_replicas}: {_max_headroom(p, s)}"
                        + _why(result, p, "max_replicas", lambda v: f"maxReplicas {v}"),
         "metrics": f"target of spec.metrics[0]: {_target(p, cur.target)} -> {_target(p, s.target)}: "
                    + _why(result, p, "target", lambda v: f"target {_target(p, v)}"),

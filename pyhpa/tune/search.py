@@ -51,6 +51,9 @@ MIN_TUNE_SECONDS = 86400.0
 #: when every setting that met the objective in-sample missed it on the held-out part, the check derives more
 #: robust ones from the cheapest and the closest (``robust_variants``) for at most this share of --timeout more
 ROBUST_SHARE = 0.5
+#: once the held-out check found a setting that holds, the targets between it and a cheaper one on its line that
+#: missed are bisected (``_between``) for at most this share of --timeout more
+BETWEEN_SHARE = 0.15
 #: the robust variants lower the target by these many points (or percent of a factor)
 ROBUST_TARGET_STEPS = (3, 6, 12)
 #: a replay stops as over the limit once its objective figure over the whole tuning part is certain to exceed the
@@ -63,6 +66,9 @@ STOP_COSTLIER_SHARE = 0.25
 STOP_COSTLIER_MARGIN = 0.15
 #: why a replay stopped early (``Figures.stopped``); ``DEADLINE``: the budget was over (the replay is dropped)
 OVER_LIMIT, COSTLIER, DEADLINE = "over_limit", "costlier", "deadline"
+#: how the held-out check derived a setting (``Evaluation.derived_by``): more robust than every in-sample winner
+#: (``robust_variants``), or a target between one that held out and a cheaper one that missed (``_between``)
+ROBUST, BETWEEN = "robust", "between"
 #: replays still running when the budget is over are drained while within this share of the budget past it, then
 #: they stop themselves (``Stop.deadline``) and are dropped: the search ends at most this much late
 DRAIN_SHARE = 0.1
@@ -146,8 +152,10 @@ class Evaluation:
     held_out: Figures | None = None
     episodes: tuple[tuple[float, float], ...] = ()
     params: dict = field(default_factory=dict)
-    #: "" (the search found it), or how the held-out check derived it (``robust_variants``)
+    #: "" (the search found it), or how the held-out check derived it (``robust_variants``, ``_between``)
     origin: str = ""
+    #: "" (the search found it), ``ROBUST`` (``robust_variants``) or ``BETWEEN`` (``_between``)
+    derived_by: str = ""
 
     @property
     def complete(self) -> bool:
@@ -521,6 +529,11 @@ def _windows(p: Prepared, peaks: Sequence[windows.Peak], factor: float, target: 
 #: upstream's targets a user tries by hand, the cheapest first: percent, or factors on an AverageValue/Value target
 UPSTREAM_GRID = (90, 80, 70, 60, 50, 40)
 UPSTREAM_FACTORS = (1.4, 1.0, 0.7, 0.5)
+#: prediction's lean end seeded beside its defaults (quantile, leadSeconds): the default 0.9 quantile 300 s ahead
+#: buys headroom the target already keeps on a bursty load; a median-ish quantile a little further than a pod's
+#: start-up ahead costs fewer pod-hours and lets the target go higher (the quantiles TPE settled on in the
+#: benchmark's recommendations were 0.55-0.72)
+LEAN_PREDICTION = (0.6, 240)
 
 
 def _upstream(p: Prepared, target: float) -> dict:
@@ -537,13 +550,16 @@ def _upstream(p: Prepared, target: float) -> dict:
     return params
 
 
-def _extended(p: Prepared, target: float) -> list[dict]:
-    """The trials of each extension's defaults (``prediction: {}``, then ``saturation: {}``) at ``target``,
-    else as ``_upstream``."""
+def _extended(p: Prepared, target: float, lean: bool = True) -> list[dict]:
+    """The trials of each extension's defaults (``prediction: {}``, then ``saturation: {}``) at ``target``, and
+    (``lean``) prediction's lean end (``LEAN_PREDICTION``), else as ``_upstream``."""
     out = []
     if p.can_predict:
         out.append(dict(_upstream(p, target), prediction=True, quantile=space.DEFAULT_QUANTILE,
                         lead_seconds=space.DEFAULT_LEAD))
+        if lean:
+            quantile, lead = LEAN_PREDICTION
+            out.append(dict(_upstream(p, target), prediction=True, quantile=quantile, lead_seconds=lead))
     if p.can_saturate:
         out.append(dict(_upstream(p, target), saturation=True, demand_factor=space.DEFAULT_DEMAND_FACTOR))
     return out
@@ -583,6 +599,7 @@ class _Search:
         self.asked = 0
         self.t0 = clock()
         self.whole: Figures | None = None  # the current object's replay, to the end: the part's seconds, requests
+        self.current: Evaluation | None = None  # the user's object (``run``)
         self.runner: _Runner | None = None
         self.retried: dict[Setting, int] = {}  # replays submitted again after their worker was lost
         self.cut = 0  # replays stopped at the budget's end and dropped
@@ -607,12 +624,14 @@ class _Search:
         return min(ok, key=rank_key) if ok else None
 
     def stop(self) -> Stop:
-        """The stops of the next replay: over the limit, costlier than the incumbent, and, once there is an
-        incumbent to recommend, the end of the budget plus ``DRAIN_SHARE`` (in ``clock``'s seconds inline; a worker
-        process gets the same instant in ``time.monotonic``'s)."""
+        """The stops of the next replay: over the limit, costlier than the incumbent (the user's object counts when
+        it met the objective: it is a candidate of the held-out check), and, once there is one to recommend, the
+        end of the budget plus ``DRAIN_SHARE`` (in ``clock``'s seconds inline; a worker process gets the same
+        instant in ``time.monotonic``'s)."""
         o = self.objective
         over = o.limit + STOP_OVER_LIMIT_MARGIN
-        best = self.incumbent()
+        best = min((e for e in (self.incumbent(), self.current) if e is not None and e.complete and o.met(e.in_sample)),
+                   key=rank_key, default=None)
         pod_seconds = (math.inf if best is None
                        else (best.in_sample.pod_hours * (1 + STOP_COSTLIER_SHARE) + STOP_COSTLIER_MARGIN) * 3600.0)
         deadline, clock = math.inf, time.monotonic
@@ -721,10 +740,11 @@ class _Search:
                 return
             self.collect()
 
-    def bounds(self, params: dict) -> tuple[int, int, Evaluation | None]:
+    def bounds(self, params: dict, floor: int = -1) -> tuple[int, int, Evaluation | None]:
         """On the line of the setting ``params`` stand for (its target varied, the rest as they are, ``_line``):
-        the grid index of the highest target known to meet the objective (-1: none), of the next higher one known
-        not to (the grid's length: none), and the evaluation at the first."""
+        the grid index of the highest target known to meet the objective (-1: none; at least ``floor``, a target
+        taken as met without a replay on this line), of the next higher one known not to (the grid's length:
+        none), and the evaluation at the first (None: none replayed on this line met it)."""
         name, grid = _line(self.p)
         rest = {k: v for k, v in self.full(params).items() if k != name}
         on = []
@@ -733,19 +753,21 @@ class _Search:
                 on.append((min(range(len(grid)), key=lambda j: abs(grid[j] - e.params[name])), e))
         met = [(i, e) for i, e in on if e.complete and self.objective.met(e.in_sample)]
         good, best = max(met, key=lambda x: x[0]) if met else (-1, None)
+        good = max(good, floor)
         bad = min((i for i, e in on if i > good and not (e.complete and self.objective.met(e.in_sample))),
                   default=len(grid))
         return good, bad, best
 
-    def bisect(self, params: dict, share: float = 1.0) -> None:
+    def bisect(self, params: dict, share: float = 1.0, floor: int = -1) -> None:
         """Bisect the target of the setting ``params`` stand for (the rest as they are) between the highest
-        target known to meet the objective and the next higher one known not to, to one step of the grid
-        (``_line``): the cheapest target that meets it, as a user would find by hand. ``jobs`` points at once."""
+        target known to meet the objective (at least the grid index ``floor``: an extension's line starts where
+        upstream's met it) and the next higher one known not to, to one step of the grid (``_line``): the
+        cheapest target that meets it, as a user would find by hand. ``jobs`` points at once."""
         name, grid = _line(self.p)
         rest = {k: v for k, v in params.items() if k != name}
         last = None
         while self.room(share):
-            good, bad, _ = self.bounds(params)
+            good, bad, _ = self.bounds(params, floor)
             if good < 0 or bad - good <= 1 or (good, bad) == last:  # done, or a point did not land on the line
                 return
             last = good, bad
@@ -769,8 +791,10 @@ class _Search:
         """The trials a user would make by hand: upstream's HPA from 90 % down in steps of 10 until a target
         meets the objective, and one step more (``jobs`` targets at a time; the cheapest first, so that costlier
         ones can stop early, and a more cautious one for the held-out check), its target bisected to 1 %, TPE
-        narrowed to it (``narrow``), and each extension's defaults 5 points above it (an extension lets the
-        target go higher; at 80 % when no upstream target met the objective)."""
+        narrowed to it (``narrow``), and each extension's lines (``_extended``: its defaults, and prediction's lean
+        end when an upstream target met the objective) 5 points above it, each bisected in turn between upstream's target and the next one up that missed
+        (an extension lets the target go higher: the highest it allows is what it is worth; at 80 % when no upstream
+        target met the objective, bisected above the first that meets it)."""
         p = self.p
         util = p.kind.type == "Utilization"
         grid = UPSTREAM_GRID if util else UPSTREAM_FACTORS
@@ -786,7 +810,12 @@ class _Search:
             target = 80 if util else 1.0
         else:
             target = min(top + 5, space.TARGET_PERCENT[1]) if util else min(top * 1.05, space.TARGET_FACTOR[1])
-        self.batch(_extended(p, target), share)
+        # the lean end lets a target go higher than upstream's at little cost: no use when no upstream target met it
+        lines = _extended(p, target, lean=top is not None)
+        self.batch(lines, share)
+        floor = self.bounds(line)[0] if top is not None else -1
+        for params in lines:
+            self.bisect(params, share, floor)
 
     def run(self) -> tuple[Evaluation, list[Evaluation]]:
         p = self.p
@@ -794,7 +823,7 @@ class _Search:
             first = self.runner.map([(None, "tuning")])[0]
             current = Evaluation(-1, space.current_setting(p.autoscaler.hpa, p.kind), first.figures,
                                  episodes=first.episodes)
-            self.whole = first.figures
+            self.whole, self.current = first.figures, current
             self.seed(1 - POLISH_SHARE)
             if p.can_schedule:
                 self._offer_windows(current)
@@ -881,12 +910,16 @@ def _closest(evaluations: Sequence[Evaluation], objective: Objective, p: Prepare
 
 def check_held_out(prepared: Prepared, objective: Objective, current: Evaluation, evaluations: list[Evaluation], *,
                    jobs: int = 1, budget: float = math.inf, clock: Callable[[], float] = time.monotonic,
-                   peaks: Sequence[windows.Peak] = ()) -> tuple[Evaluation, int, float]:
+                   peaks: Sequence[windows.Peak] = (), between_budget: float = math.inf) -> tuple[Evaluation, int, float]:
     """Replay the in-sample winners, cheapest first (``rank_key``), on the held-out part until one meets the
     objective there too (within ``HELD_OUT_SLACK`` times the limit): every setting that met the objective
-    in-sample, up the whole frontier, not a fixed number. The user's object is replayed there too. A setting whose
+    in-sample, up the whole frontier, not a fixed number. The user's object is replayed there too; when it met the
+    objective on both parts, the walk ends with it once ``budget`` seconds of ``clock`` are spent (it is the
+    fallback: nothing else is refused for lack of time). A setting whose
     in-sample replay stopped early as costlier (``COSTLIER``) is first replayed to its end when it could rank
-    before the next one checked, so that the order is the same as with every replay complete.
+    before the next one checked, so that the order is the same as with every replay complete. Once a setting
+    holds, the targets between it and a cheaper one on its line that missed on the held-out part are bisected on
+    both parts for at most ``between_budget`` seconds of ``clock`` (``_between``).
 
     When every one missed on the held-out part, more robust settings are derived from the cheapest and the
     closest of them (``robust_variants``: lower targets, a higher max, prediction's 0.95 quantile, saturation,
@@ -900,6 +933,13 @@ def check_held_out(prepared: Prepared, objective: Objective, current: Evaluation
     everyone = [current, *evaluations]
     batch = max(1, jobs)
     checked: list[Evaluation] = []
+
+    def finish(e: Evaluation) -> tuple[Evaluation, int, float]:
+        c1 = clock()
+        best = _between(prepared, objective, e, everyone, evaluations, checked, runner, batch,
+                        lambda: clock() - c1 < between_budget)
+        return best, len(checked), time.monotonic() - t0
+
     with _Runner(prepared, jobs, prepared.held_out) as runner:
         if not any(e.complete and objective.met(e.in_sample) for e in everyone):
             _complete_closest(objective, current, evaluations, runner)
@@ -908,7 +948,13 @@ def check_held_out(prepared: Prepared, objective: Objective, current: Evaluation
                              field=objective.option)
         if prepared.held_out is not None:
             current.held_out = runner.map([(None, "held_out")])[0].figures
+        # the user's object, when it met the objective on both parts, is what the walk ends with once the budget is over
+        fallback = current if (current.complete and objective.met(current.in_sample) and current.held_out is not None
+                               and objective.met(current.held_out, HELD_OUT_SLACK)) else None
         while True:
+            if fallback is not None and clock() - c0 >= budget:
+                checked.append(fallback)
+                return finish(fallback)
             group = _ranked(everyone, objective, checked)[:batch]
             bound = round(group[-1].in_sample.pod_hours, 1) + 0.05 if group else math.inf
             lazy = sorted(_unique(e for e in evaluations if e.in_sample.stopped == COSTLIER
@@ -927,7 +973,7 @@ def check_held_out(prepared: Prepared, objective: Objective, current: Evaluation
             checked += group
             for e in group:
                 if objective.met(e.held_out, HELD_OUT_SLACK):
-                    return e, len(checked), time.monotonic() - t0
+                    return finish(e)
         derived = 0
         bases = [min(checked, key=rank_key)]  # the first round also from the cheapest, then from the closest so far
         used: set[Setting] = set()
@@ -949,7 +995,7 @@ def check_held_out(prepared: Prepared, objective: Objective, current: Evaluation
                     continue
                 break
             number = max((e.number for e in everyone), default=-1) + 1
-            new = [Evaluation(number + i, s, out.figures, episodes=out.episodes, origin=how)
+            new = [Evaluation(number + i, s, out.figures, episodes=out.episodes, origin=how, derived_by=ROBUST)
                    for i, ((s, how), out) in enumerate(zip(variants, runner.map([(s, "tuning") for s, _ in variants])))]
             evaluations += new
             everyone += new
@@ -960,13 +1006,84 @@ def check_held_out(prepared: Prepared, objective: Objective, current: Evaluation
             checked += met
             held = [e for e in met if objective.met(e.held_out, HELD_OUT_SLACK)]
             if held:
-                return held[0], len(checked), time.monotonic() - t0
+                return finish(held[0])
     more = f", and {derived} more robust ones derived from the closest" if derived else ""
     raise InputError(f"the objective held only in-sample: none of the {len(checked)} settings that met "
                      f"{objective.option} {objective.limit:g} on the tuning part (the whole in-sample frontier{more}) "
                      f"stayed within {HELD_OUT_SLACK:g}x it on the held-out part; "
                      f"{_closest(checked, objective, prepared, 'held_out')} held out",
                      field=objective.option)
+
+
+def _line_key(s: Setting) -> Setting:
+    """What a setting is besides its target (and the max and window floors that follow the target): settings
+    with the same key lie on one line, where a higher target costs fewer pod-hours and overloads more."""
+    return replace(s, target=0.0, max_replicas=0, schedules=tuple(replace(w, min_replicas=0) for w in s.schedules))
+
+
+def _between(p: Prepared, objective: Objective, passed: Evaluation, everyone: list[Evaluation],
+             evaluations: list[Evaluation], checked: list[Evaluation], runner: "_Runner", batch: int,
+             within: Callable[[], bool]) -> Evaluation:
+    """The held-out check found ``passed``, and a cheaper setting on its line (``_line_key``; a higher target) met
+    the objective in-sample but missed it on the held-out part: the targets between the two were maybe never
+    tried (a search cut short by its budget bisects coarsely; a derived setting lowers the target by whole steps).
+    Bisect them, ``batch`` at a time while ``within()``: each is replayed on the tuning part (it must meet the
+    objective there) and on the held-out part, exactly as the check's other candidates, and the cheapest that
+    meets it on both is returned (``passed`` when none does or no such setting missed). The settings replayed
+    are appended to ``evaluations``, ``everyone`` and (those checked on the held-out part) ``checked``; their
+    ``origin`` says so."""
+    key, lo = _line_key(passed.setting), passed.setting.target
+    missed = [e for e in checked if e.held_out is not None and not objective.met(e.held_out, HELD_OUT_SLACK)
+              and _line_key(e.setting) == key and e.setting.target > lo]
+    if not missed or p.held_out is None:
+        return passed
+    nearest = min(missed, key=lambda e: e.setting.target)
+
+    def fails(e: Evaluation) -> bool:  # known to miss on either part
+        return ((e.complete or e.in_sample.stopped == OVER_LIMIT) and not objective.met(e.in_sample)) or (
+            e.held_out is not None and not objective.met(e.held_out, HELD_OUT_SLACK))
+
+    hi = min(e.setting.target for e in everyone if _line_key(e.setting) == key and e.setting.target > lo and fails(e))
+    name, grid = _line(p)
+    targets = [float(t) for t in grid] if name == "target" else [round(p.kind.current * f, 1) for f in grid]
+    found = passed
+
+    def label(e: Evaluation) -> str:
+        return f"trial {e.number}" if e.number >= 0 else "the current object"
+
+    while within():
+        inside = [t for t in targets if lo < t < hi]
+        if not inside:
+            break
+        k = min(batch, len(inside))
+        points = sorted({inside[(len(inside) * (j + 1)) // (k + 1)] for j in range(k)})
+        number = max(e.number for e in everyone) + 1
+        known = {e.setting: e for e in everyone}
+        new = []
+        for t in points:
+            s = replace(passed.setting, target=t)
+            if s in known:
+                new.append(known[s])
+                continue
+            e = Evaluation(number, s, passed.in_sample, origin=f"{label(passed)} with its target raised to {t:g} (below "
+                           f"{label(nearest)}, which missed on the held-out part)", derived_by=BETWEEN)
+            number += 1
+            new.append(e)
+        fresh = [e for e in new if e.setting not in known]
+        for e, out in zip(fresh, runner.map([(e.setting, "tuning") for e in fresh])):
+            e.in_sample, e.episodes = out.figures, out.episodes
+        evaluations += fresh
+        everyone += fresh
+        todo = [e for e in new if e.held_out is None and e.complete and objective.met(e.in_sample)]
+        for e, out in zip(todo, runner.map([(e.setting, "held_out") for e in todo])):
+            _set(evaluations, e.setting, held_out=out.figures)
+        checked += [e for e in todo if e not in checked]
+        for e in new:
+            if e.held_out is not None and objective.met(e.in_sample) and objective.met(e.held_out, HELD_OUT_SLACK):
+                lo = max(lo, e.setting.target)
+                found = min(found, e, key=rank_key)
+        hi = min([hi] + [e.setting.target for e in new if e.setting.target > lo])
+    return found
 
 
 def robust_variants(p: Prepared, base: Evaluation, peaks: Sequence[windows.Peak] = (),
@@ -1064,19 +1181,28 @@ def tune(prepared: Prepared, objective: Objective, *, trials: int = 200, timeout
     stopped_costlier = sum(1 for e in evaluations if e.in_sample.stopped == COSTLIER)
     found = len(evaluations)
     best, tried, checked = check_held_out(prepared, objective, current, evaluations, jobs=jobs,
-                                          budget=timeout * ROBUST_SHARE, clock=clock, peaks=s.peaks)
+                                          budget=timeout * ROBUST_SHARE, clock=clock, peaks=s.peaks,
+                                          between_budget=timeout * BETWEEN_SHARE)
     notes = []
     completed = stopped_costlier - sum(1 for e in evaluations[:found] if e.in_sample.stopped == COSTLIER)
     if completed:
         notes.append(f"{completed} setting(s) stopped early as costlier were replayed to the end for the held-out check")
-    derived = len(evaluations) - found
+    derived = sum(1 for e in evaluations[found:] if e.derived_by == ROBUST)
+    between = sum(1 for e in evaluations[found:] if e.derived_by == BETWEEN)
     if derived:
         notes.append(f"every setting the search found that met the objective in-sample missed it on the held-out part: "
-                     f"{derived} more robust one(s) were derived from the cheapest and the closest of them; the "
-                     f"recommendation is {best.origin}")
-    elif tried > 1:
-        notes.append(f"the {tried - 1} cheaper in-sample setting(s) missed the objective on the held-out part; "
+                     f"{derived} more robust one(s) were derived from the cheapest and the closest of them" +
+                     ("" if best.derived_by == BETWEEN else f"; the recommendation is {best.origin}"))
+    walked = sum(1 for e in _unique([current, *evaluations[:found]]) if e.held_out is not None and e.complete
+                 and objective.met(e.in_sample) and not objective.met(e.held_out, HELD_OUT_SLACK))
+    if not derived and walked:
+        notes.append(f"the {walked} cheaper in-sample setting(s) missed the objective on the held-out part; "
                      "the recommendation is the cheapest that met it on both")
+    if between:
+        notes.append(f"{between} target(s) between the cheapest setting that held out and a cheaper one on its line "
+                     f"that missed there were replayed on both parts; " +
+                     (f"the recommendation is {best.origin}" if best.derived_by == BETWEEN
+                      else "none that held out was cheaper"))
     if best is current:
         notes.append("the current object is the cheapest setting that met the objective on both parts: it is kept as it is")
     if s.lost or s.restarts:
