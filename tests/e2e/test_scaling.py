@@ -122,7 +122,9 @@ def test_a_schedule_window_raises_the_floor_while_it_is_active(plane, client, ns
     apply(client, autoscaler("web", ns, "web", [cpu_utilization(50)], 1, 10, schedules=[window]))
     pyhpa("--sync-period", "1", "-n", ns)
     wait_until(lambda: spec_replicas(client, ns, "web") == 3, what="the window's floor of 3")
-    status = ha_status(client, ns, "web")
+    # the rescale comes before the sync's status write: wait for the status of the same sync
+    status = wait_until(lambda: (st := ha_status(client, ns, "web")).get("schedules") and st,
+                        what="status.schedules written")
     assert status["schedules"]["active"] == ["launch"]
     assert condition(status, "ScheduleActive")["status"] == "True"
 
