@@ -118,9 +118,10 @@ SCENARIOS = [
              replicas=35, max_replicas=1000,
              behavior={"scaleUp": {"tolerance": "0.05"}, "scaleDown": {"tolerance": "0.5", "stabilizationWindowSeconds": 0}}),
     Scenario("tolerance-default-band", [cpu(50)], [Step(8, cpu=210), Step(8, cpu=230)], replicas=4),
-    # the Value target's replicas follow the ready-pod count; the default scale-up limit (15 s periods, the subject
-    # of cpu-default-behavior) would make the path hinge on whether a pod's start fell inside the period: one step
+    # the Value target's replicas are the ratio times the ready pods: a sync while only some new pods are ready
+    # would make the path hinge on timing; capped at 3, the scale-up is one step (1 -> 3) whatever a sync sees
     Scenario("external-value", [external("Value", "20")], [Step(8, external="60"), Step(8, external="10")],
+             max_replicas=3,
              behavior={**DOWN_5, "scaleUp": {"policies": [{"type": "Percent", "value": 1000, "periodSeconds": 1}]}}),
     Scenario("external-average", [external("AverageValue", "20")], [Step(8, external="90"), Step(10, external="15")],
              behavior=DOWN_5),
