@@ -175,10 +175,11 @@ class Kubelet:
             try:
                 action()
             except ApiError as e:
-                # gone meanwhile, already bound, or its namespace is being deleted: the next event says more
+                # gone meanwhile, already bound, or its namespace is being deleted: the next event says more (and
+                # may claim the action again: a bind refused with 409 leaves the start to the bound pod's event)
+                self._claimed.discard(claim)
                 if e.status.code not in (404, 409) and "being terminated" not in (e.status.message or ""):
                     log.warning("kubelet fixture: %s/%s: %s", *key, e.status.message)
-                    self._claimed.discard(claim)
             except Exception as exc:  # noqa: BLE001 - the API server restarting: a relist or the next event retries
                 log.debug("kubelet fixture: %s/%s: %r", *key, exc)
                 self._claimed.discard(claim)
