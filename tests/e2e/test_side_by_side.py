@@ -161,8 +161,7 @@ class Load(threading.Thread):
         self.step: dict[str, Step] = {}
         self.halt = threading.Event()
         self.lock = threading.Lock()
-        self._listener = self._pod_changed
-        plane.kubelet.listeners.append(self._listener)
+        plane.kubelet.listeners.append(self._pod_changed)
         plane.metrics.before_read.append(self._before_read)
 
     def run(self) -> None:
@@ -170,7 +169,7 @@ class Load(threading.Thread):
             while not self.halt.wait(0.1):
                 self.apply_all()
         finally:
-            self.plane.kubelet.listeners.remove(self._listener)
+            self.plane.kubelet.listeners.remove(self._pod_changed)
             self.plane.metrics.before_read.remove(self._before_read)
 
     def _before_read(self, ns) -> None:
@@ -178,10 +177,14 @@ class Load(threading.Thread):
         if ns is None:
             self.apply_all()
         else:
-            self._pod_changed("READ", {"metadata": {"namespace": ns}})
+            self.apply_namespace(ns)
 
     def _pod_changed(self, event: str, pod: dict) -> None:
-        s = self.by_ns.get(pod["metadata"]["namespace"])
+        self.apply_namespace(pod["metadata"]["namespace"])
+
+    def apply_namespace(self, ns: str) -> None:
+        """The current step of the scenario in namespace ``ns`` (none: nothing)."""
+        s = self.by_ns.get(ns)
         step = self.step.get(s.name) if s is not None else None
         if step is not None:
             with self.lock:
