@@ -92,10 +92,25 @@ def _end_after(window: ScheduleWindow, start: datetime) -> float:
     return end
 
 
+#: per window, the occurrence bracket of its last look-up: (start, next start) as epoch seconds, then as cronsim gave
+#: them (the next None at the calendar's end). Between two starts the latest start is the same for every time, so
+#: a look-up inside the bracket needs no cron at all: one cron walk per occurrence instead of one per minute.
+_BRACKETS: dict[ScheduleWindow, tuple[float, float, datetime, datetime | None]] = {}
+
+
 def _start_at_or_before(window: ScheduleWindow, ts: float) -> datetime | None:
-    """The latest start at or before epoch ``ts`` (local, aware; None: none since year 1); memoized per minute."""
-    minute = math.floor(ts) // 60 * 60
-    return _start_at_or_before_minute(window, minute)
+    """The latest start at or before epoch ``ts`` (local, aware; None: none since year 1); memoized per
+    occurrence (``_BRACKETS``), else per minute."""
+    b = _BRACKETS.get(window)
+    if b is not None and b[0] <= ts < b[1]:
+        return b[2]
+    start = _start_at_or_before_minute(window, math.floor(ts) // 60 * 60)
+    if start is not None:
+        after = next(_cron(window.start, start), None)  # forward: elapsed time, as the fold correction walks
+        if len(_BRACKETS) >= _CACHE:
+            _BRACKETS.clear()
+        _BRACKETS[window] = (start.timestamp(), math.inf if after is None else after.timestamp(), start, after)
+    return start
 
 
 @lru_cache(maxsize=_CACHE)
@@ -208,7 +223,12 @@ def next_change(windows: Sequence[ScheduleWindow], now: float,
         if w.dated:
             ts = w.start_time if w.start_time > now else None
         else:
-            ts = _next_start(w, math.floor(now) // 60 * 60)
+            minute = math.floor(now) // 60 * 60
+            b = _BRACKETS.get(w)
+            if b is not None and b[0] <= minute + 59 < b[1] and b[3] is not None and b[3].date() not in w.exclude_dates:
+                ts = b[1]  # the next start after the bracket's: the first after this minute, not excluded
+            else:
+                ts = _next_start(w, minute)
         if ts is not None and (best is None or ts < best):
             best = ts
     return best
