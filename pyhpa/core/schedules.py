@@ -71,9 +71,10 @@ def _local(ts: float, window: ScheduleWindow) -> datetime | None:
 
 # Cron look-ups are pure functions of the window and a time; starts and ends fall on whole minutes, so
 # for every time within one minute the latest start at or before it, and the first start after it, are
-# the same. They are memoized per (window, minute): a controller syncing an autoscaler every few
-# seconds parses each cron expression about once a minute instead of at every sync. The caches hold
-# results only, never state a decision depends on.
+# the same. They are memoized per (window, minute), and the latest start also per occurrence (``_BRACKETS``:
+# between two starts it does not change): a controller syncing an autoscaler every few seconds walks a
+# cron about once per occurrence instead of at every sync. The caches hold results only, never state a
+# decision depends on.
 
 _ENDS: dict[tuple[ScheduleWindow, float], float] = {}
 
