@@ -12,7 +12,7 @@ import yaml
 from pyhpa.adapters.autoscaler import SETTING_FIELDS, WINDOW_FIELDS
 from pyhpa.adapters.errors import InputError
 from pyhpa.adapters.prediction import prediction_from_dict
-from pyhpa.adapters.saturation import saturation_from_dict
+from pyhpa.adapters.parse import source_section
 from pyhpa.api import v1alpha1 as api
 from pyhpa.api.crd import crd, crd_text, openapi
 from pyhpa.core import PredictionSpec, SaturationSpec
@@ -60,9 +60,9 @@ def test_the_readers_take_the_apis_fields():
                               "initialReadinessDelaySeconds")
     assert WINDOW_FIELDS == tuple(openapi(api.ScheduleWindow)["properties"])
     assert prediction_from_dict({}) == PredictionSpec()
-    assert saturation_from_dict({"pinnedPercent": 90.0}) == SaturationSpec(pinned_percent=90)
+    assert source_section("saturation", {"pinnedPercent": 90.0}, None, "spec.saturation") == SaturationSpec(pinned_percent=90)
     with pytest.raises(InputError) as err:
-        saturation_from_dict({"panic": True})
+        source_section("saturation", {"panic": True}, None, "spec.saturation")
     assert err.value.field == "spec.saturation.panic" and "known: metric, pinnedPercent, demandFactor, mode" in err.value.message
     with pytest.raises(InputError) as err:
         prediction_from_dict({"leadSeconds": "5m"})

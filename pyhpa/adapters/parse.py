@@ -419,9 +419,9 @@ def source_section(name: str, d: Any, metrics: tuple | None, field: str) -> Any:
     ``saturation``) from its mapping (None or ``{}``: all defaults): the API struct's fields (``api_section``) as the
     core's spec type, checked by the core's rule set (limits, modes and, with ``metrics``, the HPA's parsed
     ``spec.metrics``, the metric it names). Raises InputError naming ``field`` and the key of the first problem."""
-    struct, spec_type, check = SOURCE_SECTIONS[name]
-    spec = spec_type(**msgspec.structs.asdict(api_section(d, struct, field)))
-    refuse_first(check(spec, metrics), field)
+    section = SOURCE_SECTIONS[name]
+    spec = section.core_spec(**msgspec.structs.asdict(api_section(d, section.spec, field)))
+    refuse_first(section.check(spec, metrics), field)
     return spec
 
 
