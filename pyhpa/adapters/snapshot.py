@@ -444,7 +444,7 @@ def decision_json(name: str, d: Decision, hpa: HPA | None = None, now: float | N
     and ``now``, for an HPA with ``spec.schedules``: ``schedules`` (each active window's ``name``, ``start``,
     ``end`` (RFC 3339 UTC), ``minReplicas``, ``maxReplicas``), ``nextScheduleChange`` and ``expiredSchedules``
     (names of the dated windows that have ended: they never apply again); for each source section the sync has a
-    status of (``SOURCE_SECTIONS``: ``prediction``, ``saturation``), its ``source_report`` under its field.
+    status of (``SOURCE_SECTIONS``), its ``source_report`` under its field.
     """
     proposals = [
         {
@@ -472,7 +472,7 @@ def decision_json(name: str, d: Decision, hpa: HPA | None = None, now: float | N
         change = d.status.schedules.next_change if d.status.schedules is not None else None
         out["nextScheduleChange"] = format_time(change)
         out["expiredSchedules"] = list(d.status.schedules.expired) if d.status.schedules is not None else []
-    for field in SOURCE_SECTIONS:  # prediction, saturation
+    for field in SOURCE_SECTIONS:
         report = source_report(d, field)
         if report is not None:
             out[field] = report

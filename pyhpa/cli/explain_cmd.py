@@ -180,7 +180,7 @@ def render(console: Console, snap: Snapshot, d: Decision, warnings: list[HPAWarn
         for line in _pod_lines(p):
             console.print(f"  {line}")
         console.print(f"  proposes [bold]{p.replicas}[/] replicas")
-    for section in SOURCE_SECTIONS.values():  # prediction, saturation
+    for section in SOURCE_SECTIONS.values():
         if getattr(h, section.field) is not None:
             _OWN_RENDERING.get(section.source.kind, _render_source)(console, snap, d, section)
     _render_result(console, d)

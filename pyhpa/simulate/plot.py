@@ -240,7 +240,7 @@ def _replica_panel(ax, t, cluster: Cluster) -> None:
         i = cluster.columns_header().index("predicted_replicas")
         ax.plot(t, _column(cluster, i), color="tab:red", lw=0.8, ls=":", label="predicted replicas",
                 drawstyle="steps-post")
-    for k, (name, record) in enumerate(cluster.sources.items()):  # saturation: the syncs it was active, shaded
+    for k, (name, record) in enumerate(cluster.sources.items()):  # the syncs each was active, shaded
         marks, shade = _SOURCE_COLORS[k % len(_SOURCE_COLORS)]
         asked = _asked(cluster, record)
         active = [x == x for x in asked]

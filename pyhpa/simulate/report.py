@@ -109,7 +109,7 @@ def summarize(label: str, hpa_file: str, cluster: Cluster, trace: Trace, setting
     }
     if cluster.prediction is not None:
         out["prediction"] = cluster.prediction.summary()
-    for name, record in cluster.sources.items():  # saturation
+    for name, record in cluster.sources.items():
         out[name] = record.summary(getattr(cluster.hpa, name))
     out["syncs_decided_by"] = dict(sorted(cluster.decided_by.items()))
     out["extensions"] = extension_activity(cluster, out)
@@ -117,7 +117,7 @@ def summarize(label: str, hpa_file: str, cluster: Cluster, trace: Trace, setting
 
 
 #: The extensions of a HorizontalAutoscaler, as (key, source kind in decided_by, "active" in words): those with code
-#: of their own here, then every source section simulate shows by its declarations (``Cluster.sources``: saturation)
+#: of their own here, then every source section simulate shows by its declarations (``Cluster.sources``)
 EXTENSIONS = (
     ("prediction", SourceKind.PREDICTION, "predicting"),
     ("schedules", SourceKind.SCHEDULE, "a window active"),

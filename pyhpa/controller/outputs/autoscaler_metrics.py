@@ -265,7 +265,7 @@ class AutoscalerMetrics:
         for name in ("metric_value", "metric_target"):
             yield GaugeMetricFamily(PREFIX + name, _HELP[name], labels=METRIC_LABELS)
         yield InfoMetricFamily(PREFIX + "decided_by", _HELP["decided_by"], labels=LABELS)
-        for _, _, family, doc in _SOURCE_GAUGES:  # predicting, saturated
+        for _, _, family, doc in _SOURCE_GAUGES:
             yield GaugeMetricFamily(family, doc, labels=LABELS)
         for name in ("prediction_wape_ratio", "last_sync_timestamp_seconds", "sync_period_seconds"):
             yield GaugeMetricFamily(PREFIX + name, _HELP[name], labels=LABELS)
