@@ -12,7 +12,7 @@ import yaml
 from pyhpa.adapters.autoscaler import SETTING_FIELDS, WINDOW_FIELDS
 from pyhpa.adapters.errors import InputError
 from pyhpa.adapters.prediction import prediction_from_dict
-from pyhpa.adapters.saturation import saturation_from_dict
+from pyhpa.adapters.parse import source_section
 from pyhpa.api import v1alpha1 as api
 from pyhpa.api.crd import crd, crd_text, openapi
 from pyhpa.core import PredictionSpec, SaturationSpec
@@ -60,9 +60,9 @@ def test_the_readers_take_the_apis_fields():
                               "initialReadinessDelaySeconds")
     assert WINDOW_FIELDS == tuple(openapi(api.ScheduleWindow)["properties"])
     assert prediction_from_dict({}) == PredictionSpec()
-    assert saturation_from_dict({"pinnedPercent": 90.0}) == SaturationSpec(pinned_percent=90)
+    assert source_section("saturation", {"pinnedPercent": 90.0}, None, "spec.saturation") == SaturationSpec(pinned_percent=90)
     with pytest.raises(InputError) as err:
-        saturation_from_dict({"panic": True})
+        source_section("saturation", {"panic": True}, None, "spec.saturation")
     assert err.value.field == "spec.saturation.panic" and "known: metric, pinnedPercent, demandFactor, mode" in err.value.message
     with pytest.raises(InputError) as err:
         prediction_from_dict({"leadSeconds": "5m"})
@@ -79,3 +79,31 @@ def test_tune_writes_through_the_api():
     assert item == {"name": "morning", "start": "0 8 * * 1-5", "durationSeconds": 3600, "timeZone": "UTC",
                     "minReplicas": 4}
     assert yaml.safe_load(yaml.safe_dump(item)) == item
+
+
+def test_every_source_section_is_declared_whole():
+    """What reads and shows a source section works from its ``SourceSection`` and its core source alone: the field
+    is the source's, the HPA's, its status's and the API's; a section simulate shows by its declarations has an
+    ``Explained`` source and a status that says when it is active."""
+    import dataclasses
+
+    from pyhpa.core import HPA, HPAStatus
+    from pyhpa.core.reconcile import SOURCES
+
+    hpa_fields = {f.name for f in dataclasses.fields(HPA)}
+    status_fields = {f.name for f in dataclasses.fields(HPAStatus)}
+    for name, section in api.SOURCE_SECTIONS.items():
+        assert section.field == name and section.source in SOURCES
+        assert name in hpa_fields and name in status_fields
+        assert name in {f.name for f in api.EXTENSION_FIELDS}
+        assert name in {f.name for f in msgspec.structs.fields(api.StatusExtensions)}
+        assert {f.name for f in msgspec.structs.fields(section.spec)} == {
+            f.name for f in dataclasses.fields(section.core_spec)}
+        if section.timeline:
+            source = section.source
+            assert source.active_words and source.never_active and section.active_key
+            spec = section.core_spec()
+            assert source.summary(spec) and source.active_text(spec)
+            assert set(section.summary) <= {f.name for f in dataclasses.fields(section.core_spec)}
+    gauges = [s.gauge[0] for s in api.SOURCE_SECTIONS.values() if s.gauge is not None]
+    assert len(gauges) == len(set(gauges))

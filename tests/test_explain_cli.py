@@ -188,3 +188,16 @@ def test_thresholds_agree_with_the_decision_core(target):
         if row.scale_down_at is not None:
             assert desired(row.scale_down_at) == row.scale_down_to < r
             assert desired(row.scale_down_at + 1) >= r
+
+
+def test_explain_text_of_saturation_below_the_limit(tmp_path):
+    """Pods well below their CPU limit: the source stays out and says why (the text once failed on the replicas
+    a source below the limit does not ask for)."""
+    calm = tmp_path / "calm.yaml"
+    calm.write_text((EX / "snapshot-saturation.yaml").read_text().replace("cpu: '1'", "cpu: '4'"))
+    r = invoke("explain", calm)
+    assert r.exit_code == 0, r.output
+    assert ("saturation: pinned at 95 % of the CPU limit, demand factor 2, mode Enforce\n"
+            "  the 4 ready pods use 24 % of their CPU limit\n"
+            "  stays out [BelowLimit]: the ready pods use less than 95 % of their CPU limit: their usage shows the "
+            "demand\n") in r.output

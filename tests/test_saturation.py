@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 
+import msgspec
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from pyhpa.adapters.autoscaler import read_autoscaler
 from pyhpa.adapters.errors import InputError
-from pyhpa.adapters.saturation import saturation_from_dict, saturation_status, saturation_to_dict
+from pyhpa.adapters.parse import source_section
+from pyhpa.api import v1alpha1 as api
+from pyhpa.api.status import saturation_status
 from pyhpa.core import (
     Behavior,
     ControllerConfig,
@@ -176,6 +179,14 @@ def with_saturation(value, metrics=None):
     if metrics is not None:
         doc["spec"]["metrics"] = metrics
     return doc
+
+
+def saturation_from_dict(d):
+    return source_section("saturation", d, None, "spec.saturation")
+
+
+def saturation_to_dict(spec):
+    return msgspec.to_builtins(api.Saturation(**asdict(spec)))
 
 
 def test_empty_saturation_gives_the_defaults_and_round_trips():

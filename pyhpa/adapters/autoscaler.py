@@ -257,7 +257,7 @@ def read_schedules(value: Any, f: str, hpa: HPA) -> HPA:
 
 
 def _source_reader(name: str) -> Callable[[Any, str, HPA], HPA]:
-    """The reader of ``spec.<name>``, a source section of the API (``SOURCE_SECTIONS``: ``prediction``, ``saturation``;
+    """The reader of ``spec.<name>``, a source section of the API (a ``SOURCE_SECTIONS`` entry;
     ``{}`` or null: the defaults), read by ``pyhpa.adapters.parse.source_section`` against the HPA's metrics."""
     def read(value: Any, f: str, hpa: HPA) -> HPA:
         return replace(hpa, **{name: source_section(name, value, hpa.metrics, f)})
@@ -268,7 +268,7 @@ def _source_reader(name: str) -> Callable[[Any, str, HPA], HPA]:
 EXTENSIONS: dict[str, Callable[[Any, str, HPA], HPA]] = {
     "schedules": read_schedules,
     "fallback": read_spec_fallback,  # then read_metric_fallbacks: spec.metrics[].fallback over it
-    **{name: _source_reader(name) for name in api.SOURCE_SECTIONS},  # prediction, saturation
+    **{name: _source_reader(name) for name in api.SOURCE_SECTIONS},
 }
 
 

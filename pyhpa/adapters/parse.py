@@ -415,22 +415,22 @@ def extension_fields(d: Any, keys: tuple[str, ...], field: str) -> dict:
 
 
 def source_section(name: str, d: Any, metrics: tuple | None, field: str) -> Any:
-    """The core's spec of the source section ``spec.<name>`` (``pyhpa.api.v1alpha1.SOURCE_SECTIONS``: ``prediction``,
-    ``saturation``) from its mapping (None or ``{}``: all defaults): the API struct's fields (``api_section``) as the
-    core's spec type, checked by the core's rule set (limits, modes and, with ``metrics``, the HPA's parsed
+    """The core's spec of the source section ``spec.<name>`` (a ``pyhpa.api.v1alpha1.SOURCE_SECTIONS`` entry) from
+    its mapping (None or ``{}``: all defaults): the API struct's fields (``api_section``) as the core's spec type,
+    checked by the core's rule set (the section's ``check``: limits, modes and, with ``metrics``, the HPA's parsed
     ``spec.metrics``, the metric it names). Raises InputError naming ``field`` and the key of the first problem."""
-    struct, spec_type, check = SOURCE_SECTIONS[name]
-    spec = spec_type(**msgspec.structs.asdict(api_section(d, struct, field)))
-    refuse_first(check(spec, metrics), field)
+    section = SOURCE_SECTIONS[name]
+    spec = section.core_spec(**msgspec.structs.asdict(api_section(d, section.spec, field)))
+    refuse_first(section.check(spec, metrics), field)
     return spec
 
 
 def api_section(d: Any, cls: type, field: str) -> Any:
-    """An extension field of the API (``spec.prediction``, ``spec.saturation``: a ``pyhpa.api.v1alpha1`` struct)
+    """An extension field of the API (a source section's ``spec.<field>``: a ``pyhpa.api.v1alpha1`` struct)
     read from its mapping (None: ``{}``, all defaults): the one reading of every such field. Each key must be one of
     the struct's (``extension_fields``) and of its type: an integer as the API server takes ``type: integer``
     (``api_integer``), a number, a string (an enum's value is checked by the core's rule); an absent or null key
-    takes the struct's default. Limits are the core's to check (``check_prediction``, ``check_saturation``).
+    takes the struct's default. Limits are the core's to check (the section's ``check``).
     Raises InputError naming ``field.key``."""
     info = _struct_info(cls)
     d = extension_fields(d, tuple(name for name, _, _ in info), field)
@@ -482,7 +482,7 @@ def _integer(value: Any, field: str) -> int:
 
 def refuse_first(problems: list[tuple[str, str]], field: str) -> None:
     """Raise the first of a core check's ``(sub-field, message)`` problems as an InputError naming
-    ``field.sub-field`` (``check_window``, ``check_prediction``, ``check_saturation``); nothing when there is none."""
+    ``field.sub-field`` (``check_window``, a source section's ``check``); nothing when there is none."""
     if problems:
         sub, message = problems[0]
         raise InputError(message, field=f"{field}.{sub}")

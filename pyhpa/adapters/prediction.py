@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..api.status import prediction_figures
-from ..core import Decision, Forecast, PredictionSpec
-from ..core.model import PREDICTING, PREDICTION_SOURCE, MetricSpec
+from ..core import Forecast, PredictionSpec
+from ..core.model import PREDICTING, MetricSpec
 from ..core.quantity import format_milli
 from .errors import InputError
 from .parse import milli, source_section
@@ -49,19 +49,6 @@ def prediction_to_dict(spec: PredictionSpec) -> dict:
 # ------------------------------------------------------------------------------------- status.prediction
 #: ``status.prediction``'s figures (``pyhpa.api.status.prediction_figures``, the one rendering)
 prediction_status = prediction_figures
-
-
-def prediction_report(d: Decision) -> dict | None:
-    """What one sync's prediction did (``pyhpa explain``; None when the sync has no prediction status): the
-    figures of ``prediction_status`` plus ``applied`` (its replicas were a proposal of the recommendation:
-    Enforce mode and not stepping aside) and ``won`` (it set the final number: the source's own ``won``)."""
-    ps = d.status.prediction
-    if ps is None:
-        return None
-    source = d.source(PREDICTION_SOURCE)
-    return {**prediction_status(ps),
-            "applied": bool(source is not None and source.applied and source.active),
-            "won": bool(source is not None and source.won)}
 
 
 def forecast_from_status(status: Any) -> Forecast | None:

@@ -22,14 +22,14 @@ import yaml
 
 from ..core import ControllerConfig, Decision, Forecast, HPA, HPAWarning, Memory, MetricFailures, MetricSamples, Pod, Scale, \
     active_windows, check_hpa, decide
+from ..api.v1alpha1 import SOURCE_SECTIONS
 from ..core.metrics import raw_text
 from .errors import InputError
 from .files import MAX_DOCUMENT_BYTES, read_bytes
 from .metrics_api import external_samples, fetch_failed, object_samples, pods_samples, resource_samples
 from .autoscaler import effective_config, read_autoscaler
 from .objects import object_label, pod_from_dict
-from .prediction import forecast_from_dict, forecast_to_dict, prediction_report
-from .saturation import saturation_report
+from .prediction import forecast_from_dict, forecast_to_dict
 from .parse import format_time, int32_value, timestamp
 from .promql import OFFLINE_SERVER, samples_from_answer
 
@@ -443,7 +443,8 @@ def decision_json(name: str, d: Decision, hpa: HPA | None = None, now: float | N
     ``activeSchedules`` (names); ``warnings`` (``snapshot_warnings``: where the HPA cannot work); with ``hpa``
     and ``now``, for an HPA with ``spec.schedules``: ``schedules`` (each active window's ``name``, ``start``,
     ``end`` (RFC 3339 UTC), ``minReplicas``, ``maxReplicas``), ``nextScheduleChange`` and ``expiredSchedules``
-    (names of the dated windows that have ended: they never apply again).
+    (names of the dated windows that have ended: they never apply again); for each source section the sync has a
+    status of (``SOURCE_SECTIONS``), its ``source_report`` under its field.
     """
     proposals = [
         {
@@ -471,10 +472,22 @@ def decision_json(name: str, d: Decision, hpa: HPA | None = None, now: float | N
         change = d.status.schedules.next_change if d.status.schedules is not None else None
         out["nextScheduleChange"] = format_time(change)
         out["expiredSchedules"] = list(d.status.schedules.expired) if d.status.schedules is not None else []
-    prediction = prediction_report(d)
-    if prediction is not None:
-        out["prediction"] = prediction
-    saturation = saturation_report(d)
-    if saturation is not None:
-        out["saturation"] = saturation
+    for field in SOURCE_SECTIONS:
+        report = source_report(d, field)
+        if report is not None:
+            out[field] = report
     return out
+
+
+def source_report(d: Decision, field: str) -> dict | None:
+    """What one sync's source of ``spec.<field>`` did (a ``pyhpa.api.v1alpha1.SOURCE_SECTIONS`` entry; ``pyhpa
+    explain -o json``'s ``<field>``), None when the sync has no status of it (not configured, or the sync stopped
+    before the source): the section's ``figures`` of its status, then ``applied`` (its replicas were a proposal of
+    the recommendation: active, and neither observing nor stepping aside) and ``won`` (it set the final number)."""
+    st = getattr(d.status, field)
+    if st is None:
+        return None
+    section = SOURCE_SECTIONS[field]
+    source = d.source(section.source.kind)
+    return {**section.figures(st), "applied": bool(source is not None and source.applied and source.active),
+            "won": bool(source is not None and source.won)}

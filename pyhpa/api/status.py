@@ -18,7 +18,7 @@ from ..core.model import PREDICTION_ACTIVE
 from ..core.quantity import format_milli
 
 __all__ = ["PREDICTION_FIGURES", "condition_dict", "metric_health_dict", "pause_status", "prediction_figures",
-           "render_status", "saturation_status", "time_text"]
+           "render_status", "saturation_figures", "saturation_status", "time_text"]
 
 #: The figures of ``prediction_figures`` the status carries when set (``mode`` is the spec's, not written back).
 PREDICTION_FIGURES = ("replicas", "forecast", "expected", "provisioned")
@@ -139,6 +139,13 @@ def saturation_status(st: SaturationStatus) -> dict:
     if st.replicas is not None:
         out["replicas"] = st.replicas
     return out
+
+
+def saturation_figures(st: SaturationStatus) -> dict:
+    """The figures of one sync's saturation source (``pyhpa explain -o json``'s ``saturation``, before ``applied``
+    and ``won``): ``saturation_status`` with ``usagePercentOfLimit`` (None when it could not be judged) and
+    ``readyPods`` whether pinned or not."""
+    return {**saturation_status(st), "usagePercentOfLimit": st.usage_percent, "readyPods": st.ready_pods}
 
 
 def pause_status(p: PauseStatus) -> dict:

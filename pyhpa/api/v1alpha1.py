@@ -21,16 +21,20 @@ recommendations through them (``manifest``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any, Callable
 
 import msgspec
 from msgspec import Meta, Struct
 
-from ..core.model import FALLBACK_BEHAVIORS, PREDICTION_MODES, UTILIZATION_BASES, PredictionSpec, SaturationSpec
+from ..core.model import (FALLBACK_BEHAVIORS, PREDICTION_MODES, UTILIZATION_BASES, PredictionSpec, SaturationSpec,
+                          SourceKind)
 from ..core.prediction import (MAX_QUANTILE, MIN_HISTORY_SECONDS, MIN_LEAD_SECONDS, MIN_QUANTILE, MIN_REFRESH_SECONDS,
                                check_prediction)
+from ..core.reconcile import SOURCES
 from ..core.saturation import MAX_DEMAND_FACTOR, MAX_PINNED_PERCENT, MIN_DEMAND_FACTOR, MIN_PINNED_PERCENT, check_saturation
+from .status import prediction_figures, saturation_figures
 
 GROUP = "pyhpa.dev"
 VERSION = "v1alpha1"
@@ -163,12 +167,54 @@ class Saturation(Struct, rename="camel", omit_defaults=True):
         "Enforce: it may raise replicas. Observe: computed and reported, never applied."))] = _SATURATION.mode
 
 
-#: The spec sections of the decision core's sources that are read one way (``pyhpa.adapters.parse.source_section``):
-#: spec field -> (its API struct, the core's spec type, whose fields are the struct's, the core's check of it).
-SOURCE_SECTIONS: dict[str, tuple[type, type, Callable[..., list[tuple[str, str]]]]] = {
-    "prediction": (Prediction, PredictionSpec, check_prediction),
-    "saturation": (Saturation, SaturationSpec, check_saturation),
-}
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceSection:
+    """A source of the decision core with a section of its own in the spec and the status, declared once: what reads
+    ``spec.<field>`` (``pyhpa.adapters.parse.source_section``) and what shows the source's decision (``pyhpa
+    explain``, the controller's metrics, ``pyhpa simulate``) work from this and the core's source alone.
+
+    ``source``: the core's source (``pyhpa.core.reconcile.SOURCES``: its ``kind`` and ``field``; with a
+    ``timeline``, an ``Explained`` one); ``spec``: the API struct of ``spec.<field>``, whose fields are
+    ``core_spec``'s (the core's spec type), checked by ``check`` (the core's: (field, message) pairs); ``figures``:
+    one sync's figures from the core's status (``pyhpa explain -o json``'s ``<field>``, before ``applied`` and
+    ``won``); ``gauge``: (name after ``pyhpa_autoscaler_``, help) of the per-autoscaler gauge that is 1 while the
+    source is active and applied (None: none). For ``pyhpa simulate`` (nothing: the source has its own code there):
+    ``timeline``: its ``timeline.csv`` columns, (name, the core status's attribute), the replicas it asked for
+    first; ``summary``: the core spec's fields summary.json's ``<field>`` repeats; ``active_key``: the word of the
+    summary's ``<word>_syncs`` and ``<word>_episodes`` (syncs and runs of syncs it was active)."""
+
+    source: Any
+    spec: type
+    core_spec: type
+    check: Callable[..., list[tuple[str, str]]]
+    figures: Callable[[Any], dict]
+    gauge: tuple[str, str] | None = None
+    timeline: tuple[tuple[str, str], ...] = ()
+    summary: tuple[str, ...] = ()
+    active_key: str = ""
+
+    @property
+    def field(self) -> str:
+        """``spec.<field>``, ``status.<field>``: the source's."""
+        return self.source.field
+
+
+_SOURCES = {s.kind: s for s in SOURCES}
+
+#: The sections of the decision core's sources, by field, in the order of ``SOURCES``: each is read one way
+#: (``pyhpa.adapters.parse.source_section``) and shown by the consumers' generic code (``SourceSection``).
+SOURCE_SECTIONS: dict[str, SourceSection] = {s.field: s for s in (
+    SourceSection(source=_SOURCES[SourceKind.PREDICTION], spec=Prediction, core_spec=PredictionSpec,
+                  check=check_prediction, figures=prediction_figures, gauge=("predicting", (
+                      "1 while the prediction is applied (PredictionActive=True); 0 while it observes or steps aside. "
+                      "Only for autoscalers with spec.prediction."))),
+    SourceSection(source=_SOURCES[SourceKind.SATURATION], spec=Saturation, core_spec=SaturationSpec,
+                  check=check_saturation, figures=saturation_figures, gauge=("saturated", (
+                      "1 while the pods are pinned at their CPU limit (SaturationActive=True), else 0. Only for "
+                      "autoscalers with spec.saturation.")),
+                  timeline=(("saturation_replicas", "replicas"), ("cpu_percent_of_limit", "usage_percent")),
+                  summary=("pinned_percent", "demand_factor", "mode"), active_key="pinned"),
+)}
 
 
 # ----- spec.fallback, spec.metrics[].fallback ------------------------------------------------------------------

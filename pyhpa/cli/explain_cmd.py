@@ -15,11 +15,10 @@ from rich.table import Table
 from ..adapters.errors import InputError
 from ..adapters.kubectl import snapshot_from_kubectl
 from ..adapters.parse import format_time, int32_value, timestamp
-from ..adapters.prediction import prediction_report
-from ..adapters.saturation import saturation_report
 from ..adapters.snapshot import Snapshot, decision_json, load_snapshots, run_snapshot, snapshot_warnings
+from ..api.v1alpha1 import SOURCE_SECTIONS, SourceSection
 from ..core import LIMIT, Decision, HPAWarning, Proposal, SourceProposal, active_windows, tolerances
-from ..core.model import PREDICTION_SOURCE
+from ..core.model import SourceKind
 from . import readable
 from .help import examples
 from .options import Output, console as text_console, rule
@@ -181,27 +180,25 @@ def render(console: Console, snap: Snapshot, d: Decision, warnings: list[HPAWarn
         for line in _pod_lines(p):
             console.print(f"  {line}")
         console.print(f"  proposes [bold]{p.replicas}[/] replicas")
-    _render_prediction(console, snap, d)
-    _render_saturation(console, snap, d)
+    for section in SOURCE_SECTIONS.values():
+        if getattr(h, section.field) is not None:
+            _OWN_RENDERING.get(section.source.kind, _render_source)(console, snap, d, section)
     _render_result(console, d)
     for w in warnings:
         console.print(f"[bold yellow]warning {w.reason}[/]: ", end="")
         console.print(w.message, markup=False)
 
 
-def _render_prediction(console: Console, snap: Snapshot, d: Decision) -> None:
+def _render_prediction(console: Console, snap: Snapshot, d: Decision, section: SourceSection) -> None:
     """What spec.prediction asked for, and whether it set the number (the values of ``-o json``'s ``prediction``,
-    ``prediction_report``, with the quantities in readable units)."""
+    with the quantities in readable units)."""
     spec = snap.hpa.prediction
-    if spec is None:
-        return
     st = d.status.prediction
-    src = d.source(PREDICTION_SOURCE)
+    src = d.source(section.source.kind)
     console.print(f"\n[bold]prediction:[/] metric {spec.metric + 1}, lead {spec.lead_seconds} s, quantile {spec.quantile:g}, "
                   f"mode {spec.mode}")
-    report = prediction_report(d)
-    if st is None or report is None or src is None:
-        console.print("  not evaluated (the sync stopped before the sources were combined)")
+    if st is None or src is None:
+        console.print(NOT_EVALUATED)
         return
     if st.forecast_milli is not None:
         metric = snap.hpa.metrics[spec.metric] if spec.metric < len(snap.hpa.metrics) else None
@@ -212,43 +209,44 @@ def _render_prediction(console: Console, snap: Snapshot, d: Decision) -> None:
             console.print(f"  expected: {readable.quantity(st.expected_milli, metric)}; provisioned for: "
                           f"{readable.quantity(st.provisioned_milli, metric)} (the band above the expected value "
                           "counts in proportion to the target's headroom it would use)", markup=False)
-    if report["replicas"] is None:
-        console.print(f"  steps aside [{report['reason']}]: {src.note}", markup=False)
+    if st.replicas is None:
+        console.print(f"  steps aside [{st.reason}]: {src.note}", markup=False)
         return
-    if not report["applied"]:
-        console.print(f"  asks for [bold]{report['replicas']}[/] replicas; "
-                      f"not applied ({src.note or report['reason']})")
-        return
-    verdict = ("[bold green]it set the number[/]" if report["won"]
-               else f"not the deciding source (decided by {d.decided_by})")
-    console.print(f"  asks for [bold]{report['replicas']}[/] replicas: {verdict}")
+    _asks_for(console, d, src, st.replicas, src.note or st.reason)
 
 
-def _render_saturation(console: Console, snap: Snapshot, d: Decision) -> None:
-    """Whether the pods were pinned at their CPU limit, what spec.saturation asked for, and whether it set the
-    number (the values of ``-o json``'s ``saturation``, ``saturation_report``)."""
-    spec = snap.hpa.saturation
-    if spec is None:
+#: the sources ``render`` shows by code of their own (the forecast's quantities in the metric's units); every other
+#: source section is shown by ``_render_source``
+_OWN_RENDERING = {SourceKind.PREDICTION: _render_prediction}
+NOT_EVALUATED = "  not evaluated (the sync stopped before the sources were combined)"
+
+
+def _render_source(console: Console, snap: Snapshot, d: Decision, section: SourceSection) -> None:
+    """What the source of ``spec.<field>`` (``section``: its core source is ``Explained``) made of the sync: its spec
+    in one line, its status's lines, what it asked for and whether it set the number (the values of ``-o json``'s
+    ``<field>``)."""
+    source = section.source
+    console.print(f"\n[bold]{section.field}:[/] {source.summary(getattr(snap.hpa, section.field))}")
+    st = getattr(d.status, section.field)
+    src = d.source(source.kind)
+    if st is None or src is None:
+        console.print(NOT_EVALUATED)
         return
-    console.print(f"\n[bold]saturation:[/] pinned at {spec.pinned_percent} % of the CPU limit, demand factor "
-                  f"{spec.demand_factor:g}, mode {spec.mode}")
-    report = saturation_report(d)
-    if report is None:
-        console.print("  not evaluated (the sync stopped before the sources were combined)")
+    for line in source.explain(st):
+        console.print(f"  {line}", markup=False)
+    if src.replicas is not None:
+        _asks_for(console, d, src, src.replicas, st.reason)
+
+
+def _asks_for(console: Console, d: Decision, src: SourceProposal, replicas: int, why: str) -> None:
+    """The replicas a source asked for and what became of them: not applied (``why``), set the number, or not the
+    deciding source."""
+    if not (src.applied and src.active):
+        console.print(f"  asks for [bold]{replicas}[/] replicas; not applied ({why})")
         return
-    if report["replicas"] is None:
-        if report["usagePercentOfLimit"] is not None:
-            console.print(f"  the {report['readyPods']} ready pods use {report['usagePercentOfLimit']} % of their "
-                          "CPU limit", markup=False)
-        console.print(f"  stays out [{report['reason']}]: {report['message']}", markup=False)
-        return
-    console.print(f"  pinned: {report['message']}", markup=False)
-    if not report["applied"]:
-        console.print(f"  asks for [bold]{report['replicas']}[/] replicas; not applied ({report['reason']})")
-        return
-    verdict = ("[bold green]it set the number[/]" if report["won"]
+    verdict = ("[bold green]it set the number[/]" if src.won
                else f"not the deciding source (decided by {d.decided_by})")
-    console.print(f"  asks for [bold]{report['replicas']}[/] replicas: {verdict}")
+    console.print(f"  asks for [bold]{replicas}[/] replicas: {verdict}")
 
 
 def _render_result(console: Console, d: Decision) -> None:

@@ -53,8 +53,8 @@ def _fail(spec: MetricSpec, reason: str, inner: str, outer: str) -> Proposal:
 
 
 def metric_index_problem(index: int, metrics: Sequence[MetricSpec] | None) -> str | None:
-    """Why ``index`` (an extension's ``metric`` field: ``spec.prediction.metric``, ``spec.saturation.metric``)
-    names no entry of ``metrics`` (the HPA's ``spec.metrics``), or None; without ``metrics`` only its sign."""
+    """Why ``index`` (a source section's ``metric`` field, ``spec.<field>.metric``) names no entry of ``metrics``
+    (the HPA's ``spec.metrics``), or None; without ``metrics`` only its sign."""
     if not index >= 0:
         return f"must be at least 0, got {index}"
     if metrics is not None and not index < len(metrics):

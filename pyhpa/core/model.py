@@ -789,6 +789,11 @@ class SaturationStatus:
     ready_pods: int = 0
     replicas: int | None = None
 
+    @property
+    def active(self) -> bool:
+        """The source asks for replicas: the pods are pinned (``pyhpa.core.sources.ExplainedStatus``)."""
+        return self.pinned
+
 
 #: ``MetricHealth.status`` values (KEDA's)
 HAPPY = "Happy"

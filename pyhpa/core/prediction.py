@@ -148,6 +148,7 @@ class PredictionSource:
 
     kind = SourceKind.PREDICTION
     stage = Stage.PROPOSALS
+    field = "prediction"
 
     def enabled(self, inputs: SourceInputs) -> bool:
         return inputs.hpa.prediction is not None
@@ -177,4 +178,4 @@ class PredictionSource:
             expected_milli=None if forecast is None else forecast.expected_milli,
             provisioned_milli=None if provisioned is None else math.ceil(provisioned - 1e-9),
             replicas=p.replicas, reason=reason, mode=spec.mode)
-        return Outcome(proposals=(p,), conditions=(condition,), section=("prediction", status))
+        return Outcome(proposals=(p,), conditions=(condition,), section=(self.field, status))

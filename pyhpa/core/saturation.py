@@ -185,10 +185,35 @@ _NO_SAMPLES = MetricSamples()
 class SaturationSource:
     """The Saturation source (``spec.saturation``, the rules above): its proposal, the ``SaturationActive``
     condition, ``status.saturation`` and a Warning event ``PinnedAtLimit`` when the pods become pinned. It needs
-    the metrics' samples: not evaluated when a recommendation is given."""
+    the metrics' samples: not evaluated when a recommendation is given. What it means to the people who read
+    it (``Explained``): active is pinned."""
 
     kind = SourceKind.SATURATION
     stage = Stage.PROPOSALS
+    field = "saturation"
+    active_words = "pods pinned at their CPU limit"
+    never_active = "the ready pods never reached pinnedPercent of their CPU limit"
+
+    @staticmethod
+    def summary(spec: SaturationSpec) -> str:
+        """``spec`` in one line: ``pinned at 95 % of the CPU limit, demand factor 2, mode Enforce``."""
+        return (f"pinned at {spec.pinned_percent} % of the CPU limit, demand factor {spec.demand_factor:g}, "
+                f"mode {spec.mode}")
+
+    @staticmethod
+    def active_text(spec: SaturationSpec) -> str:
+        """Pinned, with ``spec``'s threshold: ``pods pinned at 95 % of their CPU limit``."""
+        return f"pods pinned at {spec.pinned_percent} % of their CPU limit"
+
+    @staticmethod
+    def explain(st: SaturationStatus) -> tuple[str, ...]:
+        """One sync's ``status.saturation`` in lines: pinned, its message; else the ready pods' usage when it
+        could be judged and why the source stays out."""
+        if st.replicas is not None:
+            return (f"pinned: {st.message}",)
+        judged = () if st.usage_percent is None else (
+            f"the {st.ready_pods} ready pods use {st.usage_percent} % of their CPU limit",)
+        return (*judged, f"stays out [{st.reason}]: {st.message}")
 
     def enabled(self, inputs: SourceInputs) -> bool:
         return inputs.hpa.saturation is not None and not inputs.given
@@ -214,4 +239,4 @@ class SaturationSource:
         if st.pinned and (before is None or before.reason not in (PINNED_AT_LIMIT, OBSERVING)):
             events = (Event("Warning", PINNED_AT_LIMIT, st.message),)
         condition = (SATURATION_ACTIVE, "True" if st.reason == PINNED_AT_LIMIT else "False", st.reason, st.message)
-        return Outcome(proposals=(p,), conditions=(condition,), section=("saturation", st), events=events)
+        return Outcome(proposals=(p,), conditions=(condition,), section=(self.field, st), events=events)

@@ -34,8 +34,8 @@ from .model import (HPA, Condition, ControllerConfig, Event, Forecast, Memory, M
 if TYPE_CHECKING:
     from .combine import Bounds
 
-__all__ = ["BoundsOutcome", "FallbackOutcome", "HoldOutcome", "MetricsOutcome", "Outcome", "Source", "SourceInputs",
-           "Stage", "nothing_to_retire"]
+__all__ = ["BoundsOutcome", "Explained", "ExplainedStatus", "FallbackOutcome", "HoldOutcome", "MetricsOutcome", "Outcome",
+           "Source", "SourceInputs", "Stage", "nothing_to_retire"]
 
 
 class Stage(IntEnum):
@@ -147,6 +147,37 @@ class Source(Protocol):
     def evaluate(self, inputs: SourceInputs) -> Outcome: ...
 
     def retired(self, inputs: SourceInputs) -> Outcome | None: ...
+
+
+class ExplainedStatus(Protocol):
+    """The status section of an ``Explained`` source at one sync (``HPAStatus.<field>``): its condition's
+    ``reason`` and whether the source is ``active`` (it asks for something: pods pinned, ...)."""
+
+    reason: str
+
+    @property
+    def active(self) -> bool: ...
+
+
+class Explained(Protocol):
+    """A source with a section of its own in the spec and the status (``field``: ``HPA.<field>``,
+    ``HPAStatus.<field>``, ``Outcome.section``'s name), that says what its decision means, once, so that what
+    shows it (``pyhpa explain``, ``pyhpa simulate``) needs no code of its own: ``active_words`` (what ``active``
+    means, in words: "pods pinned at their CPU limit"), ``never_active`` (why it may stay inactive over a run),
+    ``summary(spec)`` (its spec in one line), ``active_text(spec)`` (``active_words`` with the spec's figures) and
+    ``explain(status)`` (one sync's status as lines of text, without the replicas it asked for: the sources
+    say those). Its status is an ``ExplainedStatus``."""
+
+    kind: SourceKind
+    field: str
+    active_words: str
+    never_active: str
+
+    def summary(self, spec: Any) -> str: ...
+
+    def active_text(self, spec: Any) -> str: ...
+
+    def explain(self, status: Any) -> tuple[str, ...]: ...
 
 
 def nothing_to_retire(self: Source, inputs: SourceInputs) -> None:

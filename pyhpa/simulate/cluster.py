@@ -13,13 +13,15 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from ..adapters.errors import InputError
 from ..adapters.parse import format_time
+from ..api.v1alpha1 import SOURCE_SECTIONS, SourceSection
 from ..core import HPA, ControllerConfig, Decision, Memory, MetricSamples, Pod, PodSample, Scale, decide, with_status
-from ..core.model import PREDICTION_SOURCE, SATURATION_SOURCE, ZERO_TIME, SourceKind
+from ..core.model import PREDICTION_SOURCE, ZERO_TIME, SourceKind
 from .metrics import MetricView, metric_views
 from .prediction import SimPrediction, history_totals
 from .profile import Profile
@@ -42,35 +44,45 @@ class History:
 
 
 @dataclass(slots=True)
-class SaturationRecord:
-    """What the Saturation source did over a run (``spec.saturation``): syncs at which the ready pods were
-    pinned at their CPU limit, syncs whose final number it set, and pinned episodes (consecutive pinned
-    syncs)."""
+class SourceRecord:
+    """What a source with a section of its own did over a run (``section``: a ``SOURCE_SECTIONS`` entry with a
+    ``timeline``; its core source is ``Explained``): its status's reason at each sync (``syncs_by_reason``), the
+    syncs at which it was active (``ExplainedStatus.active``: pods pinned, ...), its episodes (runs of consecutive
+    active syncs) and the syncs whose final number it set."""
 
-    pinned_syncs: int = 0
+    section: SourceSection
+    active_syncs: int = 0
     decided_syncs: int = 0
     episodes: int = 0
     syncs_by_reason: dict[str, int] = field(default_factory=dict)
-    _pinned: bool = False
+    _active: bool = False
 
     def record(self, d: Decision) -> None:
-        st = d.status.saturation
-        pinned = st is not None and st.pinned
+        """Count one sync's decision."""
+        st = getattr(d.status, self.section.field)
+        active = st is not None and st.active
         if st is not None:
             self.syncs_by_reason[st.reason] = self.syncs_by_reason.get(st.reason, 0) + 1
-        if pinned:
-            self.pinned_syncs += 1
-            self.episodes += not self._pinned
-        self._pinned = pinned
-        source = d.source(SATURATION_SOURCE)
+        if active:
+            self.active_syncs += 1
+            self.episodes += not self._active
+        self._active = active
+        source = d.source(self.section.source.kind)
         if source is not None and source.won:
             self.decided_syncs += 1
 
-    def summary(self, spec) -> dict:
-        """summary.json ``saturation``."""
-        return {"pinned_percent": spec.pinned_percent, "demand_factor": spec.demand_factor, "mode": spec.mode,
-                "syncs_by_reason": dict(sorted(self.syncs_by_reason.items())), "pinned_syncs": self.pinned_syncs,
-                "pinned_episodes": self.episodes, "syncs_decided_by_saturation": self.decided_syncs}
+    def columns(self, d: Decision) -> list:
+        """The sync's values of the section's ``timeline`` columns (None where the sync has no status of it)."""
+        st = getattr(d.status, self.section.field)
+        return [None if st is None else getattr(st, attr) for _, attr in self.section.timeline]
+
+    def summary(self, spec: Any) -> dict:
+        """summary.json ``<field>``: the section's ``summary`` fields of ``spec`` (the HPA's), ``syncs_by_reason``,
+        ``<active_key>_syncs``, ``<active_key>_episodes`` and ``syncs_decided_by_<field>``."""
+        key = self.section.active_key
+        return {**{name: getattr(spec, name) for name in self.section.summary},
+                "syncs_by_reason": dict(sorted(self.syncs_by_reason.items())), f"{key}_syncs": self.active_syncs,
+                f"{key}_episodes": self.episodes, f"syncs_decided_by_{self.section.field}": self.decided_syncs}
 
 
 @dataclass(slots=True)
@@ -177,7 +189,10 @@ class Cluster:
         self.fallback_syncs = 0
         self.schedule_syncs = 0  # syncs with a schedule window active
         self.decided_by: dict[str, int] = {}  # syncs per kind of what set the final number (Metric, Prediction, ...)
-        self.saturation = SaturationRecord() if hpa.saturation is not None else None
+        #: the sources with a section of their own that simulate shows by the section's declarations (``timeline``;
+        #: prediction has its own code: ``self.prediction``), for those the HPA uses: field -> record
+        self.sources = {name: SourceRecord(section) for name, section in SOURCE_SECTIONS.items()
+                        if section.timeline and getattr(hpa, name) is not None}
         self._outage_samples = [MetricSamples(error=OUTAGE_ERROR) for _ in self.views]
         self._init_state()
 
@@ -555,8 +570,8 @@ class Cluster:
             self.failed_syncs += 1
         if d.source(SourceKind.FALLBACK) is not None:
             self.fallback_syncs += 1
-        if self.saturation is not None:
-            self.saturation.record(d)
+        for record in self.sources.values():
+            record.record(d)
         if d.active_schedules:
             self.schedule_syncs += 1
         kind = "" if d.decided_by is None else d.decided_by.kind.value
@@ -594,10 +609,8 @@ class Cluster:
             st = d.status.prediction
             values.append(self.prediction.record_provisioned(
                 st.provisioned_milli if st is not None and st.replicas is not None else None))
-        if self.saturation is not None:
-            st = d.status.saturation
-            values.append(None if st is None else st.replicas)
-            values.append(None if st is None else st.usage_percent)
+        for record in self.sources.values():
+            values.extend(record.columns(d))
         self.rows.append((t, self.rps, d.current_replicas, self.n_ready, d.desired_replicas, d.prenormalized, *values,
                           unready, missing, self.n_serving * self.cap, unserved, self._changed(d), d.error or "",
                           d.min_replicas_effective, d.max_replicas_effective, ";".join(d.active_schedules)))
@@ -617,8 +630,8 @@ class Cluster:
         metric_cols = [c for v in self.views for c in (v.label, f"{v.label}_target")]
         if self.prediction is not None:
             metric_cols += ["predicted_replicas", "forecast", "provisioned"]
-        if self.saturation is not None:
-            metric_cols += ["saturation_replicas", "cpu_percent_of_limit"]
+        for record in self.sources.values():
+            metric_cols += [name for name, _ in record.section.timeline]
         return ["time", "load", "current_replicas", "ready_replicas", "desired_replicas", "recommended_replicas",
                 *metric_cols, "unready_pods", "missing_pods", "ready_capacity", "unserved_requests",
                 "conditions_changed", "error", "min_replicas_effective", "max_replicas_effective", "active_schedules"]

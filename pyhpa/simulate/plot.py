@@ -27,7 +27,7 @@ from ..core import tolerances  # noqa: E402
 
 if TYPE_CHECKING:  # pragma: no cover
     from . import Simulation
-    from .cluster import Cluster
+    from .cluster import Cluster, SourceRecord
     from .trace import Trace
 
 MAX_METRIC_PANELS = 3
@@ -223,6 +223,16 @@ def _load_unit(cluster: Cluster) -> str:
     return "requests/s"
 
 
+#: colours of the sources shown by their sections' declarations (``Cluster.sources``), in order: (what it asks for,
+#: the spans it is active)
+_SOURCE_COLORS = (("tab:brown", "tab:red"), ("tab:olive", "tab:purple"), ("tab:cyan", "tab:pink"))
+
+
+def _asked(cluster: Cluster, record: SourceRecord) -> list[float]:
+    """The replicas a source asked for at each sync (its first ``timeline`` column; NaN while it was not active)."""
+    return _column(cluster, cluster.column(record.section.timeline[0][0]))
+
+
 def _replica_panel(ax, t, cluster: Cluster) -> None:
     ax.plot(t, _column(cluster, 3), color="tab:orange", lw=2.2, alpha=0.7, label="Ready replicas", drawstyle="steps-post")
     ax.plot(t, _column(cluster, 4), color="tab:blue", lw=0.9, label="desired replicas", drawstyle="steps-post")
@@ -230,20 +240,20 @@ def _replica_panel(ax, t, cluster: Cluster) -> None:
         i = cluster.columns_header().index("predicted_replicas")
         ax.plot(t, _column(cluster, i), color="tab:red", lw=0.8, ls=":", label="predicted replicas",
                 drawstyle="steps-post")
-    if cluster.saturation is not None:
-        asked = _column(cluster, cluster.column("saturation_replicas"))
-        pinned = [x == x for x in asked]
-        if any(pinned):
-            _spans(ax, _mask_spans([r[0] for r in cluster.rows], pinned, cluster.end), cluster.t0, cluster.end,
-                   f"pods pinned at {cluster.hpa.saturation.pinned_percent} % of their CPU limit", color="tab:red",
-                   alpha=0.15, zorder=0)
-            ax.plot(t, asked, color="tab:brown", lw=0 if len(t) > 3000 else 1.0, marker=".", ms=3,
-                    label="saturation asks for", drawstyle="steps-post")
+    for k, (name, record) in enumerate(cluster.sources.items()):  # the syncs each was active, shaded
+        marks, shade = _SOURCE_COLORS[k % len(_SOURCE_COLORS)]
+        asked = _asked(cluster, record)
+        active = [x == x for x in asked]
+        if any(active):
+            _spans(ax, _mask_spans([r[0] for r in cluster.rows], active, cluster.end), cluster.t0, cluster.end,
+                   record.section.source.active_text(getattr(cluster.hpa, name)), color=shade, alpha=0.15, zorder=0)
+            ax.plot(t, asked, color=marks, lw=0 if len(t) > 3000 else 1.0, marker=".", ms=3,
+                    label=f"{name} asks for", drawstyle="steps-post")
     hpa = cluster.hpa
     top = hpa.max_replicas
     seen = max([x for i in (3, 4) for x in _column(cluster, i) if x == x], default=top)
-    if cluster.saturation is not None:
-        seen = max([seen, *[x for x in _column(cluster, cluster.column("saturation_replicas")) if x == x]])
+    for record in cluster.sources.values():
+        seen = max([seen, *[x for x in _asked(cluster, record) if x == x]])
     if hpa.schedules:  # the bounds move with the windows: draw the effective ones
         lo = _column(cluster, cluster.column("min_replicas_effective"))
         hi = _column(cluster, cluster.column("max_replicas_effective"))

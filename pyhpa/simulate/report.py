@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from rich.table import Table
 
+from ..api.v1alpha1 import SOURCE_SECTIONS
 from ..core import tolerances
 from ..core.model import PREDICTING, SourceKind
 from .trace import Trace, iso, iso_array
@@ -108,27 +109,35 @@ def summarize(label: str, hpa_file: str, cluster: Cluster, trace: Trace, setting
     }
     if cluster.prediction is not None:
         out["prediction"] = cluster.prediction.summary()
-    if cluster.saturation is not None:
-        out["saturation"] = cluster.saturation.summary(cluster.hpa.saturation)
+    for name, record in cluster.sources.items():
+        out[name] = record.summary(getattr(cluster.hpa, name))
     out["syncs_decided_by"] = dict(sorted(cluster.decided_by.items()))
     out["extensions"] = extension_activity(cluster, out)
     return out
 
 
-#: The extensions of a HorizontalAutoscaler, as (key, source kind in decided_by, "active" in words)
+#: The extensions of a HorizontalAutoscaler, as (key, source kind in decided_by, "active" in words): those with code
+#: of their own here, then every source section simulate shows by its declarations (``Cluster.sources``)
 EXTENSIONS = (
     ("prediction", SourceKind.PREDICTION, "predicting"),
     ("schedules", SourceKind.SCHEDULE, "a window active"),
     ("fallback", SourceKind.FALLBACK, "a metric in fallback"),
-    ("saturation", SourceKind.SATURATION, "pods pinned at their CPU limit"),
+    *((name, section.source.kind, section.source.active_words) for name, section in SOURCE_SECTIONS.items()
+      if section.timeline),
 )
+#: why each extension may never have been active over a run
+NEVER_ACTIVE = {
+    "fallback": "no metric failed failureThreshold syncs in a row",
+    "schedules": "no window was active during the run",
+    **{name: section.source.never_active for name, section in SOURCE_SECTIONS.items() if section.timeline},
+}
 
 
 def extension_activity(cluster: Cluster, summary: dict) -> dict:
     """summary.json ``extensions``: for each extension the HPA configures, the syncs at which it was active
-    (prediction: reason Predicting; schedules: a window active; fallback: a metric in fallback; saturation: the
-    ready pods pinned at their CPU limit) and the syncs whose final number it set (``decided_by``), as counts
-    and as shares of all syncs."""
+    (prediction: reason Predicting; schedules: a window active; fallback: a metric in fallback; a source section's:
+    its status active, ``SourceRecord``) and the syncs whose final number it set (``decided_by``), as counts and as
+    shares of all syncs."""
     hpa, syncs = cluster.hpa, summary["syncs"]
     active = {
         "prediction": summary.get("prediction", {}).get("syncs_by_reason", {}).get(PREDICTING, 0)
@@ -136,11 +145,11 @@ def extension_activity(cluster: Cluster, summary: dict) -> dict:
         "schedules": cluster.schedule_syncs if hpa.schedules else None,
         "fallback": cluster.fallback_syncs
         if hpa.fallback is not None or any(m.fallback is not None for m in hpa.metrics) else None,
-        "saturation": cluster.saturation.pinned_syncs if cluster.saturation is not None else None,
+        **{name: record.active_syncs for name, record in cluster.sources.items()},
     }
     out = {}
     for key, kind, _ in EXTENSIONS:
-        if active[key] is None:
+        if active.get(key) is None:
             continue
         decided = cluster.decided_by.get(kind, 0)
         out[key] = {"active_syncs": active[key], "decided_syncs": decided,
@@ -151,18 +160,13 @@ def extension_activity(cluster: Cluster, summary: dict) -> dict:
 
 def extension_warnings(summary: dict) -> list[str]:
     """One line per extension the HPA configures that was never active over the run, with why where known."""
-    why = {
-        "saturation": "the ready pods never reached pinnedPercent of their CPU limit",
-        "fallback": "no metric failed failureThreshold syncs in a row",
-        "schedules": "no window was active during the run",
-    }
     out = []
     for key, _, what in EXTENSIONS:
         ext = summary.get("extensions", {}).get(key)
         if ext is None or ext["active_syncs"] > 0:
             continue
         syncs = summary["syncs"]
-        reason = why.get(key, "")
+        reason = NEVER_ACTIVE.get(key, "")
         if key == "prediction":
             reasons = summary["prediction"]["syncs_by_reason"]
             reason = ", ".join(f"{r} on {n} of {syncs} syncs" for r, n in reasons.items())

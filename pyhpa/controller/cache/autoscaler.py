@@ -20,6 +20,7 @@ from ...adapters.errors import InputError
 from ...adapters.objects import selector_text
 from ...adapters.pause import pause_annotations
 from ...adapters.promql import PROMETHEUS, PromQuery
+from ...api.v1alpha1 import StatusExtensions
 from ...core import HPA, ControllerConfig
 from ..kube.resources import API_VERSION, GROUP, KIND, PLURAL, VERSION, HorizontalAutoscaler, TargetRef  # noqa: F401 (re-exported)
 from ..settings import Settings
@@ -45,13 +46,39 @@ class MetricQuery:
 # ----- what an Autoscaler keeps as stored: packed JSON ----------------------------------------------------------
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
+
+
+def _status_keys(struct: type, skip: tuple[str, ...] = ()) -> bytes:
+    """``"key":`` for every wire field of ``struct`` (an API struct; fields named in ``skip`` left out) and, in
+    the same walk, of the structs of its fields, each key once in the order first met: the status sections pyhpa
+    writes, named by its API types (``pyhpa.api.v1alpha1.StatusExtensions``), so a new section is in the words."""
+    keys: dict[str, None] = {}
+
+    def walk(t: Any) -> None:
+        if isinstance(t, msgspec.inspect.UnionType):
+            for u in t.types:
+                walk(u)
+        elif isinstance(t, msgspec.inspect.Metadata):
+            walk(t.type)
+        elif isinstance(t, msgspec.inspect.ListType):
+            walk(t.item_type)
+        elif isinstance(t, msgspec.inspect.StructType):
+            for f in t.fields:
+                if f.name not in skip:
+                    keys[f.encode_name] = None
+                    walk(f.type)
+
+    walk(msgspec.inspect.type_info(struct))
+    return "".join(f'"{k}":' for k in keys).encode()
+
+
 #: zlib's preset dictionary for the packed status, memory and spec: the words an autoscaling/v2 status (with
 #: pyhpa's sections), ``status.pyhpa`` and a spec repeat; the most frequent last (zlib reaches back least far
 #: for those). A status of four conditions packs 1,007 bytes of JSON into about 220.
 _ZDICT = (
     b'"behavior":"scaleUp":"scaleDown":"stabilizationWindowSeconds":"selectPolicy":"policies":"periodSeconds":'
     b'"Percent""Pods""External""Object""ContainerResource""container":"selector":"matchLabels":'
-    b'"schedules":"active":"nextChangeTime":"expired":"prediction":"saturation":"pause":"since":"warnings":'
+    + _status_keys(StatusExtensions, skip=(MEMORY_KEY,)) +  # pyhpa's status sections (status.pyhpa: below)
     b'"scaleUpEvents":"scaleDownEvents":"metricFailures":"firstFailureTime":"fallbackSince":"fallbackReplicas":'
     b'"fallback":"failureThreshold":"replicas":"recommendations":"timestamp":'
     b'"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"minReplicas":"maxReplicas":'

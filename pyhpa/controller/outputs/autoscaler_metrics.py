@@ -34,6 +34,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.utils import floatToGoString
 
+from ...api.v1alpha1 import SOURCE_SECTIONS
 from ...core import Decision, metric_key
 from ...core.model import UTILIZATION, Proposal, SourceKind, SourceRef
 
@@ -64,10 +65,6 @@ _HELP = {
     "metric_target": "Target of one spec.metrics entry, in the unit of pyhpa_autoscaler_metric_value.",
     "decided_by": "The source that set the replica count at the last sync: source (Metric, Schedule, Prediction, "
                   "Saturation, Fallback, Pause, Spec, Stabilization, Policy) and decided_by (Source/name).",
-    "predicting": "1 while the prediction is applied (PredictionActive=True); 0 while it observes or steps aside. "
-                  "Only for autoscalers with spec.prediction.",
-    "saturated": "1 while the pods are pinned at their CPU limit (SaturationActive=True), else 0. Only for "
-                 "autoscalers with spec.saturation.",
     "prediction_forecast": "The prediction's forecast (quantile) of the metric's workload total over the lead "
                            "window, in the metric's unit.",
     "prediction_observed": "The metric's workload total observed at the last sync, in the unit of "
@@ -83,9 +80,16 @@ _UPSTREAM_DESIRED_HELP = "Current desired replica count for HPA objects."
 #: family names
 _REPLICA_NAMES = tuple(PREFIX + name for name, _ in _REPLICA_GAUGES)
 _VALUE, _TARGET, _DECIDED = PREFIX + "metric_value", PREFIX + "metric_target", PREFIX + "decided_by"
-_PREDICTING, _SATURATED, _WAPE = PREFIX + "predicting", PREFIX + "saturated", PREFIX + "prediction_wape_ratio"
+_WAPE = PREFIX + "prediction_wape_ratio"
 _LAST_SYNC, _PERIOD = PREFIX + "last_sync_timestamp_seconds", PREFIX + "sync_period_seconds"
 _FORECAST, _OBSERVED, _ERRORS = PREFIX + "prediction_forecast", PREFIX + "prediction_observed", PREFIX + "sync_errors"
+#: the gauges the source sections declare (``SourceSection.gauge``: 1 while the source is active and applied, only
+#: for autoscalers that use it), in the order of ``SOURCE_SECTIONS``: (field, kind, family name, help); the values
+#: of ``_Record.gauges`` are in this order
+_SOURCE_GAUGES = tuple((section.field, section.source.kind, PREFIX + section.gauge[0], section.gauge[1])
+                       for section in SOURCE_SECTIONS.values() if section.gauge is not None)
+#: enum members the sync path names, bound once (an enum's attribute access costs ~10x a global's in Python 3.11)
+_FALLBACK = SourceKind.FALLBACK
 
 
 def _value(p: Proposal) -> float | None:
@@ -118,23 +122,28 @@ class _Record:
     """What the series of one autoscaler show: plain values, set by its syncs, read at scrape time.
 
     ``replicas``: (current, desired, min, max, paused, fallback) of the last decision (None before one);
-    ``metrics``: per ``spec.metrics`` entry (key, value or None, target or None); ``prediction``: (key,
-    predicting, forecast, observed, wape) for an autoscaler with ``spec.prediction``; ``saturated``: 0/1 for one
-    with ``spec.saturation``; ``errors``: reason -> [count, first time]; ``upstream_desired``: upstream's gauge.
+    ``metrics``: per ``spec.metrics`` entry (key, target or None), made when the ``specs`` change; ``values``: per
+    entry its value or None; ``prediction``: (key, forecast, observed, wape) for an autoscaler with
+    ``spec.prediction``; ``gauges``: the ``_SOURCE_GAUGES`` values, 0/1 for a source the autoscaler uses, else None
+    (None: it uses none), ``gauged`` (index, kind) of those it uses, made when the ``hpa`` changes; ``errors``:
+    reason -> [count, first time]; ``upstream_desired``: upstream's gauge.
     """
 
-    __slots__ = ("last_sync", "period", "replicas", "decided_by", "specs", "metrics", "prediction", "saturated",
-                 "errors", "upstream_desired")
+    __slots__ = ("last_sync", "period", "replicas", "decided_by", "specs", "metrics", "values", "prediction",
+                 "hpa", "gauged", "gauges", "errors", "upstream_desired")
 
     def __init__(self) -> None:
         self.last_sync: float | None = None
         self.period: float | None = None
         self.replicas: tuple | None = None
         self.decided_by: SourceRef | None = None
-        self.specs: tuple = ()
+        self.specs: list = []
         self.metrics: tuple = ()
+        self.values: list = []
         self.prediction: tuple | None = None
-        self.saturated: int | None = None
+        self.hpa: Any = None
+        self.gauged: tuple[tuple[int, SourceKind], ...] = ()
+        self.gauges: list | None = None
         self.errors: dict[str, list] | None = None
         self.upstream_desired: int | None = None
 
@@ -198,42 +207,48 @@ class AutoscalerMetrics:
 
     @staticmethod
     def _decided(rec: _Record, a: Any, d: Decision, predictions: Any) -> None:
+        # the sync path of every autoscaler: plain stores, no comparisons it does not need (a store costs less than
+        # comparing), no enum attribute lookups, no generator expressions
+        st = d.status
         fallback = 0
         for s in d.sources:
-            if s.source == SourceKind.FALLBACK and s.applied and s.active:
+            if s.source == _FALLBACK and s.applied and s.active:
                 fallback = 1
                 break
-        replicas = (d.current_replicas, d.desired_replicas, d.min_replicas_effective, d.max_replicas_effective,
-                    1 if d.status.pause is not None else 0, fallback)
-        if replicas != rec.replicas:
-            rec.replicas = replicas
-        by = d.decided_by
-        if by != rec.decided_by:
-            rec.decided_by = by
+        rec.replicas = (st.current_replicas, d.desired_replicas, d.min_replicas_effective, d.max_replicas_effective,
+                        0 if st.pause is None else 1, fallback)
+        rec.decided_by = d.decided_by
         proposals = d.proposals
-        specs = tuple(p.spec for p in proposals)
+        specs = [p.spec for p in proposals]
         if specs != rec.specs:  # the metric keys and targets change with the spec only
             rec.specs = specs
-            rec.metrics = tuple((metric_key(p.spec), None, _target(p)) for p in proposals)
-        values = tuple(_value(p) for p in proposals)
-        if any(v != m[1] for v, m in zip(values, rec.metrics)):
-            rec.metrics = tuple((m[0], v, m[2]) for m, v in zip(rec.metrics, values))
+            rec.metrics = tuple((metric_key(p.spec), _target(p)) for p in proposals)
+        rec.values = [_value(p) for p in proposals]
         hpa = a.hpa
-        if hpa is None or hpa.prediction is None:
+        if hpa is None:
+            rec.prediction = rec.gauges = rec.hpa = None
+            rec.gauged = ()
+            return
+        if hpa is not rec.hpa:  # a new spec: which of the sources with a gauge it uses
+            rec.hpa = hpa
+            rec.gauged = tuple((j, kind) for j, (field, kind, _, _) in enumerate(_SOURCE_GAUGES)
+                               if getattr(hpa, field) is not None)
+        if rec.gauged:
+            before = rec.gauges
+            gauges = rec.gauges = [None] * len(_SOURCE_GAUGES)
+            for j, kind in rec.gauged:
+                gauges[j] = _active(d, kind, None if before is None else before[j])
+        else:
+            rec.gauges = None
+        if hpa.prediction is None:
             rec.prediction = None
         else:
             i = hpa.prediction.metric
             key = metric_key(hpa.metrics[i]) if 0 <= i < len(hpa.metrics) else f"metrics[{i}]"
-            before = rec.prediction[1] if rec.prediction is not None else None
-            ps = d.status.prediction
+            ps = st.prediction
             forecast = None if ps is None or ps.forecast_milli is None else ps.forecast_milli / 1000
             observed, wape = predictions.figures(a.key) if predictions is not None else (None, None)
-            rec.prediction = (key, _active(d, SourceKind.PREDICTION, before), forecast,
-                              None if observed is None else observed / 1000.0, wape)
-        if hpa is not None and hpa.saturation is not None:
-            rec.saturated = _active(d, SourceKind.SATURATION, rec.saturated)
-        else:
-            rec.saturated = None
+            rec.prediction = (key, forecast, None if observed is None else observed / 1000.0, wape)
 
     def remove(self, namespace: str, name: str) -> None:
         """Drop every series of the autoscaler (deleted, or moved to another shard)."""
@@ -250,8 +265,9 @@ class AutoscalerMetrics:
         for name in ("metric_value", "metric_target"):
             yield GaugeMetricFamily(PREFIX + name, _HELP[name], labels=METRIC_LABELS)
         yield InfoMetricFamily(PREFIX + "decided_by", _HELP["decided_by"], labels=LABELS)
-        for name in ("predicting", "saturated", "prediction_wape_ratio", "last_sync_timestamp_seconds",
-                     "sync_period_seconds"):
+        for _, _, family, doc in _SOURCE_GAUGES:
+            yield GaugeMetricFamily(family, doc, labels=LABELS)
+        for name in ("prediction_wape_ratio", "last_sync_timestamp_seconds", "sync_period_seconds"):
             yield GaugeMetricFamily(PREFIX + name, _HELP[name], labels=LABELS)
         for name in ("prediction_forecast", "prediction_observed"):
             yield GaugeMetricFamily(PREFIX + name, _HELP[name], labels=METRIC_LABELS)
@@ -287,15 +303,18 @@ class AutoscalerMetrics:
                 by = rec.decided_by
                 text, kind = ("None", "None") if by is None else (str(by), by.kind.value)
                 yield _DECIDED, _DECIDED + "_info", (("decided_by", text), *own, ("source", kind)), 1.0, None
-            for key, v, t in rec.metrics:
+            for (key, t), v in zip(rec.metrics, rec.values):
                 labels = (("metric", key), *own)
                 if v is not None:
                     yield _VALUE, _VALUE, labels, v, None
                 if t is not None:
                     yield _TARGET, _TARGET, labels, t, None
+            if rec.gauges is not None:
+                for (_, _, family, _), v in zip(_SOURCE_GAUGES, rec.gauges):
+                    if v is not None:
+                        yield family, family, own, v, None
             if rec.prediction is not None:
-                key, on, fc, ob, w = rec.prediction
-                yield _PREDICTING, _PREDICTING, own, on, None
+                key, fc, ob, w = rec.prediction
                 labels = (("metric", key), *own)
                 if fc is not None:
                     yield _FORECAST, _FORECAST, labels, fc, None
@@ -303,8 +322,6 @@ class AutoscalerMetrics:
                     yield _OBSERVED, _OBSERVED, labels, ob, None
                 if w is not None:
                     yield _WAPE, _WAPE, own, w, None
-            if rec.saturated is not None:
-                yield _SATURATED, _SATURATED, own, rec.saturated, None
             if rec.errors:
                 for reason, (count, first) in rec.errors.items():
                     yield _ERRORS, _ERRORS + "_total", (*own, ("reason", reason)), count, first

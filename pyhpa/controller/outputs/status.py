@@ -12,7 +12,7 @@ from __future__ import annotations
 from ...adapters.errors import InputError
 from ...adapters.parse import timestamp
 from ...api.status import (condition_dict, metric_health_dict, pause_status, render_status,  # noqa: F401 (re-exported)
-                           saturation_status, time_text)
+                           time_text)
 from typing import Protocol
 
 from ...core import HPA, Condition, Decision, Event, HPAStatus, HPAWarning, Memory, set_condition, with_status
