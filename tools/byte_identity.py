@@ -18,16 +18,17 @@ What is captured (each a file under the capture folder):
 - ``simulate/<name>/``: ``timeline.csv`` and ``summary.json`` of the simulate benchmark's run
   (``benchmarks/simulate.py``: NASA, one week) and of the documented runs with schedules, fallback, prediction
   and saturation (docs/*.md), the CLI's stdout, and ``syncs.jsonl``: every sync's decision as above;
-- ``tune/<name>/`` (``TUNES``): ``pyhpa tune``'s ``recommended.yaml``, ``candidates.csv``, ``frontier.png``,
-  ``summary.json`` and stdout on the example of docs/tune.md and on one trace of ``benchmarks/tune.py``
-  (``crane_input9``, 4 days, as ``--tuning-days 4`` runs it), each with ``--jobs 1 --trials 40 --timeout 100000
-  --seed 0``: a budget of trials, not of time, so that the search is the same from run to run. What is timed is
-  left out (``TUNE_TIMINGS``): summary.json's ``search_seconds`` and ``check_seconds``, and the seconds of the
-  line ``... N settings in S s`` of stdout. ``tune/robust.jsonl``: the settings the held-out check derives
-  (``robust_variants``) from the user's object with and without prediction and saturation, each with its label,
-  candidates.csv columns, summary.json setting and manifest (the two runs need not come to derive any).
+- ``tune/<name>/`` (``TUNES``): ``pyhpa tune``'s ``recommended.yaml``, ``candidates.csv``, ``frontier.png`` (the
+  only plot compared), ``summary.json`` and stdout on the example of docs/tune.md and on one trace of
+  ``benchmarks/tune.py`` (``crane_input9``, 4 days, as ``--tuning-days 4`` runs it), each with ``--jobs 1 --trials
+  40 --timeout 100000 --seed 0``: a budget of trials, not of time, so that the search is the same from run to run
+  (both runs try prediction, saturation and the two together). What is timed is left out (``TUNE_TIMINGS``):
+  summary.json's ``search_seconds`` and ``check_seconds``, and the seconds of the line ``... N settings in S s`` of
+  stdout. ``tune/robust.jsonl``: the settings the held-out check derives (``robust_variants``) from the user's
+  object with and without prediction and saturation, each with its label, candidates.csv columns, summary.json
+  setting and manifest (the two runs need not come to derive any).
 
-Nothing here times anything; it runs in a few minutes (``tune`` in about ten more). ``capture DIR PART...`` captures
+Nothing here times anything; it runs in a few minutes (``tune`` in 5-10 more). ``capture DIR PART...`` captures
 only the parts named (``decisions``, ``cli``, ``simulate``, ``tune``).
 """
 
@@ -218,8 +219,9 @@ def capture_tune(out: Path) -> None:
         where = out / "tune" / name
         where.mkdir(parents=True, exist_ok=True)
         hpa = where / "benchmark-hpa.yaml"
-        hpa.write_text(bench.HPA.format(target=50, max_replicas=cfg["max_replicas"]))
-        args = [a.format(hpa=hpa, scale=repr(bench._scale(cfg, end))) for a in args]
+        if "{hpa}" in args:
+            hpa.write_text(bench.HPA.format(target=50, max_replicas=cfg["max_replicas"]))
+            args = [a.format(hpa=hpa, scale=repr(bench._scale(cfg, end))) for a in args]
         r = _pyhpa("tune", *args, *TUNE_BUDGET, "--output-dir", str(where / "out"))
         stdout = re.sub(r"settings in \d+ s", "settings in <seconds> s", r.stdout.replace(str(where), "<out>"))
         (where / "stdout.txt").write_text(f"exit {r.returncode}\n{stdout}{r.stderr}")
@@ -288,8 +290,9 @@ def _without_folder(out: Path) -> None:
 
 
 def _files(root: Path) -> dict[str, Path]:
+    """The captured files; plots only of tune (its frontier.png is the same from run to run)."""
     return {str(p.relative_to(root)): p for p in sorted(root.rglob("*"))
-            if p.is_file() and p.name != "benchmark-hpa.yaml" and p.suffix != ".png"}
+            if p.is_file() and p.name != "benchmark-hpa.yaml" and (p.suffix != ".png" or p.parts[len(root.parts)] == "tune")}
 
 
 def compare(a: Path, b: Path) -> int:
