@@ -1127,7 +1127,8 @@ def robust_variants(p: Prepared, base: Evaluation, peaks: Sequence[windows.Peak]
 
 
 def _robust(s: Setting, name: str) -> Setting | None:
-    """``s`` with the source section ``name`` at its robust value (``space.Robust``); None when that is ``s``."""
+    """``s`` with the source section ``name`` at its robust value (``pyhpa.api.v1alpha1.Robust``); None when that
+    is ``s``."""
     tuning = space.TUNING[name]
     rule = tuning.robust
     field_ = next(f for f in tuning.fields if f.name == rule.field)
