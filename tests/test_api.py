@@ -3,6 +3,7 @@ it, its limits and defaults are the core's, the readers take the fields it decla
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import msgspec
@@ -70,11 +71,14 @@ def test_the_readers_take_the_apis_fields():
 
 
 def test_tune_writes_through_the_api():
-    from pyhpa.tune.space import DEFAULT_DEMAND_FACTOR, DEFAULT_LEAD, DEFAULT_QUANTILE, Window
+    from pyhpa.tune.space import Setting, Window, defaults
 
-    assert (DEFAULT_QUANTILE, DEFAULT_LEAD, DEFAULT_DEMAND_FACTOR) == (PredictionSpec().quantile,
-                                                                        PredictionSpec().lead_seconds,
-                                                                        SaturationSpec().demand_factor)
+    assert (defaults("prediction"), defaults("saturation")) == (
+        {"quantile": PredictionSpec().quantile, "lead_seconds": PredictionSpec().lead_seconds},
+        {"demand_factor": SaturationSpec().demand_factor})
+    s = Setting(target=70, min_replicas=1, max_replicas=9).with_source("prediction").with_source(
+        "saturation", demand_factor=2.567)
+    assert [source.manifest() for source in s.sources] == [{"leadSeconds": 300, "quantile": 0.9}, {"demandFactor": 2.57}]
     item = Window("morning", "0 8 * * 1-5", 3600, "UTC", 4).manifest()
     assert item == {"name": "morning", "start": "0 8 * * 1-5", "durationSeconds": 3600, "timeZone": "UTC",
                     "minReplicas": 4}
@@ -107,3 +111,23 @@ def test_every_source_section_is_declared_whole():
             assert set(section.summary) <= {f.name for f in dataclasses.fields(section.core_spec)}
     gauges = [s.gauge[0] for s in api.SOURCE_SECTIONS.values() if s.gauge is not None]
     assert len(gauges) == len(set(gauges))
+
+
+def test_what_tune_searches_is_declared_with_the_sections():
+    """``TUNING``: each entry a source section, each field one of its struct's, searched within the API's limits
+    (the struct's ``Meta``), the robust and lean values on searched fields; the Optuna parameters and candidates.csv
+    columns are the field names: unique, and none a section's name."""
+    names = [f.name for t in api.TUNING.values() for f in t.fields]
+    assert len(set(names)) == len(names) and not set(names) & set(api.TUNING)
+    for name, tuning in api.TUNING.items():
+        struct = api.SOURCE_SECTIONS[name].spec
+        schema = openapi(struct)["properties"]
+        by_name = {f.name: f for f in msgspec.structs.fields(struct)}
+        for f in tuning.fields:
+            prop = schema[by_name[f.name].encode_name]  # OpenAPI v3.0: exclusiveMinimum/Maximum are booleans
+            low, high = prop.get("minimum", -math.inf), prop.get("maximum", math.inf)
+            assert (f.low > low if prop.get("exclusiveMinimum") else f.low >= low) and f.low < f.high
+            assert f.high < high if prop.get("exclusiveMaximum") else f.high <= high
+            assert f.integer == (prop["type"] == "integer")
+        searched = {f.name for f in tuning.fields}
+        assert tuning.robust.field in searched and set(tuning.lean or {}) <= searched

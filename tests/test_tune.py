@@ -318,9 +318,10 @@ def test_an_extended_setting_replays_in_simulate_to_the_figures_tune_saw(tmp_pat
     files = input_files([write_hpa(tmp_path / "hpa.yaml")], DEPLOYMENT, trace, "rps", PROFILE)
     start, end = iso(T0 + 24 * HOUR), iso(T0 + 54 * HOUR)
     p = prepare(files, start=start, end=end, settings=SETTINGS, held_out_seconds=6 * HOUR)
-    assert p.can_predict and p.can_saturate
-    s = Setting(target=75, min_replicas=2, max_replicas=20, scale_down_window_seconds=120, scale_up_percent=200,
-                prediction=True, quantile=0.8, lead_seconds=240, saturation=True, demand_factor=2.5)
+    assert p.sources == ("prediction", "saturation")
+    s = (Setting(target=75, min_replicas=2, max_replicas=20, scale_down_window_seconds=120, scale_up_percent=200)
+         .with_source("saturation", demand_factor=2.5).with_source("prediction", quantile=0.8, lead_seconds=240))
+    assert [source.name for source in s.sources] == ["prediction", "saturation"]  # the API's order, however built
     with _Runner(replace(p, held_out=None), 1) as runner:
         tuned = runner.map([(s, "tuning")])[0].figures
     manifest = tmp_path / "recommended.yaml"

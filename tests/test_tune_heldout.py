@@ -134,3 +134,21 @@ def test_the_walk_ends_with_the_current_object_once_the_budget_is_over(tmp_path)
         if walked:
             assert not objective.met(evaluations[0].held_out, HELD_OUT_SLACK)
         assert checked == 1 + walked
+
+
+def test_each_source_sections_robust_value_is_the_apis():
+    """What the check tries of a source section (``pyhpa.api.v1alpha1.TUNING``'s ``robust``): prediction off goes
+    on at its 0.95 quantile, on it goes 0.1 up to at least 0.95 (at most the searched top, 0.95); saturation off
+    goes on at its defaults, on it goes to the top of its searched range (3). Nothing when it is there already."""
+    from pyhpa.tune.search import _robust
+    from pyhpa.tune.space import Setting
+
+    s = Setting(target=70, min_replicas=2, max_replicas=20)
+    assert _robust(s, "prediction") == s.with_source("prediction", quantile=0.95, lead_seconds=300)
+    assert _robust(s.with_source("prediction", quantile=0.6, lead_seconds=240), "prediction") == s.with_source(
+        "prediction", quantile=0.95, lead_seconds=240)
+    assert _robust(s.with_source("prediction", quantile=0.95), "prediction") is None
+    assert _robust(s, "saturation") == s.with_source("saturation", demand_factor=2.0)
+    assert _robust(s.with_source("saturation", demand_factor=2.2), "saturation") == s.with_source(
+        "saturation", demand_factor=3.0)
+    assert _robust(s.with_source("saturation", demand_factor=3.0), "saturation") is None

@@ -17,9 +17,19 @@ What is captured (each a file under the capture folder):
 - ``cli/<name>.txt``: ``pyhpa explain`` (text and ``-o json``) of those files, stdout and exit code;
 - ``simulate/<name>/``: ``timeline.csv`` and ``summary.json`` of the simulate benchmark's run
   (``benchmarks/simulate.py``: NASA, one week) and of the documented runs with schedules, fallback, prediction
-  and saturation (docs/*.md), the CLI's stdout, and ``syncs.jsonl``: every sync's decision as above.
+  and saturation (docs/*.md), the CLI's stdout, and ``syncs.jsonl``: every sync's decision as above;
+- ``tune/<name>/`` (``TUNES``): ``pyhpa tune``'s ``recommended.yaml``, ``candidates.csv``, ``frontier.png`` (the
+  only plot compared), ``summary.json`` and stdout on the example of docs/tune.md and on one trace of
+  ``benchmarks/tune.py`` (``crane_input9``, 4 days, as ``--tuning-days 4`` runs it), each with ``--jobs 1 --trials
+  40 --timeout 100000 --seed 0``: a budget of trials, not of time, so that the search is the same from run to run
+  (both runs try prediction, saturation and the two together). What is timed is left out (``TUNE_TIMINGS``):
+  summary.json's ``search_seconds`` and ``check_seconds``, and the seconds of the line ``... N settings in S s`` of
+  stdout. ``tune/robust.jsonl``: the settings the held-out check derives (``robust_variants``) from the user's
+  object with and without prediction and saturation, each with its label, candidates.csv columns, summary.json
+  setting and manifest (the two runs need not come to derive any).
 
-Nothing here times anything; it runs in a few minutes.
+Nothing here times anything; it runs in a few minutes (``tune`` in 5-10 more). ``capture DIR PART...`` captures
+only the parts named (``decisions``, ``cli``, ``simulate``, ``tune``).
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -72,12 +83,37 @@ SIMULATIONS = {
                    "--load-scale", "0.5875", "--start", "2021-10-17T19:30:00Z", "--end", "2021-10-17T20:10:00Z"],
 }
 
-def _benchmark_hpa() -> str:
-    """The autoscaler of the simulate benchmark (``benchmarks/simulate.py``'s ``HPA``), read from there."""
-    spec = importlib.util.spec_from_file_location("_simulate_benchmark", ROOT / "benchmarks" / "simulate.py")
+#: ``pyhpa tune`` runs (``capture_tune``): the example of docs/tune.md, and ``benchmarks/tune.py``'s ``crane_input9``
+#: on 4 days ({hpa}: its starting HPA, {scale}: its load scale), each with a budget of trials (``TUNE_BUDGET``)
+TUNES = {
+    "docs-example": ["--hpa", "examples/tune/web-hpa.yaml", "--target", "benchmarks/proactive/deployment.yaml",
+                     "--profile", "benchmarks/proactive/profile.yaml",
+                     "--trace", "benchmarks/data/nasa_http_1995-07_per_minute.csv.gz", "--column", "requests_per_second",
+                     "--load-scale", "100", "--start", "1995-07-08", "--end", "1995-07-09T06:00:00", "--held-out", "21600",
+                     "--max-overloaded-fraction", "0.01"],
+    "benchmark-crane-input9-4d": ["--hpa", "{hpa}", "--target", "benchmarks/proactive/deployment.yaml",
+                                  "--profile", "benchmarks/proactive/profile.yaml",
+                                  "--trace", "benchmarks/data/crane_input9_1min.csv.gz", "--column", "metric_value",
+                                  "--load-scale", "{scale}", "--start", "2021-10-09T00:00:00+00:00",
+                                  "--end", "2021-10-13T00:00:00+00:00", "--gaps", "hold",
+                                  "--max-overloaded-fraction", "0.005"],
+}
+TUNE_BUDGET = ["--jobs", "1", "--trials", "40", "--timeout", "100000", "--seed", "0", "--no-progress"]
+#: what differs from run to run because it is timed: left out of the comparison (summary.json keys, and the
+#: seconds of stdout's ``N settings in S s``)
+TUNE_TIMINGS = ("search_seconds", "check_seconds")
+
+
+def _benchmark(name: str):
+    spec = importlib.util.spec_from_file_location(f"_{name}_benchmark", ROOT / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.HPA
+    return module
+
+
+def _benchmark_hpa() -> str:
+    """The autoscaler of the simulate benchmark (``benchmarks/simulate.py``'s ``HPA``), read from there."""
+    return _benchmark("simulate").HPA
 
 
 def _status_written(d, hpa) -> dict:
@@ -174,26 +210,89 @@ def capture_simulations(out: Path) -> None:
         _dump(where / "syncs.jsonl", records)
 
 
-def capture(out: Path) -> None:
+def capture_tune(out: Path) -> None:
+    """``TUNES`` through the CLI (timings left out: ``TUNE_TIMINGS``), and ``capture_robust``."""
+    bench = _benchmark("tune")
+    cfg = bench.TRACES["crane_input9"]
+    end = bench._shift(cfg["start"], 4)
+    for name, args in TUNES.items():
+        where = out / "tune" / name
+        where.mkdir(parents=True, exist_ok=True)
+        hpa = where / "benchmark-hpa.yaml"
+        if "{hpa}" in args:
+            hpa.write_text(bench.HPA.format(target=50, max_replicas=cfg["max_replicas"]))
+            args = [a.format(hpa=hpa, scale=repr(bench._scale(cfg, end))) for a in args]
+        r = _pyhpa("tune", *args, *TUNE_BUDGET, "--output-dir", str(where / "out"))
+        stdout = re.sub(r"settings in \d+ s", "settings in <seconds> s", r.stdout.replace(str(where), "<out>"))
+        (where / "stdout.txt").write_text(f"exit {r.returncode}\n{stdout}{r.stderr}")
+        summary = where / "out" / "summary.json"
+        if summary.exists():
+            doc = json.loads(summary.read_text())
+            summary.write_text(json.dumps({k: v for k, v in doc.items() if k not in TUNE_TIMINGS}, indent=2) + "\n")
+    capture_robust(out)
+
+
+def capture_robust(out: Path) -> None:
+    """``tune/robust.jsonl``: what the held-out check derives (``robust_variants``) from the user's object as it is
+    and with prediction and/or saturation (each setting's label, candidates.csv columns, summary.json setting and
+    manifest), on the inputs of docs/tune.md's example."""
+    import copy
+
+    import yaml
+
+    from pyhpa.simulate import input_files, load_autoscaler
+    from pyhpa.tune import Evaluation, Figures, prepare, space
+    from pyhpa.tune.search import robust_variants
+
+    files = input_files([ROOT / "examples/tune/web-hpa.yaml"], ROOT / "benchmarks/proactive/deployment.yaml",
+                        ROOT / "benchmarks/data/nasa_http_1995-07_per_minute.csv.gz", "requests_per_second",
+                        ROOT / "benchmarks/proactive/profile.yaml")
+    p = prepare(files, start="1995-07-08", end="1995-07-09T06:00:00", load_scale=100, held_out_seconds=21600)
+    figures = Figures(1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0, 1.0)
+    records = []
+    extensions = {"plain": {}, "prediction": {"prediction": {"quantile": 0.8, "leadSeconds": 240}},
+                  "prediction-top": {"prediction": {"quantile": 0.95}}, "saturation": {"saturation": {"demandFactor": 2.5}},
+                  "saturation-top": {"saturation": {"demandFactor": 3}},
+                  "both": {"prediction": {}, "saturation": {}, "behavior": {"scaleUp": {"policies": [
+                      {"type": "Percent", "value": 900, "periodSeconds": 15}]}}}}
+    for name, extra in extensions.items():
+        doc = copy.deepcopy(p.base)
+        if extra:
+            doc["apiVersion"], doc["kind"] = "pyhpa.dev/v1alpha1", "HorizontalAutoscaler"
+            doc["spec"].update(extra)
+        setting = space.current_setting(load_autoscaler(doc, p.file, p.target, p.settings).hpa, p.kind)
+        for number in (-1, 7):
+            for s, how in [(setting, "base")] + robust_variants(p, Evaluation(number, setting, figures)):
+                records.append({"base": name, "how": how, "label": s.label(p.kind), "columns": s.columns(),
+                                "setting": s.as_dict(), "extended": s.extended, "manifest": yaml.safe_dump(
+                                    p.manifest(s), sort_keys=False)})
+    _dump(out / "tune" / "robust.jsonl", records)
+
+
+PARTS = {"decisions": capture_decisions, "cli": capture_cli, "simulate": capture_simulations, "tune": capture_tune}
+
+
+def capture(out: Path, parts: list[str] | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    capture_decisions(out)
-    capture_cli(out)
-    capture_simulations(out)
+    for name in parts or PARTS:
+        PARTS[name](out)
     _without_folder(out)
     print(f"captured into {out}")
 
 
 def _without_folder(out: Path) -> None:
-    """The capture folder's own path (in summary.json's file names) as ``<capture>``: captures compare anywhere."""
-    for path in out.rglob("*.json"):
+    """The capture folder's own path (in summary.json's file names, tune's recommended.yaml) as ``<capture>``:
+    captures compare anywhere."""
+    for path in [*out.rglob("*.json"), *out.rglob("*.jsonl"), *out.rglob("*.yaml"), *out.rglob("*.txt")]:
         text = path.read_text()
         if str(out) in text:
             path.write_text(text.replace(str(out), "<capture>"))
 
 
 def _files(root: Path) -> dict[str, Path]:
+    """The captured files; plots only of tune (its frontier.png is the same from run to run)."""
     return {str(p.relative_to(root)): p for p in sorted(root.rglob("*"))
-            if p.is_file() and p.name != "benchmark-hpa.yaml" and p.suffix != ".png"}
+            if p.is_file() and p.name != "benchmark-hpa.yaml" and (p.suffix != ".png" or p.parts[len(root.parts)] == "tune")}
 
 
 def compare(a: Path, b: Path) -> int:
@@ -222,8 +321,8 @@ def compare(a: Path, b: Path) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "capture":
-        capture(Path(sys.argv[2]))
+    if len(sys.argv) >= 3 and sys.argv[1] == "capture" and set(sys.argv[3:]) <= set(PARTS):
+        capture(Path(sys.argv[2]), sys.argv[3:])
     elif len(sys.argv) == 4 and sys.argv[1] == "compare":
         sys.exit(compare(Path(sys.argv[2]), Path(sys.argv[3])))
     else:

@@ -12,7 +12,7 @@ import yaml
 from rich.table import Table
 
 from .search import COSTLIER, HELD_OUT_SLACK, OVER_LIMIT, Evaluation, Figures, Objective, Prepared, TuneResult, rank_key
-from .space import DEFAULT_SCALE_DOWN_WINDOW, DEFAULT_SCALE_UP_PERCENT
+from .space import DEFAULT_SCALE_DOWN_WINDOW, DEFAULT_SCALE_UP_PERCENT, TUNING, Setting
 
 FIGURE_FIELDS = [f.name for f in fields(Figures)]
 
@@ -34,18 +34,28 @@ def _figures_text(f: Figures | None, objective: Objective) -> str:
 
 # ------------------------------------------------------------------------------------------------ why
 def _why(result: TuneResult, p: Prepared, name: str, shown) -> str:
-    """Why the recommendation's ``name`` has its value: the cheapest setting tried with another value."""
+    """Why the recommendation's ``name`` (a field of ``Setting``, or a source section: on or off) has its value:
+    the cheapest setting tried with another value."""
     rec = result.recommended
-    mine = getattr(rec.setting, name)
-    others = [e for e in result.evaluations if getattr(e.setting, name) != mine]
+    mine = _value(rec.setting, name)
+    others = [e for e in result.evaluations if _value(e.setting, name) != mine]
     if not others:
         return "no setting with another value was tried"
     best = _cheapest(result, others)
     if best is None:
         return f"every setting tried with another value ({len(others)}) missed the objective in-sample or cost more"
     extra = best.in_sample.pod_hours - rec.in_sample.pod_hours
-    return (f"the cheapest setting tried with {shown(getattr(best.setting, name))} that met the objective "
+    return (f"the cheapest setting tried with {shown(_value(best.setting, name))} that met the objective "
             f"cost {best.in_sample.pod_hours:.1f} pod-hours ({extra:+.1f})")
+
+
+def _value(s: Setting, name: str):
+    return s.on(name) if name in TUNING else getattr(s, name)
+
+
+def _on_off(name: str):
+    """How ``_why`` shows a source section's value: ``<name> on`` or ``<name> off``."""
+    return lambda v: f"{name} {'on' if v else 'off'}"
 
 
 def _max_headroom(p: Prepared, s) -> str:
@@ -96,10 +106,7 @@ def recommended_yaml(result: TuneResult, p: Prepared, inputs: dict) -> str:
         "behavior": (f"scale-down stabilization {s.scale_down_window_seconds} s, scale-up {s.scale_up_percent} % or 4 "
                      "pods per 15 s: " + _why(result, p, "scale_down_window_seconds", lambda v: f"a {v} s scale-down window")
                      + "; " + _why(result, p, "scale_up_percent", lambda v: f"scale-up {v} %")),
-        "prediction": "forecast the metric's total and scale ahead of what repeats (docs/prediction.md): "
-                      + _why(result, p, "prediction", lambda v: "prediction " + ("on" if v else "off")),
-        "saturation": "pods pinned at their CPU limit ask for demandFactor x their use in one round (docs/saturation.md): "
-                      + _why(result, p, "saturation", lambda v: "saturation " + ("on" if v else "off")),
+        **{name: f"{tuning.why}: " + _why(result, p, name, _on_off(name)) for name, tuning in TUNING.items()},
         "schedules": _schedules_comment(result, p),
     }
     absent = []
@@ -107,10 +114,7 @@ def recommended_yaml(result: TuneResult, p: Prepared, inputs: dict) -> str:
         absent.append(f"no behavior: upstream's defaults (scale-down window {DEFAULT_SCALE_DOWN_WINDOW} s, scale-up "
                       f"{DEFAULT_SCALE_UP_PERCENT} % or 4 pods per 15 s) were the best; "
                       + _why(result, p, "scale_down_window_seconds", lambda v: f"a {v} s scale-down window"))
-    if p.can_predict and "prediction" not in spec:
-        absent.append("no prediction: " + _why(result, p, "prediction", lambda v: "prediction " + ("on" if v else "off")))
-    if p.can_saturate and "saturation" not in spec:
-        absent.append("no saturation: " + _why(result, p, "saturation", lambda v: "saturation " + ("on" if v else "off")))
+    absent += [f"no {name}: " + _why(result, p, name, _on_off(name)) for name in p.sources if name not in spec]
     if p.can_schedule and not s.schedules:
         absent.append("no schedule windows: " + _no_windows(result, p))
     for key, value in spec.items():
@@ -220,8 +224,7 @@ def summary(result: TuneResult, p: Prepared, inputs: dict) -> dict:
         "inputs": inputs,
         "kind": result.manifest["kind"],
         "upstream_only": p.upstream_only,
-        "extensions_searched": {"prediction": p.can_predict, "saturation": p.can_saturate,
-                                "schedules": p.can_schedule},
+        "extensions_searched": {**{name: name in p.sources for name in TUNING}, "schedules": p.can_schedule},
         "windows": [_peak_dict(peak) for peak in result.peaks],
         "target_type": p.kind.type,
         "current": _evaluation_dict(result.current, p),
@@ -300,7 +303,8 @@ def plot_frontier(result: TuneResult, p: Prepared, path: Path, title: str) -> No
     stopped = [e for e in result.evaluations if not e.complete]
     xs: list[float] = []
     for group, color, label in (([e for e in ev if not e.setting.extended], "#7f8fa6", "upstream fields only"),
-                                ([e for e in ev if e.setting.extended], "#dd8a2e", "with prediction/saturation/windows")):
+                                ([e for e in ev if e.setting.extended], "#dd8a2e",
+                                 f"with {'/'.join(TUNING)}/windows")):
         if group:
             x = [o.value(e.in_sample) * scale for e in group]
             xs += x
@@ -363,7 +367,6 @@ def table(result: TuneResult, p: Prepared) -> Table:
         t.add_column(name, justify=justify)
     c, r = result.current, result.recommended
     cs, rs = c.setting, r.setting
-    onoff = lambda v: "on" if v else "off"  # noqa: E731
     rows = [
         ("kind", p.base.get("kind", ""), result.manifest["kind"], ""),
         ("target (spec.metrics[0])", _target(p, cs.target), _target(p, rs.target), _diff(cs.target, rs.target, "g")),
@@ -372,10 +375,7 @@ def table(result: TuneResult, p: Prepared) -> Table:
         ("scale-down window, s", cs.scale_down_window_seconds, rs.scale_down_window_seconds,
          _diff(cs.scale_down_window_seconds, rs.scale_down_window_seconds, "d")),
         ("scale-up, % per 15 s", cs.scale_up_percent, rs.scale_up_percent, _diff(cs.scale_up_percent, rs.scale_up_percent, "d")),
-        ("prediction", onoff(cs.prediction) + (f" q{cs.quantile:g} lead {cs.lead_seconds}s" if cs.prediction else ""),
-         onoff(rs.prediction) + (f" q{rs.quantile:g} lead {rs.lead_seconds}s" if rs.prediction else ""), ""),
-        ("saturation", onoff(cs.saturation) + (f" x{cs.demand_factor:g}" if cs.saturation else ""),
-         onoff(rs.saturation) + (f" x{rs.demand_factor:g}" if rs.saturation else ""), ""),
+        *((name, _brief(cs, name), _brief(rs, name), "") for name in TUNING),
         ("schedule windows added", "", "; ".join(w.label() for w in rs.schedules) or "none", ""),
     ]
     for part, a, b in (("in-sample", c.in_sample, r.in_sample), ("held-out", c.held_out, r.held_out)):
@@ -392,6 +392,12 @@ def table(result: TuneResult, p: Prepared) -> Table:
     for row in rows:
         t.add_row(*(str(x) for x in row))
     return t
+
+
+def _brief(s: Setting, name: str) -> str:
+    """The source section ``name`` of ``s`` in the table: ``off``, or ``on`` and its values (``TUNING``'s ``brief``)."""
+    values = s.source(name)
+    return "off" if values is None else "on " + TUNING[name].brief.format(**values)
 
 
 def _diff(a: float, b: float, fmt: str, relative: bool = False) -> str:

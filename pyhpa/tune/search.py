@@ -35,6 +35,7 @@ import numpy as np
 from ..adapters.autoscaler import find_autoscaler
 from ..adapters.errors import InputError
 from ..adapters.snapshot import read_document
+from ..api.v1alpha1 import Searched
 from ..simulate import (Autoscaler, Load, Settings, check_metric_columns, load_autoscaler, read_load, read_workload,
                         replay)
 from ..simulate.profile import Profile
@@ -176,7 +177,8 @@ class Part:
 class Prepared:
     """tune's inputs: the user's object (``base`` document and its ``autoscaler`` read), its first metric's
     target (``kind``), the workload (``target``, ``profile``), simulation ``settings``, the ``tuning`` and
-    ``held_out`` parts, the searched ranges (``ranges``) and which extensions the object can take."""
+    ``held_out`` parts, the searched ranges (``ranges``) and which extensions the object can take: ``sources``, the
+    source sections tune searches (``space.TUNING``) that the object accepts, in that order."""
 
     base: dict
     file: str
@@ -188,8 +190,7 @@ class Prepared:
     tuning: Part
     held_out: Part | None
     upstream_only: bool
-    can_predict: bool
-    can_saturate: bool
+    sources: tuple[str, ...]
     needed_per_target: Callable[[float], int] | None
     inputs: dict = field(default_factory=dict)
 
@@ -281,13 +282,12 @@ def prepare(files: dict, *, metric_columns: Sequence[str] = (), time_column: str
         held = Part(cut, end, read_load(files, [auto], prof, tgt, start=cut, end=end, history=True, **kw))
     _check_workload(tuning.load, str(files["trace"]), files["column"])
     prepared = Prepared(base=base, file=file, autoscaler=auto, kind=kind, target=tgt, profile=prof, settings=settings,
-                        tuning=tuning, held_out=held, upstream_only=upstream_only, can_predict=False,
-                        can_saturate=False, needed_per_target=None)
+                        tuning=tuning, held_out=held, upstream_only=upstream_only, sources=(), needed_per_target=None)
     prepared.needed_per_target = _needed(prepared)
-    if not upstream_only:
+    if not upstream_only:  # each source section alone, with the object's own values or the API's defaults
         probe = space.current_setting(auto.hpa, kind)
-        prepared.can_predict = _accepted(prepared, replace(probe, prediction=True, saturation=False))
-        prepared.can_saturate = _accepted(prepared, replace(probe, prediction=False, saturation=True))
+        prepared.sources = tuple(name for name in space.TUNING if _accepted(
+            prepared, probe.without_sources().with_source(name, **(probe.source(name) or {}))))
     return prepared
 
 
@@ -501,17 +501,22 @@ def _suggest(trial, p: Prepared, peaks: Sequence[windows.Peak] = (), lowest: flo
     up = trial.suggest_categorical("scale_up_percent", space.SCALE_UP_PERCENTS)
     s = Setting(target=target, min_replicas=min_r, max_replicas=max_r, scale_down_window_seconds=window,
                 scale_up_percent=up)
-    if p.can_predict and trial.suggest_categorical("prediction", (False, True)):
-        s = replace(s, prediction=True, quantile=round(trial.suggest_float("quantile", *space.QUANTILE), 3),
-                    lead_seconds=trial.suggest_int("lead_seconds", *space.LEAD_SECONDS, step=60))
-    if p.can_saturate and trial.suggest_categorical("saturation", (False, True)):
-        s = replace(s, saturation=True, demand_factor=round(trial.suggest_float("demand_factor", *space.DEMAND_FACTOR), 2))
+    for name in p.sources:  # each source section: on or off, then its fields (``space.TUNING``), in that order
+        if trial.suggest_categorical(name, (False, True)):
+            s = s.with_source(name, **{f.name: _suggest_field(trial, f) for f in space.TUNING[name].fields})
     if peaks:
         count = trial.suggest_int("windows", 0, len(peaks))
         if count:
             factor = trial.suggest_float("floor_factor", *FLOOR_FACTOR, step=0.05)
             s = replace(s, schedules=_windows(p, peaks[:count], factor, target, min_r, max_r))
     return s
+
+
+def _suggest_field(trial, f: Searched) -> float:
+    """An Optuna trial's value of a source section's field: an integer in steps, or a number rounded."""
+    if f.integer:
+        return trial.suggest_int(f.name, f.low, f.high, step=f.step)
+    return round(trial.suggest_float(f.name, f.low, f.high), f.digits)
 
 
 def _windows(p: Prepared, peaks: Sequence[windows.Peak], factor: float, target: float, min_r: int,
@@ -529,11 +534,6 @@ def _windows(p: Prepared, peaks: Sequence[windows.Peak], factor: float, target: 
 #: upstream's targets a user tries by hand, the cheapest first: percent, or factors on an AverageValue/Value target
 UPSTREAM_GRID = (90, 80, 70, 60, 50, 40)
 UPSTREAM_FACTORS = (1.4, 1.0, 0.7, 0.5)
-#: prediction's lean end seeded beside its defaults (quantile, leadSeconds): the default 0.9 quantile 300 s ahead
-#: buys headroom the target already keeps on a bursty load; a median-ish quantile a little further than a pod's
-#: start-up ahead costs fewer pod-hours and lets the target go higher (the quantiles TPE settled on in the
-#: benchmark's recommendations were 0.55-0.72)
-LEAN_PREDICTION = (0.6, 240)
 
 
 def _upstream(p: Prepared, target: float) -> dict:
@@ -543,25 +543,20 @@ def _upstream(p: Prepared, target: float) -> dict:
     params.update(min_replicas=p.autoscaler.hpa.min_replicas, max_headroom=1.5,
                   scale_down_window_seconds=space.DEFAULT_SCALE_DOWN_WINDOW,
                   scale_up_percent=space.DEFAULT_SCALE_UP_PERCENT)
-    if p.can_predict:
-        params["prediction"] = False
-    if p.can_saturate:
-        params["saturation"] = False
+    params.update({name: False for name in p.sources})
     return params
 
 
 def _extended(p: Prepared, target: float, lean: bool = True) -> list[dict]:
-    """The trials of each extension's defaults (``prediction: {}``, then ``saturation: {}``) at ``target``, and
-    (``lean``) prediction's lean end (``LEAN_PREDICTION``), else as ``_upstream``."""
+    """The trials of each source section at its defaults (``prediction: {}``, then ``saturation: {}``; ``p.sources``)
+    at ``target``, each followed (``lean``) by its lean end where it has one (``space.TUNING``: prediction's quantile
+    0.6 240 s ahead), else as ``_upstream``."""
     out = []
-    if p.can_predict:
-        out.append(dict(_upstream(p, target), prediction=True, quantile=space.DEFAULT_QUANTILE,
-                        lead_seconds=space.DEFAULT_LEAD))
-        if lean:
-            quantile, lead = LEAN_PREDICTION
-            out.append(dict(_upstream(p, target), prediction=True, quantile=quantile, lead_seconds=lead))
-    if p.can_saturate:
-        out.append(dict(_upstream(p, target), saturation=True, demand_factor=space.DEFAULT_DEMAND_FACTOR))
+    for name in p.sources:
+        defaults, tuning = space.defaults(name), space.TUNING[name]
+        out.append(dict(_upstream(p, target), **{name: True}, **defaults))
+        if lean and tuning.lean is not None:
+            out.append(dict(_upstream(p, target), **{name: True}, **dict(defaults, **tuning.lean)))
     return out
 
 
@@ -1090,7 +1085,8 @@ def robust_variants(p: Prepared, base: Evaluation, peaks: Sequence[windows.Peak]
                     steps: Sequence[int] = ROBUST_TARGET_STEPS) -> list[tuple[Setting, str]]:
     """Settings more robust than ``base``'s to days unlike the ones tuned on, each with how it was derived: its
     target lowered by ``steps`` (points, or percent of a factor; more headroom per pod; the max kept at least the pods the tuning
-    part's peak needs there x 1.5), twice the max (up to twice what the peak needs at the lowest target), prediction at its 0.95 quantile, saturation (a larger demand
+    part's peak needs there x 1.5), twice the max (up to twice what the peak needs at the lowest target), each source
+    section's robust value (``space.TUNING``: prediction at its 0.95 quantile, saturation on, or at its largest demand
     factor when it is on), the schedule windows of ``peaks`` at 1.2 x their demand, a 900 % scale-up."""
     s = base.setting
     util = p.kind.type == "Utilization"
@@ -1115,15 +1111,11 @@ def robust_variants(p: Prepared, base: Evaluation, peaks: Sequence[windows.Peak]
     cap = max(p.autoscaler.hpa.max_replicas, 2 * needed(lo), s.min_replicas + 1)
     if s.max_replicas * 2 <= cap:
         out.append((replace(s, max_replicas=s.max_replicas * 2), f"{name} with twice its max"))
-    if p.can_predict:
-        q = max(0.95, s.quantile) if not s.prediction else min(space.QUANTILE[1], max(s.quantile + 0.1, 0.95))
-        if not s.prediction or q != s.quantile:
-            out.append((replace(s, prediction=True, quantile=q, lead_seconds=s.lead_seconds),
-                        f"{name} with prediction at its {q:g} quantile"))
-    if p.can_saturate:
-        factor = space.DEFAULT_DEMAND_FACTOR if not s.saturation else space.DEMAND_FACTOR[1]
-        if not s.saturation or factor != s.demand_factor:
-            out.append((replace(s, saturation=True, demand_factor=factor), f"{name} with saturation x{factor:g}"))
+    for section in p.sources:
+        robust = _robust(s, section)
+        if robust is not None:
+            out.append((robust, f"{name} with {section} "
+                                f"{space.TUNING[section].robust_label.format(**robust.source(section))}"))
     if p.can_schedule and peaks and not s.schedules:
         found = _windows(p, peaks, 1.2, s.target, s.min_replicas, s.max_replicas)
         if found:
@@ -1132,6 +1124,21 @@ def robust_variants(p: Prepared, base: Evaluation, peaks: Sequence[windows.Peak]
         out.append((replace(s, scale_up_percent=space.SCALE_UP_PERCENTS[-1]),
                     f"{name} with a {space.SCALE_UP_PERCENTS[-1]} % scale-up"))
     return out
+
+
+def _robust(s: Setting, name: str) -> Setting | None:
+    """``s`` with the source section ``name`` at its robust value (``pyhpa.api.v1alpha1.Robust``); None when that
+    is ``s``."""
+    tuning = space.TUNING[name]
+    rule = tuning.robust
+    field_ = next(f for f in tuning.fields if f.name == rule.field)
+    values = s.source(name)
+    if values is None:
+        default = space.defaults(name)[rule.field]
+        return s.with_source(name, **{rule.field: default if rule.least is None else max(rule.least, default)})
+    least = field_.high if rule.least is None else rule.least
+    value = min(field_.high, max(values[rule.field] + rule.step, least))
+    return None if value == values[rule.field] else s.with_source(name, **{rule.field: value})
 
 
 def _complete_closest(objective: Objective, current: Evaluation, evaluations: list[Evaluation], runner: _Runner) -> None:

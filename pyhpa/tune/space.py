@@ -1,17 +1,18 @@
 """The search space of ``pyhpa tune``: one ``Setting`` per point, and the manifest it stands for.
 
 A setting changes only what tune searches: the first metric's target, ``minReplicas``, ``maxReplicas``,
-``behavior`` (scale-down stabilization window, scale-up policy) and, unless upstream-only, ``prediction``,
-``saturation`` and schedule windows of its own (``spec.schedules`` floors, ``pyhpa.tune.windows``), added
-beside the object's. Everything else in the user's object (other metrics, its own schedules, fallbacks, the
-object's own settings) is kept as written.
+``behavior`` (scale-down stabilization window, scale-up policy) and, unless upstream-only, the source sections the
+API declares tunable (``pyhpa.api.v1alpha1.TUNING``: ``spec.prediction``, ``spec.saturation``; ``Source``) and
+schedule windows of its own (``spec.schedules`` floors, ``pyhpa.tune.windows``), added beside the object's.
+Everything else in the user's object (other metrics, its own schedules, fallbacks, the object's own settings) is
+kept as written.
 """
 
 from __future__ import annotations
 
 import copy
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, replace
 
 from ..adapters.autoscaler import GROUP_VERSION, KIND, V2_API_VERSION, V2_KIND, V2_SPEC_FIELDS
 from ..api import v1alpha1 as api
@@ -22,11 +23,6 @@ from ..core import HPA
 #: upstream's defaults (autoscaling/v2 without ``behavior``): scale-down window 300 s, scale-up 100 % or 4 pods / 15 s
 DEFAULT_SCALE_DOWN_WINDOW = 300
 DEFAULT_SCALE_UP_PERCENT = 100
-#: spec.prediction / spec.saturation defaults: the API's (docs/prediction.md, docs/saturation.md)
-DEFAULT_QUANTILE = api.Prediction().quantile
-DEFAULT_LEAD = api.Prediction().lead_seconds
-DEFAULT_DEMAND_FACTOR = api.Saturation().demand_factor
-
 #: the searched ranges
 TARGET_PERCENT = (30, 95)        # averageUtilization, percent of request
 TARGET_FACTOR = (0.4, 2.0)       # AverageValue/Value: factor on the current value
@@ -37,9 +33,6 @@ SCALE_UP_PERCENTS = (100, 200, 400, 900)
 #: tuned on pays for it in overload (NASA-HTTP, 13 July 1995: 23 pods at 69 % capped the day's peak, 1.00 % of
 #: the next week overloaded against 0.71 % with 29 or 35); the held-out day shows it only when it is the busiest
 MAX_HEADROOM = (1.5, 2.0)
-QUANTILE = (0.5, 0.95)
-LEAD_SECONDS = (120, 900)
-DEMAND_FACTOR = (1.5, 3.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +70,43 @@ WINDOW_COLUMNS = {"schedule_start": "start", "schedule_duration_seconds": "durat
                   "schedule_time_zone": "time_zone", "schedule_min_replicas": "min_replicas"}
 
 
+#: the source sections tune searches, each with what it searches (``pyhpa.api.v1alpha1.TUNING``), in that order
+TUNING = api.TUNING
+_ORDER = {name: i for i, name in enumerate(TUNING)}
+
+
+_DEFAULTS = {name: {f.name: getattr(api.SOURCE_SECTIONS[name].spec(), f.name) for f in tuning.fields}
+             for name, tuning in TUNING.items()}
+
+
+def defaults(name: str) -> dict[str, float]:
+    """The API's defaults of the fields tune searches in the source section ``name`` (``{}`` in the manifest)."""
+    return dict(_DEFAULTS[name])
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A source section a setting turns on, ``spec.<name>`` (a ``TUNING`` key), with the ``values`` of the fields
+    tune searches there, (field, value) in ``TUNING``'s order (built by ``Setting.with_source``)."""
+
+    name: str
+    values: tuple[tuple[str, float], ...]
+
+    def as_dict(self) -> dict[str, float]:
+        return dict(self.values)
+
+    def manifest(self) -> dict:
+        """The ``spec.<name>`` section, written through the API (every field tune searched: the reader sees the
+        setting), each number rounded as searched."""
+        fields_ = TUNING[self.name].fields
+        struct = api.SOURCE_SECTIONS[self.name].spec
+        values = {f.name: v if f.digits is None else round(v, f.digits) for f, (_, v) in zip(fields_, self.values)}
+        return api.manifest(struct(**values), *values)
+
+    def label(self) -> str:
+        return TUNING[self.name].label.format(**self.as_dict())
+
+
 @dataclass(frozen=True, slots=True)
 class Setting:
     """One point of the search space.
@@ -84,9 +114,10 @@ class Setting:
     ``target``: percent of request for a Utilization target, else milli-units of the metric;
     ``min_replicas``/``max_replicas``: bounds; ``scale_down_window_seconds``: behavior.scaleDown
     stabilization window (s); ``scale_up_percent``: behavior.scaleUp Percent policy per 15 s (with
-    upstream's 4 Pods policy beside it); ``prediction``: spec.prediction with ``quantile`` and
-    ``lead_seconds``; ``saturation``: spec.saturation with ``demand_factor``; ``schedules``: the windows tune
-    adds to spec.schedules (``Window``; none by default).
+    upstream's 4 Pods policy beside it); ``sources``: the source sections turned on (``Source``: spec.prediction
+    with ``quantile`` and ``lead_seconds``, spec.saturation with ``demand_factor``, ...; in ``TUNING``'s order, one
+    each; ``with_source`` adds one); ``schedules``: the windows tune adds to spec.schedules (``Window``; none by
+    default).
     """
 
     target: float
@@ -94,36 +125,67 @@ class Setting:
     max_replicas: int
     scale_down_window_seconds: int = DEFAULT_SCALE_DOWN_WINDOW
     scale_up_percent: int = DEFAULT_SCALE_UP_PERCENT
-    prediction: bool = False
-    quantile: float = DEFAULT_QUANTILE
-    lead_seconds: int = DEFAULT_LEAD
-    saturation: bool = False
-    demand_factor: float = DEFAULT_DEMAND_FACTOR
+    sources: tuple[Source, ...] = ()
     schedules: tuple[Window, ...] = ()
 
+    def source(self, name: str) -> dict[str, float] | None:
+        """The values of the source section ``name`` (None: off)."""
+        for s in self.sources:
+            if s.name == name:
+                return s.as_dict()
+        return None
+
+    def on(self, name: str) -> bool:
+        return any(s.name == name for s in self.sources)
+
+    def with_source(self, name: str, **values: float) -> "Setting":
+        """This setting with the source section ``name`` on: ``values`` over its own values when it is on already,
+        else over the API's defaults (``defaults``)."""
+        merged = {**(self.source(name) or defaults(name)), **values}
+        if merged.keys() != {f.name for f in TUNING[name].fields}:
+            raise ValueError(f"{name} searches {[f.name for f in TUNING[name].fields]}, got {sorted(values)}")
+        new = Source(name, tuple((f.name, merged[f.name]) for f in TUNING[name].fields))
+        rest = [s for s in self.sources if s.name != name]
+        return replace(self, sources=tuple(sorted([*rest, new], key=lambda s: _ORDER[s.name])))
+
+    def without_sources(self) -> "Setting":
+        return replace(self, sources=())
+
     def as_dict(self) -> dict:
-        return asdict(self)
+        """The setting as summary.json writes it: ``columns`` with the windows as a list of dicts."""
+        out = self._fields()
+        out["schedules"] = [asdict(w) for w in self.schedules]
+        return out
 
     def columns(self) -> dict:
         """The setting as candidates.csv columns: its fields, the windows as ``WINDOW_COLUMNS``."""
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "schedules"}
+        out = self._fields()
         for column, attr in WINDOW_COLUMNS.items():
             out[column] = " | ".join(str(getattr(w, attr)) for w in self.schedules)
         return out
 
+    def _fields(self) -> dict:
+        """The fields but the windows, each source section flat: its name (on or off) and its values (the API's
+        defaults when off)."""
+        out = {"target": self.target, "min_replicas": self.min_replicas, "max_replicas": self.max_replicas,
+               "scale_down_window_seconds": self.scale_down_window_seconds, "scale_up_percent": self.scale_up_percent}
+        for name in TUNING:
+            values = self.source(name)
+            out[name] = values is not None
+            out.update(values if values is not None else defaults(name))
+        return out
+
     @property
     def extended(self) -> bool:
-        return self.prediction or self.saturation or bool(self.schedules)
+        return bool(self.sources) or bool(self.schedules)
 
     def label(self, kind: TargetKind) -> str:
         t = f"{self.target:g} %" if kind.type == "Utilization" else f"{self.target / 1000:g}"
         out = f"target {t}, replicas {self.min_replicas}-{self.max_replicas}"
         if self.scale_down_window_seconds != DEFAULT_SCALE_DOWN_WINDOW or self.scale_up_percent != DEFAULT_SCALE_UP_PERCENT:
             out += f", down window {self.scale_down_window_seconds} s, up {self.scale_up_percent} %"
-        if self.prediction:
-            out += f", prediction q{self.quantile:.2f} lead {self.lead_seconds} s"
-        if self.saturation:
-            out += f", saturation x{self.demand_factor:.2f}"
+        for s in self.sources:
+            out += f", {s.label()}"
         for w in self.schedules:
             out += f", window {w.label()}"
         return out
@@ -155,13 +217,14 @@ def current_setting(hpa: HPA, kind: TargetKind) -> Setting:
     if b is not None and b.scale_up is not None:
         pct = [p.value for p in b.scale_up.policies if p.type == "Percent"]
         up = max(pct) if pct else up
-    pred = hpa.prediction
-    sat = hpa.saturation
-    return Setting(target=kind.current, min_replicas=hpa.min_replicas, max_replicas=hpa.max_replicas,
-                   scale_down_window_seconds=int(window), scale_up_percent=int(up), prediction=pred is not None,
-                   quantile=pred.quantile if pred is not None else DEFAULT_QUANTILE,
-                   lead_seconds=int(pred.lead_seconds) if pred is not None else DEFAULT_LEAD,
-                   saturation=sat is not None, demand_factor=sat.demand_factor if sat is not None else DEFAULT_DEMAND_FACTOR)
+    s = Setting(target=kind.current, min_replicas=hpa.min_replicas, max_replicas=hpa.max_replicas,
+                scale_down_window_seconds=int(window), scale_up_percent=int(up))
+    for name, tuning in TUNING.items():
+        spec = getattr(hpa, name)  # the core's spec of the section (None: off)
+        if spec is not None:
+            s = s.with_source(name, **{f.name: getattr(spec, f.name) if not f.integer else int(getattr(spec, f.name))
+                                       for f in tuning.fields})
+    return s
 
 
 def manifest(base: dict, s: Setting, kind: TargetKind, upstream_only: bool, current: bool = False) -> dict:
@@ -183,13 +246,10 @@ def manifest(base: dict, s: Setting, kind: TargetKind, upstream_only: bool, curr
     spec["behavior"] = behavior(s)
     if spec["behavior"] is None:
         del spec["behavior"]
-    spec.pop("prediction", None)
-    spec.pop("saturation", None)
-    if s.prediction:  # the fields tune searched, written through the API (every one: the reader sees the setting)
-        spec["prediction"] = api.manifest(api.Prediction(lead_seconds=s.lead_seconds, quantile=round(s.quantile, 3)),
-                                          "lead_seconds", "quantile")
-    if s.saturation:
-        spec["saturation"] = api.manifest(api.Saturation(demand_factor=round(s.demand_factor, 2)), "demand_factor")
+    for name in TUNING:
+        spec.pop(name, None)
+    for source in s.sources:
+        spec[source.name] = source.manifest()
     if s.schedules:
         own = list(spec.get("schedules") or [])
         taken = {w.get("name") for w in own if isinstance(w, dict)}
