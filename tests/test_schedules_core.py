@@ -434,20 +434,18 @@ def test_the_latest_start_is_found_every_five_minutes_around_both_dst_switches(c
 @given(st.lists(st.integers(0, 6 * 86400), min_size=1, max_size=40), st.booleans())
 @settings(max_examples=40, deadline=None)
 def test_the_occurrence_memo_answers_as_a_cold_look_up_around_both_dst_switches(cron, offsets, ordered):
-    """The per-occurrence memo (``_BRACKETS``) is filled by one look-up and read by the next: whatever the order of
-    the times (a controller's syncs move forward, ``explain`` jumps), each answer is the one without it."""
-    from pyhpa.core import schedules
+    """The memo of the latest start per occurrence is filled by one look-up and read by the next: whatever the
+    order of the times (a controller's syncs move forward, ``explain`` jumps), each answer is the one of a window
+    never looked up before (another name: nothing memoized)."""
+    w = window("w", cron, NY, duration_seconds=5400, min_replicas=1,
+               exclude_dates=frozenset({date(2026, 11, 2), date(2026, 3, 9)}))
 
-    ws = (window("w", cron, NY, duration_seconds=5400, min_replicas=1,
-                 exclude_dates=frozenset({date(2026, 11, 2), date(2026, 3, 9)})),)
+    def seen(ws, t):
+        return [(a.start, a.end) for a in active_windows(ws, t)], next_change(ws, t)
+
     for day in ((2026, 11, 1), (2026, 3, 8)):
         first = at(NY, *day, 0, 0) - 3 * 86400
-        times = [first + o + (o % 7) * 0.5 for o in (sorted(offsets) if ordered else offsets)]
-        for t in times:
-            warm = (active_windows(ws, t), next_change(ws, t))
-            schedules._BRACKETS.clear()
-            assert (active_windows(ws, t), next_change(ws, t)) == warm, (cron, datetime.fromtimestamp(t, NY))
-            schedules._BRACKETS.clear()
-            # the memo as the next look-up finds it: filled by the time before
-            active_windows(ws, t - 61)
-            assert (active_windows(ws, t), next_change(ws, t)) == warm
+        for i, o in enumerate(sorted(offsets) if ordered else offsets):
+            t = first + o + (o % 7) * 0.5
+            cold = seen((replace(w, name=f"cold-{cron}-{day}-{i}-{t}"),), t)
+            assert seen((w,), t) == cold, (cron, datetime.fromtimestamp(t, NY))
