@@ -152,3 +152,61 @@ def test_each_source_sections_robust_value_is_the_apis():
     assert _robust(s.with_source("saturation", demand_factor=2.2), "saturation") == s.with_source(
         "saturation", demand_factor=3.0)
     assert _robust(s.with_source("saturation", demand_factor=3.0), "saturation") is None
+
+
+def test_a_refusal_replays_the_settings_stopped_over_the_limit_only_within_the_budget(tmp_path):
+    """No setting met the objective: before refusing, the check replays to their end the settings stopped over the
+    limit that could come closer than every complete one, so that the refusal names the closest: within the check's
+    budget only (a workload nothing fits once replayed 200 such settings for 10 minutes past a 170 s budget).
+    The budget's clock here never moves: no wall time."""
+    from dataclasses import replace
+
+    from pyhpa.adapters.errors import InputError
+    from pyhpa.tune import Setting
+    from pyhpa.tune.search import OVER_LIMIT, _Runner, check_held_out, space
+    from tests.test_tune import prepared
+
+    hpa = write_hpa(tmp_path / "hpa-95.yaml", max_replicas=3, metric="Resource\n" + CPU.replace("50", "95"))
+    p = prepared(tmp_path, write_trace(tmp_path / "bursty.csv", bursty_held_out(1.8)), hpa=hpa)
+    objective = Objective("overloaded_fraction", 0.0)  # nothing with any overload meets it
+    cheap = Setting(target=95.0, min_replicas=1, max_replicas=3)
+    with _Runner(p, 1) as runner:
+        current_out, cheap_out = runner.map([(None, "tuning"), (cheap, "tuning")])
+    assert current_out.figures.overloaded_seconds > 0 and cheap_out.figures.overloaded_seconds > 0
+    for budget, replayed in ((0.0, False), (float("inf"), True)):
+        current = Evaluation(-1, space.current_setting(p.autoscaler.hpa, p.kind), current_out.figures)
+        # as the search leaves a replay it stopped at once: nothing overloaded yet, so it could come closer
+        stopped = replace(cheap_out.figures, overloaded_seconds=0.0, overloaded_fraction=0.0, simulated_seconds=60.0,
+                          stopped=OVER_LIMIT)
+        evaluations = [Evaluation(0, cheap, stopped)]
+        with pytest.raises(InputError, match="no setting met --max-overloaded-fraction 0 on the tuning part"):
+            check_held_out(p, objective, current, evaluations, jobs=1, budget=budget, clock=lambda: 0.0)
+        assert (evaluations[0].in_sample.stopped == "") == replayed
+
+
+def test_a_robust_variant_takes_the_current_objects_max_and_the_between_bisection_ranks_by_both_parts(tmp_path):
+    """A day that needs more pods than the tuning part's peak: the derived settings include the base with the user's
+    own maxReplicas. Between two settings that held out and cost the same on the tuning days (flat at minReplicas),
+    the one cheaper on the held-out day ranks first."""
+    from dataclasses import replace
+
+    from pyhpa.tune import Setting
+    from pyhpa.tune.search import _both_parts_key, rank_key, robust_variants
+    from tests.test_tune import prepared
+
+    p = prepared(tmp_path, write_trace(tmp_path / "bursty.csv", bursty_held_out(1.8)))
+    own = p.autoscaler.hpa.max_replicas
+    base = Evaluation(3, Setting(target=85.0, min_replicas=1, max_replicas=2), None)
+    variants = dict((how, s) for s, how in robust_variants(p, base))
+    assert variants[f"trial 3 with the current object's max ({own})"] == replace(base.setting, max_replicas=own)
+    at_own = Evaluation(4, replace(base.setting, max_replicas=own), None)
+    assert not any("current object's max" in how for _, how in robust_variants(p, at_own))
+
+    class F:  # figures as far as the ranking reads them
+        def __init__(self, pod_hours):
+            self.pod_hours, self.scale_events = pod_hours, 1
+
+    a, b = (Evaluation(n, Setting(target=t, min_replicas=1, max_replicas=own), F(72.0)) for n, t in ((5, 50.0), (6, 59.0)))
+    a.held_out, b.held_out = F(60.0), F(48.0)
+    assert rank_key(a) < rank_key(b)  # the tuning days alone: a tie, then the trial order
+    assert min(a, b, key=_both_parts_key) is b

@@ -131,6 +131,9 @@ class Figures:
     scale_events: int
     simulated_seconds: float
     stopped: str = ""
+    #: the most replicas the replay had (summary.json ``max_replicas_seen``; 0: none known): a setting that reached its
+    #: ``maxReplicas`` on a part it missed needed more pods there than its max allows (not written to the outputs)
+    max_replicas_seen: int = 0
 
     @classmethod
     def from_summary(cls, s: dict, stopped: str = "") -> "Figures":
@@ -138,7 +141,7 @@ class Figures:
                    overloaded_fraction=s["overloaded_fraction"], requests=s["requests"],
                    unserved_requests=s["unserved_requests"], unserved_fraction=s["unserved_fraction"],
                    scale_events=s["scale_ups"] + s["scale_downs"], simulated_seconds=s["simulated_seconds"],
-                   stopped=stopped)
+                   stopped=stopped, max_replicas_seen=s.get("max_replicas_seen") or 0)
 
 
 @dataclass(slots=True)
@@ -937,7 +940,7 @@ def check_held_out(prepared: Prepared, objective: Objective, current: Evaluation
 
     with _Runner(prepared, jobs, prepared.held_out) as runner:
         if not any(e.complete and objective.met(e.in_sample) for e in everyone):
-            _complete_closest(objective, current, evaluations, runner)
+            _complete_closest(objective, current, evaluations, runner, lambda: clock() - c0 < budget)
             raise InputError(f"no setting met {objective.option} {objective.limit:g} on the tuning part "
                              f"({len(evaluations) + 1} tried); {_closest(everyone, objective, prepared)}",
                              field=objective.option)
@@ -1023,8 +1026,8 @@ def _between(p: Prepared, objective: Objective, passed: Evaluation, everyone: li
     the objective in-sample but missed it on the held-out part: the targets between the two were maybe never
     tried (a search cut short by its budget bisects coarsely; a derived setting lowers the target by whole steps).
     Bisect them, ``batch`` at a time while ``within()``: each is replayed on the tuning part (it must meet the
-    objective there) and on the held-out part, exactly as the check's other candidates, and the cheapest that
-    meets it on both is returned (``passed`` when none does or no such setting missed). The settings replayed
+    objective there) and on the held-out part, exactly as the check's other candidates, and the cheapest on both
+    parts together (``_both_parts_key``) that meets it on both is returned (``passed`` when none does or no such setting missed). The settings replayed
     are appended to ``evaluations``, ``everyone`` and (those checked on the held-out part) ``checked``; their
     ``origin`` says so."""
     key, lo = _line_key(passed.setting), passed.setting.target
@@ -1076,9 +1079,16 @@ def _between(p: Prepared, objective: Objective, passed: Evaluation, everyone: li
         for e in new:
             if e.held_out is not None and objective.met(e.in_sample) and objective.met(e.held_out, HELD_OUT_SLACK):
                 lo = max(lo, e.setting.target)
-                found = min(found, e, key=rank_key)
+                found = min(found, e, key=_both_parts_key)
         hi = min([hi] + [e.setting.target for e in new if e.setting.target > lo])
     return found
+
+
+def _both_parts_key(e: Evaluation) -> tuple:
+    """``rank_key`` of a setting checked on both parts, by its pod-hours on both: when the tuning days cost the same
+    at either target (flat at ``minReplicas``), the held-out day tells which is cheaper."""
+    held_out = e.held_out.pod_hours if e.held_out is not None else math.inf
+    return (round(e.in_sample.pod_hours + held_out, 1), *rank_key(e))
 
 
 def robust_variants(p: Prepared, base: Evaluation, peaks: Sequence[windows.Peak] = (),
@@ -1111,6 +1121,10 @@ def robust_variants(p: Prepared, base: Evaluation, peaks: Sequence[windows.Peak]
     cap = max(p.autoscaler.hpa.max_replicas, 2 * needed(lo), s.min_replicas + 1)
     if s.max_replicas * 2 <= cap:
         out.append((replace(s, max_replicas=s.max_replicas * 2), f"{name} with twice its max"))
+    # the user's own max: the pods they allow when a day needs more than the tuning part's peak did
+    own = p.autoscaler.hpa.max_replicas
+    if s.max_replicas < own and own != s.max_replicas * 2:
+        out.append((replace(s, max_replicas=own), f"{name} with the current object's max ({own})"))
     for section in p.sources:
         robust = _robust(s, section)
         if robust is not None:
@@ -1141,13 +1155,15 @@ def _robust(s: Setting, name: str) -> Setting | None:
     return None if value == values[rule.field] else s.with_source(name, **{rule.field: value})
 
 
-def _complete_closest(objective: Objective, current: Evaluation, evaluations: list[Evaluation], runner: _Runner) -> None:
+def _complete_closest(objective: Objective, current: Evaluation, evaluations: list[Evaluation], runner: _Runner,
+                      within: Callable[[], bool] = lambda: True) -> None:
     """Replay to their end the settings stopped over the limit that could come closer to it than every setting
-    replayed to its end (the least of what they reached first), so that the refusal names the closest one."""
+    replayed to its end (the least of what they reached first), so that the refusal names the closest one; while
+    ``within()`` (the check's budget: past it the refusal names the closest replayed to its end so far)."""
     best = min(objective.value(e.in_sample) for e in [current, *evaluations] if e.complete)
     for e in sorted(_unique(e for e in evaluations if e.in_sample.stopped),
                     key=lambda e: objective.at_least(e.in_sample, current.in_sample)):
-        if objective.at_least(e.in_sample, current.in_sample) >= best:
+        if objective.at_least(e.in_sample, current.in_sample) >= best or not within():
             break
         _set(evaluations, e.setting, in_sample=runner.map([(e.setting, "tuning")])[0].figures)
         best = min(best, objective.value(e.in_sample))
