@@ -16,7 +16,8 @@ from pyhpa.adapters.prediction import prediction_from_dict
 from pyhpa.adapters.parse import source_section
 from pyhpa.api import v1alpha1 as api
 from pyhpa.api.crd import crd, crd_text, openapi
-from pyhpa.core import PredictionSpec, SaturationSpec
+from pyhpa.core import PredictionSpec
+from pyhpa.core.saturation import SaturationSpec
 from pyhpa.core.saturation import MAX_PINNED_PERCENT, MIN_DEMAND_FACTOR, MIN_PINNED_PERCENT
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -131,7 +131,8 @@ def test_the_scrape_writes_what_prometheus_client_writes():
 
     from builders import NOW, cpu_hpa, cpu_pods, old_memory, scale
     from pyhpa.controller.outputs.monitor import Monitor
-    from pyhpa.core import ControllerConfig, MetricSamples, MetricSpec, PredictionSpec, SaturationSpec, decide
+    from pyhpa.core import ControllerConfig, MetricSamples, MetricSpec, PredictionSpec, decide
+    from pyhpa.core.saturation import SaturationSpec
 
     m = Monitor()
     pods, samples = cpu_pods([600] * 4)

@@ -18,14 +18,13 @@ from pyhpa.core import (
     ControllerConfig,
     Memory,
     MetricSpec,
-    SaturationSpec,
     ScalingPolicy,
     ScalingRules,
-    check_saturation,
     decide,
     with_status,
 )
 from pyhpa.core.model import ZERO_TIME, Pod
+from pyhpa.core.saturation import SaturationSpec, check_saturation
 from tests.builders import NOW, cpu_hpa, cpu_pods, scale
 
 CFG = ControllerConfig()

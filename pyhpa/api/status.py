@@ -13,7 +13,8 @@ import math
 from datetime import datetime, timezone
 from functools import lru_cache
 
-from ..core import Condition, HPAStatus, MetricHealth, PauseStatus, PredictionStatus, SaturationStatus
+from ..core import Condition, HPAStatus, MetricHealth, PauseStatus, PredictionStatus
+from ..core.saturation import SaturationStatus
 from ..core.model import PREDICTION_ACTIVE
 from ..core.quantity import format_milli
 

@@ -40,8 +40,6 @@ from .model import (
     PredictionSpec,
     PredictionStatus,
     Proposal,
-    SaturationSpec,
-    SaturationStatus,
     Scale,
     ScalingPolicy,
     ScalingRules,
@@ -57,7 +55,6 @@ from .fallback import capped_failures, check_fallback, effective_fallback, fallb
 from .normalize import MemoryHorizons, memory_horizons, relevant_memory, stabilization_windows, store_scale_event
 from .prediction import check_prediction
 from .reconcile import decide, rescale_failed, set_condition, tolerances, with_status
-from .saturation import check_saturation, saturation_metric
 from .schedules import (END_OF_CALENDAR, active_windows, check_window, check_windows, expired_windows, next_change,
                         occurrences)
 
@@ -71,6 +68,5 @@ __all__ = [
     "next_change", "occurrences", "provisioned_total", "rescale_failed", "set_condition", "tolerances", "with_status",
     "MemoryHorizons", "memory_horizons", "relevant_memory", "stabilization_windows", "store_scale_event",
     "MetricError", "ReplicaCalculator", "HPAWarning", "check_hpa", "LIMIT", "REQUEST",
-    "SaturationSpec", "SaturationStatus", "check_saturation", "saturation_metric",
     "PAUSE_ANNOTATIONS", "PauseSpec", "PauseStatus", "END_OF_CALENDAR",
 ]

@@ -63,7 +63,7 @@ from .sources import Outcome, SourceInputs, Stage, nothing_to_retire
 
 __all__ = [
     "MAX_DEMAND_FACTOR", "MAX_PINNED_PERCENT", "MIN_DEMAND_FACTOR", "MIN_PINNED_PERCENT", "SaturationSource",
-    "check_saturation", "saturation_metric", "saturation_proposal",
+    "SaturationSpec", "SaturationStatus", "check_saturation", "saturation_metric", "saturation_proposal",
 ]
 
 #: ``pinnedPercent`` lies in [MIN_PINNED_PERCENT, MAX_PINNED_PERCENT] (percent of the CPU limit).
