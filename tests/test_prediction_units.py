@@ -226,3 +226,18 @@ def test_no_usable_pattern_gives_no_proposal_and_the_condition(history, reason):
     cond = {c.type: c for c in d.conditions}["PredictionActive"]
     assert (cond.status, cond.reason) == ("False", reason)
     assert d.desired_replicas == with_pred.desired_replicas == 2  # 50 % of 1 CPU at a 50 % target: as upstream
+
+
+def test_removing_spec_prediction_removes_its_condition_and_status():
+    from dataclasses import replace
+
+    from pyhpa.core import ControllerConfig, decide, with_status
+
+    hpa, scale, pods, samples, memory = _core_inputs(PredictionSpec())
+    d = decide(hpa, scale, pods, samples, memory, 1e9, ControllerConfig())
+    assert "PredictionActive" in {c.type for c in d.conditions} and d.status.prediction is not None
+    without = replace(with_status(hpa, d.status), prediction=None)
+    again = decide(without, scale, pods, samples, d.memory, 1e9 + 15, ControllerConfig())
+    assert "PredictionActive" not in {c.type for c in again.conditions} and again.status.prediction is None
+    plain = decide(replace(hpa, prediction=None), scale, pods, samples, memory, 1e9, ControllerConfig())
+    assert [c.type for c in again.conditions] == [c.type for c in plain.conditions]

@@ -243,3 +243,16 @@ def test_status_carries_the_usage_only_while_pinned():
                     "message": "the ready pods use less than 95 % of their CPU limit: their usage shows the demand"}
     pods, samples = guaranteed([600] * 4)  # another usage below the limit: the same status, no rewrite
     assert saturation_status(sync(sat_hpa(), pods, samples, 4).status.saturation) == calm
+
+
+def test_removing_spec_saturation_removes_its_condition_and_status_and_a_given_recommendation_keeps_them():
+    pods, samples = guaranteed([1000] * 4)
+    hpa = sat_hpa()
+    d = sync(hpa, pods, samples, 4)
+    assert cond(d) == ("True", "PinnedAtLimit")
+    written = with_status(hpa, d.status)
+    kept = decide(written, scale(4), pods, [samples], d.memory, NOW + 15, CFG, prenormalized=4)
+    assert cond(kept) == ("True", "PinnedAtLimit")  # a given recommendation skips the source: nothing to undo
+    again = sync(replace(written, saturation=None), pods, samples, 4, d.memory, NOW + 15)
+    assert cond(again) is None and again.status.saturation is None
+    assert [c.type for c in again.conditions] == [c.type for c in sync(cpu_hpa(70, 1, 100), pods, samples, 4).conditions]

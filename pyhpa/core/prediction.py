@@ -15,7 +15,7 @@ from .metrics import metric_index_problem
 from .model import (ENFORCE, HISTORY_UNAVAILABLE, HPA, MAX_INT32, METRIC_SOURCE_TYPES, NOT_PREDICTABLE, OBSERVING,
                     PREDICTING, PREDICTION_ACTIVE, PREDICTION_MODES, PREDICTION_SOURCE, UTILIZATION, VALUE, Forecast,
                     MetricSpec, Pod, PredictionSpec, PredictionStatus, SourceKind, SourceProposal)
-from .sources import Outcome, SourceInputs, Stage, nothing_to_retire
+from .sources import Outcome, SourceInputs, Stage
 
 __all__ = [
     "FORECASTABLE_TYPES", "MAX_QUANTILE", "MIN_HISTORY_SECONDS", "MIN_LEAD_SECONDS", "MIN_QUANTILE",
@@ -153,7 +153,11 @@ class PredictionSource:
     def enabled(self, inputs: SourceInputs) -> bool:
         return inputs.hpa.prediction is not None
 
-    retired = nothing_to_retire
+    def retired(self, inputs: SourceInputs) -> Outcome | None:
+        """``spec.prediction`` removed: its ``PredictionActive`` condition goes with it."""
+        if inputs.condition(PREDICTION_ACTIVE) is None:
+            return None
+        return Outcome(drop=PREDICTION_ACTIVE)
 
     def evaluate(self, inputs: SourceInputs) -> Outcome:
         hpa, forecast = inputs.hpa, inputs.forecast

@@ -59,7 +59,7 @@ from .model import (
     SourceKind,
     SourceProposal,
 )
-from .sources import Outcome, SourceInputs, Stage, nothing_to_retire
+from .sources import Outcome, SourceInputs, Stage
 
 __all__ = [
     "MAX_DEMAND_FACTOR", "MAX_PINNED_PERCENT", "MIN_DEMAND_FACTOR", "MIN_PINNED_PERCENT", "SaturationSource",
@@ -218,7 +218,12 @@ class SaturationSource:
     def enabled(self, inputs: SourceInputs) -> bool:
         return inputs.hpa.saturation is not None and not inputs.given
 
-    retired = nothing_to_retire
+    def retired(self, inputs: SourceInputs) -> Outcome | None:
+        """``spec.saturation`` removed: its ``SaturationActive`` condition goes with it (kept while a given
+        recommendation skips the source)."""
+        if inputs.hpa.saturation is not None or inputs.condition(SATURATION_ACTIVE) is None:
+            return None
+        return Outcome(drop=SATURATION_ACTIVE)
 
     def evaluate(self, inputs: SourceInputs) -> Outcome:
         hpa = inputs.hpa
