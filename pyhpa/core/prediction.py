@@ -15,7 +15,7 @@ from .metrics import metric_index_problem
 from .model import (ENFORCE, HISTORY_UNAVAILABLE, HPA, MAX_INT32, METRIC_SOURCE_TYPES, NOT_PREDICTABLE, OBSERVING,
                     PREDICTING, PREDICTION_ACTIVE, PREDICTION_MODES, PREDICTION_SOURCE, UTILIZATION, VALUE, Forecast,
                     MetricSpec, Pod, PredictionSpec, PredictionStatus, SourceKind, SourceProposal)
-from .sources import Outcome, SourceInputs, Stage
+from .sources import Outcome, SourceInputs, Stage, condition_dropped
 
 __all__ = [
     "FORECASTABLE_TYPES", "MAX_QUANTILE", "MIN_HISTORY_SECONDS", "MIN_LEAD_SECONDS", "MIN_QUANTILE",
@@ -155,9 +155,7 @@ class PredictionSource:
 
     def retired(self, inputs: SourceInputs) -> Outcome | None:
         """``spec.prediction`` removed: its ``PredictionActive`` condition goes with it."""
-        if inputs.condition(PREDICTION_ACTIVE) is None:
-            return None
-        return Outcome(drop=PREDICTION_ACTIVE)
+        return condition_dropped(inputs, PREDICTION_ACTIVE)
 
     def evaluate(self, inputs: SourceInputs) -> Outcome:
         hpa, forecast = inputs.hpa, inputs.forecast

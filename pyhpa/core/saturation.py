@@ -59,7 +59,7 @@ from .model import (
     SourceKind,
     SourceProposal,
 )
-from .sources import Outcome, SourceInputs, Stage
+from .sources import Outcome, SourceInputs, Stage, condition_dropped
 
 __all__ = [
     "MAX_DEMAND_FACTOR", "MAX_PINNED_PERCENT", "MIN_DEMAND_FACTOR", "MIN_PINNED_PERCENT", "SaturationSource",
@@ -221,9 +221,7 @@ class SaturationSource:
     def retired(self, inputs: SourceInputs) -> Outcome | None:
         """``spec.saturation`` removed: its ``SaturationActive`` condition goes with it (kept while a given
         recommendation skips the source)."""
-        if inputs.hpa.saturation is not None or inputs.condition(SATURATION_ACTIVE) is None:
-            return None
-        return Outcome(drop=SATURATION_ACTIVE)
+        return None if inputs.hpa.saturation is not None else condition_dropped(inputs, SATURATION_ACTIVE)
 
     def evaluate(self, inputs: SourceInputs) -> Outcome:
         hpa = inputs.hpa

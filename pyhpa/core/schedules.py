@@ -36,7 +36,7 @@ from cronsim import CronSim, CronSimError
 
 from .combine import Bounds, effective_bounds, schedule_sources
 from .model import ActiveWindow, ConditionType, Reason, ScheduleStatus, ScheduleWindow, SourceKind
-from .sources import BoundsOutcome, Outcome, SourceInputs, Stage
+from .sources import BoundsOutcome, Outcome, SourceInputs, Stage, condition_dropped
 
 #: windows x minutes remembered by the memoized cron look-ups below (a few per autoscaler)
 _CACHE = 65536
@@ -353,9 +353,7 @@ class SchedulesSource:
         return bool(inputs.hpa.schedules)
 
     def retired(self, inputs: SourceInputs) -> Outcome | None:
-        if inputs.condition(_SCHEDULE_ACTIVE) is None:
-            return None
-        return Outcome(drop=_SCHEDULE_ACTIVE)
+        return condition_dropped(inputs, _SCHEDULE_ACTIVE)
 
     def evaluate(self, inputs: SourceInputs) -> BoundsOutcome:
         hpa, now = inputs.hpa, inputs.now

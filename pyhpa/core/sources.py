@@ -184,3 +184,11 @@ def nothing_to_retire(self: Source, inputs: SourceInputs) -> None:
     """``Source.retired`` of a source that leaves nothing behind when the HPA stops using it (``decide`` does not
     call it)."""
     return None
+
+
+def condition_dropped(inputs: SourceInputs, ctype: str) -> Outcome | None:
+    """``Source.retired`` of a source whose only trace is its condition ``ctype``: an ``Outcome`` that removes it,
+    or None when the HPA has none."""
+    if inputs.condition(ctype) is None:
+        return None
+    return Outcome(drop=ctype)
