@@ -148,6 +148,7 @@ class PredictionSource:
 
     kind = SourceKind.PREDICTION
     stage = Stage.PROPOSALS
+    condition_only = True  # what it leaves when retired is its condition alone
     field = "prediction"
 
     def enabled(self, inputs: SourceInputs) -> bool:

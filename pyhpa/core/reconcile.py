@@ -478,12 +478,18 @@ def decide(
     sync = _Sync(hpa, scale, now, config, other_selectors, samples, forecast, prenormalized, mem)
     sync.cond(_ABLE_TO_SCALE, "True", _SUCCEEDED_GET_SCALE,
               "the HPA controller was able to get the target's current scale")
+    upstream_only = None  # the HPA carries upstream's conditions only: a source whose trace is a condition left none
     for source, steps, retires in _PLAN:
         for step in steps:  # the rule's steps on entering the stages up to the source's
             step(sync, pods)
         stage = source.stage
         if not source.enabled(sync):
             if retires:
+                if retires == _CONDITION_ONLY:
+                    if upstream_only is None:
+                        upstream_only = _upstream_only(hpa.conditions)
+                    if upstream_only:
+                        continue
                 gone = source.retired(sync)
                 if gone is not None:
                     sync.apply(gone)
@@ -507,9 +513,29 @@ def _steps(after: Stage, to: Stage) -> tuple:
     return tuple(_STEP[s] for s in Stage if after < s <= to and s in _STEP)
 
 
-#: each source with the steps that run before it and whether it has anything to retire; the steps after the last
-_PLAN = tuple((s, _steps(SOURCES[i - 1].stage if i else Stage.BOUNDS, s.stage),
-               getattr(type(s), "retired", None) is not nothing_to_retire) for i, s in enumerate(SOURCES))
+#: how a source retires (``_PLAN``): never, always asked, or asked only when the HPA carries a condition upstream does
+#: not set (a source whose only trace is its condition: ``Source.condition_only``)
+_NEVER, _ALWAYS, _CONDITION_ONLY = 0, 1, 2
+_UPSTREAM_CONDITIONS = frozenset((_ABLE_TO_SCALE, _SCALING_ACTIVE, _SCALING_LIMITED, _SCALED_TO_ZERO))
+
+
+def _upstream_only(conditions: Sequence[Condition]) -> bool:
+    """Every condition is one of upstream's four."""
+    for c in conditions:
+        if c.type not in _UPSTREAM_CONDITIONS:
+            return False
+    return True
+
+
+def _retires(s: Source) -> int:
+    if getattr(type(s), "retired", None) is nothing_to_retire:
+        return _NEVER
+    return _CONDITION_ONLY if getattr(s, "condition_only", False) else _ALWAYS
+
+
+#: each source with the steps that run before it and how it retires; the steps after the last
+_PLAN = tuple((s, _steps(SOURCES[i - 1].stage if i else Stage.BOUNDS, s.stage), _retires(s))
+              for i, s in enumerate(SOURCES))
 _LAST_STEPS = _steps(SOURCES[-1].stage, Stage.DONE)
 
 

@@ -190,6 +190,7 @@ class SaturationSource:
 
     kind = SourceKind.SATURATION
     stage = Stage.PROPOSALS
+    condition_only = True  # what it leaves when retired is its condition alone
     field = "saturation"
     active_words = "pods pinned at their CPU limit"
     never_active = "the ready pods never reached pinnedPercent of their CPU limit"

@@ -348,6 +348,7 @@ class SchedulesSource:
 
     kind = SourceKind.SCHEDULE
     stage = Stage.BOUNDS
+    condition_only = True  # what it leaves when retired is its condition alone
 
     def enabled(self, inputs: SourceInputs) -> bool:
         return bool(inputs.hpa.schedules)

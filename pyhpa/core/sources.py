@@ -137,7 +137,8 @@ class Source(Protocol):
     ``enabled(inputs)``: the HPA uses it at this sync (its spec field, annotation or a condition it must end).
     ``evaluate(inputs)``: its ``Outcome`` (never raises for bad data: it reports it). ``retired(inputs)``: when not
     enabled, what is left to undo (a condition, its memory), or None; a source with nothing ever to undo sets
-    ``retired = nothing_to_retire``."""
+    ``retired = nothing_to_retire``, and one whose only trace is its condition sets ``condition_only = True``
+    (``decide`` then asks it only when the HPA carries a condition upstream does not set: most syncs skip it)."""
 
     kind: SourceKind
     stage: Stage
