@@ -2,8 +2,9 @@
 HorizontalAutoscaler, into the decision core's ``HPA``.
 
 A HorizontalAutoscaler's spec is the autoscaling/v2 spec (``V2_SPEC_FIELDS``, read by
-``pyhpa.adapters.objects.hpa_from_dict`` exactly as for an HPA; metrics of ``type: Prometheus`` by
-``pyhpa.adapters.promql``) plus
+``pyhpa.adapters.objects.hpa_from_dict`` exactly as for an HPA; the metric extensions, ``fallback``, ``type:
+Prometheus`` and ``utilizationBasis``, taken out in one pass and put back in one by
+``pyhpa.adapters.metric_extensions``) plus
 
 - per-object settings (``SETTING_FIELDS``: what upstream only has as controller flags), returned as
   ``ObjectSettings`` for the caller to apply over its flags (``effective_config``);
@@ -38,10 +39,10 @@ from ..api.v1alpha1 import (API_VERSION, DATE_TIME_PATTERN, DATED_PREFIX, KIND, 
 from ..core import HPA, ControllerConfig, ScheduleWindow, check_window, check_windows
 from .errors import InputError
 from .parse import MIN_INT32, int32_value, refuse_first, source_section
-from .fallback import has_fallback_fields, read_metric_fallbacks, read_spec_fallback, without_metric_fallbacks
+from .fallback import read_metric_fallbacks, read_spec_fallback
+from .metric_extensions import apply_metric_extensions, split_metric_extensions
 from .objects import hpa_from_dict, object_label
 from .pause import pause_annotations, pause_from_annotations
-from .promql import split_prometheus, with_prometheus
 
 GROUP_VERSION = API_VERSION
 V2_API_VERSION = "autoscaling/v2"
@@ -375,17 +376,16 @@ def read_autoscaler(d: Any, *, lenient: bool = False, scale_to_zero: bool = Fals
         else:
             status = d.get("status") or {}
             doc = v2_document(meta if isinstance(meta, dict) else {}, spec, status if isinstance(status, dict) else {})
-        doc["spec"]["metrics"], prom = split_prometheus(without_metric_fallbacks(spec.get("metrics")), "spec.metrics",
-                                                        prometheus_server)
+        doc["spec"]["metrics"], extras = split_metric_extensions(spec.get("metrics"), extensions or kind == KIND,
+                                                                 prometheus_server)
         if doc["spec"]["metrics"] is None:
             del doc["spec"]["metrics"]
-        hpa, model = hpa_from_dict(doc, lenient=lenient, scale_to_zero=scale_to_zero, go_structs=go_structs,
-                                   extensions=extensions or kind == KIND)
-        hpa = with_prometheus(hpa, prom)
+        hpa, model = hpa_from_dict(doc, lenient=lenient, scale_to_zero=scale_to_zero, go_structs=go_structs)
+        hpa = apply_metric_extensions(hpa, extras, lenient or go_structs)
         for key, read in EXTENSIONS.items():
             if key in spec:
                 hpa = read(spec[key], f"spec.{key}", hpa)
-        if has_fallback_fields(spec):
+        if extras.fallback or "fallback" in spec:
             _only_on_autoscaler(kind, extensions, spec.get("metrics"))
             hpa = read_metric_fallbacks(spec.get("metrics"), hpa)
         pause = pause_from_annotations(meta.get("annotations") if isinstance(meta, dict) else None)
@@ -393,7 +393,7 @@ def read_autoscaler(d: Any, *, lenient: bool = False, scale_to_zero: bool = Fals
             hpa = replace(hpa, pause=pause)
     except InputError as err:
         raise InputError(err.message, err.file, label, err.field, err.line) from None
-    return ParsedAutoscaler(hpa=hpa, model=model, kind=kind, settings=own, prometheus=prom, label=label)
+    return ParsedAutoscaler(hpa=hpa, model=model, kind=kind, settings=own, prometheus=extras.prometheus, label=label)
 
 
 def _only_on_autoscaler(kind: str, extensions: bool, metrics: Any) -> None:

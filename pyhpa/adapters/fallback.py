@@ -48,16 +48,6 @@ def fallback_spec(value: Any, field: str) -> FallbackSpec:
     return spec
 
 
-def has_fallback_fields(spec: Any) -> bool:
-    """Whether a spec (dict) gives ``fallback`` spec-wide or on any metric."""
-    if not isinstance(spec, dict):
-        return False
-    if "fallback" in spec:
-        return True
-    metrics = spec.get("metrics")
-    return isinstance(metrics, list) and any(isinstance(m, dict) and "fallback" in m for m in metrics)
-
-
 def without_metric_fallbacks(metrics: Any) -> Any:
     """``spec.metrics`` with each item's ``fallback`` removed (the autoscaling/v2 part of the metrics)."""
     if not isinstance(metrics, list):
@@ -94,13 +84,6 @@ def read_metric_fallbacks(metrics: Any, hpa: HPA) -> HPA:
             suffix = f" (for spec.metrics[{i}], whose own fallback does not give it)" if i in own else ""
             raise InputError(message + suffix, field=f"spec.fallback.{sub}")
     return replace(hpa, metrics=out)
-
-
-def read_fallback(spec: dict, hpa: HPA) -> HPA:
-    """``hpa`` with ``spec.fallback`` and each ``spec.metrics[i].fallback`` read and checked
-    (``read_spec_fallback`` then ``read_metric_fallbacks``). Raises InputError naming the field."""
-    hpa = read_spec_fallback(spec.get("fallback"), "spec.fallback", hpa)
-    return read_metric_fallbacks(spec.get("metrics"), hpa)
 
 
 def _gives(fb: FallbackSpec, sub: str) -> bool:

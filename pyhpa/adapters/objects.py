@@ -475,28 +475,39 @@ def _split_bases(d: dict, extensions: bool) -> tuple[dict, dict[int, str]]:
     bases: dict[int, str] = {}
     out = list(metrics)
     for i, m in enumerate(metrics):
-        if not isinstance(m, dict):
-            continue
-        for key in BASIS_SOURCES.values():
-            src = m.get(key)
-            if not isinstance(src, dict) or "utilizationBasis" not in src:
-                continue
-            field = f"spec.metrics[{i}].{key}.utilizationBasis"
-            if not extensions:
-                raise InputError("utilizationBasis is a field of a HorizontalAutoscaler (pyhpa.dev/v1alpha1), "
-                                 "not of an autoscaling/v2 HorizontalPodAutoscaler", field=field)
-            basis = src["utilizationBasis"]
-            if basis not in UTILIZATION_BASES:
-                raise InputError(f"must be {' or '.join(UTILIZATION_BASES)}, got {basis!r}", field=field)
-            if BASIS_SOURCES.get(m.get("type")) == key:
-                bases[i] = basis
-            out[i] = dict(m, **{key: {k: v for k, v in src.items() if k != "utilizationBasis"}})
+        out[i] = split_basis(i, m, extensions, bases)
     if not bases and out == metrics:
         return d, {}
     return dict(d, spec=dict(spec, metrics=out)), bases
 
 
-def _with_bases(hpa: HPA, bases: dict[int, str], lenient: bool) -> HPA:
+def split_basis(i: int, m: Any, extensions: bool, bases: dict[int, str]) -> Any:
+    """``spec.metrics[i]`` (``m``) without its source's ``utilizationBasis``, the basis recorded in ``bases[i]`` when
+    it is the metric's own source. Without ``extensions`` (a plain autoscaling/v2 object) the field is an error naming
+    it; a value other than ``Request``/``Limit`` too."""
+    if not isinstance(m, dict):
+        return m
+    out = m
+    for key in BASIS_SOURCES.values():
+        src = m.get(key)
+        if not isinstance(src, dict) or "utilizationBasis" not in src:
+            continue
+        field = f"spec.metrics[{i}].{key}.utilizationBasis"
+        if not extensions:
+            raise InputError("utilizationBasis is a field of a HorizontalAutoscaler (pyhpa.dev/v1alpha1), "
+                             "not of an autoscaling/v2 HorizontalPodAutoscaler", field=field)
+        basis = src["utilizationBasis"]
+        if basis not in UTILIZATION_BASES:
+            raise InputError(f"must be {' or '.join(UTILIZATION_BASES)}, got {basis!r}", field=field)
+        if BASIS_SOURCES.get(m.get("type")) == key:
+            bases[i] = basis
+        out = dict(out, **{key: {k: v for k, v in src.items() if k != "utilizationBasis"}})
+    return out
+
+
+def with_bases(hpa: HPA, bases: dict[int, str], lenient: bool) -> HPA:
+    """``hpa`` with each metric's ``utilizationBasis`` (``bases``: index -> basis; ``Limit`` needs a Utilization
+    target unless ``lenient``). Raises InputError naming the field."""
     if not bases:
         return hpa
     metrics = list(hpa.metrics)
@@ -537,7 +548,7 @@ def hpa_from_dict(d: dict, lenient: bool = False, scale_to_zero: bool = False,
             raise InputError("required field is missing", obj=object_label(d), field="metadata.name")
     model = decode(d)
     hpa = hpa_from_model(model, lenient, scale_to_zero, go_structs)
-    return _with_bases(hpa, bases, lenient or go_structs), model
+    return with_bases(hpa, bases, lenient or go_structs), model
 
 
 def pod_from_model(p: Any) -> Pod:
