@@ -45,7 +45,8 @@ def split_metric_extensions(metrics: Any, extensions: bool, prometheus_server: s
     if not isinstance(metrics, list):
         return metrics, MetricExtras()
     out = list(metrics)
-    extras = MetricExtras()
+    bases: dict[int, str] = {}
+    prometheus: dict[int, tuple[MetricSpec, PromQuery]] = {}
     fallback = False
     for i, m in enumerate(metrics):
         if not isinstance(m, dict):
@@ -55,14 +56,12 @@ def split_metric_extensions(metrics: Any, extensions: bool, prometheus_server: s
             m = {k: v for k, v in m.items() if k != "fallback"}
         if m.get("type") == PROMETHEUS:
             spec, query = metric_from_dict(m, f"{list_field}[{i}]", prometheus_server)
-            extras.prometheus[i] = (spec, query)
+            prometheus[i] = (spec, query)
             m = v2_equivalent(spec, m["prometheus"].get("target"))
         else:
-            m = split_basis(i, m, extensions, extras.bases)
+            m = split_basis(i, m, extensions, bases)
         out[i] = m
-    if fallback:
-        extras = MetricExtras(bases=extras.bases, prometheus=extras.prometheus, fallback=True)
-    return out, extras
+    return out, MetricExtras(bases=bases, prometheus=prometheus, fallback=fallback)
 
 
 def apply_metric_extensions(hpa: HPA, extras: MetricExtras, lenient: bool) -> HPA:

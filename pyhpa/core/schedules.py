@@ -224,15 +224,19 @@ def next_change(windows: Sequence[ScheduleWindow], now: float,
         if w.dated:
             ts = w.start_time if w.start_time > now else None
         else:
-            minute = math.floor(now) // 60 * 60
-            b = _BRACKETS.get(w)
-            if b is not None and b[0] <= minute + 59 < b[1] and b[3] is not None and b[3].date() not in w.exclude_dates:
-                ts = b[1]  # the next start after the bracket's: the first after this minute, not excluded
-            else:
-                ts = _next_start(w, minute)
+            ts = _next_start_after(w, math.floor(now) // 60 * 60)
         if ts is not None and (best is None or ts < best):
             best = ts
     return best
+
+
+def _next_start_after(window: ScheduleWindow, minute: float) -> float | None:
+    """``_next_start``, from the occurrence memo (``_BRACKETS``) when the minute lies in its bracket: the bracket's
+    next start, unless its date is excluded."""
+    b = _BRACKETS.get(window)
+    if b is not None and b[0] <= minute + 59 < b[1] and b[3] is not None and b[3].date() not in window.exclude_dates:
+        return b[1]
+    return _next_start(window, minute)
 
 
 @lru_cache(maxsize=_CACHE)
