@@ -28,8 +28,8 @@ average of the machine at the end: what else ran). The goal (``goal_met``): on e
 overloaded fraction is at most 2 x 0.005 and the pod-hours at most the hindsight target's; tune_seconds <= 300.
 
 ``--tuning-days N`` (2-7) tunes on N days instead of 7 (the next week follows them); ``--unseen`` runs the
-traces tune was not developed on instead (NASA-HTTP August 1995, WorldCup98 July 1998, four Bitbrains VMs:
-two daily, two bursty; ``benchmarks/data/README.md``); ``--load`` starts one CPU-bound process per core beside
+traces tune was not developed on instead (NASA-HTTP August 1995, WorldCup98 July 1998, the eight Bitbrains VMs:
+four daily, four bursty; ``benchmarks/data/README.md``); ``--load`` starts one CPU-bound process per core beside
 the run and tunes as ``pyhpa tune`` does by default (one worker process per core, the budget in wall seconds),
 one trace at a time. ``--timeout S`` sets tune's search budget (default 170 s, tune's own default); ``--trace
 NAME`` (repeatable) runs only some traces; ``--jobs N`` traces in parallel (each tune on one core; 1 with
@@ -82,7 +82,7 @@ UNSEEN = {
     **{f"bitbrains_{vm.replace('-', '')}": dict(file=DATA / "bitbrains_rnd_2013-08_cpu.csv.gz", column="cpu_usage_mhz",
                                                  where=(f"vm={vm}",), load_scale="peak",
                                                  start="2013-08-05T00:00:00+00:00", max_replicas=400)
-       for vm in ("rnd-411", "rnd-270", "rnd-81", "rnd-58")},
+       for vm in ("rnd-411", "rnd-270", "rnd-81", "rnd-58", "rnd-407", "rnd-384", "rnd-94", "rnd-96")},
 }
 TUNING_DAYS = (2, 7)
 TEST_DAYS = 7
