@@ -91,7 +91,8 @@ def test_targets_between_a_setting_that_held_out_and_a_cheaper_one_that_missed_a
     current = Evaluation(-1, space.current_setting(p.autoscaler.hpa, p.kind), current_out.figures)
     evaluations = [Evaluation(0, low, low_out.figures), Evaluation(1, high, high_out.figures)]
     assert all(objective.met(e.in_sample) for e in evaluations)
-    best, checked, _ = check_held_out(p, objective, current, evaluations, jobs=1)
+    # no floor step (test_a_floor_lower_than_the_one_that_held_out_is_tried_on_both_parts): this is the bisection
+    best, checked, _ = check_held_out(p, objective, current, evaluations, jobs=1, floor_budget=0.0)
     assert not objective.met(evaluations[1].held_out, HELD_OUT_SLACK)  # 85 % missed on the held-out part
     assert 50 < best.setting.target < 85 and best.derived_by == BETWEEN
     assert best.setting == Setting(target=best.setting.target, min_replicas=2, max_replicas=30)
@@ -105,6 +106,51 @@ def test_targets_between_a_setting_that_held_out_and_a_cheaper_one_that_missed_a
     assert min(above) == best.setting.target + 1  # to one percent
     assert not objective.met(nxt.in_sample) or not objective.met(nxt.held_out, HELD_OUT_SLACK)
     assert checked == sum(1 for e in [current, *evaluations] if e.held_out is not None) - 1  # the current is not counted
+
+
+def quiet_then_bursts(factor: float = 120.0) -> np.ndarray:
+    """30 h at about 5 requests/s (noisy); in the last 6 (held out) two bursts of ``factor`` requests/s, 90 and 60
+    minutes long: tuning days that sit at minReplicas, and a held-out day that carries the load."""
+    rps = 5.0 * (1 + 0.2 * np.random.default_rng(1).standard_normal(30 * 60)).clip(0.3)
+    for start, end in ((26 * 60, 27 * 60 + 30), (28 * 60 + 30, 29 * 60 + 30)):
+        rps[start:end] = factor
+    return rps
+
+
+def test_a_floor_lower_than_the_one_that_held_out_is_tried_on_both_parts(tmp_path):
+    """Quiet tuning days, bursts on the held-out day (as Bitbrains rnd-58): the search's cheap setting (85 %,
+    replicas 1-2) has a max for the quiet part and misses on the held-out part; the current object (50 %, 2-30)
+    holds. The floor step tries the current object with minReplicas 1 (half the pod-hours on quiet days), which
+    holds, and then bisects the targets above it: the recommendation keeps the floor of 1, meets the objective on
+    the tuning part and within 2x it held out, and costs less than the current object on both parts. Without the
+    step's budget the current object is kept."""
+    from pyhpa.tune import Setting
+    from pyhpa.tune.search import FLOOR, HELD_OUT_SLACK, _both_parts_key, _Runner, check_held_out, space
+    from tests.test_tune import prepared
+
+    p = prepared(tmp_path, write_trace(tmp_path / "quiet.csv", quiet_then_bursts()))
+    objective = Objective("overloaded_fraction", 0.02)
+    cheap = Setting(target=85.0, min_replicas=1, max_replicas=2)
+    with _Runner(p, 1) as runner:
+        current_out, cheap_out = runner.map([(None, "tuning"), (cheap, "tuning")])
+    for floor_budget in (0.0, float("inf")):
+        current = Evaluation(-1, space.current_setting(p.autoscaler.hpa, p.kind), current_out.figures)
+        evaluations = [Evaluation(0, cheap, cheap_out.figures)]
+        best, _, _ = check_held_out(p, objective, current, evaluations, jobs=1, floor_budget=floor_budget)
+        assert not objective.met(evaluations[0].held_out, HELD_OUT_SLACK)  # capped at 2 pods by the bursts
+        assert objective.met(current.held_out, HELD_OUT_SLACK)
+        if floor_budget == 0.0:
+            assert best is current and len(evaluations) == 1
+            continue
+        floors = [e for e in evaluations if e.derived_by == FLOOR]
+        assert floors[0].setting == Setting(target=50.0, min_replicas=1, max_replicas=30)
+        assert floors[0].origin == "the current object with minReplicas 1"
+        assert best.setting.min_replicas == 1 and best.setting.max_replicas == 30
+        assert objective.met(best.in_sample) and objective.met(best.held_out, HELD_OUT_SLACK)
+        assert best.in_sample.pod_hours < current.in_sample.pod_hours and \
+            best.held_out.pod_hours < current.held_out.pod_hours
+        assert _both_parts_key(best) < _both_parts_key(current)
+        assert best is floors[0] or best.origin.startswith(f"trial {floors[0].number} with its target raised to ")
 
 
 def test_the_walk_ends_with_the_current_object_once_the_budget_is_over(tmp_path):
@@ -128,7 +174,7 @@ def test_the_walk_ends_with_the_current_object_once_the_budget_is_over(tmp_path)
         assert objective.met(current.in_sample) and objective.met(evaluations[0].in_sample)
         assert evaluations[0].in_sample.pod_hours < current.in_sample.pod_hours
         best, checked, _ = check_held_out(p, objective, current, evaluations, jobs=1, budget=budget,
-                                          clock=lambda: 0.0)
+                                          clock=lambda: 0.0, floor_budget=0.0)  # the floor step: tested above
         assert best is current and objective.met(current.held_out, HELD_OUT_SLACK)
         assert (evaluations[0].held_out is not None) == walked and len(evaluations) == 1
         if walked:

@@ -55,6 +55,8 @@ ROBUST_SHARE = 0.5
 #: once the held-out check found a setting that holds, the targets between it and a cheaper one on its line that
 #: missed are bisected (``_between``) for at most this share of --timeout more
 BETWEEN_SHARE = 0.15
+#: then its floor is lowered (``_lower_floor``) for at most this share of --timeout more
+FLOOR_SHARE = 0.1
 #: the robust variants lower the target by these many points (or percent of a factor)
 ROBUST_TARGET_STEPS = (3, 6, 12)
 #: a replay stops as over the limit once its objective figure over the whole tuning part is certain to exceed the
@@ -68,8 +70,9 @@ STOP_COSTLIER_MARGIN = 0.15
 #: why a replay stopped early (``Figures.stopped``); ``DEADLINE``: the budget was over (the replay is dropped)
 OVER_LIMIT, COSTLIER, DEADLINE = "over_limit", "costlier", "deadline"
 #: how the held-out check derived a setting (``Evaluation.derived_by``): more robust than every in-sample winner
-#: (``robust_variants``), or a target between one that held out and a cheaper one that missed (``_between``)
-ROBUST, BETWEEN = "robust", "between"
+#: (``robust_variants``), a target between one that held out and a cheaper one that missed (``_between``), or the
+#: one that held out with a lower floor (``_lower_floor``)
+ROBUST, BETWEEN, FLOOR = "robust", "between", "floor"
 #: replays still running when the budget is over are drained while within this share of the budget past it, then
 #: they stop themselves (``Stop.deadline``) and are dropped: the search ends at most this much late
 DRAIN_SHARE = 0.1
@@ -156,9 +159,11 @@ class Evaluation:
     held_out: Figures | None = None
     episodes: tuple[tuple[float, float], ...] = ()
     params: dict = field(default_factory=dict)
-    #: "" (the search found it), or how the held-out check derived it (``robust_variants``, ``_between``)
+    #: "" (the search found it), or how the held-out check derived it (``robust_variants``, ``_between``,
+    #: ``_lower_floor``)
     origin: str = ""
-    #: "" (the search found it), ``ROBUST`` (``robust_variants``) or ``BETWEEN`` (``_between``)
+    #: "" (the search found it), ``ROBUST`` (``robust_variants``), ``BETWEEN`` (``_between``) or ``FLOOR``
+    #: (``_lower_floor``)
     derived_by: str = ""
 
     @property
@@ -908,7 +913,8 @@ def _closest(evaluations: Sequence[Evaluation], objective: Objective, p: Prepare
 
 def check_held_out(prepared: Prepared, objective: Objective, current: Evaluation, evaluations: list[Evaluation], *,
                    jobs: int = 1, budget: float = math.inf, clock: Callable[[], float] = time.monotonic,
-                   peaks: Sequence[windows.Peak] = (), between_budget: float = math.inf) -> tuple[Evaluation, int, float]:
+                   peaks: Sequence[windows.Peak] = (), between_budget: float = math.inf,
+                   floor_budget: float = math.inf) -> tuple[Evaluation, int, float]:
     """Replay the in-sample winners, cheapest first (``rank_key``), on the held-out part until one meets the
     objective there too (within ``HELD_OUT_SLACK`` times the limit): every setting that met the objective
     in-sample, up the whole frontier, not a fixed number. The user's object is replayed there too; when it met the
@@ -917,7 +923,8 @@ def check_held_out(prepared: Prepared, objective: Objective, current: Evaluation
     in-sample replay stopped early as costlier (``COSTLIER``) is first replayed to its end when it could rank
     before the next one checked, so that the order is the same as with every replay complete. Once a setting
     holds, the targets between it and a cheaper one on its line that missed on the held-out part are bisected on
-    both parts for at most ``between_budget`` seconds of ``clock`` (``_between``).
+    both parts for at most ``between_budget`` seconds of ``clock`` (``_between``), then its floor is lowered for at
+    most ``floor_budget`` seconds (``_lower_floor``).
 
     When every one missed on the held-out part, more robust settings are derived from the cheapest and the
     closest of them (``robust_variants``: lower targets, a higher max, prediction's 0.95 quantile, saturation,
@@ -936,6 +943,9 @@ def check_held_out(prepared: Prepared, objective: Objective, current: Evaluation
         c1 = clock()
         best = _between(prepared, objective, e, everyone, evaluations, checked, runner, batch,
                         lambda: clock() - c1 < between_budget)
+        c2 = clock()
+        best = _lower_floor(prepared, objective, best, everyone, evaluations, checked, runner, batch,
+                            lambda: clock() - c2 < floor_budget)
         return best, len(checked), time.monotonic() - t0
 
     with _Runner(prepared, jobs, prepared.held_out) as runner:
@@ -1067,21 +1077,83 @@ def _between(p: Prepared, objective: Objective, passed: Evaluation, everyone: li
                            f"{label(nearest)}, which missed on the held-out part)", derived_by=BETWEEN)
             number += 1
             new.append(e)
-        fresh = [e for e in new if e.setting not in known]
-        for e, out in zip(fresh, runner.map([(e.setting, "tuning") for e in fresh])):
-            e.in_sample, e.episodes = out.figures, out.episodes
-        evaluations += fresh
-        everyone += fresh
-        todo = [e for e in new if e.held_out is None and e.complete and objective.met(e.in_sample)]
-        for e, out in zip(todo, runner.map([(e.setting, "held_out") for e in todo])):
-            _set(evaluations, e.setting, held_out=out.figures)
-        checked += [e for e in todo if e not in checked]
+        _replay_both(objective, new, everyone, evaluations, checked, runner)
         for e in new:
             if e.held_out is not None and objective.met(e.in_sample) and objective.met(e.held_out, HELD_OUT_SLACK):
                 lo = max(lo, e.setting.target)
                 found = min(found, e, key=_both_parts_key)
         hi = min([hi] + [e.setting.target for e in new if e.setting.target > lo])
     return found
+
+
+def _replay_both(objective: Objective, new: list[Evaluation], everyone: list[Evaluation], evaluations: list[Evaluation],
+                 checked: list[Evaluation], runner: "_Runner") -> None:
+    """Replay the settings of ``new`` that are not in ``everyone`` yet on the tuning part (to its end), then each
+    one of ``new`` that met the objective there and was not checked yet on the held-out part, as the check's other
+    candidates are. The fresh ones are appended to ``evaluations`` and ``everyone``, those checked to ``checked``."""
+    known = {e.setting for e in everyone}
+    fresh = [e for e in new if e.setting not in known]
+    for e, out in zip(fresh, runner.map([(e.setting, "tuning") for e in fresh])):
+        e.in_sample, e.episodes = out.figures, out.episodes
+    evaluations += fresh
+    everyone += fresh
+    todo = [e for e in new if e.held_out is None and e.complete and objective.met(e.in_sample)]
+    for e, out in zip(todo, runner.map([(e.setting, "held_out") for e in todo])):
+        _set(evaluations, e.setting, held_out=out.figures)
+    checked += [e for e in todo if e not in checked]
+
+
+def _lower_floor(p: Prepared, objective: Objective, passed: Evaluation, everyone: list[Evaluation],
+                 evaluations: list[Evaluation], checked: list[Evaluation], runner: "_Runner", batch: int,
+                 within: Callable[[], bool]) -> Evaluation:
+    """The held-out check found ``passed`` (the cheapest that holds, ``_between`` done): try its floor one lower.
+    The search may never have: on tuning days that sit at minReplicas (quiet days before a burst on the held-out
+    day) its settings with a low floor were also given a max for the tuning part's peak, and all missed on the
+    held-out part, where the walk went on up to a higher floor. ``passed`` with ``minReplicas`` one lower is tried
+    at its target, then lowered by ``ROBUST_TARGET_STEPS`` (more headroom per pod for the longer way up from fewer
+    pods), ``batch`` at a time while ``within()``, each replayed on both parts (``_replay_both``); the highest
+    target that holds is bisected up to the lowest that missed (``_between``), and kept when it is cheaper on both
+    parts together (``_both_parts_key``); then the next floor down, to 1. Returns the cheapest on both parts that
+    holds (``passed`` when no lower floor is cheaper). The settings replayed are appended as in ``_between``; their
+    ``origin`` says so."""
+    if p.held_out is None:
+        return passed
+    util = p.kind.type == "Utilization"
+    lowest = space.TARGET_PERCENT[0] if util else p.kind.current * space.TARGET_FACTOR[0]
+    best = passed
+    while best.setting.min_replicas > 1 and within():
+        s, floor = best.setting, best.setting.min_replicas - 1
+        name = f"trial {best.number}" if best.number >= 0 else "the current object"
+        targets = [s.target] + [t for k in ROBUST_TARGET_STEPS
+                                if (t := s.target - k if util else round(s.target / (1 + k / 100), 1)) >= lowest]
+        held = None
+        for i in range(0, len(targets), batch):
+            if not within():
+                break
+            number = max(e.number for e in everyone) + 1
+            known = {e.setting: e for e in everyone}
+            new = []
+            for t in targets[i:i + batch]:
+                c = replace(s, min_replicas=floor, target=float(t) if util else t)
+                if c in known:
+                    new.append(known[c])
+                    continue
+                how = "" if t == s.target else f" and its target lowered to {t:g}"
+                new.append(Evaluation(number, c, best.in_sample, origin=f"{name} with minReplicas {floor}{how}",
+                                      derived_by=FLOOR))
+                number += 1
+            _replay_both(objective, new, everyone, evaluations, checked, runner)
+            held = next((e for e in new if objective.met(e.in_sample) and e.held_out is not None
+                         and objective.met(e.held_out, HELD_OUT_SLACK)), None)
+            if held is not None:
+                break
+        if held is None:
+            break
+        held = _between(p, objective, held, everyone, evaluations, checked, runner, batch, within)
+        if _both_parts_key(held) >= _both_parts_key(best):
+            break
+        best = held
+    return best
 
 
 def _both_parts_key(e: Evaluation) -> tuple:
@@ -1205,17 +1277,20 @@ def tune(prepared: Prepared, objective: Objective, *, trials: int = 200, timeout
     found = len(evaluations)
     best, tried, checked = check_held_out(prepared, objective, current, evaluations, jobs=jobs,
                                           budget=timeout * ROBUST_SHARE, clock=clock, peaks=s.peaks,
-                                          between_budget=timeout * BETWEEN_SHARE)
+                                          between_budget=timeout * BETWEEN_SHARE, floor_budget=timeout * FLOOR_SHARE)
     notes = []
     completed = stopped_costlier - sum(1 for e in evaluations[:found] if e.in_sample.stopped == COSTLIER)
     if completed:
         notes.append(f"{completed} setting(s) stopped early as costlier were replayed to the end for the held-out check")
+    # the floor step's settings, and the targets its _between bisected, come after its first one
+    first_floor = next((i for i, e in enumerate(evaluations) if i >= found and e.derived_by == FLOOR), len(evaluations))
+    lowered = any(e is best for e in evaluations[first_floor:])
     derived = sum(1 for e in evaluations[found:] if e.derived_by == ROBUST)
-    between = sum(1 for e in evaluations[found:] if e.derived_by == BETWEEN)
+    between = sum(1 for e in evaluations[found:first_floor] if e.derived_by == BETWEEN)
     if derived:
         notes.append(f"every setting the search found that met the objective in-sample missed it on the held-out part: "
                      f"{derived} more robust one(s) were derived from the cheapest and the closest of them" +
-                     ("" if best.derived_by == BETWEEN else f"; the recommendation is {best.origin}"))
+                     ("" if best.derived_by == BETWEEN or lowered else f"; the recommendation is {best.origin}"))
     walked = sum(1 for e in _unique([current, *evaluations[:found]]) if e.held_out is not None and e.complete
                  and objective.met(e.in_sample) and not objective.met(e.held_out, HELD_OUT_SLACK))
     if not derived and walked:
@@ -1224,8 +1299,13 @@ def tune(prepared: Prepared, objective: Objective, *, trials: int = 200, timeout
     if between:
         notes.append(f"{between} target(s) between the cheapest setting that held out and a cheaper one on its line "
                      f"that missed there were replayed on both parts; " +
-                     (f"the recommendation is {best.origin}" if best.derived_by == BETWEEN
-                      else "none that held out was cheaper"))
+                     ("its floor was then lowered (next note)" if lowered else f"the recommendation is {best.origin}"
+                      if best.derived_by == BETWEEN else "none that held out was cheaper"))
+    floors = sum(1 for e in evaluations[first_floor:] if e.derived_by == FLOOR)
+    if floors:
+        notes.append(f"{floors} setting(s) with a floor (minReplicas) lower than the cheapest that held out were "
+                     f"replayed on both parts; " + (f"the recommendation is {best.origin}" if lowered
+                                                    else "none that held out was cheaper"))
     if best is current:
         notes.append("the current object is the cheapest setting that met the objective on both parts: it is kept as it is")
     if s.lost or s.restarts:
