@@ -154,9 +154,12 @@ def test_upstream_only_writes_an_hpa_that_simulate_replays_to_the_same_figures(t
     text = (out / "recommended.yaml").read_text()
     assert "  # target of spec.metrics[0]: 50 % -> " in text and "  # max 30 -> " in text
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["kind"] == "HorizontalPodAutoscaler" and summary["candidates"] == 4
-    rows = (out / "candidates.csv").read_text().splitlines()
-    assert len(rows) == 1 + 1 + 4 and rows[0].startswith("trial,target,min_replicas,max_replicas")
+    rows = list(csv.DictReader((out / "candidates.csv").open()))
+    searched = [r for r in rows if r["origin"] == "search"]
+    derived = [r for r in rows if r["origin"] not in ("search", "the current object")]  # by the held-out check
+    assert summary["kind"] == "HorizontalPodAutoscaler" and len(searched) == 4
+    assert summary["candidates"] == 4 + len(derived) and len(rows) == 1 + summary["candidates"]
+    assert list(rows[0])[:4] == ["trial", "target", "min_replicas", "max_replicas"]
     assert (out / "frontier.png").stat().st_size > 10_000
     sim = simulate_cli(tmp_path, out / "recommended.yaml", trace, end_hours=24)
     tuned = summary["recommended"]["in_sample"]

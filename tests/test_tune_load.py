@@ -79,7 +79,8 @@ def test_a_worker_killed_mid_search_costs_its_replay_not_the_recommendation(tmp_
 
     result = tune(p, Objective("overloaded_fraction", 0.02), trials=6, timeout=600, jobs=2, progress=kill_one_worker)
     assert killed
-    assert result.recommended.held_out is not None and len(result.evaluations) == 6
+    # the 6 trials, and what the held-out check derived (origin set); none lost
+    assert result.recommended.held_out is not None and sum(1 for e in result.evaluations if not e.origin) == 6
     assert any("lost with their worker process" in n and "started anew" in n for n in result.notes), result.notes
 
 
