@@ -79,7 +79,7 @@ def test_targets_between_a_setting_that_held_out_and_a_cheaper_one_that_missed_a
     the next target up on the line is known to miss (on one part or the other), and candidates.csv-style origins
     say how each was derived."""
     from pyhpa.tune import Setting
-    from pyhpa.tune.search import BETWEEN, HELD_OUT_SLACK, _Runner, check_held_out, space
+    from pyhpa.tune.search import HELD_OUT_SLACK, Derived, _Runner, check_held_out, space
     from tests.test_tune import prepared
 
     hpa = write_hpa(tmp_path / "hpa-40.yaml", metric="Resource\n" + CPU.replace("50", "40"))  # costlier: not walked
@@ -94,7 +94,7 @@ def test_targets_between_a_setting_that_held_out_and_a_cheaper_one_that_missed_a
     # no floor step (test_a_floor_lower_than_the_one_that_held_out_is_tried_on_both_parts): this is the bisection
     best, checked, _ = check_held_out(p, objective, current, evaluations, jobs=1, floor_budget=0.0)
     assert not objective.met(evaluations[1].held_out, HELD_OUT_SLACK)  # 85 % missed on the held-out part
-    assert 50 < best.setting.target < 85 and best.derived_by == BETWEEN
+    assert 50 < best.setting.target < 85 and best.derived_by is Derived.BETWEEN
     assert best.setting == Setting(target=best.setting.target, min_replicas=2, max_replicas=30)
     assert objective.met(best.in_sample) and objective.met(best.held_out, HELD_OUT_SLACK)
     assert best.origin == f"trial 0 with its target raised to {best.setting.target:g} (below trial 1, which missed on " \
@@ -125,7 +125,7 @@ def test_a_floor_lower_than_the_one_that_held_out_is_tried_on_both_parts(tmp_pat
     the tuning part and within 2x it held out, and costs less than the current object on both parts. Without the
     step's budget the current object is kept."""
     from pyhpa.tune import Setting
-    from pyhpa.tune.search import FLOOR, HELD_OUT_SLACK, _both_parts_key, _Runner, check_held_out, space
+    from pyhpa.tune.search import HELD_OUT_SLACK, Derived, _both_parts_key, _Runner, check_held_out, space
     from tests.test_tune import prepared
 
     p = prepared(tmp_path, write_trace(tmp_path / "quiet.csv", quiet_then_bursts()))
@@ -142,7 +142,7 @@ def test_a_floor_lower_than_the_one_that_held_out_is_tried_on_both_parts(tmp_pat
         if floor_budget == 0.0:
             assert best is current and len(evaluations) == 1
             continue
-        floors = [e for e in evaluations if e.derived_by == FLOOR]
+        floors = [e for e in evaluations if e.derived_by is Derived.FLOOR]
         assert floors[0].setting == Setting(target=50.0, min_replicas=1, max_replicas=30)
         assert floors[0].origin == "the current object with minReplicas 1"
         assert best.setting.min_replicas == 1 and best.setting.max_replicas == 30

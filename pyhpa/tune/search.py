@@ -28,6 +28,7 @@ import warnings
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
@@ -43,6 +44,18 @@ from ..simulate.target import Target
 from ..simulate.trace import iso, load_trace, time_bound
 from . import space, windows
 from .space import Setting, TargetKind, Window
+
+
+class Derived(StrEnum):
+    """How the held-out check derived a setting (``Evaluation.derived_by``)."""
+
+    #: more robust than every in-sample winner (``robust_variants``)
+    ROBUST = "robust"
+    #: a target between one that held out and a cheaper one on its line that missed (``_between``)
+    BETWEEN = "between"
+    #: the one that held out with a lower floor (``_lower_floor``)
+    FLOOR = "floor"
+
 
 #: a setting passes the held-out check when its held-out figure is within this many times the limit
 #: (one held-out day is a small sample: the issue's own acceptance allows 2x the asked fraction on the next week)
@@ -69,10 +82,6 @@ STOP_COSTLIER_SHARE = 0.25
 STOP_COSTLIER_MARGIN = 0.15
 #: why a replay stopped early (``Figures.stopped``); ``DEADLINE``: the budget was over (the replay is dropped)
 OVER_LIMIT, COSTLIER, DEADLINE = "over_limit", "costlier", "deadline"
-#: how the held-out check derived a setting (``Evaluation.derived_by``): more robust than every in-sample winner
-#: (``robust_variants``), a target between one that held out and a cheaper one that missed (``_between``), or the
-#: one that held out with a lower floor (``_lower_floor``)
-ROBUST, BETWEEN, FLOOR = "robust", "between", "floor"
 #: replays still running when the budget is over are drained while within this share of the budget past it, then
 #: they stop themselves (``Stop.deadline``) and are dropped: the search ends at most this much late
 DRAIN_SHARE = 0.1
@@ -162,9 +171,8 @@ class Evaluation:
     #: "" (the search found it), or how the held-out check derived it (``robust_variants``, ``_between``,
     #: ``_lower_floor``)
     origin: str = ""
-    #: "" (the search found it), ``ROBUST`` (``robust_variants``), ``BETWEEN`` (``_between``) or ``FLOOR``
-    #: (``_lower_floor``)
-    derived_by: str = ""
+    #: None (the search found it), or how the held-out check derived it
+    derived_by: Derived | None = None
 
     @property
     def complete(self) -> bool:
@@ -1003,7 +1011,8 @@ def check_held_out(prepared: Prepared, objective: Objective, current: Evaluation
                     continue
                 break
             number = max((e.number for e in everyone), default=-1) + 1
-            new = [Evaluation(number + i, s, out.figures, episodes=out.episodes, origin=how, derived_by=ROBUST)
+            new = [Evaluation(number + i, s, out.figures, episodes=out.episodes, origin=how,
+                              derived_by=Derived.ROBUST)
                    for i, ((s, how), out) in enumerate(zip(variants, runner.map([(s, "tuning") for s, _ in variants])))]
             evaluations += new
             everyone += new
@@ -1074,7 +1083,7 @@ def _between(p: Prepared, objective: Objective, passed: Evaluation, everyone: li
                 new.append(known[s])
                 continue
             e = Evaluation(number, s, passed.in_sample, origin=f"{label(passed)} with its target raised to {t:g} (below "
-                           f"{label(nearest)}, which missed on the held-out part)", derived_by=BETWEEN)
+                           f"{label(nearest)}, which missed on the held-out part)", derived_by=Derived.BETWEEN)
             number += 1
             new.append(e)
         _replay_both(objective, new, everyone, evaluations, checked, runner)
@@ -1140,7 +1149,7 @@ def _lower_floor(p: Prepared, objective: Objective, passed: Evaluation, everyone
                     continue
                 how = "" if t == s.target else f" and its target lowered to {t:g}"
                 new.append(Evaluation(number, c, best.in_sample, origin=f"{name} with minReplicas {floor}{how}",
-                                      derived_by=FLOOR))
+                                      derived_by=Derived.FLOOR))
                 number += 1
             _replay_both(objective, new, everyone, evaluations, checked, runner)
             held = next((e for e in new if objective.met(e.in_sample) and e.held_out is not None
@@ -1283,25 +1292,28 @@ def tune(prepared: Prepared, objective: Objective, *, trials: int = 200, timeout
     if completed:
         notes.append(f"{completed} setting(s) stopped early as costlier were replayed to the end for the held-out check")
     # the floor step's settings, and the targets its _between bisected, come after its first one
-    first_floor = next((i for i, e in enumerate(evaluations) if i >= found and e.derived_by == FLOOR), len(evaluations))
+    first_floor = next((i for i, e in enumerate(evaluations) if i >= found and e.derived_by is Derived.FLOOR),
+                       len(evaluations))
     lowered = any(e is best for e in evaluations[first_floor:])
-    derived = sum(1 for e in evaluations[found:] if e.derived_by == ROBUST)
-    between = sum(1 for e in evaluations[found:first_floor] if e.derived_by == BETWEEN)
+    derived = sum(1 for e in evaluations[found:] if e.derived_by is Derived.ROBUST)
+    between = sum(1 for e in evaluations[found:first_floor] if e.derived_by is Derived.BETWEEN)
     if derived:
         notes.append(f"every setting the search found that met the objective in-sample missed it on the held-out part: "
                      f"{derived} more robust one(s) were derived from the cheapest and the closest of them" +
-                     ("" if best.derived_by == BETWEEN or lowered else f"; the recommendation is {best.origin}"))
+                     ("" if best.derived_by is Derived.BETWEEN or lowered else f"; the recommendation is {best.origin}"))
     walked = sum(1 for e in _unique([current, *evaluations[:found]]) if e.held_out is not None and e.complete
                  and objective.met(e.in_sample) and not objective.met(e.held_out, HELD_OUT_SLACK))
     if not derived and walked:
+        refined = best.derived_by is not None  # by _between or _lower_floor: the next notes say how
         notes.append(f"the {walked} cheaper in-sample setting(s) missed the objective on the held-out part; "
-                     "the recommendation is the cheapest that met it on both")
+                     + ("the walk stopped at the cheapest that met it on both, refined below" if refined
+                        else "the recommendation is the cheapest that met it on both"))
     if between:
         notes.append(f"{between} target(s) between the cheapest setting that held out and a cheaper one on its line "
                      f"that missed there were replayed on both parts; " +
                      ("its floor was then lowered (next note)" if lowered else f"the recommendation is {best.origin}"
-                      if best.derived_by == BETWEEN else "none that held out was cheaper"))
-    floors = sum(1 for e in evaluations[first_floor:] if e.derived_by == FLOOR)
+                      if best.derived_by is Derived.BETWEEN else "none that held out was cheaper"))
+    floors = sum(1 for e in evaluations[first_floor:] if e.derived_by is Derived.FLOOR)
     if floors:
         notes.append(f"{floors} setting(s) with a floor (minReplicas) lower than the cheapest that held out were "
                      f"replayed on both parts; " + (f"the recommendation is {best.origin}" if lowered
