@@ -144,7 +144,7 @@ class Figures:
     simulated_seconds: float
     stopped: str = ""
     #: the most replicas the replay had (summary.json ``max_replicas_seen``; 0: none known): a setting that reached its
-    #: ``maxReplicas`` on a part it missed needed more pods there than its max allows (not written to the outputs)
+    #: ``maxReplicas`` on a part it missed needed more pods there than its max allows (candidates.csv, summary.json)
     max_replicas_seen: int = 0
 
     @classmethod
@@ -1065,51 +1065,79 @@ def _between(p: Prepared, objective: Objective, passed: Evaluation, everyone: li
     targets = [float(t) for t in grid] if name == "target" else [round(p.kind.current * f, 1) for f in grid]
     found = passed
 
-    def label(e: Evaluation) -> str:
-        return f"trial {e.number}" if e.number >= 0 else "the current object"
-
     while within():
         inside = [t for t in targets if lo < t < hi]
         if not inside:
             break
         k = min(batch, len(inside))
         points = sorted({inside[(len(inside) * (j + 1)) // (k + 1)] for j in range(k)})
-        number = max(e.number for e in everyone) + 1
-        known = {e.setting: e for e in everyone}
-        new = []
-        for t in points:
-            s = replace(passed.setting, target=t)
-            if s in known:
-                new.append(known[s])
-                continue
-            e = Evaluation(number, s, passed.in_sample, origin=f"{label(passed)} with its target raised to {t:g} (below "
-                           f"{label(nearest)}, which missed on the held-out part)", derived_by=Derived.BETWEEN)
-            number += 1
-            new.append(e)
-        _replay_both(objective, new, everyone, evaluations, checked, runner)
+        new = _replay_both(objective, [(replace(passed.setting, target=t), f"{_label(passed)} with its target raised to "
+                                        f"{t:g} (below {_label(nearest)}, which missed on the held-out part)")
+                                       for t in points], Derived.BETWEEN, everyone, evaluations, checked, runner)
         for e in new:
-            if e.held_out is not None and objective.met(e.in_sample) and objective.met(e.held_out, HELD_OUT_SLACK):
+            if _holds(objective, e):
                 lo = max(lo, e.setting.target)
                 found = min(found, e, key=_both_parts_key)
         hi = min([hi] + [e.setting.target for e in new if e.setting.target > lo])
     return found
 
 
-def _replay_both(objective: Objective, new: list[Evaluation], everyone: list[Evaluation], evaluations: list[Evaluation],
-                 checked: list[Evaluation], runner: "_Runner") -> None:
-    """Replay the settings of ``new`` that are not in ``everyone`` yet on the tuning part (to its end), then each
-    one of ``new`` that met the objective there and was not checked yet on the held-out part, as the check's other
-    candidates are. The fresh ones are appended to ``evaluations`` and ``everyone``, those checked to ``checked``."""
-    known = {e.setting for e in everyone}
-    fresh = [e for e in new if e.setting not in known]
-    for e, out in zip(fresh, runner.map([(e.setting, "tuning") for e in fresh])):
-        e.in_sample, e.episodes = out.figures, out.episodes
+def _replay_both(objective: Objective, items: list[tuple[Setting, str]], derived_by: Derived,
+                 everyone: list[Evaluation], evaluations: list[Evaluation], checked: list[Evaluation],
+                 runner: "_Runner") -> list[Evaluation]:
+    """Each setting of ``items`` (with how it was derived: its ``origin``) as an evaluation: the one in ``everyone``
+    when it was replayed already, else a new one (``derived_by``) replayed on the tuning part to its end; then each
+    that met the objective there and was not checked yet is replayed on the held-out part, as the check's other
+    candidates are. The new ones are appended to ``evaluations`` and ``everyone``, those checked to ``checked``."""
+    known = {e.setting: e for e in everyone}
+    todo = list(dict.fromkeys(s for s, _ in items if s not in known))
+    number = max(e.number for e in everyone) + 1
+    origin = dict(reversed(items))  # the first origin given for a setting
+    fresh = [Evaluation(number + i, s, out.figures, episodes=out.episodes, origin=origin[s], derived_by=derived_by)
+             for i, (s, out) in enumerate(zip(todo, runner.map([(s, "tuning") for s in todo])))]
     evaluations += fresh
     everyone += fresh
-    todo = [e for e in new if e.held_out is None and e.complete and objective.met(e.in_sample)]
-    for e, out in zip(todo, runner.map([(e.setting, "held_out") for e in todo])):
+    known.update((e.setting, e) for e in fresh)
+    new = [known[s] for s, _ in items]
+    held_out = [e for e in _unique(new) if e.held_out is None and e.complete and objective.met(e.in_sample)]
+    for e, out in zip(held_out, runner.map([(e.setting, "held_out") for e in held_out])):
         _set(evaluations, e.setting, held_out=out.figures)
-    checked += [e for e in todo if e not in checked]
+    checked += [e for e in held_out if e not in checked]
+    return new
+
+
+def _holds(objective: Objective, e: Evaluation) -> bool:
+    """``e`` met the objective on the tuning part and within ``HELD_OUT_SLACK`` x the limit on the held-out part."""
+    return e.held_out is not None and objective.met(e.in_sample) and objective.met(e.held_out, HELD_OUT_SLACK)
+
+
+def _label(e: Evaluation) -> str:
+    """How ``origin`` texts name an evaluation."""
+    return f"trial {e.number}" if e.number >= 0 else "the current object"
+
+
+def _lowest_target(p: Prepared) -> float:
+    """The lowest target the search tries: ``space.TARGET_PERCENT``'s for a Utilization target, else the current
+    value times ``space.TARGET_FACTOR``'s lowest."""
+    return space.TARGET_PERCENT[0] if p.kind.type == "Utilization" else p.kind.current * space.TARGET_FACTOR[0]
+
+
+def _lowered(p: Prepared, target: float, steps: Sequence[int]) -> list[tuple[int, float]]:
+    """``target`` lowered by each of ``steps`` (points of a Utilization target, else percent of the value), as
+    (step, target) pairs, as long as it stays at or above ``_lowest_target`` (unrounded: ``_rounded``)."""
+    util, lowest = p.kind.type == "Utilization", _lowest_target(p)
+    out = []
+    for k in steps:
+        t = target - k if util else target / (1 + k / 100)
+        if t < lowest:
+            break
+        out.append((k, t))
+    return out
+
+
+def _rounded(p: Prepared, target: float) -> float:
+    """A target as a setting carries it: a float for a Utilization target, else rounded to 0.1."""
+    return float(target) if p.kind.type == "Utilization" else round(target, 1)
 
 
 def _lower_floor(p: Prepared, objective: Objective, passed: Evaluation, everyone: list[Evaluation],
@@ -1127,33 +1155,19 @@ def _lower_floor(p: Prepared, objective: Objective, passed: Evaluation, everyone
     ``origin`` says so."""
     if p.held_out is None:
         return passed
-    util = p.kind.type == "Utilization"
-    lowest = space.TARGET_PERCENT[0] if util else p.kind.current * space.TARGET_FACTOR[0]
     best = passed
     while best.setting.min_replicas > 1 and within():
         s, floor = best.setting, best.setting.min_replicas - 1
-        name = f"trial {best.number}" if best.number >= 0 else "the current object"
-        targets = [s.target] + [t for k in ROBUST_TARGET_STEPS
-                                if (t := s.target - k if util else round(s.target / (1 + k / 100), 1)) >= lowest]
+        targets = [s.target] + [_rounded(p, t) for _, t in _lowered(p, s.target, ROBUST_TARGET_STEPS)]
         held = None
         for i in range(0, len(targets), batch):
             if not within():
                 break
-            number = max(e.number for e in everyone) + 1
-            known = {e.setting: e for e in everyone}
-            new = []
-            for t in targets[i:i + batch]:
-                c = replace(s, min_replicas=floor, target=float(t) if util else t)
-                if c in known:
-                    new.append(known[c])
-                    continue
-                how = "" if t == s.target else f" and its target lowered to {t:g}"
-                new.append(Evaluation(number, c, best.in_sample, origin=f"{name} with minReplicas {floor}{how}",
-                                      derived_by=Derived.FLOOR))
-                number += 1
-            _replay_both(objective, new, everyone, evaluations, checked, runner)
-            held = next((e for e in new if objective.met(e.in_sample) and e.held_out is not None
-                         and objective.met(e.held_out, HELD_OUT_SLACK)), None)
+            new = _replay_both(objective, [(replace(s, min_replicas=floor, target=t), f"{_label(best)} with minReplicas "
+                                            f"{floor}" + ("" if t == s.target else f" and its target lowered to {t:g}"))
+                                           for t in targets[i:i + batch]], Derived.FLOOR,
+                               everyone, evaluations, checked, runner)
+            held = next((e for e in new if _holds(objective, e)), None)
             if held is not None:
                 break
         if held is None:
@@ -1181,22 +1195,19 @@ def robust_variants(p: Prepared, base: Evaluation, peaks: Sequence[windows.Peak]
     factor when it is on), the schedule windows of ``peaks`` at 1.2 x their demand, a 900 % scale-up."""
     s = base.setting
     util = p.kind.type == "Utilization"
-    lo = space.TARGET_PERCENT[0] if util else p.kind.current * space.TARGET_FACTOR[0]
-    name = f"trial {base.number}" if base.number >= 0 else "the current object"
+    lo = _lowest_target(p)
+    name = _label(base)
     out: list[tuple[Setting, str]] = []
 
     def needed(target: float) -> int:
         return p.needed_per_target(target) if p.needed_per_target else s.max_replicas
 
-    for k in steps:
-        target = s.target - k if util else s.target / (1 + k / 100)
-        if target < lo:
-            break
+    for k, target in _lowered(p, s.target, steps):
         max_r = max(s.max_replicas, math.ceil(needed(target) * 1.5), s.min_replicas + 1)
         # a window's floor serves the same demand at the lower target: more pods, as 1 / target
         floors = tuple(replace(w, min_replicas=min(max_r, math.ceil(w.min_replicas * s.target / target)))
                        for w in s.schedules)
-        out.append((replace(s, target=float(target) if util else round(target, 1), max_replicas=max_r, schedules=floors),
+        out.append((replace(s, target=_rounded(p, target), max_replicas=max_r, schedules=floors),
                     f"{name} with its target lowered by {k}{' points' if util else ' %'}"))
     # at most twice what the tuning part's peak needs at the lowest target searched (or the current max)
     cap = max(p.autoscaler.hpa.max_replicas, 2 * needed(lo), s.min_replicas + 1)
