@@ -168,15 +168,28 @@ def build(version: str = KUBERNETES_VERSION, *, force: bool = False,
 def harness_overlay(go: str, env: dict) -> dict:
     """``go build -overlay`` contents: ``MODULE/internal/podautoscaler/<file>.go`` for each non-test .go file of
     upstream's ``pkg/controller/podautoscaler`` in the module cache (the harness file is there already)."""
-    res = subprocess.run([go, "list", "-m", "-f", "{{.Dir}}", "k8s.io/kubernetes"], cwd=MODULE, env=env,
-                         capture_output=True, text=True)
-    if res.returncode != 0 or not res.stdout.strip():
-        raise BuildError(f"go list -m k8s.io/kubernetes failed in {MODULE}: {res.stderr.strip()[-500:]}")
-    src = Path(res.stdout.strip()) / UPSTREAM_PACKAGE
+    src = module_dir(go, env, "k8s.io/kubernetes") / UPSTREAM_PACKAGE
     files = sorted(p for p in src.glob("*.go") if not p.name.endswith("_test.go"))
     if not files:
         raise BuildError(f"no Go files in {src}: is the module cache complete? (go mod download k8s.io/kubernetes)")
     return {"Replace": {str(MODULE / HARNESS_PACKAGE / p.name): str(p) for p in files}}
+
+
+def module_dir(go: str, env: dict, module: str) -> Path:
+    """The folder of ``module`` (at the version MODULE's go.mod requires) in the module cache, downloaded first if
+    it is not there: ``go mod download -json`` (``go list -m -f {{.Dir}}`` does not download, and prints an empty
+    folder on a machine whose module cache is empty). Raises ``BuildError`` with what Go said."""
+    res = subprocess.run([go, "mod", "download", "-json", module], cwd=MODULE, env=env, capture_output=True, text=True)
+    try:
+        info = json.loads(res.stdout) if res.stdout.strip() else {}
+    except json.JSONDecodeError:
+        info = {}
+    folder = info.get("Dir") or ""
+    if res.returncode != 0 or not folder or not Path(folder).is_dir():
+        why = info.get("Error") or res.stderr.strip()[-500:] or f"exit code {res.returncode}, no folder"
+        raise BuildError(f"go mod download {module} failed in {MODULE}: {why} (check that the Go module proxy "
+                         f"is reachable: go env GOPROXY)")
+    return Path(folder)
 
 
 def _count_packages(go: str, env: dict, flags: list[str], names: list[str]) -> int:
