@@ -5,8 +5,9 @@ locally without a cluster. ``python -m controlplane --help``; README "Try it on 
 Test infrastructure, not product code (as ``kubedouble``): nothing in ``pyhpa`` imports it.
 """
 
-from .build import KUBERNETES_VERSION, BuildError, bin_dir, build, build_with_bar, cache_dir, is_built, kubectl
+from .build import (BINARIES, KUBERNETES_VERSION, NOT_BUILT, BuildError, bin_dir, build, build_with_bar, cache_dir, is_built, kubectl,
+                    not_built_reason)
 from .cluster import ControlPlane, ControlPlaneError
 
-__all__ = ["KUBERNETES_VERSION", "BuildError", "ControlPlane", "ControlPlaneError", "bin_dir", "build",
-           "build_with_bar", "cache_dir", "is_built", "kubectl"]
+__all__ = ["BINARIES", "KUBERNETES_VERSION", "NOT_BUILT", "BuildError", "ControlPlane", "ControlPlaneError", "bin_dir", "build",
+           "build_with_bar", "cache_dir", "is_built", "kubectl", "not_built_reason"]

@@ -40,7 +40,22 @@ _VERSION_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/vers
 
 
 class BuildError(RuntimeError):
-    """The control plane could not be built (one line: why)."""
+    """The control plane could not be built: ``str(e)`` is one line saying what failed, ``e.fix`` the one command
+    (or step) that fixes it."""
+
+    def __init__(self, message: str, fix: str = "python -m controlplane build"):
+        super().__init__(message)
+        self.fix = fix
+
+
+#: the skip reason of every test that needs the built control plane and did not get it starts with this (the root
+#: conftest counts those tests as not run in pytest's summary line)
+NOT_BUILT = "control plane not built"
+
+
+def not_built_reason(error: BuildError) -> str:
+    """The one-line skip reason of a test that needs the control plane: what failed and the command that fixes it."""
+    return f"{NOT_BUILT}: {error}. Fix: {error.fix}"
 
 
 def cache_dir(version: str = KUBERNETES_VERSION) -> Path:
@@ -101,8 +116,8 @@ def _stale(version: str, names: Iterable[str]) -> list[str]:
 def _go() -> str:
     go = shutil.which("go") or ("/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").is_file() else None)
     if go is None:
-        raise BuildError("the control plane is built with Go (1.26 or newer), and `go` is not on PATH: "
-                         "install it (https://go.dev/dl/) and run again")
+        raise BuildError("the control plane is built with Go (1.26 or newer), and `go` is not on PATH",
+                         fix="install Go 1.26 or newer (https://go.dev/dl/), then python -m controlplane build")
     return go
 
 
@@ -171,7 +186,8 @@ def harness_overlay(go: str, env: dict) -> dict:
     src = module_dir(go, env, "k8s.io/kubernetes") / UPSTREAM_PACKAGE
     files = sorted(p for p in src.glob("*.go") if not p.name.endswith("_test.go"))
     if not files:
-        raise BuildError(f"no Go files in {src}: is the module cache complete? (go mod download k8s.io/kubernetes)")
+        raise BuildError(f"no Go files in {src}: the module cache is incomplete",
+                         fix="go clean -modcache, then python -m controlplane build")
     return {"Replace": {str(MODULE / HARNESS_PACKAGE / p.name): str(p) for p in files}}
 
 
@@ -187,8 +203,8 @@ def module_dir(go: str, env: dict, module: str) -> Path:
     folder = info.get("Dir") or ""
     if res.returncode != 0 or not folder or not Path(folder).is_dir():
         why = info.get("Error") or res.stderr.strip()[-500:] or f"exit code {res.returncode}, no folder"
-        raise BuildError(f"go mod download {module} failed in {MODULE}: {why} (check that the Go module proxy "
-                         f"is reachable: go env GOPROXY)")
+        raise BuildError(f"go mod download {module} failed in {MODULE}: {why}",
+                         fix=f"make the Go module proxy reachable (go env GOPROXY), then cd {MODULE} && go mod download")
     return Path(folder)
 
 

@@ -1,5 +1,11 @@
 """Shared pytest fixtures, and hypothesis' profile: no deadline (a test never depends on how fast the machine is;
-hypothesis' default of 200 ms per example failed property tests on a loaded machine)."""
+hypothesis' default of 200 ms per example failed property tests on a loaded machine).
+
+The real control plane (the e2e tier, hpa-decide) is built before any test starts, with its progress shown
+(``pytest_sessionstart``); tests that needed it and did not get it are counted in the summary line as
+"control-plane tests not run", and a line above it says why and the command that fixes it (``control_plane_gate``)."""
+
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -10,6 +16,67 @@ settings.load_profile("pyhpa")
 from kubedouble import KubeDouble
 
 from controller_util import CRD
+from control_plane_gate import build_or_reason
+from controlplane import NOT_BUILT, KUBERNETES_VERSION
+
+TESTS = Path(__file__).resolve().parent
+#: the tests that need the built control plane: the e2e tier and upstream's HPA controller as hpa-decide
+NEEDS_CONTROL_PLANE = (TESTS / "e2e", TESTS / "test_upstream_decide.py")
+NOT_RUN = "control-plane tests not run"
+
+
+def _selects_control_plane_tests(config) -> bool:
+    """Whether the command line's paths include a test that needs the control plane (a path that is one of them,
+    inside one, or a folder holding one)."""
+    for arg in config.args:
+        path = Path(config.invocation_params.dir, arg.split("::", 1)[0]).resolve()
+        if any(path == need or need in path.parents or path in need.parents for need in NEEDS_CONTROL_PLANE):
+            return True
+    return False
+
+
+def pytest_sessionstart(session):
+    """Build the control plane once, before the tests start (its progress on the terminal: 15-35 minutes cold), when
+    the run includes tests that need it; in the xdist controller only (its workers inherit a failure's reason)."""
+    config = session.config
+    if hasattr(config, "workerinput") or not _selects_control_plane_tests(config):
+        return
+    capture = config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled():
+        build_or_reason()
+
+
+def _not_built(report) -> bool:
+    return bool(report.skipped and isinstance(report.longrepr, tuple) and NOT_BUILT in str(report.longrepr[2]))
+
+
+def pytest_report_teststatus(report, config):
+    """A test skipped because the control plane is not built is counted apart: the summary line says
+    "N control-plane tests not run", never hides it among the other skips."""
+    if _not_built(report):
+        return NOT_RUN, "n", "NOT RUN"
+    return None
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line on the control-plane tests: how many ran against kube-apiserver v1.37.2, or why they did not run and
+    the command that fixes it."""
+    stats = terminalreporter.stats
+    not_run = stats.get(NOT_RUN, [])
+    ran = [r for key in ("passed", "failed", "error") for r in stats.get(key, [])
+           if r.when == "call" or key == "error"]
+    ran = [r for r in ran if any(r.nodeid.startswith(p) for p in ("tests/e2e/", "e2e/", "tests/test_upstream_decide.py",
+                                                                  "test_upstream_decide.py"))]
+    if not_run:
+        reasons: dict[str, int] = {}
+        for r in not_run:
+            reason = str(r.longrepr[2]).removeprefix("Skipped: ")
+            reasons[reason] = reasons.get(reason, 0) + 1
+        for reason, count in sorted(reasons.items()):
+            terminalreporter.write_line(f"{count} {NOT_RUN}: {reason}", yellow=True, bold=True)
+    elif ran:
+        terminalreporter.write_line(f"control plane: {len(ran)} tests ran against a real kube-apiserver "
+                                    f"{KUBERNETES_VERSION} (the e2e tier and hpa-decide)")
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -20,30 +20,17 @@ import pytest
 from lightkube import ApiError
 from lightkube.resources.core_v1 import Namespace
 
-from controlplane import BuildError, ControlPlane, build_with_bar, is_built
+from control_plane_gate import require_control_plane
+from controlplane import ControlPlane
 from controlplane.cluster import DEFAULT_CONTROLLERS
 
 from .util import CRD_FILE, Pyhpa, has_default_sa, wait_until
-
-IN_CI = bool(os.environ.get("CI"))
-
-
-def _binaries() -> None:
-    if is_built():
-        return
-    try:
-        build_with_bar()
-    except BuildError as e:
-        if IN_CI:
-            pytest.fail(f"the control plane could not be built in CI: {e}", pytrace=False)
-        pytest.skip(f"the e2e tier needs the v1.37.2 control plane, which could not be built here: {e}")
-
 
 @pytest.fixture(scope="session")
 def plane(tmp_path_factory) -> ControlPlane:
     """The running control plane (kubelet and metrics fixtures on), with the HorizontalAutoscaler CRD; its
     controller-manager also runs upstream's HPA controller (sync period 1 s) for native HPAs."""
-    _binaries()
+    require_control_plane()
     cp = ControlPlane(tmp_path_factory.mktemp("controlplane"),
                       controllers=DEFAULT_CONTROLLERS + ("horizontalpodautoscaling",),
                       # upstream's HPA controller at 1 s, as its integration tests run it; a client rate of 200/s
