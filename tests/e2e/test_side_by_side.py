@@ -12,6 +12,14 @@ every target type), all running at once.
 Compared per sync, not per second: the sequence of replica counts each controller set during a step, and at the
 end of each step the conditions (type, status, reason, message) each wrote. ``pyhpa run --preview`` watches
 upstream's own HPAs meanwhile: at the end of every step it must report agreement on each.
+
+Each controller decides only on what a settled namespace shows, whatever the machine's load: while a twin's pods
+start or stop (its Deployment's replicas, status and pods disagree, or anything in the namespace changed less than
+``QUIET`` seconds ago), the metrics APIs answer that namespace's reads with 503, as a metrics pipeline that is down
+(``Load.gate``). A sync that reads then fails for both controllers alike (upstream records no recommendation and
+does not rescale on a failed metrics read; pyhpa the same) and the next one decides. So the paths compared are what
+each controller decided from the same settled inputs, not how the two controllers' sync instants fell against a
+pod's start on a busy machine (which made this test fail under load before).
 """
 
 from __future__ import annotations
@@ -30,8 +38,13 @@ from lightkube.resources.autoscaling_v2 import HorizontalPodAutoscaler
 from lightkube.resources.core_v1 import Namespace, Pod, PodStatus
 from lightkube.types import PatchType
 
+from kubedouble.errors import KubeError
+
 from .util import HA, apply, deployment, has_default_sa, wait_until
 
+QUIET = 2.0
+"""Seconds a namespace must have been settled, with no event of its pods or Deployments, before its metrics are
+served: longer than the controllers' informers lag behind the API server on a loaded machine, shorter than a step."""
 STARTED = "2026-01-01T00:00:00Z"  # every pod started long ago: outside the CPU initialization period
 TWINS = ("up", "py")
 
@@ -61,6 +74,9 @@ class Scenario:
     missing: int = 0  # the next N pods (by name) at the start have no metrics (their names in ``no_metrics``)
     ns: str = ""
     changed_at: float = 0.0
+    touched_at: float = 0.0  # the last event of the namespace's pods or Deployments (monotonic)
+    deployments: dict = field(default_factory=dict)  # twin -> the Deployment as last watched (dict)
+    gated: int = 0  # metrics reads answered 503 while the namespace was not settled
     seen: dict = field(default_factory=lambda: {t: [] for t in TWINS})
     conditions: dict = field(default_factory=dict)
     no_metrics: set = field(default_factory=set)
@@ -150,9 +166,10 @@ def _ready(pod: dict) -> bool:
 
 
 class Load(threading.Thread):
-    """Applies each scenario's current step to both twins every 0.1 s, to a pod's scenario when that pod changes (in
+    """Applies each scenario's current step to both twins every second, to a pod's scenario when that pod changes (in
     the kubelet stand-in's thread, one scenario only, so the stand-in keeps up with the pods), and to a namespace's
-    scenario just before the metrics fixture answers a read of it: no controller reads values older than the pods."""
+    scenario just before the metrics fixture answers a read of it: no controller reads values older than the pods.
+    A read of a namespace that is not settled is refused (``gate``)."""
 
     def __init__(self, plane, scenarios):
         super().__init__(daemon=True)
@@ -166,20 +183,56 @@ class Load(threading.Thread):
 
     def run(self) -> None:
         try:
-            while not self.halt.wait(0.1):
+            while not self.halt.wait(1.0):
                 self.apply_all()
         finally:
             self.plane.kubelet.listeners.remove(self._pod_changed)
             self.plane.metrics.before_read.remove(self._before_read)
 
     def _before_read(self, ns) -> None:
-        """A controller reads metrics: its scenario's values follow the pods as they are at this instant."""
+        """A controller reads metrics: its scenario's values follow the pods as they are at this instant; a namespace
+        that is not settled answers 503 (``gate``)."""
         if ns is None:
             self.apply_all()
-        else:
-            self.apply_namespace(ns)
+            return
+        self.gate(ns)
+        self.apply_namespace(ns)
+
+    def gate(self, ns: str) -> None:
+        """Raise a 503 unless scenario ``ns`` is settled: every twin's Deployment has observed its spec and reports
+        as many replicas as its spec asks, as many pods run (none pending or terminating), and nothing of the
+        namespace changed in the last ``QUIET`` seconds."""
+        s = self.by_ns.get(ns)
+        if s is None:
+            return
+        why = None
+        if time.monotonic() - s.touched_at < QUIET:
+            why = f"changed less than {QUIET} s ago"
+        for twin in TWINS:
+            d = s.deployments.get(twin)
+            status = (d or {}).get("status") or {}
+            if why is not None:
+                break
+            if d is None or status.get("observedGeneration") != d["metadata"].get("generation"):
+                why = f"{twin}: the Deployment's spec is not observed yet"
+            elif status.get("replicas", 0) != d["spec"].get("replicas"):
+                why = f"{twin}: status.replicas {status.get('replicas', 0)} for {d['spec'].get('replicas')}"
+            elif any(p["metadata"].get("deletionTimestamp") or (p.get("status") or {}).get("phase") != "Running"
+                     for p in self.plane.kubelet.pods(ns) if (p["metadata"].get("labels") or {}).get("app") == twin):
+                why = f"{twin}: pods starting or stopping"
+            elif len(_pods(self.plane, s, twin)) != d["spec"].get("replicas"):
+                why = f"{twin}: {len(_pods(self.plane, s, twin))} pods for {d['spec'].get('replicas')} replicas"
+        if why is not None:
+            s.gated += 1
+            raise KubeError(503, f"side-by-side test: namespace {ns} is not settled ({why})")
+
+    def touched(self, ns: str) -> None:
+        s = self.by_ns.get(ns)
+        if s is not None:
+            s.touched_at = time.monotonic()
 
     def _pod_changed(self, event: str, pod: dict) -> None:
+        self.touched(pod["metadata"]["namespace"])
         self.apply_namespace(pod["metadata"]["namespace"])
 
     def apply_namespace(self, ns: str) -> None:
@@ -266,9 +319,10 @@ def _autoscalers(client, s: Scenario) -> None:
                    "metadata": {"name": "py", "namespace": s.ns}, "spec": _spec(s, "py")})
 
 
-def _observe(client, scenarios, halt: threading.Event) -> None:
-    """Record every change of each twin's Deployment replica count (a watch: no change is missed)."""
-    by_ns = {s.ns: s for s in scenarios}
+def _observe(client, load: Load, halt: threading.Event, watching: threading.Event) -> None:
+    """Record every change of each twin's Deployment replica count (a watch: no change is missed), and keep each
+    twin's Deployment for the metrics gate (``Load.gate``); ``watching`` is set once the watch's first list is in."""
+    by_ns = load.by_ns
     while not halt.is_set():
         try:
             for _, d in client.watch(Deployment, namespace="*"):
@@ -276,7 +330,13 @@ def _observe(client, scenarios, halt: threading.Event) -> None:
                     return
                 s = by_ns.get(d.metadata.namespace)
                 twin = d.metadata.name
-                if s is not None and twin in TWINS and s.seen[twin][-1] != d.spec.replicas:
+                if s is None or twin not in TWINS:
+                    continue
+                s.deployments[twin] = d.to_dict()
+                load.touched(s.ns)
+                if all(len(x.deployments) == len(TWINS) for x in by_ns.values()):
+                    watching.set()
+                if s.seen[twin][-1] != d.spec.replicas:
                     s.seen[twin].append(d.spec.replicas)
                     s.changed_at = time.monotonic()
         except Exception:  # noqa: BLE001 - a watch cut: watch again (the list replays current values)
@@ -330,13 +390,14 @@ def test_upstream_and_pyhpa_scale_their_twins_alike_and_the_preview_agrees(plane
         load.step[s.name] = s.steps[0]
     load.apply_all()
     load.start()
-    run = pyhpa("--sync-period", "1", name="pyhpa")
-    preview = pyhpa("--preview", "--sync-period", "1", "--health-port", "-1", name="preview")
-    halt = threading.Event()
+    halt, watching = threading.Event(), threading.Event()
     for s in scenarios:
         s.seen = {t: [s.replicas] for t in TWINS}
-    watcher = threading.Thread(target=_observe, args=(client, scenarios, halt), daemon=True)
+    watcher = threading.Thread(target=_observe, args=(client, load, halt, watching), daemon=True)
     watcher.start()
+    assert watching.wait(120), "the Deployments' watch did not list every twin"
+    run = pyhpa("--sync-period", "1", name="pyhpa")
+    preview = pyhpa("--preview", "--sync-period", "1", "--health-port", "-1", name="preview")
     try:
         step_ends: dict[str, list[float]] = {s.name: [] for s in scenarios}
         results: dict[str, list] = {s.name: [] for s in scenarios}
@@ -354,7 +415,7 @@ def test_upstream_and_pyhpa_scale_their_twins_alike_and_the_preview_agrees(plane
             hold = max(s.steps[k].hold for s in active)
             # held at least ``hold``, then until no twin changed for 8 s: longer than any window here (5 s) plus a
             # sync period and a pod's start, so a decision held by a window is not taken for the settled one
-            wait_until(lambda: _settled(plane, active, started + hold, 8.0), timeout=hold + 120, every=0.5,
+            wait_until(lambda: _settled(plane, active, started + hold, 8.0), timeout=hold + 300, every=0.5,
                        what=f"step {k} to settle")
             for s in active:
                 paths = {t: s.seen[t][max(marks[s.name][t] - 1, 0):] for t in TWINS}
