@@ -16,7 +16,12 @@ Values are set with the same calls as kubedouble's (``kubedouble.metrics.Metrics
 ``set_pods_metric``, ``set_object_metric``, ``set_external_metric``, ...); pods are those the kubelet fixture
 knows (their labels answer ``labelSelector``). A pod annotated ``metrics.pyhpa.dev/cpu`` and/or
 ``metrics.pyhpa.dev/memory`` (quantities) reports that usage on its first container: a demo cluster's load can
-be changed with ``kubectl annotate`` (or in a Deployment's pod template).
+be changed with ``kubectl annotate`` (or in a Deployment's pod template). Its samples advance as metrics-server's
+do: each read answers with the time of the latest scrape (every ``SCRAPE_SECONDS``, metrics-server's
+``--metric-resolution`` in its own manifests) and a ``window`` of one scrape interval, so upstream's CPU
+initialization rule (``replica_calculator.go`` ``groupPods``: a sample older than the pod's readiness plus the
+window is left out) counts a new pod about one scrape after it turned ready, as on a real cluster, and not 300 s
+after it started (a value set with ``set_pod_metrics`` keeps the timestamp it was given).
 
 ``unavailable()`` makes every request answer 503 (the metrics pipeline down: the APIService turns
 ``Available=False``, kube-apiserver answers 503 to clients); ``available()`` ends it.
@@ -26,15 +31,17 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import math
 import ssl
 import threading
+import time
 from typing import Callable, Optional
 
 from aiohttp import web
 from lightkube import ApiError, codecs
 
 from kubedouble.errors import KubeError, json_response, status_body
-from kubedouble.metrics import CUSTOM_GROUP, EXTERNAL_GROUP, METRICS_GROUP, MetricsStore
+from kubedouble.metrics import CUSTOM_GROUP, EXTERNAL_GROUP, METRICS_GROUP, MetricsStore, timestamp_str
 
 from .cluster import free_port
 from .pki import METRICS_SERVICE
@@ -42,6 +49,9 @@ from .pki import METRICS_SERVICE
 SERVED = {METRICS_GROUP: ["v1", "v1beta1"], CUSTOM_GROUP: ["v1beta2"], EXTERNAL_GROUP: ["v1beta1"]}
 """Group -> versions served, the preferred first."""
 ANNOTATION = "metrics.pyhpa.dev/"
+SCRAPE_SECONDS = 15
+"""metrics-server's ``--metric-resolution`` in its released manifests (components.yaml): a pod's sample is taken
+every 15 s, and CPU is the rate between the last two."""
 
 
 class MetricsFixture(MetricsStore):
@@ -80,6 +90,14 @@ class MetricsFixture(MetricsStore):
         elif pod["spec"].get("containers"):
             self._annotated.add((meta["namespace"], meta["name"]))
             self.set_pod_metrics(meta["namespace"], meta["name"], {pod["spec"]["containers"][0]["name"]: usage})
+
+    def _pod_metrics_item(self, pod: dict, entry: dict) -> dict:
+        """An annotated pod's sample is dated at the latest scrape (``SCRAPE_SECONDS``), as metrics-server's are."""
+        meta = pod["metadata"]
+        if (meta.get("namespace"), meta["name"]) in self._annotated:
+            scrape = math.floor(time.time() / SCRAPE_SECONDS) * SCRAPE_SECONDS
+            entry = {**entry, "timestamp": timestamp_str(scrape), "window": f"{SCRAPE_SECONDS}s"}
+        return super()._pod_metrics_item(pod, entry)
 
     def unavailable(self) -> None:
         self._failing = True
