@@ -15,7 +15,7 @@ from typing import Optional
 
 import typer
 
-from .build import KUBERNETES_VERSION, BuildError, bin_dir, build_with_bar, cache_dir
+from .build import KUBERNETES_VERSION, BuildError, bin_dir, build_with_bar, cache_dir, not_built_reason
 from .cluster import DEFAULT_CONTROLLERS, ControlPlane, ControlPlaneError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]},
@@ -30,13 +30,26 @@ def _fail(message: str) -> None:
 
 
 @app.command()
-def build() -> None:
+def build(result_file: Optional[Path] = typer.Option(
+        None, "--result-file", metavar="FILE",
+        help="Also write the outcome there when done: an empty file when built, else the one-line reason and the "
+             "command that fixes it (the test suite's background build reads it).")) -> None:
     """Build the binaries, and hpa-decide (upstream's HPA controller deciding snapshots: tools/upstream/hpa-decide)
     (15-35 minutes cold on two cores; then cached by version)."""
     try:
-        typer.echo(build_with_bar())
+        folder = build_with_bar()
     except BuildError as e:
-        _fail(str(e))
+        _write_result(result_file, not_built_reason(e))
+        _fail(f"{e}. Fix: {e.fix}")
+    _write_result(result_file, "")
+    typer.echo(folder)
+
+
+def _write_result(path: Optional[Path], reason: str) -> None:
+    if path is not None:
+        partial = path.with_name(path.name + ".partial")
+        partial.write_text(reason)
+        partial.replace(path)  # whole or absent: a reader never sees half of it
 
 
 @app.command()
@@ -61,7 +74,7 @@ def up(home: Optional[Path] = typer.Option(None, "--home", metavar="DIR",
     try:
         build_with_bar()
     except BuildError as e:
-        _fail(str(e))
+        _fail(f"{e}. Fix: {e.fix}")
     plane = ControlPlane(home or cache_dir() / "run", controllers=tuple(c for c in controllers.split(",") if c))
     try:
         plane.start()

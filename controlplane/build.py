@@ -18,6 +18,8 @@ Errors: ``BuildError`` with one line saying what is missing (no ``go``) or the l
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -26,7 +28,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, Iterator, Optional
 
 KUBERNETES_VERSION = "v1.37.2"
 MODULE = Path(__file__).resolve().parent.parent / "tools" / "kube"
@@ -133,12 +135,39 @@ def build(version: str = KUBERNETES_VERSION, *, force: bool = False,
     unknown = [n for n in names if n not in BINARIES]
     if unknown:
         raise BuildError(f"unknown binary {unknown[0]!r} (known: {', '.join(BINARIES)})")
-    todo = list(names) if force else _stale(version, names)
-    if not todo:
+    if not force and not _stale(version, names):
         return out
     go = _go()
-    env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-buildvcs=false -mod=readonly"}
     out.mkdir(parents=True, exist_ok=True)
+    with _exclusive(cache_dir(version) / ".build.lock", log):
+        # another process (a second test suite on this machine) may have built them while this one waited
+        todo = list(names) if force else _stale(version, names)
+        if todo:
+            _build(go, version, todo, progress, log)
+    return out
+
+
+@contextlib.contextmanager
+def _exclusive(path: Path, log: Callable[[str], None]) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (``flock``): two builds into one cache folder would overwrite each
+    other's half-built files; the second waits for the first (and then finds the binaries built)."""
+    with open(path, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"another build of the control plane holds {path}: waiting for it to end")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _build(go: str, version: str, todo: list[str], progress: Optional[Callable[[int, int], None]],
+           log: Callable[[str], None]) -> None:
+    started = time.monotonic()
+    out = bin_dir(version)
+    env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-buildvcs=false -mod=readonly"}
     tmp = out.parent / "bin.partial"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
@@ -151,10 +180,10 @@ def build(version: str = KUBERNETES_VERSION, *, force: bool = False,
         overlay = tmp / "overlay.json"
         overlay.write_text(json.dumps(harness_overlay(go, env)))
         groups.append((["-tags", HARNESS_TAG, "-overlay", str(overlay)], harness))
+    log("resolving the Go modules (from the module proxy when the module cache is empty: a few minutes)")
     total = sum(_count_packages(go, env, flags, group) for flags, group in groups)
     log(f"building {', '.join(todo)} {version} from the Go modules into {out} (cold: 15-35 minutes on two "
         f"cores; cached afterwards)")
-    started = time.monotonic()
     done = 0
     for flags, group in groups:
         cmd = [go, "build", "-v", "-trimpath", *flags, "-ldflags", ldflags(version), "-o", str(tmp) + "/",
@@ -177,7 +206,6 @@ def build(version: str = KUBERNETES_VERSION, *, force: bool = False,
     if progress:
         progress(total, total)
     log(f"built in {time.monotonic() - started:.0f} s")
-    return out
 
 
 def harness_overlay(go: str, env: dict) -> dict:

@@ -1,10 +1,12 @@
 """Shared pytest fixtures, and hypothesis' profile: no deadline (a test never depends on how fast the machine is;
 hypothesis' default of 200 ms per example failed property tests on a loaded machine).
 
-The real control plane (the e2e tier, hpa-decide) is built before any test starts, with its progress shown
-(``pytest_sessionstart``); tests that needed it and did not get it are counted in the summary line as
-"control-plane tests not run", and a line above it says why and the command that fixes it (``control_plane_gate``)."""
+The real control plane (the e2e tier, hpa-decide) is built once per run when the run needs it, in the background
+while the other tests run (``pytest_sessionstart``); tests that needed it and did not get it are counted in the
+summary line as "control-plane tests not run", and a line above it says why and the command that fixes it
+(``control_plane_gate``)."""
 
+import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,7 @@ settings.load_profile("pyhpa")
 from kubedouble import KubeDouble
 
 from controller_util import CRD
-from control_plane_gate import build_or_reason
+from control_plane_gate import build_log, start_build, stop_build
 from controlplane import NOT_BUILT, KUBERNETES_VERSION
 
 TESTS = Path(__file__).resolve().parent
@@ -25,25 +27,39 @@ NEEDS_CONTROL_PLANE = (TESTS / "e2e", TESTS / "test_upstream_decide.py")
 NOT_RUN = "control-plane tests not run"
 
 
-def _selects_control_plane_tests(config) -> bool:
+def _control_plane_paths(config) -> tuple[bool, bool]:
     """Whether the command line's paths include a test that needs the control plane (a path that is one of them,
-    inside one, or a folder holding one)."""
+    inside one, or a folder holding one), and whether they hold nothing else."""
+    some, only = False, bool(config.args)
     for arg in config.args:
         path = Path(config.invocation_params.dir, arg.split("::", 1)[0]).resolve()
-        if any(path == need or need in path.parents or path in need.parents for need in NEEDS_CONTROL_PLANE):
-            return True
-    return False
+        inside = any(path == need or need in path.parents for need in NEEDS_CONTROL_PLANE)
+        some = some or inside or any(path in need.parents for need in NEEDS_CONTROL_PLANE)
+        only = only and inside
+    return some, only
 
 
 def pytest_sessionstart(session):
-    """Build the control plane once, before the tests start (its progress on the terminal: 15-35 minutes cold), when
-    the run includes tests that need it; in the xdist controller only (its workers inherit a failure's reason)."""
+    """Build the control plane once when the run includes tests that need it (in the xdist controller only: its
+    workers inherit the outcome): in the background while the other tests run (progress in its log), or, when the
+    run holds nothing else, in the foreground with its progress bar (15-35 minutes cold)."""
     config = session.config
-    if hasattr(config, "workerinput") or not _selects_control_plane_tests(config):
+    some, only = _control_plane_paths(config)
+    if hasattr(config, "workerinput") or not some:
         return
     capture = config.pluginmanager.getplugin("capturemanager")
     with capture.global_and_fixture_disabled():
-        build_or_reason()
+        config._pyhpa_build = start_build(background=not only)
+        if config._pyhpa_build is not None:
+            config._pyhpa_build_started = time.monotonic()
+            terminal = config.pluginmanager.getplugin("terminalreporter")
+            terminal.write_line(f"control plane: building {KUBERNETES_VERSION} in the background while the other "
+                                f"tests run (cold: 15-35 minutes on two cores); progress: {build_log()}")
+
+
+def pytest_sessionfinish(session):
+    """A background build nothing waits for any more (an early stop, -x) ends with the run."""
+    stop_build(getattr(session.config, "_pyhpa_build", None))
 
 
 def _not_built(report) -> bool:
@@ -77,6 +93,12 @@ def pytest_terminal_summary(terminalreporter):
     elif ran:
         terminalreporter.write_line(f"control plane: {len(ran)} tests ran against a real kube-apiserver "
                                     f"{KUBERNETES_VERSION} (the e2e tier and hpa-decide)")
+    build = getattr(terminalreporter.config, "_pyhpa_build", None)
+    if build is not None and build.poll() is not None:
+        minutes = (time.monotonic() - terminalreporter.config._pyhpa_build_started) / 60
+        outcome = "built" if build.returncode == 0 else f"not built (exit code {build.returncode})"
+        terminalreporter.write_line(f"control plane: {outcome} in the background within {minutes:.0f} min "
+                                    f"(log: {build_log()})")
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 FAILING_GO = """#!/bin/sh
@@ -18,7 +20,7 @@ exit 1
 """
 
 
-def _pytest(tmp_path: Path, ci: bool) -> subprocess.CompletedProcess:
+def _pytest(tmp_path: Path, ci: bool, beside: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     fake = tmp_path / "fakebin"
     fake.mkdir()
     (fake / "go").write_text(FAILING_GO)
@@ -28,17 +30,21 @@ def _pytest(tmp_path: Path, ci: bool) -> subprocess.CompletedProcess:
     env.update(PATH=f"{fake}{os.pathsep}{env.get('PATH', '')}", PYHPA_CONTROL_PLANE_CACHE=str(tmp_path / "cache"))
     if ci:
         env["CI"] = "true"
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
-                           "tests/test_upstream_decide.py"], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=600)
+    # alone: built in the foreground, in one process; beside other tests: in the background, two xdist workers
+    workers = ["-n", "2"] if beside else ["-n", "0"]
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", *workers, "-p", "no:cacheprovider",
+                           "tests/test_upstream_decide.py", *beside], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=900)
 
 
-def test_a_failed_build_is_counted_as_not_run_with_the_reason_and_the_fix(tmp_path):
-    res = _pytest(tmp_path, ci=False)
+@pytest.mark.parametrize("beside", [(), ("tests/test_metrics_fixture_clock.py",)], ids=["alone", "beside-others"])
+def test_a_failed_build_is_counted_as_not_run_with_the_reason_and_the_fix(tmp_path, beside):
+    res = _pytest(tmp_path, ci=False, beside=beside)
     out = res.stdout.splitlines()
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
     summary = out[-1]
-    assert "control-plane tests not run" in summary and "passed" not in summary, summary
+    assert "control-plane tests not run" in summary, summary
+    assert ("1 passed" in summary) == bool(beside) and "failed" not in summary, summary
     reason = [line for line in out if line.startswith(tuple("0123456789")) and "control-plane tests not run:" in line]
     assert len(reason) == 1, out[-10:]
     # what failed (Go's own words) and the one command that fixes it
