@@ -23,7 +23,7 @@ from controlplane import NOT_BUILT, KUBERNETES_VERSION
 
 TESTS = Path(__file__).resolve().parent
 #: the tests that need the built control plane: the e2e tier and upstream's HPA controller as hpa-decide
-NEEDS_CONTROL_PLANE = (TESTS / "e2e", TESTS / "test_upstream_decide.py")
+NEEDS_CONTROL_PLANE = (TESTS / "e2e", TESTS / "test_upstream_decide.py", TESTS / "test_controlplane_build.py")
 NOT_RUN = "control-plane tests not run"
 
 
@@ -81,8 +81,8 @@ def pytest_terminal_summary(terminalreporter):
     not_run = stats.get(NOT_RUN, [])
     ran = [r for key in ("passed", "failed", "error") for r in stats.get(key, [])
            if r.when == "call" or key == "error"]
-    ran = [r for r in ran if any(r.nodeid.startswith(p) for p in ("tests/e2e/", "e2e/", "tests/test_upstream_decide.py",
-                                                                  "test_upstream_decide.py"))]
+    needs = tuple(str(p.relative_to(TESTS.parent)) for p in NEEDS_CONTROL_PLANE)
+    ran = [r for r in ran if r.nodeid.startswith(needs)]
     if not_run:
         reasons: dict[str, int] = {}
         for r in not_run:

@@ -1,9 +1,10 @@
 """The end-to-end tier: pyhpa against a real Kubernetes v1.37.2 control plane (``controlplane``).
 
 One control plane serves the whole tier (every e2e test runs in one pytest-xdist worker: the root conftest puts
-them in one ``xdist_group``); each test works in namespaces of its own. When the binaries are missing they are
-built (Go needed; 15-35 minutes cold); without Go the tier says so and skips, except in CI (``CI`` set), where a
-control plane that cannot be built fails the run.
+them in one ``xdist_group``); each test works in namespaces of its own. The binaries are built
+once per run (Go needed; 15-35 minutes cold: ``tests/control_plane_gate.py``); when they cannot be built the tier is
+skipped with what failed and the command that fixes it, and pytest's summary line counts its tests as "control-plane
+tests not run", except in CI (``CI`` set), where a control plane that cannot be built fails the run.
 
 ``pyhpa run`` runs as the real command (``python -m pyhpa.cli.main run``) in a subprocess, authenticated with a
 kubeconfig; what it does is read back from the API server (helpers in ``util.py``).

@@ -1,0 +1,48 @@
+"""Issue 37: the control-plane build from an empty Go module cache. ``harness_overlay`` once asked ``go list -m -f
+{{.Dir}} k8s.io/kubernetes`` for the module's folder before anything had downloaded it; ``go list -m`` does not
+download, so every new machine failed before the build began (a machine that had built once hid it).
+
+Offline: the module proxy is this machine's own module download cache (``GOPROXY=file://...``, which Go documents
+for this), the module cache a new empty folder. Needs the control plane built once (so the download cache holds the
+modules): counted as "control-plane tests not run" otherwise."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from control_plane_gate import require_control_plane
+from controlplane.build import MODULE, UPSTREAM_PACKAGE, _go, harness_overlay, module_dir
+
+
+@pytest.fixture
+def empty_module_cache(tmp_path) -> dict:
+    require_control_plane()
+    go = _go()
+    warm = subprocess.run([go, "env", "GOMODCACHE"], capture_output=True, text=True, check=True).stdout.strip()
+    proxy = Path(warm) / "cache" / "download"
+    assert (proxy / "k8s.io" / "kubernetes" / "@v").is_dir(), f"{proxy} holds no k8s.io/kubernetes"
+    env = {**os.environ, "GOMODCACHE": str(tmp_path / "modcache"), "GOPROXY": f"file://{proxy}",
+           "GOFLAGS": "-mod=readonly", "GONOSUMDB": "*", "GOSUMDB": "off"}
+    yield env
+    subprocess.run(["chmod", "-R", "u+w", str(tmp_path / "modcache")], check=False)  # Go's cache is read-only
+
+
+def test_go_list_alone_does_not_download_the_module(empty_module_cache):
+    """What the build once relied on: on an empty module cache Go prints an empty folder."""
+    res = subprocess.run([_go(), "list", "-m", "-f", "{{.Dir}}", "k8s.io/kubernetes"], cwd=MODULE,
+                         env=empty_module_cache, capture_output=True, text=True)
+    assert res.stdout.strip() == ""
+
+
+def test_the_harness_overlay_downloads_upstream_s_package_into_an_empty_module_cache(empty_module_cache):
+    folder = module_dir(_go(), empty_module_cache, "k8s.io/kubernetes")
+    assert folder.is_relative_to(empty_module_cache["GOMODCACHE"])
+    overlay = harness_overlay(_go(), empty_module_cache)["Replace"]
+    upstream = {Path(src).name for src in overlay.values()}
+    assert {"horizontal.go", "replica_calculator.go"} <= upstream
+    assert all(Path(src).is_file() and Path(src).parent == folder / UPSTREAM_PACKAGE for src in overlay.values())
+    assert all(Path(dst).parent == MODULE / "internal" / "podautoscaler" for dst in overlay)
