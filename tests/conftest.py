@@ -91,8 +91,8 @@ def pytest_terminal_summary(terminalreporter):
         for reason, count in sorted(reasons.items()):
             terminalreporter.write_line(f"{count} {NOT_RUN}: {reason}", yellow=True, bold=True)
     elif ran:
-        terminalreporter.write_line(f"control plane: {len(ran)} tests ran against a real kube-apiserver "
-                                    f"{KUBERNETES_VERSION} (the e2e tier and hpa-decide)")
+        terminalreporter.write_line(f"control plane: {len(ran)} tests ran with the built {KUBERNETES_VERSION} "
+                                    f"control plane (the e2e tier on a real kube-apiserver, hpa-decide)")
     build = getattr(terminalreporter.config, "_pyhpa_build", None)
     if build is not None and build.poll() is not None:
         minutes = (time.monotonic() - terminalreporter.config._pyhpa_build_started) / 60
