@@ -56,11 +56,110 @@ class Snapshot:
 
 #: PyYAML's safe loader, its C implementation (libyaml, several times faster) where installed
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_STR_TAG, _MERGE_TAG = "tag:yaml.org,2002:str", "tag:yaml.org,2002:merge"
+
+
+class _UniqueKeyLoader(_LOADER):  # type: ignore[misc, valid-type]
+    """``_LOADER`` refusing a key repeated in one mapping, as kubectl does (sigs.k8s.io/yaml: ``key "x" already set
+    in map``) and unlike PyYAML, whose last value wins; the keys a merge (``<<: *anchor``) brings in may be
+    overridden, as YAML means them to be."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict:
+        if isinstance(node, yaml.MappingNode) and _repeated_key(self, node) is not None:
+            raise _RepeatedKey
+        return super().construct_mapping(node, deep=deep)
+
+
+class _RepeatedKey(Exception):
+    """A mapping repeats a key (``_UniqueKeyLoader``, or the JSON reader's pairs hook)."""
+
+
+def _repeated_key(loader: Any, node: Any) -> tuple[Any, Any, Any] | None:
+    """(key, first key node, repeated key node) of the first key ``node`` (a MappingNode) repeats, else None."""
+    seen: dict = {}
+    for key_node, _ in node.value:
+        if key_node.tag == _MERGE_TAG:
+            continue
+        key = key_node.value if key_node.tag == _STR_TAG else loader.construct_object(key_node, deep=True)
+        try:
+            first = seen.setdefault(key, key_node)
+        except TypeError:  # an unhashable key: PyYAML's constructor refuses it itself
+            continue
+        if first is not key_node:
+            return key, first, key_node
+    return None
+
+
+def _unique_pairs(pairs: list) -> dict:
+    """``json.loads``'s ``object_pairs_hook``: a JSON object as a dict, a repeated key refused (``_RepeatedKey``)."""
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen: set = set()
+        raise _RepeatedKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
+    return d
+
+
+def _where_repeated(text: str) -> tuple[int, list, int, int] | None:
+    """Where the first repeated key of ``text`` (YAML, or JSON read as YAML) is: (document index, path from the
+    document's root as keys and list indexes, line of its first and of its repeated occurrence); None when PyYAML
+    cannot compose ``text`` (JSON it does not read as YAML)."""
+    loader = _UniqueKeyLoader(text)
+    try:
+        index = 0
+        while loader.check_node():
+            stack = [(loader.get_node(), [])]
+            while stack:
+                node, path = stack.pop()
+                if isinstance(node, yaml.MappingNode):
+                    found = _repeated_key(loader, node)
+                    if found is not None:
+                        key, first, again = found
+                        return index, [*path, key], first.start_mark.line + 1, again.start_mark.line + 1
+                    stack.extend((v, [*path, k.value]) for k, v in reversed(node.value))
+                elif isinstance(node, yaml.SequenceNode):
+                    stack.extend((v, [*path, i]) for i, v in reversed(list(enumerate(node.value))))
+            index += 1
+    except yaml.YAMLError:
+        return None
+    finally:
+        loader.dispose()
+    return None
+
+
+def _repeated_key_error(text: str, docs: list, file: str, key: Any = None) -> InputError:
+    """The InputError of a repeated key in ``text``: its line, the object holding it (the innermost object on its
+    path in ``docs``, the documents read with the last value winning: a mapping with a ``kind`` and a
+    ``metadata.name``, or a list) and its path from there."""
+    where = _where_repeated(text)
+    if where is None:
+        return InputError(f"duplicate key \"{key}\" in one object; kubectl refuses it too, keep one", file=file)
+    index, path, first, again = where
+    node, obj, start = docs[index], "", 0
+    for i, part in enumerate(path):
+        if _is_object(node):
+            obj, start = object_label(node), i
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            break
+    field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path[start:]).lstrip(".")
+    return InputError(f"duplicate key \"{path[-1]}\" (already set at line {first}); kubectl refuses it too, keep one",
+                      file=file, obj=obj, field=field, line=again)
+
+
+def _is_object(d: Any) -> bool:
+    """Whether ``d`` is a Kubernetes object an error line can name: a kind with a ``metadata.name``, or a list."""
+    if not isinstance(d, dict) or not d.get("kind"):
+        return False
+    meta = d.get("metadata")
+    return str(d["kind"]).endswith("List") or (isinstance(meta, dict) and bool(meta.get("name")))
 
 
 def read_document(path: str | Path) -> Any:
     """Parse a JSON or YAML file (at most ``MAX_DOCUMENT_BYTES``, read as ``pyhpa.adapters.files.read_bytes``
-    reads any file: a pipe or a device too); errors name the file and line. Several YAML documents give a list."""
+    reads any file: a pipe or a device too); errors name the file and line. Several YAML documents give a list.
+    A key repeated in one object is an error naming the file, its line, the object and the key's path, as kubectl
+    refuses such a file (PyYAML and ``json`` would keep the last value)."""
     p = Path(path)
     data = read_bytes(p, MAX_DOCUMENT_BYTES, "a YAML or JSON file")
     try:
@@ -73,16 +172,20 @@ def read_document(path: str | Path) -> Any:
         raise InputError("the file is empty", file=str(path))
     if p.suffix.lower() == ".json" or text.lstrip().startswith(("{", "[")):
         try:
-            return json.loads(text)
+            return json.loads(text, object_pairs_hook=_unique_pairs)
         except json.JSONDecodeError as err:
             raise InputError(f"malformed JSON: {err.msg} (column {err.colno})", file=str(path), line=err.lineno) from None
+        except _RepeatedKey as err:
+            raise _repeated_key_error(text, [json.loads(text)], str(path), err.args[0]) from None
     try:
-        docs = [d for d in yaml.load_all(text, Loader=_LOADER) if d is not None]
+        docs = [d for d in yaml.load_all(text, Loader=_UniqueKeyLoader) if d is not None]
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
         raise InputError(f"malformed YAML: {problem}", file=str(path), line=line) from None
+    except _RepeatedKey:
+        raise _repeated_key_error(text, list(yaml.load_all(text, Loader=_LOADER)), str(path)) from None
     if not docs:
         raise InputError("the file is empty", file=str(path))
     return docs[0] if len(docs) == 1 else docs
