@@ -1206,3 +1206,62 @@ def test_keys_a_yaml_merge_brings_in_may_be_overridden(tmp_path):
     with pytest.raises(InputError) as err:
         read_document(f)
     assert (err.value.line, err.value.field) == (3, "b.c")
+
+
+# ------------------------------------------------------------------------------------------- names in files
+# (issue 37) A metadata.name or metadata.namespace the API server would refuse (apimachinery's ValidateObjectMeta:
+# names of HPAs, Deployments and custom resources DNS-1123 subdomains, of StatefulSets and namespaces DNS-1123
+# labels) is one line naming file, object and field, unless --lenient, as for every object the API server refuses.
+SUBDOMAIN = "an RFC 1123 subdomain has lower-case letters, digits, '-', '.' only and starts and ends with a letter or digit"
+LABEL = "an RFC 1123 label has lower-case letters, digits, '-' only and starts and ends with a letter or digit"
+SCHEDULES = ROOT / "examples" / "schedules" / "php-apache-schedules.yaml"
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("name", "wéb", f"'wéb' is not a valid name: {SUBDOMAIN}"),
+    ("name", "Web", f"'Web' is not a valid name: {SUBDOMAIN}"),
+    ("name", "web\n", f"'web\\n' is not a valid name: {SUBDOMAIN}"),
+    ("name", "a" * 254, "'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...' is not a valid name: at most 253 characters (an RFC 1123 "
+                        "subdomain), got 254"),
+    ("namespace", "prod.eu", f"'prod.eu' is not a valid name: {LABEL}"),
+    ("namespace", "prød", f"'prød' is not a valid name: {LABEL}"),
+])
+@pytest.mark.parametrize("command", [("thresholds", "{}"), ("explain", "--hpa", "{}", "--recommendation", "2"),
+                                     ("schedules", "{}")])
+def test_a_name_in_a_file_the_api_server_would_refuse_is_one_line(tmp_path, field, value, message, command):
+    doc = yaml.safe_load((SCHEDULES if command[0] == "schedules" else EXPLAIN / "hpa.yaml").read_text())
+    doc["metadata"][field] = value
+    f = write(tmp_path / "hpa.yaml", doc)
+    meta = {"name": "php-apache", "namespace": doc["metadata"].get("namespace")} | {field: value}
+    name = meta["name"] if meta["name"].isprintable() else repr(meta["name"])  # one line, whatever the name holds
+    label = f"{doc['kind']} {meta['namespace'] + '/' if meta['namespace'] else ''}{name}"
+    r = invoke(*[str(f) if a == "{}" else a for a in command])
+    assert error_line(r) == f"error: {f}: {label}: metadata.{field}: {message}"
+
+
+def test_lenient_reads_a_name_the_api_server_would_refuse(tmp_path):
+    doc = yaml.safe_load((EXPLAIN / "hpa.yaml").read_text())
+    doc["metadata"]["name"] = "Wéb"
+    r = invoke("explain", "-o", "json", "--lenient", "--hpa", write(tmp_path / "hpa.yaml", doc), "--recommendation", "2")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["name"] == "default/Wéb"
+
+
+@pytest.mark.parametrize("kind, name, message", [
+    ("Deployment", "Ksc-web", f"'Ksc-web' is not a valid name: {SUBDOMAIN}"),
+    ("Deployment", "ksc.web", None),  # a subdomain: the API server takes it for a Deployment ...
+    ("StatefulSet", "ksc.web", f"'ksc.web' is not a valid name: {LABEL}"),  # ... and not for a StatefulSet
+])
+def test_simulate_refuses_a_target_name_the_api_server_would_refuse(tmp_path, kind, name, message):
+    target = yaml.safe_load((NASA / "deployment.yaml").read_text())
+    target["kind"], target["metadata"]["name"] = kind, name
+    hpa = yaml.safe_load((NASA / "hpa.yaml").read_text())
+    hpa["spec"]["scaleTargetRef"].update(kind=kind, name=name)
+    f = write(tmp_path / "target.yaml", target)
+    args = list(SIMULATE)
+    args[2], args[4] = write(tmp_path / "hpa.yaml", hpa), f
+    r = invoke(*args, "--end", "1995-07-10T02:00:00", "--output-dir", tmp_path / "out")
+    if message is None:
+        assert r.exit_code == 0, r.output
+    else:
+        assert error_line(r) == f"error: {f}: {kind} web/{name}: metadata.name: {message}"

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..adapters.errors import InputError
 from ..adapters.objects import decode, object_label, pod_from_dict, selector_text
-from ..adapters.parse import int32_value, milli
+from ..adapters.parse import int32_value, milli, object_meta
 from ..adapters.snapshot import read_document
 from ..core import Pod
 from ..core.selector import SelectorError, matches, parse_selector
@@ -95,6 +95,8 @@ def target_from_dict(d: dict, container: str = "") -> Target:
     if d.get("apiVersion") != "apps/v1":
         raise InputError(f"expected apiVersion apps/v1, got {d.get('apiVersion')!r}", field="apiVersion")
     model = decode(d)
+    object_meta(model.kind, model.metadata.name if model.metadata else None,
+                model.metadata.namespace if model.metadata else None)
     spec = model.spec
     if spec is None or spec.template is None or spec.template.spec is None:
         raise InputError("a pod template is required", field="spec.template")
