@@ -121,7 +121,8 @@ def _write(tmp_path, name, doc) -> Path:
       "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "maxReplicas": 3}},
      "HorizontalPodAutoscaler without metadata.name: "),
     ({"apiVersion": "v1", "kind": "List", "items": []},
-     "List: kind: expected a pyhpa.dev/v1alpha1 HorizontalAutoscaler or an autoscaling/v2 HorizontalPodAutoscaler, got v1 List"),
+     "List: items: the List is empty (kubectl get found no autoscaler); give one autoscaler, e.g. kubectl get hpa NAME -n "
+     "NAMESPACE -o yaml"),
     ({"foo": 1}, "kind: expected a pyhpa.dev/v1alpha1 HorizontalAutoscaler or an autoscaling/v2 HorizontalPodAutoscaler, got no apiVersion and kind"),
 ])
 def test_errors_name_file_object_and_field_in_the_users_terms(tmp_path, doc, expected):
