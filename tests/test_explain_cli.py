@@ -255,3 +255,24 @@ def test_a_kubectl_list_of_no_or_several_autoscalers_is_one_line(tmp_path, items
     r = invoke(*command, path)
     assert r.exit_code == 2, r.output
     assert r.output.strip() == f"error: {path}: {line}"
+
+
+# (issue 37) An HPA, a HorizontalAutoscaler or other kubectl output given where a snapshot goes: one line saying
+# where it goes instead (a snapshot has no apiVersion and kind).
+HINT = ("not a snapshot: give it with --hpa (and --pods and --pod-metrics, or --recommendation N), or make a snapshot "
+        "of a live cluster with pyhpa snapshot NAMESPACE/NAME")
+
+
+@pytest.mark.parametrize("path, line", [
+    (EX / "hpa.yaml", f"HorizontalPodAutoscaler default/php-apache: an autoscaler, {HINT}"),
+    (EX.parent / "schedules" / "php-apache-schedules.yaml", f"HorizontalAutoscaler php-apache: an autoscaler, {HINT}"),
+    ("list", f"List: a List of autoscalers, {HINT}"),
+    (EX / "pods.yaml", "List: v1 List, not a snapshot (format: tests/data/conformance/FORMAT.md): kubectl output goes "
+                       "with --hpa, --pods and --pod-metrics"),
+], ids=["hpa", "horizontalautoscaler", "kubectl-list", "pods"])
+def test_kubectl_output_given_as_a_snapshot_says_where_it_goes(tmp_path, path, line):
+    if path == "list":
+        path = _list(tmp_path, [_example_hpa()])
+    r = invoke("explain", path)
+    assert r.exit_code == 2, r.output
+    assert r.output.strip() == f"error: {path}: {line}"

@@ -27,7 +27,7 @@ from ..core.metrics import raw_text
 from .errors import InputError
 from .files import MAX_DOCUMENT_BYTES, read_bytes
 from .metrics_api import external_samples, fetch_failed, object_samples, pods_samples, resource_samples
-from .autoscaler import effective_config, read_autoscaler
+from .autoscaler import LIST_KINDS, effective_config, is_autoscaler, read_autoscaler
 from .objects import object_label, pod_from_dict
 from .prediction import forecast_from_dict, forecast_to_dict
 from .parse import format_time, int32_value, timestamp
@@ -423,7 +423,10 @@ def _samples_one(spec, metrics: dict, errors: set) -> MetricSamples:
 
 
 def snapshot_from_dict(d: Any, source: str, index: int | None = None, lenient: bool = False) -> Snapshot:
-    """Parse one snapshot; InputError names the file, the snapshot and the field."""
+    """Parse one snapshot; InputError names the file, the snapshot and the field (a Kubernetes object instead,
+    such as an HPA: what to give it to, ``not_a_snapshot``)."""
+    if isinstance(d, dict) and "hpa" not in d and d.get("apiVersion") and d.get("kind"):
+        raise InputError(not_a_snapshot(d), file=source, obj=object_label(d))
     label = f"snapshot {d.get('name')!r}" if isinstance(d, dict) and d.get("name") else (
         f"snapshot #{index}" if index is not None else "snapshot")
     try:
@@ -447,6 +450,18 @@ def snapshot_from_dict(d: Any, source: str, index: int | None = None, lenient: b
         )
     except InputError as err:
         raise InputError(err.message, source, f"{label}: {err.obj}" if err.obj else label, err.field) from None
+
+
+def not_a_snapshot(d: dict) -> str:
+    """What to do with Kubernetes object ``d`` given where a snapshot goes (``pyhpa explain FILE``): an autoscaler
+    (or a kubectl list of them) goes with ``--hpa``; anything else is named, with the snapshot format."""
+    items = d.get("items") if d.get("kind") in LIST_KINDS else None
+    if is_autoscaler(d) or (isinstance(items, list) and any(is_autoscaler(x) for x in items)):
+        what = "an autoscaler" if items is None else f"a {d['kind']} of autoscalers"
+        return (f"{what}, not a snapshot: give it with --hpa (and --pods and --pod-metrics, or --recommendation N), "
+                "or make a snapshot of a live cluster with pyhpa snapshot NAMESPACE/NAME")
+    return (f"{d['apiVersion']} {d['kind']}, not a snapshot (format: tests/data/conformance/FORMAT.md): kubectl "
+            "output goes with --hpa, --pods and --pod-metrics")
 
 
 def _prometheus_server(controller: Any) -> str:
