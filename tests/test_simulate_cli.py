@@ -78,7 +78,12 @@ def test_compare_several_hpas(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (("--trace", "t.csv"), "--hpa: --hpa is required with --hpa/--target/--trace"),
+    (("--trace", "t.csv"), "error: --hpa, --target, --column: missing: simulate needs --hpa, --target, --trace and "
+                           "--column together (given: --trace), or none of --hpa, --target, --trace for the bundled "
+                           "example"),
+    (("--hpa", "h.yaml", "--column", "rps"), "error: --target, --trace: missing: simulate needs --hpa, --target, "
+     "--trace and --column together (given: --hpa, --column), or none of --hpa, --target, --trace for the bundled "
+     "example"),
     (("--column", "nope"), "no column 'nope' in the trace"),
     (("--load-scale", "-1"), "--load-scale: must be a number > 0"),
     (("--sync-period", "0"), "--sync-period: must be > 0"),

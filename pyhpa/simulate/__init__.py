@@ -29,7 +29,7 @@ from .target import Target, load_target
 from .trace import Trace, iso, load_trace, parse_outages, time_bound
 
 __all__ = ["BUNDLED", "Autoscaler", "Load", "Run", "Settings", "Simulation", "bundled_path", "check_metric_columns", "check_settings", "display_path",
-           "input_files", "load_autoscaler",
+           "input_files", "require_inputs", "load_autoscaler",
            "read_load", "read_workload", "replay", "run_simulation"]
 
 #: The bundled example (files under pyhpa/data/).
@@ -264,11 +264,20 @@ def input_files(hpa: list, target, trace, column, profile) -> dict:
     if not hpa and target is None and trace is None:
         return {"hpa": [bundled_path("hpa")], "target": bundled_path("target"), "trace": bundled_path("trace"),
                 "column": column or BUNDLED["column"], "profile": profile or bundled_path("profile")}
-    for option, value in (("--hpa", hpa), ("--target", target), ("--trace", trace), ("--column", column)):
-        if not value:
-            raise InputError(f"{option} is required with --hpa/--target/--trace "
-                             "(give none of them to run the bundled example)", field=option)
+    require_inputs("simulate", {"--hpa": hpa, "--target": target, "--trace": trace, "--column": column},
+                   "or none of --hpa, --target, --trace for the bundled example")
     return {"hpa": hpa, "target": target, "trace": trace, "column": column, "profile": profile or ""}
+
+
+def require_inputs(command: str, given: dict, otherwise: str) -> None:
+    """The inputs of a replay come together (``given``: flag -> value, all four of ``--hpa``, ``--target``,
+    ``--trace``, ``--column``): InputError naming the missing flags and the ones given, ``otherwise`` saying what
+    else ``command`` takes."""
+    missing = [flag for flag, value in given.items() if not value]
+    if missing:
+        shown = ", ".join(flag for flag, value in given.items() if value) or "none"
+        raise InputError(f"missing: {command} needs {', '.join(list(given)[:-1])} and {list(given)[-1]} together "
+                         f"(given: {shown}), {otherwise}", field=", ".join(missing))
 
 
 def check_metric_columns(items: Sequence[str], hpas: Sequence["Autoscaler"]) -> None:
