@@ -12,11 +12,13 @@ thresholds`` and ``pyhpa schedules`` print for that snapshot. Nothing is written
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from typing import Optional
 
 import typer
 
-from ..adapters.autoscaler import find_autoscaler, read_autoscaler
+from ..adapters.autoscaler import KIND, find_autoscaler, read_autoscaler
+from ..adapters.objects import object_label
 from ..adapters.parse import timestamp
 from ..adapters.promql import OFFLINE_SERVER
 from ..adapters.snapshot import snapshot_from_dict
@@ -119,8 +121,11 @@ def schedules(
     """List the live autoscaler's window starts and ends between --from and --to, and its expired dated windows."""
     start, end = schedule_span(since, until, limit)
     doc, _ = _live(key, namespace, kubeconfig, context, server, Kind.horizontalautoscaler)
-    parsed = read_autoscaler(find_autoscaler(doc["hpa"]), prometheus_server=OFFLINE_SERVER, extensions=True)
-    report_schedules(parsed, start, end, limit, output)
+    found = find_autoscaler(doc["hpa"])
+    parsed = read_autoscaler(found, prometheus_server=OFFLINE_SERVER, extensions=True)
+    # the snapshot keeps a HorizontalAutoscaler without extension fields as an autoscaling/v2 HPA; the live one is not
+    live = object_label({"kind": KIND, "metadata": found.get("metadata")})
+    report_schedules(replace(parsed, kind=KIND, label=live), start, end, limit, output)
 
 
 EXAMPLES = {
