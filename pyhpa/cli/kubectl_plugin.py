@@ -26,19 +26,13 @@ from . import run_cmd
 from .explain_cmd import explain_snapshots
 from .options import Output
 from ..adapters.errors import InputError
-from .help import CONTEXT_SETTINGS, Command, Group, examples
+from .help import Command, examples, typer_app
 from .errors import input_errors
 from .schedules_cmd import report_schedules, schedule_span
 from .snapshot_cmd import Kind, live_snapshot
 from .thresholds_cmd import report_thresholds
 
-plugin = typer.Typer(
-    cls=Group,
-    add_completion=False,
-    rich_markup_mode=None,
-    pretty_exceptions_show_locals=False,
-    context_settings=CONTEXT_SETTINGS,
-    no_args_is_help=True,
+plugin = typer_app(
     help="pyhpa as a kubectl plugin: explain, thresholds and schedules of a live autoscaler "
          "(kubectl pyhpa explain NAME -n NAMESPACE, or NAMESPACE/NAME).",
     epilog=examples("kubectl pyhpa explain web -n shop", "kubectl pyhpa thresholds shop/web",
