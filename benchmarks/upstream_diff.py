@@ -13,7 +13,7 @@ Disabled, windows, per-direction tolerances), failing metrics APIs, scale from a
 each feature gate the controller reads. Snapshot ``i`` of seed ``S`` is a function of ``(S, i)`` alone.
 
 Each batch is written to one ``{"cases": [...]}`` file and decided by ``pyhpa explain --lenient -o json`` and by
-``tools/upstream/hpa-decide`` (built if needed) at the same time. Compared per snapshot: ``desiredReplicas``,
+``tools/upstream/hpa-decide`` (built by ``python -m controlplane build``) at the same time. Compared per snapshot: ``desiredReplicas``,
 every proposal's ``replicas``, ``utilization``, ``rawValue`` and ``error``, and the conditions (type, status,
 reason, message, in order; the pod an error about a missing request names is masked: upstream picks it in Go's
 map order, at random). A disagreement is written to ``--out`` as ``<name>.json``: the snapshot, both

@@ -3,11 +3,26 @@ Go modules, with a kubelet fixture and a metrics fixture: for pyhpa's end-to-end
 locally without a cluster. ``python -m controlplane --help``; README "Try it on a real control plane".
 
 Test infrastructure, not product code (as ``kubedouble``): nothing in ``pyhpa`` imports it.
+
+Importing the package needs the standard library only (``controlplane.build``: where the binaries are, building
+them), so ``tools/upstream/hpa-decide`` runs from any ``python3``; ``ControlPlane`` and ``ControlPlaneError``
+(``controlplane.cluster``: httpx, PyYAML, cryptography) are imported when first used.
 """
 
-from .build import (BINARIES, KUBERNETES_VERSION, NOT_BUILT, BuildError, bin_dir, build, build_with_bar, cache_dir, is_built, kubectl,
-                    not_built_reason)
-from .cluster import ControlPlane, ControlPlaneError
+from typing import Any
 
-__all__ = ["BINARIES", "KUBERNETES_VERSION", "NOT_BUILT", "BuildError", "ControlPlane", "ControlPlaneError", "bin_dir", "build",
-           "build_with_bar", "cache_dir", "is_built", "kubectl", "not_built_reason"]
+from .build import (BINARIES, KUBERNETES_VERSION, NOT_BUILT, BuildError, bin_dir, build, build_with_bar, cache_dir,
+                    is_built, kubectl, not_built_reason)
+
+__all__ = ["BINARIES", "KUBERNETES_VERSION", "NOT_BUILT", "BuildError", "ControlPlane", "ControlPlaneError", "bin_dir",
+           "build", "build_with_bar", "cache_dir", "is_built", "kubectl", "not_built_reason"]
+_FROM_CLUSTER = ("ControlPlane", "ControlPlaneError")
+
+
+def __getattr__(name: str) -> Any:
+    """``ControlPlane`` and ``ControlPlaneError``, from ``controlplane.cluster`` on first use (PEP 562)."""
+    if name in _FROM_CLUSTER:
+        from . import cluster
+
+        return getattr(cluster, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

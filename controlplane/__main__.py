@@ -3,6 +3,9 @@
     python -m controlplane build      # go build into ~/.cache/pyhpa/control-plane/v1.37.2/bin (cached)
     python -m controlplane up         # build if needed, start, install the HorizontalAutoscaler CRD; Ctrl-C stops
     python -m controlplane version    # kube-apiserver --version of the cached build
+
+Its help and errors follow pyhpa's conventions (docs/cli.md; ``pyhpa.cli.help``): plain help ending with
+examples, ``-h``, click's errors as one line with exit code 2.
 """
 
 from __future__ import annotations
@@ -15,12 +18,21 @@ from typing import Optional
 
 import typer
 
+from pyhpa.cli.help import Command, examples, typer_app
+
 from .build import KUBERNETES_VERSION, BuildError, bin_dir, build_with_bar, cache_dir, not_built_reason
 from .cluster import DEFAULT_CONTROLLERS, ControlPlane, ControlPlaneError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]},
-                  help="Build and run a local Kubernetes v1.37.2 control plane (etcd, kube-apiserver, "
-                       "kube-controller-manager, kubectl) for pyhpa, on loopback only.")
+EXAMPLES = {
+    "build": examples("python -m controlplane build    # once: 15-35 minutes on two cores"),
+    "version": examples("python -m controlplane version  # what the cached build is"),
+    "up": examples("python -m controlplane up            # then export the KUBECONFIG it prints",
+                   "python -m controlplane up --no-crd   # without pyhpa's CRD"),
+}
+app = typer_app(help="Build and run a local Kubernetes v1.37.2 control plane (etcd, kube-apiserver, "
+                     "kube-controller-manager, kubectl) for pyhpa, on loopback only.",
+                epilog=examples("python -m controlplane build", "python -m controlplane up",
+                                "python -m controlplane version"))
 CRD = Path(__file__).resolve().parent.parent / "pyhpa" / "data" / "deploy" / "crd.yaml"
 
 
@@ -29,7 +41,7 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
-@app.command()
+@app.command(cls=Command, epilog=EXAMPLES["build"])
 def build(result_file: Optional[Path] = typer.Option(
         None, "--result-file", metavar="FILE",
         help="Also write the outcome there when done: an empty file when built, else the one-line reason and the "
@@ -52,7 +64,7 @@ def _write_result(path: Optional[Path], reason: str) -> None:
         partial.replace(path)  # whole or absent: a reader never sees half of it
 
 
-@app.command()
+@app.command(cls=Command, epilog=EXAMPLES["version"])
 def version() -> None:
     """Print what the cached kube-apiserver says of its version."""
     exe = bin_dir() / "kube-apiserver"
@@ -63,7 +75,7 @@ def version() -> None:
     typer.echo(subprocess.run([str(exe), "--version"], capture_output=True, text=True).stdout.strip())
 
 
-@app.command()
+@app.command(cls=Command, epilog=EXAMPLES["up"])
 def up(home: Optional[Path] = typer.Option(None, "--home", metavar="DIR",
                                           help="Certificates, logs and kubeconfigs (default: <cache>/run)."),
        controllers: str = typer.Option(",".join(DEFAULT_CONTROLLERS), "--controllers", metavar="LIST",
@@ -105,4 +117,4 @@ def up(home: Optional[Path] = typer.Option(None, "--home", metavar="DIR",
 
 
 if __name__ == "__main__":
-    app()
+    app(prog_name="python -m controlplane")

@@ -333,3 +333,49 @@ def test_piped_explain_draws_a_rule_of_80_columns():
                        capture_output=True, text=True, timeout=60, cwd=ROOT)
     first = r.stdout.splitlines()[0]
     assert r.returncode == 0 and first.startswith("──") and len(first) == 80 and "php-apache-scale-up" in first
+
+
+# ----------------------------------------------------------------------------------- python -m controlplane
+# (issue 37) The control plane's command line follows the same conventions as pyhpa and kubectl pyhpa: one app
+# factory (pyhpa.cli.help.typer_app), plain help ending with examples, -h, click's errors as one line. In process:
+# nothing here builds or starts the control plane.
+def _apps():
+    from controlplane.__main__ import app as controlplane_app
+    from pyhpa.cli.kubectl_plugin import plugin
+
+    return {"pyhpa": app, "kubectl pyhpa": plugin, "python -m controlplane": controlplane_app}
+
+
+@pytest.mark.parametrize("name", ["pyhpa", "kubectl pyhpa", "python -m controlplane"])
+def test_every_command_line_is_built_the_same_way(name):
+    from pyhpa.cli.help import CONTEXT_SETTINGS, Command, Group
+
+    typer_app = _apps()[name]
+    assert typer_app.rich_markup_mode is None and typer_app.pretty_exceptions_show_locals is False
+    group = typer.main.get_command(typer_app)
+    assert isinstance(group, Group) and group.context_settings == CONTEXT_SETTINGS
+    for command in group.commands.values():
+        assert isinstance(command, Command) and "Examples:" in command.epilog, command.name
+
+
+@pytest.mark.parametrize("args", [[], ["-h"], ["build", "-h"], ["up", "-h"], ["version", "--help"]])
+def test_controlplane_help_is_plain_and_ends_with_its_examples(args):
+    out = CliRunner().invoke(_apps()["python -m controlplane"], args, prog_name="python -m controlplane")
+    assert out.exit_code == 0, out.output
+    assert "╭" not in out.output and "<bool>" not in out.output  # typer's boxes and type metavars: pyhpa has neither
+    assert out.output.startswith("Usage: python -m controlplane")
+    examples = out.output.split("Examples:\n", 1)[1].splitlines()
+    command = next((a for a in args if not a.startswith("-")), "")
+    assert examples and all(line.startswith(f"    python -m controlplane {command}".rstrip()) for line in examples)
+    assert all(len(line.strip()) <= 76 for line in examples)
+    if command == "up":
+        assert "--home DIR" in out.output and "--controllers LIST" in out.output
+
+
+@pytest.mark.parametrize("args, line", [
+    (["up", "--bogus"], "error: --bogus: no such option (see python -m controlplane up -h)"),
+    (["nope"], "error: nope: no such command (see python -m controlplane -h)"),
+])
+def test_controlplane_usage_errors_are_one_line(args, line):
+    r = CliRunner().invoke(_apps()["python -m controlplane"], args, prog_name="python -m controlplane")
+    assert one_error_line(r) == line

@@ -80,10 +80,14 @@ KUBECTL = ["--hpa", EX / "hpa.yaml", "--pods", EX / "pods.yaml", "--pod-metrics"
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["--hpa", EX / "hpa.yaml"], "error: --pods: --hpa needs --pods"),
-    (["--hpa", EX / "hpa.yaml", "--pods", EX / "pods.yaml"], "error: --pod-metrics: --hpa needs --pod-metrics"),
-    ([EX / "snapshot.yaml", *KUBECTL], "error: --hpa: give snapshot files or --hpa (kubectl output), not both"),
-    ([EX / "snapshot.yaml", "--pods", EX / "pods.yaml"], "error: --pods: --pods goes with --hpa"),
+    (["--hpa", EX / "hpa.yaml"], "error: --pods: missing: --hpa needs the pods (kubectl get pods -l SELECTOR -o yaml) "
+                                 "and --pod-metrics, or --recommendation N to skip metrics"),
+    (["--hpa", EX / "hpa.yaml", "--pods", EX / "pods.yaml"], "error: --pod-metrics: missing: --hpa needs the pods' "
+     "metrics (kubectl get --raw /apis/metrics.k8s.io/v1beta1/namespaces/NS/pods), or --recommendation N to skip metrics"),
+    ([EX / "snapshot.yaml", *KUBECTL], "error: --hpa: not with snapshot files: explain reads snapshots or kubectl "
+                                      "output, not both"),
+    ([EX / "snapshot.yaml", "--pods", EX / "pods.yaml"], "error: --pods: goes with --hpa (kubectl output); a snapshot "
+                                                         "file holds its own"),
     (["--hpa", EX / "hpa.yaml", "--pods", EX / "podmetrics.json", "--pod-metrics", EX / "podmetrics.json"],
      f"error: {EX / 'podmetrics.json'}: kind: this is a PodMetricsList (metrics.k8s.io), not pods"),
     (["--hpa", EX / "hpa.yaml", "--pods", EX / "pods.yaml", "--pod-metrics", EX / "pods.yaml"],
@@ -121,7 +125,8 @@ def _write(tmp_path, name, doc) -> Path:
       "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "maxReplicas": 3}},
      "HorizontalPodAutoscaler without metadata.name: "),
     ({"apiVersion": "v1", "kind": "List", "items": []},
-     "List: kind: expected a pyhpa.dev/v1alpha1 HorizontalAutoscaler or an autoscaling/v2 HorizontalPodAutoscaler, got v1 List"),
+     "List: items: the List is empty (kubectl get found no autoscaler); give one autoscaler, e.g. kubectl get hpa NAME -n "
+     "NAMESPACE -o yaml"),
     ({"foo": 1}, "kind: expected a pyhpa.dev/v1alpha1 HorizontalAutoscaler or an autoscaling/v2 HorizontalPodAutoscaler, got no apiVersion and kind"),
 ])
 def test_errors_name_file_object_and_field_in_the_users_terms(tmp_path, doc, expected):
@@ -229,3 +234,30 @@ def test_kubedouble_runs_and_helps_from_any_directory(tmp_path):
         proc.terminate()
         _, err = proc.communicate(timeout=30)
     assert "registered CRD horizontalautoscalers.pyhpa.dev" in err and "stand-in" not in err
+
+
+# (issue 37) An error line names its flag once: "--start: 1995-07-14 is not before --end ...", never
+# "--start: --start must be ..."; missing flags are named with the ones given.
+TRACE = ROOT / "examples" / "traces" / "nasa_http_1995-07-10_16_per_minute.csv"
+
+
+@pytest.mark.parametrize("args, line", [
+    (["forecast", "--trace", TRACE, "--column", "requests", "--start", "2000-01-01", "--no-plot"],
+     "error: --start: 2000-01-01 is not before the end of the trace (1995-07-17T00:00:00-04:00)"),
+    (["simulate", "--hpa", SIM / "hpa.yaml", "--target", SIM / "deployment.yaml", "--trace", TRACE, "--column",
+      "requests", "--start", "1995-07-14", "--end", "1995-07-13"],
+     "error: --start: 1995-07-14 is not before --end 1995-07-13"),
+    (["tune", "--target", SIM / "deployment.yaml"],
+     "error: --hpa, --trace, --column: missing: tune needs --hpa, --target, --trace and --column together (given: "
+     "--target), or NAMESPACE/NAME with --prometheus-url (live)"),
+    (["tune", "default/web"], "error: --prometheus-url: missing: NAMESPACE/NAME is live mode, which reads the "
+                              "autoscaler's history from Prometheus at this URL"),
+    (["tune", "--prometheus-url", "http://127.0.0.1:9"], "error: NAMESPACE/NAME: missing: --prometheus-url is live "
+                                                         "mode, which reads the autoscaler to tune from the cluster"),
+], ids=["forecast-start", "simulate-start-end", "tune-offline", "tune-live-url", "tune-live-name"])
+def test_an_error_line_names_its_flag_once(tmp_path, args, line):
+    out = ["--output-dir", tmp_path / "out"] if args[0] in ("simulate", "tune") else []
+    got = one_line_error(invoke(*args, *out))
+    assert got == line
+    field, _, message = got.removeprefix("error: ").partition(": ")
+    assert not message.startswith(field.split(", ")[0])

@@ -201,3 +201,78 @@ def test_explain_text_of_saturation_below_the_limit(tmp_path):
             "  the 4 ready pods use 24 % of their CPU limit\n"
             "  stays out [BelowLimit]: the ready pods use less than 95 % of their CPU limit: their usage shows the "
             "demand\n") in r.output
+
+
+# (issue 37) kubectl get hpa -o yaml writes a v1 List, even of one HPA: read when it holds exactly one autoscaler;
+# several or none is one line saying how to get one.
+def _list(tmp_path, items, kind="List", api_version="v1", suffix=".yaml"):
+    doc = {"apiVersion": api_version, "kind": kind, "metadata": {"resourceVersion": ""}, "items": items}
+    return _write(tmp_path, "list" + suffix, json.dumps(doc) if suffix == ".json" else yaml.safe_dump(doc))
+
+
+def _example_hpa():
+    return yaml.safe_load((EX / "hpa.yaml").read_text())
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
+def test_a_kubectl_list_of_one_autoscaler_is_read_as_the_autoscaler(tmp_path, suffix):
+    path = _list(tmp_path, [_example_hpa()], suffix=suffix)
+    listed = invoke("thresholds", "-o", "json", path)
+    assert listed.exit_code == 0, listed.output
+    assert listed.output == invoke("thresholds", "-o", "json", EX / "hpa.yaml").output
+    r = invoke("explain", "-o", "json", "--hpa", path, "--pods", EX / "pods.yaml", "--pod-metrics",
+               EX / "podmetrics.json", "--now", "2026-11-21T10:00:00Z")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["desiredReplicas"] == json.loads(invoke(
+        "explain", "-o", "json", EX / "snapshot.yaml").output)["desiredReplicas"]
+
+
+def test_a_typed_list_and_a_list_of_a_horizontalautoscaler_are_read(tmp_path):
+    item = {k: v for k, v in _example_hpa().items() if k not in ("apiVersion", "kind")}  # as the API lists items
+    r = invoke("thresholds", "-o", "json", _list(tmp_path, [item], "HorizontalPodAutoscalerList", "autoscaling/v2"))
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["hpa"] == "default/php-apache"
+    ha = yaml.safe_load((EX.parent / "schedules" / "php-apache-schedules.yaml").read_text())
+    r = invoke("schedules", "-o", "json", _list(tmp_path, [ha, {"apiVersion": "v1", "kind": "Service"}]))
+    assert r.exit_code == 0, r.output
+
+
+@pytest.mark.parametrize("items, line", [
+    ([], "List: items: the List is empty (kubectl get found no autoscaler); give one autoscaler, e.g. kubectl get hpa "
+         "NAME -n NAMESPACE -o yaml"),
+    (["two"], "List: items: holds 2 autoscalers (default/php-apache, shop/web); pyhpa reads one at a time: pick one "
+              "with kubectl get hpa php-apache -n default -o yaml"),
+    ([{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}}],
+     "List: items: no HorizontalAutoscaler or HorizontalPodAutoscaler among its 1 items (kinds: Deployment); give one "
+     "autoscaler, e.g. kubectl get hpa NAME -n NAMESPACE -o yaml"),
+], ids=["empty", "two", "no-autoscaler"])
+@pytest.mark.parametrize("command", [("thresholds",), ("explain", "--recommendation", "2", "--hpa")])
+def test_a_kubectl_list_of_no_or_several_autoscalers_is_one_line(tmp_path, items, line, command):
+    if items == ["two"]:
+        items = [_example_hpa(), _example_hpa()]
+        items[1]["metadata"] = {"name": "web", "namespace": "shop"}
+    path = _list(tmp_path, items)
+    r = invoke(*command, path)
+    assert r.exit_code == 2, r.output
+    assert r.output.strip() == f"error: {path}: {line}"
+
+
+# (issue 37) An HPA, a HorizontalAutoscaler or other kubectl output given where a snapshot goes: one line saying
+# where it goes instead (a snapshot has no apiVersion and kind).
+HINT = ("not a snapshot: give it with --hpa (and --pods and --pod-metrics, or --recommendation N), or make a snapshot "
+        "of a live cluster with pyhpa snapshot NAMESPACE/NAME")
+
+
+@pytest.mark.parametrize("path, line", [
+    (EX / "hpa.yaml", f"HorizontalPodAutoscaler default/php-apache: an autoscaler, {HINT}"),
+    (EX.parent / "schedules" / "php-apache-schedules.yaml", f"HorizontalAutoscaler php-apache: an autoscaler, {HINT}"),
+    ("list", f"List: a List of autoscalers, {HINT}"),
+    (EX / "pods.yaml", "List: v1 List, not a snapshot (format: tests/data/conformance/FORMAT.md): kubectl output goes "
+                       "with --hpa, --pods and --pod-metrics"),
+], ids=["hpa", "horizontalautoscaler", "kubectl-list", "pods"])
+def test_kubectl_output_given_as_a_snapshot_says_where_it_goes(tmp_path, path, line):
+    if path == "list":
+        path = _list(tmp_path, [_example_hpa()])
+    r = invoke("explain", path)
+    assert r.exit_code == 2, r.output
+    assert r.output.strip() == f"error: {path}: {line}"

@@ -1132,3 +1132,136 @@ def test_an_error_after_a_progress_bar_is_the_only_line_on_stderr(tmp_path):
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.startswith(f"error: {f}: HorizontalPodAutoscaler php-apache: spec.maxReplicas: scales to ")
     assert r.stderr.count("\n") == 1 and r.stderr.endswith("\n"), repr(r.stderr)
+
+
+# ------------------------------------------------------------------------------------------- repeated keys
+# (issue 37) A key written twice in one object is refused, as kubectl refuses it ("key "maxReplicas" already set in
+# map"), in every file any command reads: PyYAML and json keep the last value, silently.
+EXPLAIN = ROOT / "examples" / "explain"
+REPEATED = "(already set at line {first}); kubectl refuses it too, keep one"
+
+
+def repeat_line(src: Path, dst: Path, line: str) -> tuple[Path, int]:
+    """``src`` copied to ``dst`` with its first line starting (after indentation) with ``line`` written twice;
+    returns ``dst`` and the 1-based number of the first of the two lines."""
+    lines = src.read_text().splitlines(keepends=True)
+    i = next(i for i, x in enumerate(lines) if x.lstrip().startswith(line))
+    dst.write_text("".join(lines[:i + 1] + [lines[i]] + lines[i + 1:]))
+    return dst, i + 1
+
+
+SIMULATE = ("simulate", "--hpa", NASA / "hpa.yaml", "--target", NASA / "deployment.yaml", "--profile",
+            NASA / "profile.yaml", "--trace", TRACE, "--column", "requests", "--no-plot", "--no-progress")
+
+
+@pytest.mark.parametrize("src, line, args, where", [
+    (EXPLAIN / "hpa.yaml", "maxReplicas:", ("thresholds", "{}"),
+     "HorizontalPodAutoscaler default/php-apache: spec.maxReplicas"),
+    (EXPLAIN / "hpa.yaml", "spec:", ("thresholds", "{}"), "HorizontalPodAutoscaler default/php-apache: spec"),
+    (EXPLAIN / "hpa.yaml", "averageUtilization:", ("explain", "--hpa", "{}", "--recommendation", "2"),
+     "HorizontalPodAutoscaler default/php-apache: spec.metrics[0].resource.target.averageUtilization"),
+    (EXPLAIN / "pods.yaml", "phase:", ("explain", "--hpa", EXPLAIN / "hpa.yaml", "--pods", "{}", "--pod-metrics",
+                                       EXPLAIN / "podmetrics.json"), "Pod default/php-apache-7d4b9-a: status.phase"),
+    (SNAPSHOT, "now:", ("explain", "{}"), "now"),
+    (ROOT / "examples" / "schedules" / "php-apache-schedules.yaml", "timeZone:", ("schedules", "{}"),
+     "HorizontalAutoscaler php-apache: spec.schedules[0].timeZone"),
+    (NASA / "deployment.yaml", "replicas:", (*SIMULATE[:3], "--target", "{}", *SIMULATE[5:]),
+     "Deployment web/ksc-web: spec.replicas"),
+    (NASA / "profile.yaml", "pod_capacity_rps:", (*SIMULATE[:5], "--profile", "{}", *SIMULATE[7:]),
+     "pod_capacity_rps"),
+    (NASA / "hpa.yaml", "maxReplicas:", ("simulate", "--hpa", "{}", *SIMULATE[3:]),
+     "HorizontalPodAutoscaler web/ksc-web: spec.maxReplicas"),
+    (NASA / "hpa.yaml", "minReplicas:", ("tune", "--hpa", "{}", *SIMULATE[3:-2]), "HorizontalPodAutoscaler web/ksc-web: spec.minReplicas"),
+], ids=["thresholds", "top-level", "explain-hpa", "explain-pods", "explain-snapshot", "schedules", "simulate-target",
+        "simulate-profile", "simulate-hpa", "tune-hpa"])
+def test_a_key_repeated_in_a_yaml_file_is_one_line_naming_file_line_object_and_path(tmp_path, src, line, args, where):
+    f, first = repeat_line(src, tmp_path / src.name, line)
+    r = invoke(*[str(f) if a == "{}" else a for a in args], *(["--output-dir", tmp_path / "out"]
+                                                                 if args[0] in ("simulate", "tune") else []))
+    key = line.rstrip(":")
+    assert error_line(r) == f'error: {f}:{first + 1}: {where}: duplicate key "{key}" {REPEATED.format(first=first)}'
+
+
+def test_a_key_repeated_in_json_is_refused_with_its_path(tmp_path):
+    text = (EXPLAIN / "podmetrics.json").read_text().replace('"window": "15s",', '"window": "15s", "window": "30s",', 1)
+    f = write(tmp_path / "podmetrics.json", text)
+    line = 1 + text[:text.index('"window"')].count("\n")
+    r = invoke("explain", "--hpa", EXPLAIN / "hpa.yaml", "--pods", EXPLAIN / "pods.yaml", "--pod-metrics", f)
+    assert error_line(r) == (f'error: {f}:{line}: PodMetricsList: items[0].window: duplicate key "window" '
+                             f'{REPEATED.format(first=line)}')
+
+
+def test_a_key_repeated_in_a_kubeconfig_is_refused(tmp_path):
+    kubeconfig = write(tmp_path / "kubeconfig", "apiVersion: v1\nclusters: []\ncontexts: []\nclusters: []\n")
+    r = invoke("run", "--kubeconfig", kubeconfig)
+    assert error_line(r) == f'error: {kubeconfig}:4: clusters: duplicate key "clusters" {REPEATED.format(first=2)}'
+
+
+def test_keys_a_yaml_merge_brings_in_may_be_overridden(tmp_path):
+    from pyhpa.adapters.snapshot import read_document
+
+    f = write(tmp_path / "merge.yaml", "base: &b {x: 1, y: 2}\nother:\n  <<: *b\n  x: 3\n")
+    assert read_document(f) == {"base": {"x": 1, "y": 2}, "other": {"x": 3, "y": 2}}
+    f = write(tmp_path / "twice.yaml", "a: 1\n---\nb: {c: 1, 'c': 2}\n")  # quoted or not, the same key
+    with pytest.raises(InputError) as err:
+        read_document(f)
+    assert (err.value.line, err.value.field) == (3, "b.c")
+
+
+# ------------------------------------------------------------------------------------------- names in files
+# (issue 37) A metadata.name or metadata.namespace the API server would refuse (apimachinery's ValidateObjectMeta:
+# names of HPAs, Deployments and custom resources DNS-1123 subdomains, of StatefulSets and namespaces DNS-1123
+# labels) is one line naming file, object and field, unless --lenient, as for every object the API server refuses.
+SUBDOMAIN = "an RFC 1123 subdomain has lower-case letters, digits, '-', '.' only and starts and ends with a letter or digit"
+LABEL = "an RFC 1123 label has lower-case letters, digits, '-' only and starts and ends with a letter or digit"
+SCHEDULES = ROOT / "examples" / "schedules" / "php-apache-schedules.yaml"
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("name", "wéb", f"'wéb' is not a valid name: {SUBDOMAIN}"),
+    ("name", "Web", f"'Web' is not a valid name: {SUBDOMAIN}"),
+    ("name", "web\n", f"'web\\n' is not a valid name: {SUBDOMAIN}"),
+    ("name", "a" * 254, "'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...' is not a valid name: at most 253 characters (an RFC 1123 "
+                        "subdomain), got 254"),
+    ("namespace", "prod.eu", f"'prod.eu' is not a valid name: {LABEL}"),
+    ("namespace", "prød", f"'prød' is not a valid name: {LABEL}"),
+])
+@pytest.mark.parametrize("command", [("thresholds", "{}"), ("explain", "--hpa", "{}", "--recommendation", "2"),
+                                     ("schedules", "{}")])
+def test_a_name_in_a_file_the_api_server_would_refuse_is_one_line(tmp_path, field, value, message, command):
+    doc = yaml.safe_load((SCHEDULES if command[0] == "schedules" else EXPLAIN / "hpa.yaml").read_text())
+    doc["metadata"][field] = value
+    f = write(tmp_path / "hpa.yaml", doc)
+    meta = {"name": "php-apache", "namespace": doc["metadata"].get("namespace")} | {field: value}
+    name = meta["name"] if meta["name"].isprintable() else repr(meta["name"])  # one line, whatever the name holds
+    label = f"{doc['kind']} {meta['namespace'] + '/' if meta['namespace'] else ''}{name}"
+    r = invoke(*[str(f) if a == "{}" else a for a in command])
+    assert error_line(r) == f"error: {f}: {label}: metadata.{field}: {message}"
+
+
+def test_lenient_reads_a_name_the_api_server_would_refuse(tmp_path):
+    doc = yaml.safe_load((EXPLAIN / "hpa.yaml").read_text())
+    doc["metadata"]["name"] = "Wéb"
+    r = invoke("explain", "-o", "json", "--lenient", "--hpa", write(tmp_path / "hpa.yaml", doc), "--recommendation", "2")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["name"] == "default/Wéb"
+
+
+@pytest.mark.parametrize("kind, name, message", [
+    ("Deployment", "Ksc-web", f"'Ksc-web' is not a valid name: {SUBDOMAIN}"),
+    ("Deployment", "ksc.web", None),  # a subdomain: the API server takes it for a Deployment ...
+    ("StatefulSet", "ksc.web", f"'ksc.web' is not a valid name: {LABEL}"),  # ... and not for a StatefulSet
+])
+def test_simulate_refuses_a_target_name_the_api_server_would_refuse(tmp_path, kind, name, message):
+    target = yaml.safe_load((NASA / "deployment.yaml").read_text())
+    target["kind"], target["metadata"]["name"] = kind, name
+    hpa = yaml.safe_load((NASA / "hpa.yaml").read_text())
+    hpa["spec"]["scaleTargetRef"].update(kind=kind, name=name)
+    f = write(tmp_path / "target.yaml", target)
+    args = list(SIMULATE)
+    args[2], args[4] = write(tmp_path / "hpa.yaml", hpa), f
+    r = invoke(*args, "--end", "1995-07-10T02:00:00", "--output-dir", tmp_path / "out")
+    if message is None:
+        assert r.exit_code == 0, r.output
+    else:
+        assert error_line(r) == f"error: {f}: {kind} web/{name}: metadata.name: {message}"

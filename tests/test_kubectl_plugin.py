@@ -193,3 +193,18 @@ def test_kubectl_lists_the_plugin_and_pyproject_installs_it(cluster):
     assert helped.returncode == 0
     for command in ("explain", "thresholds", "schedules"):
         assert command in helped.stdout
+
+
+@pytest.mark.parametrize("spec", [{}, {"tolerance": 0.05}], ids=["plain", "settings-only"])
+def test_kubectl_pyhpa_schedules_names_the_objects_own_kind(cluster, monkeypatch, spec):
+    # (issue 37) a HorizontalAutoscaler without windows was called a HorizontalPodAutoscaler (its snapshot keeps it as
+    # an autoscaling/v2 HPA: it has no extension field)
+    kd, env = cluster
+    kd.client().create(HorizontalAutoscaler(autoscaler("plain", "web", ns="shop", **spec)))
+    monkeypatch.setenv("KUBECONFIG", env["KUBECONFIG"])
+    r = CliRunner().invoke(plugin, ["schedules", "plain", "-o", "json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["autoscaler"] == "HorizontalAutoscaler shop/plain"
+    r = CliRunner().invoke(plugin, ["schedules", "shop/plain", "--from", "2026-11-21T00:00:00Z"])
+    assert r.output.splitlines()[0] == ("HorizontalAutoscaler shop/plain: 0 window(s), from 2026-11-21T00:00:00Z to "
+                                        "2026-11-28T00:00:00Z")

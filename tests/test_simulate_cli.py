@@ -78,7 +78,12 @@ def test_compare_several_hpas(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (("--trace", "t.csv"), "--hpa: --hpa is required with --hpa/--target/--trace"),
+    (("--trace", "t.csv"), "error: --hpa, --target, --column: missing: simulate needs --hpa, --target, --trace and "
+                           "--column together (given: --trace), or none of --hpa, --target, --trace for the bundled "
+                           "example"),
+    (("--hpa", "h.yaml", "--column", "rps"), "error: --target, --trace: missing: simulate needs --hpa, --target, "
+     "--trace and --column together (given: --hpa, --column), or none of --hpa, --target, --trace for the bundled "
+     "example"),
     (("--column", "nope"), "no column 'nope' in the trace"),
     (("--load-scale", "-1"), "--load-scale: must be a number > 0"),
     (("--sync-period", "0"), "--sync-period: must be > 0"),
@@ -107,3 +112,49 @@ def test_bad_manifests_name_file_object_and_field(tmp_path):
                     "--column", "requests_per_second")
     assert result.exit_code == 2
     assert "spec.metrics[0]: Pods metric 'qps' has no simulated source: add --metric-column qps=COLUMN" in result.output
+
+
+# (issue 37) A Utilization target over pods whose request is 0 or missing is legal (the API server takes it), and
+# upstream's error repeats on every sync: one warning line on stderr says so before the run, which goes on.
+@pytest.mark.parametrize("requests, metric, problem, reason", [
+    ({"cpu": "0"}, None, "spec.template.spec.containers[0].resources.requests.cpu: container app requests 0 cpu",
+     "no metrics returned matched known pods"),
+    ({"memory": "64Mi"}, None, "spec.template.spec.containers[0].resources.requests.cpu: container app has no cpu "
+                               "request", "missing request for cpu in container app"),
+    ({"memory": "64Mi"}, [{"type": "ContainerResource", "containerResource": {"name": "cpu", "container": "app",
+                                                                              "target": {"type": "Utilization",
+                                                                                         "averageUtilization": 50}}}],
+     "spec.template.spec.containers[0].resources.requests.cpu: container app has no cpu request",
+     "missing request for cpu in container app"),
+], ids=["zero", "missing", "container-resource"])
+def test_a_utilization_target_without_a_request_warns_once_before_the_run(tmp_path, requests, metric, problem, reason):
+    target = target_doc()
+    target["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"] = requests
+    tfile, hfile = write_yaml(tmp_path / "target.yaml", target), write_yaml(tmp_path / "hpa.yaml", hpa_doc(metrics=metric))
+    trace = step_trace(tmp_path / "t.csv", [(600, 10.0)])
+    result = invoke("--hpa", str(hfile), "--target", str(tfile), "--trace", str(trace), "--column", "rps", "--no-plot",
+                    "--output-dir", str(tmp_path / "out"))
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == [
+        f"warning: {tfile}: Deployment default/web: {problem}, so the Utilization target of {hfile} (HorizontalPodAutoscaler "
+        f"web, spec.metrics[0]) cannot be computed: every sync will report upstream's FailedGetResourceMetric "
+        f"({reason})"]
+    errors = [row.split(",")[0] for row in (tmp_path / "out" / "timeline.csv").read_text().splitlines()[1:]
+              if reason in row]
+    assert len(errors) == json.loads((tmp_path / "out" / "summary.json").read_text())["syncs"] == 40
+
+
+def test_the_request_warning_comes_before_the_run_and_not_for_pods_with_requests(tmp_path):
+    from pyhpa.simulate import run_simulation
+
+    events = []
+    target = target_doc()
+    hfile = write_yaml(tmp_path / "hpa.yaml", hpa_doc())
+    trace = step_trace(tmp_path / "t.csv", [(600, 10.0)])
+    for cpu in ("100m", "0"):
+        target["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = cpu
+        tfile = write_yaml(tmp_path / f"target-{cpu}.yaml", target)
+        run_simulation([hfile], tfile, trace, "rps", warn=lambda line: events.append(("warn", cpu)),
+                       progress=lambda *a, c=cpu: events.append(("run", c)))
+    assert ("warn", "100m") not in events
+    assert events.index(("warn", "0")) < events.index(("run", "0")) and events.count(("warn", "0")) == 1

@@ -212,7 +212,7 @@ def test_an_objective_no_setting_meets_is_refused_naming_the_closest(tmp_path):
     ("flat", "flat workload"),
     ("empty", "empty workload"),
     ("external", "spec.metrics[0]"),
-    ("both", "give one objective"),
+    ("both", "error: --max-overloaded-fraction, --max-unserved-fraction: give one of them: tune has one objective"),
 ])
 def test_refusals_are_one_line_and_exit_2(tmp_path, case, message):
     hours = 20 if case == "short" else 30

@@ -130,3 +130,51 @@ def test_random_snapshots_decided_as_upstream_decides_them(hpa_decide, tmp_path)
     counts = dict(kv.split("=") for kv in line.split())
     assert counts["snapshots"] == "300" and counts["disagree"] == "0"
     assert int(counts["agree"]) + int(counts["platform_defined"]) == 300
+
+
+# (issue 37) tools/upstream/hpa-decide runs from any python3: it needs the standard library only to find the built
+# binary (controlplane.build, which `import controlplane` no longer pulls httpx, PyYAML and cryptography in for).
+# Run here by a python without site-packages (-S -I), against a cache folder of our own: no Go, no build.
+SCRIPT = ROOT / "tools" / "upstream" / "hpa-decide"
+
+
+def _bare(cache: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {"PATH": os.environ.get("PATH", ""), "PYHPA_CONTROL_PLANE_CACHE": str(cache), "HOME": str(cache)}
+    return subprocess.run([sys.executable, "-S", "-I", str(SCRIPT), *args], capture_output=True, text=True,
+                          timeout=60, env=env, cwd=cache)
+
+
+def test_hpa_decide_without_a_binary_says_how_to_build_it_in_one_line(tmp_path):
+    r = _bare(tmp_path, "--gates")
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr == (f"error: {tmp_path / 'bin' / 'hpa-decide'}: hpa-decide is not built: run python -m "
+                        "controlplane build (in pyhpa's environment, pip install -e '.[test]'; it needs Go 1.26)\n")
+
+
+@pytest.mark.parametrize("fresh", [True, False], ids=["fresh", "stale"])
+def test_hpa_decide_runs_the_built_binary_or_says_it_is_stale(tmp_path, fresh):
+    from controlplane.build import source_hash
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    exe = bin_dir / "hpa-decide"  # a stand-in for the Go binary: prints its arguments
+    exe.write_text('#!/bin/sh\necho "decided $*"\n')
+    exe.chmod(0o755)
+    (bin_dir / ".stamp-hpa-decide").write_text((source_hash(name="hpa-decide") if fresh else "0" * 16) + "\n")
+    r = _bare(tmp_path, "a.json", "--gates")
+    if fresh:
+        assert (r.returncode, r.stdout, r.stderr) == (0, "decided a.json --gates\n", "")
+    else:
+        assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr
+        assert r.stderr == (f"error: {exe}: hpa-decide was built from older sources than tools/kube: run python -m "
+                            "controlplane build (in pyhpa's environment, pip install -e '.[test]'; it needs Go 1.26)\n")
+
+
+def test_importing_controlplane_needs_the_standard_library_only():
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import controlplane; "
+            "print(controlplane.bin_dir().name, sorted(m for m in ('httpx2', 'yaml', 'cryptography') if m in sys.modules))")
+    r = subprocess.run([sys.executable, "-S", "-I", "-c", code, str(ROOT)], capture_output=True, text=True, timeout=60)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "bin []\n", "")
+    import controlplane
+
+    assert controlplane.ControlPlane.__module__ == "controlplane.cluster"  # still there, on first use

@@ -295,10 +295,20 @@ def is_autoscaler(d: Any) -> bool:
         (GROUP_VERSION, KIND), (V2_API_VERSION, V2_KIND))
 
 
+#: list kinds an autoscaler may come in: ``kubectl get hpa -o yaml`` writes a v1 ``List`` (even of one item);
+#: the API's own lists (``kubectl get --raw``) are typed, their items without apiVersion and kind (the list's)
+LIST_KINDS = {"List": None, f"{V2_KIND}List": (V2_API_VERSION, V2_KIND), f"{KIND}List": (GROUP_VERSION, KIND)}
+#: kubectl's resource name of each autoscaler kind, for the command a message suggests
+_RESOURCE = {V2_KIND: "hpa", KIND: "horizontalautoscaler"}
+
+
 def find_autoscaler(doc: Any, file: str = "") -> dict:
-    """The one autoscaler document of a file's content (a document, or a list from several YAML documents);
-    InputError when there is none or more than one."""
+    """The one autoscaler document of a file's content (a document, a list from several YAML documents, or a
+    ``LIST_KINDS`` list, as ``kubectl get hpa -o yaml`` writes it); InputError when there is none or more than one,
+    saying how to get one."""
     docs = doc if isinstance(doc, list) else [doc]
+    if len(docs) == 1 and isinstance(docs[0], dict) and docs[0].get("kind") in LIST_KINDS:
+        return _one_of_list(docs[0], file)
     found = [d for d in docs if is_autoscaler(d)]
     if len(found) == 1:
         return found[0]
@@ -307,6 +317,35 @@ def find_autoscaler(doc: Any, file: str = "") -> dict:
         raise InputError(_wrong_kind(d), file=file, obj=object_label(d), field="kind")
     raise InputError(f"expected exactly one {KIND} ({GROUP_VERSION}) or {V2_KIND} ({V2_API_VERSION}), "
                      f"found {len(found)}", file=file)
+
+
+def _one_of_list(d: dict, file: str) -> dict:
+    """The one autoscaler among the items of list ``d`` (``find_autoscaler``)."""
+    items = d.get("items")
+    if items is None:
+        items = []
+    if not isinstance(items, list):
+        raise InputError(f"must be a list of objects, got {items!r}", file=file, obj=str(d["kind"]), field="items")
+    own = LIST_KINDS[d["kind"]]
+    if own is not None:  # a typed list's items are its kind, and need not say so
+        items = [{"apiVersion": own[0], "kind": own[1], **x} if isinstance(x, dict) else x for x in items]
+    found = [x for x in items if is_autoscaler(x)]
+    if len(found) == 1:
+        return found[0]
+    get = "give one autoscaler, e.g. kubectl get hpa NAME -n NAMESPACE -o yaml"
+    if not items:
+        raise InputError(f"the {d['kind']} is empty (kubectl get found no autoscaler); {get}", file=file,
+                         obj=str(d["kind"]), field="items")
+    if not found:
+        kinds = ", ".join(dict.fromkeys(str(x.get("kind")) for x in items if isinstance(x, dict))) or "no objects"
+        raise InputError(f"no {KIND} or {V2_KIND} among its {len(items)} items (kinds: {kinds}); {get}", file=file,
+                         obj=str(d["kind"]), field="items")
+    names = [object_label(x).partition(" ")[2] for x in found]
+    first = found[0].get("metadata") or {}
+    one = f"kubectl get {_RESOURCE[found[0]['kind']]} {first.get('name')} -n {first.get('namespace') or 'default'} -o yaml"
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    raise InputError(f"holds {len(found)} autoscalers ({shown}); pyhpa reads one at a time: pick one with {one}",
+                     file=file, obj=str(d["kind"]), field="items")
 
 
 def v2_document(meta: dict, spec: dict, status: dict) -> dict:

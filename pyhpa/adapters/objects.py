@@ -6,7 +6,7 @@ metrics, behavior defaults per SetDefaults_HorizontalPodAutoscalerBehavior);
 ``pod_from_dict`` reads a v1 Pod. Validation follows the API server's rules; with
 ``lenient=True`` objects the API server would refuse but a controller can still meet
 (unknown metric types, a target type the source does not allow, minReplicas 0 without
-the HPAScaleToZero gate) are passed on, and the core reports them as upstream does.
+the HPAScaleToZero gate, a name that is no DNS-1123 subdomain) are passed on, and the core reports them as upstream does.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from ..core.model import (
 )
 from ..core.calculator import wrap_int64
 from .errors import InputError
-from .parse import milli, number_text, int32_value, positive_milli, quantity, timestamp, tolerance_float
+from .parse import milli, number_text, int32_value, object_meta, positive_milli, quantity, timestamp, tolerance_float
 
 _SOURCE_KEY = {
     "Resource": "resource",
@@ -220,7 +220,15 @@ def object_label(d: Any) -> str:
         return ""
     if not name:
         return str(kind) if str(kind).endswith("List") else f"{kind} without metadata.name"
-    return f"{kind or 'object'} {str(ns) + '/' if ns else ''}{name}"
+    ns, name = (_one_line(x) for x in (ns, name))
+    return f"{kind or 'object'} {ns + '/' if ns else ''}{name}"
+
+
+def _one_line(value: Any) -> str:
+    """``value`` as text on one line: as written, or its repr when it holds a line break or other unprintable
+    character (a name the API server refuses, ``'web\\n'``, still makes one error line)."""
+    text = "" if value is None else str(value)
+    return text if text.isprintable() else repr(text)
 
 
 def selector_text(sel: Any) -> str:
@@ -547,6 +555,11 @@ def hpa_from_dict(d: dict, lenient: bool = False, scale_to_zero: bool = False,
         if not isinstance(meta, dict) or not meta.get("name"):
             raise InputError("required field is missing", obj=object_label(d), field="metadata.name")
     model = decode(d)
+    if not (lenient or go_structs):  # lenient: the controller's objects, which the API server took
+        try:
+            object_meta(model.kind, model.metadata.name, model.metadata.namespace)
+        except InputError as err:
+            raise err.at(obj=object_label(d)) from None
     hpa = hpa_from_model(model, lenient, scale_to_zero, go_structs)
     return with_bases(hpa, bases, lenient or go_structs), model
 

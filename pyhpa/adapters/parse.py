@@ -500,8 +500,13 @@ def server_url(text: str, field: str) -> str:
     return text
 
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+#: kinds whose ``metadata.name`` the API server validates as a DNS-1123 label (k8s.io/kubernetes
+#: pkg/apis/apps/validation ``ValidateStatefulSetName``); other kinds pyhpa reads take a DNS-1123 subdomain
+#: (apimachinery ``NameIsDNSSubdomain``: ``ValidateHorizontalPodAutoscalerName``, ``ValidateDeploymentName``, and
+#: custom resources, apiextensions-apiserver's validator)
+LABEL_NAMED_KINDS = frozenset({"StatefulSet"})
 
 
 def object_name(text: str, field: str, label: bool = False) -> str:
@@ -514,9 +519,20 @@ def object_name(text: str, field: str, label: bool = False) -> str:
     if len(text) > limit:
         raise InputError(f"{_shown(text)} is not a valid name: at most {limit} characters ({kind}), got {len(text)}",
                          field=field)
-    if not pattern.match(text):
+    if not pattern.fullmatch(text):
         dots = "" if label else ", '.'"
         raise InputError(f"{_shown(text)} is not a valid name: {kind} has lower-case letters, digits, '-'{dots} only "
                          "and starts and ends with a letter or digit", field=field)
     return text
 
+
+def object_meta(kind: str, name: Any, namespace: Any) -> None:
+    """``metadata.name`` and ``metadata.namespace`` of a ``kind`` object from a file, as the API server's
+    ``ValidateObjectMeta`` takes them: a name is required and a DNS-1123 subdomain (a label for
+    ``LABEL_NAMED_KINDS``), a namespace, when given, a DNS-1123 label (``ValidateNamespaceName``); so a name with
+    upper-case or non-ASCII letters is refused, not read. InputError naming the field (``object_name``)."""
+    if not name:
+        raise InputError("required field is missing", field="metadata.name")
+    object_name(name, "metadata.name", label=kind in LABEL_NAMED_KINDS)
+    if namespace:
+        object_name(namespace, "metadata.namespace", label=True)

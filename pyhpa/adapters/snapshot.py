@@ -27,7 +27,7 @@ from ..core.metrics import raw_text
 from .errors import InputError
 from .files import MAX_DOCUMENT_BYTES, read_bytes
 from .metrics_api import external_samples, fetch_failed, object_samples, pods_samples, resource_samples
-from .autoscaler import effective_config, read_autoscaler
+from .autoscaler import LIST_KINDS, effective_config, is_autoscaler, read_autoscaler
 from .objects import object_label, pod_from_dict
 from .prediction import forecast_from_dict, forecast_to_dict
 from .parse import format_time, int32_value, timestamp
@@ -56,11 +56,110 @@ class Snapshot:
 
 #: PyYAML's safe loader, its C implementation (libyaml, several times faster) where installed
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_STR_TAG, _MERGE_TAG = "tag:yaml.org,2002:str", "tag:yaml.org,2002:merge"
+
+
+class _UniqueKeyLoader(_LOADER):  # type: ignore[misc, valid-type]
+    """``_LOADER`` refusing a key repeated in one mapping, as kubectl does (sigs.k8s.io/yaml: ``key "x" already set
+    in map``) and unlike PyYAML, whose last value wins; the keys a merge (``<<: *anchor``) brings in may be
+    overridden, as YAML means them to be."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict:
+        if isinstance(node, yaml.MappingNode) and _repeated_key(self, node) is not None:
+            raise _RepeatedKey
+        return super().construct_mapping(node, deep=deep)
+
+
+class _RepeatedKey(Exception):
+    """A mapping repeats a key (``_UniqueKeyLoader``, or the JSON reader's pairs hook)."""
+
+
+def _repeated_key(loader: Any, node: Any) -> tuple[Any, Any, Any] | None:
+    """(key, first key node, repeated key node) of the first key ``node`` (a MappingNode) repeats, else None."""
+    seen: dict = {}
+    for key_node, _ in node.value:
+        if key_node.tag == _MERGE_TAG:
+            continue
+        key = key_node.value if key_node.tag == _STR_TAG else loader.construct_object(key_node, deep=True)
+        try:
+            first = seen.setdefault(key, key_node)
+        except TypeError:  # an unhashable key: PyYAML's constructor refuses it itself
+            continue
+        if first is not key_node:
+            return key, first, key_node
+    return None
+
+
+def _unique_pairs(pairs: list) -> dict:
+    """``json.loads``'s ``object_pairs_hook``: a JSON object as a dict, a repeated key refused (``_RepeatedKey``)."""
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen: set = set()
+        raise _RepeatedKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
+    return d
+
+
+def _where_repeated(text: str) -> tuple[int, list, int, int] | None:
+    """Where the first repeated key of ``text`` (YAML, or JSON read as YAML) is: (document index, path from the
+    document's root as keys and list indexes, line of its first and of its repeated occurrence); None when PyYAML
+    cannot compose ``text`` (JSON it does not read as YAML)."""
+    loader = _UniqueKeyLoader(text)
+    try:
+        index = 0
+        while loader.check_node():
+            stack = [(loader.get_node(), [])]
+            while stack:
+                node, path = stack.pop()
+                if isinstance(node, yaml.MappingNode):
+                    found = _repeated_key(loader, node)
+                    if found is not None:
+                        key, first, again = found
+                        return index, [*path, key], first.start_mark.line + 1, again.start_mark.line + 1
+                    stack.extend((v, [*path, k.value]) for k, v in reversed(node.value))
+                elif isinstance(node, yaml.SequenceNode):
+                    stack.extend((v, [*path, i]) for i, v in reversed(list(enumerate(node.value))))
+            index += 1
+    except yaml.YAMLError:
+        return None
+    finally:
+        loader.dispose()
+    return None
+
+
+def _repeated_key_error(text: str, docs: list, file: str, key: Any = None) -> InputError:
+    """The InputError of a repeated key in ``text``: its line, the object holding it (the innermost object on its
+    path in ``docs``, the documents read with the last value winning: a mapping with a ``kind`` and a
+    ``metadata.name``, or a list) and its path from there."""
+    where = _where_repeated(text)
+    if where is None:
+        return InputError(f"duplicate key \"{key}\" in one object; kubectl refuses it too, keep one", file=file)
+    index, path, first, again = where
+    node, obj, start = docs[index], "", 0
+    for i, part in enumerate(path):
+        if _is_object(node):
+            obj, start = object_label(node), i
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            break
+    field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path[start:]).lstrip(".")
+    return InputError(f"duplicate key \"{path[-1]}\" (already set at line {first}); kubectl refuses it too, keep one",
+                      file=file, obj=obj, field=field, line=again)
+
+
+def _is_object(d: Any) -> bool:
+    """Whether ``d`` is a Kubernetes object an error line can name: a kind with a ``metadata.name``, or a list."""
+    if not isinstance(d, dict) or not d.get("kind"):
+        return False
+    meta = d.get("metadata")
+    return str(d["kind"]).endswith("List") or (isinstance(meta, dict) and bool(meta.get("name")))
 
 
 def read_document(path: str | Path) -> Any:
     """Parse a JSON or YAML file (at most ``MAX_DOCUMENT_BYTES``, read as ``pyhpa.adapters.files.read_bytes``
-    reads any file: a pipe or a device too); errors name the file and line. Several YAML documents give a list."""
+    reads any file: a pipe or a device too); errors name the file and line. Several YAML documents give a list.
+    A key repeated in one object is an error naming the file, its line, the object and the key's path, as kubectl
+    refuses such a file (PyYAML and ``json`` would keep the last value)."""
     p = Path(path)
     data = read_bytes(p, MAX_DOCUMENT_BYTES, "a YAML or JSON file")
     try:
@@ -73,16 +172,20 @@ def read_document(path: str | Path) -> Any:
         raise InputError("the file is empty", file=str(path))
     if p.suffix.lower() == ".json" or text.lstrip().startswith(("{", "[")):
         try:
-            return json.loads(text)
+            return json.loads(text, object_pairs_hook=_unique_pairs)
         except json.JSONDecodeError as err:
             raise InputError(f"malformed JSON: {err.msg} (column {err.colno})", file=str(path), line=err.lineno) from None
+        except _RepeatedKey as err:
+            raise _repeated_key_error(text, [json.loads(text)], str(path), err.args[0]) from None
     try:
-        docs = [d for d in yaml.load_all(text, Loader=_LOADER) if d is not None]
+        docs = [d for d in yaml.load_all(text, Loader=_UniqueKeyLoader) if d is not None]
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
         raise InputError(f"malformed YAML: {problem}", file=str(path), line=line) from None
+    except _RepeatedKey:
+        raise _repeated_key_error(text, list(yaml.load_all(text, Loader=_LOADER)), str(path)) from None
     if not docs:
         raise InputError("the file is empty", file=str(path))
     return docs[0] if len(docs) == 1 else docs
@@ -320,7 +423,10 @@ def _samples_one(spec, metrics: dict, errors: set) -> MetricSamples:
 
 
 def snapshot_from_dict(d: Any, source: str, index: int | None = None, lenient: bool = False) -> Snapshot:
-    """Parse one snapshot; InputError names the file, the snapshot and the field."""
+    """Parse one snapshot; InputError names the file, the snapshot and the field (a Kubernetes object instead,
+    such as an HPA: what to give it to, ``not_a_snapshot``)."""
+    if isinstance(d, dict) and "hpa" not in d and d.get("apiVersion") and d.get("kind"):
+        raise InputError(not_a_snapshot(d), file=source, obj=object_label(d))
     label = f"snapshot {d.get('name')!r}" if isinstance(d, dict) and d.get("name") else (
         f"snapshot #{index}" if index is not None else "snapshot")
     try:
@@ -344,6 +450,18 @@ def snapshot_from_dict(d: Any, source: str, index: int | None = None, lenient: b
         )
     except InputError as err:
         raise InputError(err.message, source, f"{label}: {err.obj}" if err.obj else label, err.field) from None
+
+
+def not_a_snapshot(d: dict) -> str:
+    """What to do with Kubernetes object ``d`` given where a snapshot goes (``pyhpa explain FILE``): an autoscaler
+    (or a kubectl list of them) goes with ``--hpa``; anything else is named, with the snapshot format."""
+    items = d.get("items") if d.get("kind") in LIST_KINDS else None
+    if is_autoscaler(d) or (isinstance(items, list) and any(is_autoscaler(x) for x in items)):
+        what = "an autoscaler" if items is None else f"a {d['kind']} of autoscalers"
+        return (f"{what}, not a snapshot: give it with --hpa (and --pods and --pod-metrics, or --recommendation N), "
+                "or make a snapshot of a live cluster with pyhpa snapshot NAMESPACE/NAME")
+    return (f"{d['apiVersion']} {d['kind']}, not a snapshot (format: tests/data/conformance/FORMAT.md): kubectl "
+            "output goes with --hpa, --pods and --pod-metrics")
 
 
 def _prometheus_server(controller: Any) -> str:

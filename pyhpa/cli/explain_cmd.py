@@ -72,19 +72,20 @@ def check_inputs(files, hpa, pods, pod_metrics, replicas, selector, now, recomme
     kubectl_only = [flag for flag, value in (("--pods", pods), ("--pod-metrics", pod_metrics), ("--replicas", replicas),
                                              ("--selector", selector), ("--now", now)) if value is not None]
     if files and hpa is not None:
-        raise InputError("give snapshot files or --hpa (kubectl output), not both", field="--hpa")
+        raise InputError("not with snapshot files: explain reads snapshots or kubectl output, not both", field="--hpa")
     if hpa is None and kubectl_only:
-        raise InputError(f"{kubectl_only[0]} goes with --hpa (kubectl output); a snapshot file holds its own",
+        raise InputError("goes with --hpa (kubectl output); a snapshot file holds its own",
                          field=kubectl_only[0])
     if not files and hpa is None:
         raise InputError("give snapshot files, or --hpa with --pods and --pod-metrics", field="SNAPSHOT")
     if hpa is not None and recommendation is None:
         if pods is None:
-            raise InputError("--hpa needs --pods (kubectl get pods -l SELECTOR -o yaml) and --pod-metrics, or "
-                             "--recommendation N to skip metrics", field="--pods")
+            raise InputError("missing: --hpa needs the pods (kubectl get pods -l SELECTOR -o yaml) and --pod-metrics, "
+                             "or --recommendation N to skip metrics", field="--pods")
         if pod_metrics is None:
-            raise InputError("--hpa needs --pod-metrics (kubectl get --raw /apis/metrics.k8s.io/v1beta1/namespaces/NS/pods)"
-                             ", or --recommendation N to skip metrics", field="--pod-metrics")
+            raise InputError("missing: --hpa needs the pods' metrics (kubectl get --raw "
+                             "/apis/metrics.k8s.io/v1beta1/namespaces/NS/pods), or --recommendation N to skip metrics",
+                             field="--pod-metrics")
     for flag, value in (("--replicas", replicas), ("--recommendation", recommendation)):
         if value is not None:
             int32_value(value, flag)

@@ -69,7 +69,7 @@ def forecast(
         if lo >= tr.end:
             lo = tr.start
     if lo >= tr.end:
-        raise InputError(f"--start {start} is not before the end of the trace ({iso(tr.end, tr.tz)})", field="--start")
+        raise InputError(f"{start} is not before the end of the trace ({iso(tr.end, tr.tz)})", field="--start")
     rows = int(((tr.times >= lo) & (tr.times < tr.end)).sum())
     if rows > MAX_FORECAST_ROWS:
         raise InputError(f"{rows:,} rows to forecast from {iso(lo, tr.tz)} to {iso(tr.end, tr.tz)}; a replay forecasts at "
@@ -78,7 +78,7 @@ def forecast(
 
     r = replay(tr.times, tr.values[column], settings=settings, start=lo, end=tr.end)
     if r.times.size == 0:
-        raise InputError("no rows to forecast between --start and --end", field="--start")
+        raise InputError("no rows of the trace to forecast between them", field="--start/--end")
     acc = r.accuracy
     reasons = Counter(r.reasons)
     out = {

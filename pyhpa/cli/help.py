@@ -194,6 +194,17 @@ class Command(_PlainUsage, TyperCommand):
         return ctx
 
 
+def typer_app(**kwargs: Any) -> typer.Typer:
+    """A typer app that follows pyhpa's conventions (docs/cli.md): ``Group`` (plain help; no arguments: its
+    commands, exit 0; click's errors one line, exit 2), ``-h`` and 120 columns (``CONTEXT_SETTINGS``), no rich
+    markup, no locals in a traceback, no completion. ``kwargs`` are ``typer.Typer``'s and win (``help``, ``epilog``
+    from ``examples``, ``add_completion``). Its commands are added with ``cls=Command`` and an ``epilog``: ``pyhpa``,
+    ``kubectl pyhpa`` and ``python -m controlplane`` are built so."""
+    return typer.Typer(**{"cls": Group, "add_completion": False, "rich_markup_mode": None,
+                          "pretty_exceptions_show_locals": False, "context_settings": CONTEXT_SETTINGS,
+                          "no_args_is_help": True, **kwargs})
+
+
 class Group(_PlainUsage, TyperGroup):
     """The ``pyhpa`` group, with the same plain help and one-line usage errors; without arguments it prints its help
     (the commands) and exits 0: nothing was asked, nothing is wrong (click would exit 2)."""

@@ -12,11 +12,13 @@ thresholds`` and ``pyhpa schedules`` print for that snapshot. Nothing is written
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from typing import Optional
 
 import typer
 
-from ..adapters.autoscaler import find_autoscaler, read_autoscaler
+from ..adapters.autoscaler import KIND, find_autoscaler, read_autoscaler
+from ..adapters.objects import object_label
 from ..adapters.parse import timestamp
 from ..adapters.promql import OFFLINE_SERVER
 from ..adapters.snapshot import snapshot_from_dict
@@ -24,19 +26,13 @@ from . import run_cmd
 from .explain_cmd import explain_snapshots
 from .options import Output
 from ..adapters.errors import InputError
-from .help import CONTEXT_SETTINGS, Command, Group, examples
+from .help import Command, examples, typer_app
 from .errors import input_errors
 from .schedules_cmd import report_schedules, schedule_span
 from .snapshot_cmd import Kind, live_snapshot
 from .thresholds_cmd import report_thresholds
 
-plugin = typer.Typer(
-    cls=Group,
-    add_completion=False,
-    rich_markup_mode=None,
-    pretty_exceptions_show_locals=False,
-    context_settings=CONTEXT_SETTINGS,
-    no_args_is_help=True,
+plugin = typer_app(
     help="pyhpa as a kubectl plugin: explain, thresholds and schedules of a live autoscaler "
          "(kubectl pyhpa explain NAME -n NAMESPACE, or NAMESPACE/NAME).",
     epilog=examples("kubectl pyhpa explain web -n shop", "kubectl pyhpa thresholds shop/web",
@@ -119,8 +115,11 @@ def schedules(
     """List the live autoscaler's window starts and ends between --from and --to, and its expired dated windows."""
     start, end = schedule_span(since, until, limit)
     doc, _ = _live(key, namespace, kubeconfig, context, server, Kind.horizontalautoscaler)
-    parsed = read_autoscaler(find_autoscaler(doc["hpa"]), prometheus_server=OFFLINE_SERVER, extensions=True)
-    report_schedules(parsed, start, end, limit, output)
+    found = find_autoscaler(doc["hpa"])
+    parsed = read_autoscaler(found, prometheus_server=OFFLINE_SERVER, extensions=True)
+    # the snapshot keeps a HorizontalAutoscaler without extension fields as an autoscaling/v2 HPA; the live one is not
+    live = object_label({"kind": KIND, "metadata": found.get("metadata")})
+    report_schedules(replace(parsed, kind=KIND, label=live), start, end, limit, output)
 
 
 EXAMPLES = {

@@ -13,16 +13,9 @@ import typer
 
 from .. import __version__
 from .errors import err_console, input_errors  # noqa: F401 - err_console: part of this module's surface
-from .help import CONTEXT_SETTINGS, Command, Group
+from .help import Command, typer_app
 
-app = typer.Typer(
-    cls=Group,
-    add_completion=True,
-    rich_markup_mode=None,
-    pretty_exceptions_show_locals=False,
-    context_settings=CONTEXT_SETTINGS,
-    no_args_is_help=True,
-)
+app = typer_app(add_completion=True)
 
 
 def _version(value: bool) -> None:

@@ -11,6 +11,7 @@ from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
 
 from ..adapters.errors import InputError
 from ..core import ControllerConfig
+from .errors import err_console
 from .help import examples
 from . import options
 from .options import GAPS_HELP, OUT, GapPolicy, console as text_console
@@ -75,7 +76,7 @@ def simulate(
                   load_scale=load_scale, gaps=gaps.value, metric_columns=tuple(metric_column or ()),
                   metrics_outages=tuple(metrics_outage or ()), settings=settings)
     with options.output_dir(output_dir), _progress(no_progress) as bar:
-        sim = run_simulation(hpa or (), target, trace, column, progress=bar, **kwargs)
+        sim = run_simulation(hpa or (), target, trace, column, progress=bar, warn=_warn, **kwargs)
     _print_inputs(console, sim)
     console.print(summary_table(sim))
     for run in sim.runs:
@@ -87,6 +88,11 @@ def simulate(
         where = err.filename or output_dir
         raise InputError(f"cannot write the outputs: {err.strerror or err}", file=str(where), field="--output-dir") from None
     console.print("wrote " + ", ".join(str(p) for p in written))
+
+
+def _warn(line: str) -> None:
+    """A warning before the run (``pyhpa.simulate.request_warnings``): one line on stderr."""
+    err_console.print(f"warning: {line}", markup=False)
 
 
 def _simulator():

@@ -86,7 +86,7 @@ def tune(
     on that held-out day, and written as recommended.yaml with the trade-off (candidates.csv, frontier.png).
 
     """
-    from ..simulate import Settings, check_settings, display_path, input_files
+    from ..simulate import Settings, check_settings, display_path, input_files, require_inputs
     from ..tune import prepare, tune as run_tune
     from ..tune.report import held_out_text, table, write_outputs
 
@@ -115,7 +115,10 @@ def tune(
             from ..tune.live import fetch_live
 
             if key is None or prometheus_url is None:
-                raise InputError("live mode needs both NAMESPACE/NAME and --prometheus-url", field="--prometheus-url")
+                raise InputError("missing: --prometheus-url is live mode, which reads the autoscaler to tune from the "
+                                 "cluster" if key is None else "missing: NAMESPACE/NAME is live mode, which reads the "
+                                 "autoscaler's history from Prometheus at this URL", field="NAMESPACE/NAME" if key is None
+                                 else "--prometheus-url")
             if hpa or target or trace:
                 raise InputError("give either NAMESPACE/NAME with --prometheus-url (live) or --hpa/--target/--trace "
                                  "(offline), not both", field="--hpa")
@@ -125,9 +128,8 @@ def tune(
             column, time_column, where, load_scale, metric_column = live.column, None, None, 1.0, None
             gaps = simulate_cmd.GapPolicy.hold
         else:
-            if not (hpa and target and trace and column):
-                missing = [o for o, v in (("--hpa", hpa), ("--target", target), ("--trace", trace), ("--column", column)) if not v]
-                raise InputError(f"{', '.join(missing)} required (or NAMESPACE/NAME with --prometheus-url)", field=missing[0])
+            require_inputs("tune", {"--hpa": hpa, "--target": target, "--trace": trace, "--column": column},
+                           "or NAMESPACE/NAME with --prometheus-url (live)")
             files = input_files([hpa], target, trace, column, profile)
         prepared = prepare(files, metric_columns=tuple(metric_column or ()), time_column=time_column,
                            where=tuple(where or ()), start=start, end=end, load_scale=load_scale, gaps=gaps.value,
@@ -167,8 +169,7 @@ def _objective(overloaded: float | None, unserved: float | None):
     from ..tune import Objective
 
     if overloaded is not None and unserved is not None:
-        raise InputError("give one objective: --max-overloaded-fraction or --max-unserved-fraction",
-                         field="--max-unserved-fraction")
+        raise InputError("give one of them: tune has one objective", field="--max-overloaded-fraction, --max-unserved-fraction")
     metric, limit, option = (("unserved_fraction", unserved, "--max-unserved-fraction") if unserved is not None
                              else ("overloaded_fraction", 0.01 if overloaded is None else overloaded,
                                    "--max-overloaded-fraction"))

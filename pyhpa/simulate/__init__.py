@@ -20,7 +20,9 @@ from ..adapters.errors import InputError
 from ..adapters.objects import object_label
 from ..adapters.promql import OFFLINE_SERVER
 from ..adapters.snapshot import read_document
-from ..core import HPA, ControllerConfig
+from ..core import HPA, ControllerConfig, MetricError
+from ..core.calculator import pod_requests, utilization_ratio
+from ..core.model import CONTAINER_RESOURCE, LIMIT, RESOURCE, UTILIZATION
 from .cluster import Cluster, History
 from .metrics import columns_needed, metric_views
 from .profile import MetricSource, Profile, load_profile, metric_source
@@ -29,7 +31,7 @@ from .target import Target, load_target
 from .trace import Trace, iso, load_trace, parse_outages, time_bound
 
 __all__ = ["BUNDLED", "Autoscaler", "Load", "Run", "Settings", "Simulation", "bundled_path", "check_metric_columns", "check_settings", "display_path",
-           "input_files", "load_autoscaler",
+           "input_files", "request_warnings", "require_inputs", "load_autoscaler",
            "read_load", "read_workload", "replay", "run_simulation"]
 
 #: The bundled example (files under pyhpa/data/).
@@ -110,6 +112,7 @@ def run_simulation(
     metrics_outages: Sequence[str] = (),
     settings: Settings | None = None,
     progress: Callable[[str, float, float], None] | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> Simulation:
     """Simulate each HPA in ``hpa`` on the same trace and target.
 
@@ -118,7 +121,8 @@ def run_simulation(
     ``METRIC=COLUMN`` sources for Pods/Object/External metrics (overriding the
     profile's). ``metrics_outages`` items are ``START/END`` intervals (ISO 8601; END may be
     a duration such as ``PT3H``) in which every metrics API call fails. ``progress(label,
-    simulated_seconds, total_seconds)`` is called during each run. Raises InputError for any
+    simulated_seconds, total_seconds)`` is called during each run; ``warn(line)`` with each of
+    ``request_warnings`` before the runs (legal input that makes every sync fail). Raises InputError for any
     bad input.
     """
     settings = settings or Settings()
@@ -129,6 +133,9 @@ def run_simulation(
     check_metric_columns(metric_columns, hpas)
     load = read_load(files, hpas, prof, tgt, time_column=time_column, where=where, start=start, end=end,
                      load_scale=load_scale, gaps=gaps, metrics_outages=metrics_outages)
+    for line in (line for h in hpas for line in request_warnings(h, tgt, display_path(files["target"]))):
+        if warn is not None:
+            warn(line)
     runs = [replay(h, label, tgt, prof, load, settings, progress) for h, label in zip(hpas, _labels(files["hpa"]))]
     inputs = {k: (", ".join(map(display_path, v)) if isinstance(v, list) else display_path(v)) for k, v in files.items()}
     return Simulation(runs, load.trace, tgt, prof, settings, inputs, load.outages)
@@ -264,11 +271,20 @@ def input_files(hpa: list, target, trace, column, profile) -> dict:
     if not hpa and target is None and trace is None:
         return {"hpa": [bundled_path("hpa")], "target": bundled_path("target"), "trace": bundled_path("trace"),
                 "column": column or BUNDLED["column"], "profile": profile or bundled_path("profile")}
-    for option, value in (("--hpa", hpa), ("--target", target), ("--trace", trace), ("--column", column)):
-        if not value:
-            raise InputError(f"{option} is required with --hpa/--target/--trace "
-                             "(give none of them to run the bundled example)", field=option)
+    require_inputs("simulate", {"--hpa": hpa, "--target": target, "--trace": trace, "--column": column},
+                   "or none of --hpa, --target, --trace for the bundled example")
     return {"hpa": hpa, "target": target, "trace": trace, "column": column, "profile": profile or ""}
+
+
+def require_inputs(command: str, given: dict, otherwise: str) -> None:
+    """The inputs of a replay come together (``given``: flag -> value, all four of ``--hpa``, ``--target``,
+    ``--trace``, ``--column``): InputError naming the missing flags and the ones given, ``otherwise`` saying what
+    else ``command`` takes."""
+    missing = [flag for flag, value in given.items() if not value]
+    if missing:
+        shown = ", ".join(flag for flag, value in given.items() if value) or "none"
+        raise InputError(f"missing: {command} needs {', '.join(list(given)[:-1])} and {list(given)[-1]} together "
+                         f"(given: {shown}), {otherwise}", field=", ".join(missing))
 
 
 def check_metric_columns(items: Sequence[str], hpas: Sequence["Autoscaler"]) -> None:
@@ -328,6 +344,43 @@ def load_autoscaler(found: dict, file: str, target: Target, settings: Settings) 
     period = own.sync_period_seconds or settings.sync_period_seconds
     return Autoscaler(parsed.hpa, file, effective_config(settings.config, own), period, parsed.label,
                       own.sync_period_seconds is not None)
+
+
+def request_warnings(h: Autoscaler, target: Target, file: str) -> list[str]:
+    """One line per Utilization metric of ``h`` whose target cannot be computed for ``target``'s pods (``file``,
+    the target's manifest): a container without the request (or limit, ``utilizationBasis: Limit``) the metric
+    divides by, or requests summing to 0. Legal input, which the API server takes: upstream then fails every sync
+    with FailedGetResourceMetric (``missing request for cpu in container web``, or ``no metrics returned matched
+    known pods``), and so does the replay; the line says so before it starts, naming the file, object, container
+    and field. The error is the decision core's own (``pod_requests``, ``utilization_ratio``)."""
+    out = []
+    pod = target.pod
+    for i, m in enumerate(h.hpa.metrics):
+        if m.type not in (RESOURCE, CONTAINER_RESOURCE) or m.target_type != UTILIZATION or pod is None:
+            continue
+        limits = m.utilization_basis == LIMIT
+        try:
+            amounts = pod_requests([pod], m.name, m.container, limits, h.config.pod_level_resources)
+            utilization_ratio({pod.name: 0}, amounts, m.target_utilization or 1)
+            continue
+        except MetricError as err:
+            reason = str(err).partition(" of Pod ")[0]
+        what, own = ("limit", pod.limits) if limits else ("request", pod.requests)
+        names = [m.container] if m.container else list(pod.containers)
+        missing = [c for c in names if own.get((m.name, c)) is None]
+        if not m.container and (pod.pod_level_limits if limits else pod.pod_level_requests):
+            container, problem = "", f"the pod-level {m.name} {what} is 0"
+        elif missing:
+            container, problem = missing[0], f"container {missing[0]} has no {m.name} {what}"
+        else:
+            container = names[0]
+            problem = (f"container {container} {what}s 0 {m.name}" if len(names) == 1 else
+                       f"containers {', '.join(names)} {what} 0 {m.name} in all")
+        field = f"{target.fields.get(container, 'spec.template.spec')}.resources.{what}s.{m.name}"
+        out.append(f"{file}: {target.label}: {field}: {problem}, so the Utilization target of {display_path(h.file)} "
+                   f"({h.label}, spec.metrics[{i}]) cannot be computed: every sync will report upstream's "
+                   f"FailedGetResourceMetric ({reason})")
+    return out
 
 
 def _check_ref(model, hpa: HPA, target: Target) -> None:

@@ -7,13 +7,13 @@ container's CPU limit and its readiness and startup probes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..adapters.errors import InputError
 from ..adapters.objects import decode, object_label, pod_from_dict, selector_text
-from ..adapters.parse import int32_value, milli
+from ..adapters.parse import int32_value, milli, object_meta
 from ..adapters.snapshot import read_document
 from ..core import Pod
 from ..core.selector import SelectorError, matches, parse_selector
@@ -44,7 +44,9 @@ class Target:
     """What the simulator needs of the scale target.
 
     ``requests``/``missing_request`` are in the core's ``Pod`` form (milli-units);
-    ``cpu_limit_millicores`` is the serving container's CPU limit (None: no limit).
+    ``cpu_limit_millicores`` is the serving container's CPU limit (None: no limit); ``fields`` the manifest path of
+    each container the core counts (``spec.template.spec.containers[0]``) and, under "", of the pod (its
+    pod-level resources).
     """
 
     kind: str
@@ -62,6 +64,7 @@ class Target:
     startup: Probe | None
     ordered_ready: bool
     pod: Pod | None = None  # the pod template as the core reads it (requests, limits, containers)
+    fields: dict[str, str] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -95,6 +98,8 @@ def target_from_dict(d: dict, container: str = "") -> Target:
     if d.get("apiVersion") != "apps/v1":
         raise InputError(f"expected apiVersion apps/v1, got {d.get('apiVersion')!r}", field="apiVersion")
     model = decode(d)
+    object_meta(model.kind, model.metadata.name if model.metadata else None,
+                model.metadata.namespace if model.metadata else None)
     spec = model.spec
     if spec is None or spec.template is None or spec.template.spec is None:
         raise InputError("a pod template is required", field="spec.template")
@@ -121,7 +126,16 @@ def target_from_dict(d: dict, container: str = "") -> Target:
         pod.requests, pod.missing_request, containers, serving, _cpu_limit(c, index),
         _probe(c.readinessProbe, f"spec.template.spec.containers[{index}].readinessProbe"),
         _probe(c.startupProbe, f"spec.template.spec.containers[{index}].startupProbe"), ordered, pod,
+        _container_fields(spec.template.spec),
     )
+
+
+def _container_fields(spec: Any) -> dict[str, str]:
+    """``Target.fields``: each container's path in the manifest (init containers too), "" the pod's."""
+    out = {"": "spec.template.spec"}
+    for key, items in (("initContainers", spec.initContainers), ("containers", spec.containers)):
+        out.update({c.name: f"spec.template.spec.{key}[{i}]" for i, c in enumerate(items or [])})
+    return out
 
 
 def _check_selector(selector: str, labels: dict[str, str]) -> None:

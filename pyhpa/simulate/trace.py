@@ -161,7 +161,7 @@ def load_trace(
     times, tz, numeric_time = _parse_times(df[tcol], file, tcol)
     lo, hi = _bound(start, tz, numeric_time, "--start"), _bound(end, tz, numeric_time, "--end")
     if lo is not None and hi is not None and lo >= hi:
-        raise InputError("--start must be before --end", field="--start")
+        raise InputError(f"{start} is not before --end {end}", field="--start")
     _check_increasing(times, df.index, file, tcol, where)
     keep = np.ones(len(times), dtype=bool)
     if lo is not None:
