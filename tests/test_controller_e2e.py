@@ -18,7 +18,7 @@ from pyhpa.core import decide
 from pyhpa.controller import Controller, Settings, load_config
 from pyhpa.controller.kube.api import HttpMetrics, LightkubeCluster
 from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
-from pyhpa.controller.outputs.status import status_from_decision
+from pyhpa.controller.outputs.status import status_from_decision, with_columns
 
 from controller_util import CRD, autoscaler, deployment, pod, wait_for
 
@@ -87,12 +87,25 @@ def put_pods(kd: KubeDouble, app: str, start: int, stop: int) -> None:
         kd.put_object(pod(f"{app}-{i}", app))
 
 
+def printer_columns(obj: dict) -> list:
+    """What ``kubectl get`` shows of ``obj`` in the CRD's printer columns (their simple JSONPaths), in order."""
+    out = []
+    for column in CRD["spec"]["versions"][0]["additionalPrinterColumns"]:
+        value = obj
+        for key in column["jsonPath"].lstrip(".").split("."):
+            value = value.get(key) if isinstance(value, dict) else None
+        out.append(value)
+    return out
+
+
 def assert_exactly_as_decided(result, written_status: dict) -> None:
-    """The status the controller wrote is the core's decision on the inputs that sync gathered."""
+    """The status the controller wrote is the core's decision on the inputs that sync gathered (and the texts of
+    the printer columns, REFERENCE and TARGETS, from its metrics: tests/test_printer_columns.py)."""
     i = result.inputs
     again = decide(i.hpa, i.scale, i.pods, i.samples, i.memory, i.now, i.config)
     assert again.desired_replicas == result.decision.desired_replicas
-    assert written_status == status_from_decision(again, i.autoscaler.generation)
+    decided = status_from_decision(again, i.autoscaler.generation)
+    assert written_status == with_columns(decided, i.autoscaler, [p.status for p in again.proposals])
 
 
 async def test_scales_writes_status_and_events_as_the_core_decides_then_stops_when_deleted(kd):
@@ -116,6 +129,9 @@ async def test_scales_writes_status_and_events_as_the_core_decides_then_stops_wh
             ("ScaledToZero", "False", "NotScaledToZero")]  # HPAScaleToZero: on by default since v1.37
         assert status["currentMetrics"] == [{"type": "Resource", "resource": {
             "name": "cpu", "current": {"averageUtilization": 100, "averageValue": "200m"}}}]
+        # kubectl get hza: REFERENCE and TARGETS as kubectl get hpa shows them, from the CRD's printer columns
+        stored = kd.get_object(HA, "horizontalautoscalers", "default", "web")
+        assert printer_columns(stored)[:2] == ["Deployment/web", "cpu: 100%/50%"]
         evs = await wait_for(lambda: events(kd, "web"), what="the rescale event")
         ev = evs[0]
         assert (ev["type"], ev["reason"], ev["action"]) == ("Normal", "SuccessfulRescale", "Scale")
@@ -135,6 +151,7 @@ async def test_scales_writes_status_and_events_as_the_core_decides_then_stops_wh
                                    for e in events(kd, "web")), what="the scale-down event")
         stored = kd.get_object(HA, "horizontalautoscalers", "default", "web")["status"]
         assert stored["observedGeneration"] == 1 and stored["desiredReplicas"] == 3
+        assert stored["targets"] == "cpu: 25%/50%"
         assert kd.count_requests("GET", r"^/api/v1/pods$", watch=False) == 1  # the informer's list, no LIST per sync
         assert kd.count_requests("GET", r"^/api/v1/namespaces/default/pods") == 0
 

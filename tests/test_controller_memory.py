@@ -207,6 +207,8 @@ async def test_a_steady_autoscaler_does_not_write_its_status_every_sync():
         assert cluster.status_writes == 1
         await syncs(6)
         assert cluster.status_writes == 1  # steady: nothing written
+        # the printer columns' texts (issue 37) are in the one write, and cost no other
+        assert cluster.autoscaler_objects["default/web"]["status"]["targets"] == "cpu: 50%/50%"
         set_usage(metrics, 4, "25m")  # 12.5 %: the core wants 1, the 300 s window holds 4
         await syncs(1)
         await syncs(6)

@@ -1,7 +1,8 @@
 """The kustomize deploy kit (issue 22): the base and each overlay rendered with ``kubectl kustomize`` (kubectl
 v1.37.2 as ``python -m controlplane build`` makes it, which ``.ci/run`` runs; ``$KUBECTL`` names another binary,
 else the one on PATH), and every object's
-kind, namespace and image checked against the Dockerfile and the flags of ``pyhpa run``."""
+kind, namespace and image checked against the Dockerfile and the flags of ``pyhpa run``. No kustomization in the
+repository and no snippet in its docs uses a field kustomize deprecated (issue 37): they render without a warning."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import textwrap
 import tomllib
 from pathlib import Path
 
@@ -37,10 +39,56 @@ needs_kubectl = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not built
                                                            "which .ci/run runs)")
 
 
+#: the Kustomization fields kustomize deprecated: those its build warns about ("# Warning: 'bases' is deprecated.
+#: Please use 'resources' instead. ..."; kubernetes-sigs/kustomize api/types/kustomization.go, CheckDeprecatedFields,
+#: and the commonLabels warning kustomize v5.5 prints) and the others its type marks ``Deprecated:``
+#: (helmChartInflationGenerator). ``kustomize edit fix`` rewrites each.
+DEPRECATED_FIELDS = ("bases", "patchesStrategicMerge", "patchesJson6902", "imageTags", "vars", "commonLabels",
+                     "helmChartInflationGenerator")
+#: a deprecated field written as a YAML key (``bases:``), in a file, a YAML block or inline code of a doc
+_DEPRECATED_KEY = re.compile(r"(?<![\w.-])(" + "|".join(DEPRECATED_FIELDS) + r")\s*:")
+
+
 def render(kit: str) -> list[dict]:
+    """The objects ``kubectl kustomize deploy/KIT`` prints; it must print no warning (a deprecated field)."""
     out = subprocess.run([KUBECTL, "kustomize", str(DEPLOY / kit)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
+    assert out.stderr == "", out.stderr
     return [d for d in yaml.safe_load_all(out.stdout) if d]
+
+
+def deprecated_fields(text: str) -> set[str]:
+    """The deprecated kustomize fields ``text`` writes as keys (a kustomization, or a doc that shows one)."""
+    return set(_DEPRECATED_KEY.findall(text))
+
+
+def test_no_kustomization_or_doc_uses_a_deprecated_field():
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    kustomizations = [f for f in files if Path(f).name in ("kustomization.yaml", "kustomization.yml",
+                                                           "Kustomization")]
+    assert len(kustomizations) == len(KITS), kustomizations  # the kits above: the check reads them all
+    docs = [f for f in files if f.endswith(".md") and f != "CHANGELOG.md"]  # the changelog says what was replaced
+    assert "README.md" in docs and "docs/operations.md" in docs
+    for name in kustomizations:
+        text = (ROOT / name).read_text()
+        assert not deprecated_fields(text), (name, deprecated_fields(text))
+        assert not set(yaml.safe_load(text)) & set(DEPRECATED_FIELDS), name
+    for name in docs:
+        text = (ROOT / name).read_text()
+        assert not deprecated_fields(text), (name, deprecated_fields(text))
+
+
+def test_the_deprecated_field_check_finds_them():
+    """The check above can fail: each deprecated field is found as a key, in a block or inline, and only as a key."""
+    old = textwrap.dedent("""\
+        bases:
+        - ../../base
+        patchesStrategicMerge: [replicas.yaml]
+        """)
+    assert deprecated_fields(old) == {"bases", "patchesStrategicMerge"}
+    assert deprecated_fields("an overlay with `commonLabels: {a: b}` and `vars:`") == {"commonLabels", "vars"}
+    assert all(deprecated_fields(f"{field}: x") == {field} for field in DEPRECATED_FIELDS)
+    assert not deprecated_fields("resources: [../../base]\npatches:\n- path: pdb.yaml\nthe bases of a search")
 
 
 def dockerfile() -> dict:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from datetime import datetime, timezone
 from decimal import Decimal, InvalidOperation
@@ -235,35 +236,71 @@ def _go_int64_amount_milli(value: int, scale: int) -> int:
     return v
 
 
-def go_milli_value(text: str) -> int | None:
-    """``resource.ParseQuantity(text)`` then ``MilliValue()``, as apimachinery v0.37.2 computes them; None
-    where ParseQuantity returns an error."""
-    return _go_milli_cached(text)
+#: a Quantity's Format (its suffix's kind): the canonical text keeps it
+_DECIMAL_SI, _BINARY_SI, _DECIMAL_EXPONENT = "DecimalSI", "BinarySI", "DecimalExponent"
 
 
-@lru_cache(maxsize=65536)
-def _go_milli_cached(s: str) -> int | None:
-    if not s:
-        return None
-    if s == "0":
-        return 0
-    parsed = _go_parse_quantity_string(s)
-    if parsed is None:
-        return None
-    positive, value, num, denom, suffix = parsed
+def _go_suffix(suffix: str) -> tuple[int, int, str] | None:
+    """suffixHandler.interpret: (base, exponent, format) of a suffix, or None (ErrSuffix)."""
     if suffix in _GO_DEC_SUFFIXES:
-        base, exponent, binary = 10, _GO_DEC_SUFFIXES[suffix], False
-    elif suffix in _GO_BIN_SUFFIXES:
-        base, exponent, binary = 2, _GO_BIN_SUFFIXES[suffix], True
-    elif len(suffix) > 1 and suffix[0] in "eE":
+        return 10, _GO_DEC_SUFFIXES[suffix], _DECIMAL_SI
+    if suffix in _GO_BIN_SUFFIXES:
+        return 2, _GO_BIN_SUFFIXES[suffix], _BINARY_SI
+    if len(suffix) > 1 and suffix[0] in "eE":
         parsed_exp = go_parse_int64(suffix[1:])
         if parsed_exp is None:
             return None
-        base, exponent, binary = 10, ((parsed_exp + 2**31) % 2**32) - 2**31, False  # int32(parsed)
-    else:
+        return 10, ((parsed_exp + 2**31) % 2**32) - 2**31, _DECIMAL_EXPONENT  # int32(parsed)
+    return None
+
+
+def go_quantity_text(text: str) -> str | None:
+    """``resource.ParseQuantity(text)`` then ``String()``, as apimachinery v0.37.2 computes them: what kubectl
+    prints for a quantity (``kubectl get hpa``'s TARGETS). ``text`` itself when ParseQuantity keeps it (an integer
+    mantissa without trailing zeros and a suffix that is a power of 1000, or of 1024 for an odd number of units:
+    ``100m``, ``1Gi``, ``1e3``, ``+1``), else the canonical form of its value (``Quantity.CanonicalizeBytes``:
+    ``1000`` -> ``1k``, ``0.5`` -> ``500m``, ``1536Mi`` stays, ``1.5Gi`` -> ``1536Mi``, ``1024Mi`` -> ``1Gi``, a
+    value below 1n rounded up to ``1n``). None where ParseQuantity returns an error. Memoized on the text."""
+    return _go_quantity_text_cached(text)
+
+
+@lru_cache(maxsize=4096)
+def _go_quantity_text_cached(s: str) -> str | None:
+    q = _go_parse_quantity(s)
+    if q is None:
         return None
+    if q.kept:
+        return s
+    return _go_canonical(q.value, q.scale if q.small else -q.scale, q.form)
+
+
+@dataclass(frozen=True, slots=True)
+class _GoQuantity:
+    """What ``resource.ParseQuantity`` makes of a text: ``small`` an int64Amount (``value`` × 10^``scale``), else an
+    inf.Dec (``value`` × 10^-``scale``: rounded up to nanos, a BinarySI one capped at 2^63-1); its ``form``
+    (DecimalSI, BinarySI, DecimalExponent); ``kept``: the text is its String() (ParseQuantity keeps it)."""
+
+    small: bool
+    value: int
+    scale: int
+    form: str
+    kept: bool = False
+
+
+def _go_parse_quantity(s: str) -> _GoQuantity | None:
+    """resource.ParseQuantity(s) (apimachinery v0.37.2); None for an error."""
+    if not s:
+        return None
+    if s == "0":
+        return _GoQuantity(True, 0, 0, _DECIMAL_SI, kept=True)
+    parsed = _go_parse_quantity_string(s)
+    interpreted = None if parsed is None else _go_suffix(parsed[4])
+    if interpreted is None:
+        return None
+    positive, value, num, denom, _ = parsed
+    base, exponent, form = interpreted
     mantissa, scale = 1, 0
-    if not binary:
+    if form != _BINARY_SI:
         scale = exponent
         precision = 18 - (len(num) + len(denom))
     elif exponent >= 0 and not denom:
@@ -274,26 +311,29 @@ def _go_milli_cached(s: str) -> int | None:
     if precision >= 0:
         scale -= len(denom)
         if scale >= -9:
-            v = go_parse_int64(num + denom)
+            shifted = num + denom
+            v = go_parse_int64(shifted)
             if v is None:
                 return None
             result, ok = _go_int64_multiply(v, mantissa)
             if ok:
-                return _go_int64_amount_milli(result if positive else wrap_int64(-result), scale)
+                if form == _BINARY_SI:
+                    kept = exponent % 10 == 0 and v & 7 != 0
+                else:
+                    kept = scale % 3 == 0 and not shifted.endswith("000") and shifted[0] != "0"
+                return _GoQuantity(True, result if positive else wrap_int64(-result), scale, form, kept)
     # inf.Dec: value is [sign] digits [. digits]
     sign_text = value[:1] if value[:1] in ("+", "-") else ""
     body = value[len(sign_text):]
     whole, _, frac = body.partition(".")
     if not any(c in _DIGITS for c in body) or body.count(".") > 1:
         return None
-    unscaled = int((whole or "0") + frac) * (-1 if sign_text == "-" else 1)
+    unscaled = int((whole or "0") + frac)
     dec_scale = len(frac) if "." in body else 0
     if base == 10:
         dec_scale -= exponent
     else:
         unscaled *= 1 << exponent
-    negative = unscaled < 0
-    unscaled = abs(unscaled)
     if unscaled != 0:  # round to nanos, away from zero
         if dec_scale > 9:
             div = 10 ** (dec_scale - 9)
@@ -301,10 +341,61 @@ def _go_milli_cached(s: str) -> int | None:
         else:
             unscaled *= 10 ** (9 - dec_scale)
         dec_scale = 9
-    if binary and unscaled * 10 ** max(0, -dec_scale) > (2**63 - 1) * 10 ** max(0, dec_scale):
+    if form == _BINARY_SI and unscaled * 10 ** max(0, -dec_scale) > (2**63 - 1) * 10 ** max(0, dec_scale):
         unscaled, dec_scale = 2**63 - 1, 0  # BinarySI: capped at maxAllowed
-    if negative:
-        unscaled = -unscaled
+    if form == _BINARY_SI and 0 < unscaled and unscaled * 10 ** max(0, -dec_scale) < 10 ** max(0, dec_scale):
+        form = _DECIMAL_SI  # below 1: not written in binary units
+    return _GoQuantity(False, -unscaled if sign_text == "-" else unscaled, dec_scale, form)
+
+
+_GO_DEC_SUFFIX_OF = {e: suffix for suffix, e in _GO_DEC_SUFFIXES.items()}
+_GO_BIN_SUFFIX_OF = {e // 10: suffix for suffix, e in _GO_BIN_SUFFIXES.items()}
+
+
+def _go_canonical(unscaled: int, exp10: int, form: str) -> str:
+    """Quantity.CanonicalizeBytes of ``unscaled`` × 10^``exp10`` in ``form``: BinarySI for a whole number of 1024 or
+    more (every factor 1024 a suffix), else the mantissa without trailing zeros and an exponent that is a multiple
+    of 3 (rounded down), as an SI suffix (DecimalSI; none beyond ``E``) or ``eN`` (DecimalExponent)."""
+    if unscaled == 0:
+        return "0"
+    if form == _BINARY_SI:
+        whole = unscaled * 10**exp10 if exp10 >= 0 else None
+        if exp10 < 0 and unscaled % 10**-exp10 == 0:
+            whole = unscaled // 10**-exp10
+        if whole is not None and abs(whole) >= 1024:
+            times, magnitude = 0, abs(whole)
+            while magnitude >= 1024 and magnitude % 1024 == 0:
+                magnitude //= 1024
+                times += 1
+            return f"{'-' if whole < 0 else ''}{magnitude}{_GO_BIN_SUFFIX_OF.get(times, '')}"
+        form = _DECIMAL_SI  # between -1024 and 1024, or not a whole number
+    sign, magnitude = ("-" if unscaled < 0 else ""), abs(unscaled)
+    while magnitude % 10 == 0:
+        magnitude //= 10
+        exp10 += 1
+    down = exp10 % 3
+    magnitude, exp10 = magnitude * 10**down, exp10 - down
+    if form == _DECIMAL_SI:
+        suffix = _GO_DEC_SUFFIX_OF.get(exp10, "")
+    else:
+        suffix = f"e{exp10}" if exp10 else ""
+    return f"{sign}{magnitude}{suffix}"
+
+
+def go_milli_value(text: str) -> int | None:
+    """``resource.ParseQuantity(text)`` then ``MilliValue()``, as apimachinery v0.37.2 computes them; None
+    where ParseQuantity returns an error."""
+    return _go_milli_cached(text)
+
+
+@lru_cache(maxsize=65536)
+def _go_milli_cached(s: str) -> int | None:
+    q = _go_parse_quantity(s)
+    if q is None:
+        return None
+    if q.small:
+        return _go_int64_amount_milli(q.value, q.scale)
+    unscaled, dec_scale = q.value, q.scale
     # scaledValue(unscaled, scale, 3)
     dif = dec_scale - 3
     if dif == 0:
@@ -315,8 +406,8 @@ def _go_milli_cached(s: str) -> int | None:
         low = _go_big_int64(unscaled)
         result = trunc_div(low, 10**dif)
         return wrap_int64(result + 1) if (low - trunc_div(low, 10**dif) * 10**dif) != 0 else result
-    q, r = divmod(unscaled, 10**dif)  # big.Int DivMod: Euclidean (the value is positive here)
-    return wrap_int64(_go_big_int64(q) + 1) if r != 0 else _go_big_int64(q)
+    quotient, r = divmod(unscaled, 10**dif)  # big.Int DivMod: Euclidean (the value is positive here)
+    return wrap_int64(_go_big_int64(quotient) + 1) if r != 0 else _go_big_int64(quotient)
 
 
 def tolerance_float(text, field: str = "") -> float:

@@ -591,15 +591,24 @@ class StatusExtensions(Struct, rename="camel", omit_defaults=True):
         "the next sync, not by another replica, not after a restart."))] | None = None
     schedules: ScheduleStatus | None = None
     pause: PauseStatus | None = None
+    reference: Annotated[str, Meta(description=(
+        "pyhpa: spec.scaleTargetRef as kind/name (Deployment/web), the REFERENCE column of kubectl get hpa; written "
+        "by the controller."))] | None = None
+    targets: Annotated[str, Meta(description=(
+        "pyhpa: each metric's current value over its target as the TARGETS column of kubectl get hpa shows them "
+        "(cpu: 45%/50%, <unknown>/100m (avg); the first two metrics, then + N more...); written by the controller "
+        "with the status, so it changes only with status.currentMetrics or the spec."))] | None = None
 
 
 #: ``status`` sections of a HorizontalAutoscaler that autoscaling/v2 does not have (``warnings`` aside: the
-#: controller's own record of what it said)
-STATUS_EXTENSIONS = (MEMORY_KEY, "prediction", "schedules", "saturation")
+#: controller's own record of what it said), and the texts of its printer columns (a snapshot leaves them out)
+STATUS_EXTENSIONS = (MEMORY_KEY, "prediction", "schedules", "saturation", "reference", "targets")
 
-#: ``kubectl get hza`` columns
+#: ``kubectl get hza`` columns: those of ``kubectl get hpa`` (REFERENCE and TARGETS are texts the controller writes
+#: into the status, ``pyhpa.adapters.printers``: a printer column is one JSONPath), then pyhpa's
 PRINTER_COLUMNS = [
-    {"name": "Reference", "type": "string", "jsonPath": ".spec.scaleTargetRef.name"},
+    {"name": "Reference", "type": "string", "jsonPath": ".status.reference"},
+    {"name": "Targets", "type": "string", "jsonPath": ".status.targets"},
     {"name": "MinPods", "type": "integer", "jsonPath": ".spec.minReplicas"},
     {"name": "MaxPods", "type": "integer", "jsonPath": ".spec.maxReplicas"},
     {"name": "Replicas", "type": "integer", "jsonPath": ".status.currentReplicas"},

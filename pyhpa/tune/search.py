@@ -18,6 +18,7 @@ setting stopped as costlier is replayed to its end if the held-out check comes t
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import math
 import multiprocessing
@@ -414,16 +415,35 @@ def _evaluate(s: Setting | None, part: str, stop: Stop | None = None) -> Outcome
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent(parent: int) -> None:
-    """A worker's first act: have the kernel SIGKILL it when ``parent`` (``pyhpa tune``) dies, however it dies
-    (SIGTERM, SIGKILL, a crash), so no replay outlives the command; exits at once if the parent is gone already.
-    On a system without prctl(2) (not Linux) workers end with the pool's shutdown only."""
+def _start_worker(parent: int) -> None:
+    """A worker's first act: ignore SIGINT and have the kernel SIGKILL it when ``parent`` (``pyhpa tune``) dies,
+    however it dies (SIGTERM, SIGKILL, a crash), so no replay outlives the command; exits at once if the parent is
+    gone already. Ctrl-C in a terminal sends SIGINT to the whole foreground process group, workers included: the
+    parent alone handles it (exit code 130) and stops the workers (``_Runner.__exit__``), so a worker neither stops
+    mid-queue nor prints a ``KeyboardInterrupt`` traceback. The worker was forked with SIGINT blocked
+    (``_sigint_held``): one that came before this ignored it is dropped, not raised. On a system without prctl(2)
+    (not Linux) workers end with the pool's shutdown only."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     try:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):  # pragma: no cover - not Linux
         pass
     if os.getppid() != parent:  # the parent died before the request above took effect
         os._exit(1)
+
+
+@contextlib.contextmanager
+def _sigint_held():
+    """SIGINT blocked in this thread for the block, so a worker process forked in it starts with SIGINT blocked
+    until ``_start_worker`` ignores it (a Ctrl-C between the fork and that would raise ``KeyboardInterrupt`` in the
+    worker). A SIGINT that came meanwhile reaches this process when the block ends (or another of its threads at
+    once: Python raises ``KeyboardInterrupt`` in the main thread either way)."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 class _Runner:
@@ -438,21 +458,25 @@ class _Runner:
         _STATE["held_out"] = held_out
         self.jobs = max(1, jobs)
         self.pool = None
+        self.workers: set[multiprocessing.Process] = set()  # the worker processes started, of every pool
         self.restarts = 0
         self.lost = 0
         if self.jobs > 1:
             self.pool = self._pool()
 
     def _pool(self) -> ProcessPoolExecutor:
-        # each worker dies with tune (PR_SET_PDEATHSIG): killing tune leaves no replay running
+        # each worker ignores SIGINT and dies with tune (PR_SET_PDEATHSIG): killing tune leaves no replay running
         return ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("fork"),
-                                   initializer=_die_with_parent, initargs=(os.getpid(),))
+                                   initializer=_start_worker, initargs=(os.getpid(),))
 
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, kind, *exc):
         if self.pool is not None:
+            if kind is not None:  # Ctrl-C (the workers ignore it) or an error: no replay is waited for
+                for worker in self.workers:
+                    worker.terminate()
             self.pool.shutdown(cancel_futures=True)
         _STATE.clear()
         return False
@@ -469,7 +493,11 @@ class _Runner:
     def submit(self, s: Setting | None, part: str, stop: Stop | None = None) -> Future:
         while self.pool is not None:
             try:
-                return self.pool.submit(_evaluate, s, part, stop)
+                before = set(multiprocessing.active_children())
+                with _sigint_held():  # the pool forks its workers in its first submit
+                    fut = self.pool.submit(_evaluate, s, part, stop)
+                self.workers |= set(multiprocessing.active_children()) - before
+                return fut
             except BrokenProcessPool:  # a worker died since the last submit
                 self.pool.shutdown(wait=True, cancel_futures=True)
                 self.restarts += 1

@@ -4,7 +4,8 @@ Every case of tests/test_crd_cel.py (each rule of deploy/crd.yaml admits one obj
 the message a user sees) is sent to kube-apiserver v1.37.2 with its expected answer; then the same requests go
 to kubedouble and the real server side by side, and the status codes, messages and causes must be the same:
 the double's CEL machinery (transition rules, list-map correlation, ratcheting, messageExpression, reason,
-fieldPath, evaluation errors, a rule that does not compile) is held to the real server's.
+fieldPath, evaluation errors, a rule that does not compile) is held to the real server's. And the CRD's printer
+columns: ``kubectl get horizontalautoscalers`` shows REFERENCE and TARGETS as ``kubectl get hpa`` does.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from kubedouble import KubeDouble
 from kubedouble.errors import KubeError
 from test_crd_cel import CASES, CRD, CRON, DATED, PREFIX, _body, spec_of, widget_crd
 
-from .util import HA, wait_until
+from .util import HA, apply, autoscaler, cpu_utilization, deployment, running_pods, set_pod_cpu, wait_until
 
 
 @pytest.mark.parametrize("key", list(CASES), ids=[m[:40] for _, m in CASES])
@@ -236,3 +237,33 @@ def test_the_double_answers_as_the_real_server_does(client, ns, scenario):
     assert len(got_real) == len(got_double)
     for step, (r, d) in enumerate(zip(got_real, got_double)):
         assert d == r, f"step {step} of {scenario.__name__}: double {d!r} != real {r!r}"
+
+
+def kubectl_table(plane, *args: str) -> list[dict]:
+    """The rows of ``kubectl get ARGS`` (its table: each column starts where its header does)."""
+    header, *rows = plane.run_kubectl("get", *args).stdout.splitlines()
+    names = header.split()
+    starts = [header.index(n) for n in names]
+    ends = starts[1:] + [None]
+    return [{n: row[a:b].strip() for n, a, b in zip(names, starts, ends)} for row in rows]
+
+
+def test_kubectl_get_shows_reference_and_targets_as_for_a_native_hpa(plane, client, ns, pyhpa):
+    """Issue 37: the same load under a native HPA (upstream's controller) and a HorizontalAutoscaler (pyhpa run),
+    both held at 2 replicas: ``kubectl get`` shows the same columns, REFERENCE as Kind/name and the same TARGETS."""
+    long_ago = {"kubelet.pyhpa.dev/start-time": "2026-01-01T00:00:00Z"}
+    for name in ("native", "pyhpa"):
+        apply(client, deployment(name, ns, replicas=2, annotations=long_ago))
+        wait_until(lambda: len(running_pods(plane, ns, name)) == 2, what=f"2 running pods of {name}")
+        set_pod_cpu(plane, ns, name, 150)  # 150 % of the 100m request
+    hpa = autoscaler("native", ns, "native", [cpu_utilization(50)], 2, 2)
+    client.create(codecs.from_dict(dict(hpa, apiVersion="autoscaling/v2", kind="HorizontalPodAutoscaler")))
+    apply(client, autoscaler("pyhpa", ns, "pyhpa", [cpu_utilization(50)], 2, 2))
+    pyhpa("--sync-period", "1", "-n", ns)
+    (ours,) = wait_until(lambda: (r := kubectl_table(plane, "horizontalautoscalers", "-n", ns))[0]["TARGETS"]
+                         not in ("", "<none>") and r, what="TARGETS of the HorizontalAutoscaler (empty until it syncs)")
+    (theirs,) = wait_until(lambda: (r := kubectl_table(plane, "hpa", "-n", ns))[0]["TARGETS"] != "cpu: <unknown>/50%"
+                           and r, what="TARGETS of the native HPA")
+    assert list(ours)[:6] == list(theirs)[:6] == ["NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS"]
+    assert (ours["REFERENCE"], theirs["REFERENCE"]) == ("Deployment/pyhpa", "Deployment/native")
+    assert ours["TARGETS"] == theirs["TARGETS"] == "cpu: 150%/50%"

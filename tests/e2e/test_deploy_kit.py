@@ -52,6 +52,7 @@ def token(client, secret: str) -> str:
 def test_the_kit_applied_with_kubectl_runs_pyhpa_as_its_serviceaccount(plane, client, ns, pyhpa, tmp_path):
     applied = plane.run_kubectl("apply", "--server-side", "--force-conflicts", "-k", str(ROOT / "deploy" / "base"))
     assert "clusterrole.rbac.authorization.k8s.io/pyhpa-controller serverside-applied" in applied.stdout
+    assert "Warning" not in applied.stderr and "deprecated" not in applied.stderr, applied.stderr
     wait_until(lambda: len(running_pods(plane, KIT_NS, None)) == 2 or None, what="the kit's two controller pods")
 
     token_file = tmp_path / "token"
@@ -113,3 +114,12 @@ def test_a_verb_removed_from_the_clusterrole_is_one_clear_error_not_a_crash(plan
         restored = client.get(ClusterRole, KIT_SA)
         restored.rules = original.rules
         client.replace(restored)
+
+
+def test_every_kit_renders_without_a_warning_with_kubectl_v1_37_2(plane):
+    """No deprecated kustomize field (issue 37): kubectl v1.37.2's kustomize prints nothing on stderr for the base
+    and each overlay (``# Warning: 'bases' is deprecated ...`` before)."""
+    for kit in ("base", "overlays/single-replica", "overlays/with-prometheus-operator"):
+        rendered = plane.run_kubectl("kustomize", str(ROOT / "deploy" / kit))
+        assert rendered.stderr == "", (kit, rendered.stderr)
+        assert "kind: Deployment" in rendered.stdout, kit

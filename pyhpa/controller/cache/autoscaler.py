@@ -17,8 +17,9 @@ import msgspec
 
 from ...adapters.autoscaler import MEMORY_KEY, ObjectSettings, effective_config, read_autoscaler
 from ...adapters.errors import InputError
-from ...adapters.objects import selector_text
+from ...adapters.objects import DEFAULT_CPU_METRIC, selector_text
 from ...adapters.pause import pause_annotations
+from ...adapters.printers import Targets
 from ...adapters.promql import PROMETHEUS, PromQuery
 from ...api.v1alpha1 import StatusExtensions
 from ...core import HPA, ControllerConfig
@@ -148,6 +149,8 @@ class Autoscaler:
     (changing it changes nothing stored); assigning one packs it.
     ``writing``: the packed (status, memory) of a status write in flight, so that the informer's echo of it is
     not taken for a change made by someone else (``same_status``).
+    ``targets``: how the status shows the metrics in ``kubectl get``'s TARGETS column (``pyhpa.adapters.printers``),
+    worked out from the spec once (None for a spec that cannot be read; shared by autoscalers of the same metrics).
     """
 
     key: str
@@ -168,6 +171,7 @@ class Autoscaler:
     spec_packed: bytes = _NULL
     pause: tuple = ()
     writing: tuple[bytes, bytes | None] | None = None
+    targets: Targets | None = None
 
     @property
     def status(self) -> dict:
@@ -277,6 +281,7 @@ def parse_autoscaler(obj: Any, settings: Settings) -> Autoscaler:
         a.error = f"cannot read the object: {type(err).__name__}: {err}"
         return a
     a.hpa, a.settings = hpa, own
+    a.targets = Targets.of(spec.get("metrics") or [DEFAULT_CPU_METRIC])  # the API server's default, as for an HPA
     a.config = effective_config(base, own)
     a.sync_period_seconds = own.sync_period_seconds or settings.sync_period_seconds
     return a

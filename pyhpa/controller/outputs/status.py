@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from ...adapters.errors import InputError
 from ...adapters.parse import timestamp
+from ...adapters.printers import reference
 from ...api.status import (condition_dict, metric_health_dict, pause_status, render_status,  # noqa: F401 (re-exported)
                            time_text)
-from typing import Protocol
+from typing import Any, Protocol, Sequence
 
 from ...core import HPA, Condition, Decision, Event, HPAStatus, HPAWarning, Memory, set_condition, with_status
 from ..kube.api import ApiFailure
@@ -29,6 +30,26 @@ def status_from_decision(decision: Decision, generation: int, hpa: HPA | None = 
     st: HPAStatus = decision.status
     lead = hpa.prediction.lead_seconds if hpa is not None and hpa.prediction is not None else None
     return render_status(st, generation, lead_seconds=lead, fit=fit)
+
+
+def with_columns(status: dict, a: Autoscaler, statuses: Sequence[Any]) -> dict:
+    """``status`` with ``reference`` and ``targets``: the texts ``kubectl get`` shows in the REFERENCE and TARGETS
+    columns, as kubectl prints them for an HPA (``pyhpa.adapters.printers``); ``statuses[i]`` is the MetricStatus of
+    the i-th metric (None: none). Each is left out when the spec cannot be read. They change only when the spec or
+    ``status.currentMetrics`` do, so they cost no status write of their own."""
+    ref = a.scale_target_ref
+    if ref is not None:
+        shown = f"{ref.kind}/{ref.name}"
+    else:  # a spec that cannot be read: its scaleTargetRef as written, when it has a kind and a name
+        spec = a.spec
+        shown = reference(spec.get("scaleTargetRef") if isinstance(spec, dict) else None)
+    for key, value in (("reference", shown or None),
+                       ("targets", None if a.targets is None else a.targets.text(statuses))):
+        if value is None:
+            status.pop(key, None)
+        else:
+            status[key] = value
+    return status
 
 
 def conditions_of(status: dict) -> list[Condition]:
@@ -47,14 +68,17 @@ def conditions_of(status: dict) -> list[Condition]:
 
 
 def status_with_condition(a: Autoscaler, ctype: str, cstatus: str, reason: str, message: str, now: float) -> dict:
-    """The stored status with one condition set (upstream: setCondition + updateStatusIfNeeded on failures)."""
+    """The stored status with one condition set (upstream: setCondition + updateStatusIfNeeded on failures), and the
+    texts of the printer columns (``with_columns``: the stored ``currentMetrics`` matched to the metrics by name)."""
     conds = conditions_of(a.status)
     set_condition(conds, ctype, cstatus, reason, message, now)
     out = {k: v for k, v in a.status.items() if k != "conditions"}
     out.setdefault("desiredReplicas", 0)
     out["observedGeneration"] = a.generation
     out["conditions"] = [condition_dict(c) for c in conds]
-    return out
+    stored = out.get("currentMetrics")
+    matched = a.targets.matched(stored if isinstance(stored, list) else []) if a.targets is not None else []
+    return with_columns(out, a, matched)
 
 
 # ----- Warning events said, remembered in status.warnings -----------------------------------------------------

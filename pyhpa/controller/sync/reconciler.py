@@ -29,7 +29,7 @@ from ..cache.scalecache import ScaleCache
 from ..cache.selectors import SelectorIndex
 from .sources import Fetched, MetricSources
 from ..outputs.status import (StaleSpec, StatusWriter, remember_warnings, status_from_decision, status_with_condition,
-                     warning_entry)
+                     warning_entry, with_columns)
 from ..outputs.writer import Writer, WritesDisabled
 
 log = logging.getLogger("pyhpa.controller.reconciler")
@@ -257,7 +257,8 @@ class Reconciler:
         self.memory.save(a, memory)
         self.monitor.desired(a.namespace, a.name, decision.desired_replicas)
         fit = self.predictions.fit(a.key) if self.predictions is not None and a.hpa.prediction is not None else None
-        status = status_from_decision(decision, a.generation, a.hpa, fit)
+        status = with_columns(status_from_decision(decision, a.generation, a.hpa, fit), a,
+                              [p.status for p in decision.proposals])  # one per spec metric, None: it failed
         stored = a.status
         self._say(a, status, decision.events, list(checks), now, stored)  # before the status write, as upstream
         await self.status.write(a, status, memory, decision, stored)
