@@ -91,7 +91,7 @@ def pytest_terminal_summary(terminalreporter):
         for reason, count in sorted(reasons.items()):
             terminalreporter.write_line(f"{count} {NOT_RUN}: {reason}", yellow=True, bold=True)
     elif ran:
-        terminalreporter.write_line(f"control plane: {len(ran)} tests ran with the built {KUBERNETES_VERSION} "
+        terminalreporter.write_line(f"control plane: {len(ran)} test{'s' * (len(ran) != 1)} ran with the built {KUBERNETES_VERSION} "
                                     f"control plane (the e2e tier on a real kube-apiserver, hpa-decide)")
     build = getattr(terminalreporter.config, "_pyhpa_build", None)
     if build is not None and build.poll() is not None:

@@ -179,3 +179,41 @@ def test_importing_controlplane_needs_the_standard_library_only():
     import controlplane
 
     assert controlplane.ControlPlane.__module__ == "controlplane.cluster"  # still there, on first use
+
+
+QUANTITY_SUFFIXES = ["", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "e3", "e-3",
+                     "E2", "e0", "e-12", "e21", "e100", "e+5", "i", "x", "K", "mi"]
+QUANTITY_EDGES = ["0", "1000", "1024Mi", "1536Mi", "1.5Gi", "0.5Ki", ".001Ki", "100m", "1e3", "+1", "-0", "0.0", ".",
+                  "9223372036854775807", "9223372036854775808", "-9223372036854775808", "8Ei", "9Ei", "1000E",
+                  "0.0000000001", "-0.0000000001", "1n", "0.1n", "999999999999999999999999m", "1.", "1..2", "", " 1",
+                  "1 ", "1\n", "١", "1e", "1e-", "5e-324", "123456789012345678901234567890Ki"]
+
+
+def _random_quantity(rng) -> str:
+    whole = "".join(rng.choice("0123456789") for _ in range(rng.choice([0, 1, 1, 2, 3, 4, 6, 10, 18, 19, 25])))
+    number = whole or "0"
+    if rng.random() >= 0.4:
+        number = f"{whole}." + "".join(rng.choice("0123456789") for _ in range(rng.choice([0, 1, 2, 3, 5, 9, 12, 20])))
+    return rng.choice(["", "", "", "-", "+"]) + number + rng.choice(QUANTITY_SUFFIXES)
+
+
+def test_the_quantity_ports_agree_with_apimachinery_on_random_texts(hpa_decide):
+    """pyhpa's ports of apimachinery's ParseQuantity with MilliValue (``go_milli_value``, what ``milli`` decides with)
+    and with String (``go_quantity_text``, what ``kubectl get horizontalautoscalers`` shows) against apimachinery
+    v0.37.2 itself (``hpa-decide --quantities``) on 3,000 edge-biased random texts, seed = today's date."""
+    import random
+
+    from pyhpa.adapters.parse import go_milli_value, go_quantity_text
+
+    seed = int(datetime.date.today().strftime("%Y%m%d"))
+    rng = random.Random(seed)
+    texts = QUANTITY_EDGES + [_random_quantity(rng) for _ in range(3000)]
+    res = subprocess.run([hpa_decide, "--quantities"], input="".join(json.dumps(t) + "\n" for t in texts),
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    lines = [json.loads(line) for line in res.stdout.splitlines()]
+    assert [line["in"] for line in lines] == texts
+    differ = [(line, go_quantity_text(line["in"]), go_milli_value(line["in"])) for line in lines
+              if (go_quantity_text(line["in"]), go_milli_value(line["in"])) != (line.get("string"), line.get("milli"))]
+    assert differ == [], f"seed {seed}: {len(differ)} differ, e.g. {differ[:5]}"
+    assert sum("error" in line for line in lines) > 100 and sum("error" not in line for line in lines) > 1000

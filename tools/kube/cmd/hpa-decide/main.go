@@ -29,6 +29,10 @@
 //
 //	their v1.37.2 default, stage and lock, as one JSON object
 //
+// hpa-decide --quantities        apimachinery's ParseQuantity, String and MilliValue of each text on stdin (one
+//
+//	JSON string a line), one JSON line each (quantities.go)
+//
 // Bad input: one line on stderr naming the file and snapshot, exit code 2.
 package main
 
@@ -51,6 +55,7 @@ import (
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: hpa-decide FILE...   (snapshots: tests/data/conformance/FORMAT.md)")
 	fmt.Fprintln(os.Stderr, "       hpa-decide --gates    (the feature gates the HPA controller reads, v1.37.2 defaults)")
+	fmt.Fprintln(os.Stderr, "       hpa-decide --quantities < TEXTS   (ParseQuantity, String, MilliValue of each JSON string line)")
 }
 
 // inputError is bad input: reported as one line, exit code 2.
@@ -63,6 +68,16 @@ func main() {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		usage()
 		if len(args) == 0 {
+			os.Exit(2)
+		}
+		return
+	}
+	if len(args) == 1 && args[0] == "--quantities" {
+		out := bufio.NewWriterSize(os.Stdout, 1<<16)
+		err := quantities(os.Stdin, out)
+		out.Flush()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "hpa-decide: %v\n", err)
 			os.Exit(2)
 		}
 		return
