@@ -79,6 +79,9 @@ class Replica:
         self.out.close()
 
 
+STARTUP = 180  # seconds for replicas to start and share: a bound for a loaded machine (load 15), not an expectation
+
+
 def wait(predicate, timeout: float, what: str):
     deadline = time.monotonic() + timeout
     while True:
@@ -172,7 +175,7 @@ def test_three_replicas_share_the_autoscalers_and_take_over_a_killed_ones_share(
     try:
         # ----- two replicas share everything; a third joins: only its share moves, once it has joined -------
         wait(lambda: sum(r.metrics().get(("pyhpa_shard_autoscalers", ()), 0) for r in replicas.values()) == len(keys),
-             60, "two replicas sharing every autoscaler")
+             STARTUP, "two replicas sharing every autoscaler")
         replicas["r2"] = Replica(kd.url, "r2", tmp_path / "r2.log")
         # ----- three members, every autoscaler in exactly one share: the rendezvous owner's -------------------
         def shares():
@@ -185,7 +188,7 @@ def test_three_replicas_share_the_autoscalers_and_take_over_a_killed_ones_share(
                           if name == "horizontal_pod_autoscaler_controller_desired_replicas"} for i, m in got.items()}
             return synced if sum(len(s) for s in synced.values()) == len(keys) else None
 
-        synced = wait(shares, 60, "three members sharing every autoscaler")
+        synced = wait(shares, STARTUP, "three members sharing every autoscaler")
         expected = {i: {k for k in keys if owner(k, IDS) == i} for i in IDS}
         assert synced == expected and all(expected.values())
         # the per-autoscaler series follow the share: a key that moved away left its old owner's /metrics
