@@ -236,10 +236,18 @@ def test_three_replicas_share_the_autoscalers_and_take_over_a_killed_ones_share(
 
         firsts = wait(taken_over, 30, "the victim's share synced by the others")
         last_renewal = max(lease_writes(kd, victim))
+        expired = last_renewal + LEASE_DURATION
+        recent = syncs(kd, expired)
         for k, (at, who) in firsts.items():
             assert who == owner(k, survivors), (k, who)
-            # not before the victim's Lease expired, and within a lease duration plus a period of the kill
-            assert last_renewal + LEASE_DURATION <= at <= killed_at + LEASE_DURATION + PERIOD, (k, at - killed_at)
+            # never before the victim's Lease expired (no two owners at once) ...
+            assert expired <= at, (k, at - expired)
+            # ... and at once after, counted in the taker's own work, not in seconds (on a machine at load 15 a
+            # process can stand still for seconds): before the taker synced any autoscaler of its own share a
+            # third time after the expiry (one period to see the Lease expire, one to sync: two syncs at most)
+            own = [k2 for k2 in expected[who] if k2 not in victim_keys]
+            busy = {k2: sum(1 for t, w in recent.get(k2, []) if w == who and t < at) for k2 in own}
+            assert max(busy.values(), default=0) <= 2, (k, who, at - expired, busy)
         for i in survivors:  # the survivors' shares grew by exactly the victim's keys they win
             want = {k for k in keys if owner(k, survivors) == i}
             wait(lambda: replicas[i].metrics().get(("pyhpa_shard_autoscalers", ())) == len(want), 10,
