@@ -228,6 +228,81 @@ def test_schedules_of_the_example_in_its_time_zone(tmp_path):
                     ("business-hours", "1995-07-12T08:00:00-04:00", "1995-07-12T18:00:00-04:00")]
 
 
+# the reported case (issue 37): a window inside the hour skipped when the clocks spring forward
+GAP = {"name": "gap", "start": "30 2 * * *", "end": "45 2 * * *", "minReplicas": 4}
+
+
+@pytest.mark.parametrize("zone, day, offset", [("Europe/Berlin", "2026-03-29", "+02:00"),
+                                               ("America/New_York", "2026-03-08", "-04:00")])
+def test_schedules_lists_a_window_inside_the_skipped_hour_as_empty_that_day_not_held_for_a_day(
+        tmp_path, zone, day, offset):
+    """It was listed from 03:00 to 02:45 the next day (a floor held 23 h 45 min); its start and end both happen
+    when the gap ends, at 03:00: the occurrence is empty, and the next day's is 02:30 to 02:45 again."""
+    path = tmp_path / "ha.yaml"
+    path.write_text(yaml.safe_dump(ha([dict(GAP, timeZone=zone)])))
+    r = invoke("schedules", path, "--from", f"{day}T00:00:00{offset}", "--to", f"{day}T23:59:00{offset}", "-o", "json")
+    assert r.exit_code == 0, r.output
+    nxt = f"{day[:-2]}{int(day[-2:]) + 1:02d}"
+    r = invoke("schedules", path, "--from", f"{day}T00:00:00{offset}", "--to", f"{nxt}T12:00:00{offset}", "-o", "json")
+    rows = [(o["startLocal"], o["endLocal"], o["running"]) for o in json.loads(r.output)["occurrences"]]
+    assert rows == [(f"{day}T03:00:00{offset}", f"{day}T03:00:00{offset}", False),
+                    (f"{nxt}T02:30:00{offset}", f"{nxt}T02:45:00{offset}", False)]
+    text = invoke("schedules", path, "--from", f"{day}T00:00:00{offset}", "--to", f"{nxt}T12:00:00{offset}").output
+    assert text.count("(empty: in the DST gap)") == 1
+    # from the gap's end itself, the empty occurrence is still listed (it starts there), not as running
+    at_gap = json.loads(invoke("schedules", path, "--from", f"{day}T03:00:00{offset}", "--to",
+                               f"{day}T04:00:00{offset}", "-o", "json").output)
+    assert [(o["startLocal"], o["endLocal"], o["running"]) for o in at_gap["occurrences"]] == [rows[0]]
+
+
+@pytest.mark.parametrize("zone, day, offset, next_start", [
+    ("Europe/Berlin", "2026-03-29", "+02:00", "2026-03-30T00:30:00Z"),
+    ("America/New_York", "2026-03-08", "-04:00", "2026-03-09T06:30:00Z")])
+def test_explain_on_the_spring_forward_day_does_not_apply_the_floor_of_a_window_inside_the_skipped_hour(
+        tmp_path, zone, day, offset, next_start):
+    """The core's activity, as explain uses it: at the gap's end, an hour later and 23 h 44 min later no floor
+    (before the fix the floor of 4 held from 03:00 to 02:45 the next day); the next day at 02:40 it applies."""
+    nxt = f"{day[:-2]}{int(day[-2:]) + 1:02d}"
+    gap = dict(GAP, timeZone=zone)
+    for now, floor in ((f"{day}T03:00:00{offset}", None), (f"{day}T04:00:00{offset}", None),
+                       (f"{nxt}T02:29:00{offset}", None), (f"{nxt}T02:40:00{offset}", 4)):
+        path = tmp_path / "snap.yaml"
+        path.write_text(yaml.safe_dump(snapshot(now, 2, "20m", [gap])))
+        out = json.loads(invoke("explain", "-o", "json", path).output)
+        assert out["activeSchedules"] == ([] if floor is None else ["gap"]), now
+        assert out["minReplicasEffective"] == (1 if floor is None else 4), now
+        assert out["desiredReplicas"] == (1 if floor is None else 4), now
+    path.write_text(yaml.safe_dump(snapshot(f"{day}T01:00:00{offset}", 2, "20m", [gap])))
+    assert json.loads(invoke("explain", "-o", "json", path).output)["nextScheduleChange"] == next_start
+
+
+def test_simulate_over_the_spring_forward_day_applies_no_floor_for_a_window_inside_the_skipped_hour(tmp_path):
+    """Through ``pyhpa simulate`` (the core's activity at every sync) from the gap day's midnight to 03:00 the next
+    day in Europe/Berlin: the window is active only on 30 March, 02:30 to 02:45 CEST (before the fix: from
+    03:00 on 29 March to 02:45 the next day)."""
+    doc = ha([dict(GAP, timeZone="Europe/Berlin")])
+    doc["spec"]["scaleTargetRef"]["name"] = "php-apache"
+    del doc["metadata"]["namespace"]
+    path = tmp_path / "ha.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    trace = tmp_path / "trace.csv"
+    first = pd.Timestamp("2026-03-29T00:00:00+01:00")
+    times = [(first + pd.Timedelta(minutes=m)).isoformat() for m in range(27 * 60)]
+    pd.DataFrame({"timestamp": times, "requests_per_second": 0.5}).to_csv(trace, index=False)
+    out = tmp_path / "out"
+    r = invoke("simulate", "--no-progress", "--no-plot", "--hpa", path, "--target", bundled_path("target"),
+               "--profile", bundled_path("profile"), "--trace", trace, "--column", "requests_per_second",
+               "--output-dir", out)
+    assert r.exit_code == 0, r.output
+    df = pd.read_csv(out / "timeline.csv", keep_default_na=False)
+    t = pd.to_datetime(df.time, utc=True)
+    active = df[df.active_schedules == "gap"]
+    assert len(df) > 6000 and len(active) > 0
+    assert t[active.index].min() == pd.Timestamp("2026-03-30T00:30:00Z")  # 02:30 CEST on 30 March
+    assert t[active.index].max() < pd.Timestamp("2026-03-30T00:45:00Z")
+    assert set(active.min_replicas_effective) == {4}
+    assert set(df[df.active_schedules != "gap"].min_replicas_effective) == {1}
+
 # ----------------------------------------------------------------------------------------- simulate
 def test_simulate_the_example_floor_cap_and_stabilized_scale_down(tmp_path):
     out = tmp_path / "out"

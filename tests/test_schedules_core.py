@@ -129,6 +129,113 @@ def test_fall_back_an_end_cron_ends_at_the_wall_clock_time_and_duration_is_elaps
     assert d.end == at(NY, 2026, 11, 1, 1, 0, fold=1)
 
 
+# DST days as (zone, date, the first hour of the skipped or repeated hour): spring forward skips [h:00, h+1:00),
+# fall back repeats [h:00, h+1:00) (first in summer time, then in standard time)
+SPRING = [(BERLIN, (2026, 3, 29), 2), (NY, (2026, 3, 8), 2)]
+FALL = [(BERLIN, (2026, 10, 25), 2), (NY, (2026, 11, 1), 1)]
+
+
+def occurrence_table(w, tz, day) -> list[tuple[tuple[int, int, int], tuple[int, int, int]]]:
+    """The occurrences of ``w`` starting on ``day`` as ((hour, minute, fold) of the start, (day offset, hour,
+    minute) of the end), wall-clock in ``tz``; and checks each against the activity every minute of the day."""
+    since, until = at(tz, *day, 0, 0), at(tz, *day, 0, 0) + 25 * 3600
+    rows, spans = [], list(occurrences(w, since - 86400, until))
+    for s, e in spans:
+        start, end = datetime.fromtimestamp(s, tz), datetime.fromtimestamp(e, tz)
+        if start.date() == date(*day):
+            rows.append(((start.hour, start.minute, start.fold), ((end.date() - start.date()).days, end.hour, end.minute)))
+    for t in range(int(since), int(until), 60):
+        assert (names([w], t) == [w.name]) == any(s <= t < e for s, e in spans), datetime.fromtimestamp(t, tz)
+    return rows
+
+
+@pytest.mark.parametrize("tz, day, h", SPRING)
+@pytest.mark.parametrize("start, end, expected", [
+    # the reported case: start and end in the skipped hour, both at the gap's end: empty, not active that day
+    ("30 {h} * * *", "45 {h} * * *", [((3, 0, 0), (0, 3, 0))]),
+    ("15 {h} * * *", "45 {h} * * *", [((3, 0, 0), (0, 3, 0))]),
+    ("30 {h} * * *", "0 {h1} * * *", [((3, 0, 0), (0, 3, 0))]),  # an end at the gap's end: empty too
+    ("30 {h} * * *", "0 4 * * *", [((3, 0, 0), (0, 4, 0))]),  # only the start in the gap
+    ("0 1 * * *", "30 {h} * * *", [((1, 0, 0), (0, 3, 0))]),  # only the end in the gap
+    ("45 {h} * * *", "15 {h} * * *", [((3, 0, 0), (1, 2, 15))]),  # the end written before the start: next day
+    ("0 3 * * *", "45 {h} * * *", [((3, 0, 0), (1, 2, 45))]),  # a start at 03:00 itself is no gap start
+    ("30 {h} * * *", "45 * * * *", [((3, 0, 0), (0, 3, 45))]),  # an hourly end does not fire in the gap
+    ("*/20 {h} * * *", "0 4 * * *", []),  # nor does a start with * in its minute field
+])
+def test_spring_forward_a_window_in_the_skipped_hour_is_empty_and_one_half_in_it_is_cut_at_the_gap(
+        tz, day, h, start, end, expected):
+    """The gap is [02:00, 03:00) in both zones. A window is active over the real instants of its wall-clock
+    span: whatever of it lies in the skipped hour happens at 03:00, so a window wholly inside it is empty."""
+    w = window("w", start.format(h=h, h1=h + 1), tz, end=end.format(h=h, h1=h + 1), min_replicas=4)
+    assert occurrence_table(w, tz, day) == expected
+    if expected == [((3, 0, 0), (0, 3, 0))]:  # empty: at no time of the day, and no change for next_change
+        gap_end = at(tz, *day, 3, 0)
+        nxt = datetime.fromtimestamp(gap_end, tz).replace(day=day[2] + 1, hour=h, minute=int(start.split()[0]))
+        assert [s for s, e in occurrences(w, gap_end, nxt.timestamp()) if e == s] == [gap_end]
+        assert not any(names([w], t) for t in range(int(gap_end), int(nxt.timestamp()), 60))
+        assert next_change([w], at(tz, *day, 0, 0)) == nxt.timestamp()
+        assert names([w], nxt.timestamp()) == ["w"]
+
+
+def test_a_duration_window_from_the_skipped_hour_lasts_its_elapsed_time():
+    w = window("w", "30 2 * * *", BERLIN, duration_seconds=900, min_replicas=4)
+    assert occurrence_table(w, BERLIN, (2026, 3, 29)) == [((3, 0, 0), (0, 3, 15))]
+
+
+@pytest.mark.parametrize("tz, day, h", FALL)
+@pytest.mark.parametrize("start, end, expected", [
+    # the first reading (summer time, fold 0) only: 30 minutes, not again in the second reading
+    ("15 {h} * * *", "45 {h} * * *", [((0, 15, 0), 30)]),
+    ("0 {h0} * * *", "30 {h} * * *", [((-1, 0, 0), 90)]),
+    # over the day, from the first reading to the next day's wall-clock time: an hour longer in elapsed time
+    ("45 {h} * * *", "15 {h} * * *", [((0, 45, 0), (23 * 60 + 30) + 60)]),
+    # an hourly start fires in both readings; the fixed end only in the first, so the occurrence that starts
+    # in the second runs to the next day's (not to the first reading, 30 minutes before its start)
+    ("15 * * * *", "45 {h} * * *", [((-1, 15, 0), 90), ((0, 15, 0), 30), ((0, 15, 1), 24 * 60 + 30)]),
+])
+def test_fall_back_a_window_in_the_repeated_hour_runs_once_for_its_wall_clock_span(tz, day, h, start, end, expected):
+    """Occurrences starting from the hour before the repeated hour ``h`` to its second reading, as ((hour
+    relative to ``h``, minute, fold) of the start, elapsed minutes), each checked against the activity."""
+    w = window("w", start.format(h=h, h0=h - 1), tz, end=end.format(h=h), min_replicas=4)
+    occurrence_table(w, tz, day)  # activity every minute of the day agrees with the occurrences
+    first, last = at(tz, *day, h - 1, 0), at(tz, *day, h, 59, fold=1)
+    rows = []
+    for s, e in occurrences(w, first, last):
+        if s >= first:
+            local = datetime.fromtimestamp(s, tz)
+            rows.append(((local.hour - h, local.minute, local.fold), (e - s) / 60))
+    assert rows == expected
+
+
+@pytest.mark.parametrize("tz, day, h", SPRING + FALL)
+@given(start=st.sampled_from(["30 {h} * * *", "15 {h} * * *", "0 {h} * * *", "45 {h} * * *", "*/20 * * * *",
+                              "15 * * * *", "0 1 * * *", "0,30 {h} * * *"]),
+       end=st.sampled_from(["45 {h} * * *", "0 {h1} * * *", "30 {h} * * *", "15 {h} * * *", "45 * * * *",
+                            "0 4 * * *"]),
+       offsets=st.lists(st.integers(-6 * 3600, 30 * 3600), min_size=1, max_size=8))
+@settings(max_examples=60, deadline=None)
+def test_around_dst_no_occurrence_ends_before_it_starts_and_next_change_is_a_change(tz, day, h, start, end, offsets):
+    """Around both switches in both zones: ends never before starts nor earlier for a later start, an empty
+    occurrence is active at no time, and ``next_change`` is the next time the active set changes."""
+    start, end = start.format(h=h), end.format(h=h, h1=h + 1)
+    if start.split() == end.split():
+        return
+    w = window("w", start, tz, end=end, min_replicas=4)
+    midnight = at(tz, *day, 0, 0)
+    spans = list(occurrences(w, midnight - 86400, midnight + 2 * 86400))
+    assert all(e >= s for s, e in spans)
+    assert all(b[1] >= a[1] for a, b in zip(spans, spans[1:]))
+    for s, e in spans:
+        if s == e:
+            assert w.name not in names([w], s)
+    for o in offsets:
+        now = midnight + o
+        change = next_change([w], now)
+        assert change > now
+        before = [(a.start, a.end) for a in active_windows([w], now)]
+        assert [(a.start, a.end) for a in active_windows([w], change - 0.001)] == before
+        assert [(a.start, a.end) for a in active_windows([w], change)] != before
+
 # ----------------------------------------------------------------------------------------- excludeDates
 def test_exclude_dates_skip_the_start_on_that_local_date_only():
     holiday = date(2026, 12, 25)  # a Friday

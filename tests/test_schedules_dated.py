@@ -127,6 +127,27 @@ def test_the_reader_takes_unquoted_yaml_date_times_and_the_first_reading_of_a_re
     assert (z.start_time, z.end_time) == (utc(2026, 12, 1), utc(2026, 12, 2))
 
 
+@pytest.mark.parametrize("start, end, expected", [
+    # a wall-clock time in the repeated hour is its first reading (EDT, -04:00), as a cron start's
+    ("2026-11-01T01:30:00", "2026-11-01T03:00:00", (utc(2026, 11, 1, 5, 30), utc(2026, 11, 1, 8))),
+    ("2026-11-01T00:30:00", "2026-11-01T01:30:00", (utc(2026, 11, 1, 4, 30), utc(2026, 11, 1, 5, 30))),
+    # with an offset: the second reading (EST), or an instant in the skipped hour's place
+    ("2026-11-01T01:15:00-05:00", "2026-11-01T01:45:00-05:00", (utc(2026, 11, 1, 6, 15), utc(2026, 11, 1, 6, 45))),
+    ("2026-03-08T02:30:00-05:00", "2026-03-08T04:00:00-04:00", (utc(2026, 3, 8, 7, 30), utc(2026, 3, 8, 8))),
+    # just around the gap: 01:59 EST and 03:00 EDT are one minute apart
+    ("2026-03-08T01:59:00", "2026-03-08T03:00:00", (utc(2026, 3, 8, 6, 59), utc(2026, 3, 8, 7))),
+])
+def test_dated_windows_around_dst_are_the_instants_of_their_wall_clock_times(start, end, expected):
+    """A dated window is one occurrence of exact instants: a wall-clock time in the repeated hour is its first
+    reading, one in the skipped hour does not exist and is refused naming the field (``BAD``), an offset picks
+    any instant. Active exactly from start up to end."""
+    (w,) = read_autoscaler(ha([dict(SALE, start=start, end=end)])).hpa.schedules
+    assert (w.start_time, w.end_time) == expected
+    assert [a.name for a in active_windows([w], expected[0])] == ["sale"]
+    assert active_windows([w], expected[0] - 1) == () and active_windows([w], expected[1]) == ()
+    assert list(occurrences(w, expected[0] - 86400, expected[1] + 86400)) == [expected]
+
+
 BAD = [
     ([dict(SALE, end="2026-11-26T00:00:00")], "spec.schedules[0].end",
      "must be after start ('2026-11-26T00:00:00' is not after '2026-11-27T00:00:00')"),
@@ -136,6 +157,12 @@ BAD = [
     ([dict(SALE, end="2026-11-30T00:00:00Z")], "spec.schedules[0].end", "both with a UTC offset or both without"),
     ([dict(SALE, start="2026-03-08T02:30:00", end="2026-03-08T05:00:00")], "spec.schedules[0].start",
      "2026-03-08T02:30:00 does not exist in America/New_York"),
+    ([dict(SALE, start="2026-03-08T01:00:00", end="2026-03-08T02:45:00")], "spec.schedules[0].end",
+     "2026-03-08T02:45:00 does not exist in America/New_York"),
+    ([dict(SALE, start="2026-03-08T02:30:00", end="2026-03-08T02:45:00")], "spec.schedules[0].start",
+     "2026-03-08T02:30:00 does not exist in America/New_York"),
+    ([dict(SALE, start="2026-11-01T01:45:00", end="2026-11-01T01:15:00")], "spec.schedules[0].end",
+     "must be after start"),  # both in the first reading of the repeated hour: give offsets for the second
     ([dict(SALE, start="2026-11-27")], "spec.schedules[0].start", "must be a date-time such as"),
     ([dict(SALE, start="2026-11-27T24:00:00")], "spec.schedules[0].start", "must be a date-time such as"),
     ([dict(SALE, start="2026-02-30T00:00:00")], "spec.schedules[0].start", "not a valid date-time"),

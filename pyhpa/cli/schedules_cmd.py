@@ -38,8 +38,9 @@ def schedules(
     """List the windows' starts and ends between --from and --to, in each window's time zone and in UTC.
 
     An occurrence already running at --from is listed first. Dates in excludeDates are left out;
-    DST rules are the decision core's (docs/schedules.md). A dated window that has ended by --from is
-    reported as expired (it never applies again).
+    DST rules are the decision core's (docs/schedules.md): a window inside the hour skipped when the
+    clocks spring forward is listed empty that day (start = end), and is not active. A dated window
+    that has ended by --from is reported as expired (it never applies again).
     """
     start, end = schedule_span(since, until, limit)
     try:
@@ -106,8 +107,10 @@ def _render(parsed, rows, start: float, end: float, truncated: list[str], expire
     table = Table("window", "start\n(window's zone / UTC)", "end\n(window's zone / UTC)", "floor", "cap")
     for s, e, w in rows:
         running = "\n(running at --from)" if s < start else ""
+        empty = "\n(empty: in the DST gap)" if e == s else ""
         table.add_row(f"{w.name}\n{w.time_zone_name}", f"{local_time(s, w.time_zone)}\n{local_time(s, UTC)}{running}",
-                      f"{local_time(e, w.time_zone)}\n{local_time(e, UTC)}", _num(w.min_replicas), _num(w.max_replicas))
+                      f"{local_time(e, w.time_zone)}\n{local_time(e, UTC)}{empty}", _num(w.min_replicas),
+                      _num(w.max_replicas))
     console.print(table)
     if not rows:
         console.print("no window starts or runs in this span")

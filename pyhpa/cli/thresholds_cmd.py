@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.table import Table
 
 from ..adapters.errors import InputError
 from ..adapters.autoscaler import find_autoscaler
@@ -20,6 +19,7 @@ from ..core.thresholds import metric_target, thresholds as threshold_rows
 from . import readable
 from .help import examples
 from .options import Output, console as text_console
+from .tables import PlainTables
 
 
 def _fmt(value: int | None, unit: str) -> str | int | None:
@@ -119,23 +119,22 @@ def _render(name: str, down: float, up: float, tables: list, warnings: list, eli
     values err on the safe side: scale-up bounds up, scale-down bounds down, so every line stays true."""
     console = text_console()
     console.print(f"HPA {name}  tolerance: scale-down {down:g}, scale-up {up:g}")
+    maker = PlainTables(("replicas", "scale up above (>)", "to", "scale down at or below (<=)", "to"))
+    gaps = dict(elided)
     for spec, target, unit, rows in tables:
         def cell(v, rounding="nearest", spec=spec, unit=unit):
             if v is None:
                 return "-"
             return f"{v}%" if unit == "percent" else readable.quantity(v, spec, rounding)
 
-        table = Table(title=f"{describe(spec)} (target {cell(target)})", title_justify="left")
-        for col in ("replicas", "scale up above (>)", "to", "scale down at or below (<=)", "to"):
-            table.add_column(col, justify="right")
-        gaps = dict(elided)
+        lines = []
         for r in rows:
             above = None if r.scale_up_at is None else r.scale_up_at - 1
-            table.add_row(str(r.replicas), cell(above, "up"), str(r.scale_up_to or "-"),
-                          cell(r.scale_down_at, "down"), str(r.scale_down_to or "-"))
+            lines.append((str(r.replicas), cell(above, "up"), str(r.scale_up_to or "-"),
+                          cell(r.scale_down_at, "down"), str(r.scale_down_to or "-")))
             if r.replicas + 1 in gaps:
-                table.add_row("...", "", "", "", "")
-        console.print(table)
+                lines.append(("...", "", "", "", ""))
+        console.print(maker.table(f"{describe(spec)} (target {cell(target)})", lines))
     if elided:
         ranges = ", ".join(f"{a:,}-{b:,}" for a, b in elided)
         console.print(f"{sum(b - a + 1 for a, b in elided):,} rows elided (replicas {ranges}): the table shows the "

@@ -5,13 +5,19 @@ A window is active from an occurrence of its ``start`` cron up to the first occu
 window's IANA ``timeZone``. Activity is a function of ``now`` alone (no memory), so a restarted
 controller, ``explain`` and ``simulate`` agree.
 
-Time-zone rules (those of Debian's cron, as the ``cronsim`` library implements them):
+Time-zone rules (those of Debian's cron, as the ``cronsim`` library implements them, for a cron whose
+minute and hour fields do not begin with ``*``, a *fixed-time* cron such as ``30 2 * * *``):
 
 - a start or end in the hour skipped when clocks spring forward (02:30 on the spring-forward day
-  in ``America/New_York``) happens at the first instant after the gap (03:00 local);
-- a start or end in the hour repeated when clocks fall back happens once, at its first
-  occurrence (01:30 EDT, not 01:30 EST again), when the cron names its hour; a cron whose hour
-  field is ``*`` (``*/20 * * * *``) fires in both readings of the repeated hour;
+  in ``America/New_York``) happens at the first instant after the gap (03:00 local). A window whose
+  start and end both lie in the skipped hour (``30 2`` to ``45 2``; or its end at the gap's end,
+  ``0 3``) so starts and ends at that instant: that day's occurrence is *empty*, never active (it is
+  listed by ``occurrences`` with start == end, and is no change for ``next_change``);
+- a start or end in the hour repeated when clocks fall back happens once, at its first reading
+  (01:30 EDT, not 01:30 EST again): a window that starts in the second reading (only a start cron
+  with ``*`` in its minute or hour does) runs to the end's next occurrence, the next day's;
+- a cron with ``*`` in its minute or hour field (``*/20 * * * *``, ``*/15 2 * * *``) runs in elapsed
+  time: it never fires in the skipped hour and fires in both readings of the repeated one;
 - ``durationSeconds`` is elapsed time: a 2-hour window over a DST switch lasts 7,200 s;
 - ``excludeDates`` are dates of the window's *start* in its time zone: a window that starts at
   22:00 on an excluded date is skipped, and one that started the evening before runs to its end
@@ -29,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 
 from cronsim import CronSim, CronSimError
@@ -80,7 +86,8 @@ _ENDS: dict[tuple[ScheduleWindow, float], float] = {}
 
 
 def _end_after(window: ScheduleWindow, start: datetime) -> float:
-    """Epoch seconds at which the occurrence that started at ``start`` (as cronsim gave it) ends."""
+    """Epoch seconds at which the occurrence that started at ``start`` (as cronsim gave it) ends: equal to the
+    start when the occurrence is empty (``_inside_gap``), never before it."""
     if window.end is None:
         return min(start.timestamp() + float(window.duration_seconds or 0), END_OF_CALENDAR)
     key = (window, start.timestamp())
@@ -88,9 +95,53 @@ def _end_after(window: ScheduleWindow, start: datetime) -> float:
     if end is None:
         if len(_ENDS) >= _CACHE:
             _ENDS.clear()
-        after = next(_cron(window.end, start), None)
-        end = _ENDS[key] = END_OF_CALENDAR if after is None else after.timestamp()
+        end = _ENDS[key] = start.timestamp() if _inside_gap(window, start) else _first_end(window.end, start)
     return end
+
+
+def _first_end(expr: str, start: datetime) -> float:
+    """The first occurrence of the end cron ``expr`` after ``start`` in elapsed time (epoch s; the calendar's end if
+    none): so a later start never ends earlier.
+
+    cronsim reads a fixed-time cron from ``start``'s wall-clock time and gives the first reading of a repeated
+    hour; from a start in the *second* reading (only a start cron with ``*`` in its minute or hour makes one)
+    that first reading lies before the start, and the end is the cron's next occurrence (the next day's)."""
+    begin = start.timestamp()
+    for end in _cron(expr, start):
+        if end.timestamp() > begin:
+            return end.timestamp()
+    return END_OF_CALENDAR
+
+
+def _fixed_time(expr: str) -> bool:
+    """Whether cronsim applies Debian cron's DST rules to ``expr`` (its minute and hour fields do not begin with
+    ``*``): then a time in the skipped hour fires when the gap ends, and one in the repeated hour once, at its
+    first reading. A cron with ``*`` there runs in elapsed time: never in the skipped hour, in both readings of
+    the repeated one."""
+    fields = expr.split()
+    return not fields[0].startswith("*") and not fields[1].startswith("*")
+
+
+def _inside_gap(window: ScheduleWindow, start: datetime) -> bool:
+    """Whether the occurrence at ``start`` is empty: its start and its end both lie in the hour skipped when the
+    clocks spring forward, so both happen when the gap ends (``30 2 * * *`` to ``45 2 * * *`` on the
+    spring-forward day in Europe/Berlin: 03:00 CEST to 03:00 CEST).
+
+    That is: the clocks jump at ``start``, the start cron is fixed-time (``_fixed_time``) and its latest
+    wall-clock time at or before ``start``'s lies in the gap (cronsim moved it to the gap's end), and the end
+    cron, fixed-time too, comes next at a wall-clock time after that one and not after the gap's end."""
+    try:
+        jump = start.utcoffset() - datetime.fromtimestamp(start.timestamp() - 1, start.tzinfo).utcoffset()
+    except (OverflowError, ValueError):  # the calendar's first second: nothing before it
+        return False
+    if not jump or jump < timedelta(0) or not _fixed_time(window.start) or not _fixed_time(window.end):
+        return False
+    wall = start.replace(tzinfo=None)  # naive: cronsim walks wall-clock time, as it does for fixed-time crons
+    written = next(_cron(window.start, wall + timedelta(seconds=1), reverse=True), None)
+    if written is None or not wall - jump <= written < wall:
+        return False
+    end = next(_cron(window.end, written), None)
+    return end is not None and end <= wall
 
 
 #: per window, the occurrence bracket of its last look-up: (start, next start) as epoch seconds, then as cronsim gave
@@ -187,8 +238,9 @@ def expired_windows(windows: Sequence[ScheduleWindow], now: float) -> tuple[str,
 
 def occurrences(window: ScheduleWindow, since: float, until: float) -> Iterator[tuple[float, float]]:
     """(start, end) epoch seconds of every non-excluded occurrence that overlaps ``[since, until)``,
-    in time order (an occurrence already running at ``since`` comes first). A dated window has one
-    occurrence (none once it has expired at ``since``)."""
+    in time order (an occurrence already running at ``since`` comes first), and of every empty one that
+    starts in it (start == end: a window inside the hour skipped when the clocks spring forward, never
+    active). A dated window has one occurrence (none once it has expired at ``since``)."""
     if window.dated:
         if window.start_time < until and window.end_time > since:
             yield window.start_time, window.end_time
@@ -196,21 +248,25 @@ def occurrences(window: ScheduleWindow, since: float, until: float) -> Iterator[
     running = active_occurrence(window, since)
     if running is not None:
         yield running.start, running.end
-    since_local = _local(math.floor(since), window)
+    since_local = _local(math.floor(since) - 1, window)  # cronsim's starts come after it: from since on
     if since_local is None:
         return
     for start in _cron(window.start, since_local):
         ts = start.timestamp()
         if ts >= until:
             return
-        if ts <= since or start.date() in window.exclude_dates:
+        if ts < since or start.date() in window.exclude_dates:
             continue
-        yield ts, _end_after(window, start)
+        end = _end_after(window, start)
+        if ts == since and end > ts:  # running at since: yielded first
+            continue
+        yield ts, end
 
 
 def next_change(windows: Sequence[ScheduleWindow], now: float,
                 active: Sequence[ActiveWindow] | None = None) -> float | None:
-    """Epoch seconds of the next start or end of any window after ``now`` (None without windows).
+    """Epoch seconds of the next start or end of any window after ``now`` (None without windows); an empty
+    occurrence (``occurrences``) starts and ends nothing.
 
     The controller re-syncs an autoscaler then, so a floor applies at its start, not a period later.
     ``active`` is ``active_windows(windows, now)`` when the caller has it already (saves the work).
@@ -232,22 +288,23 @@ def next_change(windows: Sequence[ScheduleWindow], now: float,
 
 def _next_start_after(window: ScheduleWindow, minute: float) -> float | None:
     """``_next_start``, from the occurrence memo (``_BRACKETS``) when the minute lies in its bracket: the bracket's
-    next start, unless its date is excluded."""
+    next start, unless its date is excluded or it is empty."""
     b = _BRACKETS.get(window)
-    if b is not None and b[0] <= minute + 59 < b[1] and b[3] is not None and b[3].date() not in window.exclude_dates:
+    if (b is not None and b[0] <= minute + 59 < b[1] and b[3] is not None and b[3].date() not in window.exclude_dates
+            and _end_after(window, b[3]) > b[1]):
         return b[1]
     return _next_start(window, minute)
 
 
 @lru_cache(maxsize=_CACHE)
 def _next_start(window: ScheduleWindow, minute: float) -> float | None:
-    """The first non-excluded start after the minute that begins at epoch ``minute`` (None past
-    ``_MAX_SKIPPED`` excluded starts): the same for every time within that minute."""
+    """The first start after the minute that begins at epoch ``minute`` of an occurrence that is neither
+    excluded nor empty (None past ``_MAX_SKIPPED`` such starts): the same for every time within that minute."""
     after = _local(minute + 59, window)
     if after is None:
         return None
     for skipped, start in enumerate(_cron(window.start, after)):
-        if start.date() not in window.exclude_dates:
+        if start.date() not in window.exclude_dates and _end_after(window, start) > start.timestamp():
             return start.timestamp()
         if skipped > _MAX_SKIPPED:
             return None
