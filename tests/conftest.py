@@ -104,11 +104,13 @@ def pytest_terminal_summary(terminalreporter):
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Each test file is one pytest-xdist group (module fixtures and the ports a file's servers share stay in
-    one process), and the end-to-end tier (tests/e2e) is one group: one process, one real control plane."""
+    one process), and the tests that need the built control plane (the end-to-end tier, hpa-decide, the build) are
+    one group: one process, one real control plane, and while the control plane builds in the background one
+    process waits for it and the other runs everything else."""
     for item in items:
         path = item.nodeid.split("::", 1)[0]
-        item.add_marker(pytest.mark.xdist_group("e2e" if path.startswith("tests/e2e/") or path.startswith("e2e/")
-                                                else path))
+        needs = any(Path(item.path) == need or need in Path(item.path).parents for need in NEEDS_CONTROL_PLANE)
+        item.add_marker(pytest.mark.xdist_group("control-plane" if needs else path))
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ a ``go`` on PATH that fails as Go does when the module proxy cannot be reached, 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ exit 1
 """
 
 
-def _pytest(tmp_path: Path, ci: bool, beside: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+def _pytest(tmp_path: Path, ci: bool, beside: tuple[str, ...] = (), *flags: str) -> subprocess.CompletedProcess:
     fake = tmp_path / "fakebin"
     fake.mkdir()
     (fake / "go").write_text(FAILING_GO)
@@ -32,7 +33,7 @@ def _pytest(tmp_path: Path, ci: bool, beside: tuple[str, ...] = ()) -> subproces
         env["CI"] = "true"
     # alone: built in the foreground, in one process; beside other tests: in the background, two xdist workers
     workers = ["-n", "2"] if beside else ["-n", "0"]
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", *workers, "-p", "no:cacheprovider",
+    return subprocess.run([sys.executable, "-m", "pytest", *(flags or ("-q",)), *workers, "-p", "no:cacheprovider",
                            "tests/test_upstream_decide.py", *beside], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=900)
 
@@ -59,3 +60,18 @@ def test_in_ci_a_failed_build_fails_the_tests_that_need_it(tmp_path):
     assert res.returncode == 1, res.stdout[-3000:]
     assert "failed" in summary or "error" in summary, summary
     assert "in CI the control plane must be built: control plane not built:" in res.stdout
+
+
+def test_the_tests_that_wait_for_the_build_share_one_process_and_the_others_run_in_the_other(tmp_path):
+    """While the control plane builds in the background, the tests that need it (hpa-decide's, the build's, the e2e
+    tier) wait for it in one xdist worker, one group; the other worker runs the rest meanwhile (both once waited)."""
+    beside = ("tests/test_controlplane_build.py", "tests/test_metrics_fixture_clock.py", "tests/test_snapshot_format.py")
+    res = _pytest(tmp_path, False, beside, "-v")
+    assert res.returncode == 0, res.stdout[-3000:]
+    ran = [re.match(r"^\[(gw\d+)\] .*? (tests/[\w/]+\.py)::", line) for line in res.stdout.splitlines()]
+    workers: dict[str, set] = {}
+    for m in filter(None, ran):
+        workers.setdefault(m.group(2), set()).add(m.group(1))
+    needing = workers["tests/test_upstream_decide.py"] | workers["tests/test_controlplane_build.py"]
+    others = workers["tests/test_metrics_fixture_clock.py"] | workers["tests/test_snapshot_format.py"]
+    assert len(needing) == 1 and not needing & others, workers
