@@ -75,8 +75,12 @@ def test_ctrl_c_ends_tune_quietly(tmp_path, when):
     files, and no worker left. ``started``: as soon as the workers exist (before their first replay: a worker
     forked a moment ago must not raise either); ``replaying``: once a worker has spent CPU time on a replay."""
     out = tmp_path / "out"
+    # its own process group, as a terminal's job, and SIGINT's default action, as a terminal gives it (a suite
+    # started in the background by a non-interactive shell, as CI may start it, inherits SIGINT ignored, and
+    # Python then keeps it ignored: Ctrl-C would do nothing, as it rightly does to a background job)
     tune = subprocess.Popen(_tune_command(out), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)  # its own process group, as a terminal's job
+                            text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     workers: list[int] = []
     try:
         workers = _wait_for_workers(tune)

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from control_plane_gate import BUILDER, RESULT
+
 ROOT = Path(__file__).resolve().parent.parent
 
 FAILING_GO = """#!/bin/sh
@@ -26,8 +28,9 @@ def _pytest(tmp_path: Path, ci: bool, beside: tuple[str, ...] = (), *flags: str)
     fake.mkdir()
     (fake / "go").write_text(FAILING_GO)
     (fake / "go").chmod(0o755)
-    env = {k: v for k, v in os.environ.items() if k not in ("CI", "PYHPA_CONTROL_PLANE_UNAVAILABLE",
-                                                           "PYTEST_XDIST_WORKER", "PYTEST_ADDOPTS")}
+    # nothing of this run's own control plane: its build's outcome (control_plane_gate.RESULT, BUILDER), its cache
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", RESULT, BUILDER, "PYTEST_XDIST_WORKER",
+                                                           "PYTEST_ADDOPTS")}
     env.update(PATH=f"{fake}{os.pathsep}{env.get('PATH', '')}", PYHPA_CONTROL_PLANE_CACHE=str(tmp_path / "cache"))
     if ci:
         env["CI"] = "true"
