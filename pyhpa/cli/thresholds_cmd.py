@@ -126,8 +126,8 @@ def thresholds_table(title: str, rows: list[tuple[str, ...]]) -> Table:
     ONE cell per column, its rows one line each (``no_wrap``: a cell never takes two lines; a column narrower
     than a cell cuts it with "…", as rich cuts a one-word cell): rich prints it as it prints one cell per row, a
     rule-less table showing no boundary between rows (tests/test_thresholds_output.py compares the two on
-    terminals and pipes 17 to 400 columns wide; at 16 or fewer no character of a cell fits and the rows are one
-    blank line). For the 1,000 tables of 10 rows of issue 37, rich's work is 2.4 times smaller (5 cells a table,
+    terminals and pipes 18 to 400 columns wide; with room for 16 or fewer no character of a cell fits and the rows
+    are one blank line). For the 1,000 tables of 10 rows of issue 37, rich's work is 2.4 times smaller (5 cells a table,
     not 55)."""
     table = Table(title=Text(title, style="table.title"), title_justify="left")  # rich's style for a str title
     for header in HEADERS:
