@@ -276,3 +276,14 @@ def test_kubectl_output_given_as_a_snapshot_says_where_it_goes(tmp_path, path, l
     r = invoke("explain", path)
     assert r.exit_code == 2, r.output
     assert r.output.strip() == f"error: {path}: {line}"
+
+
+def test_explain_prints_what_the_user_wrote_never_reading_it_as_markup():
+    """A selector's text (``map[string]string{...}``, ``[]LabelSelectorRequirement{}``) reached rich's markup
+    reader in the metric lines, the sources table and the conditions' messages, which ate the bracketed parts
+    (``mapstring{...}``, and a whole message up to a closing bracket)."""
+    r = invoke("explain", "--lenient", CONF / "regressions.json")
+    assert r.exit_code == 0, r.output
+    assert "MatchLabels:map[string]string{" in r.output and "MatchExpressions:[]LabelSelectorRequirement{}" in r.output
+    assert "mapstring{" not in r.output and "MatchExpressions:LabelSelectorRequirement" not in r.output
+    assert "[bold]" not in r.output and "[/]" not in r.output  # the command's own styling is still styling

@@ -10,7 +10,9 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from ..adapters.errors import InputError
 from ..adapters.kubectl import snapshot_from_kubectl
@@ -54,7 +56,7 @@ def explain(
 def explain_snapshots(snaps: list[Snapshot], output: Output, recommendation: int | None = None) -> None:
     """Decide each snapshot and print why: text for people, or one JSON object per line (``decision_json``).
     Also what ``kubectl pyhpa explain`` prints for the live snapshot it takes."""
-    console = text_console()
+    console = text_console(markup=False)  # user text (metric names, selectors, messages) is printed as written
     for snap in snaps:
         decision = run_snapshot(snap, recommendation)
         warnings = snapshot_warnings(snap)
@@ -154,11 +156,17 @@ def _pod_lines(p: Proposal) -> list[str]:
     return lines
 
 
+def _marked(template: str, *values) -> Text:
+    """``template``'s rich markup (``[bold]...[/]``) styles the line; ``values`` (what the user wrote: names,
+    selectors, messages) are put in ``{}`` as they are, never read as markup (``map[string]string{...}``)."""
+    return Text.from_markup(template.format(*(escape(str(v)) for v in values)))
+
+
 def render(console: Console, snap: Snapshot, d: Decision, warnings: list[HPAWarning] = ()) -> None:
     """The human explanation of one decision, then the warnings of ``pyhpa.core.check_hpa``."""
     h = snap.hpa
     down, up = tolerances(h, snap.config)
-    rule(console, f"[bold]{snap.name}[/]")
+    rule(console, _marked("[bold]{}[/]", snap.name))
     console.print(f"HPA {h.namespace}/{h.name}   now {format_time(snap.now)}   source {snap.source}")
     console.print(
         f"current replicas {d.current_replicas} (min {h.min_replicas}, max {h.max_replicas}); "
@@ -169,9 +177,9 @@ def render(console: Console, snap: Snapshot, d: Decision, warnings: list[HPAWarn
     if d.prenormalized is not None and not d.proposals:
         console.print(f"recommendation given: {d.prenormalized} (metrics not evaluated)")
     for i, p in enumerate(d.proposals, 1):
-        console.print(f"\n[bold]metric {i}:[/] {p.metric}")
+        console.print(_marked("\n[bold]metric {}:[/] {}", i, p.metric))
         if p.error:
-            console.print(f"  [red]cannot compute[/]: {p.error}", markup=True)
+            console.print(_marked("  [red]cannot compute[/]: {}", p.error))
             for line in _pod_lines(p):
                 console.print(f"  {line}")
             continue
@@ -180,13 +188,13 @@ def render(console: Console, snap: Snapshot, d: Decision, warnings: list[HPAWarn
             console.print(f"  {_ratio_line(p)}")
         for line in _pod_lines(p):
             console.print(f"  {line}")
-        console.print(f"  proposes [bold]{p.replicas}[/] replicas")
+        console.print(_marked("  proposes [bold]{}[/] replicas", p.replicas))
     for section in SOURCE_SECTIONS.values():
         if getattr(h, section.field) is not None:
             _OWN_RENDERING.get(section.source.kind, _render_source)(console, snap, d, section)
     _render_result(console, d)
     for w in warnings:
-        console.print(f"[bold yellow]warning {w.reason}[/]: ", end="")
+        console.print(_marked("[bold yellow]warning {}[/]: ", w.reason), end="")
         console.print(w.message, markup=False)
 
 
@@ -196,8 +204,8 @@ def _render_prediction(console: Console, snap: Snapshot, d: Decision, section: S
     spec = snap.hpa.prediction
     st = d.status.prediction
     src = d.source(section.source.kind)
-    console.print(f"\n[bold]prediction:[/] metric {spec.metric + 1}, lead {spec.lead_seconds} s, quantile {spec.quantile:g}, "
-                  f"mode {spec.mode}")
+    console.print(_marked("\n[bold]prediction:[/] metric {}, lead {} s, quantile {}, mode {}", spec.metric + 1,
+                          spec.lead_seconds, f"{spec.quantile:g}", spec.mode))
     if st is None or src is None:
         console.print(NOT_EVALUATED)
         return
@@ -227,7 +235,7 @@ def _render_source(console: Console, snap: Snapshot, d: Decision, section: Sourc
     in one line, its status's lines, what it asked for and whether it set the number (the values of ``-o json``'s
     ``<field>``)."""
     source = section.source
-    console.print(f"\n[bold]{section.field}:[/] {source.summary(getattr(snap.hpa, section.field))}")
+    console.print(_marked("\n[bold]{}:[/] {}", section.field, source.summary(getattr(snap.hpa, section.field))))
     st = getattr(d.status, section.field)
     src = d.source(source.kind)
     if st is None or src is None:
@@ -243,11 +251,13 @@ def _asks_for(console: Console, d: Decision, src: SourceProposal, replicas: int,
     """The replicas a source asked for and what became of them: not applied (``why``), set the number, or not the
     deciding source."""
     if not (src.applied and src.active):
-        console.print(f"  asks for [bold]{replicas}[/] replicas; not applied ({why})")
+        console.print(_marked("  asks for [bold]{}[/] replicas; not applied ({})", replicas, why))
         return
-    verdict = ("[bold green]it set the number[/]" if src.won
-               else f"not the deciding source (decided by {d.decided_by})")
-    console.print(f"  asks for [bold]{replicas}[/] replicas: {verdict}")
+    if src.won:
+        console.print(_marked("  asks for [bold]{}[/] replicas: [bold green]it set the number[/]", replicas))
+    else:
+        console.print(_marked("  asks for [bold]{}[/] replicas: not the deciding source (decided by {})", replicas,
+                              d.decided_by))
 
 
 def _render_result(console: Console, d: Decision) -> None:
@@ -259,9 +269,10 @@ def _render_result(console: Console, d: Decision) -> None:
         console.print("  normalization changed nothing (no stabilization, rate limit or min/max applied)")
     _render_sources(console, d)
     if d.rescale:
-        console.print(f"\n[bold green]scale {d.current_replicas} -> {d.desired_replicas}[/]: {d.rescale_reason}")
+        console.print(_marked("\n[bold green]scale {} -> {}[/]: {}", d.current_replicas, d.desired_replicas,
+                              d.rescale_reason))
     else:
-        console.print(f"\n[bold]no rescale[/]: stays at {d.current_replicas}")
+        console.print(_marked("\n[bold]no rescale[/]: stays at {}", d.current_replicas))
     if d.error:
         console.print(f"error: {d.error}", markup=False)
     table = Table("condition", "status", "reason", "message", show_lines=False)
@@ -301,7 +312,7 @@ def _render_schedules(console: Console, snap: Snapshot, d: Decision) -> None:
     """The windows active at the snapshot's ``now`` and how they changed the bounds."""
     h = snap.hpa
     active = {a.name: a for a in active_windows(h.schedules, snap.now)}
-    console.print(f"\n[bold]schedules[/] at now: {len(active)} of {len(h.schedules)} window(s) active")
+    console.print(_marked("\n[bold]schedules[/] at now: {} of {} window(s) active", len(active), len(h.schedules)))
     for w in h.schedules:
         a = active.get(w.name)
         if a is None and w.dated:

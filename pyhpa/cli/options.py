@@ -50,12 +50,14 @@ GAPS_HELP = ("Rows more than 1.5 steps apart: error (refuse the trace), hold (ea
              "Reported in the output.")
 
 
-def console(stderr: bool = False) -> Console:
+def console(stderr: bool = False, markup: bool = True) -> Console:
     """The console text output goes to: on a terminal its width; piped or redirected, lines are never wrapped
-    (tables as wide as their content, up to ``PIPE_WIDTH`` columns)."""
-    c = Console(highlight=False, stderr=stderr)
+    (tables as wide as their content, up to ``PIPE_WIDTH`` columns). ``markup=False``: strings are printed as they
+    are (what a user wrote, ``map[string]string{...}`` or ``hits[/]``, is never read as rich markup); styled text
+    is given as ``rich.text.Text``."""
+    c = Console(highlight=False, stderr=stderr, markup=markup)
     if not c.is_terminal:
-        c = Console(highlight=False, stderr=stderr, width=PIPE_WIDTH, soft_wrap=True)
+        c = Console(highlight=False, stderr=stderr, width=PIPE_WIDTH, soft_wrap=True, markup=markup)
     return c
 
 
