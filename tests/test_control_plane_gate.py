@@ -54,6 +54,9 @@ def test_a_failed_build_is_counted_as_not_run_with_the_reason_and_the_fix(tmp_pa
     # what failed (Go's own words) and the one command that fixes it
     assert "go mod download k8s.io/kubernetes failed" in reason[0] or "go list failed" in reason[0], reason[0]
     assert "no such host" in reason[0] and "Fix: " in reason[0], reason[0]
+    if beside:  # built in the background: a line says how it ended and how long the build itself took
+        ended = [line for line in out if re.match(r"control plane: not built \(exit code \d+\) in the background in ", line)]
+        assert len(ended) == 1 and re.search(r" in \d+ min \(log: ", ended[0]), out[-10:]
     assert "Traceback" not in res.stdout + res.stderr
 
 
