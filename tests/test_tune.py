@@ -478,3 +478,29 @@ def test_a_replay_stopped_early_decided_exactly_as_the_full_one_until_it_stopped
             assert run.summary["overloaded_seconds"] > stop.overloaded_seconds
         else:
             assert run.cluster.stats.pod_seconds > stop.pod_seconds
+
+
+
+def test_a_utilization_target_without_a_request_warns_once_before_the_search(tmp_path):
+    """(issue 37) As ``pyhpa simulate`` does: a request of 0 is legal, and every replayed sync then fails with
+    upstream's FailedGetResourceMetric; tune says so in one line on stderr before it searches."""
+    target = yaml.safe_load(DEPLOYMENT.read_text())
+    target["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "0", "memory": "1Gi"}}
+    tfile = tmp_path / "target.yaml"
+    tfile.write_text(yaml.safe_dump(target))
+    hfile = write_hpa(tmp_path / "hpa.yaml")
+    trace = write_trace(tmp_path / "trace.csv", daily(36))
+    expected = (f"{tfile}: Deployment bench/web: spec.template.spec.containers[0].resources.requests.cpu: container "
+                f"web requests 0 cpu, so the Utilization target of {hfile} (HorizontalPodAutoscaler bench/web, "
+                f"spec.metrics[0]) cannot be computed: every sync will report upstream's FailedGetResourceMetric "
+                f"(no metrics returned matched known pods)")
+    for deployment, said in ((tfile, [expected]), (DEPLOYMENT, [])):  # DEPLOYMENT requests 1 CPU: nothing to say
+        lines: list[str] = []
+        prepare(input_files([hfile], deployment, trace, "rps", PROFILE), end=iso(T0 + 30 * HOUR), settings=SETTINGS,
+                held_out_seconds=6 * HOUR, upstream_only=True, warn=lines.append)
+        assert lines == said
+    result = CliRunner().invoke(app, [
+        "tune", "--hpa", str(hfile), "--target", str(tfile), "--profile", str(PROFILE), "--trace", str(trace),
+        "--column", "rps", "--end", iso(T0 + 30 * HOUR), "--held-out", str(6 * HOUR), "--sync-period", "60",
+        "--output-dir", str(tmp_path / "out"), "--no-progress", "--upstream-only", "--trials", "2"])
+    assert result.stderr.splitlines()[0] == f"warning: {expected}", result.output

@@ -76,7 +76,7 @@ def simulate(
                   load_scale=load_scale, gaps=gaps.value, metric_columns=tuple(metric_column or ()),
                   metrics_outages=tuple(metrics_outage or ()), settings=settings)
     with options.output_dir(output_dir), _progress(no_progress) as bar:
-        sim = run_simulation(hpa or (), target, trace, column, progress=bar, warn=_warn, **kwargs)
+        sim = run_simulation(hpa or (), target, trace, column, progress=bar, warn=print_warning, **kwargs)
     _print_inputs(console, sim)
     console.print(summary_table(sim))
     for run in sim.runs:
@@ -90,7 +90,7 @@ def simulate(
     console.print("wrote " + ", ".join(str(p) for p in written))
 
 
-def _warn(line: str) -> None:
+def print_warning(line: str) -> None:
     """A warning before the run (``pyhpa.simulate.request_warnings``): one line on stderr."""
     err_console.print(f"warning: {line}", markup=False)
 

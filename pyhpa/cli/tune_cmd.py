@@ -133,7 +133,8 @@ def tune(
             files = input_files([hpa], target, trace, column, profile)
         prepared = prepare(files, metric_columns=tuple(metric_column or ()), time_column=time_column,
                            where=tuple(where or ()), start=start, end=end, load_scale=load_scale, gaps=gaps.value,
-                           settings=settings, held_out_seconds=held_out, upstream_only=upstream_only)
+                           settings=settings, held_out_seconds=held_out, upstream_only=upstream_only,
+                           warn=simulate_cmd.print_warning)
         n_jobs = jobs or cores
         with _Bar(no_progress or output == Output.json, trials, timeout) as bar:
             result = run_tune(prepared, objective, trials=trials, timeout=timeout, jobs=n_jobs, seed=seed, progress=bar)

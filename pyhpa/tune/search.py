@@ -38,8 +38,8 @@ from ..adapters.autoscaler import find_autoscaler
 from ..adapters.errors import InputError
 from ..adapters.snapshot import read_document
 from ..api.v1alpha1 import Searched
-from ..simulate import (Autoscaler, Load, Settings, check_metric_columns, load_autoscaler, read_load, read_workload,
-                        replay)
+from ..simulate import (Autoscaler, Load, Settings, check_metric_columns, display_path, load_autoscaler, read_load,
+                        read_workload, replay, request_warnings)
 from ..simulate.profile import Profile
 from ..simulate.target import Target
 from ..simulate.trace import iso, load_trace, time_bound
@@ -268,10 +268,11 @@ class TuneResult:
 def prepare(files: dict, *, metric_columns: Sequence[str] = (), time_column: str | None = None,
             where: Sequence[str] = (), start: str | None = None, end: str | None = None, load_scale: float = 1.0,
             gaps: str = "error", settings: Settings | None = None, held_out_seconds: float = 86400.0,
-            upstream_only: bool = False) -> Prepared:
+            upstream_only: bool = False, warn: Callable[[str], None] | None = None) -> Prepared:
     """Read the inputs as ``pyhpa simulate`` does (``files``: ``pyhpa.simulate.input_files``'s keys, one
-    ``hpa``) and split the window. Raises InputError: unreadable input, a metric the simulator cannot
-    replay, too little history, a flat or empty workload."""
+    ``hpa``) and split the window; ``warn(line)`` is called with each of ``pyhpa.simulate.request_warnings``
+    (legal input that makes every replayed sync fail), as ``pyhpa simulate`` warns. Raises InputError: unreadable
+    input, a metric the simulator cannot replay, too little history, a flat or empty workload."""
     settings = settings or Settings()
     file = str(files["hpa"][0])
     prof, tgt = read_workload(files, metric_columns)
@@ -279,6 +280,8 @@ def prepare(files: dict, *, metric_columns: Sequence[str] = (), time_column: str
     auto = load_autoscaler(base, file, tgt, settings)
     check_metric_columns(metric_columns, [auto])
     kind = space.target_kind(base, auto.hpa, file)
+    for line in request_warnings(auto, tgt, display_path(files["target"])) if warn is not None else ():
+        warn(line)
     kw = dict(time_column=time_column, where=where, load_scale=load_scale, gaps=gaps)
     # times only: where the window ends, to split it (the values of the held-out rows are not used here)
     window = load_trace(files["trace"], files["column"], time_column=time_column, where=tuple(where), start=start,
