@@ -40,7 +40,7 @@ from .sync.memory import StatusMemory
 from .preview import never
 from .sync.reconciler import SyncInputs
 from .settings import Settings
-from .sync.sources import _samples
+from .sync.sources import query_samples
 
 KINDS = {"horizontalautoscaler": "HorizontalAutoscaler", "hpa": "HorizontalPodAutoscaler"}
 
@@ -143,7 +143,7 @@ def _readable(q: MetricQuery, answer: Any) -> bool:
     if q.type == PROMETHEUS:
         return True
     try:
-        _samples(q, answer)
+        query_samples(q, answer)
     except InputError:
         return False
     return True

@@ -156,7 +156,7 @@ def decided_by(winner: SourceRef, steps: Sequence[Step], bounds: Bounds, with_be
     return winner
 
 
-def _per_pod_target(spec: MetricSpec, pods: Sequence[Pod]) -> tuple[float | None, str]:
+def per_pod_target(spec: MetricSpec, pods: Sequence[Pod]) -> tuple[float | None, str]:
     """Milli-units one pod may carry at the target, or (None, why).
 
     A Utilization target is a percentage of the mean request (or limit, ``utilizationBasis: Limit``) of

@@ -10,7 +10,7 @@ import math
 from collections.abc import Sequence
 
 from .calculator import ceil_replicas, ceil_saturate, within
-from .combine import _per_pod_target
+from .combine import per_pod_target
 from .metrics import metric_index_problem
 from .model import (ENFORCE, HISTORY_UNAVAILABLE, HPA, MAX_INT32, METRIC_SOURCE_TYPES, NOT_PREDICTABLE, OBSERVING,
                     PREDICTING, PREDICTION_ACTIVE, PREDICTION_MODES, PREDICTION_SOURCE, UTILIZATION, VALUE, Forecast,
@@ -130,7 +130,7 @@ def prediction_proposal(hpa: HPA, forecast: Forecast | None, pods: Sequence[Pod]
         ratio = total / float(m.target_value_milli)
         replicas = current if within(ratio, tolerance_down, tolerance_up) else ceil_replicas(ratio, current)
     else:
-        per_pod, why = _per_pod_target(m, pods)
+        per_pod, why = per_pod_target(m, pods)
         if per_pod is None or per_pod <= 0:
             why = why or "the metric's target cannot size a forecast"
             return SourceProposal(source=PREDICTION_SOURCE, name=metric_name, applied=False,

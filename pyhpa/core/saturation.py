@@ -33,7 +33,7 @@ import math
 from collections.abc import Sequence
 
 from .calculator import MetricError, ceil_saturate, group_pods, pod_amount
-from .combine import _per_pod_target
+from .combine import per_pod_target
 from .metrics import metric_index_problem
 from .model import (
     BELOW_LIMIT,
@@ -154,7 +154,7 @@ def saturation_proposal(spec: SaturationSpec, metric: MetricSpec, samples: Metri
         message = (f"the ready pods use less than {spec.pinned_percent} % of their CPU limit: "
                    "their usage shows the demand")
         return _aside(spec, name, BELOW_LIMIT, message, percent, ready)
-    per_pod, why = _per_pod_target(metric, pods)
+    per_pod, why = per_pod_target(metric, pods)
     if per_pod is None or per_pod <= 0:
         return _aside(spec, name, NO_CPU_SAMPLES, why or "the metric's target cannot size the demand", percent, ready)
     replicas = max(ceil_saturate(usage * spec.demand_factor / per_pod - 1e-9, MAX_INT32), current)

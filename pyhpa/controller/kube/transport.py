@@ -40,6 +40,11 @@ def current_sync() -> SyncContext | None:
     return _CURRENT.get()
 
 
+def set_current_sync(sync: SyncContext | None) -> None:
+    """Make ``sync`` the sync of the running task (None: no sync), as ``SyncLoad.begin`` and ``end`` do."""
+    _CURRENT.set(sync)
+
+
 def note_request() -> None:
     """Count one API request for the current sync (called by the transport for every request)."""
     sync = _CURRENT.get()

@@ -18,7 +18,7 @@ from typing import Callable
 
 from prometheus_client import CollectorRegistry, Gauge, Histogram
 
-from ..kube.transport import _CURRENT, SyncContext, current_sync, note_request  # noqa: F401 (re-exported)
+from ..kube.transport import SyncContext, current_sync, note_request, set_current_sync  # noqa: F401 (re-exported)
 
 #: Lag buckets, seconds: 1 ms doubling to about 2 minutes.
 LAG_BUCKETS = tuple(0.001 * 2**k for k in range(18))
@@ -93,14 +93,14 @@ class SyncLoad:
         self.lag.observe(lag)
         self.lag_total += lag
         sync = SyncContext(key)
-        _CURRENT.set(sync)
+        set_current_sync(sync)
         return sync
 
     def end(self, sync: SyncContext) -> None:
         self.requests.observe(sync.requests)
         self.syncs += 1
         self.requests_total += sync.requests
-        _CURRENT.set(None)
+        set_current_sync(None)
 
 
 __all__ = ["GC_THRESHOLDS", "RELEASE_SECONDS", "SyncContext", "SyncLoad", "current_sync", "note_request",

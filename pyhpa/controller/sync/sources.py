@@ -76,7 +76,7 @@ class MetricSources:
             msg = fetch_failed(q.type, err.message)
             return Fetched(MetricSamples(error=msg), msg, time.perf_counter() - start)
         try:
-            samples = _samples(q, answer)
+            samples = query_samples(q, answer)
         except InputError as err:
             samples = MetricSamples(error=f"malformed answer of the {API_NAMES[q.type]} metrics API: {err}")
         return Fetched(samples, answer, time.perf_counter() - start)
@@ -130,7 +130,7 @@ def _usable(selector: str) -> bool:
     return True
 
 
-def _samples(q: MetricQuery, answer: Any) -> MetricSamples:
+def query_samples(q: MetricQuery, answer: Any) -> MetricSamples:
     if q.type in ("Resource", "ContainerResource"):
         container = q.container if q.type == "ContainerResource" else ""
         return resource_samples(answer, q.name, container)
