@@ -17,6 +17,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import Progress
 from rich.rule import Rule
+from rich.text import Text
 
 from ..adapters.errors import InputError
 
@@ -65,9 +66,10 @@ def console(stderr: bool = False, markup: bool = True) -> Console:
 RULE_WIDTH = 80
 
 
-def rule(c: Console, title: str) -> None:
-    """A heading rule with ``title``: across the terminal, or ``RULE_WIDTH`` columns when piped (``console()``'s
-    piped width is the widest a table may be, not a rule's)."""
+def rule(c: Console, title: str | Text) -> None:
+    """A heading rule with ``title`` (a string, read as markup where ``c`` reads markup, or rich ``Text``): across
+    the terminal, or ``RULE_WIDTH`` columns when piped (``console()``'s piped width is the widest a table may be,
+    not a rule's)."""
     if c.is_terminal:
         c.rule(title)
     else:

@@ -133,9 +133,10 @@ def run_simulation(
     check_metric_columns(metric_columns, hpas)
     load = read_load(files, hpas, prof, tgt, time_column=time_column, where=where, start=start, end=end,
                      load_scale=load_scale, gaps=gaps, metrics_outages=metrics_outages)
-    for line in (line for h in hpas for line in request_warnings(h, tgt, display_path(files["target"]))):
-        if warn is not None:
-            warn(line)
+    if warn is not None:
+        for h in hpas:
+            for line in request_warnings(h, tgt, display_path(files["target"])):
+                warn(line)
     runs = [replay(h, label, tgt, prof, load, settings, progress) for h, label in zip(hpas, _labels(files["hpa"]))]
     inputs = {k: (", ".join(map(display_path, v)) if isinstance(v, list) else display_path(v)) for k, v in files.items()}
     return Simulation(runs, load.trace, tgt, prof, settings, inputs, load.outages)

@@ -280,8 +280,9 @@ def prepare(files: dict, *, metric_columns: Sequence[str] = (), time_column: str
     auto = load_autoscaler(base, file, tgt, settings)
     check_metric_columns(metric_columns, [auto])
     kind = space.target_kind(base, auto.hpa, file)
-    for line in request_warnings(auto, tgt, display_path(files["target"])) if warn is not None else ():
-        warn(line)
+    if warn is not None:
+        for line in request_warnings(auto, tgt, display_path(files["target"])):
+            warn(line)
     kw = dict(time_column=time_column, where=where, load_scale=load_scale, gaps=gaps)
     # times only: where the window ends, to split it (the values of the held-out rows are not used here)
     window = load_trace(files["trace"], files["column"], time_column=time_column, where=tuple(where), start=start,
