@@ -69,9 +69,11 @@ class MetricsFixture(MetricsStore):
         self._thread: Optional[threading.Thread] = None
         self.requests = 0
         self._annotated: set[tuple[str, str]] = set()
-        self.before_read: list[Callable[[Optional[str]], None]] = []
-        """Called with the namespace (None: all) before a metrics read is answered, in the fixture's thread: a test
-        whose values follow the pods sets them there, so no reader sees values older than the pods."""
+        self.before_read: list[Callable[[Optional[str], dict], None]] = []
+        """Called with the namespace (None: all) and the read's query parameters (``labelSelector``,
+        ``metricLabelSelector``) before a metrics read is answered, in the fixture's thread: a test whose values
+        follow the pods sets them there, so no reader sees values older than the pods; a ``KubeError`` it raises
+        is the read's answer."""
         kubelet.listeners.append(self._pod_event)
 
     # ----- values: a pod annotated with its usage reports it ------------------------------------------------
@@ -131,9 +133,10 @@ class MetricsFixture(MetricsStore):
             if len(parts) == 3:
                 return json_response({"kind": "APIResourceList", "apiVersion": "v1",
                                       "groupVersion": f"{group}/{version}", "resources": self.discovery(group)})
+            query = dict(request.query)
             for hook in self.before_read:
-                hook(parts[4] if len(parts) > 4 and parts[3] == "namespaces" else None)
-            doc = self.handle(group, parts[3:], dict(request.query))
+                hook(parts[4] if len(parts) > 4 and parts[3] == "namespaces" else None, query)
+            doc = self.handle(group, parts[3:], query)
             if group == METRICS_GROUP and "apiVersion" in doc:
                 doc["apiVersion"] = f"{group}/{version}"
             return json_response(doc)

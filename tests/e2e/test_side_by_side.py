@@ -13,13 +13,20 @@ Compared per sync, not per second: the sequence of replica counts each controlle
 end of each step the conditions (type, status, reason, message) each wrote. ``pyhpa run --preview`` watches
 upstream's own HPAs meanwhile: at the end of every step it must report agreement on each.
 
-Each controller decides only on what a settled namespace shows, whatever the machine's load: while a twin's pods
-start or stop (its Deployment's replicas, status and pods disagree, or anything in the namespace changed less than
-``QUIET`` seconds ago), the metrics APIs answer that namespace's reads with 503, as a metrics pipeline that is down
+Each controller decides only on what its settled twin shows, whatever the machine's load: while a twin's pods
+start or stop (its Deployment's replicas, status and pods disagree, or its pods or Deployment changed less than
+``QUIET`` seconds ago), the metrics APIs answer the reads of that twin with 503, as a metrics pipeline that is down
 (``Load.gate``). A sync that reads then fails for both controllers alike (upstream records no recommendation and
 does not rescale on a failed metrics read; pyhpa the same) and the next one decides. So the paths compared are what
 each controller decided from the same settled inputs, not how the two controllers' sync instants fell against a
 pod's start on a busy machine (which made this test fail under load before).
+
+The gate is per twin, not per namespace: a read names its twin by its ``labelSelector`` (the Deployment's
+``app=<twin>`` for pod metrics; the external metric's selector ``twin=<twin>``, which each twin's spec carries).
+Gated per namespace, one controller's scale-up could land between two reads of the other's sync (a CPU read
+answered, the external read refused): a sync with one of its metrics missing still scales up on the others
+(``computeReplicasForMetrics``), so one twin went 1 -> 2 -> 5 where the other went 1 -> 5 (a CI run, 2026-11-28).
+A twin's own state changes between two reads of one sync only by that sync's own write, which comes after them.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from lightkube.resources.core_v1 import Namespace, Pod, PodStatus
 from lightkube.types import PatchType
 
 from kubedouble.errors import KubeError
+from kubedouble.selectors import labels_match, parse_label_selector
 
 from .util import HA, apply, deployment, has_default_sa, wait_until
 
@@ -74,7 +82,7 @@ class Scenario:
     missing: int = 0  # the next N pods (by name) at the start have no metrics (their names in ``no_metrics``)
     ns: str = ""
     changed_at: float = 0.0
-    touched_at: float = 0.0  # the last event of the namespace's pods or Deployments (monotonic)
+    touched_at: dict = field(default_factory=lambda: {t: 0.0 for t in TWINS})  # twin -> its last event (monotonic)
     deployments: dict = field(default_factory=dict)  # twin -> the Deployment as last watched (dict)
     gated: int = 0  # metrics reads answered 503 while the namespace was not settled
     seen: dict = field(default_factory=lambda: {t: [] for t in TWINS})
@@ -189,31 +197,32 @@ class Load(threading.Thread):
             self.plane.kubelet.listeners.remove(self._pod_changed)
             self.plane.metrics.before_read.remove(self._before_read)
 
-    def _before_read(self, ns) -> None:
-        """A controller reads metrics: its scenario's values follow the pods as they are at this instant; a namespace
-        that is not settled answers 503 (``gate``)."""
+    def _before_read(self, ns, query: dict) -> None:
+        """A controller reads metrics: its scenario's values follow the pods as they are at this instant; a read of
+        a twin that is not settled answers 503 (``gate``)."""
         if ns is None:
             self.apply_all()
             return
-        self.gate(ns)
+        self.gate(ns, _twins_read(query))
         self.apply_namespace(ns)
 
-    def gate(self, ns: str) -> None:
-        """Raise a 503 unless scenario ``ns`` is settled: every twin's Deployment has observed its spec and reports
-        as many replicas as its spec asks, as many pods run (none pending or terminating), and nothing of the
-        namespace changed in the last ``QUIET`` seconds."""
+    def gate(self, ns: str, twins: tuple = TWINS) -> None:
+        """Raise a 503 unless the ``twins`` of scenario ``ns`` are settled: each one's Deployment has observed its
+        spec and reports as many replicas as its spec asks, as many pods run (none pending or terminating), and
+        nothing of the twin (its pods, its Deployment) changed in the last ``QUIET`` seconds."""
         s = self.by_ns.get(ns)
         if s is None:
             return
         why = None
-        if time.monotonic() - s.touched_at < QUIET:
-            why = f"changed less than {QUIET} s ago"
-        for twin in TWINS:
+        now = time.monotonic()
+        for twin in twins:
             d = s.deployments.get(twin)
             status = (d or {}).get("status") or {}
             if why is not None:
                 break
-            if d is None or status.get("observedGeneration") != d["metadata"].get("generation"):
+            if now - s.touched_at[twin] < QUIET:
+                why = f"{twin}: changed less than {QUIET} s ago"
+            elif d is None or status.get("observedGeneration") != d["metadata"].get("generation"):
                 why = f"{twin}: the Deployment's spec is not observed yet"
             elif status.get("replicas", 0) != d["spec"].get("replicas"):
                 why = f"{twin}: status.replicas {status.get('replicas', 0)} for {d['spec'].get('replicas')}"
@@ -226,13 +235,13 @@ class Load(threading.Thread):
             s.gated += 1
             raise KubeError(503, f"side-by-side test: namespace {ns} is not settled ({why})")
 
-    def touched(self, ns: str) -> None:
+    def touched(self, ns: str, twin: Optional[str]) -> None:
         s = self.by_ns.get(ns)
-        if s is not None:
-            s.touched_at = time.monotonic()
+        if s is not None and twin in TWINS:
+            s.touched_at[twin] = time.monotonic()
 
     def _pod_changed(self, event: str, pod: dict) -> None:
-        self.touched(pod["metadata"]["namespace"])
+        self.touched(pod["metadata"]["namespace"], (pod["metadata"].get("labels") or {}).get("app"))
         self.apply_namespace(pod["metadata"]["namespace"])
 
     def apply_namespace(self, ns: str) -> None:
@@ -252,8 +261,8 @@ class Load(threading.Thread):
 
     def _apply(self, s: Scenario, step: Step) -> None:
         m = self.plane.metrics
-        if step.external is not None:
-            m.set_external_metric(s.ns, "queue", [({}, step.external)])
+        if step.external is not None:  # one value, a series per twin (each twin's spec selects ``twin=<twin>``)
+            m.set_external_metric(s.ns, "queue", [({"twin": t}, step.external) for t in TWINS])
         per_pod: dict[str, str] = {}  # one Pods metric series for the namespace: both twins' pods
         usage: dict[str, dict] = {}  # every pod's CPU of the namespace, set at once (no reader sees half a step)
         for twin in TWINS:
@@ -276,9 +285,20 @@ class Load(threading.Thread):
             m.set_pods_metric(s.ns, "rps", per_pod)
 
 
+def _twins_read(query: dict) -> tuple:
+    """The twins a metrics read can pick by its ``labelSelector`` (``app=<twin>`` of pods, ``twin=<twin>`` of the
+    external metric; none: both)."""
+    reqs = parse_label_selector(query.get("labelSelector"))
+    return tuple(t for t in TWINS if labels_match(reqs, {"app": t, "twin": t})) or TWINS
+
+
 def _spec(s: Scenario, twin: str) -> dict:
+    """The twin's autoscaler spec: the scenario's, its External metrics selecting the twin's series."""
+    metrics = [{**m, "external": {**m["external"], "metric": {**m["external"]["metric"],
+                                                              "selector": {"matchLabels": {"twin": twin}}}}}
+               if m["type"] == "External" else m for m in s.metrics]
     spec = {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": twin},
-            "minReplicas": s.min_replicas, "maxReplicas": s.max_replicas, "metrics": s.metrics}
+            "minReplicas": s.min_replicas, "maxReplicas": s.max_replicas, "metrics": metrics}
     if s.behavior:
         spec["behavior"] = s.behavior
     return spec
@@ -332,8 +352,10 @@ def _observe(client, load: Load, halt: threading.Event, watching: threading.Even
                 twin = d.metadata.name
                 if s is None or twin not in TWINS:
                     continue
+                known = s.deployments.get(twin)
                 s.deployments[twin] = d.to_dict()
-                load.touched(s.ns)
+                if known is None or known["metadata"]["resourceVersion"] != d.metadata.resourceVersion:
+                    load.touched(s.ns, twin)  # a watch listed again replays what is known: no change
                 if all(len(x.deployments) == len(TWINS) for x in by_ns.values()):
                     watching.set()
                 if s.seen[twin][-1] != d.spec.replicas:
@@ -371,13 +393,15 @@ def _settled(plane, scenarios, since: float, quiet: float):
 def _conditions(client, s: Scenario) -> dict:
     up = client.get(HorizontalPodAutoscaler, "up", namespace=s.ns).status
     py = client.get(HA, "py", namespace=s.ns).status or {}
-    strip = lambda cs: sorted((c["type"], c["status"], c["reason"], c["message"]) for c in cs)  # noqa: E731
+    # an External metric's messages name its selector, each twin's own (``_spec``): compared with the twin left out
+    same = lambda m: m.replace("{twin: up,}", "{twin: <twin>,}").replace("{twin: py,}", "{twin: <twin>,}")  # noqa: E731
+    strip = lambda cs: sorted((c["type"], c["status"], c["reason"], same(c["message"])) for c in cs)  # noqa: E731
     return {"up": strip([c.to_dict() for c in (up.conditions or [])]), "py": strip(py.get("conditions") or []),
             "desired": (up.desiredReplicas, py.get("desiredReplicas"))}
 
 
 def test_upstream_and_pyhpa_scale_their_twins_alike_and_the_preview_agrees(plane, client, pyhpa):
-    scenarios = [Scenario(**{k: v for k, v in vars(s).items() if k not in ("seen", "conditions", "ns", "no_metrics")})
+    scenarios = [Scenario(**{k: v for k, v in vars(s).items() if k not in ("seen", "conditions", "ns", "no_metrics", "touched_at", "deployments")})
                  for s in SCENARIOS]
     for s in scenarios:
         _setup(plane, client, s)
