@@ -81,56 +81,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-PODS_PER_HPA = 10
-HPAS_PER_NAMESPACE = 10
-START = "2020-01-01T00:00:00Z"
-
-
-def names(i: int) -> tuple[str, str]:
-    """(namespace, name) of the i-th autoscaler (its Deployment has the same name)."""
-    return f"bench-{i // HPAS_PER_NAMESPACE:04d}", f"app-{i}"
-
-
-#: the replicas run: every autoscaler has this fallback, and one in FAILING_EVERY has no pod metrics (its
-#: metric fails at every sync: it counts failures, then holds at the fallback's 10 replicas, its current count)
-FALLBACK = {"failureThreshold": 3, "replicas": PODS_PER_HPA}
-FAILING_EVERY = 10
-
-
-def autoscaler(i: int, fallback: bool = False) -> dict:
-    ns, name = names(i)
-    spec = {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
-            "minReplicas": 1, "maxReplicas": 100,
-            "metrics": [{"type": "Resource", "resource": {
-                "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}]}
-    if fallback:
-        spec["fallback"] = dict(FALLBACK)
-    return {"apiVersion": "pyhpa.dev/v1alpha1", "kind": "HorizontalAutoscaler",
-            "metadata": {"name": name, "namespace": ns}, "spec": spec}
-
-
-def failing(i: int, fallback: bool) -> bool:
-    """The i-th autoscaler's pods have no metrics (only in the replicas run, where autoscalers have fallbacks)."""
-    return fallback and i % FAILING_EVERY == FAILING_EVERY - 1
-
-
-def deployment(i: int) -> dict:
-    ns, name = names(i)
-    labels = {"app": name}
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns},
-            "spec": {"replicas": PODS_PER_HPA, "selector": {"matchLabels": labels},
-                     "template": {"metadata": {"labels": labels},
-                                  "spec": {"containers": [{"name": "app", "image": "app"}]}}},
-            "status": {"replicas": PODS_PER_HPA}}
-
-
-def pod(i: int, j: int) -> dict:
-    ns, name = names(i)
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"{name}-{j}", "namespace": ns, "labels": {"app": name}},
-            "spec": {"containers": [{"name": "app", "image": "app", "resources": {"requests": {"cpu": "200m"}}}]},
-            "status": {"phase": "Running", "startTime": START,
-                       "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": START}]}}
+from world import (  # noqa: E402  (the world both the double and the real API server are filled with)
+    PODS_PER_HPA,
+    autoscaler,
+    deployment,
+    failing,
+    names,
+    pod,
+)
 
 
 def pod_metrics_list(i: int, stamp: str) -> dict:
@@ -289,7 +247,8 @@ def serve_double(n: int, conn, stop_event, fallback: bool = False) -> None:
 
 
 async def run_http(workers: int, n: int, url: str) -> None:
-    from pyhpa.controller import Controller, Settings, load_config
+    from pyhpa.adapters.kubeconfig import load_config
+    from pyhpa.controller import Controller, Settings
     from pyhpa.controller.kube.api import HttpMetrics, LightkubeCluster
 
     settings = Settings(workers=workers, health_port=None, list_chunk_size=0, api_timeout_seconds=60)
@@ -330,7 +289,8 @@ class Double:
 
 # ----- the real API server (kube-apiserver v1.37.2, benchmarks/real_world.py) -------------------------------------
 async def run_real(workers: int, n: int, kubeconfig: str, pids: dict[str, int]) -> dict[str, float]:
-    from pyhpa.controller import Controller, Settings, load_config
+    from pyhpa.adapters.kubeconfig import load_config
+    from pyhpa.controller import Controller, Settings
     from pyhpa.controller.kube.api import HttpMetrics, LightkubeCluster
 
     settings = Settings(workers=workers, health_port=None, api_timeout_seconds=60)

@@ -20,8 +20,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from dataclasses import replace  # noqa: E402
 from zoneinfo import ZoneInfo  # noqa: E402
 
-from pyhpa.core import (HPA, ControllerConfig, Memory, MetricSamples, MetricSpec, Pod, PodSample, Scale,  # noqa: E402
-                        ScheduleWindow, decide)
+from pyhpa.core import (  # noqa: E402
+    HPA,
+    ControllerConfig,
+    Memory,
+    MetricSamples,
+    MetricSpec,
+    Pod,
+    PodSample,
+    Scale,
+    ScheduleWindow,
+    decide,
+)
 
 WINDOWS = (
     ScheduleWindow(name="business-hours", start="0 8 * * 1-5", end="0 18 * * 1-5",

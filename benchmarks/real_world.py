@@ -79,7 +79,7 @@ class _Writer:
 
 
 def _pod(i: int, j: int) -> dict:
-    import controller as bench  # benchmarks/controller.py: the same objects as the double's world
+    import world as bench  # benchmarks/controller.py: the same objects as the double's world
 
     p = bench.pod(i, j)
     p.pop("status")
@@ -89,7 +89,7 @@ def _pod(i: int, j: int) -> dict:
 
 def world_pods(n: int) -> dict[str, list[dict]]:
     """The seeded pods by namespace (what the metrics fixture serves)."""
-    import controller as bench
+    import world as bench
 
     out: dict[str, list[dict]] = {}
     for i in range(n):
@@ -101,7 +101,7 @@ def world_pods(n: int) -> dict[str, list[dict]]:
 
 async def seed(plane, n: int, fallback: bool) -> None:
     """Write the world of ``n`` autoscalers through the API."""
-    import controller as bench
+    import world as bench
 
     w = _Writer(plane)
     namespaces = sorted({bench.names(i)[0] for i in range(n)})
@@ -160,11 +160,10 @@ class _StaticPods:
 def serve(n: int, conn, stop_event, fallback: bool, home: str, extra_controllers: tuple[str, ...],
           controller_manager_args: tuple[str, ...]) -> None:
     """Child process: the control plane with the seeded world, until ``stop_event``."""
-    import controller as bench
-    from controlplane import ControlPlane
-    from controlplane.metrics import MetricsFixture
+    import world as bench
 
-    from controlplane import cache_dir
+    from controlplane import ControlPlane, cache_dir
+    from controlplane.metrics import MetricsFixture
 
     saved = cache_dir() / f"bench-world-{n}{'-fallback' if fallback else ''}"
     meta = saved / "meta.json"
@@ -233,7 +232,7 @@ def _command(plane, n: int, msg: tuple):
 
 
 async def _seed_native(plane, n: int) -> None:
-    import controller as bench
+    import world as bench
 
     w = _Writer(plane)
     try:

@@ -11,8 +11,19 @@ them), so ``tools/upstream/hpa-decide`` runs from any ``python3``; ``ControlPlan
 
 from typing import Any
 
-from .build import (BINARIES, KUBERNETES_VERSION, NOT_BUILT, BuildError, bin_dir, build, build_with_bar, cache_dir,
-                    is_built, kubectl, not_built_reason)
+from .build import (
+    BINARIES,
+    KUBERNETES_VERSION,
+    NOT_BUILT,
+    BuildError,
+    bin_dir,
+    build,
+    build_with_bar,
+    cache_dir,
+    is_built,
+    kubectl,
+    not_built_reason,
+)
 
 __all__ = ["BINARIES", "KUBERNETES_VERSION", "NOT_BUILT", "BuildError", "ControlPlane", "ControlPlaneError", "bin_dir",
            "build", "build_with_bar", "cache_dir", "is_built", "kubectl", "not_built_reason"]

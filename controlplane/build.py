@@ -198,7 +198,7 @@ def _build(go: str, version: str, todo: list[str], progress: Optional[Callable[[
                 if progress:
                     progress(min(done, total), total)
         if proc.wait() != 0:
-            raise BuildError(f"go build failed in {MODULE}: " + " | ".join(l for l in tail if l)[-2000:])
+            raise BuildError(f"go build failed in {MODULE}: " + " | ".join(t for t in tail if t)[-2000:])
         for name in group:
             os.replace(tmp / name, out / name)
             (out / f".stamp-{name}").write_text(source_hash(version, name) + "\n")

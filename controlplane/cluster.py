@@ -30,7 +30,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import time
@@ -42,7 +41,8 @@ import httpx2
 import yaml
 
 from .build import KUBERNETES_VERSION, bin_dir
-from .pki import METRICS_SERVICE, Pki, make_pki
+from .net import free_port
+from .pki import Pki, make_pki
 
 DEFAULT_CONTROLLERS = ("deployment", "replicaset", "serviceaccount", "serviceaccount-token", "namespace",
                        "garbagecollector")
@@ -51,13 +51,6 @@ NODE_NAME = "pyhpa-node"
 
 class ControlPlaneError(RuntimeError):
     """A component did not start or answer (one line, naming the log to read)."""
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port free on ``host`` now (the OS's choice)."""
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec

@@ -43,7 +43,7 @@ from lightkube import ApiError, codecs
 from kubedouble.errors import KubeError, json_response, status_body
 from kubedouble.metrics import CUSTOM_GROUP, EXTERNAL_GROUP, METRICS_GROUP, MetricsStore, timestamp_str
 
-from .cluster import free_port
+from .net import free_port
 from .pki import METRICS_SERVICE
 
 SERVED = {METRICS_GROUP: ["v1", "v1beta1"], CUSTOM_GROUP: ["v1beta2"], EXTERNAL_GROUP: ["v1beta1"]}

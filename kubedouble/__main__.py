@@ -15,7 +15,6 @@ from pathlib import Path
 
 import yaml
 
-
 FALLBACK_CRD = {
     "apiVersion": "apiextensions.k8s.io/v1",
     "kind": "CustomResourceDefinition",

@@ -17,8 +17,14 @@ from . import errors
 from .errors import KubeError, bad_request
 from .patches import PatchError, json_patch, merge_patch
 from .registry import Registry, ResourceType, resource_from_crd
-from .selectors import fields_match, get_field, labels_match, parse_field_selector, parse_label_selector, \
-    selector_string
+from .selectors import (
+    fields_match,
+    get_field,
+    labels_match,
+    parse_field_selector,
+    parse_label_selector,
+    selector_string,
+)
 from .store import Store
 from .validation import Validator, apply_defaults
 

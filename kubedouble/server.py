@@ -13,7 +13,7 @@ from aiohttp import web
 
 from .faults import Fault, Faults
 from .metrics import MetricsStore, Timestamp
-from .ops import CRD_KEY, Api, spec_part, now_rfc3339
+from .ops import CRD_KEY, Api, now_rfc3339, spec_part
 from .registry import Registry, ResourceType, resource_from_crd
 from .routes import LoggedRequest, Routes
 from .store import ABORT, BOOKMARK, CUT, STOP, Store

@@ -16,11 +16,11 @@ from hypothesis import settings
 settings.register_profile("pyhpa", deadline=None)
 settings.load_profile("pyhpa")
 
-from kubedouble import KubeDouble
-
-from controller_util import CRD
 from control_plane_gate import RESULT, build_log, start_build, stop_build
-from controlplane import NOT_BUILT, KUBERNETES_VERSION
+from controller_util import CRD
+
+from controlplane import KUBERNETES_VERSION, NOT_BUILT
+from kubedouble import KubeDouble
 
 TESTS = Path(__file__).resolve().parent
 #: the tests that need the built control plane: the e2e tier and upstream's HPA controller as hpa-decide

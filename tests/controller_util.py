@@ -90,7 +90,8 @@ class ControllerTask:
         self.task: asyncio.Task | None = None
 
     def start(self) -> "ControllerTask":
-        from pyhpa.controller import load_config, run_controller
+        from pyhpa.adapters.kubeconfig import load_config
+        from pyhpa.controller import run_controller
 
         self.task = asyncio.create_task(run_controller(self.settings, load_config(server=self.kd.url), stop=self.stop,
                                                        install_signals=False, on_started=self._started,

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from controller_util import autoscaler, deployment, wait_for
 from lightkube import codecs
+from test_controller_e2e import Running, events, put_pods, replicas, set_cpu
 
 from pyhpa.controller.cache.selectors import SelectorIndex
 from pyhpa.core import ControllerConfig, Pod, decide
-from test_controller_e2e import Running, events, put_pods, replicas, set_cpu
-from controller_util import autoscaler, deployment, wait_for
 from tests.builders import NOW, cpu_hpa, cpu_pods, old_memory, scale
 
 

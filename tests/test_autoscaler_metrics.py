@@ -3,13 +3,12 @@ autoscaler gets, their values as the sync decided them, and their removal when t
 
 from __future__ import annotations
 
+from controller_util import ControllerTask, autoscaler, deployment, pod, wait_for
 from lightkube import codecs
 from prometheus_client import generate_latest
 
 from kubedouble import KubeDouble
 from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
-
-from controller_util import ControllerTask, autoscaler, deployment, pod, wait_for
 
 HA = "pyhpa.dev/v1alpha1"
 QUEUE = {"type": "External", "external": {"metric": {"name": "queue_depth"},
@@ -85,9 +84,9 @@ def test_series_follow_the_spec_and_the_metric_state():
     from dataclasses import replace
     from types import SimpleNamespace
 
+    from builders import NOW, cpu_hpa, cpu_pods, old_memory, scale
     from prometheus_client import CollectorRegistry
 
-    from builders import NOW, cpu_hpa, cpu_pods, old_memory, scale
     from pyhpa.controller.outputs.autoscaler_metrics import AutoscalerMetrics
     from pyhpa.core import ControllerConfig, MetricSamples, MetricSpec, decide
 
@@ -130,6 +129,7 @@ def test_the_scrape_writes_what_prometheus_client_writes():
     from types import SimpleNamespace
 
     from builders import NOW, cpu_hpa, cpu_pods, old_memory, scale
+
     from pyhpa.controller.outputs.monitor import Monitor
     from pyhpa.core import ControllerConfig, MetricSamples, MetricSpec, PredictionSpec, decide
     from pyhpa.core.saturation import SaturationSpec

@@ -272,9 +272,9 @@ def test_piped_tables_do_not_wrap(predictive_run):
 # -------------------------------------------------------------------------------------------------- the plots
 def test_compare_draws_identical_runs_in_distinct_styles_and_interleaved_targets(tmp_path):
     import matplotlib.pyplot as plt
+    from simulate_util import hpa_doc, simulate
 
     from pyhpa.simulate.plot import compare_figure
-    from simulate_util import hpa_doc, simulate
 
     sim = simulate(tmp_path, [(900, 2.0), (900, 8.0)], hpas=[hpa_doc(max_replicas=20), hpa_doc(max_replicas=20)])
     fig = compare_figure(sim)
@@ -307,7 +307,7 @@ def test_a_flag_shows_what_it_takes_the_same_in_every_command():
 
     seen: dict[str, set] = {}
     for group in (GROUP, typer.main.get_command(plugin)):
-        for name, cmd in group.commands.items():
+        for cmd in group.commands.values():
             for p in cmd.params:
                 flag = max(getattr(p, "opts", [""]), key=len)
                 if p.param_type_name == "option" and p.metavar and not p.metavar.startswith("["):  # not choices

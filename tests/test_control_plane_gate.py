@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from control_plane_gate import BUILDER, RESULT
 
 ROOT = Path(__file__).resolve().parent.parent

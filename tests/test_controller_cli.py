@@ -13,9 +13,9 @@ from pathlib import Path
 import kubernetes_validate
 import pytest
 import yaml
+from controller_util import CRD, autoscaler, deployment, pod
 from typer.testing import CliRunner
 
-from controller_util import CRD, autoscaler, deployment, pod
 from kubedouble import KubeDouble
 from pyhpa.cli.main import app
 from pyhpa.cli.run_cmd import MANIFESTS, manifest_text

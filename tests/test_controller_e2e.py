@@ -11,16 +11,16 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from controller_util import CRD, autoscaler, deployment, pod, wait_for
 from lightkube import codecs
 
 from kubedouble import KubeDouble
-from pyhpa.core import decide
-from pyhpa.controller import Controller, Settings, load_config
-from pyhpa.controller.kube.api import HttpMetrics, LightkubeCluster
+from pyhpa.adapters.kubeconfig import load_config
+from pyhpa.controller import Controller, Settings
 from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
+from pyhpa.controller.kube.api import HttpMetrics, LightkubeCluster
 from pyhpa.controller.outputs.status import status_from_decision, with_columns
-
-from controller_util import CRD, autoscaler, deployment, pod, wait_for
+from pyhpa.core import decide
 
 HA = "pyhpa.dev/v1alpha1"
 

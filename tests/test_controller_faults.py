@@ -12,12 +12,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from controller_util import ControllerTask, autoscaler, cpu_metric, deployment, pod, wait_for
 from lightkube import codecs
 
 from kubedouble import KubeDouble
 from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
-
-from controller_util import CRD, ControllerTask, autoscaler, cpu_metric, deployment, pod, wait_for
 
 HA = "pyhpa.dev/v1alpha1"
 

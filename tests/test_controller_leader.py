@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from controller_util import CRD, ControllerTask, Skew, autoscaler, deployment, pod, wait_for
 from lightkube import codecs
 from prometheus_client import generate_latest
 from typer.testing import CliRunner
@@ -20,8 +21,6 @@ from pyhpa.cli.main import app
 from pyhpa.controller import LeadershipLost
 from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
 from pyhpa.controller.sync.memory import memory_from_status
-
-from controller_util import CRD, ControllerTask, Skew, autoscaler, deployment, pod, wait_for
 
 HA = "pyhpa.dev/v1alpha1"
 LEASE = "pyhpa-test"

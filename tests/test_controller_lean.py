@@ -14,7 +14,6 @@ restart, and the hand-over when a replica joins or leaves.
 from __future__ import annotations
 
 import asyncio
-import copy
 import os
 import subprocess
 import sys
@@ -23,14 +22,14 @@ import tracemalloc
 from pathlib import Path
 
 import msgspec
+from controller_util import autoscaler, deployment, pod, wait_for
 from lightkube.resources.core_v1 import Pod as PodResource
 
-from pyhpa.controller import Controller, Settings, load_config, run_controller
-from pyhpa.controller.sync.memory import StatusMemory
+from pyhpa.adapters.kubeconfig import load_config
+from pyhpa.controller import Controller, Settings, run_controller
 from pyhpa.controller.cache.pods import PodCache, PodView
 from pyhpa.controller.kube.stubs import StubCluster, StubMetrics
-
-from controller_util import autoscaler, deployment, pod, wait_for
+from pyhpa.controller.sync.memory import StatusMemory
 
 PODS = 4
 

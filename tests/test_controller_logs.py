@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from controller_util import CRD, autoscaler, deployment, pod
+
 from kubedouble import KubeDouble
 from pyhpa.controller.outputs.logs import JsonFormatter, LogfmtFormatter, fields
 

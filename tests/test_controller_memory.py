@@ -10,19 +10,24 @@ from __future__ import annotations
 
 import asyncio
 
+from controller_util import autoscaler, pod, wait_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lightkube.resources.core_v1 import Pod as PodResource
 
-from pyhpa.core import Behavior, ControllerConfig, Memory, ScalingPolicy, ScalingRules, decide, relevant_memory
 from pyhpa.controller import Controller, Settings
 from pyhpa.controller.cache.autoscaler import parse_autoscaler
-from pyhpa.controller.sync.memory import (RESTORED_BEFORE, StatusMemory, memory_from_status, memory_to_status,
-                                     persisted_memory, restored_memory)
 from pyhpa.controller.kube.stubs import StubCluster, StubMetrics
+from pyhpa.controller.sync.memory import (
+    RESTORED_BEFORE,
+    StatusMemory,
+    memory_from_status,
+    memory_to_status,
+    persisted_memory,
+    restored_memory,
+)
+from pyhpa.core import Behavior, ControllerConfig, Memory, ScalingPolicy, ScalingRules, decide, relevant_memory
 from tests.builders import NOW, cpu_hpa, scale
-
-from controller_util import autoscaler, pod, wait_for
 
 CFG = ControllerConfig(downscale_stabilization_window_seconds=120)
 

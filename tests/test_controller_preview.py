@@ -19,18 +19,19 @@ import sys
 import threading
 from pathlib import Path
 
+from controller_util import CRD, START, deployment, pod, wait_for
 from lightkube import codecs
 from prometheus_client import generate_latest
+from test_controller_e2e import put_pods, replicas, set_cpu
 from typer.testing import CliRunner
 
-from controller_util import CRD, START, deployment, pod, wait_for
 from kubedouble import KubeDouble
+from pyhpa.adapters.kubeconfig import load_config
 from pyhpa.adapters.parse import format_time
 from pyhpa.cli.main import app
-from pyhpa.controller import Controller, Settings, load_config
+from pyhpa.controller import Controller, Settings
 from pyhpa.controller.kube.api import HttpMetrics, LightkubeCluster
 from pyhpa.controller.preview import PreviewReconciler, logfmt
-from test_controller_e2e import put_pods, replicas, set_cpu
 
 HPA_GV = "autoscaling/v2"
 WRITES = ("POST", "PUT", "PATCH", "DELETE")

@@ -12,16 +12,16 @@ import asyncio
 import json
 
 import pytest
+from controller_util import autoscaler, deployment, wait_for
 from lightkube import ApiError, codecs
 from prometheus_client import CollectorRegistry, Gauge, start_http_server
+from test_controller_e2e import HA, Running, assert_exactly_as_decided, events, put_pods, replicas
 from typer.testing import CliRunner
 
-from controller_util import CRD, autoscaler, deployment, wait_for
 from kubedouble import KubeDouble
 from pyhpa.adapters.parse import format_time
 from pyhpa.cli.main import app
 from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
-from test_controller_e2e import HA, Running, assert_exactly_as_decided, events, put_pods, replicas
 from tests.prometheus_server import PrometheusServer, free_port, prometheus_binary
 
 needs_prometheus = pytest.mark.skipif(

@@ -10,24 +10,29 @@ import random
 from collections import Counter
 
 import pytest
+from controller_util import CRD, ControllerTask, autoscaler, deployment, pod, wait_for
 from hypothesis import given
 from hypothesis import strategies as st
 from lightkube import codecs
-from lightkube.resources.coordination_v1 import Lease
 from prometheus_client import generate_latest
 from typer.testing import CliRunner
 
 from kubedouble import KubeDouble
+from pyhpa.adapters.kubeconfig import load_config
 from pyhpa.adapters.metrics_api import resource_samples
 from pyhpa.cli.main import app
-from pyhpa.controller import load_config
-from pyhpa.controller.kube.api import HttpMetrics, LightkubeCluster
 from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler, TargetRef
-from pyhpa.controller.sync.nsmetrics import NamespaceMetrics, namespace_phase, phase_points, resync_delay
 from pyhpa.controller.cache.scalecache import ScaleCache
-from pyhpa.controller.scaleout.shards import GROUP_LABEL, VIEW_ANNOTATION, ShardMembership, ShardSettings, lease_name, owner
-
-from controller_util import CRD, ControllerTask, autoscaler, deployment, pod, wait_for
+from pyhpa.controller.kube.api import HttpMetrics, LightkubeCluster
+from pyhpa.controller.scaleout.shards import (
+    GROUP_LABEL,
+    VIEW_ANNOTATION,
+    ShardMembership,
+    ShardSettings,
+    lease_name,
+    owner,
+)
+from pyhpa.controller.sync.nsmetrics import NamespaceMetrics, namespace_phase, phase_points, resync_delay
 
 
 def cluster_of(kd: KubeDouble) -> LightkubeCluster:

@@ -20,12 +20,12 @@ from pathlib import Path
 
 import httpx2
 import pytest
+from controller_util import CRD, autoscaler, deployment, pod
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller_util import CRD, autoscaler, deployment, pod
 from kubedouble import KubeDouble
-from pyhpa.controller.sync.memory import memory_from_status
 from pyhpa.controller.scaleout.shards import lease_name, owner
+from pyhpa.controller.sync.memory import memory_from_status
 
 ROOT = Path(__file__).resolve().parent.parent
 HA = "pyhpa.dev/v1alpha1"
@@ -206,7 +206,8 @@ def test_three_replicas_share_the_autoscalers_and_take_over_a_killed_ones_share(
         # ----- the hot autoscaler holds 4 for the window; its owner is killed ---------------------------------
         for j in range(4):
             kd.set_pod_metrics("hot", f"hot-{j}", {"app": {"cpu": "50m"}})  # 25 %: wants 2
-        hot_status = lambda: (kd.get_object(HA, "horizontalautoscalers", "hot", "hot") or {}).get("status") or {}
+        def hot_status() -> dict:
+            return (kd.get_object(HA, "horizontalautoscalers", "hot", "hot") or {}).get("status") or {}
 
         def persisted():
             section = hot_status().get("pyhpa")

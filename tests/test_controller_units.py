@@ -9,26 +9,25 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from controller_util import autoscaler, pod, wait_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lightkube.resources.core_v1 import Pod as PodResource
 from prometheus_client import generate_latest
 
 from pyhpa.adapters.errors import InputError
-from pyhpa.core import ControllerConfig, Memory, decide
 from pyhpa.controller import Controller, Settings
-from pyhpa.controller.kube.api import ApiFailure
 from pyhpa.controller.cache.autoscaler import parse_autoscaler
 from pyhpa.controller.cache.informer import Informer, PodCache
-from pyhpa.controller.sync.memory import InProcessMemory, memory_from_status, memory_to_status
-from pyhpa.controller.outputs.monitor import Monitor
-from pyhpa.controller.sync.queue import QueueClosed, WorkQueue
-from pyhpa.controller.settings import ObjectSettings, effective_config, object_settings
-from pyhpa.controller.outputs.status import StaleSpec, StatusWriter
+from pyhpa.controller.kube.api import ApiFailure
 from pyhpa.controller.kube.stubs import StubCluster, StubMetrics
+from pyhpa.controller.outputs.monitor import Monitor
+from pyhpa.controller.outputs.status import StaleSpec, StatusWriter
 from pyhpa.controller.outputs.writer import Writer, WritesDisabled
-
-from controller_util import autoscaler, pod, wait_for
+from pyhpa.controller.settings import ObjectSettings, effective_config, object_settings
+from pyhpa.controller.sync.memory import InProcessMemory, memory_from_status, memory_to_status
+from pyhpa.controller.sync.queue import QueueClosed, WorkQueue
+from pyhpa.core import ControllerConfig, Memory, decide
 
 
 # ----- work queue ---------------------------------------------------------------------------------------------

@@ -13,8 +13,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from control_plane_gate import require_control_plane
+
 from controlplane.build import MODULE, UPSTREAM_PACKAGE, _go, harness_overlay, module_dir
 
 

@@ -274,7 +274,8 @@ def test_the_band_counts_in_proportion_to_the_headroom_of_a_utilization_target()
 
 
 def test_provisioned_total_keeps_expected_and_quantile_as_bounds():
-    from hypothesis import given, strategies as st
+    from hypothesis import given
+    from hypothesis import strategies as st
 
     metric = predicted().metrics[0]
 

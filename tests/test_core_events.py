@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from pyhpa.core import Behavior, ControllerConfig, Memory, MetricSamples, ScalingPolicy, ScalingRules, decide, rescale_failed
+from pyhpa.core import (
+    Behavior,
+    ControllerConfig,
+    Memory,
+    MetricSamples,
+    ScalingPolicy,
+    ScalingRules,
+    decide,
+    rescale_failed,
+)
 from pyhpa.core.model import Scale
 from tests.builders import NOW, cpu_hpa, cpu_pods, old_memory, scale
 

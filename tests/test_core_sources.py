@@ -11,7 +11,6 @@ from pyhpa.core import FallbackSpec, Memory, capped_failures, decide, with_statu
 from pyhpa.core.model import ConditionType, MetricFailures, SourceKind
 from pyhpa.core.reconcile import SOURCES
 from pyhpa.core.sources import Source, Stage
-
 from tests.builders import NOW, cpu_pods, scale
 from tests.test_fallback_core import CFG, World, down, fb, hpa
 

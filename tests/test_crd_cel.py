@@ -12,11 +12,11 @@ from __future__ import annotations
 import copy
 
 import pytest
-from lightkube.types import PatchType
+from controller_util import CRD, autoscaler
 from lightkube import ApiError
 from lightkube.generic_resource import create_namespaced_resource
+from lightkube.types import PatchType
 
-from controller_util import CRD, autoscaler
 from kubedouble.errors import KubeError
 from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
 

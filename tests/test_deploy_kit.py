@@ -15,11 +15,10 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
-import controlplane
 import typer.main
 import yaml
 
+import controlplane
 from pyhpa.cli.main import app
 
 ROOT = Path(__file__).resolve().parent.parent

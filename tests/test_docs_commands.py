@@ -44,14 +44,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import kubernetes_validate
-import pytest
 import yaml
-from lightkube import codecs
-
 from controller_util import CRD, autoscaler, deployment, pod
-from kubedouble import KubeDouble
+from lightkube import codecs
 from repo_copy import ROOT, clean_copy
 from test_controller_preview import native_hpa
+
+from kubedouble import KubeDouble
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SHELL = {"sh", "bash", "shell", "console"}

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from pyhpa.cli.main import app
 from pyhpa.core import ControllerConfig, Memory, decide
-from pyhpa.core.thresholds import thresholds
 from pyhpa.core.model import MetricSpec
+from pyhpa.core.thresholds import thresholds
 from tests.builders import NOW, cpu_hpa, cpu_pods, scale
 
 EX = Path(__file__).parent.parent / "examples" / "explain"

@@ -12,14 +12,13 @@ import json
 from pathlib import Path
 
 import pytest
+from controller_util import ControllerTask, Skew, autoscaler, cpu_metric, deployment, pod, wait_for
 from lightkube import codecs
 
 from kubedouble import KubeDouble
-from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler, parse_autoscaler
 from pyhpa.adapters.parse import timestamp
 from pyhpa.controller import Settings
-
-from controller_util import CRD, ControllerTask, Skew, autoscaler, cpu_metric, deployment, pod, wait_for
+from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler, parse_autoscaler
 
 HA = "pyhpa.dev/v1alpha1"
 ROOT = Path(__file__).resolve().parent.parent

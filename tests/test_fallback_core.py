@@ -14,10 +14,24 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyhpa.core import (Behavior, ControllerConfig, FallbackSpec, HPA, Memory, MetricSamples, MetricSpec, PodSample,
-                        ScalingPolicy, ScalingRules, decide, effective_fallback, fallback_replicas, metric_key, with_status)
+from pyhpa.core import (
+    HPA,
+    Behavior,
+    ControllerConfig,
+    FallbackSpec,
+    Memory,
+    MetricSamples,
+    MetricSpec,
+    PodSample,
+    ScalingPolicy,
+    ScalingRules,
+    decide,
+    effective_fallback,
+    fallback_replicas,
+    metric_key,
+    with_status,
+)
 from pyhpa.core.model import MetricFailures
-
 from tests.builders import NOW, cpu_pods, scale
 
 CFG = ControllerConfig()

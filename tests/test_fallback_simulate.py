@@ -12,11 +12,11 @@ import json
 from pathlib import Path
 
 import pytest
+from simulate_util import write_yaml
 from typer.testing import CliRunner
 
 from pyhpa.cli.main import app
 from pyhpa.simulate import bundled_path
-from simulate_util import write_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 EX = ROOT / "examples" / "fallback"

@@ -622,7 +622,7 @@ def test_a_malformed_kubeconfig_is_one_line_naming_it(tmp_path, text, line, comm
                                                    "context", "name", "server", "user"]), inner, max_size=4),
                               max_leaves=12).map(lambda d: yaml.safe_dump(d).encode())))
 def test_any_kubeconfig_loads_or_is_one_line(data):
-    from pyhpa.controller import load_config
+    from pyhpa.adapters.kubeconfig import load_config
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "kubeconfig"

@@ -18,13 +18,12 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
-import controlplane
 import yaml
+from controller_util import CRD, autoscaler, deployment, pod
 from lightkube import codecs
 from typer.testing import CliRunner
 
-from controller_util import CRD, autoscaler, deployment, pod
+import controlplane
 from pyhpa.cli.kubectl_plugin import plugin
 from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
 

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import httpx2
-import httpx2
 import pytest
 from lightkube import ApiError
 from lightkube.generic_resource import create_namespaced_resource
@@ -542,10 +541,10 @@ def _wait(cond, timeout: float = 5.0) -> None:
 def test_a_custom_resource_refuses_a_strategic_merge_patch_as_kube_apiserver_does(kube_double_thread):
     """kube-apiserver answers 415 to a strategic merge patch of a custom resource (no patch strategy for CRDs);
     the merge patch is what kubectl sends there (tests/e2e met the real answer)."""
+    from controller_util import CRD, autoscaler
     from lightkube import ApiError
     from lightkube.types import PatchType
 
-    from controller_util import CRD, autoscaler
     from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
 
     kd = kube_double_thread

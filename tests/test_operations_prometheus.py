@@ -20,11 +20,11 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from lightkube import codecs
-
 from controller_util import ControllerTask, autoscaler, deployment, pod, wait_for
-from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
+from lightkube import codecs
 from test_prediction_live import history_file
+
+from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
 from tests.prometheus_server import PrometheusServer, free_port, prometheus_binary
 
 ROOT = Path(__file__).resolve().parent.parent

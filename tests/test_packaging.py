@@ -11,14 +11,13 @@ import sys
 import tomllib
 import venv
 from importlib.metadata import packages_distributions
-from pathlib import Path
 
 import pytest
 import yaml
+from repo_copy import ROOT, clean_copy
 
 from pyhpa import __version__
 from pyhpa.cli.run_cmd import DEFAULT_IMAGE, manifest_text
-from repo_copy import ROOT, clean_copy
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 

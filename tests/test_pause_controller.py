@@ -9,19 +9,19 @@ from __future__ import annotations
 import asyncio
 import json
 
-from lightkube.types import PatchType
+from controller_util import ControllerTask, autoscaler, deployment, pod, wait_for
 from lightkube import codecs
+from lightkube.types import PatchType
+from test_controller_preview import native_hpa
 from typer.testing import CliRunner
 
 from kubedouble import KubeDouble
+from pyhpa.adapters.kubeconfig import load_config
 from pyhpa.adapters.parse import timestamp
 from pyhpa.cli.main import app
-from pyhpa.controller import Controller, Settings, load_config
-from pyhpa.controller.kube.api import HttpMetrics, LightkubeCluster
+from pyhpa.controller import Controller, Settings
 from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
-
-from controller_util import ControllerTask, autoscaler, deployment, pod, wait_for
-from test_controller_preview import native_hpa
+from pyhpa.controller.kube.api import HttpMetrics, LightkubeCluster
 
 HA = "pyhpa.dev/v1alpha1"
 FAST = {"scaleDown": {"stabilizationWindowSeconds": 0},

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from builders import NOW, cpu_hpa, cpu_pods, old_memory, scale
+
 from pyhpa.adapters.autoscaler import read_autoscaler
 from pyhpa.adapters.pause import pause_from_annotations
 from pyhpa.core import ControllerConfig, Memory, PauseSpec, decide, with_status
-
-from builders import NOW, cpu_hpa, cpu_pods, old_memory, scale
 
 CFG = ControllerConfig()
 

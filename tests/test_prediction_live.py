@@ -17,12 +17,12 @@ import socket
 import time
 
 import pytest
+from controller_util import autoscaler, deployment, pod, wait_for
 from lightkube import codecs
+from test_controller_e2e import HA, Running, replicas
 
-from controller_util import CRD, autoscaler, deployment, pod, wait_for
 from kubedouble import KubeDouble
 from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
-from test_controller_e2e import HA, Running, replicas
 from tests.prometheus_server import PrometheusServer, prometheus_binary
 
 needs_prometheus = pytest.mark.skipif(

@@ -10,13 +10,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from simulate_util import PROFILE, hpa_doc, target_doc, write_yaml
 from typer.testing import CliRunner
 
 from pyhpa.cli.main import app
 from pyhpa.simulate import Settings, run_simulation
 from pyhpa.simulate.plot import run_figure
 from pyhpa.simulate.report import extension_warnings, summary_table
-from simulate_util import PROFILE, hpa_doc, target_doc, write_yaml
 
 runner = CliRunner()
 DAY = 86400

@@ -8,17 +8,17 @@ import json
 import httpx2
 import pytest
 import yaml
+from controller_util import autoscaler, cpu_metric
 from typer.testing import CliRunner
 
-from controller_util import autoscaler, cpu_metric
+from deploy.generate_crd import crd
 from pyhpa.adapters.errors import InputError
 from pyhpa.adapters.prediction import forecast_from_status, prediction_from_dict, prediction_status, prediction_to_dict
 from pyhpa.adapters.promql import RangeQueryError, query_range, range_step
 from pyhpa.cli.main import app
 from pyhpa.controller.cache.autoscaler import parse_autoscaler
-from pyhpa.controller.sync.prediction import default_history_query
 from pyhpa.controller.settings import Settings
-from deploy.generate_crd import crd
+from pyhpa.controller.sync.prediction import default_history_query
 from pyhpa.core import Forecast, PredictionSpec, PredictionStatus, check_prediction
 from pyhpa.core.model import MetricSpec
 from pyhpa.core.prediction import MAX_QUANTILE, MIN_HISTORY_SECONDS, MIN_LEAD_SECONDS, MIN_QUANTILE, MIN_REFRESH_SECONDS

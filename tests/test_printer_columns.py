@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from controller_util import autoscaler, cpu_metric
+from test_controller_e2e import printer_columns
 
 from pyhpa.adapters.parse import go_quantity_text
 from pyhpa.adapters.printers import Targets, format_hpa_metrics, reference
@@ -19,9 +21,6 @@ from pyhpa.api.crd import crd
 from pyhpa.controller import Settings
 from pyhpa.controller.cache.autoscaler import parse_autoscaler
 from pyhpa.controller.outputs.status import status_with_condition
-
-from controller_util import autoscaler, cpu_metric
-from test_controller_e2e import printer_columns
 
 DATA = Path(__file__).parent / "data" / "kubectl"
 HPA_CASES = yaml.safe_load((DATA / "hpa_targets.yaml").read_text())["cases"]

@@ -7,7 +7,7 @@ from prometheus_client import CollectorRegistry, Gauge, start_http_server
 
 from pyhpa.adapters.errors import InputError
 from pyhpa.adapters.promql import PromQuery, metric_from_dict, query_samples, samples_from_answer
-from pyhpa.core import ControllerConfig, HPA, Memory, Pod, Scale, decide
+from pyhpa.core import HPA, ControllerConfig, Memory, Pod, Scale, decide
 from pyhpa.core.model import ZERO_TIME
 from tests.prometheus_server import PrometheusServer, free_port, prometheus_binary
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyhpa.core import Behavior, ControllerConfig, ScalingRules, ScalingPolicy, decide
+from pyhpa.core import Behavior, ControllerConfig, ScalingPolicy, ScalingRules, decide
 from pyhpa.core.calculator import within
 from tests.builders import NOW, cpu_hpa, cpu_pods, old_memory, scale
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from controller_util import CRD, ControllerTask, autoscaler, deployment, pod, wait_for
 from typer.testing import CliRunner
 
-from controller_util import CRD, ControllerTask, autoscaler, deployment, pod, wait_for
 from pyhpa.adapters.errors import InputError
 from pyhpa.adapters.objects import hpa_from_dict
 from pyhpa.adapters.parse import milli, quantity, tolerance_float

@@ -16,12 +16,24 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from pyhpa.adapters.errors import InputError
 from pyhpa.adapters.parse import milli
 from pyhpa.adapters.snapshot import decision_json, load_snapshots, run_snapshot, snapshot_from_dict
 from pyhpa.cli.main import app
-from pyhpa.adapters.errors import InputError
-from pyhpa.core import (Behavior, Condition, ControllerConfig, HPA, Memory, MetricSamples, MetricSpec, Scale, ScalingPolicy,
-                        ScalingRules, decide, rescale_failed)
+from pyhpa.core import (
+    HPA,
+    Behavior,
+    Condition,
+    ControllerConfig,
+    Memory,
+    MetricSamples,
+    MetricSpec,
+    Scale,
+    ScalingPolicy,
+    ScalingRules,
+    decide,
+    rescale_failed,
+)
 from pyhpa.core.calculator import go_int64, sum_values, sum_values_per_pod
 from pyhpa.core.model import MAX_INT64
 

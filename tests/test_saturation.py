@@ -6,7 +6,8 @@ from dataclasses import asdict, replace
 
 import msgspec
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pyhpa.adapters.autoscaler import read_autoscaler
 from pyhpa.adapters.errors import InputError

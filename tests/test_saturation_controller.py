@@ -12,13 +12,12 @@ reports what the schema cannot check as an invalid spec. Every test that runs th
 from __future__ import annotations
 
 import pytest
+from controller_util import START, ControllerTask, autoscaler, cpu_metric, deployment, wait_for
 from lightkube import ApiError, codecs
 from lightkube.resources.apps_v1 import Deployment
 
 from kubedouble import KubeDouble
 from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
-
-from controller_util import START, ControllerTask, autoscaler, cpu_metric, deployment, wait_for
 
 HA = "pyhpa.dev/v1alpha1"
 #: generous enough not to cap: 900 % per 15 s lets 4 pods go to 40

@@ -11,14 +11,13 @@ from datetime import datetime, timezone
 from zoneinfo import ZoneInfo
 
 import pytest
+from controller_util import CRD, ControllerTask, Skew, autoscaler, deployment, pod, wait_for
 from lightkube import ApiError, codecs
 
 from kubedouble import KubeDouble
 from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
 from pyhpa.controller.outputs.status import status_from_decision
 from pyhpa.core import decide
-
-from controller_util import CRD, ControllerTask, Skew, autoscaler, deployment, pod, wait_for
 
 HA = "pyhpa.dev/v1alpha1"
 NY = ZoneInfo("America/New_York")

@@ -11,8 +11,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyhpa.core import (Behavior, ControllerConfig, Memory, ScalingPolicy, ScalingRules, ScheduleWindow,
-                        active_windows, check_window, decide, next_change, occurrences, with_status)
+from pyhpa.core import (
+    Behavior,
+    ControllerConfig,
+    Memory,
+    ScalingPolicy,
+    ScalingRules,
+    ScheduleWindow,
+    active_windows,
+    check_window,
+    decide,
+    next_change,
+    occurrences,
+    with_status,
+)
 from tests.builders import cpu_hpa, cpu_pods, scale
 
 CFG = ControllerConfig()

@@ -13,18 +13,24 @@ from zoneinfo import ZoneInfo
 import pandas as pd
 import pytest
 import yaml
+from controller_util import ControllerTask, Skew, wait_for
+from test_schedules_cli import ha, snapshot
+from test_schedules_controller import condition, replicas, stored_status, synced, world
 from typer.testing import CliRunner
 
 from pyhpa.adapters.autoscaler import read_autoscaler
 from pyhpa.adapters.errors import InputError
 from pyhpa.cli.main import app
-from pyhpa.core import ScheduleWindow, active_windows, check_window, check_windows, expired_windows, next_change, \
-    occurrences
+from pyhpa.core import (
+    ScheduleWindow,
+    active_windows,
+    check_window,
+    check_windows,
+    expired_windows,
+    next_change,
+    occurrences,
+)
 from pyhpa.simulate import bundled_path
-
-from controller_util import ControllerTask, Skew, wait_for
-from test_schedules_cli import ha, snapshot
-from test_schedules_controller import condition, replicas, stored_status, synced, world
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "schedules" / "php-apache-dated.yaml"

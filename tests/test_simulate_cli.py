@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from simulate_util import hpa_doc, step_trace, target_doc, write_yaml
 from typer.testing import CliRunner
 
 from pyhpa.cli.main import app
 from pyhpa.simulate import bundled_path
-from simulate_util import hpa_doc, step_trace, target_doc, write_yaml
 
 runner = CliRunner()
 SUMMARY_KEYS = {"pod_hours", "overloaded_seconds", "overloaded_fraction", "unserved_requests", "scale_ups",

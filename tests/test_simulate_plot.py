@@ -8,10 +8,10 @@ import re
 import matplotlib.pyplot as plt
 import pytest
 from rich.console import Console
+from simulate_util import hpa_doc, simulate
 
 from pyhpa.simulate.plot import compare_figure, run_figure
 from pyhpa.simulate.report import summary_table
-from simulate_util import hpa_doc, simulate
 
 # 1 req/s per pod is 100 % of a 100m request; with 50 % the HPA keeps about 2 pods per req/s of load
 STEPS = [(900, 2.0), (1800, 12.0), (900, 1.0)]
@@ -190,12 +190,13 @@ def test_a_load_far_below_its_capacity_gets_a_log_axis_and_is_not_squeezed(tmp_p
 
 
 def test_the_forecast_band_is_drawn_over_the_actual_rows_and_misses_are_marked():
+    from datetime import timezone
+
     import numpy as np
 
-    from pyhpa.forecast.replay import Replay
     from pyhpa.forecast.model import Accuracy
+    from pyhpa.forecast.replay import Replay
     from pyhpa.simulate.forecast_plot import replay_figure
-    from datetime import timezone
 
     n = 200
     t = 1e9 + 60.0 * np.arange(n)

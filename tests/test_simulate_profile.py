@@ -6,12 +6,12 @@ from dataclasses import fields
 from pathlib import Path
 
 import pytest
+from simulate_util import target_doc, write_yaml
 
 from pyhpa.adapters.errors import InputError
 from pyhpa.simulate import bundled_path
 from pyhpa.simulate.profile import Profile, load_profile, profile_from_dict
 from pyhpa.simulate.target import Probe, load_target, target_from_dict
-from simulate_util import target_doc, write_yaml
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "profile.md"
 

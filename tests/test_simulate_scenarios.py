@@ -13,10 +13,10 @@ import math
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from simulate_util import hpa_doc, simulate, target_doc, timeline
 
 from pyhpa.core import ControllerConfig
 from pyhpa.simulate import Settings
-from simulate_util import hpa_doc, simulate, target_doc, timeline
 
 STEP = [(600, 0.4), (1800, 40.0)]  # 1 pod at 40 %, then load for 80 pods
 

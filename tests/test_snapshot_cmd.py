@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 import yaml
+from controller_util import autoscaler, deployment, wait_for
 from lightkube import codecs
+from test_controller_e2e import Running, put_pods, replicas, set_cpu
 from typer.testing import CliRunner
 
-from controller_util import CRD, autoscaler, deployment, wait_for
 from kubedouble import KubeDouble
 from pyhpa.adapters.parse import format_time
 from pyhpa.adapters.snapshot import decision_json, memory_to_dict
 from pyhpa.cli.main import app
 from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
-from test_controller_e2e import Running, put_pods, replicas, set_cpu
 
 HA = "pyhpa.dev/v1alpha1"
 WRITES = ("POST", "PUT", "PATCH", "DELETE")

@@ -6,8 +6,15 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyhpa.adapters.snapshot import (controller_config, controller_to_dict, memory_from_dict, memory_to_dict,
-                                     metrics_to_dict, snapshot_from_dict, snapshot_to_dict)
+from pyhpa.adapters.snapshot import (
+    controller_config,
+    controller_to_dict,
+    memory_from_dict,
+    memory_to_dict,
+    metrics_to_dict,
+    snapshot_from_dict,
+    snapshot_to_dict,
+)
 from pyhpa.core import ControllerConfig, Memory, Scale
 
 configs = st.builds(

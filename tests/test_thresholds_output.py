@@ -21,7 +21,6 @@ import pyhpa.cli.thresholds_cmd as thresholds_cmd
 import pyhpa.core.thresholds as thresholds_mod
 from pyhpa.cli.main import app
 from pyhpa.cli.thresholds_cmd import HEADERS, thresholds_table
-from pyhpa.core.calculator import within
 from pyhpa.core.model import MAX_INT32, MetricSpec
 from pyhpa.core.thresholds import Threshold, proposal, thresholds
 

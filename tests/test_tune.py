@@ -260,6 +260,7 @@ async def test_live_mode_reads_the_cluster_and_a_backfilled_prometheus(kd, tmp_p
     import time
 
     from controller_util import autoscaler, pod
+
     from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
     from tests.prometheus_server import PrometheusServer
 
@@ -455,7 +456,6 @@ def test_recurring_peaks_are_found_where_the_replays_were_late_at_the_same_clock
 def test_a_replay_stopped_early_decided_exactly_as_the_full_one_until_it_stopped(tmp_path):
     """The stops tune gives the simulator end a replay early without changing a decision before: the stopped
     run's timeline is the full run's up to the stop, its overload past the budget, its figures no larger."""
-    from dataclasses import replace
 
     from pyhpa.simulate import replay
     from pyhpa.tune import Setting

@@ -10,14 +10,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import yaml
 
 from pyhpa.tune import Objective, tune
-from tests.test_tune import DEPLOYMENT, HOUR, PROFILE, daily, iso, prepared, T0, write_hpa, write_trace
+from tests.test_tune import DEPLOYMENT, HOUR, PROFILE, T0, daily, iso, prepared, write_hpa, write_trace
 
 PYHPA = Path(sys.executable).with_name("pyhpa")
 
@@ -126,7 +125,15 @@ def test_the_current_object_that_met_the_objective_gives_the_first_replays_their
     from dataclasses import replace
 
     from pyhpa.tune import Setting
-    from pyhpa.tune.search import DRAIN_SHARE, STOP_COSTLIER_MARGIN, STOP_COSTLIER_SHARE, Evaluation, _Runner, _Search, space
+    from pyhpa.tune.search import (
+        DRAIN_SHARE,
+        STOP_COSTLIER_MARGIN,
+        STOP_COSTLIER_SHARE,
+        Evaluation,
+        _Runner,
+        _Search,
+        space,
+    )
 
     p = prepared(tmp_path, write_trace(tmp_path / "daily.csv", daily(30)),
                  hpa=write_hpa(tmp_path / "hpa.yaml", max_replicas=max_replicas))

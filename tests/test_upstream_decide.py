@@ -21,10 +21,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_regressions import check
 
 from pyhpa.adapters.snapshot import FEATURE_GATES, UPSTREAM_ONLY_GATES
 from pyhpa.core import ControllerConfig
-from test_regressions import check
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "conformance"
@@ -35,6 +35,7 @@ FILES = sorted(DATA.glob("*.json"))
 def hpa_decide() -> str:
     """The built hpa-decide (built now if missing or stale)."""
     from control_plane_gate import require_control_plane
+
     from controlplane.build import bin_dir
 
     require_control_plane(("hpa-decide",))

@@ -10,18 +10,28 @@ from pathlib import Path
 
 import pytest
 import yaml
+from controller_util import autoscaler, wait_for
 from lightkube.resources.core_v1 import Pod as PodResource
 from typer.testing import CliRunner
 
-from controller_util import autoscaler, wait_for
 from deploy.generate_crd import crd
 from pyhpa.adapters.objects import hpa_from_dict, pod_from_dict
 from pyhpa.adapters.snapshot import read_hpa, snapshot_from_dict
 from pyhpa.cli.main import app
 from pyhpa.controller import Controller, Settings
 from pyhpa.controller.kube.stubs import StubCluster, StubMetrics
-from pyhpa.core import (LIMIT, ControllerConfig, HPA, Memory, MetricSamples, MetricSpec, PodSample, Scale, check_hpa,
-                        decide)
+from pyhpa.core import (
+    HPA,
+    LIMIT,
+    ControllerConfig,
+    Memory,
+    MetricSamples,
+    MetricSpec,
+    PodSample,
+    Scale,
+    check_hpa,
+    decide,
+)
 
 ROOT = Path(__file__).parent.parent
 NOW = 1_800_000_000.0

@@ -200,8 +200,9 @@ def capture_simulations(out: Path) -> None:
 
         cluster_mod.decide = recording
         try:
-            from pyhpa.cli.main import app
             from typer.testing import CliRunner
+
+            from pyhpa.cli.main import app
 
             CliRunner().invoke(app, ["simulate", *args, "--output-dir", str(where / "in-process"), "--no-plot",
                                      "--no-progress"], catch_exceptions=False)

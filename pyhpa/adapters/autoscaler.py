@@ -34,14 +34,22 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 import msgspec
 
 from ..api import v1alpha1 as api
-from ..api.v1alpha1 import (API_VERSION, DATE_TIME_PATTERN, DATED_PREFIX, KIND, MAX_SCHEDULES, MEMORY_KEY,  # noqa: F401
-                            OFFSET_SUFFIX, STATUS_EXTENSIONS)
+from ..api.v1alpha1 import (  # noqa: F401
+    API_VERSION,
+    DATE_TIME_PATTERN,
+    DATED_PREFIX,
+    KIND,
+    MAX_SCHEDULES,
+    MEMORY_KEY,
+    OFFSET_SUFFIX,
+    STATUS_EXTENSIONS,
+)
 from ..core import HPA, ControllerConfig, ScheduleWindow, check_window, check_windows
 from .errors import InputError
-from .parse import MIN_INT32, int32_value, refuse_first, source_section
 from .fallback import read_metric_fallbacks, read_spec_fallback
 from .metric_extensions import apply_metric_extensions, split_metric_extensions
 from .objects import hpa_from_dict, object_label
+from .parse import MIN_INT32, int32_value, refuse_first, source_section
 from .pause import pause_annotations, pause_from_annotations
 
 GROUP_VERSION = API_VERSION

@@ -12,12 +12,12 @@ from pathlib import Path
 
 from ..core import ControllerConfig, Memory, MetricSamples, Scale
 from ..core.selector import SelectorError, parse_selector
+from .autoscaler import effective_config, find_autoscaler, read_autoscaler
 from .errors import InputError
 from .metrics_api import resource_samples
-from .autoscaler import effective_config, find_autoscaler, read_autoscaler
 from .parse import int32_value
-from .promql import OFFLINE_SERVER
 from .prediction import forecast_from_status
+from .promql import OFFLINE_SERVER
 from .snapshot import Snapshot, pods_in_namespace, read_document
 
 IGNORED_LABELS = ("pod-template-hash", "controller-revision-hash", "pod-template-generation",

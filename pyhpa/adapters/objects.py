@@ -23,13 +23,15 @@ import msgspec
 import msgspec.inspect
 from lightkube.codecs import resource_registry
 from lightkube.core.exceptions import LoadResourceError
+from lightkube.models.autoscaling_v2 import HorizontalPodAutoscaler as _HPAModel  # noqa: F401 (type reference)
 from lightkube.resources.autoscaling_v2 import HorizontalPodAutoscaler as HorizontalPodAutoscalerResource
 from lightkube.resources.core_v1 import Pod as PodResource
-from lightkube.models.autoscaling_v2 import HorizontalPodAutoscaler as _HPAModel  # noqa: F401 (type reference)
 
+from ..core.calculator import wrap_int64
 from ..core.model import (
     ALLOWED_TARGETS,
     AVERAGE_VALUE,
+    HPA,
     LIMIT,
     METRIC_SOURCE_TYPES,
     UTILIZATION,
@@ -37,15 +39,13 @@ from ..core.model import (
     VALUE,
     Behavior,
     Condition,
-    HPA,
     MetricSpec,
     Pod,
     ScalingPolicy,
     ScalingRules,
 )
-from ..core.calculator import wrap_int64
 from .errors import InputError
-from .parse import milli, number_text, int32_value, object_meta, positive_milli, quantity, timestamp, tolerance_float
+from .parse import int32_value, milli, number_text, object_meta, positive_milli, quantity, timestamp, tolerance_float
 
 _SOURCE_KEY = {
     "Resource": "resource",

@@ -11,10 +11,9 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from datetime import datetime, timezone
 from decimal import Decimal, InvalidOperation
-
+from functools import lru_cache
 from typing import Any
 
 import httpx2

@@ -12,8 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..core import PauseSpec
-from ..core.model import (PAUSED_ANNOTATION, PAUSED_REPLICAS_ANNOTATION, PAUSED_SCALE_IN_ANNOTATION,
-                          PAUSED_SCALE_OUT_ANNOTATION)
+from ..core.model import (
+    PAUSED_ANNOTATION,
+    PAUSED_REPLICAS_ANNOTATION,
+    PAUSED_SCALE_IN_ANNOTATION,
+    PAUSED_SCALE_OUT_ANNOTATION,
+)
 
 _FLAGS = {PAUSED_ANNOTATION: "paused", PAUSED_SCALE_IN_ANNOTATION: "scale_in",
           PAUSED_SCALE_OUT_ANNOTATION: "scale_out"}

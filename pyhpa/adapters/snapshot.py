@@ -20,17 +20,30 @@ from typing import Any
 
 import yaml
 
-from ..core import ControllerConfig, Decision, Forecast, HPA, HPAWarning, Memory, MetricFailures, MetricSamples, Pod, Scale, \
-    active_windows, check_hpa, decide
 from ..api.v1alpha1 import SOURCE_SECTIONS
+from ..core import (
+    HPA,
+    ControllerConfig,
+    Decision,
+    Forecast,
+    HPAWarning,
+    Memory,
+    MetricFailures,
+    MetricSamples,
+    Pod,
+    Scale,
+    active_windows,
+    check_hpa,
+    decide,
+)
 from ..core.metrics import raw_text
+from .autoscaler import LIST_KINDS, effective_config, is_autoscaler, read_autoscaler
 from .errors import InputError
 from .files import MAX_DOCUMENT_BYTES, read_bytes
 from .metrics_api import external_samples, fetch_failed, object_samples, pods_samples, resource_samples
-from .autoscaler import LIST_KINDS, effective_config, is_autoscaler, read_autoscaler
 from .objects import object_label, pod_from_dict
-from .prediction import forecast_from_dict, forecast_to_dict
 from .parse import format_time, int32_value, timestamp
+from .prediction import forecast_from_dict, forecast_to_dict
 from .promql import OFFLINE_SERVER, samples_from_answer
 
 

@@ -14,9 +14,9 @@ from datetime import datetime, timezone
 from functools import lru_cache
 
 from ..core import Condition, HPAStatus, MetricHealth, PauseStatus, PredictionStatus
-from ..core.saturation import SaturationStatus
 from ..core.model import PREDICTION_ACTIVE
 from ..core.quantity import format_milli
+from ..core.saturation import SaturationStatus
 
 __all__ = ["PREDICTION_FIGURES", "condition_dict", "metric_health_dict", "pause_status", "prediction_figures",
            "render_status", "saturation_figures", "saturation_status", "time_text"]

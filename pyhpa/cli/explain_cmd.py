@@ -23,7 +23,8 @@ from ..core import LIMIT, Decision, HPAWarning, Proposal, SourceProposal, active
 from ..core.model import SourceKind
 from . import readable
 from .help import examples
-from .options import Output, console as text_console, rule
+from .options import Output, rule
+from .options import console as text_console
 
 EXAMPLES = examples(
     "pyhpa explain examples/explain/snapshot.yaml",

@@ -12,7 +12,8 @@ import typer
 from ..adapters.errors import InputError
 from ..core import PredictionSpec, check_prediction
 from .help import examples
-from .options import GAPS_HELP, OUT, GapPolicy, Output, console as text_console, output_file
+from .options import GAPS_HELP, OUT, GapPolicy, Output, output_file
+from .options import console as text_console
 
 _DEFAULTS = PredictionSpec()  # the flags' defaults are spec.prediction's (the forecaster, scipy, loads on use)
 #: The fewest rows a plot is drawn from (fewer: the numbers are printed, the plot is not drawn, a warning says so)
@@ -54,9 +55,6 @@ def forecast(
     then only (a row counts as known at the end of its interval). Prints the accuracy and the
     seasonal periods found, and plots actual against the forecast band.
     """
-    from ..forecast import replay
-    from ..forecast.replay import describe_periods
-
     iso, load_trace, time_bound, plot_replay, axis_label, plot_formats = _simulate_extra()
     settings = _settings(lead, history, quantile, refresh)
     output = old_format or output

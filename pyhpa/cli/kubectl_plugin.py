@@ -18,16 +18,16 @@ from typing import Optional
 import typer
 
 from ..adapters.autoscaler import KIND, find_autoscaler, read_autoscaler
+from ..adapters.errors import InputError
 from ..adapters.objects import object_label
 from ..adapters.parse import timestamp
 from ..adapters.promql import OFFLINE_SERVER
 from ..adapters.snapshot import snapshot_from_dict
 from . import run_cmd
-from .explain_cmd import explain_snapshots
-from .options import Output
-from ..adapters.errors import InputError
-from .help import Command, examples, typer_app
 from .errors import input_errors
+from .explain_cmd import explain_snapshots
+from .help import Command, examples, typer_app
+from .options import Output
 from .schedules_cmd import report_schedules, schedule_span
 from .snapshot_cmd import Kind, live_snapshot
 from .thresholds_cmd import report_thresholds
@@ -66,7 +66,7 @@ def full_key(key: str, namespace: str | None, kubeconfig: str | None, context: s
             raise InputError(f"-n {namespace} but the autoscaler is {key!r}: give one namespace", field="--namespace")
         return key
     if namespace is None:
-        from ..controller import load_config
+        from ..adapters.kubeconfig import load_config
 
         namespace = load_config(kubeconfig, server, context).namespace or "default"
     return f"{namespace}/{key}"

@@ -35,7 +35,16 @@ def _main(
 
 
 def _register() -> None:
-    from . import explain_cmd, forecast_cmd, run_cmd, schedules_cmd, simulate_cmd, snapshot_cmd, thresholds_cmd, tune_cmd
+    from . import (
+        explain_cmd,
+        forecast_cmd,
+        run_cmd,
+        schedules_cmd,
+        simulate_cmd,
+        snapshot_cmd,
+        thresholds_cmd,
+        tune_cmd,
+    )
 
     for name, module in (("explain", explain_cmd), ("snapshot", snapshot_cmd), ("thresholds", thresholds_cmd),
                          ("simulate", simulate_cmd), ("schedules", schedules_cmd), ("forecast", forecast_cmd),

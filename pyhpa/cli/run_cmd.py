@@ -100,7 +100,8 @@ def run(
     shards: Shards = typer.Option(Shards.one, "--shards", help="1: one replica syncs every autoscaler (with --leader-elect, the leader). auto: every replica holds a Lease of its own (group --leader-elect-resource-name, timings --leader-elect-*) and syncs its share, split by consistent hashing of namespace/name."),
 ) -> None:
     """Run the HPA controller: sync HorizontalAutoscaler objects (pyhpa.dev/v1alpha1) until SIGTERM/SIGINT."""
-    from ..controller import Settings, load_config, run_controller
+    from ..adapters.kubeconfig import load_config
+    from ..controller import Settings, run_controller
 
     _logging(log_level.value, log_format.value)
     if server is not None:  # (--prometheus-url: checked by Settings)

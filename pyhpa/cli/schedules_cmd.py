@@ -20,7 +20,8 @@ from ..adapters.snapshot import read_document
 from ..core import expired_windows, occurrences
 from .explain_cmd import local_datetime, local_time
 from .help import examples
-from .options import Output, console as text_console
+from .options import Output
+from .options import console as text_console
 
 WEEK = 7 * 86400.0
 #: the most occurrences listed per window (``--limit``): a minute's cron over a week is 10,080

@@ -11,10 +11,11 @@ from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
 
 from ..adapters.errors import InputError
 from ..core import ControllerConfig
+from . import options
 from .errors import err_console
 from .help import examples
-from . import options
-from .options import GAPS_HELP, OUT, GapPolicy, console as text_console
+from .options import GAPS_HELP, OUT, GapPolicy
+from .options import console as text_console
 
 if TYPE_CHECKING:
     from ..simulate import Simulation
@@ -69,7 +70,7 @@ def simulate(
         initial_readiness_delay_seconds=initial_readiness_delay,
         downscale_stabilization_window_seconds=downscale_stabilization,
     )
-    Settings, run_simulation, summary_table, write_outputs, extension_warnings = _simulator()
+    Settings, run_simulation, summary_table, write_outputs, extension_warnings = simulator()
     settings = Settings(sync_period, seed, config, flap_window)
     console = text_console()
     kwargs = dict(profile=profile, time_column=time_column, where=tuple(where or ()), start=start, end=end,
@@ -95,7 +96,7 @@ def print_warning(line: str) -> None:
     err_console.print(f"warning: {line}", markup=False)
 
 
-def _simulator():
+def simulator():
     """The simulator, imported on use: it needs the ``simulate`` extra (pandas, matplotlib), which the
     controller's image does not install. Missing: one line saying what to install (InputError)."""
     try:
@@ -150,7 +151,7 @@ def _print_inputs(console: Console, sim: Simulation) -> None:
         verb = {"hold": "filled by holding the last value", "zero": "filled with zero load",
                 "interpolate": "filled by linear interpolation", "skip": "cut out"}[rep.gap_policy]
         console.print(f"  gap at line {g.line}: {g.seconds:,.0f} s {verb}")
-    from ..simulate.trace import iso  # the simulator is imported on use (see _simulator)
+    from ..simulate.trace import iso  # the simulator is imported on use (see simulator)
 
     for a, b in sim.outages:
         console.print(f"metrics outage: {iso(a, tr.tz)} to {iso(b, tr.tz)} ({b - a:,.0f} s): every metrics API call fails")

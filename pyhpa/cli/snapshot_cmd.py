@@ -45,7 +45,8 @@ def live_snapshot(key: str, kubeconfig: str | None = None, context: str | None =
     ``clock`` (default: the wall clock), read from the cluster of ``kubeconfig``/``context`` (or ``server``)
     through the controller's own code path; the keyword settings are ``pyhpa run``'s flags, with its defaults.
     ``kind``: ``horizontalautoscaler`` or ``hpa``. Writes nothing; InputError naming what failed."""
-    from ..controller import Settings, load_config
+    from ..adapters.kubeconfig import load_config
+    from ..controller import Settings
     from ..controller.snapshot import parse_key, take_snapshot
 
     namespace, name = parse_key(key)

@@ -10,17 +10,19 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from ..adapters.errors import InputError
 from ..adapters.autoscaler import find_autoscaler
+from ..adapters.errors import InputError
 from ..adapters.kubectl import pod_items
 from ..adapters.snapshot import pods_in_namespace, read_document, read_hpa, warning_json
 from ..core import HPA, LIMIT, ControllerConfig, Pod, check_hpa, tolerances
 from ..core.metrics import describe
 from ..core.quantity import format_milli
-from ..core.thresholds import metric_target, thresholds as threshold_rows
+from ..core.thresholds import metric_target
+from ..core.thresholds import thresholds as threshold_rows
 from . import readable
 from .help import examples
-from .options import Output, console as text_console
+from .options import Output
+from .options import console as text_console
 
 
 def _fmt(value: int | None, unit: str) -> str | int | None:

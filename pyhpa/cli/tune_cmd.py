@@ -19,7 +19,8 @@ from ..adapters.errors import InputError
 from ..core import ControllerConfig
 from . import options, run_cmd, simulate_cmd
 from .help import examples
-from .options import Output, console as text_console
+from .options import Output
+from .options import console as text_console
 
 _SIM = inspect.signature(simulate_cmd.simulate).parameters
 #: the most settings one search tries (``--trials``; the default 200, and --timeout ends it first anyway)
@@ -87,10 +88,11 @@ def tune(
 
     """
     from ..simulate import Settings, check_settings, display_path, input_files, require_inputs
-    from ..tune import prepare, tune as run_tune
+    from ..tune import prepare
+    from ..tune import tune as run_tune
     from ..tune.report import held_out_text, table, write_outputs
 
-    simulate_cmd._simulator()  # the simulate extra, or one line saying what to install
+    simulate_cmd.simulator()  # the simulate extra, or one line saying what to install
     _optuna()
     objective = _objective(max_overloaded_fraction, max_unserved_fraction)
     cores = os.cpu_count() or 1

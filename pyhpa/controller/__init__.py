@@ -20,46 +20,38 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import os
 import signal
 import time
-from pathlib import Path
 from typing import Any, Callable
 
-from lightkube import KubeConfig
-from lightkube.config.kubeconfig import DEFAULT_KUBECONFIG, SingleConfig
-from lightkube.config.models import Cluster as ClusterConfig
-from lightkube.config.models import User
-from lightkube.core.exceptions import ConfigError
+from lightkube.config.kubeconfig import SingleConfig
 
-from ..adapters.errors import InputError
-from ..adapters.snapshot import read_document
-from ..adapters.pause import pause_annotations
-from .kube.api import Cluster, HttpMetrics, LightkubeCluster, MetricsClient
-from .cache.autoscaler import MEMORY_KEY, Autoscaler, parse_autoscaler
-from .outputs.events import EventRecorder
-from .cache.informer import Informer, PodCache
 from .. import __version__
-from .scaleout.leadership import Leadership, LeadershipLost, default_identity, lease_settings
-from .outputs.load import RELEASE_SECONDS, SyncLoad, release_memory, tune_gc
-from .sync.memory import InProcessMemory, MemoryStore, StatusMemory
-from .outputs.monitor import Monitor
-from .sync.nsmetrics import NamespaceMetrics, resync_delay
-from .sync.prediction import LivePredictions
-from .preview import enable_preview
-from .sync.queue import QueueClosed, WorkQueue
-from .sync.reconciler import Reconciler, SyncResult
+from ..adapters.pause import pause_annotations
+from .cache.autoscaler import MEMORY_KEY, Autoscaler, parse_autoscaler
+from .cache.informer import Informer, PodCache
 from .cache.scalecache import ScaleCache
+from .kube.api import Cluster, HttpMetrics, LightkubeCluster, MetricsClient
+from .outputs.events import EventRecorder
+from .outputs.load import RELEASE_SECONDS, SyncLoad, release_memory, tune_gc
+from .outputs.monitor import Monitor
 from .outputs.server import HealthServer
-from .settings import SCALE_CACHE_WAIT_SECONDS, Settings
-from .scaleout.shards import Sharding, ShardSettings
-from .sync.sources import MetricSources
 from .outputs.status import StatusWriter
 from .outputs.writer import Writer
+from .preview import enable_preview
+from .scaleout.leadership import Leadership, LeadershipLost, default_identity, lease_settings
+from .scaleout.shards import Sharding, ShardSettings
+from .settings import SCALE_CACHE_WAIT_SECONDS, Settings
+from .sync.memory import InProcessMemory, MemoryStore, StatusMemory
+from .sync.nsmetrics import NamespaceMetrics, resync_delay
+from .sync.prediction import LivePredictions
+from .sync.queue import QueueClosed, WorkQueue
+from .sync.reconciler import Reconciler, SyncResult
+from .sync.sources import MetricSources
 
 log = logging.getLogger("pyhpa.controller")
 
-__all__ = ["Controller", "LeadershipLost", "Settings", "load_config", "run_controller"]
+__all__ = ["Controller", "LeadershipLost", "Settings", "run_controller"]
 
 
 class Controller:
@@ -273,49 +265,6 @@ def _same_status(old: Autoscaler, obj: Any) -> bool:
     status = dict(status)
     memory = status.pop(MEMORY_KEY, None)
     return old.same_status(status, memory, in_flight=True)
-
-
-def load_config(kubeconfig: str | None = None, server: str | None = None, context: str | None = None) -> SingleConfig:
-    """The cluster to talk to: ``server`` (a URL, no credentials: e.g. the kubedouble), else the
-    ``kubeconfig`` file, else in-cluster service account / $KUBECONFIG / ~/.kube/config. InputError when
-    none works."""
-    if server:
-        return KubeConfig.from_one(cluster=ClusterConfig(server=server), user=User(), namespace="default").get()
-    file = kubeconfig
-    try:
-        if file is None:
-            try:
-                return KubeConfig.from_service_account().get(context_name=context)
-            except ConfigError:
-                file = os.environ.get("KUBECONFIG") or DEFAULT_KUBECONFIG
-        path = Path(file).expanduser()
-        if not path.exists():
-            raise ConfigError(f"Configuration file {file} not found")
-        config = _kubeconfig(path)
-    except InputError as err:
-        raise InputError(err.message, err.file or str(file), err.obj, err.field or "--kubeconfig", err.line) from None
-    except (ConfigError, OSError, ValueError) as err:
-        raise InputError(f"cannot load the Kubernetes configuration: {err}", file=str(file or ""),
-                         field="--kubeconfig") from None
-    except (KeyError, TypeError, AttributeError) as err:  # a mapping, but not shaped as kubectl writes one
-        raise InputError(f"malformed kubeconfig ({type(err).__name__}: {err}); kubectl config view shows one",
-                         file=str(file), field="--kubeconfig") from None
-    try:
-        return config.get(context_name=context)
-    except (ConfigError, KeyError) as err:  # no such context, or one naming a cluster or user it does not have
-        what = f"no cluster or user {err}" if isinstance(err, KeyError) else str(err)
-        raise InputError(f"cannot load the Kubernetes configuration: {what}", file=str(file),
-                         field="--context" if context else "--kubeconfig") from None
-
-
-def _kubeconfig(path: Path) -> KubeConfig:
-    """The kubeconfig in ``path``, read as every input file is (bounded; a YAML error is one line with its line);
-    InputError when it is no mapping with clusters and contexts."""
-    doc = read_document(path)
-    if not isinstance(doc, dict) or not isinstance(doc.get("clusters"), list) or not isinstance(doc.get("contexts"), list):
-        raise InputError("not a kubeconfig: want a YAML mapping with lists clusters and contexts (kubectl config view)",
-                         field="--kubeconfig")
-    return KubeConfig.from_dict(doc, fname=path)
 
 
 async def run_controller(settings: Settings, config: SingleConfig, http: str = "aiohttp",

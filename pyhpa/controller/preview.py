@@ -20,12 +20,12 @@ from typing import Any, AsyncIterator
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from ..core import Decision, store_scale_event
-from .kube.api import ListWatch
 from .cache.autoscaler import Autoscaler
 from .cache.informer import Informer
+from .kube.api import ListWatch
 from .outputs.logs import fields, logfmt
-from .sync.memory import InProcessMemory
 from .outputs.monitor import NONE, SPEC, Monitor, action_label
+from .sync.memory import InProcessMemory
 from .sync.reconciler import Reconciler, SyncInputs, SyncResult, decision_error_label
 
 log = logging.getLogger("pyhpa.preview")

@@ -29,17 +29,17 @@ from lightkube.resources.core_v1 import Pod as PodResource
 
 from ..adapters.autoscaler import autoscaler_document
 from ..adapters.errors import InputError
-from ..adapters.prediction import forecast_from_status
 from ..adapters.parse import object_name
+from ..adapters.prediction import forecast_from_status
 from ..adapters.promql import PROMETHEUS
 from ..adapters.snapshot import controller_to_dict, metrics_to_dict, snapshot_to_dict
 from . import Controller
-from .kube.api import ApiFailure, HttpMetrics, LightkubeCluster, SpecError, as_failure
 from .cache.autoscaler import MetricQuery, parse_autoscaler
-from .sync.memory import StatusMemory
+from .kube.api import ApiFailure, HttpMetrics, LightkubeCluster, SpecError, as_failure
 from .preview import never
-from .sync.reconciler import SyncInputs
 from .settings import Settings
+from .sync.memory import StatusMemory
+from .sync.reconciler import SyncInputs
 from .sync.sources import query_samples
 
 KINDS = {"horizontalautoscaler": "HorizontalAutoscaler", "hpa": "HorizontalPodAutoscaler"}

@@ -12,11 +12,16 @@ names listed in the ``__all__`` of ``calculator``, ``metrics``, ``thresholds``, 
 ``prediction``, ``pause`` and ``quantity``. Nothing outside the core imports anything else of it (tests/test_core_surface.py).
 """
 
+from .calculator import MetricError, ReplicaCalculator
+from .checks import HPAWarning, check_hpa
+from .fallback import capped_failures, check_fallback, effective_fallback, fallback_replicas, metric_key
 from .model import (
     ENFORCE,
+    HPA,
     LIMIT,
-    REQUEST,
     OBSERVE,
+    PAUSE_ANNOTATIONS,
+    REQUEST,
     ActiveWindow,
     Behavior,
     Condition,
@@ -25,14 +30,12 @@ from .model import (
     Event,
     FallbackSpec,
     Forecast,
-    HPA,
     HPAStatus,
     Memory,
     MetricFailures,
     MetricHealth,
     MetricSamples,
     MetricSpec,
-    PAUSE_ANNOTATIONS,
     PauseSpec,
     PauseStatus,
     Pod,
@@ -48,15 +51,18 @@ from .model import (
     SourceProposal,
     Step,
 )
-from .calculator import MetricError, ReplicaCalculator
-from .checks import HPAWarning, check_hpa
-from .prediction import provisioned_total
-from .fallback import capped_failures, check_fallback, effective_fallback, fallback_replicas, metric_key
 from .normalize import MemoryHorizons, memory_horizons, relevant_memory, stabilization_windows, store_scale_event
-from .prediction import check_prediction
+from .prediction import check_prediction, provisioned_total
 from .reconcile import decide, rescale_failed, set_condition, tolerances, with_status
-from .schedules import (END_OF_CALENDAR, active_windows, check_window, check_windows, expired_windows, next_change,
-                        occurrences)
+from .schedules import (
+    END_OF_CALENDAR,
+    active_windows,
+    check_window,
+    check_windows,
+    expired_windows,
+    next_change,
+    occurrences,
+)
 
 __all__ = [
     "ENFORCE", "OBSERVE", "ActiveWindow", "Behavior", "Condition", "ControllerConfig", "Decision", "Event",

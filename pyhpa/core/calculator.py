@@ -24,7 +24,6 @@ from .model import (
     PodSample,
 )
 
-
 __all__ = [
     "MetricError", "ReplicaCalculator", "ceil_int32", "ceil_replicas", "ceil_saturate", "fdiv", "go_int32", "go_int64",
     "group_pods", "wrap_int32",

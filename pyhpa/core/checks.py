@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from .metrics import describe
 from .model import (
     CONTAINER_RESOURCE,
+    HPA,
     LIMIT,
     RESOURCE,
     UTILIZATION,
     ControllerConfig,
-    HPA,
     MetricSamples,
     MetricSpec,
     Pod,

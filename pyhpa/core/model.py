@@ -10,9 +10,9 @@ times are float seconds since the Unix epoch (UTC; the Kubernetes zero time
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 from datetime import date, tzinfo
 from enum import StrEnum
+from functools import lru_cache
 
 #: ``0001-01-01T00:00:00Z`` in epoch seconds: a real time, long ago (not "unset").
 ZERO_TIME = -62135596800.0

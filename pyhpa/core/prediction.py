@@ -12,9 +12,28 @@ from collections.abc import Sequence
 from .calculator import ceil_replicas, ceil_saturate, within
 from .combine import per_pod_target
 from .metrics import metric_index_problem
-from .model import (ENFORCE, HISTORY_UNAVAILABLE, HPA, MAX_INT32, METRIC_SOURCE_TYPES, NOT_PREDICTABLE, OBSERVING,
-                    PREDICTING, PREDICTION_ACTIVE, PREDICTION_MODES, PREDICTION_SOURCE, UTILIZATION, VALUE, Forecast,
-                    MetricSpec, Pod, PredictionSpec, PredictionStatus, SourceKind, SourceProposal)
+from .model import (
+    ENFORCE,
+    HISTORY_UNAVAILABLE,
+    HPA,
+    MAX_INT32,
+    METRIC_SOURCE_TYPES,
+    NOT_PREDICTABLE,
+    OBSERVING,
+    PREDICTING,
+    PREDICTION_ACTIVE,
+    PREDICTION_MODES,
+    PREDICTION_SOURCE,
+    UTILIZATION,
+    VALUE,
+    Forecast,
+    MetricSpec,
+    Pod,
+    PredictionSpec,
+    PredictionStatus,
+    SourceKind,
+    SourceProposal,
+)
 from .sources import Outcome, SourceInputs, Stage, condition_dropped
 
 __all__ = [

@@ -22,6 +22,7 @@ from .metrics import MetricsSource, describe
 from .model import (
     EXTERNAL,
     FALLBACK_SOURCE,
+    HPA,
     METRIC_SOURCE,
     OBJECT,
     RECOMMENDATION_SOURCE,
@@ -31,7 +32,6 @@ from .model import (
     Decision,
     Event,
     Forecast,
-    HPA,
     HPAStatus,
     Memory,
     MetricSamples,
@@ -52,8 +52,16 @@ from .prediction import PredictionSource
 from .saturation import SaturationSource
 from .schedules import SchedulesSource
 from .selector import SelectorError, matches, parse_selector
-from .sources import (BoundsOutcome, FallbackOutcome, HoldOutcome, MetricsOutcome, Outcome, Source, Stage,
-                      nothing_to_retire)
+from .sources import (
+    BoundsOutcome,
+    FallbackOutcome,
+    HoldOutcome,
+    MetricsOutcome,
+    Outcome,
+    Source,
+    Stage,
+    nothing_to_retire,
+)
 
 __all__ = ["SOURCES", "decide", "rescale_failed", "set_condition", "tolerances", "with_status"]
 

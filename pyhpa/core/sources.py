@@ -28,8 +28,21 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .model import (HPA, Condition, ControllerConfig, Event, Forecast, Memory, MetricFailures,
-                    MetricSamples, Pod, Proposal, SourceKind, SourceProposal, Step)
+from .model import (
+    HPA,
+    Condition,
+    ControllerConfig,
+    Event,
+    Forecast,
+    Memory,
+    MetricFailures,
+    MetricSamples,
+    Pod,
+    Proposal,
+    SourceKind,
+    SourceProposal,
+    Step,
+)
 
 if TYPE_CHECKING:
     from .combine import Bounds

@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .calculator import ceil_saturate, ceil_replicas, fdiv, within
+from .calculator import ceil_replicas, ceil_saturate, fdiv, within
 from .model import AVERAGE_VALUE, EXTERNAL, MAX_INT32, OBJECT, UTILIZATION, MetricSpec
-
 
 __all__ = ["Threshold", "metric_target", "proposal", "thresholds"]
 

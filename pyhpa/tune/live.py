@@ -51,7 +51,8 @@ def fetch_live(key: str, *, prometheus_url: str, kubeconfig: str | None, context
     """Read ``NAMESPACE/NAME`` from the cluster and ``history_seconds`` of its first metric's workload total
     from Prometheus; write the files into ``directory``. Raises InputError: unreachable cluster or Prometheus,
     no such autoscaler, a first metric that is not CPU, an empty history."""
-    from ..controller import Settings, load_config
+    from ..adapters.kubeconfig import load_config
+    from ..controller import Settings
     from ..controller.snapshot import parse_key
 
     namespace, name = parse_key(key)
@@ -67,10 +68,10 @@ def fetch_live(key: str, *, prometheus_url: str, kubeconfig: str | None, context
 
 async def _fetch(settings, config, namespace: str, name: str, prometheus_url: str, history_seconds: float,
                  directory: Path, profile: Path | None, now: float, http: str) -> LiveInputs:
-    from ..controller.kube.api import LightkubeCluster
     from ..controller.cache.autoscaler import parse_autoscaler
-    from ..controller.sync.prediction import default_history_query
+    from ..controller.kube.api import LightkubeCluster
     from ..controller.snapshot import take_snapshot
+    from ..controller.sync.prediction import default_history_query
 
     doc = None
     for kind in ("horizontalautoscaler", "hpa"):

@@ -12,20 +12,20 @@ kubeconfig; what it does is read back from the API server (helpers in ``util.py`
 
 from __future__ import annotations
 
-import os
 import uuid
 from pathlib import Path
 from typing import Optional
 
 import pytest
+from control_plane_gate import require_control_plane
 from lightkube import ApiError
 from lightkube.resources.core_v1 import Namespace
 
-from control_plane_gate import require_control_plane
 from controlplane import ControlPlane
 from controlplane.cluster import DEFAULT_CONTROLLERS
 
 from .util import CRD_FILE, Pyhpa, has_default_sa, wait_until
+
 
 @pytest.fixture(scope="session")
 def plane(tmp_path_factory) -> ControlPlane:

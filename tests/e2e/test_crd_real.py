@@ -19,10 +19,10 @@ import pytest
 from lightkube import ApiError, codecs
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
+from test_crd_cel import CASES, CRD, CRON, DATED, PREFIX, _body, spec_of, widget_crd
 
 from kubedouble import KubeDouble
 from kubedouble.errors import KubeError
-from test_crd_cel import CASES, CRD, CRON, DATED, PREFIX, _body, spec_of, widget_crd
 
 from .util import HA, apply, autoscaler, cpu_utilization, deployment, running_pods, set_pod_cpu, wait_until
 

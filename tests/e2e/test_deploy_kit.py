@@ -20,8 +20,20 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Secret, ServiceAccountToken
 from lightkube.resources.rbac_authorization_v1 import ClusterRole
 
-from .util import (ROOT, apply, autoscaler, condition, cpu_utilization, deployment, events_of, ha_status,
-                   running_pods, set_pod_cpu, spec_replicas, wait_until)
+from .util import (
+    ROOT,
+    apply,
+    autoscaler,
+    condition,
+    cpu_utilization,
+    deployment,
+    events_of,
+    ha_status,
+    running_pods,
+    set_pod_cpu,
+    spec_replicas,
+    wait_until,
+)
 
 KIT_NS, KIT_SA = "pyhpa-system", "pyhpa-controller"
 LONG_AGO = {"kubelet.pyhpa.dev/start-time": "2026-01-01T00:00:00Z"}

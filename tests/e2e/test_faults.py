@@ -15,8 +15,20 @@ import time
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.types import PatchType
 
-from .util import (HA, apply, autoscaler, condition, cpu_utilization, deployment, events_of, ha_status,
-                   running_pods, set_pod_cpu, spec_replicas, wait_until)
+from .util import (
+    HA,
+    apply,
+    autoscaler,
+    condition,
+    cpu_utilization,
+    deployment,
+    events_of,
+    ha_status,
+    running_pods,
+    set_pod_cpu,
+    spec_replicas,
+    wait_until,
+)
 
 LONG_AGO = {"kubelet.pyhpa.dev/start-time": "2026-01-01T00:00:00Z"}
 

@@ -13,11 +13,19 @@ import os
 import subprocess
 import sys
 
-import yaml
 from lightkube import codecs
 
-from .util import (ROOT, apply, autoscaler, cpu_utilization, deployment, running_pods, set_pod_cpu, spec_replicas,
-                   wait_until)
+from .util import (
+    ROOT,
+    apply,
+    autoscaler,
+    cpu_utilization,
+    deployment,
+    running_pods,
+    set_pod_cpu,
+    spec_replicas,
+    wait_until,
+)
 
 LONG_AGO = {"kubelet.pyhpa.dev/start-time": "2026-01-01T00:00:00Z"}
 

@@ -17,8 +17,7 @@ from lightkube import ApiError
 from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import Namespace
 
-from .util import (apply, autoscaler, cpu_utilization, deployment, has_default_sa, running_pods, set_pod_cpu,
-                   wait_until)
+from .util import apply, autoscaler, cpu_utilization, deployment, has_default_sa, running_pods, set_pod_cpu, wait_until
 
 LEASE = ("--leader-elect-lease-duration", "3", "--leader-elect-renew-deadline", "2",
          "--leader-elect-retry-period", "0.5")
@@ -71,8 +70,8 @@ def test_two_shards_split_the_autoscalers_and_the_survivor_takes_a_killed_ones_s
     try:
         a = pyhpa(*common, "--leader-elect-identity", "ra", name="ra")
         b = pyhpa(*common, "--leader-elect-identity", "rb", name="rb")
-        leases = wait_until(lambda: len([l for l in client.list(Lease, namespace="default")
-                                         if l.metadata.name.startswith(group)]) == 2, what="a Lease per replica")
+        leases = wait_until(lambda: len([lease for lease in client.list(Lease, namespace="default")
+                                         if lease.metadata.name.startswith(group)]) == 2, what="a Lease per replica")
         assert leases
 
         def split():

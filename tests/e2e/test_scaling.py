@@ -14,12 +14,25 @@ import time
 
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.types import PatchType
-
 from test_prediction_live import history_file, needs_prometheus
+
 from tests.prometheus_server import PrometheusServer
 
-from .util import (apply, autoscaler, condition, cpu_utilization, deployment, events_of, external_average,
-                      ha_status, running_pods, set_pod_cpu, spec_replicas, wait_until, HA)
+from .util import (
+    HA,
+    apply,
+    autoscaler,
+    condition,
+    cpu_utilization,
+    deployment,
+    events_of,
+    external_average,
+    ha_status,
+    running_pods,
+    set_pod_cpu,
+    spec_replicas,
+    wait_until,
+)
 
 LONG_AGO = {"kubelet.pyhpa.dev/start-time": "2026-01-01T00:00:00Z"}  # outside the CPU initialization period
 NO_DOWN_WINDOW = {"scaleDown": {"stabilizationWindowSeconds": 0}}

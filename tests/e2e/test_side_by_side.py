@@ -38,8 +38,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Optional
 
-import pytest
-from lightkube import ApiError, codecs
+from lightkube import codecs
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.autoscaling_v2 import HorizontalPodAutoscaler
 from lightkube.resources.core_v1 import Namespace, Pod, PodStatus

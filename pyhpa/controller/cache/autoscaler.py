@@ -8,10 +8,9 @@ hot path then works on these plain values only.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from typing import Any
-
-import zlib
 
 import msgspec
 
@@ -25,6 +24,7 @@ from ...api.v1alpha1 import StatusExtensions
 from ...core import HPA, ControllerConfig
 from ..kube.resources import API_VERSION, GROUP, KIND, PLURAL, VERSION, HorizontalAutoscaler, TargetRef  # noqa: F401 (re-exported)
 from ..settings import Settings
+
 
 @dataclass(frozen=True, slots=True)
 class MetricQuery:

@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Callable
-
 import sys
+from typing import Any, Callable
 
 from ..kube.api import ApiFailure, ListWatch, as_failure
 from .pods import PodCache  # noqa: F401 - its former home

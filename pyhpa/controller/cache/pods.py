@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any, Optional
+from typing import Any
 
 from ...adapters.errors import InputError
 from ...adapters.objects import pod_from_model

@@ -137,8 +137,8 @@ class ScaleCache:
     def __init__(self, listwatch: Any, namespace: str | None, kinds: dict[tuple[str, str], Any] | None = None):
         self._scales: dict[tuple[str, str, str], Scale] = {}  # (kind, namespace, name) -> Scale
         self._informers: dict[tuple[str, str], tuple[Informer, _Guarded]] = {}
-        for (api_version, kind), res in (kinds or CACHED_KINDS).items():
-            guarded = _Guarded(listwatch(res, namespace), f"{kind}.{api_version}")
+        for (api_version, kind), resource in (kinds or CACHED_KINDS).items():
+            guarded = _Guarded(listwatch(resource, namespace), f"{kind}.{api_version}")
             informer = Informer(f"scales-{kind.lower()}", guarded, self._upsert(kind), self._delete(kind))
             self._informers[(api_version, kind)] = (informer, guarded)
         self.hits = self.misses = 0

@@ -20,8 +20,8 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.events_v1 import Event as EventResource
 
 from ...core import Event
-from ..kube.api import ApiFailure
 from ..cache.autoscaler import API_VERSION, KIND, Autoscaler
+from ..kube.api import ApiFailure
 from .writer import Writer, WritesDisabled
 
 log = logging.getLogger("pyhpa.controller.events")

@@ -8,17 +8,15 @@ the fresh resourceVersion unless the spec changed meanwhile (then the sync is re
 
 from __future__ import annotations
 
+from typing import Any, Protocol, Sequence
 
 from ...adapters.errors import InputError
 from ...adapters.parse import timestamp
 from ...adapters.printers import reference
-from ...api.status import (condition_dict, metric_health_dict, pause_status, render_status,  # noqa: F401 (re-exported)
-                           time_text)
-from typing import Any, Protocol, Sequence
-
+from ...api.status import condition_dict, metric_health_dict, pause_status, render_status, time_text  # noqa: F401 (re-exported)
 from ...core import HPA, Condition, Decision, Event, HPAStatus, HPAWarning, Memory, set_condition, with_status
-from ..kube.api import ApiFailure
 from ..cache.autoscaler import API_VERSION, KIND, MEMORY_KEY, Autoscaler, packed
+from ..kube.api import ApiFailure
 from .writer import Writer
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Awaitable, Callable
 
-from ..kube.api import Cluster
 from ..cache.autoscaler import TargetRef
+from ..kube.api import Cluster
 
 
 class WritesDisabled(Exception):

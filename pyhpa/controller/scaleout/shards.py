@@ -62,11 +62,11 @@ from lightkube.models.coordination_v1 import LeaseSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.coordination_v1 import Lease
 
-from .leader import validate_lease_timing
-from .leadership import LeadershipLost
 from ..outputs.load import current_sync
 from ..settings import SCALE_CACHE_WAIT_SECONDS  # the controller's own bound on that wait
 from ..sync.nsmetrics import phase_points
+from .leader import validate_lease_timing
+from .leadership import LeadershipLost
 
 log = logging.getLogger("pyhpa.controller.shards")
 

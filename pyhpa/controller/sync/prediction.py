@@ -26,8 +26,9 @@ from typing import Any
 import httpx2
 
 from ...adapters.parse import format_time
-from ...api.status import PREDICTION_FIGURES as STATUS_FIGURES, prediction_section  # noqa: F401 (re-exported)
 from ...adapters.promql import PROMETHEUS, RangeQueryError, query_range, range_step
+from ...api.status import PREDICTION_FIGURES as STATUS_FIGURES  # noqa: F401 (re-exported)
+from ...api.status import prediction_section
 from ...core import Decision, Forecast, MetricSamples, PredictionSpec
 from ...core.selector import SelectorError, parse_selector
 from ...forecast import HISTORY_UNAVAILABLE

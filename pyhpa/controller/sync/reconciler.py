@@ -14,23 +14,44 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ...core import (HPA, ControllerConfig, Decision, Event, Forecast, HPAWarning, Memory, MetricSamples, Pod, Scale,
-                    check_hpa, decide, relevant_memory, rescale_failed)
+from ...core import (
+    HPA,
+    ControllerConfig,
+    Decision,
+    Event,
+    Forecast,
+    HPAWarning,
+    Memory,
+    MetricSamples,
+    Pod,
+    Scale,
+    check_hpa,
+    decide,
+    relevant_memory,
+    rescale_failed,
+)
 from ...core.model import ConditionType, Reason
-from ..kube.api import ApiFailure, Cluster, SpecError
 from ..cache.autoscaler import Autoscaler
-from ..outputs.events import EventRecorder
 from ..cache.informer import PodCache
-from ..outputs.logs import fields
-from .memory import MemoryStore
-from ..outputs.monitor import INTERNAL, NONE, SPEC, Monitor, action_label
-from .prediction import LivePredictions
 from ..cache.scalecache import ScaleCache
 from ..cache.selectors import SelectorIndex
-from .sources import Fetched, MetricSources
-from ..outputs.status import (StaleSpec, StatusWriter, remember_warnings, status_from_decision, status_with_condition,
-                     warning_entry, with_columns)
+from ..kube.api import ApiFailure, Cluster, SpecError
+from ..outputs.events import EventRecorder
+from ..outputs.logs import fields
+from ..outputs.monitor import INTERNAL, NONE, SPEC, Monitor, action_label
+from ..outputs.status import (
+    StaleSpec,
+    StatusWriter,
+    remember_warnings,
+    status_from_decision,
+    status_with_condition,
+    warning_entry,
+    with_columns,
+)
 from ..outputs.writer import Writer, WritesDisabled
+from .memory import MemoryStore
+from .prediction import LivePredictions
+from .sources import Fetched, MetricSources
 
 log = logging.getLogger("pyhpa.controller.reconciler")
 

@@ -19,16 +19,22 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ...adapters.errors import InputError
 import httpx2
 
-from ...adapters.metrics_api import API_NAMES, external_samples, fetch_failed, object_samples, pods_samples, \
-    resource_samples
+from ...adapters.errors import InputError
+from ...adapters.metrics_api import (
+    API_NAMES,
+    external_samples,
+    fetch_failed,
+    object_samples,
+    pods_samples,
+    resource_samples,
+)
 from ...adapters.promql import PROMETHEUS, PromQuery, query_answer
 from ...core import MetricSamples, Scale
 from ...core.selector import SelectorError, parse_selector
-from ..kube.api import ApiFailure, MetricsClient, as_failure
 from ..cache.autoscaler import Autoscaler, MetricQuery
+from ..kube.api import ApiFailure, MetricsClient, as_failure
 
 
 @dataclass(slots=True)
