@@ -12,13 +12,12 @@ import yaml
 
 from pyhpa.adapters.autoscaler import SETTING_FIELDS, WINDOW_FIELDS
 from pyhpa.adapters.errors import InputError
-from pyhpa.adapters.prediction import prediction_from_dict
 from pyhpa.adapters.parse import source_section
+from pyhpa.adapters.prediction import prediction_from_dict
 from pyhpa.api import v1alpha1 as api
 from pyhpa.api.crd import crd, crd_text, openapi
 from pyhpa.core import PredictionSpec
-from pyhpa.core.saturation import SaturationSpec
-from pyhpa.core.saturation import MAX_PINNED_PERCENT, MIN_DEMAND_FACTOR, MIN_PINNED_PERCENT
+from pyhpa.core.saturation import MAX_PINNED_PERCENT, MIN_DEMAND_FACTOR, MIN_PINNED_PERCENT, SaturationSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 COPIES = (ROOT / "deploy" / "crd.yaml", ROOT / "deploy" / "base" / "crd.yaml", ROOT / "pyhpa" / "data" / "deploy" / "crd.yaml")
@@ -94,6 +93,7 @@ def test_every_source_section_is_declared_whole():
 
     from pyhpa.core import HPA, HPAStatus
     from pyhpa.core.reconcile import SOURCES
+    from pyhpa.simulate.sections import SHOWN
 
     hpa_fields = {f.name for f in dataclasses.fields(HPA)}
     status_fields = {f.name for f in dataclasses.fields(HPAStatus)}
@@ -104,23 +104,27 @@ def test_every_source_section_is_declared_whole():
         assert name in {f.name for f in msgspec.structs.fields(api.StatusExtensions)}
         assert {f.name for f in msgspec.structs.fields(section.spec)} == {
             f.name for f in dataclasses.fields(section.core_spec)}
-        if section.timeline:
-            source = section.source
-            assert source.active_words and source.never_active and section.active_key
-            spec = section.core_spec()
-            assert source.summary(spec) and source.active_text(spec)
-            assert set(section.summary) <= {f.name for f in dataclasses.fields(section.core_spec)}
+    for name, shown in SHOWN.items():  # how simulate shows a section: declared there, on the API's sections
+        section = api.SOURCE_SECTIONS[name]
+        assert shown.section is section
+        source = section.source
+        assert source.active_words and source.never_active and shown.active_key
+        spec = section.core_spec()
+        assert source.summary(spec) and source.active_text(spec)
+        assert set(shown.summary) <= {f.name for f in dataclasses.fields(section.core_spec)}
     gauges = [s.gauge[0] for s in api.SOURCE_SECTIONS.values() if s.gauge is not None]
     assert len(gauges) == len(set(gauges))
 
 
 def test_what_tune_searches_is_declared_with_the_sections():
-    """``TUNING``: each entry a source section, each field one of its struct's, searched within the API's limits
+    """``TUNING`` (``pyhpa.tune.space``): each entry a source section, each field one of its struct's, searched within the API's limits
     (the struct's ``Meta``), the robust and lean values on searched fields; the Optuna parameters and candidates.csv
     columns are the field names: unique, and none a section's name."""
-    names = [f.name for t in api.TUNING.values() for f in t.fields]
-    assert len(set(names)) == len(names) and not set(names) & set(api.TUNING)
-    for name, tuning in api.TUNING.items():
+    from pyhpa.tune.space import TUNING
+
+    names = [f.name for t in TUNING.values() for f in t.fields]
+    assert len(set(names)) == len(names) and not set(names) & set(TUNING)
+    for name, tuning in TUNING.items():
         struct = api.SOURCE_SECTIONS[name].spec
         schema = openapi(struct)["properties"]
         by_name = {f.name: f for f in msgspec.structs.fields(struct)}

@@ -183,7 +183,7 @@ def test_the_walk_ends_with_the_current_object_once_the_budget_is_over(tmp_path)
 
 
 def test_each_source_sections_robust_value_is_the_apis():
-    """What the check tries of a source section (``pyhpa.api.v1alpha1.TUNING``'s ``robust``): prediction off goes
+    """What the check tries of a source section (``pyhpa.tune.space.TUNING``'s ``robust``): prediction off goes
     on at its 0.95 quantile, on it goes 0.1 up to at least 0.95 (at most the searched top, 0.95); saturation off
     goes on at its defaults, on it goes to the top of its searched range (3). Nothing when it is there already."""
     from pyhpa.tune.search import _robust

@@ -16,8 +16,9 @@ Defaults and limits are declared here once, as each field's default and ``msgspe
 core's own constants where the core has the rule: ``pyhpa.core.prediction``, ``pyhpa.core.saturation``); the CRD's
 OpenAPI schema, its CEL rules and printer columns are generated from these types (``pyhpa.api.crd``,
 ``deploy/generate_crd.py``), the adapters read the fields into the core's spec types, and ``pyhpa tune`` writes its
-recommendations through them (``manifest``). What ``pyhpa tune`` searches of a source section, and how it speaks of
-it, is declared here too (``TUNING``): a source with an entry there is searched, written and reported by tune.
+recommendations through them (``manifest``). What the API's consumers do with a source section is declared with
+them: what ``pyhpa tune`` searches (``pyhpa.tune.space.TUNING``), how ``pyhpa simulate`` shows it
+(``pyhpa.simulate.sections``).
 """
 
 from __future__ import annotations
@@ -29,12 +30,30 @@ from typing import Annotated, Any, Callable
 import msgspec
 from msgspec import Meta, Struct
 
-from ..core.model import (FALLBACK_BEHAVIORS, PREDICTION_MODES, UTILIZATION_BASES, PredictionSpec, SaturationSpec,
-                          SourceKind)
-from ..core.prediction import (MAX_QUANTILE, MIN_HISTORY_SECONDS, MIN_LEAD_SECONDS, MIN_QUANTILE, MIN_REFRESH_SECONDS,
-                               check_prediction)
+from ..core.model import (
+    FALLBACK_BEHAVIORS,
+    PREDICTION_MODES,
+    UTILIZATION_BASES,
+    PredictionSpec,
+    SaturationSpec,
+    SourceKind,
+)
+from ..core.prediction import (
+    MAX_QUANTILE,
+    MIN_HISTORY_SECONDS,
+    MIN_LEAD_SECONDS,
+    MIN_QUANTILE,
+    MIN_REFRESH_SECONDS,
+    check_prediction,
+)
 from ..core.reconcile import SOURCES
-from ..core.saturation import MAX_DEMAND_FACTOR, MAX_PINNED_PERCENT, MIN_DEMAND_FACTOR, MIN_PINNED_PERCENT, check_saturation
+from ..core.saturation import (
+    MAX_DEMAND_FACTOR,
+    MAX_PINNED_PERCENT,
+    MIN_DEMAND_FACTOR,
+    MIN_PINNED_PERCENT,
+    check_saturation,
+)
 from .status import prediction_figures, saturation_figures
 
 GROUP = "pyhpa.dev"
@@ -179,10 +198,8 @@ class SourceSection:
     ``core_spec``'s (the core's spec type), checked by ``check`` (the core's: (field, message) pairs); ``figures``:
     one sync's figures from the core's status (``pyhpa explain -o json``'s ``<field>``, before ``applied`` and
     ``won``); ``gauge``: (name after ``pyhpa_autoscaler_``, help) of the per-autoscaler gauge that is 1 while the
-    source is active and applied (None: none). For ``pyhpa simulate`` (nothing: the source has its own code there):
-    ``timeline``: its ``timeline.csv`` columns, (name, the core status's attribute), the replicas it asked for
-    first; ``summary``: the core spec's fields summary.json's ``<field>`` repeats; ``active_key``: the word of the
-    summary's ``<word>_syncs`` and ``<word>_episodes`` (syncs and runs of syncs it was active)."""
+    source is active and applied (None: none). How ``pyhpa simulate`` shows it is declared there
+    (``pyhpa.simulate.sections``), what ``pyhpa tune`` searches of it in ``pyhpa.tune.space`` (``TUNING``)."""
 
     source: Any
     spec: type
@@ -190,9 +207,6 @@ class SourceSection:
     check: Callable[..., list[tuple[str, str]]]
     figures: Callable[[Any], dict]
     gauge: tuple[str, str] | None = None
-    timeline: tuple[tuple[str, str], ...] = ()
-    summary: tuple[str, ...] = ()
-    active_key: str = ""
 
     @property
     def field(self) -> str:
@@ -212,80 +226,8 @@ SOURCE_SECTIONS: dict[str, SourceSection] = {s.field: s for s in (
     SourceSection(source=_SOURCES[SourceKind.SATURATION], spec=Saturation, core_spec=SaturationSpec,
                   check=check_saturation, figures=saturation_figures, gauge=("saturated", (
                       "1 while the pods are pinned at their CPU limit (SaturationActive=True), else 0. Only for "
-                      "autoscalers with spec.saturation.")),
-                  timeline=(("saturation_replicas", "replicas"), ("cpu_percent_of_limit", "usage_percent")),
-                  summary=("pinned_percent", "demand_factor", "mode"), active_key="pinned"),
+                      "autoscalers with spec.saturation."))),
 )}
-
-
-# ----- what ``pyhpa tune`` searches of a source section --------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Searched:
-    """A field of a source section that ``pyhpa tune`` searches (its snake_case ``name``), from ``low`` to ``high``:
-    an integer field in steps of ``step``, else a number rounded to ``digits`` (as suggested, and as written)."""
-
-    name: str
-    low: float
-    high: float
-    step: int | None = None
-    digits: int | None = None
-
-    @property
-    def integer(self) -> bool:
-        return self.step is not None
-
-
-@dataclass(frozen=True, slots=True)
-class Robust:
-    """What ``pyhpa tune``'s held-out check tries of a section when every setting missed there: a section that was
-    off is turned on at its defaults with ``field`` at least ``least``; one that was on gets ``field`` raised by
-    ``step`` and to at least ``least``, at most the top of its range. ``least`` None: off, the defaults as they are;
-    on, the top of the range."""
-
-    field: str
-    least: float | None = None
-    step: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class Tuning:
-    """How ``pyhpa tune`` searches a source section and speaks of it:
-
-    - ``fields``: what is searched (``Searched``), in the order the search suggests them (the Optuna parameters are
-      the section's name, on or off, then these names: they must differ from one section to another);
-    - the search tries the section at its defaults (``{}``) and, when the user's target met the objective, also at
-      ``lean`` (values over the defaults; None: no such trial); ``robust`` is what the held-out check tries;
-    - texts, each formatted with the section's values: ``label`` (a candidate's label, candidates and notes),
-      ``brief`` (after on in the terminal's table), ``robust_label`` (after ``with <name>`` in how the held-out
-      check derived a setting), and ``why`` (what the section does, before why recommended.yaml has it or not).
-    """
-
-    fields: tuple[Searched, ...]
-    label: str
-    brief: str
-    why: str
-    robust: Robust
-    robust_label: str
-    lean: dict[str, float] | None = None
-
-
-#: The source sections ``pyhpa tune`` searches (a ``SOURCE_SECTIONS`` key each), in the order it suggests them.
-TUNING: dict[str, Tuning] = {
-    "prediction": Tuning(
-        fields=(Searched("quantile", 0.5, 0.95, digits=3), Searched("lead_seconds", 120, 900, step=60)),
-        label="prediction q{quantile:.2f} lead {lead_seconds} s", brief="q{quantile:g} lead {lead_seconds}s",
-        why="forecast the metric's total and scale ahead of what repeats (docs/prediction.md)",
-        robust=Robust("quantile", least=0.95, step=0.1), robust_label="at its {quantile:g} quantile",
-        # the lean end: the default 0.9 quantile 300 s ahead buys headroom the target already keeps on a bursty load;
-        # a median-ish quantile a little further than a pod's start-up ahead costs fewer pod-hours and lets the
-        # target go higher (the quantiles the search settled on in the tune benchmark's recommendations: 0.55-0.72)
-        lean={"quantile": 0.6, "lead_seconds": 240}),
-    "saturation": Tuning(
-        fields=(Searched("demand_factor", 1.5, 3.0, digits=2),),
-        label="saturation x{demand_factor:.2f}", brief="x{demand_factor:g}",
-        why="pods pinned at their CPU limit ask for demandFactor x their use in one round (docs/saturation.md)",
-        robust=Robust("demand_factor"), robust_label="x{demand_factor:g}"),
-}
 
 
 # ----- spec.fallback, spec.metrics[].fallback ------------------------------------------------------------------

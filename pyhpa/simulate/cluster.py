@@ -19,12 +19,12 @@ import numpy as np
 
 from ..adapters.errors import InputError
 from ..adapters.parse import format_time
-from ..api.v1alpha1 import SOURCE_SECTIONS, SourceSection
 from ..core import HPA, ControllerConfig, Decision, Memory, MetricSamples, Pod, PodSample, Scale, decide, with_status
 from ..core.model import PREDICTION_SOURCE, ZERO_TIME, SourceKind
 from .metrics import MetricView, metric_views
 from .prediction import SimPrediction, history_totals
 from .profile import Profile
+from .sections import SHOWN, Shown
 from .target import MAX_SIMULATED_PODS, Target
 
 INF = math.inf
@@ -45,12 +45,12 @@ class History:
 
 @dataclass(slots=True)
 class SourceRecord:
-    """What a source with a section of its own did over a run (``section``: a ``SOURCE_SECTIONS`` entry with a
-    ``timeline``; its core source is ``Explained``): its status's reason at each sync (``syncs_by_reason``), the
+    """What a source with a section of its own did over a run (``shown``: how simulate shows it,
+    ``pyhpa.simulate.sections.SHOWN``; its core source is ``Explained``): its status's reason at each sync (``syncs_by_reason``), the
     syncs at which it was active (``ExplainedStatus.active``: pods pinned, ...), its episodes (runs of consecutive
     active syncs) and the syncs whose final number it set."""
 
-    section: SourceSection
+    shown: Shown
     active_syncs: int = 0
     decided_syncs: int = 0
     episodes: int = 0
@@ -59,7 +59,7 @@ class SourceRecord:
 
     def record(self, d: Decision) -> None:
         """Count one sync's decision."""
-        st = getattr(d.status, self.section.field)
+        st = getattr(d.status, self.shown.field)
         active = st is not None and st.active
         if st is not None:
             self.syncs_by_reason[st.reason] = self.syncs_by_reason.get(st.reason, 0) + 1
@@ -67,22 +67,22 @@ class SourceRecord:
             self.active_syncs += 1
             self.episodes += not self._active
         self._active = active
-        source = d.source(self.section.source.kind)
+        source = d.source(self.shown.section.source.kind)
         if source is not None and source.won:
             self.decided_syncs += 1
 
     def columns(self, d: Decision) -> list:
         """The sync's values of the section's ``timeline`` columns (None where the sync has no status of it)."""
-        st = getattr(d.status, self.section.field)
-        return [None if st is None else getattr(st, attr) for _, attr in self.section.timeline]
+        st = getattr(d.status, self.shown.field)
+        return [None if st is None else getattr(st, attr) for _, attr in self.shown.timeline]
 
     def summary(self, spec: Any) -> dict:
         """summary.json ``<field>``: the section's ``summary`` fields of ``spec`` (the HPA's), ``syncs_by_reason``,
         ``<active_key>_syncs``, ``<active_key>_episodes`` and ``syncs_decided_by_<field>``."""
-        key = self.section.active_key
-        return {**{name: getattr(spec, name) for name in self.section.summary},
+        key = self.shown.active_key
+        return {**{name: getattr(spec, name) for name in self.shown.summary},
                 "syncs_by_reason": dict(sorted(self.syncs_by_reason.items())), f"{key}_syncs": self.active_syncs,
-                f"{key}_episodes": self.episodes, f"syncs_decided_by_{self.section.field}": self.decided_syncs}
+                f"{key}_episodes": self.episodes, f"syncs_decided_by_{self.shown.field}": self.decided_syncs}
 
 
 @dataclass(slots=True)
@@ -189,10 +189,9 @@ class Cluster:
         self.fallback_syncs = 0
         self.schedule_syncs = 0  # syncs with a schedule window active
         self.decided_by: dict[str, int] = {}  # syncs per kind of what set the final number (Metric, Prediction, ...)
-        #: the sources with a section of their own that simulate shows by the section's declarations (``timeline``;
+        #: the sources with a section of their own that simulate shows by their declarations (``sections.SHOWN``;
         #: prediction has its own code: ``self.prediction``), for those the HPA uses: field -> record
-        self.sources = {name: SourceRecord(section) for name, section in SOURCE_SECTIONS.items()
-                        if section.timeline and getattr(hpa, name) is not None}
+        self.sources = {name: SourceRecord(shown) for name, shown in SHOWN.items() if getattr(hpa, name) is not None}
         self._outage_samples = [MetricSamples(error=OUTAGE_ERROR) for _ in self.views]
         self._init_state()
 
@@ -631,7 +630,7 @@ class Cluster:
         if self.prediction is not None:
             metric_cols += ["predicted_replicas", "forecast", "provisioned"]
         for record in self.sources.values():
-            metric_cols += [name for name, _ in record.section.timeline]
+            metric_cols += [name for name, _ in record.shown.timeline]
         return ["time", "load", "current_replicas", "ready_replicas", "desired_replicas", "recommended_replicas",
                 *metric_cols, "unready_pods", "missing_pods", "ready_capacity", "unserved_requests",
                 "conditions_changed", "error", "min_replicas_effective", "max_replicas_effective", "active_schedules"]

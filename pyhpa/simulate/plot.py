@@ -230,7 +230,7 @@ _SOURCE_COLORS = (("tab:brown", "tab:red"), ("tab:olive", "tab:purple"), ("tab:c
 
 def _asked(cluster: Cluster, record: SourceRecord) -> list[float]:
     """The replicas a source asked for at each sync (its first ``timeline`` column; NaN while it was not active)."""
-    return _column(cluster, cluster.column(record.section.timeline[0][0]))
+    return _column(cluster, cluster.column(record.shown.timeline[0][0]))
 
 
 def _replica_panel(ax, t, cluster: Cluster) -> None:
@@ -246,7 +246,7 @@ def _replica_panel(ax, t, cluster: Cluster) -> None:
         active = [x == x for x in asked]
         if any(active):
             _spans(ax, _mask_spans([r[0] for r in cluster.rows], active, cluster.end), cluster.t0, cluster.end,
-                   record.section.source.active_text(getattr(cluster.hpa, name)), color=shade, alpha=0.15, zorder=0)
+                   record.shown.section.source.active_text(getattr(cluster.hpa, name)), color=shade, alpha=0.15, zorder=0)
             ax.plot(t, asked, color=marks, lw=0 if len(t) > 3000 else 1.0, marker=".", ms=3,
                     label=f"{name} asks for", drawstyle="steps-post")
     hpa = cluster.hpa

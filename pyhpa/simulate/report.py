@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 from rich.table import Table
 
-from ..api.v1alpha1 import SOURCE_SECTIONS
 from ..core import tolerances
 from ..core.model import PREDICTING, SourceKind
+from .sections import SHOWN
 from .trace import Trace, iso, iso_array
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -122,14 +122,13 @@ EXTENSIONS = (
     ("prediction", SourceKind.PREDICTION, "predicting"),
     ("schedules", SourceKind.SCHEDULE, "a window active"),
     ("fallback", SourceKind.FALLBACK, "a metric in fallback"),
-    *((name, section.source.kind, section.source.active_words) for name, section in SOURCE_SECTIONS.items()
-      if section.timeline),
+    *((name, shown.section.source.kind, shown.section.source.active_words) for name, shown in SHOWN.items()),
 )
 #: why each extension may never have been active over a run
 NEVER_ACTIVE = {
     "fallback": "no metric failed failureThreshold syncs in a row",
     "schedules": "no window was active during the run",
-    **{name: section.source.never_active for name, section in SOURCE_SECTIONS.items() if section.timeline},
+    **{name: shown.section.source.never_active for name, shown in SHOWN.items()},
 }
 
 

@@ -37,14 +37,23 @@ import numpy as np
 from ..adapters.autoscaler import find_autoscaler
 from ..adapters.errors import InputError
 from ..adapters.snapshot import read_document
-from ..api.v1alpha1 import Searched
-from ..simulate import (Autoscaler, Load, Settings, check_metric_columns, display_path, load_autoscaler, read_load,
-                        read_workload, replay, request_warnings)
+from ..simulate import (
+    Autoscaler,
+    Load,
+    Settings,
+    check_metric_columns,
+    display_path,
+    load_autoscaler,
+    read_load,
+    read_workload,
+    replay,
+    request_warnings,
+)
 from ..simulate.profile import Profile
 from ..simulate.target import Target
 from ..simulate.trace import iso, load_trace, time_bound
 from . import space, windows
-from .space import Setting, TargetKind, Window
+from .space import Searched, Setting, TargetKind, Window
 
 
 class Derived(StrEnum):
@@ -1265,7 +1274,7 @@ def robust_variants(p: Prepared, base: Evaluation, peaks: Sequence[windows.Peak]
 
 
 def _robust(s: Setting, name: str) -> Setting | None:
-    """``s`` with the source section ``name`` at its robust value (``pyhpa.api.v1alpha1.Robust``); None when that
+    """``s`` with the source section ``name`` at its robust value (``space.Robust``); None when that
     is ``s``."""
     tuning = space.TUNING[name]
     rule = tuning.robust

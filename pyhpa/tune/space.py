@@ -2,7 +2,7 @@
 
 A setting changes only what tune searches: the first metric's target, ``minReplicas``, ``maxReplicas``,
 ``behavior`` (scale-down stabilization window, scale-up policy) and, unless upstream-only, the source sections the
-API declares tunable (``pyhpa.api.v1alpha1.TUNING``: ``spec.prediction``, ``spec.saturation``; ``Source``) and
+API has and tune searches (``TUNING``: ``spec.prediction``, ``spec.saturation``; ``Source``) and
 schedule windows of its own (``spec.schedules`` floors, ``pyhpa.tune.windows``), added beside the object's.
 Everything else in the user's object (other metrics, its own schedules, fallbacks, the object's own settings) is
 kept as written.
@@ -15,9 +15,9 @@ import math
 from dataclasses import asdict, dataclass, replace
 
 from ..adapters.autoscaler import GROUP_VERSION, KIND, V2_API_VERSION, V2_KIND, V2_SPEC_FIELDS
-from ..api import v1alpha1 as api
-from ..adapters.fallback import without_metric_fallbacks
 from ..adapters.errors import InputError
+from ..adapters.fallback import without_metric_fallbacks
+from ..api import v1alpha1 as api
 from ..core import HPA
 
 #: upstream's defaults (autoscaling/v2 without ``behavior``): scale-down window 300 s, scale-up 100 % or 4 pods / 15 s
@@ -70,8 +70,77 @@ WINDOW_COLUMNS = {"schedule_start": "start", "schedule_duration_seconds": "durat
                   "schedule_time_zone": "time_zone", "schedule_min_replicas": "min_replicas"}
 
 
-#: the source sections tune searches, each with what it searches (``pyhpa.api.v1alpha1.TUNING``), in that order
-TUNING = api.TUNING
+# ----- what tune searches of each source section of the API ----------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Searched:
+    """A field of a source section that ``pyhpa tune`` searches (its snake_case ``name``), from ``low`` to ``high``:
+    an integer field in steps of ``step``, else a number rounded to ``digits`` (as suggested, and as written)."""
+
+    name: str
+    low: float
+    high: float
+    step: int | None = None
+    digits: int | None = None
+
+    @property
+    def integer(self) -> bool:
+        return self.step is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Robust:
+    """What ``pyhpa tune``'s held-out check tries of a section when every setting missed there: a section that was
+    off is turned on at its defaults with ``field`` at least ``least``; one that was on gets ``field`` raised by
+    ``step`` and to at least ``least``, at most the top of its range. ``least`` None: off, the defaults as they are;
+    on, the top of the range."""
+
+    field: str
+    least: float | None = None
+    step: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Tuning:
+    """How ``pyhpa tune`` searches a source section and speaks of it:
+
+    - ``fields``: what is searched (``Searched``), in the order the search suggests them (the Optuna parameters are
+      the section's name, on or off, then these names: they must differ from one section to another);
+    - the search tries the section at its defaults (``{}``) and, when the user's target met the objective, also at
+      ``lean`` (values over the defaults; None: no such trial); ``robust`` is what the held-out check tries;
+    - texts, each formatted with the section's values: ``label`` (a candidate's label, candidates and notes),
+      ``brief`` (after on in the terminal's table), ``robust_label`` (after ``with <name>`` in how the held-out
+      check derived a setting), and ``why`` (what the section does, before why recommended.yaml has it or not).
+    """
+
+    fields: tuple[Searched, ...]
+    label: str
+    brief: str
+    why: str
+    robust: Robust
+    robust_label: str
+    lean: dict[str, float] | None = None
+
+
+#: The source sections ``pyhpa tune`` searches (a ``pyhpa.api.v1alpha1.SOURCE_SECTIONS`` key each), in the order it
+#: suggests them: a source listed here is searched, written and reported by tune with no other change here.
+TUNING: dict[str, Tuning] = {
+    "prediction": Tuning(
+        fields=(Searched("quantile", 0.5, 0.95, digits=3), Searched("lead_seconds", 120, 900, step=60)),
+        label="prediction q{quantile:.2f} lead {lead_seconds} s", brief="q{quantile:g} lead {lead_seconds}s",
+        why="forecast the metric's total and scale ahead of what repeats (docs/prediction.md)",
+        robust=Robust("quantile", least=0.95, step=0.1), robust_label="at its {quantile:g} quantile",
+        # the lean end: the default 0.9 quantile 300 s ahead buys headroom the target already keeps on a bursty load;
+        # a median-ish quantile a little further than a pod's start-up ahead costs fewer pod-hours and lets the
+        # target go higher (the quantiles the search settled on in the tune benchmark's recommendations: 0.55-0.72)
+        lean={"quantile": 0.6, "lead_seconds": 240}),
+    "saturation": Tuning(
+        fields=(Searched("demand_factor", 1.5, 3.0, digits=2),),
+        label="saturation x{demand_factor:.2f}", brief="x{demand_factor:g}",
+        why="pods pinned at their CPU limit ask for demandFactor x their use in one round (docs/saturation.md)",
+        robust=Robust("demand_factor"), robust_label="x{demand_factor:g}"),
+}
+
+
 _ORDER = {name: i for i, name in enumerate(TUNING)}
 
 
