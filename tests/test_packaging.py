@@ -164,9 +164,10 @@ def test_declared_dependencies_are_used_and_one_http_client_stack():
     used = {d.lower().replace("_", "-") for m in imported for d in dists.get(m, [m])}
     # declared but not imported: libraries used through another one (lightkube's models), pytest plugins
     # (pytest-asyncio, pytest-xdist: pyproject's addopts), the time zone data zoneinfo reads (tzdata) where
-    # the system has none, and import-linter (its command ``lint-imports``, run by tests/test_layers.py)
+    # the system has none, import-linter (its command ``lint-imports``, run by tests/test_layers.py) and ruff (its
+    # command ``ruff check``, in the README's test command)
     assert declared - used <= {"lightkube-models", "pytest-asyncio", "pytest-xdist", "pyhpa", "tzdata",
-                               "import-linter"}, declared - used
+                               "import-linter", "ruff"}, declared - used
     assert "croniter" not in declared and "cronsim" in _declared()
     assert "httpx" not in declared and "httpx" not in imported  # httpx2 (lightkube's client) serves both jobs
     assert {"pandas", "matplotlib"} & _declared() == set()  # only the simulate extra pulls them

@@ -90,19 +90,13 @@ def tune(
     from ..simulate import Settings, check_settings, display_path, input_files, require_inputs
     from ..tune import prepare
     from ..tune import tune as run_tune
-    from ..tune.report import held_out_text, table, write_outputs
+    from ..tune.report import write_outputs
 
     simulate_cmd.simulator()  # the simulate extra, or one line saying what to install
     _optuna()
     objective = _objective(max_overloaded_fraction, max_unserved_fraction)
     cores = os.cpu_count() or 1
-    for name, value, low, high, why in (
-            ("--trials", trials, 1, MAX_TRIALS, ""),
-            ("--jobs", jobs, 0, cores, " (the cores of this machine: each replay keeps one busy)")):
-        if not low <= value <= high:
-            raise InputError(f"must be from {low} to {high:,}{why}, got {value:,}", field=name)
-    if not timeout > 0:
-        raise InputError(f"must be > 0 seconds, got {timeout!r}", field="--timeout")
+    _check_budget(trials, jobs, timeout, cores)
     config = ControllerConfig(
         tolerance=tolerance, cpu_initialization_period_seconds=cpu_initialization_period,
         initial_readiness_delay_seconds=initial_readiness_delay,
@@ -114,18 +108,8 @@ def tune(
     with options.output_dir(output_dir):
         live = None
         if key is not None or prometheus_url is not None:
-            from ..tune.live import fetch_live
-
-            if key is None or prometheus_url is None:
-                raise InputError("missing: --prometheus-url is live mode, which reads the autoscaler to tune from the "
-                                 "cluster" if key is None else "missing: NAMESPACE/NAME is live mode, which reads the "
-                                 "autoscaler's history from Prometheus at this URL", field="NAMESPACE/NAME" if key is None
-                                 else "--prometheus-url")
-            if hpa or target or trace:
-                raise InputError("give either NAMESPACE/NAME with --prometheus-url (live) or --hpa/--target/--trace "
-                                 "(offline), not both", field="--hpa")
-            live = fetch_live(key, prometheus_url=prometheus_url, kubeconfig=kubeconfig, context=context, server=server,
-                              history_seconds=history, directory=output_dir / "live", profile=profile)
+            live = _fetch_live(key, prometheus_url, offline=bool(hpa or target or trace), kubeconfig=kubeconfig,
+                               context=context, server=server, history=history, output_dir=output_dir, profile=profile)
             files = live.files
             column, time_column, where, load_scale, metric_column = live.column, None, None, 1.0, None
             gaps = simulate_cmd.GapPolicy.hold
@@ -150,6 +134,46 @@ def tune(
     if output == Output.json:
         typer.echo(written[3].read_text(), nl=False)
         return
+    _print_result(console, result, prepared, inputs, written, n_jobs)
+
+
+def _check_budget(trials: int, jobs: int, timeout: float, cores: int) -> None:
+    """``--trials`` 1 to ``MAX_TRIALS``, ``--jobs`` 0 to the machine's ``cores``, ``--timeout`` > 0 seconds; else
+    InputError naming the flag."""
+    for name, value, low, high, why in (
+            ("--trials", trials, 1, MAX_TRIALS, ""),
+            ("--jobs", jobs, 0, cores, " (the cores of this machine: each replay keeps one busy)")):
+        if not low <= value <= high:
+            raise InputError(f"must be from {low} to {high:,}{why}, got {value:,}", field=name)
+    if not timeout > 0:
+        raise InputError(f"must be > 0 seconds, got {timeout!r}", field="--timeout")
+
+
+def _fetch_live(key: Optional[str], prometheus_url: Optional[str], *, offline: bool, kubeconfig: Optional[str],
+                context: Optional[str], server: Optional[str], history: float, output_dir: Path,
+                profile: Optional[Path]):
+    """Live mode (``pyhpa.tune.live.fetch_live``): the autoscaler ``key`` from the cluster and ``history`` seconds
+    of its workload from Prometheus, written under ``<output_dir>/live``. InputError when only one of NAMESPACE/NAME
+    and --prometheus-url is given, or offline inputs (--hpa/--target/--trace) are given too."""
+    from ..tune.live import fetch_live
+
+    if key is None or prometheus_url is None:
+        raise InputError("missing: --prometheus-url is live mode, which reads the autoscaler to tune from the "
+                         "cluster" if key is None else "missing: NAMESPACE/NAME is live mode, which reads the "
+                         "autoscaler's history from Prometheus at this URL", field="NAMESPACE/NAME" if key is None
+                         else "--prometheus-url")
+    if offline:
+        raise InputError("give either NAMESPACE/NAME with --prometheus-url (live) or --hpa/--target/--trace "
+                         "(offline), not both", field="--hpa")
+    return fetch_live(key, prometheus_url=prometheus_url, kubeconfig=kubeconfig, context=context, server=server,
+                      history_seconds=history, directory=output_dir / "live", profile=profile)
+
+
+def _print_result(console, result, prepared, inputs: dict, written: list, n_jobs: int) -> None:
+    """The text output: what was tuned and held out, the search's size and time, the table of the recommendation
+    against the current object, the held-out check, the notes and the files written."""
+    from ..tune.report import held_out_text, table
+
     console.print(f"tuned on {inputs['tuning']}; held out {inputs['held_out']}; {len(result.evaluations)} settings in "
                   f"{result.search_seconds:.0f} s ({n_jobs} process{'es' if n_jobs > 1 else ''})")
     console.print(table(result, prepared))

@@ -975,11 +975,9 @@ def check_held_out(prepared: Prepared, objective: Objective, current: Evaluation
     both parts for at most ``between_budget`` seconds of ``clock`` (``_between``), then its floor is lowered for at
     most ``floor_budget`` seconds (``_lower_floor``).
 
-    When every one missed on the held-out part, more robust settings are derived from the cheapest and the
-    closest of them (``robust_variants``: lower targets, a higher max, prediction's 0.95 quantile, saturation,
-    the schedule windows of ``peaks``, a faster scale-up), replayed on both parts and the cheapest that meets the
-    objective on both is recommended; round after round from the closest so far, for at most ``budget`` seconds
-    of ``clock``. They are appended to ``evaluations`` (``origin`` says how each was derived).
+    When every one missed on the held-out part, more robust settings are derived (``_derive_robust``: lower
+    targets, a higher max, prediction's 0.95 quantile, saturation, the windows of ``peaks``, a faster scale-up),
+    for at most ``budget`` seconds of ``clock``, and appended to ``evaluations`` (``origin`` says how).
 
     Returns the recommendation, how many settings were checked on the held-out part and the wall seconds. Raises
     InputError when no setting met the objective in-sample, or none of those checked held out (naming the closest)."""
@@ -1031,46 +1029,61 @@ def check_held_out(prepared: Prepared, objective: Objective, current: Evaluation
             for e in group:
                 if objective.met(e.held_out, HELD_OUT_SLACK):
                     return finish(e)
-        derived = 0
-        bases = [min(checked, key=rank_key)]  # the first round also from the cheapest, then from the closest so far
-        used: set[Setting] = set()
-        while clock() - c0 < budget:
-            tried = {e.setting for e in everyone}
-            closest = [e for e in sorted(checked, key=lambda e: (objective.value(e.held_out), rank_key(e)))
-                       if e.setting not in used][:1]
-            variants = []
-            for base in _unique(bases + closest):
-                used.add(base.setting)
-                # twice the steps down when the base missed by more than twice what the check allows
-                far = objective.value(base.held_out) > 2 * HELD_OUT_SLACK * objective.limit
-                steps = tuple(2 * k for k in ROBUST_TARGET_STEPS) if far else ROBUST_TARGET_STEPS
-                variants += [(s, how) for s, how in robust_variants(prepared, base, peaks, steps) if s not in tried]
-                tried |= {s for s, _ in variants}
-            bases = []
-            if not variants:
-                if closest:
-                    continue
-                break
-            number = max((e.number for e in everyone), default=-1) + 1
-            new = [Evaluation(number + i, s, out.figures, episodes=out.episodes, origin=how,
-                              derived_by=Derived.ROBUST)
-                   for i, ((s, how), out) in enumerate(zip(variants, runner.map([(s, "tuning") for s, _ in variants])))]
-            evaluations += new
-            everyone += new
-            derived += len(new)
-            met = sorted((e for e in new if objective.met(e.in_sample)), key=rank_key)
-            for e, out in zip(met, runner.map([(e.setting, "held_out") for e in met])):
-                e.held_out = out.figures
-            checked += met
-            held = [e for e in met if objective.met(e.held_out, HELD_OUT_SLACK)]
-            if held:
-                return finish(held[0])
+        held, derived = _derive_robust(prepared, objective, everyone, evaluations, checked, runner, peaks,
+                                       lambda: clock() - c0 < budget)
+        if held is not None:
+            return finish(held)
     more = f", and {derived} more robust ones derived from the closest" if derived else ""
     raise InputError(f"the objective held only in-sample: none of the {len(checked)} settings that met "
                      f"{objective.option} {objective.limit:g} on the tuning part (the whole in-sample frontier{more}) "
                      f"stayed within {HELD_OUT_SLACK:g}x it on the held-out part; "
                      f"{_closest(checked, objective, prepared, 'held_out')} held out",
                      field=objective.option)
+
+
+def _derive_robust(prepared: Prepared, objective: Objective, everyone: list[Evaluation],
+                   evaluations: list[Evaluation], checked: list[Evaluation], runner: _Runner,
+                   peaks: Sequence[windows.Peak], within: Callable[[], bool]) -> tuple[Evaluation | None, int]:
+    """When every in-sample winner missed on the held-out part (``check_held_out``): more robust settings derived
+    from the cheapest checked and then from the closest so far (``robust_variants``), round after round while
+    ``within()``, each replayed on the tuning part and, when it met the objective there, on the held-out part. The
+    derived ones are appended to ``evaluations`` and ``everyone``, those replayed on the held-out part to ``checked``.
+    Returns the cheapest that held out in the first round where one did (None: none did) and how many were derived."""
+    derived = 0
+    bases = [min(checked, key=rank_key)]  # the first round also from the cheapest, then from the closest so far
+    used: set[Setting] = set()
+    while within():
+        tried = {e.setting for e in everyone}
+        closest = [e for e in sorted(checked, key=lambda e: (objective.value(e.held_out), rank_key(e)))
+                   if e.setting not in used][:1]
+        variants = []
+        for base in _unique(bases + closest):
+            used.add(base.setting)
+            # twice the steps down when the base missed by more than twice what the check allows
+            far = objective.value(base.held_out) > 2 * HELD_OUT_SLACK * objective.limit
+            steps = tuple(2 * k for k in ROBUST_TARGET_STEPS) if far else ROBUST_TARGET_STEPS
+            variants += [(s, how) for s, how in robust_variants(prepared, base, peaks, steps) if s not in tried]
+            tried |= {s for s, _ in variants}
+        bases = []
+        if not variants:
+            if closest:
+                continue
+            break
+        number = max((e.number for e in everyone), default=-1) + 1
+        new = [Evaluation(number + i, s, out.figures, episodes=out.episodes, origin=how,
+                          derived_by=Derived.ROBUST)
+               for i, ((s, how), out) in enumerate(zip(variants, runner.map([(s, "tuning") for s, _ in variants])))]
+        evaluations += new
+        everyone += new
+        derived += len(new)
+        met = sorted((e for e in new if objective.met(e.in_sample)), key=rank_key)
+        for e, out in zip(met, runner.map([(e.setting, "held_out") for e in met])):
+            e.held_out = out.figures
+        checked += met
+        held = [e for e in met if objective.met(e.held_out, HELD_OUT_SLACK)]
+        if held:
+            return held[0], derived
+    return None, derived
 
 
 def _line_key(s: Setting) -> Setting:
