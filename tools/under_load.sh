@@ -32,7 +32,7 @@ trap 'pkill -P $load 2>/dev/null; kill $load 2>/dev/null; true' EXIT
 for i in $(seq 1 "$runs"); do
   started=$(date +%s)
   set +e
-  pip install -q -e '.[test]' && python -m pytest -q
+  pip install -q -e '.[test]' && ruff check && python -m pytest -q
   rc=$?
   set -e
   took=$(( $(date +%s) - started ))
