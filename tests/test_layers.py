@@ -47,6 +47,9 @@ def test_a_broken_contract_fails(tmp_path):
 
 PACKAGES = ("pyhpa", "kubedouble", "controlplane")
 CHECKED = PACKAGES + ("benchmarks", "tools")
+#: top-level names of this repository's modules: its packages and folders, and the benchmarks' scripts, which import
+#: each other by bare name (``import world``)
+OURS = frozenset(CHECKED) | {path.stem for path in (ROOT / "benchmarks").glob("*.py")}
 
 
 def private_crossings(path: Path, source: str) -> list[str]:
@@ -57,7 +60,7 @@ def private_crossings(path: Path, source: str) -> list[str]:
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            local = node.level > 0 or (node.module or "").split(".")[0] in CHECKED + ("world", "real_world")
+            local = node.level > 0 or (node.module or "").split(".")[0] in OURS
             for alias in node.names:
                 if alias.name.startswith("_") and not alias.name.startswith("__"):
                     found.append(f"{path}:{node.lineno}: from {'.' * node.level}{node.module or ''} import {alias.name}")
@@ -65,7 +68,7 @@ def private_crossings(path: Path, source: str) -> list[str]:
                     ours.add(alias.asname or alias.name)
         elif isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name.split(".")[0] in CHECKED + ("world", "real_world", "controller"):
+                if alias.name.split(".")[0] in OURS:
                     ours.add(alias.asname or alias.name.split(".")[0])
     for node in ast.walk(tree):
         if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ours

@@ -400,7 +400,8 @@ def _conditions(client, s: Scenario) -> dict:
 
 
 def test_upstream_and_pyhpa_scale_their_twins_alike_and_the_preview_agrees(plane, client, pyhpa):
-    scenarios = [Scenario(**{k: v for k, v in vars(s).items() if k not in ("seen", "conditions", "ns", "no_metrics", "touched_at", "deployments")})
+    state = ("seen", "conditions", "ns", "no_metrics", "touched_at", "deployments")  # each run's own, not copied
+    scenarios = [Scenario(**{k: v for k, v in vars(s).items() if k not in state})
                  for s in SCENARIOS]
     for s in scenarios:
         _setup(plane, client, s)
