@@ -586,6 +586,69 @@ def _ready(port: int) -> bool:
         return False
 
 
+def _restart(root: Path, double: Double, procs: list[subprocess.Popen], n: int, workers: int, period: float,
+             port: int, log: Path, base: str) -> None:
+    """The replica ``procs[0]`` stops (SIGTERM) and a new process (a new identity, as a restarted pod has) takes its
+    place on ``port``: prints its caches-synced time, its first round (seconds) and the status writes and events
+    of that round (the restart's ``restart=1`` lines)."""
+    procs[0].terminate()
+    procs[0].wait(60)
+    double.counts()
+    restarted = time.time()
+    procs[0] = _replica(root, double.url, 2, workers, period, port, log)
+    while not _ready(port):
+        if procs[0].poll() is not None:
+            raise RuntimeError("the restarted replica exited")
+        time.sleep(0.05)
+    ready = time.time()
+    resynced = _wait_synced(SyncLog(log), procs, n)
+    writes, events = double.counts()
+    prefix = f"{base} restart=1"
+    print(f"{prefix} caches_synced_seconds={ready - restarted:.1f}", flush=True)
+    # the replica may have synced everything before the poll above saw it ready: then it took no time after
+    print(f"{prefix} first_round_seconds={max(0.0, resynced - ready):.1f}", flush=True)
+    print(f"{prefix} status_writes={writes}", flush=True)
+    print(f"{prefix} events={events}", flush=True)
+    print(f"  [restart] caches synced {ready - restarted:.1f}s after start, every autoscaler synced "
+          f"{resynced - ready:.1f}s after that ({(resynced - ready) / period:.2f} periods); status writes and "
+          f"events until then: {writes}, {events}", file=sys.stderr, flush=True)
+
+
+def _join(root: Path, double: Double, procs: list[subprocess.Popen], ports: list[int], log: Path, n: int,
+          workers: int, period: float, seconds: float, base: str, settle: float) -> tuple[str, float, float]:
+    """A second replica joins ``procs`` (on ``ports[1]``) and takes its share: prints the two replicas' resident
+    memory, syncs/s, sync lag and steady round over ``seconds`` (the ``replicas=2`` lines); returns the join's
+    window (``"join"``, start, end: epoch seconds) for the longest sync gap."""
+    joined = time.time()
+    procs.append(_replica(root, double.url, 1, workers, period, ports[1], log))
+    _wait_synced(SyncLog(log), procs, 1)  # the new replica has its share
+    print(f"  [join] the second replica took its share {time.time() - joined:.1f}s after it started",
+          file=sys.stderr, flush=True)
+    time.sleep(settle)
+    window = ("join", joined, time.time())
+    pids = [p.pid for p in procs] + [double.proc.pid]
+    live = ports[:2]
+    before, cpu0, t0 = [_scrape(p) for p in live], [_cpu_seconds(p) for p in pids], time.monotonic()
+    time.sleep(seconds)
+    after, cpu1, t1 = [_scrape(p) for p in live], [_cpu_seconds(p) for p in pids], time.monotonic()
+    syncs = sum(_total(a, "horizontal_pod_autoscaler_controller_reconciliations_total")
+                - _total(b, "horizontal_pod_autoscaler_controller_reconciliations_total")
+                for a, b in zip(after, before))
+    prefix = f"{base} replicas=2"
+    rss = [_rss_mb(p.pid) for p in procs]
+    print(f"{prefix} rss_mb={max(rss):.0f}", flush=True)
+    print(f"{prefix} syncs_per_second={syncs / (t1 - t0):.0f}", flush=True)
+    print(f"{prefix} sync_lag_p50_seconds={_lag_quantile(before, after, 0.5):g}", flush=True)
+    print(f"{prefix} sync_lag_p99_seconds={_lag_quantile(before, after, 0.99):g}", flush=True)
+    _steady_round(double, n, period, prefix)
+    sizes = [a.get(("pyhpa_shard_autoscalers", ()), 0) for a in after]
+    used = [round((c1 - c0) / (t1 - t0), 2) for c0, c1 in zip(cpu0, cpu1)]
+    print(f"  [replicas=2] needed {n / period:.0f} syncs/s; shard sizes {sizes}; resident memory {[round(r) for r in rss]} MB; "
+          f"CPU (cores) over {t1 - t0:.0f}s: replicas {used[:-1]}, double {used[-1]} (machine: {os.cpu_count()} "
+          f"cores, load average {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
+    return window
+
+
 def replicas_run(n: int, workers: int, period: float, seconds: float, replicas: int = 2) -> None:
     """One replica; it restarts; then (``replicas`` 2) a second joins and the first leaves (SIGTERM); against one
     double whose autoscalers all have fallbacks (one in ten failing): resident memory with 1 and 2 replicas,
@@ -612,60 +675,14 @@ def replicas_run(n: int, workers: int, period: float, seconds: float, replicas: 
         print(f"{base} replicas=1 rss_mb={_rss_mb(procs[0].pid):.0f}", flush=True)
         _steady_round(double, n, period, f"{base} replicas=1")
 
-        # restart: the replica stops (SIGTERM) and a new process (a new identity, as a restarted pod has) starts
-        procs[0].terminate()
-        procs[0].wait(60)
-        double.counts()
-        restarted = time.time()
-        procs[0] = _replica(root, double.url, 2, workers, period, ports[2], logs[2])
-        while not _ready(ports[2]):
-            if procs[0].poll() is not None:
-                raise RuntimeError("the restarted replica exited")
-            time.sleep(0.05)
-        ready = time.time()
-        resynced = _wait_synced(SyncLog(logs[2]), procs, n)
-        writes, events = double.counts()
-        prefix = f"{base} restart=1"
-        print(f"{prefix} caches_synced_seconds={ready - restarted:.1f}", flush=True)
-        # the replica may have synced everything before the poll above saw it ready: then it took no time after
-        print(f"{prefix} first_round_seconds={max(0.0, resynced - ready):.1f}", flush=True)
-        print(f"{prefix} status_writes={writes}", flush=True)
-        print(f"{prefix} events={events}", flush=True)
-        print(f"  [restart] caches synced {ready - restarted:.1f}s after start, every autoscaler synced "
-              f"{resynced - ready:.1f}s after that ({(resynced - ready) / period:.2f} periods); status writes and "
-              f"events until then: {writes}, {events}", file=sys.stderr, flush=True)
+        _restart(root, double, procs, n, workers, period, ports[2], logs[2], base)
         ports[0] = ports[2]
         if replicas < 2:
             return
         time.sleep(2 * period)
 
-        joined = time.time()
-        procs.append(_replica(root, double.url, 1, workers, period, ports[1], logs[1]))
-        _wait_synced(SyncLog(logs[1]), procs, 1)  # the new replica has its share
-        print(f"  [join] the second replica took its share {time.time() - joined:.1f}s after it started",
-              file=sys.stderr, flush=True)
-        time.sleep(settle)
-        windows.append(("join", joined, time.time()))
-        pids = [p.pid for p in procs] + [double.proc.pid]
-        live = ports[:2]
-        before, cpu0, t0 = [_scrape(p) for p in live], [_cpu_seconds(p) for p in pids], time.monotonic()
-        time.sleep(seconds)
-        after, cpu1, t1 = [_scrape(p) for p in live], [_cpu_seconds(p) for p in pids], time.monotonic()
-        syncs = sum(_total(a, "horizontal_pod_autoscaler_controller_reconciliations_total")
-                    - _total(b, "horizontal_pod_autoscaler_controller_reconciliations_total")
-                    for a, b in zip(after, before))
-        prefix = f"{base} replicas=2"
-        rss = [_rss_mb(p.pid) for p in procs]
-        print(f"{prefix} rss_mb={max(rss):.0f}", flush=True)
-        print(f"{prefix} syncs_per_second={syncs / (t1 - t0):.0f}", flush=True)
-        print(f"{prefix} sync_lag_p50_seconds={_lag_quantile(before, after, 0.5):g}", flush=True)
-        print(f"{prefix} sync_lag_p99_seconds={_lag_quantile(before, after, 0.99):g}", flush=True)
-        _steady_round(double, n, period, prefix)
-        sizes = [a.get(("pyhpa_shard_autoscalers", ()), 0) for a in after]
-        used = [round((c1 - c0) / (t1 - t0), 2) for c0, c1 in zip(cpu0, cpu1)]
-        print(f"  [replicas=2] needed {n / period:.0f} syncs/s; shard sizes {sizes}; resident memory {[round(r) for r in rss]} MB; "
-              f"CPU (cores) over {t1 - t0:.0f}s: replicas {used[:-1]}, double {used[-1]} (machine: {os.cpu_count()} "
-              f"cores, load average {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
+        windows.append(_join(root, double, procs, ports, logs[1], n, workers, period, seconds, base,
+                             settle))
         left = time.time()
         procs[0].terminate()
         procs[0].wait(60)

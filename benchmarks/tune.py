@@ -117,48 +117,20 @@ def run_trace(name: str, cfg: dict, timeout: float, keep: Path | None, reuse: bo
               load: bool = False) -> dict:
     """Tune ``name`` on ``tuning_days`` and replay on the next week; ``load``: tune as ``pyhpa tune`` does by
     default (a worker process per core, the budget in wall seconds)."""
-    from pyhpa.simulate import Settings, input_files, run_simulation
-    from pyhpa.tune import Objective, prepare, tune
-    from pyhpa.tune.report import write_outputs
+    from pyhpa.simulate import Settings, run_simulation
 
     tune_end, test_end = _shift(cfg["start"], tuning_days), _shift(cfg["start"], tuning_days + TEST_DAYS)
     where = tuple(cfg.get("where", ()))
     scale = _scale(cfg, tune_end)
     deployment, profile = HERE / "proactive" / "deployment.yaml", HERE / "proactive" / "profile.yaml"
-    refused = ""
-    candidates, kind, label, held_out = 0, "", "", math.nan
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         out = keep / name if keep else tmp / "tune"
         if reuse and (out / "summary.json").exists():
-            summary = json.loads((out / "summary.json").read_text())
-            tune_seconds, tune_wall = summary["search_seconds"] + summary["check_seconds"], math.nan
-            candidates, kind, label = summary["candidates"], summary["kind"], summary["recommended"]["label"]
-            held_out = summary["recommended"]["held_out"]["overloaded_fraction"]
+            tuned_run = _reused(out)
         else:
-            base = tmp / "current-hpa.yaml"
-            base.write_text(HPA.format(target=50, max_replicas=cfg["max_replicas"]))
-            out.mkdir(parents=True, exist_ok=True)
-            t0, c0 = time.perf_counter(), time.process_time()
-            files = input_files([base], deployment, cfg["file"], cfg["column"], profile)
-            prepared = prepare(files, start=cfg["start"], end=tune_end, load_scale=scale, gaps="hold", where=where,
-                               settings=Settings())
-            jobs, clock = (os.cpu_count() or 1, time.monotonic) if load else (1, time.process_time)
-            try:
-                result = tune(prepared, Objective("overloaded_fraction", LIMIT), timeout=timeout, jobs=jobs, clock=clock)
-            except InputError as err:  # a refusal (no setting met the objective, or none held out): a result too
-                refused = str(err)
-            tune_seconds, tune_wall = time.process_time() - c0, time.perf_counter() - t0
-            if load:
-                tune_seconds = tune_wall
-            if not refused:
-                inputs = {"hpa": str(base.name), "target": str(deployment), "profile": str(profile),
-                          "trace": str(cfg["file"]), "column": cfg["column"],
-                          "tuning": f"{cfg['start']} to {tune_end} (last day held out)", "held_out": "the last day"}
-                write_outputs(result, prepared, inputs, out, f"pyhpa tune on {name}: {cfg['start']} to {tune_end}")
-                candidates, kind = len(result.evaluations), result.manifest["kind"]
-                label = result.recommended.setting.label(prepared.kind)
-                held_out = result.recommended.held_out.overloaded_fraction
+            tuned_run = _tune_once(name, cfg, tmp, out, tune_end, scale, where, timeout, load)
+        refused = tuned_run["refused"]
 
         def week(hpa: Path) -> dict:
             return run_simulation([hpa], deployment, cfg["file"], cfg["column"], profile=profile, start=tune_end,
@@ -188,8 +160,9 @@ def run_trace(name: str, cfg: dict, timeout: float, keep: Path | None, reuse: bo
         _, by_hand = _cheapest(before, known)
         by_hand_week = at(by_hand) if by_hand is not None else nothing
     return {"name": name, "tuned_pod_hours": tuned["pod_hours"], "tuned_overloaded_fraction": tuned["overloaded_fraction"],
-            "hindsight_pod_hours": hindsight, "hindsight_target": target, "tune_seconds": tune_seconds, "tune_wall": tune_wall,
-            "candidates": candidates, "kind": kind, "setting": label, "held_out_overloaded_fraction": held_out,
+            "hindsight_pod_hours": hindsight, "hindsight_target": target, "tune_seconds": tuned_run["tune_seconds"],
+            "tune_wall": tuned_run["tune_wall"], "candidates": tuned_run["candidates"], "kind": tuned_run["kind"],
+            "setting": tuned_run["label"], "held_out_overloaded_fraction": tuned_run["held_out"],
             # no upstream target met the limit on the next week: nothing to compare with (None)
             "goal_met": None if target is None else (tuned["overloaded_fraction"] <= 2 * LIMIT
                                                      and tuned["pod_hours"] <= hindsight),
@@ -197,6 +170,50 @@ def run_trace(name: str, cfg: dict, timeout: float, keep: Path | None, reuse: bo
             "by_hand_target": by_hand, "by_hand_pod_hours": by_hand_week["pod_hours"],
             "by_hand_overloaded_fraction": by_hand_week["overloaded_fraction"],
             "upstream": sorted((t, s["pod_hours"], s["overloaded_fraction"]) for t, s in upstream.items())}
+
+
+def _reused(out: Path) -> dict:
+    """What an earlier run kept in ``out`` (``--keep`` with ``--reuse``): the keys of ``_tune_once``."""
+    summary = json.loads((out / "summary.json").read_text())
+    return {"tune_seconds": summary["search_seconds"] + summary["check_seconds"], "tune_wall": math.nan,
+            "candidates": summary["candidates"], "kind": summary["kind"], "label": summary["recommended"]["label"],
+            "held_out": summary["recommended"]["held_out"]["overloaded_fraction"], "refused": ""}
+
+
+def _tune_once(name: str, cfg: dict, tmp: Path, out: Path, tune_end: str, scale: float, where: tuple,
+               timeout: float, load: bool) -> dict:
+    """``pyhpa tune`` of ``name`` from its start to ``tune_end``, its outputs written to ``out``: ``tune_seconds``
+    (CPU seconds; wall seconds with ``load``), ``tune_wall``, ``candidates``, ``kind``, ``label`` (the recommended
+    setting), ``held_out`` (its overloaded fraction on the held-out day) and ``refused`` (tune's refusal, or "")."""
+    from pyhpa.simulate import Settings, input_files
+    from pyhpa.tune import Objective, prepare, tune
+    from pyhpa.tune.report import write_outputs
+
+    deployment, profile = HERE / "proactive" / "deployment.yaml", HERE / "proactive" / "profile.yaml"
+    base = tmp / "current-hpa.yaml"
+    base.write_text(HPA.format(target=50, max_replicas=cfg["max_replicas"]))
+    out.mkdir(parents=True, exist_ok=True)
+    t0, c0 = time.perf_counter(), time.process_time()
+    files = input_files([base], deployment, cfg["file"], cfg["column"], profile)
+    prepared = prepare(files, start=cfg["start"], end=tune_end, load_scale=scale, gaps="hold", where=where,
+                       settings=Settings())
+    jobs, clock = (os.cpu_count() or 1, time.monotonic) if load else (1, time.process_time)
+    done = {"candidates": 0, "kind": "", "label": "", "held_out": math.nan, "refused": ""}
+    try:
+        result = tune(prepared, Objective("overloaded_fraction", LIMIT), timeout=timeout, jobs=jobs, clock=clock)
+    except InputError as err:  # a refusal (no setting met the objective, or none held out): a result too
+        done["refused"] = str(err)
+    tune_wall = time.perf_counter() - t0
+    done["tune_seconds"], done["tune_wall"] = tune_wall if load else time.process_time() - c0, tune_wall
+    if not done["refused"]:
+        inputs = {"hpa": str(base.name), "target": str(deployment), "profile": str(profile),
+                  "trace": str(cfg["file"]), "column": cfg["column"],
+                  "tuning": f"{cfg['start']} to {tune_end} (last day held out)", "held_out": "the last day"}
+        write_outputs(result, prepared, inputs, out, f"pyhpa tune on {name}: {cfg['start']} to {tune_end}")
+        done.update(candidates=len(result.evaluations), kind=result.manifest["kind"],
+                    label=result.recommended.setting.label(prepared.kind),
+                    held_out=result.recommended.held_out.overloaded_fraction)
+    return done
 
 
 def _write(path: Path, target: int, cfg: dict) -> Path:

@@ -360,31 +360,7 @@ class Gen:
                 if self.chance(0.04):
                     continue  # no answer: no metrics returned
                 src = spec.get("resource") or spec.get("containerResource")
-                items = []
-                for p in pods:
-                    if self.chance(0.12):
-                        continue  # a missing pod
-                    window = self.pick(15, 30, 60)
-                    conts = []
-                    for c in p["spec"]["containers"] + [c for c in p["spec"].get("initContainers", [])
-                                                        if c.get("restartPolicy") == "Always"]:
-                        if self.chance(0.04):
-                            continue
-                        usage = {}
-                        req = (c.get("resources") or {}).get("requests") or {}
-                        if self.chance(0.97):
-                            usage["cpu"] = _milli(self.usage("cpu", req.get("cpu"), src))
-                        if self.chance(0.95):
-                            usage["memory"] = str(self.usage("memory", req.get("memory"), src) // 1000) \
-                                if self.chance(0.8) else _milli(self.usage("memory", req.get("memory"), src))
-                        conts.append({"name": c["name"], "usage": usage})
-                    items.append({"metadata": {"name": p["metadata"]["name"], "namespace": NS},
-                                  "timestamp": _time(self.sample_time(p["metadata"]["name"], now, window)),
-                                  "window": f"{window}s", "containers": conts})
-                if self.chance(0.05):
-                    items.append({"metadata": {"name": "ghost", "namespace": NS}, "timestamp": _time(now),
-                                  "window": "30s", "containers": [{"name": "app", "usage": {"cpu": "100m", "memory": "10Mi"}}]})
-                out["resource"] = {"apiVersion": "metrics.k8s.io/v1beta1", "kind": "PodMetricsList", "items": items}
+                out["resource"] = self.pod_metrics(pods, src, now)
                 continue
             name = spec[kind.lower()]["metric"]["name"]
             key = kind.lower()
@@ -428,6 +404,35 @@ class Gen:
         if errors:
             out["errors"] = sorted(set(errors))
         return out
+
+    def pod_metrics(self, pods: list[dict], src: dict, now: datetime) -> dict:
+        """A PodMetricsList of ``pods`` (metrics.k8s.io/v1beta1) for a Resource or ContainerResource metric source
+        ``src``: some pods or containers missing, windows of 15-60 s, sometimes a pod that does not exist."""
+        items = []
+        for p in pods:
+            if self.chance(0.12):
+                continue  # a missing pod
+            window = self.pick(15, 30, 60)
+            conts = []
+            for c in p["spec"]["containers"] + [c for c in p["spec"].get("initContainers", [])
+                                                if c.get("restartPolicy") == "Always"]:
+                if self.chance(0.04):
+                    continue
+                usage = {}
+                req = (c.get("resources") or {}).get("requests") or {}
+                if self.chance(0.97):
+                    usage["cpu"] = _milli(self.usage("cpu", req.get("cpu"), src))
+                if self.chance(0.95):
+                    usage["memory"] = str(self.usage("memory", req.get("memory"), src) // 1000) \
+                        if self.chance(0.8) else _milli(self.usage("memory", req.get("memory"), src))
+                conts.append({"name": c["name"], "usage": usage})
+            items.append({"metadata": {"name": p["metadata"]["name"], "namespace": NS},
+                          "timestamp": _time(self.sample_time(p["metadata"]["name"], now, window)),
+                          "window": f"{window}s", "containers": conts})
+        if self.chance(0.05):
+            items.append({"metadata": {"name": "ghost", "namespace": NS}, "timestamp": _time(now),
+                          "window": "30s", "containers": [{"name": "app", "usage": {"cpu": "100m", "memory": "10Mi"}}]})
+        return {"apiVersion": "metrics.k8s.io/v1beta1", "kind": "PodMetricsList", "items": items}
 
     def usage(self, resource: str, request: str | None, src: dict) -> int:
         """A container's usage (milli): near its request times the target utilization, at the edges, or random."""
