@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, AsyncIterator, Callable
 
 import yaml
 
@@ -44,6 +45,31 @@ def pod(name: str, app: str, ns: str = "default", cpu: str = "200m", ready: bool
             "status": {"phase": "Running", "startTime": START,
                        "conditions": [{"type": "Ready", "status": "True" if ready else "False",
                                        "lastTransitionTime": START}]}}
+
+
+def web_of_two(kd: Any) -> None:
+    """The HorizontalAutoscaler CRD and a Deployment ``web`` of two Running pods at 200m of CPU (their request) in
+    ``default``, in the KubeDouble ``kd``."""
+    kd.register_crd(CRD)
+    kd.put_object(deployment("web", 2) | {"status": {"replicas": 2}})
+    for i in range(2):
+        kd.put_object(pod(f"web-{i}", "web"))
+        kd.set_pod_metrics("default", f"web-{i}", {"app": {"cpu": "200m"}})
+
+
+@asynccontextmanager
+async def running(controller: Any) -> AsyncIterator[list]:
+    """Runs ``controller`` (``pyhpa.controller.Controller``) while the block runs, then stops it and waits for it to
+    end; yields the list each sync's ``SyncResult`` is appended to (it stays readable after the block)."""
+    results: list = []
+    controller.reconciler.on_synced = results.append
+    stop = asyncio.Event()
+    task = asyncio.create_task(controller.run(stop))
+    try:
+        yield results
+    finally:
+        stop.set()
+        await task
 
 
 async def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:

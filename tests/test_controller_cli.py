@@ -13,7 +13,7 @@ from pathlib import Path
 import kubernetes_validate
 import pytest
 import yaml
-from controller_util import CRD, autoscaler, deployment, pod
+from controller_util import CRD, autoscaler, web_of_two
 from typer.testing import CliRunner
 
 from kubedouble import KubeDouble
@@ -120,11 +120,7 @@ def test_run_reports_bad_input_in_one_line_with_exit_code_2(args, message):
 def test_run_serves_a_double_and_stops_gracefully_on_sigterm():
     kd = KubeDouble.start_in_thread()
     try:
-        kd.register_crd(CRD)
-        kd.put_object(deployment("web", 2) | {"status": {"replicas": 2}})
-        for i in range(2):
-            kd.put_object(pod(f"web-{i}", "web"))
-            kd.set_pod_metrics("default", f"web-{i}", {"app": {"cpu": "200m"}})
+        web_of_two(kd)
         kd.put_object(autoscaler("web", "web"))
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         proc = subprocess.Popen(

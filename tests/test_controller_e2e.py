@@ -9,6 +9,7 @@ official schemas (built-ins) or the CRD's schema. Waits are event-based with gen
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from controller_util import CRD, autoscaler, deployment, pod, wait_for
@@ -87,6 +88,14 @@ def put_pods(kd: KubeDouble, app: str, start: int, stop: int) -> None:
         kd.put_object(pod(f"{app}-{i}", app))
 
 
+async def put_deployment(kd: KubeDouble, client: Any, name: str, n: int, usage: str) -> None:
+    """A Deployment ``name`` of ``n`` Running pods (``put_pods``), each using ``usage`` of CPU, created through
+    ``client`` (lightkube's async client of ``kd``)."""
+    await client.create(codecs.from_dict(deployment(name, n)))
+    put_pods(kd, name, 0, n)
+    set_cpu(kd, name, n, usage)
+
+
 def printer_columns(obj: dict) -> list:
     """What ``kubectl get`` shows of ``obj`` in the CRD's printer columns (their simple JSONPaths), in order."""
     out = []
@@ -110,9 +119,7 @@ def assert_exactly_as_decided(result, written_status: dict) -> None:
 
 async def test_scales_writes_status_and_events_as_the_core_decides_then_stops_when_deleted(kd):
     client = kd.async_client()
-    await client.create(codecs.from_dict(deployment("web", 3)))
-    put_pods(kd, "web", 0, 3)
-    set_cpu(kd, "web", 3, "200m")  # 100 % of the 200m request; target 50 %
+    await put_deployment(kd, client, "web", 3, "200m")  # 100 % of the 200m request; target 50 %
     await client.create(HorizontalAutoscaler(autoscaler(
         "web", "web", behavior={"scaleDown": {"stabilizationWindowSeconds": 0}}, syncPeriodSeconds=1)))
     async with Running(kd, sync_period_seconds=1) as run:
@@ -250,9 +257,7 @@ async def test_a_hanging_metrics_api_does_not_delay_the_other_autoscalers(kd):
     client = kd.async_client()
     healthy = [f"ok-{i}" for i in range(4)]
     for name in healthy + ["slow"]:
-        await client.create(codecs.from_dict(deployment(name, 2)))
-        put_pods(kd, name, 0, 2)
-        set_cpu(kd, name, 2, "100m")
+        await put_deployment(kd, client, name, 2, "100m")
     kd.add_fault("GET", r"external\.metrics\.k8s\.io/.*/stuck_metric", hang=True)
     stuck = {"type": "External", "external": {"metric": {"name": "stuck_metric"},
                                               "target": {"type": "Value", "value": "1"}}}
@@ -282,9 +287,7 @@ async def test_a_hanging_metrics_api_does_not_delay_the_other_autoscalers(kd):
 
 async def test_informer_relists_when_the_watch_history_expires(kd):
     client = kd.async_client()
-    await client.create(codecs.from_dict(deployment("web", 2)))
-    put_pods(kd, "web", 0, 2)
-    set_cpu(kd, "web", 2, "100m")
+    await put_deployment(kd, client, "web", 2, "100m")
     async with Running(kd) as run:
         informer = run.controller.autoscaler_informer
         await wait_for(lambda: any("horizontalautoscalers" in p for p in kd.open_watches), what="the autoscaler watch")
@@ -299,9 +302,7 @@ async def test_informer_relists_when_the_watch_history_expires(kd):
 
 async def test_status_conflict_is_retried_with_the_fresh_resource_version(kd):
     client = kd.async_client()
-    await client.create(codecs.from_dict(deployment("web", 2)))
-    put_pods(kd, "web", 0, 2)
-    set_cpu(kd, "web", 2, "100m")
+    await put_deployment(kd, client, "web", 2, "100m")
     await client.create(HorizontalAutoscaler(autoscaler("web", "web")))
     fault = kd.add_fault("PUT", r"horizontalautoscalers/web/status", status=409, times=1,
                          message='Operation cannot be fulfilled: the object has been modified')
@@ -320,9 +321,7 @@ async def test_health_readiness_and_metrics_endpoints(kd):
     from pyhpa.controller import run_controller
 
     client = kd.async_client()
-    await client.create(codecs.from_dict(deployment("web", 2)))
-    put_pods(kd, "web", 0, 2)
-    set_cpu(kd, "web", 2, "200m")
+    await put_deployment(kd, client, "web", 2, "200m")
     await client.create(HorizontalAutoscaler(autoscaler("web", "web")))
     started: dict = {}
     stop = asyncio.Event()

@@ -19,7 +19,7 @@ import sys
 import threading
 from pathlib import Path
 
-from controller_util import CRD, START, deployment, pod, wait_for
+from controller_util import START, deployment, wait_for, web_of_two
 from lightkube import codecs
 from prometheus_client import generate_latest
 from test_controller_e2e import put_pods, replicas, set_cpu
@@ -150,11 +150,7 @@ def test_pyhpa_run_preview_logs_one_line_per_sync_and_writes_nothing():
     """The command itself (``pyhpa run --preview``): wiring, log line, no write, graceful stop."""
     kd = KubeDouble.start_in_thread()
     try:
-        kd.register_crd(CRD)
-        kd.put_object(deployment("web", 2) | {"status": {"replicas": 2}})
-        for i in range(2):
-            kd.put_object(pod(f"web-{i}", "web"))
-            kd.set_pod_metrics("default", f"web-{i}", {"app": {"cpu": "200m"}})
+        web_of_two(kd)
         kd.put_object(native_hpa("web", desired=2, current=2))
         env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
         proc = subprocess.Popen(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from controller_util import autoscaler, pod, wait_for
+from controller_util import autoscaler, pod, running, wait_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lightkube.resources.core_v1 import Pod as PodResource
@@ -372,16 +372,9 @@ def stub_world(replicas: int = 3, usage: str = "200m", **spec):
 async def test_controller_on_stubs_decides_with_the_core_and_writes_what_it_says():
     cluster, metrics = stub_world()
     controller = Controller(Settings(health_port=None, sync_period_seconds=60), cluster, metrics)
-    results = []
-    controller.reconciler.on_synced = results.append
-    stop = asyncio.Event()
-    task = asyncio.create_task(controller.run(stop))
-    try:
+    async with running(controller) as results:
         await wait_for(lambda: results, what="the first sync")
         await wait_for(lambda: cluster.events, what="the event")
-    finally:
-        stop.set()
-        await task
     result = results[0]
     i = result.inputs
     expected = decide(i.hpa, i.scale, i.pods, i.samples, Memory(), i.now, i.config)
@@ -398,15 +391,8 @@ async def test_controller_on_stubs_decides_with_the_core_and_writes_what_it_says
 async def test_per_object_sync_period_is_used_for_requeues():
     cluster, metrics = stub_world(replicas=2, usage="100m", syncPeriodSeconds=1)
     controller = Controller(Settings(health_port=None, sync_period_seconds=3600), cluster, metrics)
-    results = []
-    controller.reconciler.on_synced = results.append
-    stop = asyncio.Event()
-    task = asyncio.create_task(controller.run(stop))
-    try:
+    async with running(controller) as results:
         await wait_for(lambda: len(results) >= 2, timeout=30, what="a resync on the object's own 1 s period")
-    finally:
-        stop.set()
-        await task
     assert all(r.decision.desired_replicas == 2 for r in results)
 
 
@@ -432,16 +418,9 @@ async def test_missing_target_gives_failed_get_scale_and_retries_with_backoff():
     cluster, metrics = stub_world()
     cluster.scales.clear()
     controller = Controller(Settings(health_port=None, retry_base_seconds=0.05), cluster, metrics)
-    results = []
-    controller.reconciler.on_synced = results.append
-    stop = asyncio.Event()
-    task = asyncio.create_task(controller.run(stop))
-    try:
+    async with running(controller) as results:
         await wait_for(lambda: len(results) >= 3, what="retries")
         await wait_for(lambda: cluster.events, what="the event")
-    finally:
-        stop.set()
-        await task
     assert all(r.retry and r.error == "internal" for r in results)
     cond = {c["type"]: c for c in cluster.autoscaler_objects["default/web"]["status"]["conditions"]}
     assert cond["AbleToScale"]["status"] == "False" and cond["AbleToScale"]["reason"] == "FailedGetScale"

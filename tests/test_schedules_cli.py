@@ -87,6 +87,12 @@ BAD = [
 
 @pytest.mark.parametrize("schedules, field, words", BAD)
 def test_bad_windows_are_one_line_naming_file_object_and_field_exit_2(tmp_path, schedules, field, words):
+    assert_refused(tmp_path, schedules, field, words)
+
+
+def assert_refused(tmp_path: Path, schedules: list[dict], field: str, words: str) -> None:
+    """``pyhpa schedules`` and ``pyhpa thresholds`` on an autoscaler with ``schedules``: exit code 2 and one line
+    naming the file, the object and ``field``, containing ``words``."""
     path = tmp_path / "ha.yaml"
     path.write_text(yaml.safe_dump(ha(schedules)))
     for command in (("schedules", path), ("thresholds", path)):
@@ -95,7 +101,7 @@ def test_bad_windows_are_one_line_naming_file_object_and_field_exit_2(tmp_path, 
         lines = r.output.strip().splitlines()
         assert len(lines) == 1 and "Traceback" not in r.output
         assert lines[0].startswith(f"error: {path}: HorizontalAutoscaler shop/web: {field}: "), lines[0]
-        assert words in lines[0]
+        assert words in lines[0], lines[0]
 
 
 def test_unknown_spec_fields_and_extensions_on_an_hpa_are_errors_not_dropped():

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 from controller_util import ControllerTask, Skew, wait_for
-from test_schedules_cli import ha, snapshot
+from test_schedules_cli import assert_refused, ha, snapshot
 from test_schedules_controller import condition, replicas, stored_status, synced, world
 from typer.testing import CliRunner
 
@@ -180,15 +180,7 @@ BAD = [
 
 @pytest.mark.parametrize("schedules, field, words", BAD)
 def test_bad_dated_windows_are_one_line_naming_file_object_and_field_exit_2(tmp_path, schedules, field, words):
-    path = tmp_path / "ha.yaml"
-    path.write_text(yaml.safe_dump(ha(schedules)))
-    for command in (("schedules", path), ("thresholds", path)):
-        r = invoke(*command)
-        assert r.exit_code == 2, r.output
-        lines = r.output.strip().splitlines()
-        assert len(lines) == 1 and "Traceback" not in r.output
-        assert lines[0].startswith(f"error: {path}: HorizontalAutoscaler shop/web: {field}: "), lines[0]
-        assert words in lines[0], lines[0]
+    assert_refused(tmp_path, schedules, field, words)
 
 
 def test_an_unquoted_yaml_date_alone_is_refused_naming_the_field(tmp_path):

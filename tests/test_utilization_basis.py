@@ -3,14 +3,13 @@ cannot work as written, through the core, the CLI and the controller."""
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
 from pathlib import Path
 
 import pytest
 import yaml
-from controller_util import autoscaler, wait_for
+from controller_util import autoscaler, running, wait_for
 from lightkube.resources.core_v1 import Pod as PodResource
 from typer.testing import CliRunner
 
@@ -316,16 +315,9 @@ async def test_run_reads_the_limit_basis_and_emits_the_starvation_warning_once()
         cluster.put_pod(PodResource.from_dict(p))
     metrics.resource[("default", "app=web")] = pod_metrics([150, 150])
     controller = Controller(Settings(health_port=None, sync_period_seconds=0.05, jitter=0), cluster, metrics)
-    results = []
-    controller.reconciler.on_synced = results.append
-    stop = asyncio.Event()
-    task = asyncio.create_task(controller.run(stop))
-    try:
+    async with running(controller) as results:
         await wait_for(lambda: len(results) >= 4, what="four syncs")
         await wait_for(lambda: any(e.reason == "ScaleStarvation" for e in cluster.events), what="the warning")
-    finally:
-        stop.set()
-        await task
     assert results[0].decision.proposals[0].utilization == 75  # 150m of the 200m limit
     starving = [e for e in cluster.events if e.reason == "ScaleStarvation"]
     assert len(starving) == 1 and starving[0].type == "Warning"  # once, not every sync
