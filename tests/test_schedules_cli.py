@@ -146,13 +146,19 @@ def snapshot(now: str, current: int, usage: str, schedules: list[dict]) -> dict:
             "metrics": {"resource": {"items": items}}, "history": {"recommendations": []}}
 
 
-def test_explain_shows_the_active_windows_the_bounds_and_who_decided(tmp_path):
+def explained(tmp_path: Path, now: str, current: int, usage: str, schedules: list[dict]) -> tuple[str, dict]:
+    """``pyhpa explain`` of ``snapshot(now, current, usage, schedules)`` (exit code 0): its text, whitespace runs made
+    single spaces, and its ``-o json`` object."""
     path = tmp_path / "snap.yaml"
-    # Tuesday 2026-06-09 12:00 EDT: business hours; 4 pods at 300 % of target ask for 12
-    path.write_text(yaml.safe_dump(snapshot("2026-06-09T16:00:00Z", 4, "300m", [BUSINESS, NIGHT])))
+    path.write_text(yaml.safe_dump(snapshot(now, current, usage, schedules)))
     r = invoke("explain", path)
     assert r.exit_code == 0, r.output
-    text = " ".join(r.output.split())
+    return " ".join(r.output.split()), json.loads(invoke("explain", "-o", "json", path).output)
+
+
+def test_explain_shows_the_active_windows_the_bounds_and_who_decided(tmp_path):
+    # Tuesday 2026-06-09 12:00 EDT: business hours; 4 pods at 300 % of target ask for 12
+    text, out = explained(tmp_path, "2026-06-09T16:00:00Z", 4, "300m", [BUSINESS, NIGHT])
     assert "schedules at now: 1 of 2 window(s) active" in text
     assert ("business: active from 2026-06-09 08:00 EDT to 2026-06-09 18:00 EDT "
             "(2026-06-09T12:00:00Z to 2026-06-09T22:00:00Z): floor 4") in text
@@ -160,7 +166,6 @@ def test_explain_shows_the_active_windows_the_bounds_and_who_decided(tmp_path):
     assert "bounds: minReplicas 1 -> 4, maxReplicas 10 (unchanged)" in text
     assert "next start or end of a window: 2026-06-09T22:00:00Z" in text
     assert "decided by: Policy/scaleUpLimit" in text  # 4 -> 12 asked, the scale-up limit allows 8
-    out = json.loads(invoke("explain", "-o", "json", path).output)
     assert out["desiredReplicas"] == 8 and out["decidedBy"] == "Policy/scaleUpLimit"
     assert (out["minReplicasEffective"], out["maxReplicasEffective"], out["activeSchedules"]) == (4, 10, ["business"])
     assert out["schedules"] == [{"name": "business", "start": "2026-06-09T12:00:00Z", "end": "2026-06-09T22:00:00Z",
@@ -310,13 +315,19 @@ def test_simulate_over_the_spring_forward_day_applies_no_floor_for_a_window_insi
     assert set(df[df.active_schedules != "gap"].min_replicas_effective) == {1}
 
 # ----------------------------------------------------------------------------------------- simulate
-def test_simulate_the_example_floor_cap_and_stabilized_scale_down(tmp_path):
+def simulated(tmp_path: Path, hpa: Path) -> pd.DataFrame:
+    """``timeline.csv`` of ``pyhpa simulate`` of ``hpa`` on the bundled NASA example (exit code 0), its outputs in
+    ``tmp_path/out``."""
     out = tmp_path / "out"
-    r = invoke("simulate", "--no-progress", "--hpa", EXAMPLE, "--target", bundled_path("target"),
+    r = invoke("simulate", "--no-progress", "--hpa", hpa, "--target", bundled_path("target"),
                "--profile", bundled_path("profile"), "--trace", bundled_path("trace"), "--column", "requests_per_second",
                "--output-dir", out)
     assert r.exit_code == 0, r.output
-    df = pd.read_csv(out / "timeline.csv", keep_default_na=False)
+    return pd.read_csv(out / "timeline.csv", keep_default_na=False)
+
+
+def test_simulate_the_example_floor_cap_and_stabilized_scale_down(tmp_path):
+    df = simulated(tmp_path, EXAMPLE)
     assert list(df.columns[-3:]) == ["min_replicas_effective", "max_replicas_effective", "active_schedules"]
     day = df[(df.time >= "1995-07-12T08:00:00-04:00") & (df.time < "1995-07-12T18:00:00-04:00")]
     night = df[(df.time >= "1995-07-12T00:00:00-04:00") & (df.time < "1995-07-12T06:00:00-04:00")]
@@ -330,9 +341,9 @@ def test_simulate_the_example_floor_cap_and_stabilized_scale_down(tmp_path):
     held = after[after.desired_replicas == 4]
     assert held.time.max() == "1995-07-12T18:04:45-04:00"  # the 300 s window from the last sync at the floor
     assert after[after.time == "1995-07-12T18:05:00-04:00"].desired_replicas.iloc[0] < 4
-    summary = json.loads((out / "summary.json").read_text())
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["settings"]["sync_period_seconds"] == 15.0
-    assert (out / "plot.png").stat().st_size > 10_000
+    assert (tmp_path / "out" / "plot.png").stat().st_size > 10_000
 
 
 def test_simulate_applies_the_autoscalers_own_settings(tmp_path):

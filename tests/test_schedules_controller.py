@@ -7,6 +7,7 @@ them. Every test checks ``kd.invalid_requests == []``: the CRD's schema accepted
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timezone
 from zoneinfo import ZoneInfo
 
@@ -119,11 +120,10 @@ async def test_the_controller_applies_the_windows_active_at_its_clock(kd, name):
     assert kd.invalid_requests == []
 
 
-async def test_a_floor_applies_within_a_second_of_its_start_not_a_period_later(kd):
-    """Sync period 60 s; the window starts 1.5 s after the controller's first sync and lasts 3 s: the controller
-    syncs again at its start (floor applied) and at its end (scale-down held by the stabilization window)."""
-    start = at(timezone.utc, 2026, 6, 10, 8, 0)
-    await world(kd, [{"name": "burst", "start": "0 8 * * *", "durationSeconds": 3, "minReplicas": 3}])
+async def through_a_window(kd: KubeDouble, start: float, ended: Callable[[], bool], what: str) -> list:
+    """The controller (sync period 60 s) from 1.5 s before ``start`` (epoch seconds) of a window with a floor of 3
+    replicas that lasts 3 s: its first sync schedules the next at ``start``, the floor applies, the sync at the
+    window's end follows, then ``ended`` (``what``) holds; returns the results of ``default/web``'s syncs."""
     clock = Skew()
     clock.set(start - 1.5)
     async with ControllerTask(kd, clock, sync_period_seconds=60) as run:
@@ -131,9 +131,17 @@ async def test_a_floor_applies_within_a_second_of_its_start_not_a_period_later(k
         assert not first.rescale and first.status.schedules.next_change == start
         await wait_for(lambda: replicas(kd) == 3, timeout=10, what="the floor at the window's start")
         await synced(run, n=3)  # the sync at the window's end, 3 s after its start
-        await wait_for(lambda: condition(stored_status(kd), "ScheduleActive").get("status") == "False",
-                       what="the status after the end")
-    syncs = [r for r in run.results if r.key == "default/web"]
+        await wait_for(ended, what=what)
+    return [r for r in run.results if r.key == "default/web"]
+
+
+async def test_a_floor_applies_within_a_second_of_its_start_not_a_period_later(kd):
+    """Sync period 60 s; the window starts 1.5 s after the controller's first sync and lasts 3 s: the controller
+    syncs again at its start (floor applied) and at its end (scale-down held by the stabilization window)."""
+    start = at(timezone.utc, 2026, 6, 10, 8, 0)
+    await world(kd, [{"name": "burst", "start": "0 8 * * *", "durationSeconds": 3, "minReplicas": 3}])
+    syncs = await through_a_window(kd, start, lambda: condition(stored_status(kd), "ScheduleActive").get("status")
+                                   == "False", "the status after the end")
     times = [r.inputs.now for r in syncs]
     assert len(syncs) == 3
     assert start <= times[1] < start + 1.0  # the floor, within a second of the start

@@ -10,12 +10,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-import pandas as pd
 import pytest
 import yaml
-from controller_util import ControllerTask, Skew, wait_for
-from test_schedules_cli import assert_refused, ha, snapshot
-from test_schedules_controller import condition, replicas, stored_status, synced, world
+from controller_util import ControllerTask, wait_for
+from test_schedules_cli import assert_refused, explained, ha, simulated, snapshot
+from test_schedules_controller import condition, stored_status, synced, through_a_window, world
 from typer.testing import CliRunner
 
 from pyhpa.adapters.autoscaler import read_autoscaler
@@ -30,7 +29,6 @@ from pyhpa.core import (
     next_change,
     occurrences,
 )
-from pyhpa.simulate import bundled_path
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "schedules" / "php-apache-dated.yaml"
@@ -213,17 +211,12 @@ def test_pyhpa_schedules_lists_a_dated_window_once_and_reports_it_expired_after_
 
 
 def test_explain_shows_a_dated_floor_deciding_and_an_expired_window(tmp_path):
-    path = tmp_path / "snap.yaml"
     # 2026-11-28 12:00 UTC: the sale is on (floor 5), the launch cap has expired; 2 pods at 10 % ask for 1
-    path.write_text(yaml.safe_dump(snapshot("2026-11-28T12:00:00Z", 2, "20m", [SALE, LAUNCH])))
-    r = invoke("explain", path)
-    assert r.exit_code == 0, r.output
-    text = " ".join(r.output.split())
+    text, out = explained(tmp_path, "2026-11-28T12:00:00Z", 2, "20m", [SALE, LAUNCH])
     assert ("sale: active from 2026-11-27 00:00 EST to 2026-11-30 00:00 EST (2026-11-27T05:00:00Z to "
             "2026-11-30T05:00:00Z): floor 5") in text
     assert "launch: not active (expired: ended 2026-11-20 17:00 UTC; cap 8)" in text
     assert "decided by: Schedule/sale" in text
-    out = json.loads(invoke("explain", "-o", "json", path).output)
     assert (out["desiredReplicas"], out["decidedBy"], out["activeSchedules"]) == (5, "Schedule/sale", ["sale"])
     assert out["expiredSchedules"] == ["launch"] and out["nextScheduleChange"] == "2026-11-30T05:00:00Z"
     before = tmp_path / "before.yaml"
@@ -234,12 +227,7 @@ def test_explain_shows_a_dated_floor_deciding_and_an_expired_window(tmp_path):
 
 
 def test_simulate_the_dated_example_floor_and_cap_apply_once(tmp_path):
-    out = tmp_path / "out"
-    r = invoke("simulate", "--no-progress", "--hpa", EXAMPLE, "--target", bundled_path("target"),
-               "--profile", bundled_path("profile"), "--trace", bundled_path("trace"), "--column", "requests_per_second",
-               "--output-dir", out)
-    assert r.exit_code == 0, r.output
-    df = pd.read_csv(out / "timeline.csv", keep_default_na=False)
+    df = simulated(tmp_path, EXAMPLE)
     launch = df[(df.time >= "1995-07-13T06:00:00-04:00") & (df.time < "1995-07-13T09:00:00-04:00")]
     upkeep = df[(df.time >= "1995-07-12T14:00:00-04:00") & (df.time < "1995-07-12T16:00:00-04:00")]
     assert set(launch.active_schedules) == {"launch"} and set(launch.min_replicas_effective) == {6}
@@ -266,16 +254,8 @@ async def test_the_controller_applies_a_dated_floor_once_and_reports_it_expired(
     window = {"name": "sale", "start": "2026-11-27T00:00:00", "end": "2026-11-27T00:00:03",
               "timeZone": "America/New_York", "minReplicas": 3}
     await world(kd, [window])
-    clock = Skew()
-    clock.set(start - 1.5)
-    async with ControllerTask(kd, clock, sync_period_seconds=60) as run:
-        first = (await synced(run))[0].decision
-        assert not first.rescale and first.status.schedules.next_change == start
-        await wait_for(lambda: replicas(kd) == 3, timeout=10, what="the floor at the window's start")
-        await synced(run, n=3)
-        await wait_for(lambda: stored_status(kd).get("schedules", {}).get("expired") == ["sale"],
-                       what="the expired window in the status")
-    syncs = [r for r in run.results if r.key == "default/web"]
+    syncs = await through_a_window(kd, start, lambda: stored_status(kd).get("schedules", {}).get("expired")
+                                   == ["sale"], "the expired window in the status")
     assert str(syncs[1].decision.decided_by) == "Schedule/sale" and start <= syncs[1].inputs.now < start + 1
     end = syncs[2].decision
     assert start + 3 <= syncs[2].inputs.now and end.status.schedules.expired == ("sale",)
