@@ -64,6 +64,12 @@ process go to stderr. ``--hpas``/``--workers``/``--api``/``--replicas`` narrow t
 replica and its restart only; ``--replicas 0``: none); ``--shard-period 3`` is the stress run of earlier releases
 (10,000 autoscalers at 3 s need 3,333 syncs/s: more than two replicas and the double get from this 2-core
 machine).
+
+With ``--api real --replicas 1`` (or 2) the replicas run follows the in-process run on the same kube-apiserver
+(``RealApi``; lines ``api=real``): the autoscalers are the world's, without fallbacks, their statuses written by
+the in-process controller's first round, so the first replica's own first round is already a restart (another
+process, another identity); then it restarts as above. Status and Event writes are kube-apiserver's own counts
+(``apiserver_request_total``).
 """
 
 from __future__ import annotations
@@ -274,6 +280,8 @@ class Double:
         if not self.conn.poll(900):
             raise RuntimeError("the kubedouble process did not start within 900 s")
         self.url = self.conn.recv()
+        self.connect = ["--server", self.url]  # how a replica (``pyhpa run``) reaches it
+        self.name = "double"
 
     def counts(self) -> tuple[int, int]:
         """(status writes, Event creates and patches) since the previous call."""
@@ -314,10 +322,57 @@ async def run_real(workers: int, n: int, kubeconfig: str, pids: dict[str, int]) 
             "controller_cpu_ms_per_sync": r.cpu2 / n * 1e3, "requests_per_sync": r.requests2 / n, "rss_mb": rss}
 
 
+class RealApi:
+    """The seeded real control plane (``real_world.RealWorld``) as the replicas run's world: replicas reach it by the
+    admin kubeconfig; its status writes (PUT and PATCH of ``horizontalautoscalers/status``) and Event writes (POST and
+    PATCH of ``events``) are read from kube-apiserver's own ``apiserver_request_total``."""
+
+    name = "kube-apiserver"
+
+    def __init__(self, world):
+        from types import SimpleNamespace
+
+        from controlplane import bin_dir
+
+        self.world, self.kubectl = world, bin_dir() / "kubectl"
+        self.connect = ["--kubeconfig", world.kubeconfig]
+        self.proc = SimpleNamespace(pid=world.pids["kube-apiserver"])
+        self._last = self._totals()
+
+    def _totals(self) -> tuple[float, float]:
+        from prometheus_client.parser import text_string_to_metric_families
+
+        text = subprocess.run([str(self.kubectl), "--kubeconfig", self.world.kubeconfig, "get", "--raw", "/metrics"],
+                              capture_output=True, text=True, check=True, timeout=60).stdout
+        writes = events = 0.0
+        for family in text_string_to_metric_families(text):
+            if family.name != "apiserver_request":
+                continue
+            for sample in family.samples:
+                labels = sample.labels
+                if sample.name != "apiserver_request_total" or labels.get("verb") not in ("PUT", "PATCH", "POST",
+                                                                                          "APPLY"):
+                    continue
+                if labels.get("resource") == "horizontalautoscalers" and labels.get("subresource") == "status":
+                    writes += sample.value
+                elif labels.get("resource") == "events" and labels.get("verb") != "PUT":
+                    events += sample.value
+        return writes, events
+
+    def counts(self) -> tuple[int, int]:
+        """(status writes, Event creates and patches) since the previous call."""
+        now = self._totals()
+        (w0, e0), self._last = self._last, now
+        return round(now[0] - w0), round(now[1] - e0)
+
+
 def real_round(workers: int, n: int, versus: str | None = None, steady_seconds: float = 30.0,
-               upstream_qps: float | None = None) -> None:
+               upstream_qps: float | None = None, replicas: int = 0, shard_period: float = 15.0,
+               shard_seconds: float = 30.0) -> None:
     """The controller (in this process) against kube-apiserver v1.37.2 seeded with the world (a child process);
-    with ``versus="upstream"``, then upstream's HPA controller alone on the same API server (``versus_upstream``)."""
+    then (``replicas`` 1 or 2) the replicas run on the same API server (``replicas_run``: its first replica starts
+    where this controller left, a restart, then it restarts; with 2 a second joins and the first leaves); with
+    ``versus="upstream"``, then upstream's HPA controller alone on the same API server (``versus_upstream``)."""
     from real_world import RealWorld
 
     started = time.monotonic()
@@ -327,6 +382,8 @@ def real_round(workers: int, n: int, versus: str | None = None, steady_seconds: 
         ours = asyncio.run(run_real(workers, n, world.kubeconfig, world.pids))
         for name, pid in world.pids.items():
             print(f"  [real] {name}: rss {_rss_mb(pid):.0f} MB", file=sys.stderr, flush=True)
+        if replicas:
+            replicas_run(n, workers, shard_period, shard_seconds, replicas, world=RealApi(world))
         if versus == "upstream":
             theirs = versus_upstream(world, workers, n, steady_seconds, upstream_qps)
             side_by_side_table(workers, n, ours, theirs)
@@ -463,11 +520,13 @@ def _lag_quantile(before: list[dict], after: list[dict], q: float) -> float:
     return float("nan")
 
 
-def _replica(root: Path, url: str, i: int, workers: int, period: float, port: int, log: Path) -> subprocess.Popen:
-    """``pyhpa run --shards auto`` as replica ``bench-<i>``, each sync logged to ``log`` (``--replica-sync-log``)."""
+def _replica(root: Path, connect: list[str], i: int, workers: int, period: float, port: int,
+             log: Path) -> subprocess.Popen:
+    """``pyhpa run --shards auto`` as replica ``bench-<i>`` reaching its API server by ``connect`` (``--server URL``
+    or ``--kubeconfig FILE``), each sync logged to ``log`` (``--replica-sync-log``)."""
     return subprocess.Popen(
         [sys.executable, str(Path(__file__).resolve()), "--replica-sync-log", str(log),
-         "run", "--server", url, "--shards", "auto",
+         "run", *connect, "--shards", "auto",
          "--leader-elect-identity", f"bench-{i}", "--leader-elect-resource-namespace", "default",
          "--leader-elect-lease-duration", "4", "--leader-elect-renew-deadline", "3",
          "--leader-elect-retry-period", "1", "--workers", str(workers), "--sync-period", str(period),
@@ -595,7 +654,7 @@ def _restart(root: Path, double: Double, procs: list[subprocess.Popen], n: int, 
     procs[0].wait(60)
     double.counts()
     restarted = time.time()
-    procs[0] = _replica(root, double.url, 2, workers, period, port, log)
+    procs[0] = _replica(root, double.connect, 2, workers, period, port, log)
     while not _ready(port):
         if procs[0].poll() is not None:
             raise RuntimeError("the restarted replica exited")
@@ -620,7 +679,7 @@ def _join(root: Path, double: Double, procs: list[subprocess.Popen], ports: list
     memory, syncs/s, sync lag and steady round over ``seconds`` (the ``replicas=2`` lines); returns the join's
     window (``"join"``, start, end: epoch seconds) for the longest sync gap."""
     joined = time.time()
-    procs.append(_replica(root, double.url, 1, workers, period, ports[1], log))
+    procs.append(_replica(root, double.connect, 1, workers, period, ports[1], log))
     _wait_synced(SyncLog(log), procs, 1)  # the new replica has its share
     print(f"  [join] the second replica took its share {time.time() - joined:.1f}s after it started",
           file=sys.stderr, flush=True)
@@ -644,30 +703,31 @@ def _join(root: Path, double: Double, procs: list[subprocess.Popen], ports: list
     sizes = [a.get(("pyhpa_shard_autoscalers", ()), 0) for a in after]
     used = [round((c1 - c0) / (t1 - t0), 2) for c0, c1 in zip(cpu0, cpu1)]
     print(f"  [replicas=2] needed {n / period:.0f} syncs/s; shard sizes {sizes}; resident memory {[round(r) for r in rss]} MB; "
-          f"CPU (cores) over {t1 - t0:.0f}s: replicas {used[:-1]}, double {used[-1]} (machine: {os.cpu_count()} "
+          f"CPU (cores) over {t1 - t0:.0f}s: replicas {used[:-1]}, {double.name} {used[-1]} (machine: {os.cpu_count()} "
           f"cores, load average {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
     return window
 
 
-def replicas_run(n: int, workers: int, period: float, seconds: float, replicas: int = 2) -> None:
+def replicas_run(n: int, workers: int, period: float, seconds: float, replicas: int = 2, world=None) -> None:
     """One replica; it restarts; then (``replicas`` 2) a second joins and the first leaves (SIGTERM); against one
     double whose autoscalers all have fallbacks (one in ten failing): resident memory with 1 and 2 replicas,
     status and Event writes of a steady round, the restarted replica's first round (seconds, writes, events),
-    syncs/s and lag with 2, the longest sync gap of any autoscaler during the join and the leave."""
+    syncs/s and lag with 2, the longest sync gap of any autoscaler during the join and the leave. ``world``: instead
+    of a double, the real API server already seeded and synced (``RealApi``: lines ``api=real``)."""
     import tempfile
 
     root = Path(__file__).resolve().parent.parent
-    double = Double(n, fallback=True)
+    double = Double(n, fallback=True) if world is None else world
     tmp = Path(tempfile.mkdtemp(prefix="pyhpa-bench-"))
     logs = [tmp / f"replica-{i}.log" for i in range(3)]
     ports = [_free_port(), _free_port(), _free_port()]
     procs: list[subprocess.Popen] = []
-    base = f"api=http workers={workers} hpas={n} sync_period_seconds={period:g}"
+    base = f"api={'http' if world is None else 'real'} workers={workers} hpas={n} sync_period_seconds={period:g}"
     settle = 6 * period  # fallbacks start after failureThreshold + 1 failed syncs; then nothing changes
     windows: list[tuple[str, float, float]] = []
     try:
         started = time.monotonic()
-        procs.append(_replica(root, double.url, 0, workers, period, ports[0], logs[0]))
+        procs.append(_replica(root, double.connect, 0, workers, period, ports[0], logs[0]))
         _wait_synced(SyncLog(logs[0]), procs, n)
         print(f"  [replicas=1] every autoscaler synced once {time.monotonic() - started:.0f}s after start "
               "(informers listing included)", file=sys.stderr, flush=True)
@@ -698,7 +758,8 @@ def replicas_run(n: int, workers: int, period: float, seconds: float, replicas: 
                 p.wait(60)
             except subprocess.TimeoutExpired:
                 p.kill()
-        double.close()
+        if world is None:
+            double.close()
     times = _sync_times([log for log in logs if log.exists()])
     for what, start, end in windows:
         gap, who = max_sync_gap(times, start, end)
@@ -724,14 +785,18 @@ def main() -> None:
                         help="seconds upstream's steady rate is measured over (--versus upstream)")
     parser.add_argument("--upstream-qps", type=float,
                         help="upstream's --kube-api-qps (burst twice that) in --versus upstream; default: its own (20)")
-    parser.add_argument("--replicas", type=int, default=2, choices=(0, 1, 2),
+    parser.add_argument("--replicas", type=int, choices=(0, 1, 2),
                         help="2: the replicas run (1 replica, it restarts, a second joins, the first leaves); "
-                             "1: only the first replica and its restart; 0: none")
+                             "1: only the first replica and its restart; 0: none. Default: 2 with --api http, 0 "
+                             "with --api real (there it follows the in-process run on the same API server)")
     parser.add_argument("--shard-period", type=float, default=15.0,
                         help="sync period of the replicas run, seconds (default 15: upstream's default period)")
     parser.add_argument("--shard-seconds", type=float, default=30.0,
                         help="seconds syncs/s and lag are measured with 2 replicas")
     args = parser.parse_args()
+    args.replicas_given = args.replicas is not None
+    if args.replicas is None:
+        args.replicas = 2
     logging.basicConfig(level=logging.WARNING)
     from pyhpa.controller.outputs.load import tune_gc
 
@@ -745,7 +810,8 @@ def main() -> None:
         parser.error("--versus upstream races on the real API server: give --api real")
     if "real" in apis:
         for workers in worker_counts:
-            real_round(workers, args.hpas, args.versus, args.steady_seconds, args.upstream_qps)
+            real_round(workers, args.hpas, args.versus, args.steady_seconds, args.upstream_qps,
+                       args.replicas if args.replicas_given else 0, args.shard_period, args.shard_seconds)
     if "http" in apis:
         for workers in worker_counts:
             http_round(workers, args.hpas)
