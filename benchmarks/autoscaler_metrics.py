@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry  # noqa: E402
 
 from benchmarks.decision import NOW, inputs  # noqa: E402
 from pyhpa.controller.outputs.autoscaler_metrics import AutoscalerMetrics  # noqa: E402
-from pyhpa.core import ControllerConfig, Memory, decide  # noqa: E402
+from pyhpa.core import ControllerConfig, Memory, SyncInputs, decide  # noqa: E402
 
 AUTOSCALERS = 2000
 ROUNDS = 10
@@ -29,7 +29,8 @@ def main() -> None:
     hpa, scale, pods, samples = inputs(10)
     config = ControllerConfig()
     memory = Memory([(NOW - 60, 10)])
-    decision = decide(hpa, scale, pods, samples, memory, NOW, config)
+    decision = decide(SyncInputs(hpa=hpa, scale=scale, pods=pods, samples=samples, memory=memory, now=NOW,
+                                 config=config))
     metrics = AutoscalerMetrics(CollectorRegistry())
     syncs = [(SimpleNamespace(namespace=f"ns-{i // 10}", name=f"web-{i}", key=f"ns-{i // 10}/web-{i}", hpa=hpa,
                               sync_period_seconds=15.0), SimpleNamespace(decision=decision, error="none", reason=""))
@@ -44,7 +45,7 @@ def main() -> None:
     print(f"autoscalers={AUTOSCALERS} autoscaler_metrics_us_per_sync={per_sync * 1e6:.1f}", flush=True)
     start = time.perf_counter()
     for _ in range(2000):
-        decide(hpa, scale, pods, samples, memory, NOW, config)
+        decide(SyncInputs(hpa=hpa, scale=scale, pods=pods, samples=samples, memory=memory, now=NOW, config=config))
     print(f"pods=10 decide_us_per_sync={(time.perf_counter() - start) / 2000 * 1e6:.1f}", flush=True)
 
 

@@ -30,6 +30,7 @@ from pyhpa.core import (  # noqa: E402
     PodSample,
     Scale,
     ScheduleWindow,
+    SyncInputs,
     decide,
 )
 
@@ -64,7 +65,8 @@ def rate(n: int, seconds: float = 2.0, windows: tuple = (), step: float = 0.0) -
     deadline = start + seconds
     while True:
         for i in range(20):
-            decide(hpa, scale, pods, samples, memory, NOW + (count + i) * step, config)
+            decide(SyncInputs(hpa=hpa, scale=scale, pods=pods, samples=samples, memory=memory,
+                              now=NOW + (count + i) * step, config=config))
         count += 20
         now = time.perf_counter()
         if now >= deadline:

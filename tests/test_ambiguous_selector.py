@@ -7,21 +7,22 @@ from lightkube import codecs
 from test_controller_e2e import Running, events, put_pods, replicas, set_cpu
 
 from pyhpa.controller.cache.selectors import SelectorIndex
-from pyhpa.core import ControllerConfig, Pod, decide
+from pyhpa.core import ControllerConfig, Pod, SyncInputs, decide
 from tests.builders import NOW, cpu_hpa, cpu_pods, old_memory, scale
 
 
 def test_core_refuses_pods_selected_by_another_hpa():
     pods, samples = cpu_pods([1000, 1000])  # pods labelled app=x; would scale up
     others = [("default/other", "app=x"), ("default/unrelated", "app=y"), ("default/broken", "a in (")]
-    d = decide(cpu_hpa(), scale(2), pods, [samples], old_memory(2), NOW, ControllerConfig(), other_selectors=others)
+    d = decide(SyncInputs(hpa=cpu_hpa(), scale=scale(2), pods=pods, samples=[samples], memory=old_memory(2), now=NOW,
+                          config=ControllerConfig(), other_selectors=others))
     assert not d.rescale and d.desired_replicas == 2
     msg = "pods by selector app=x are controlled by more than one HPA (e.g. [default/other default/x])"
     active = {c.type: c for c in d.conditions}["ScalingActive"]
     assert (active.status, active.reason, active.message) == ("False", "AmbiguousSelector", msg)
     assert [(e.reason, e.message) for e in d.events][0] == ("AmbiguousSelector", msg)
-    alone = decide(cpu_hpa(), scale(2), pods, [samples], old_memory(2), NOW, ControllerConfig(),
-                   other_selectors=others[1:])
+    alone = decide(SyncInputs(hpa=cpu_hpa(), scale=scale(2), pods=pods, samples=[samples], memory=old_memory(2),
+                              now=NOW, config=ControllerConfig(), other_selectors=others[1:]))
     assert alone.rescale and alone.desired_replicas == 4
 
 

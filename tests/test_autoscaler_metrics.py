@@ -88,7 +88,7 @@ def test_series_follow_the_spec_and_the_metric_state():
     from prometheus_client import CollectorRegistry
 
     from pyhpa.controller.outputs.autoscaler_metrics import AutoscalerMetrics
-    from pyhpa.core import ControllerConfig, MetricSamples, MetricSpec, decide
+    from pyhpa.core import ControllerConfig, MetricSamples, MetricSpec, SyncInputs, decide
 
     registry = CollectorRegistry()
     m = AutoscalerMetrics(registry)
@@ -97,7 +97,8 @@ def test_series_follow_the_spec_and_the_metric_state():
                                       MetricSpec("Pods", "rps", "AverageValue", target_average_milli=10_000)))
     a = SimpleNamespace(namespace="ns", name="web", key="ns/web", hpa=two, sync_period_seconds=15)
     rps = MetricSamples(error="no rps")
-    d = decide(two, scale(4), pods, [samples, rps], old_memory(4), NOW, ControllerConfig())
+    d = decide(SyncInputs(hpa=two, scale=scale(4), pods=pods, samples=[samples, rps], memory=old_memory(4), now=NOW,
+                          config=ControllerConfig()))
     m.synced(a, SimpleNamespace(decision=d, error="internal", reason=""), NOW)
     got = lambda name, **labels: registry.get_sample_value(name, dict(namespace="ns", name="web", **labels))  # noqa: E731
     assert got("pyhpa_autoscaler_metric_value", metric="Resource/cpu") == 60
@@ -107,7 +108,8 @@ def test_series_follow_the_spec_and_the_metric_state():
 
     one = cpu_hpa()
     a.hpa = one
-    d = decide(one, scale(4), pods, [samples], old_memory(4), NOW, ControllerConfig())
+    d = decide(SyncInputs(hpa=one, scale=scale(4), pods=pods, samples=[samples], memory=old_memory(4), now=NOW,
+                          config=ControllerConfig()))
     m.synced(a, SimpleNamespace(decision=d, error="none", reason=""), NOW + 15)
     assert got("pyhpa_autoscaler_metric_target", metric="Pods/rps") is None  # removed from the spec
     assert got("pyhpa_autoscaler_metric_target", metric="Resource/cpu") == 50
@@ -131,7 +133,7 @@ def test_the_scrape_writes_what_prometheus_client_writes():
     from builders import NOW, cpu_hpa, cpu_pods, old_memory, scale
 
     from pyhpa.controller.outputs.monitor import Monitor
-    from pyhpa.core import ControllerConfig, MetricSamples, MetricSpec, PredictionSpec, decide
+    from pyhpa.core import ControllerConfig, MetricSamples, MetricSpec, PredictionSpec, SyncInputs, decide
     from pyhpa.core.saturation import SaturationSpec
 
     m = Monitor()
@@ -143,7 +145,8 @@ def test_the_scrape_writes_what_prometheus_client_writes():
     for i, hpa in enumerate([plain, odd, plain]):
         a = SimpleNamespace(namespace=f"ns-{i}", name=f"web-{i}", key=f"ns-{i}/web-{i}", hpa=hpa, sync_period_seconds=15)
         extra = [MetricSamples(error="no queue")] if len(hpa.metrics) > 1 else []
-        d = decide(hpa, scale(4), pods, [samples, *extra], old_memory(4), NOW, ControllerConfig())
+        d = decide(SyncInputs(hpa=hpa, scale=scale(4), pods=pods, samples=[samples, *extra], memory=old_memory(4),
+                              now=NOW, config=ControllerConfig()))
         m.autoscalers.synced(a, SimpleNamespace(decision=d, error="internal" if extra else "none", reason=""), NOW + i)
         m.desired(a.namespace, a.name, d.desired_replicas)
     m.desired("ns-9", "never-synced", 3)  # upstream's gauge only

@@ -110,11 +110,11 @@ def printer_columns(obj: dict) -> list:
 def assert_exactly_as_decided(result, written_status: dict) -> None:
     """The status the controller wrote is the core's decision on the inputs that sync gathered (and the texts of
     the printer columns, REFERENCE and TARGETS, from its metrics: tests/test_printer_columns.py)."""
-    i = result.inputs
-    again = decide(i.hpa, i.scale, i.pods, i.samples, i.memory, i.now, i.config)
+    a = result.gathered.autoscaler
+    again = decide(result.gathered.inputs)
     assert again.desired_replicas == result.decision.desired_replicas
-    decided = status_from_decision(again, i.autoscaler.generation)
-    assert written_status == with_columns(decided, i.autoscaler, [p.status for p in again.proposals])
+    decided = status_from_decision(again, a.generation)
+    assert written_status == with_columns(decided, a, [p.status for p in again.proposals])
 
 
 async def test_scales_writes_status_and_events_as_the_core_decides_then_stops_when_deleted(kd):

@@ -108,7 +108,7 @@ async def test_failover_keeps_the_stabilization_window_of_the_old_leader(kd):
     await wait_for(lambda: replicas(kd) == 1, what="b to scale down once a's window is over")
     down = (await wait_for(lambda: [r for r in b.results if r.decision is not None and r.decision.rescale],
                            what="the scale-down sync's result"))[0]
-    assert down.inputs.now > last_four + WINDOW and down.decision.desired_replicas == 1
+    assert down.gathered.inputs.now > last_four + WINDOW and down.decision.desired_replicas == 1
     evs = await wait_for(lambda: [e for e in kd.list_objects("events.k8s.io/v1", "events", "default")
                                   if e["reason"] == "SuccessfulRescale"], what="the rescale event")
     assert [(e["note"], e["reportingInstance"]) for e in evs] == [

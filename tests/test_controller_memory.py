@@ -26,7 +26,16 @@ from pyhpa.controller.sync.memory import (
     persisted_memory,
     restored_memory,
 )
-from pyhpa.core import Behavior, ControllerConfig, Memory, ScalingPolicy, ScalingRules, decide, relevant_memory
+from pyhpa.core import (
+    Behavior,
+    ControllerConfig,
+    Memory,
+    ScalingPolicy,
+    ScalingRules,
+    SyncInputs,
+    decide,
+    relevant_memory,
+)
 from tests.builders import NOW, cpu_hpa, scale
 
 CFG = ControllerConfig(downscale_stabilization_window_seconds=120)
@@ -51,9 +60,11 @@ def test_persisted_memory_decides_every_later_sync_as_the_full_memory(behavior, 
     restored = None
     for i, (gap, desired) in enumerate(syncs):
         now += gap
-        d = decide(hpa, scale(current), [], [], full, now, CFG, prenormalized=desired)
+        d = decide(SyncInputs(hpa=hpa, scale=scale(current), pods=[], samples=[], memory=full, now=now, config=CFG,
+                              prenormalized=desired))
         if restored is not None:
-            r = decide(hpa, scale(current), [], [], restored, now, CFG, prenormalized=desired)
+            r = decide(SyncInputs(hpa=hpa, scale=scale(current), pods=[], samples=[], memory=restored, now=now,
+                                  config=CFG, prenormalized=desired))
             assert (r.desired_replicas, r.rescale) == (d.desired_replicas, d.rescale), (i, full, restored)
             restored = r.memory
         full, current = d.memory, d.desired_replicas
@@ -72,8 +83,10 @@ def test_the_working_copy_kept_between_syncs_decides_as_the_full_memory(behavior
     now, current, full, kept = NOW, 4, Memory(), Memory()
     for i, (gap, desired) in enumerate(syncs):
         now += gap
-        d = decide(hpa, scale(current), [], [], full, now, CFG, prenormalized=desired)
-        k = decide(hpa, scale(current), [], [], kept, now, CFG, prenormalized=desired)
+        d = decide(SyncInputs(hpa=hpa, scale=scale(current), pods=[], samples=[], memory=full, now=now, config=CFG,
+                              prenormalized=desired))
+        k = decide(SyncInputs(hpa=hpa, scale=scale(current), pods=[], samples=[], memory=kept, now=now, config=CFG,
+                              prenormalized=desired))
         assert (k.desired_replicas, k.rescale) == (d.desired_replicas, d.rescale), (i, full, kept)
         assert [(c.type, c.status, c.reason, c.message) for c in k.conditions] == \
                [(c.type, c.status, c.reason, c.message) for c in d.conditions]
@@ -91,12 +104,14 @@ def test_a_repeated_recommendation_persists_the_same_section(behavior, syncs):
     now, current, mem = NOW, 4, Memory()
     for gap, desired in syncs:
         now += gap
-        mem = decide(hpa, scale(current), [], [], mem, now, CFG, prenormalized=desired).memory
+        mem = decide(SyncInputs(hpa=hpa, scale=scale(current), pods=[], samples=[], memory=mem, now=now, config=CFG,
+                                prenormalized=desired)).memory
     stored = memory_from_status(memory_to_status(persisted_memory(mem, hpa, CFG, now)))
     live = sorted(mem.recommendations)[-1][1]
     for _ in range(5):
         now += 15
-        d = decide(hpa, scale(current), [], [], mem, now, CFG, prenormalized=live)
+        d = decide(SyncInputs(hpa=hpa, scale=scale(current), pods=[], samples=[], memory=mem, now=now, config=CFG,
+                              prenormalized=live))
         if d.rescale:
             return  # a rescale changes the status anyway
         mem = d.memory
@@ -149,9 +164,11 @@ def test_the_controller_persists_what_the_core_says_can_matter_and_decides_the_s
     for i, (gap, desired) in enumerate(syncs):
         clock.now += gap
         now = clock.now
-        d = decide(hpa, scale(current), [], [], full, now, CFG, prenormalized=desired)
+        d = decide(SyncInputs(hpa=hpa, scale=scale(current), pods=[], samples=[], memory=full, now=now, config=CFG,
+                              prenormalized=desired))
         if leader is not None:
-            r = decide(hpa, scale(current), [], [], leader, now, CFG, prenormalized=desired)
+            r = decide(SyncInputs(hpa=hpa, scale=scale(current), pods=[], samples=[], memory=leader, now=now,
+                                  config=CFG, prenormalized=desired))
             assert (r.desired_replicas, r.rescale) == (d.desired_replicas, d.rescale), (i, full, leader)
             leader = r.memory
         full, current = d.memory, d.desired_replicas
@@ -232,9 +249,11 @@ async def test_a_steady_autoscaler_does_not_write_its_status_every_sync():
     fresh = StatusMemory(Clock(last_four + 299))
     mem = fresh.load(a)
     assert fresh.restored == 1 and mem.recommendations[0] == (last_four, 4)
-    inputs = results[-1].inputs
-    held = decide(a.hpa, inputs.scale, inputs.pods, inputs.samples, mem, last_four + 299, a.config)
-    later = decide(a.hpa, inputs.scale, inputs.pods, inputs.samples, mem, last_four + 301, a.config)
+    inputs = results[-1].gathered.inputs
+    held = decide(SyncInputs(hpa=a.hpa, scale=inputs.scale, pods=inputs.pods, samples=inputs.samples, memory=mem,
+                             now=last_four + 299, config=a.config))
+    later = decide(SyncInputs(hpa=a.hpa, scale=inputs.scale, pods=inputs.pods, samples=inputs.samples, memory=mem,
+                              now=last_four + 301, config=a.config))
     assert (held.desired_replicas, later.desired_replicas) == (4, 1)
 
 
@@ -259,7 +278,8 @@ def test_a_new_leader_loads_the_memory_and_its_own_recommendation_becomes_the_li
     store = StatusMemory(clock)
     mem = store.load(a, NOW)  # the sync's own time, not the clock's
     assert mem.recommendations == [(NOW - 100, 4), (NOW - 0.001, 1)]  # 1 held until just before this sync
-    d = decide(a.hpa, scale(4), [], [], mem, NOW, a.config, prenormalized=2)
+    d = decide(SyncInputs(hpa=a.hpa, scale=scale(4), pods=[], samples=[], memory=mem, now=NOW, config=a.config,
+                          prenormalized=2))
     assert d.desired_replicas == 4  # the 4 of 100 s ago still holds (300 s window)
     store.save(a, d.memory)
     assert store.load(a, NOW + 15) is d.memory  # the working copy, from now on

@@ -110,7 +110,7 @@ async def test_preview_reports_what_pyhpa_would_decide_and_never_writes(kd, capl
         # the same sync through `pyhpa snapshot --kind hpa` and `pyhpa explain`: the same decision
         snap = await asyncio.to_thread(CliRunner().invoke, app, [
             "snapshot", "default/web", "--kind", "hpa", "--server", kd.url, "-o", "json",
-            "--now", format_time(first.inputs.now)])
+            "--now", format_time(first.gathered.inputs.now)])
         assert snap.exit_code == 0, snap.output
         assert json.loads(snap.output)["hpa"]["status"]["desiredReplicas"] == 3
         (tmp_path / "web.json").write_text(snap.output)

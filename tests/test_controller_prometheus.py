@@ -93,8 +93,8 @@ async def test_scales_up_then_down_after_the_window_on_a_promql_metric(kd, tmp_p
             held = [r for r in before if r.decision.prenormalized == 3]
             assert held and all(("AbleToScale", "ScaleDownStabilized") in
                                 [(c.type, c.reason) for c in r.decision.conditions] for r in held)
-            last_six = max(r.inputs.now for r in before if (r.decision.prenormalized or 0) > 3)
-            assert down.inputs.now - last_six >= WINDOW  # the recommendation of 6 was kept for the window
+            last_six = max(r.gathered.inputs.now for r in before if (r.decision.prenormalized or 0) > 3)
+            assert down.gathered.inputs.now - last_six >= WINDOW  # the recommendation of 6 was kept for the window
             await wait_for(lambda: any(e["note"] == "New size: 3; reason: All metrics below target"
                                        for e in events(kd, "web")), what="the scale-down event")
             await wait_for(lambda: len(run.results) > run.results.index(down) + 1, what="a sync after the scale-down")
@@ -103,7 +103,7 @@ async def test_scales_up_then_down_after_the_window_on_a_promql_metric(kd, tmp_p
         # `pyhpa snapshot` of that sync keeps the PromQL metric and Prometheus' answer; explain agrees
         snap = await asyncio.to_thread(CliRunner().invoke, app, [
             "snapshot", "default/web", "--server", kd.url, "--prometheus-url", prom.url, "-o", "json",
-            "--now", format_time(last.inputs.now)])
+            "--now", format_time(last.gathered.inputs.now)])
         assert snap.exit_code == 0, snap.output
         doc = json.loads(snap.output)
         assert doc["hpa"]["spec"]["metrics"] == [prom_metric()]

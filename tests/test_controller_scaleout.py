@@ -349,7 +349,7 @@ async def test_steady_syncs_read_no_scale_and_a_rescale_reads_it_live_first(kd):
         # the sync that wrote the Scale records its result after the write returns: wait for that too
         rescaled = await wait_for(lambda: [r for r in run.results if r.decision is not None and r.decision.rescale],
                                   what="the rescaling sync's result")
-        assert len(rescaled) == 1 and rescaled[0].inputs.scale.spec_replicas == 3  # decided again from the live Scale
+        assert len(rescaled) == 1 and rescaled[0].gathered.inputs.scale.spec_replicas == 3  # decided again from the live Scale
         assert rescaled[0].decision.current_replicas == 3
         assert kd.count_requests("PUT", r"/scale$") == 1
         kd.remove_fault(blocked)

@@ -7,6 +7,7 @@ the end-to-end tests. No timing assertions: waits are event-based with generous 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 from controller_util import autoscaler, pod, running, wait_for
@@ -376,8 +377,7 @@ async def test_controller_on_stubs_decides_with_the_core_and_writes_what_it_says
         await wait_for(lambda: results, what="the first sync")
         await wait_for(lambda: cluster.events, what="the event")
     result = results[0]
-    i = result.inputs
-    expected = decide(i.hpa, i.scale, i.pods, i.samples, Memory(), i.now, i.config)
+    expected = decide(replace(result.gathered.inputs, memory=Memory()))
     assert result.decision.desired_replicas == expected.desired_replicas == 6
     assert cluster.scales[("default", "Deployment", "web")][0] == 6
     status = cluster.autoscaler_objects["default/web"]["status"]

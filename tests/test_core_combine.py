@@ -15,6 +15,7 @@ from pyhpa.core import (
     ScalingPolicy,
     ScalingRules,
     ScheduleWindow,
+    SyncInputs,
     active_windows,
     check_window,
     decide,
@@ -46,7 +47,8 @@ def conds(d):
 
 def run(hpa, usages, replicas, now, memory=None):
     pods, samples = cpu_pods(usages, now=now)
-    return decide(hpa, scale(replicas), pods, [samples], memory or Memory([(now - 3600, replicas)]), now, CFG)
+    return decide(SyncInputs(hpa=hpa, scale=scale(replicas), pods=pods, samples=[samples],
+                             memory=memory or Memory([(now - 3600, replicas)]), now=now, config=CFG))
 
 
 # ------------------------------------------------------------------ window activity
@@ -190,7 +192,8 @@ def test_after_the_window_ends_scale_down_waits_out_the_stabilization_window():
         seen = []
         while t <= at(2026, 1, 5, 17, 10):
             pods, samples = cpu_pods([100] * replicas, now=t)
-            d = decide(hpa, scale(replicas), pods, [samples], memory, t, CFG)
+            d = decide(SyncInputs(hpa=hpa, scale=scale(replicas), pods=pods, samples=[samples], memory=memory, now=t,
+                                  config=CFG))
             hpa, memory, replicas = with_status(hpa, d.status), d.memory, d.desired_replicas
             seen.append((t, replicas, str(d.decided_by)))
             t += 15
@@ -219,23 +222,24 @@ def test_forecast_becomes_replicas_as_upstream_turns_a_total_into_replicas():
     # 4 pods of 1000m request at 50 %: 500m per pod; forecast 4,600m total -> ceil(9.2) = 10
     pods, samples = cpu_pods([500] * 4)
     t = at(2026, 1, 5, 12)
-    d = decide(predicted(), scale(4), pods, [samples], Memory([(t - 3600, 4)]), t, CFG,
-               forecast=Forecast(total_milli=4600))
+    d = decide(SyncInputs(hpa=predicted(), scale=scale(4), pods=pods, samples=[samples], memory=Memory([(t - 3600, 4)]),
+                          now=t, config=CFG, forecast=Forecast(total_milli=4600)))
     assert d.desired_replicas == 8  # upstream's scale-up limit without behavior: max(2 * 4, 4)
     p = next(s for s in d.sources if s.source == "Prediction")
     assert p.replicas == 10 and p.applied
     assert str(d.decided_by) == "Policy/scaleUpLimit"
     assert conds(d)["PredictionActive"] == ("True", "Predicting")
-    within = decide(predicted(), scale(4), pods, [samples], Memory([(t - 3600, 4)]), t, CFG,
-                    forecast=Forecast(total_milli=2100))  # ratio 1.05: inside the tolerance
+    within = decide(SyncInputs(hpa=predicted(), scale=scale(4), pods=pods, samples=[samples],
+                               memory=Memory([(t - 3600, 4)]), now=t, config=CFG,
+                               forecast=Forecast(total_milli=2100)))  # ratio 1.05: inside the tolerance
     assert next(s for s in within.sources if s.source == "Prediction").replicas == 4
 
 
 def test_observe_mode_reports_and_never_changes_replicas():
     pods, samples = cpu_pods([500] * 4)
     t = at(2026, 1, 5, 12)
-    d = decide(predicted("Observe"), scale(4), pods, [samples], Memory([(t - 3600, 4)]), t, CFG,
-               forecast=Forecast(total_milli=4600))
+    d = decide(SyncInputs(hpa=predicted("Observe"), scale=scale(4), pods=pods, samples=[samples],
+                          memory=Memory([(t - 3600, 4)]), now=t, config=CFG, forecast=Forecast(total_milli=4600)))
     assert d.desired_replicas == 4 and d.decided_by.kind == "Metric"
     assert conds(d)["PredictionActive"] == ("False", "Observing")
     assert next(s for s in d.sources if s.source == "Prediction").replicas == 10
@@ -246,7 +250,8 @@ def test_a_forecast_that_steps_aside_gives_no_proposal_and_its_reason():
     t = at(2026, 1, 5, 12)
     for forecast, reason in ((None, "HistoryUnavailable"),
                              (Forecast(total_milli=None, reason="InsufficientHistory"), "InsufficientHistory")):
-        d = decide(predicted(), scale(4), pods, [samples], Memory([(t - 3600, 4)]), t, CFG, forecast=forecast)
+        d = decide(SyncInputs(hpa=predicted(), scale=scale(4), pods=pods, samples=[samples],
+                              memory=Memory([(t - 3600, 4)]), now=t, config=CFG, forecast=forecast))
         assert d.desired_replicas == 4 and conds(d)["PredictionActive"] == ("False", reason)
         assert next(s for s in d.sources if s.source == "Prediction").replicas is None
 
@@ -257,7 +262,8 @@ def test_the_band_counts_in_proportion_to_the_headroom_of_a_utilization_target()
     t = at(2026, 1, 5, 12)
 
     def prediction(forecast, hpa=None):
-        d = decide(hpa or predicted(), scale(4), pods, [samples], Memory([(t - 3600, 4)]), t, CFG, forecast=forecast)
+        d = decide(SyncInputs(hpa=hpa or predicted(), scale=scale(4), pods=pods, samples=[samples],
+                              memory=Memory([(t - 3600, 4)]), now=t, config=CFG, forecast=forecast))
         return next(s for s in d.sources if s.source == "Prediction").replicas, d.status.prediction
 
     # narrow band: 3,000m expected, 3,600m quantile uses a fifth of the headroom -> 3,000 + 0.2 x 600 = 3,120m
@@ -298,7 +304,8 @@ def test_a_limit_basis_sizes_the_forecast_against_the_pods_limits():
     _, samples = cpu_pods([100] * 4)
     hpa = replace(predicted(), metrics=(replace(predicted().metrics[0], utilization_basis="Limit"),))
     t = at(2026, 1, 5, 12)
-    d = decide(hpa, scale(4), pods, [samples], Memory([(t - 3600, 4)]), t, CFG, forecast=Forecast(total_milli=400))
+    d = decide(SyncInputs(hpa=hpa, scale=scale(4), pods=pods, samples=[samples], memory=Memory([(t - 3600, 4)]), now=t,
+                          config=CFG, forecast=Forecast(total_milli=400)))
     assert [p.replicas for p in d.proposals] == [4]
     assert next(s for s in d.sources if s.source == "Prediction").replicas == 4
     assert d.desired_replicas == 4 and d.status.prediction.replicas == 4
@@ -310,8 +317,8 @@ def test_a_huge_forecast_saturates_the_replicas_at_int32_like_upstream():
     for hpa in (predicted(), replace(predicted(), metrics=(replace(
             predicted().metrics[0], type="External", name="q", target_type="Value", target_utilization=None,
             target_value_milli=1000),))):
-        d = decide(hpa, scale(4), pods, [samples], Memory([(t - 3600, 4)]), t, CFG,
-                   forecast=Forecast(total_milli=10**30))
+        d = decide(SyncInputs(hpa=hpa, scale=scale(4), pods=pods, samples=[samples], memory=Memory([(t - 3600, 4)]),
+                              now=t, config=CFG, forecast=Forecast(total_milli=10**30)))
         assert next(s for s in d.sources if s.source == "Prediction").replicas == 2**31 - 1
         assert d.status.prediction.replicas == 2**31 - 1 and d.desired_replicas == 8
 
@@ -319,8 +326,8 @@ def test_a_huge_forecast_saturates_the_replicas_at_int32_like_upstream():
 def test_forecast_below_the_metrics_never_lowers_the_decision():
     pods, samples = cpu_pods([1000] * 4)
     t = at(2026, 1, 5, 12)
-    d = decide(predicted(), scale(4), pods, [samples], Memory([(t - 3600, 4)]), t, CFG,
-               forecast=Forecast(total_milli=500))
+    d = decide(SyncInputs(hpa=predicted(), scale=scale(4), pods=pods, samples=[samples], memory=Memory([(t - 3600, 4)]),
+                          now=t, config=CFG, forecast=Forecast(total_milli=500)))
     assert d.desired_replicas == 8 and d.decided_by.kind == "Metric"
 
 

@@ -9,6 +9,7 @@ from pyhpa.core import (
     MetricSamples,
     ScalingPolicy,
     ScalingRules,
+    SyncInputs,
     decide,
     rescale_failed,
 )
@@ -26,7 +27,8 @@ def conds(d):
 
 def test_failed_metric_gives_condition_and_both_events():
     pods, _ = cpu_pods([500, 500])
-    d = decide(cpu_hpa(), scale(2), pods, [MetricSamples(error="boom")], old_memory(2), NOW, CFG)
+    d = decide(SyncInputs(hpa=cpu_hpa(), scale=scale(2), pods=pods, samples=[MetricSamples(error="boom")],
+                          memory=old_memory(2), now=NOW, config=CFG))
     assert not d.rescale and d.desired_replicas == 2
     assert conds(d)["ScalingActive"] == ("False", "FailedGetResourceMetric")
     reasons = [(e.type, e.reason) for e in d.events]
@@ -37,14 +39,16 @@ def test_failed_metric_gives_condition_and_both_events():
 
 def test_missing_selector_is_invalid_selector():
     pods, samples = cpu_pods([500])
-    d = decide(cpu_hpa(), Scale(1, 1, ""), pods, [samples], old_memory(1), NOW, CFG)
+    d = decide(SyncInputs(hpa=cpu_hpa(), scale=Scale(1, 1, ""), pods=pods, samples=[samples], memory=old_memory(1),
+                          now=NOW, config=CFG))
     assert conds(d)["ScalingActive"] == ("False", "InvalidSelector")
     assert [e.reason for e in d.events] == ["SelectorRequired", "FailedComputeMetricsReplicas"]
 
 
 def test_rescale_records_scale_event_only_with_behavior_and_failure_undoes_it():
     pods, samples = cpu_pods([1000, 1000])  # 100 % against 50 %: scale up to 4
-    d = decide(cpu_hpa(behavior=BEHAVIOR), scale(2), pods, [samples], old_memory(2), NOW, CFG)
+    d = decide(SyncInputs(hpa=cpu_hpa(behavior=BEHAVIOR), scale=scale(2), pods=pods, samples=[samples],
+                          memory=old_memory(2), now=NOW, config=CFG))
     assert d.rescale and d.desired_replicas == 4
     assert d.memory.scale_up_events == [(NOW, 2)]
     assert [e.reason for e in d.events] == ["SuccessfulRescale"]
@@ -54,17 +58,20 @@ def test_rescale_records_scale_event_only_with_behavior_and_failure_undoes_it():
     assert conds(failed)["AbleToScale"] == ("False", "FailedUpdateScale")
     assert [e.reason for e in failed.events] == ["FailedRescale"]
     assert failed.events[0].message.startswith("New size: 4; reason: cpu resource utilization")
-    plain = decide(cpu_hpa(), scale(2), pods, [samples], old_memory(2), NOW, CFG)
+    plain = decide(SyncInputs(hpa=cpu_hpa(), scale=scale(2), pods=pods, samples=[samples], memory=old_memory(2),
+                              now=NOW, config=CFG))
     assert plain.rescale and plain.memory.scale_up_events == []
 
 
 def test_condition_transition_time_kept_while_status_unchanged():
     pods, samples = cpu_pods([500, 500])
-    first = decide(cpu_hpa(), scale(2), pods, [samples], old_memory(2), NOW, CFG)
+    first = decide(SyncInputs(hpa=cpu_hpa(), scale=scale(2), pods=pods, samples=[samples], memory=old_memory(2),
+                              now=NOW, config=CFG))
     from dataclasses import replace
 
     hpa = replace(cpu_hpa(), conditions=tuple(first.conditions))
-    later = decide(hpa, scale(2), pods, [samples], first.memory, NOW + 15, CFG)
+    later = decide(SyncInputs(hpa=hpa, scale=scale(2), pods=pods, samples=[samples], memory=first.memory, now=NOW + 15,
+                              config=CFG))
     times = {c.type: c.last_transition_time for c in later.conditions}
     assert times["ScalingActive"] == NOW  # still True: the transition time stays
     assert later.memory.recommendations[-1] == (NOW + 15, 2)
@@ -73,5 +80,5 @@ def test_condition_transition_time_kept_while_status_unchanged():
 def test_input_memory_is_not_mutated():
     pods, samples = cpu_pods([100, 100])
     mem = Memory([(NOW - 10, 5)])
-    decide(cpu_hpa(), scale(2), pods, [samples], mem, NOW, CFG)
+    decide(SyncInputs(hpa=cpu_hpa(), scale=scale(2), pods=pods, samples=[samples], memory=mem, now=NOW, config=CFG))
     assert mem.recommendations == [(NOW - 10, 5)]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pyhpa.core import FallbackSpec, Memory, capped_failures, decide, with_status
+from pyhpa.core import FallbackSpec, Memory, SyncInputs, capped_failures, decide, with_status
 from pyhpa.core.model import ConditionType, MetricFailures, SourceKind
 from pyhpa.core.reconcile import SOURCES
 from pyhpa.core.sources import Source, Stage
@@ -60,8 +60,10 @@ def test_the_failure_count_written_is_capped_by_the_core_and_decides_as_the_full
         number_of_failures=3, first_failure_time=NOW + 15, fallback_since=NOW + 45)
     # deciding from the capped memory gives what the full memory gives
     pods, _ = cpu_pods([500] * 8, now=w.now + 15)
-    full = decide(w.hpa, scale(8), pods, [down()], w.memory, w.now + 15, CFG)
-    capped = decide(w.hpa, scale(8), pods, [down()], persisted, w.now + 15, CFG)
+    full = decide(SyncInputs(hpa=w.hpa, scale=scale(8), pods=pods, samples=[down()], memory=w.memory, now=w.now + 15,
+                             config=CFG))
+    capped = decide(SyncInputs(hpa=w.hpa, scale=scale(8), pods=pods, samples=[down()], memory=persisted, now=w.now + 15,
+                               config=CFG))
     assert (capped.desired_replicas, capped.status, capped.events) == (full.desired_replicas, full.status, full.events)
     # a duration-only fallback: the count never decides, it is written as 1
     w = World(hpa(fallback=FallbackSpec(replicas=5, failure_duration_seconds=30)), replicas=2)

@@ -10,7 +10,7 @@ import yaml
 from typer.testing import CliRunner
 
 from pyhpa.cli.main import app
-from pyhpa.core import ControllerConfig, Memory, decide
+from pyhpa.core import ControllerConfig, Memory, SyncInputs, decide
 from pyhpa.core.model import MetricSpec
 from pyhpa.core.thresholds import thresholds
 from tests.builders import NOW, cpu_hpa, cpu_pods, scale
@@ -180,7 +180,8 @@ def test_thresholds_agree_with_the_decision_core(target):
         def desired(util):
             pods, samples = cpu_pods([util * 10] * r)  # request 1000m: util % == util*10 milli
             mem = Memory([(NOW - 3600, r)])
-            return decide(cpu_hpa(target, 1, 8), scale(r), pods, [samples], mem, NOW, cfg).desired_replicas
+            return decide(SyncInputs(hpa=cpu_hpa(target, 1, 8), scale=scale(r), pods=pods, samples=[samples],
+                                     memory=mem, now=NOW, config=cfg)).desired_replicas
 
         if row.scale_up_at is not None:
             assert desired(row.scale_up_at) == row.scale_up_to > r

@@ -25,6 +25,7 @@ from pyhpa.core import (
     PodSample,
     ScalingPolicy,
     ScalingRules,
+    SyncInputs,
     decide,
     effective_fallback,
     fallback_replicas,
@@ -69,7 +70,8 @@ class World:
         self.now += dt
         pods, cpu = cpu_pods([self.usage] * self.replicas, now=self.now)
         given = [cpu if s is None else s for s in samples] or [cpu]
-        d = decide(self.hpa, scale(self.replicas), pods, given, self.memory, self.now, CFG)
+        d = decide(SyncInputs(hpa=self.hpa, scale=scale(self.replicas), pods=pods, samples=given, memory=self.memory,
+                              now=self.now, config=CFG))
         self.memory, self.hpa = d.memory, with_status(self.hpa, d.status)
         self.replicas = d.desired_replicas
         self.decisions.append(d)

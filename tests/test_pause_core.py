@@ -8,7 +8,7 @@ from builders import NOW, cpu_hpa, cpu_pods, old_memory, scale
 
 from pyhpa.adapters.autoscaler import read_autoscaler
 from pyhpa.adapters.pause import pause_from_annotations
-from pyhpa.core import ControllerConfig, Memory, PauseSpec, decide, with_status
+from pyhpa.core import ControllerConfig, Memory, PauseSpec, SyncInputs, decide, with_status
 
 CFG = ControllerConfig()
 
@@ -16,7 +16,8 @@ CFG = ControllerConfig()
 def _decide(pause, usages, current, memory=None, now=NOW, hpa=None):
     pods, samples = cpu_pods(usages, now=now)
     hpa = replace(hpa or cpu_hpa(target=50, max_r=20), pause=pause)
-    return decide(hpa, scale(current), pods, [samples], memory or old_memory(current), now, CFG)
+    return decide(SyncInputs(hpa=hpa, scale=scale(current), pods=pods, samples=[samples],
+                             memory=memory or old_memory(current), now=now, config=CFG))
 
 
 def _cond(d, ctype="Paused"):
@@ -55,7 +56,8 @@ def test_paused_replicas_scales_and_wins_over_paused():
     pods, samples = cpu_pods([900] * 4)
     broken = replace(samples, pods=None, error="metrics API down")
     hpa = replace(cpu_hpa(min_r=3, max_r=20), pause=PauseSpec(replicas=0))
-    d = decide(hpa, scale(4), pods, [broken], old_memory(4), NOW, CFG)
+    d = decide(SyncInputs(hpa=hpa, scale=scale(4), pods=pods, samples=[broken], memory=old_memory(4), now=NOW,
+                          config=CFG))
     assert d.rescale and d.desired_replicas == 0 and _cond(d).reason == "PausedReplicas"
 
 

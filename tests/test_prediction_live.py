@@ -82,11 +82,11 @@ async def test_backfilled_history_drives_a_scale_up_before_the_load_arrives(kd, 
             assert [p.replicas for p in d.proposals] == [1]  # the live metric alone would not scale
             # the forecast covers the start of the rise: well above the 0.2 cores of now, at most the 4 cores of
             # the busy hours (plus the band); a sharp daily step may be forecast at its full height
-            total = up.inputs.forecast.total_milli
+            total = up.gathered.inputs.forecast.total_milli
             assert 1000 <= total <= 5000
             # the core sizes for the expected value plus the band in proportion to the 50 % target's headroom
             provisioned = d.status.prediction.provisioned_milli
-            assert up.inputs.forecast.expected_milli <= provisioned <= total
+            assert up.gathered.inputs.forecast.expected_milli <= provisioned <= total
             asked = -(-provisioned // 500)  # 50 % of 1 CPU per pod
             assert [s.replicas for s in d.sources if s.source == "Prediction"] == [asked]
             assert d.prenormalized == asked  # the prediction's proposal was the recommendation
@@ -116,7 +116,7 @@ async def test_prometheus_down_leaves_the_reactive_path_and_says_so(kd):
         await wait_for(lambda: replicas(kd, "web") == 2, timeout=30, what="the reactive scale-up")
         up = (await wait_for(lambda: run.rescales("default/web"), what="the scale-up's result"))[0]
         assert up.decision.decided_by.kind == "Metric"
-        assert up.inputs.forecast.total_milli is None
+        assert up.gathered.inputs.forecast.total_milli is None
         await wait_for(lambda: "unreachable" in condition(stored_status(kd, "web"), "PredictionActive").get(
             "message", ""), what="PredictionActive=False HistoryUnavailable: unreachable")
         st = stored_status(kd, "web")

@@ -202,7 +202,7 @@ def test_no_usable_pattern_gives_no_proposal_and_the_condition(history, reason):
     """Through the forecaster and the core: white noise, a flat series and too little history ask for nothing."""
     import numpy as np
 
-    from pyhpa.core import ControllerConfig, decide
+    from pyhpa.core import ControllerConfig, SyncInputs, decide
     from pyhpa.forecast import Predictor, settings_for, to_core_forecast
 
     now = 1e9
@@ -220,8 +220,10 @@ def test_no_usable_pattern_gives_no_proposal_and_the_condition(history, reason):
     forecast = to_core_forecast(p.forecast(now))
     assert forecast.total_milli is None and forecast.reason == reason
     hpa, scale, pods, samples, memory = _core_inputs(spec)
-    d = decide(hpa, scale, pods, samples, memory, now, ControllerConfig(), forecast=forecast)
-    with_pred = decide(hpa, scale, pods, samples, memory, now, ControllerConfig())
+    d = decide(SyncInputs(hpa=hpa, scale=scale, pods=pods, samples=samples, memory=memory, now=now,
+                          config=ControllerConfig(), forecast=forecast))
+    with_pred = decide(SyncInputs(hpa=hpa, scale=scale, pods=pods, samples=samples, memory=memory, now=now,
+                                  config=ControllerConfig()))
     assert [s.replicas for s in d.sources if s.source == "Prediction"] == [None]
     cond = {c.type: c for c in d.conditions}["PredictionActive"]
     assert (cond.status, cond.reason) == ("False", reason)
@@ -231,13 +233,16 @@ def test_no_usable_pattern_gives_no_proposal_and_the_condition(history, reason):
 def test_removing_spec_prediction_removes_its_condition_and_status():
     from dataclasses import replace
 
-    from pyhpa.core import ControllerConfig, decide, with_status
+    from pyhpa.core import ControllerConfig, SyncInputs, decide, with_status
 
     hpa, scale, pods, samples, memory = _core_inputs(PredictionSpec())
-    d = decide(hpa, scale, pods, samples, memory, 1e9, ControllerConfig())
+    d = decide(SyncInputs(hpa=hpa, scale=scale, pods=pods, samples=samples, memory=memory, now=1e9,
+                          config=ControllerConfig()))
     assert "PredictionActive" in {c.type for c in d.conditions} and d.status.prediction is not None
     without = replace(with_status(hpa, d.status), prediction=None)
-    again = decide(without, scale, pods, samples, d.memory, 1e9 + 15, ControllerConfig())
+    again = decide(SyncInputs(hpa=without, scale=scale, pods=pods, samples=samples, memory=d.memory, now=1e9 + 15,
+                              config=ControllerConfig()))
     assert "PredictionActive" not in {c.type for c in again.conditions} and again.status.prediction is None
-    plain = decide(replace(hpa, prediction=None), scale, pods, samples, memory, 1e9, ControllerConfig())
+    plain = decide(SyncInputs(hpa=replace(hpa, prediction=None), scale=scale, pods=pods, samples=samples, memory=memory,
+                              now=1e9, config=ControllerConfig()))
     assert [c.type for c in again.conditions] == [c.type for c in plain.conditions]

@@ -7,7 +7,7 @@ from prometheus_client import CollectorRegistry, Gauge, start_http_server
 
 from pyhpa.adapters.errors import InputError
 from pyhpa.adapters.promql import PromQuery, metric_from_dict, query_samples, samples_from_answer
-from pyhpa.core import HPA, ControllerConfig, Memory, Pod, Scale, decide
+from pyhpa.core import HPA, ControllerConfig, Memory, Pod, Scale, SyncInputs, decide
 from pyhpa.core.model import ZERO_TIME
 from tests.prometheus_server import PrometheusServer, free_port, prometheus_binary
 
@@ -76,7 +76,8 @@ async def test_real_prometheus_per_pod_metric_scales_up():
     assert {k: v.value for k, v in samples.pods.items()} == {"web-0": 30000, "web-1": 34000, "web-2": 26000}
     pods = [Pod(f"web-{i}", "Running", {"app": "web"}, False, ZERO_TIME, True, ZERO_TIME, {}, {}) for i in range(3)]
     hpa = HPA("default", "web", 1, 20, (spec,))
-    d = decide(hpa, Scale(3, 3, "app=web"), pods, [samples], Memory(), samples.timestamp + 1, ControllerConfig())
+    d = decide(SyncInputs(hpa=hpa, scale=Scale(3, 3, "app=web"), pods=pods, samples=[samples], memory=Memory(),
+                          now=samples.timestamp + 1, config=ControllerConfig()))
     # average 30 against a target of 10 per pod: ceil(3.0 * 3) = 9 replicas
     assert d.proposals[0].replicas == 9
     # without spec.behavior one sync may at most double (max(2 x 3, 4) = 6): ScaleUpLimit

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyhpa.core import Behavior, ControllerConfig, ScalingPolicy, ScalingRules, decide
+from pyhpa.core import Behavior, ControllerConfig, ScalingPolicy, ScalingRules, SyncInputs, decide
 from pyhpa.core.calculator import within
 from tests.builders import NOW, cpu_hpa, cpu_pods, old_memory, scale
 
@@ -16,7 +16,8 @@ usage = st.integers(min_value=0, max_value=4000)
 def run(usages, target=50, min_r=1, max_r=50, behavior=None, config=CFG):
     pods, samples = cpu_pods(usages)
     hpa = cpu_hpa(target, min_r, max_r, behavior)
-    return decide(hpa, scale(len(usages)), pods, [samples], old_memory(len(usages)), NOW, config)
+    return decide(SyncInputs(hpa=hpa, scale=scale(len(usages)), pods=pods, samples=[samples],
+                             memory=old_memory(len(usages)), now=NOW, config=config))
 
 
 @settings(max_examples=300)
@@ -84,5 +85,6 @@ def test_new_hpa_never_scales_down_within_stabilization_window(usages, target):
     pods, samples = cpu_pods(usages)
     from pyhpa.core import Memory
 
-    d = decide(cpu_hpa(target, 1, 50), scale(len(usages)), pods, [samples], Memory(), NOW, CFG)
+    d = decide(SyncInputs(hpa=cpu_hpa(target, 1, 50), scale=scale(len(usages)), pods=pods, samples=[samples],
+                          memory=Memory(), now=NOW, config=CFG))
     assert d.desired_replicas >= len(usages)

@@ -31,6 +31,7 @@ from pyhpa.core import (
     Scale,
     ScalingPolicy,
     ScalingRules,
+    SyncInputs,
     decide,
     rescale_failed,
 )
@@ -237,9 +238,11 @@ def test_external_average_with_zero_status_replicas_reports_min_int64():
     out = decide_case(c)
     assert out["proposals"][0]["rawValue"] == "-9223372036854775808m"
     hpa, scale_ = _external_hpa(average=True), Scale(2, 0, "app=x")
-    d = decide(hpa, scale_, [], [MetricSamples(values=[30_000])], Memory(), 0.0, ControllerConfig())
+    d = decide(SyncInputs(hpa=hpa, scale=scale_, pods=[], samples=[MetricSamples(values=[30_000])], memory=Memory(),
+                          now=0.0, config=ControllerConfig()))
     assert d.proposals[0].raw_milli == -2**63 and d.proposals[0].replicas == 3
-    d = decide(hpa, scale_, [], [MetricSamples(values=[-1, 5])], Memory(), 0.0, ControllerConfig())
+    d = decide(SyncInputs(hpa=hpa, scale=scale_, pods=[], samples=[MetricSamples(values=[-1, 5])], memory=Memory(),
+                          now=0.0, config=ControllerConfig()))
     assert d.proposals[0].raw_milli == MAX_INT64  # saturated usage is reported as is
 
 
@@ -262,20 +265,24 @@ def _types(d):
 
 def test_scaled_to_zero_true_when_the_hpa_scales_to_zero_and_reset_by_any_rescale():
     hpa = _external_hpa(min_r=0, average=True)
-    d = decide(hpa, Scale(3, 3, "app=x"), [], [MetricSamples(values=[0])], Memory([]), 100.0, GATE)
+    d = decide(SyncInputs(hpa=hpa, scale=Scale(3, 3, "app=x"), pods=[], samples=[MetricSamples(values=[0])],
+                          memory=Memory([]), now=100.0, config=GATE))
     assert d.desired_replicas == 0 and ("ScaledToZero", "True", "ScaledToZero") in _types(d)
     hpa = _external_hpa(min_r=1, max_r=2, average=True, conditions=(TRUE,))  # bounds branch: above max, still a rescale
-    d = decide(hpa, Scale(5, 5, "app=x"), [], [MetricSamples(values=[0])], Memory([]), 100.0, GATE)
+    d = decide(SyncInputs(hpa=hpa, scale=Scale(5, 5, "app=x"), pods=[], samples=[MetricSamples(values=[0])],
+                          memory=Memory([]), now=100.0, config=GATE))
     assert d.desired_replicas == 2 and _types(d)[0] == ("ScaledToZero", "False", "NotScaledToZero")
 
 
 def test_scaled_to_zero_condition_left_alone_when_the_rescale_fails():
     hpa = _external_hpa(min_r=0, average=True)
-    d = decide(hpa, Scale(3, 3, "app=x"), [], [MetricSamples(values=[0])], Memory([]), 100.0, GATE)
+    d = decide(SyncInputs(hpa=hpa, scale=Scale(3, 3, "app=x"), pods=[], samples=[MetricSamples(values=[0])],
+                          memory=Memory([]), now=100.0, config=GATE))
     failed = rescale_failed(d, hpa, "boom", 100.0)
     assert "ScaledToZero" not in [c.type for c in failed.conditions]
     hpa = _external_hpa(min_r=0, average=True, conditions=(TRUE,))
-    d = decide(hpa, Scale(3, 3, "app=x"), [], [MetricSamples(values=[90_000])], Memory([]), 100.0, GATE)
+    d = decide(SyncInputs(hpa=hpa, scale=Scale(3, 3, "app=x"), pods=[], samples=[MetricSamples(values=[90_000])],
+                          memory=Memory([]), now=100.0, config=GATE))
     assert ("ScaledToZero", "False", "NotScaledToZero") in _types(d)
     assert ("ScaledToZero", "True", "ScaledToZero") in _types(rescale_failed(d, hpa, "boom", 100.0))
 
@@ -283,17 +290,20 @@ def test_scaled_to_zero_condition_left_alone_when_the_rescale_fails():
 def test_from_zero_needs_an_object_or_external_metric_unless_min_replicas_is_set():
     cpu = (MetricSpec("Resource", "cpu", "Utilization", 50),)
     hpa = _external_hpa(min_r=0, conditions=(TRUE,), metrics=cpu)
-    d = decide(hpa, Scale(0, 0, "app=x"), [], [MetricSamples()], Memory([]), 100.0, GATE)
+    d = decide(SyncInputs(hpa=hpa, scale=Scale(0, 0, "app=x"), pods=[], samples=[MetricSamples()], memory=Memory([]),
+                          now=100.0, config=GATE))
     assert _types(d) == [("ScaledToZero", "True", "ScaledToZero"), ("AbleToScale", "True", "SucceededGetScale"),
                          ("ScalingActive", "False", "ScalingDisabled")]
     hpa = _external_hpa(min_r=2, conditions=(TRUE,))  # from zero: metrics first (min clamps normalization)
-    d = decide(hpa, Scale(0, 0, "app=x"), [], [MetricSamples(values=[5_000])], Memory([]), 100.0, GATE)
+    d = decide(SyncInputs(hpa=hpa, scale=Scale(0, 0, "app=x"), pods=[], samples=[MetricSamples(values=[5_000])],
+                          memory=Memory([]), now=100.0, config=GATE))
     assert d.proposals[0].replicas == 1 and d.desired_replicas == 2
     assert d.rescale_reason == "external metric queue() above target"
     up = ScalingRules(0, "Max", (ScalingPolicy("Pods", 4, 15), ScalingPolicy("Percent", 100, 15)))
     down = ScalingRules(None, "Max", (ScalingPolicy("Percent", 100, 15),))
     hpa = HPA("ns", "h", 2, 10, hpa.metrics, Behavior(up, down), (TRUE,))  # behavior: only the bump gives 2
-    d = decide(hpa, Scale(0, 0, "app=x"), [], [MetricSamples(values=[5_000])], Memory([]), 100.0, GATE)
+    d = decide(SyncInputs(hpa=hpa, scale=Scale(0, 0, "app=x"), pods=[], samples=[MetricSamples(values=[5_000])],
+                          memory=Memory([]), now=100.0, config=GATE))
     assert d.prenormalized == 1 and d.desired_replicas == 2 and d.rescale
     assert _types(d)[0] == ("ScaledToZero", "False", "NotScaledToZero")
 
@@ -305,17 +315,19 @@ def test_gate_off_removes_scaled_to_zero_on_rescale_and_drops_it_when_disabled()
     able = Condition("AbleToScale", "True", "SucceededGetScale", "", 0.0)
     for stale in (TRUE, false):
         hpa = _external_hpa(min_r=1, average=True, conditions=(able, stale))
-        d = decide(hpa, Scale(2, 2, "app=x"), [], [MetricSamples(values=[60_000])], Memory([]), 100.0,
-                   NO_GATE)
+        d = decide(SyncInputs(hpa=hpa, scale=Scale(2, 2, "app=x"), pods=[], samples=[MetricSamples(values=[60_000])],
+                              memory=Memory([]), now=100.0, config=NO_GATE))
         assert d.rescale and "ScaledToZero" not in [c.type for c in d.conditions]
         assert "ScaledToZero" not in [c.type for c in d.status.conditions]
         failed = rescale_failed(d, hpa, "boom", 100.0)
         assert [c.type for c in failed.conditions][:2] == ["AbleToScale", "ScaledToZero"]
         assert failed.conditions[1] == stale
-        steady = decide(hpa, Scale(6, 6, "app=x"), [], [MetricSamples(values=[60_000])], Memory([]), 100.0,
-                        NO_GATE)
+        steady = decide(SyncInputs(hpa=hpa, scale=Scale(6, 6, "app=x"), pods=[],
+                                   samples=[MetricSamples(values=[60_000])], memory=Memory([]), now=100.0,
+                                   config=NO_GATE))
         assert not steady.rescale and stale in steady.conditions
-    d = decide(hpa, Scale(0, 0, "app=x"), [], [MetricSamples(values=[60_000])], Memory([]), 100.0, NO_GATE)
+    d = decide(SyncInputs(hpa=hpa, scale=Scale(0, 0, "app=x"), pods=[], samples=[MetricSamples(values=[60_000])],
+                          memory=Memory([]), now=100.0, config=NO_GATE))
     assert "ScaledToZero" not in [c.type for c in d.conditions] and not d.rescale
 
 
@@ -323,9 +335,11 @@ def test_gate_off_removes_scaled_to_zero_on_rescale_and_drops_it_when_disabled()
 
 def test_failed_metrics_keep_previous_status_desired_replicas_zero_without_status():
     bad = [MetricSamples(error="down")]
-    d = decide(_external_hpa(desired=5), Scale(3, 3, "app=x"), [], bad, Memory([]), 0.0, ControllerConfig())
+    d = decide(SyncInputs(hpa=_external_hpa(desired=5), scale=Scale(3, 3, "app=x"), pods=[], samples=bad,
+                          memory=Memory([]), now=0.0, config=ControllerConfig()))
     assert d.status.desired_replicas == 5 and d.desired_replicas == 3 and not d.rescale
-    d = decide(_external_hpa(), Scale(3, 3, "app=x"), [], bad, Memory([]), 0.0, ControllerConfig())
+    d = decide(SyncInputs(hpa=_external_hpa(), scale=Scale(3, 3, "app=x"), pods=[], samples=bad, memory=Memory([]),
+                          now=0.0, config=ControllerConfig()))
     assert d.status.desired_replicas == 0  # Go's zero value of an HPA without status
 
 

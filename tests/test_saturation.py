@@ -21,6 +21,7 @@ from pyhpa.core import (
     MetricSpec,
     ScalingPolicy,
     ScalingRules,
+    SyncInputs,
     decide,
     with_status,
 )
@@ -51,7 +52,8 @@ def sat_hpa(target=70, min_r=1, max_r=100, behavior=None, **kw):
 
 
 def sync(hpa, pods, samples, replicas, memory=None, now=NOW):
-    return decide(hpa, scale(replicas), pods, [samples], memory or Memory([(now - 3600, replicas)]), now, CFG)
+    return decide(SyncInputs(hpa=hpa, scale=scale(replicas), pods=pods, samples=[samples],
+                             memory=memory or Memory([(now - 3600, replicas)]), now=now, config=CFG))
 
 
 def source(d, name="Saturation"):
@@ -252,7 +254,8 @@ def test_removing_spec_saturation_removes_its_condition_and_status_and_a_given_r
     d = sync(hpa, pods, samples, 4)
     assert cond(d) == ("True", "PinnedAtLimit")
     written = with_status(hpa, d.status)
-    kept = decide(written, scale(4), pods, [samples], d.memory, NOW + 15, CFG, prenormalized=4)
+    kept = decide(SyncInputs(hpa=written, scale=scale(4), pods=pods, samples=[samples], memory=d.memory, now=NOW + 15,
+                             config=CFG, prenormalized=4))
     assert cond(kept) == ("True", "PinnedAtLimit")  # a given recommendation skips the source: nothing to undo
     again = sync(replace(written, saturation=None), pods, samples, 4, d.memory, NOW + 15)
     assert cond(again) is None and again.status.saturation is None

@@ -60,11 +60,10 @@ async def synced(run: ControllerTask, key: str = "default/web", n: int = 1) -> l
 
 def decided_as_core(result) -> None:
     """The sync's status is the decision core's on the inputs that sync gathered."""
-    i = result.inputs
-    again = decide(i.hpa, i.scale, i.pods, i.samples, i.memory, i.now, i.config)
+    again = decide(result.gathered.inputs)
     assert again.desired_replicas == result.decision.desired_replicas
-    assert status_from_decision(again, i.autoscaler.generation) == status_from_decision(result.decision,
-                                                                                        i.autoscaler.generation)
+    generation = result.gathered.autoscaler.generation
+    assert status_from_decision(again, generation) == status_from_decision(result.decision, generation)
 
 
 SCENARIOS = {
@@ -142,7 +141,7 @@ async def test_a_floor_applies_within_a_second_of_its_start_not_a_period_later(k
     await world(kd, [{"name": "burst", "start": "0 8 * * *", "durationSeconds": 3, "minReplicas": 3}])
     syncs = await through_a_window(kd, start, lambda: condition(stored_status(kd), "ScheduleActive").get("status")
                                    == "False", "the status after the end")
-    times = [r.inputs.now for r in syncs]
+    times = [r.gathered.inputs.now for r in syncs]
     assert len(syncs) == 3
     assert start <= times[1] < start + 1.0  # the floor, within a second of the start
     assert syncs[1].decision.rescale and syncs[1].decision.desired_replicas == 3
@@ -173,7 +172,7 @@ async def test_restart_mid_window_keeps_the_floor_and_the_scale_down_after_it_wa
         assert replicas(kd) == 4 and not any(r.decision.rescale for r in run.results)
         clock.set(end + 1)
         await run.syncs(3, "default/web")
-        after = [r.decision for r in run.results if r.inputs.now >= end]
+        after = [r.decision for r in run.results if r.gathered.inputs.now >= end]
         assert after and all(d.desired_replicas == 4 and str(d.decided_by) == "Stabilization/downscale" for d in after)
         assert stored_status(kd)["schedules"]["active"] == []
         clock.set(end + 300)  # the last recommendation of 4 was at most 30 s before the end
@@ -182,7 +181,7 @@ async def test_restart_mid_window_keeps_the_floor_and_the_scale_down_after_it_wa
                                                          for r in run.results),
                        what="the scale-down after the stabilization window")
         down = next(r for r in run.results if r.decision is not None and r.decision.rescale)
-        assert down.inputs.now >= end + 270 and down.decision.desired_replicas == 1
+        assert down.gathered.inputs.now >= end + 270 and down.decision.desired_replicas == 1
     assert kd.invalid_requests == []
 
 
@@ -253,7 +252,7 @@ async def test_pyhpa_snapshot_keeps_the_windows_and_explain_decides_as_the_contr
     path = tmp_path / "web.yaml"
     runner = CliRunner()
     result = await asyncio.to_thread(runner.invoke, app, ["snapshot", "default/web", "--server", kd.url, "--now",
-                                                          format_time(sync.inputs.now), "--output-file", str(path)])
+                                                          format_time(sync.gathered.inputs.now), "--output-file", str(path)])
     assert result.exit_code == 0, result.output
     snap = yaml.safe_load(path.read_text())
     assert (snap["hpa"]["apiVersion"], snap["hpa"]["kind"]) == (HA, "HorizontalAutoscaler")

@@ -256,9 +256,9 @@ async def test_the_controller_applies_a_dated_floor_once_and_reports_it_expired(
     await world(kd, [window])
     syncs = await through_a_window(kd, start, lambda: stored_status(kd).get("schedules", {}).get("expired")
                                    == ["sale"], "the expired window in the status")
-    assert str(syncs[1].decision.decided_by) == "Schedule/sale" and start <= syncs[1].inputs.now < start + 1
+    assert str(syncs[1].decision.decided_by) == "Schedule/sale" and start <= syncs[1].gathered.inputs.now < start + 1
     end = syncs[2].decision
-    assert start + 3 <= syncs[2].inputs.now and end.status.schedules.expired == ("sale",)
+    assert start + 3 <= syncs[2].gathered.inputs.now and end.status.schedules.expired == ("sale",)
     assert end.status.schedules.next_change is None  # nothing left to happen
     status = stored_status(kd)
     assert status["schedules"] == {"active": [], "expired": ["sale"]}

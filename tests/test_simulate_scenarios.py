@@ -235,12 +235,12 @@ def test_the_hpa_never_sees_samples_of_deleted_pods(tmp_path, monkeypatch):
     seen = []
     real = cluster_mod.decide
 
-    def checking(hpa, scale, pods, samples, memory, now, config):
-        names = {p.name for p in pods}
-        for s in samples:
+    def checking(inputs):
+        names = {p.name for p in inputs.pods}
+        for s in inputs.samples:
             assert s.pods is None or set(s.pods) <= names
-        seen.append(len(pods))
-        return real(hpa, scale, pods, samples, memory, now, config)
+        seen.append(len(inputs.pods))
+        return real(inputs)
 
     monkeypatch.setattr(cluster_mod, "decide", checking)
     pods = {"type": "Pods", "pods": {"metric": {"name": "rps"}, "target": {"type": "AverageValue", "averageValue": "1"}}}

@@ -80,18 +80,18 @@ async def test_snapshot_of_a_sync_explains_to_the_controllers_decision(kd, tmp_p
     sync = held()[-1]  # the controller is stopped: nothing changes from here on
     assert sync.decision.desired_replicas == 4
     assert ("ScalingLimited", "True", "ScaleUpLimit") in conditions(sync.decision)
-    history = memory_to_dict(sync.inputs.memory)
+    history = memory_to_dict(sync.gathered.inputs.memory)
     assert history["scaleUpEvents"] and history["scaleUpEvents"][0]["replicaChange"] == 1
     set_memory(kd, "web", history)  # what a status-backed memory keeps in status.pyhpa
     kd.clear_requests()
 
     path = tmp_path / "web.yaml"
-    code, out = await cli("snapshot", "default/web", "--server", kd.url, "--now", format_time(sync.inputs.now),
+    code, out = await cli("snapshot", "default/web", "--server", kd.url, "--now", format_time(sync.gathered.inputs.now),
                           "--output-file", path)
     assert code == 0, out
     assert [r for r in kd.requests if r[0] in WRITES] == []
     snap = yaml.safe_load(path.read_text())
-    assert snap["now"] == format_time(sync.inputs.now)
+    assert snap["now"] == format_time(sync.gathered.inputs.now)
     # the memory as a controller starting now loads it from status.pyhpa (the live recommendation held till now)
     assert snap["history"]["scaleUpEvents"] == history["scaleUpEvents"]
     assert [r["replicas"] for r in snap["history"]["recommendations"]] == [
@@ -101,11 +101,11 @@ async def test_snapshot_of_a_sync_explains_to_the_controllers_decision(kd, tmp_p
     assert "tolerance" not in snap["hpa"]["spec"] and snap["hpa"]["spec"]["behavior"] == behavior
     assert snap["hpa"]["status"]["desiredReplicas"] == 4 and "pyhpa" not in snap["hpa"]["status"]
     assert snap["scale"]["spec"] == {"replicas": 4}
-    assert snap["scale"]["status"]["selector"] == sync.inputs.scale.selector == "app=web"
-    assert [p["metadata"]["name"] for p in snap["pods"]] == [p.name for p in sync.inputs.pods]
+    assert snap["scale"]["status"]["selector"] == sync.gathered.inputs.scale.selector == "app=web"
+    assert [p["metadata"]["name"] for p in snap["pods"]] == [p.name for p in sync.gathered.inputs.pods]
     # the metrics API's answer as received (metrics-server stamps each item's creationTimestamp with the
     # time of the request: the snapshot asked again, maybe a second later)
-    assert _unstamped(snap["metrics"]["resource"]) == _unstamped(sync.inputs.answers[0])
+    assert _unstamped(snap["metrics"]["resource"]) == _unstamped(sync.gathered.answers[0])
 
     out = await explain_json(path)
     assert out["desiredReplicas"] == sync.decision.desired_replicas == 4
@@ -114,7 +114,7 @@ async def test_snapshot_of_a_sync_explains_to_the_controllers_decision(kd, tmp_p
 
     # without the memory the policy has no scale event to count: 5 would be allowed
     set_memory(kd, "web", None)
-    code, text = await cli("snapshot", "default/web", "--server", kd.url, "--now", format_time(sync.inputs.now),
+    code, text = await cli("snapshot", "default/web", "--server", kd.url, "--now", format_time(sync.gathered.inputs.now),
                            "-o", "json")
     assert code == 0, text
     bare = json.loads(text)
@@ -151,16 +151,16 @@ async def test_snapshot_keeps_every_metric_api_answer_and_failure_as_the_control
     kd.put_object(target)  # the inputs as that sync found them: before its own scale-up to 4
     assert first.decision.proposals[3].error is not None  # the external metrics API failed
     path = tmp_path / "api.json"
-    code, out = await cli("snapshot", "default/api", "--server", kd.url, "--now", format_time(first.inputs.now),
+    code, out = await cli("snapshot", "default/api", "--server", kd.url, "--now", format_time(first.gathered.inputs.now),
                           "-o", "json", "--output-file", path)
     assert code == 0, out
     snap = json.loads(path.read_text())
     assert sorted(snap["metrics"]) == ["errors", "object", "pods", "resource"]
     assert snap["metrics"]["errors"] == ["external:queue_messages"]
     assert (snap["scale"]["spec"]["replicas"], snap["scale"]["status"]["replicas"]) == (
-        first.inputs.scale.spec_replicas, first.inputs.scale.status_replicas)
-    assert snap["metrics"]["pods"]["requests_per_second"] == first.inputs.answers[1]
-    assert snap["metrics"]["object"]["queue_length"] == first.inputs.answers[2]
+        first.gathered.inputs.scale.spec_replicas, first.gathered.inputs.scale.status_replicas)
+    assert snap["metrics"]["pods"]["requests_per_second"] == first.gathered.answers[1]
+    assert snap["metrics"]["object"]["queue_length"] == first.gathered.answers[2]
     out = await explain_json(path)
     # the same proposals; a failed call's message names the snapshot instead of the API's answer
     expected = decision_json("api", first.decision)["proposals"]

@@ -69,7 +69,7 @@ def test_a_written_snapshot_reads_back_into_the_same_inputs():
                                  ("Pods", "rps", {"broken": True}, False)]),
         memory=memory,
     )
-    snap = snapshot_from_dict(doc, "written.yaml")
+    snap = snapshot_from_dict(doc, "written.yaml").inputs
     assert snap.config == config and snap.scale == Scale(3, 3, "app=web") and snap.memory == memory
     assert snap.now == 1_767_226_200.0 and [p.name for p in snap.pods] == ["web-0"]
     cpu, queue, rps = snap.samples

@@ -28,6 +28,7 @@ from pyhpa.core import (
     MetricSpec,
     PodSample,
     Scale,
+    SyncInputs,
     check_hpa,
     decide,
 )
@@ -57,7 +58,8 @@ def one_sync(spec: MetricSpec, pods: list[dict], usage_milli: list[int], replica
     samples = MetricSamples(pods={p.name: PodSample(u, NOW - 10, 30.0) for p, u in zip(core_pods, usage_milli)},
                             timestamp=NOW - 10)
     hpa = HPA("default", "web", 1, 20, (spec,))
-    return decide(hpa, Scale(replicas, replicas, "app=web"), core_pods, [samples], Memory([]), NOW, ControllerConfig())
+    return decide(SyncInputs(hpa=hpa, scale=Scale(replicas, replicas, "app=web"), pods=core_pods, samples=[samples],
+                             memory=Memory([]), now=NOW, config=ControllerConfig()))
 
 
 LIMITED = [pod_dict(f"web-{i}", [("app", {"cpu": "100m"}, {"cpu": "200m"})]) for i in range(2)]
@@ -244,7 +246,7 @@ def test_explain_a_horizontal_autoscaler_snapshot_with_the_limit_basis(tmp_path)
                                  "utilization": 75, "rawValue": "150m", "error": None}]
     assert out["warnings"] == []
     snap = snapshot_from_dict(yaml.safe_load(path.read_text()), str(path))
-    assert snap.config.tolerance == 0.05  # the object's own setting
+    assert snap.inputs.config.tolerance == 0.05  # the object's own setting
     text = " ".join(runner.invoke(app, ["explain", str(path)]).output.split())
     assert "current 75% of limit (average 150m) target 60% of limit" in text
 

@@ -155,10 +155,10 @@ def capture_decisions(out: Path) -> None:
         records = []
         for s in load_snapshots(path, lenient=True):
             d = run_snapshot(s)
-            records.append(_decision_record(s.name, d, s.hpa, s.now))
+            records.append(_decision_record(s.name, d, s.inputs.hpa, s.inputs.now))
             if d.rescale:
-                f = rescale_failed(d, s.hpa, "boom", s.now)
-                records.append({"rescale_failed": _decision_record(s.name, f, s.hpa, s.now)})
+                f = rescale_failed(d, s.inputs.hpa, "boom", s.inputs.now)
+                records.append({"rescale_failed": _decision_record(s.name, f, s.inputs.hpa, s.inputs.now)})
         _dump(out / "decisions" / f"{path.name}.jsonl", records)
 
 
@@ -193,9 +193,9 @@ def capture_simulations(out: Path) -> None:
         # every sync's decision, in process (the same inputs as the CLI's run)
         records = []
 
-        def recording(hpa, scale, pods, samples, memory, now, config, *a, **kw):
-            d = real(hpa, scale, pods, samples, memory, now, config, *a, **kw)
-            records.append(_decision_record("sync", d, hpa, now))
+        def recording(inputs):
+            d = real(inputs)
+            records.append(_decision_record("sync", d, inputs.hpa, inputs.now))
             return d
 
         cluster_mod.decide = recording

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..core import ControllerConfig, Memory, MetricSamples, Scale
+from ..core import ControllerConfig, Memory, MetricSamples, Scale, SyncInputs
 from ..core.selector import SelectorError, parse_selector
 from .autoscaler import effective_config, find_autoscaler, read_autoscaler
 from .errors import InputError
@@ -130,10 +130,9 @@ def snapshot_from_kubectl(
     except SelectorError as err:
         raise InputError(str(err), field="--selector") from None
     samples = _samples(hpa, metrics_path)
-    return Snapshot(
-        f"{hpa.namespace}/{hpa.name}", str(hpa_path), "controller", now, config, hpa,
-        Scale(replicas, replicas, sel), pods, samples, Memory(), None, None, model, forecast,
-    )
+    inputs = SyncInputs(hpa=hpa, scale=Scale(replicas, replicas, sel), pods=pods, samples=samples, memory=Memory(),
+                        now=now, config=config, forecast=forecast)
+    return Snapshot(f"{hpa.namespace}/{hpa.name}", str(hpa_path), "controller", inputs, None, model)
 
 
 def _samples(hpa, metrics_path: Path | None) -> list[MetricSamples]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from ..core import (
     MetricSamples,
     Pod,
     Scale,
+    SyncInputs,
     active_windows,
     check_hpa,
     decide,
@@ -49,22 +50,16 @@ from .promql import OFFLINE_SERVER, samples_from_answer
 
 @dataclass(slots=True)
 class Snapshot:
-    """One parsed snapshot, ready for ``pyhpa.core.decide``."""
+    """One parsed snapshot: the decision core's ``inputs`` (``pyhpa.core.SyncInputs``: what ``run_snapshot`` gives
+    ``pyhpa.core.decide``) and what the file says of them: its ``name``, ``source`` and ``level``, the ``expect``ed
+    decision (conformance cases) and the HPA as the v2 model read (``hpa_object``)."""
 
     name: str
     source: str
     level: str
-    now: float
-    config: ControllerConfig
-    hpa: HPA
-    scale: Scale
-    pods: list[Pod]
-    samples: list[MetricSamples]
-    memory: Memory
-    prenormalized: int | None
+    inputs: SyncInputs
     expect: dict | None
     hpa_object: Any = None
-    forecast: Forecast | None = None
 
 
 #: PyYAML's safe loader, its C implementation (libyaml, several times faster) where installed
@@ -455,12 +450,13 @@ def snapshot_from_dict(d: Any, source: str, index: int | None = None, lenient: b
         pre = (d.get("input") or {}).get("prenormalizedDesiredReplicas")
         if pre is not None:
             pre = int32_value(pre, "input.prenormalizedDesiredReplicas")
-        return Snapshot(
-            str(d.get("name") or label), source, str(d.get("level", "controller")), timestamp(d["now"], "now"),
-            config, hpa, scale_from_dict(d["scale"]), pods, _with_prometheus_samples(
-                samples_for(hpa, d.get("metrics")), prom, d.get("metrics")),
-            memory_from_dict(d.get("history")), pre, d.get("expect"), model, forecast_from_dict(d.get("forecast")),
-        )
+        now = timestamp(d["now"], "now")
+        scale = scale_from_dict(d["scale"])
+        samples = _with_prometheus_samples(samples_for(hpa, d.get("metrics")), prom, d.get("metrics"))
+        inputs = SyncInputs(hpa=hpa, scale=scale, pods=pods, samples=samples, memory=memory_from_dict(d.get("history")),
+                            now=now, config=config, prenormalized=pre, forecast=forecast_from_dict(d.get("forecast")))
+        return Snapshot(str(d.get("name") or label), source, str(d.get("level", "controller")), inputs,
+                        d.get("expect"), model)
     except InputError as err:
         raise InputError(err.message, source, f"{label}: {err.obj}" if err.obj else label, err.field) from None
 
@@ -549,13 +545,16 @@ def load_snapshots(path: str | Path, lenient: bool = False) -> list[Snapshot]:
 
 def run_snapshot(s: Snapshot, recommendation: int | None = None) -> Decision:
     """Feed a snapshot through the decision core (``recommendation`` overrides the input)."""
-    pre = recommendation if recommendation is not None else s.prenormalized
-    return decide(s.hpa, s.scale, s.pods, s.samples, s.memory, s.now, s.config, pre, forecast=s.forecast)
+    inputs = s.inputs
+    if recommendation is not None:
+        inputs = replace(inputs, prenormalized=recommendation)
+    return decide(inputs)
 
 
 def snapshot_warnings(s: Snapshot) -> list[HPAWarning]:
     """Where the snapshot's HPA cannot work as written (``pyhpa.core.check_hpa``)."""
-    return check_hpa(s.hpa, s.scale, s.pods, s.samples, s.config)
+    i = s.inputs
+    return check_hpa(i.hpa, i.scale, i.pods, i.samples, i.config)
 
 
 def warning_json(w: HPAWarning) -> dict:

@@ -62,7 +62,7 @@ def explain_snapshots(snaps: list[Snapshot], output: Output, recommendation: int
         decision = run_snapshot(snap, recommendation)
         warnings = snapshot_warnings(snap)
         if output == Output.json:
-            typer.echo(json.dumps(decision_json(snap.name, decision, snap.hpa, snap.now, warnings),
+            typer.echo(json.dumps(decision_json(snap.name, decision, snap.inputs.hpa, snap.inputs.now, warnings),
                                   separators=(",", ":")))
         else:
             render(console, snap, decision, warnings)
@@ -165,10 +165,10 @@ def _marked(template: str, *values) -> Text:
 
 def render(console: Console, snap: Snapshot, d: Decision, warnings: list[HPAWarning] = ()) -> None:
     """The human explanation of one decision, then the warnings of ``pyhpa.core.check_hpa``."""
-    h = snap.hpa
-    down, up = tolerances(h, snap.config)
+    h = snap.inputs.hpa
+    down, up = tolerances(h, snap.inputs.config)
     rule(console, _marked("[bold]{}[/]", snap.name))
-    console.print(f"HPA {h.namespace}/{h.name}   now {format_time(snap.now)}   source {snap.source}")
+    console.print(f"HPA {h.namespace}/{h.name}   now {format_time(snap.inputs.now)}   source {snap.source}")
     console.print(
         f"current replicas {d.current_replicas} (min {h.min_replicas}, max {h.max_replicas}); "
         f"tolerance: scale-down {down:g}, scale-up {up:g}"
@@ -202,7 +202,7 @@ def render(console: Console, snap: Snapshot, d: Decision, warnings: list[HPAWarn
 def _render_prediction(console: Console, snap: Snapshot, d: Decision, section: SourceSection) -> None:
     """What spec.prediction asked for, and whether it set the number (the values of ``-o json``'s ``prediction``,
     with the quantities in readable units)."""
-    spec = snap.hpa.prediction
+    spec = snap.inputs.hpa.prediction
     st = d.status.prediction
     src = d.source(section.source.kind)
     console.print(_marked("\n[bold]prediction:[/] metric {}, lead {} s, quantile {}, mode {}", spec.metric + 1,
@@ -211,7 +211,7 @@ def _render_prediction(console: Console, snap: Snapshot, d: Decision, section: S
         console.print(NOT_EVALUATED)
         return
     if st.forecast_milli is not None:
-        metric = snap.hpa.metrics[spec.metric] if spec.metric < len(snap.hpa.metrics) else None
+        metric = snap.inputs.hpa.metrics[spec.metric] if spec.metric < len(snap.inputs.hpa.metrics) else None
         console.print(f"  forecast: {readable.quantity(st.forecast_milli, metric)} (the {spec.quantile:g} quantile "
                       f"of the metric's "
                       f"workload total over the next {spec.lead_seconds} s)", markup=False)
@@ -236,7 +236,7 @@ def _render_source(console: Console, snap: Snapshot, d: Decision, section: Sourc
     in one line, its status's lines, what it asked for and whether it set the number (the values of ``-o json``'s
     ``<field>``)."""
     source = section.source
-    console.print(_marked("\n[bold]{}:[/] {}", section.field, source.summary(getattr(snap.hpa, section.field))))
+    console.print(_marked("\n[bold]{}:[/] {}", section.field, source.summary(getattr(snap.inputs.hpa, section.field))))
     st = getattr(d.status, section.field)
     src = d.source(source.kind)
     if st is None or src is None:
@@ -311,13 +311,13 @@ def _bounds_text(w) -> str:
 
 def _render_schedules(console: Console, snap: Snapshot, d: Decision) -> None:
     """The windows active at the snapshot's ``now`` and how they changed the bounds."""
-    h = snap.hpa
-    active = {a.name: a for a in active_windows(h.schedules, snap.now)}
+    h = snap.inputs.hpa
+    active = {a.name: a for a in active_windows(h.schedules, snap.inputs.now)}
     console.print(_marked("\n[bold]schedules[/] at now: {} of {} window(s) active", len(active), len(h.schedules)))
     for w in h.schedules:
         a = active.get(w.name)
         if a is None and w.dated:
-            when = (f"expired: ended {local_time(w.end_time, w.time_zone)}" if snap.now >= w.end_time else
+            when = (f"expired: ended {local_time(w.end_time, w.time_zone)}" if snap.inputs.now >= w.end_time else
                     f"dated, starts {local_time(w.start_time, w.time_zone)}")
             console.print(f"  {w.name}: not active ({when}; {_bounds_text(w)})", markup=False)
             continue

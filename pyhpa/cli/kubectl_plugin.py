@@ -98,7 +98,7 @@ def thresholds(
 ) -> None:
     """For each metric of the live autoscaler and replica count: the value above which it scales up and at or below which it scales down; with warnings where its pods' requests and limits starve a target."""
     _, snap = _live(key, namespace, kubeconfig, context, server, kind)
-    report_thresholds(snap.hpa, snap.config, snap.pods, output, [snap.scale.spec_replicas])
+    report_thresholds(snap.inputs.hpa, snap.inputs.config, snap.inputs.pods, output, [snap.inputs.scale.spec_replicas])
 
 
 def schedules(

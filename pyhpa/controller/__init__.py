@@ -250,10 +250,10 @@ SCHEDULE_MARGIN_SECONDS = 0.005
 def _schedule_due(result: SyncResult, started: float) -> float:
     """Event-loop time of the next start or end of a window of the synced autoscaler (inf: none), from the
     decision's ``status.schedules.next_change`` (epoch s) and the decision's ``now`` taken at ``started``."""
-    d, inputs = result.decision, result.inputs
-    if d is None or inputs is None or d.status.schedules is None or d.status.schedules.next_change is None:
+    d, gathered = result.decision, result.gathered
+    if d is None or gathered is None or d.status.schedules is None or d.status.schedules.next_change is None:
         return math.inf
-    return started + max(0.0, d.status.schedules.next_change - inputs.now) + SCHEDULE_MARGIN_SECONDS
+    return started + max(0.0, d.status.schedules.next_change - gathered.inputs.now) + SCHEDULE_MARGIN_SECONDS
 
 
 def _same_status(old: Autoscaler, obj: Any) -> bool:

@@ -26,7 +26,7 @@ from .kube.api import ListWatch
 from .outputs.logs import fields, logfmt
 from .outputs.monitor import NONE, SPEC, Monitor, action_label
 from .sync.memory import InProcessMemory
-from .sync.reconciler import Reconciler, SyncInputs, SyncResult, decision_error_label
+from .sync.reconciler import Gathered, Reconciler, SyncResult, decision_error_label
 
 log = logging.getLogger("pyhpa.preview")
 
@@ -116,7 +116,8 @@ class PreviewReconciler(Reconciler):
     async def gather(self, a: Autoscaler, now: float):
         """The usual inputs; a change of the target's replicas since the last sync is a scale event the
         cluster made, recorded in the memory as upstream records its own (scaling policies count it)."""
-        inputs, handle, fetched = await super().gather(a, now)
+        gathered, handle, fetched = await super().gather(a, now)
+        inputs = gathered.inputs
         current = inputs.scale.spec_replicas
         seen = self.memory.seen.get(a.key)
         self.memory.seen[a.key] = (current, now)
@@ -124,9 +125,9 @@ class PreviewReconciler(Reconciler):
             last = a.hpa.last_scale_time
             at = last if last is not None and seen[1] < last <= now else now
             inputs.memory = store_scale_event(inputs.memory, a.hpa.behavior, seen[0], current, at)
-        return inputs, handle, fetched
+        return gathered, handle, fetched
 
-    async def _act(self, a: Autoscaler, inputs: SyncInputs, decision: Decision, handle: Any,
+    async def _act(self, a: Autoscaler, gathered: Gathered, decision: Decision, handle: Any,
                    checks: Any = ()) -> SyncResult:
         """Keep pyhpa's recommendations (not its hypothetical rescale), report, write nothing (no events: the
         checks' warnings are not said either)."""
@@ -134,11 +135,11 @@ class PreviewReconciler(Reconciler):
         self.monitor.desired(a.namespace, a.name, decision.desired_replicas)
         cluster = cluster_desired(a)
         result = self.monitor.compared(a.namespace, a.name, decision.desired_replicas, cluster)
-        self._report(a, result, decision.desired_replicas, cluster, inputs.scale.spec_replicas,
+        self._report(a, result, decision.desired_replicas, cluster, gathered.inputs.scale.spec_replicas,
                      decision.rescale_reason if decision.rescale else (decision.error or ""),
                      conditions_text(decision.conditions))
         action = action_label(decision.current_replicas, decision.desired_replicas) if decision.rescale else NONE
-        return SyncResult(a.key, action, decision_error_label(decision), decision, inputs,
+        return SyncResult(a.key, action, decision_error_label(decision), decision, gathered,
                           message=decision.error or "")
 
     async def _failed_get_scale(self, a: Autoscaler, now: float, message: str, label: str) -> SyncResult:

@@ -39,7 +39,7 @@ from .kube.api import ApiFailure, HttpMetrics, LightkubeCluster, SpecError, as_f
 from .preview import never
 from .settings import Settings
 from .sync.memory import StatusMemory
-from .sync.reconciler import SyncInputs
+from .sync.reconciler import Gathered
 from .sync.sources import query_samples
 
 KINDS = {"horizontalautoscaler": "HorizontalAutoscaler", "hpa": "HorizontalPodAutoscaler"}
@@ -70,11 +70,11 @@ async def take_snapshot(settings: Settings, config: SingleConfig, namespace: str
             raise InputError(f"the spec is invalid: {a.error}", obj=f"{KINDS[kind]} {namespace}/{name}")
         raw_pods = await _load_pods(controller, cluster, namespace)
         try:
-            inputs, _, _ = await controller.reconciler.gather(a, now)
+            gathered, _, _ = await controller.reconciler.gather(a, now)
         except (SpecError, ApiFailure) as err:
             raise InputError(f"cannot read the target's scale: {getattr(err, 'message', err)}",
                              obj=f"{KINDS[kind]} {namespace}/{name}", field="spec.scaleTargetRef") from None
-        return snapshot_document(inputs, [raw_pods[p.name] for p in inputs.pods], settings, KINDS[kind])
+        return snapshot_document(gathered, [raw_pods[p.name] for p in gathered.inputs.pods], settings, KINDS[kind])
     finally:
         await controller.sources.close()
         await cluster.close()
@@ -107,33 +107,33 @@ async def _load_pods(controller: Controller, cluster: LightkubeCluster, namespac
     return raw
 
 
-def snapshot_document(inputs: SyncInputs, pods: list[dict], settings: Settings, kind: str) -> dict:
-    """The snapshot (FORMAT.md, written by ``pyhpa.adapters.snapshot.snapshot_to_dict``) of one sync's
-    inputs; ``pods`` are the selected pod objects as listed."""
-    a = inputs.autoscaler
+def snapshot_document(gathered: Gathered, pods: list[dict], settings: Settings, kind: str) -> dict:
+    """The snapshot (FORMAT.md, written by ``pyhpa.adapters.snapshot.snapshot_to_dict``) of what one sync
+    gathered; ``pods`` are the selected pod objects as listed."""
+    a, inputs = gathered.autoscaler, gathered.inputs
     c = inputs.config
     controller = controller_to_dict(c, syncPeriodSeconds=a.sync_period_seconds,
                                     metricsTimeoutSeconds=settings.metrics_timeout_seconds,
                                     prometheusUrl=settings.prometheus_url or None)
     answers = [(q.type, q.name, answer, answer is not None and _readable(q, answer))
-               for q, answer in zip(a.queries, inputs.answers)]
+               for q, answer in zip(a.queries, gathered.answers)]
     return snapshot_to_dict(
         name=a.key, source=f"pyhpa snapshot of {kind} {a.key}", now=inputs.now, controller=controller,
         hpa=autoscaler_document({"name": a.name, "namespace": a.namespace, "annotations": dict(a.pause) or None},
                                 dict(a.spec or {}), a.status),
         scale=inputs.scale, scale_name=a.scale_target_ref.name, namespace=a.namespace, pods=pods,
         metrics=metrics_to_dict(answers), memory=inputs.memory if a.memory_status is not None else None,
-        forecast=_forecast(inputs),
+        forecast=_forecast(gathered),
     )
 
 
-def _forecast(inputs: SyncInputs):
+def _forecast(gathered: Gathered):
     """With ``spec.prediction``: the forecast of this sync, else the one the controller last wrote in
     ``status.prediction`` (``pyhpa snapshot`` has no forecaster of its own)."""
-    a = inputs.autoscaler
+    a = gathered.autoscaler
     if a.hpa is None or a.hpa.prediction is None:
         return None
-    return inputs.forecast or forecast_from_status(a.status)
+    return gathered.inputs.forecast or forecast_from_status(a.status)
 
 
 def _readable(q: MetricQuery, answer: Any) -> bool:

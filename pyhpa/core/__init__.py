@@ -1,6 +1,6 @@
 """The pure HPA decision core: no I/O, no wall clock, no global state.
 
-``decide`` runs one sync of one HPA exactly as upstream Kubernetes'
+``decide`` runs one sync of one HPA (its one input: ``SyncInputs``) exactly as upstream Kubernetes'
 HorizontalController does (replica calculator, normalization, conditions, events), and
 combines it with the HorizontalAutoscaler's extra sources (schedules, prediction, fallback) by the one
 rule of ``pyhpa.core.combine``; ``explain``, ``simulate`` and the live controller all call it.
@@ -50,6 +50,7 @@ from .model import (
     ScheduleWindow,
     SourceProposal,
     Step,
+    SyncInputs,
 )
 from .normalize import MemoryHorizons, memory_horizons, relevant_memory, stabilization_windows, store_scale_event
 from .prediction import check_prediction, provisioned_total
@@ -68,9 +69,9 @@ __all__ = [
     "ENFORCE", "OBSERVE", "ActiveWindow", "Behavior", "Condition", "ControllerConfig", "Decision", "Event",
     "FallbackSpec", "Forecast", "HPA", "HPAStatus", "Memory", "MetricFailures", "MetricHealth", "MetricSamples",
     "MetricSpec", "Pod", "PodSample", "PredictionSpec", "PredictionStatus", "Proposal", "Scale", "ScalingPolicy",
-    "ScalingRules", "ScheduleStatus", "ScheduleWindow", "SourceProposal", "Step", "active_windows", "check_fallback",
-    "check_prediction", "check_window", "check_windows", "decide", "effective_fallback", "expired_windows",
-    "capped_failures", "fallback_replicas", "metric_key",
+    "ScalingRules", "ScheduleStatus", "ScheduleWindow", "SourceProposal", "Step", "SyncInputs", "active_windows",
+    "check_fallback", "check_prediction", "check_window", "check_windows", "decide", "effective_fallback",
+    "expired_windows", "capped_failures", "fallback_replicas", "metric_key",
     "next_change", "occurrences", "provisioned_total", "rescale_failed", "set_condition", "tolerances", "with_status",
     "MemoryHorizons", "memory_horizons", "relevant_memory", "stabilization_windows", "store_scale_event",
     "MetricError", "ReplicaCalculator", "HPAWarning", "check_hpa", "LIMIT", "REQUEST",

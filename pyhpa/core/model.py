@@ -9,6 +9,7 @@ times are float seconds since the Unix epoch (UTC; the Kubernetes zero time
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, tzinfo
 from enum import StrEnum
@@ -835,6 +836,37 @@ class HPAStatus:
     metric_health: tuple[MetricHealth, ...] | None = None
     saturation: SaturationStatus | None = None
     pause: PauseStatus | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class SyncInputs:
+    """Everything one sync of one HPA decides on: the one input of ``pyhpa.core.decide``, built by keyword.
+
+    ``hpa`` the HPA (spec and the status it carries); ``scale`` the target's Scale (``spec_replicas`` is the
+    current replica count, ``selector`` picks the pods); ``pods`` the pods of the HPA's namespace (the core
+    applies ``scale.selector``); ``samples[i]`` what the metrics API answered for ``hpa.metrics[i]`` (milli-units,
+    ``MetricSamples.error`` when the call failed); ``memory`` the controller memory before the sync (not changed:
+    the memory after is ``Decision.memory``); ``now`` epoch s of the sync; ``config`` the controller flags and
+    feature gates. Optional: ``prenormalized`` a recommendation (replicas) given instead of the metrics' (their
+    evaluation is skipped and it is normalized: ``explain --recommendation``); ``other_selectors`` (``namespace/
+    name``, selector text) of the other HPAs that may select the same pods (any that does stops the sync with
+    AmbiguousSelector, as upstream); ``forecast`` the forecaster's answer when ``hpa.prediction`` is set (None:
+    none: the prediction source reports HistoryUnavailable).
+
+    ``decide`` reads it and changes nothing of it. Built by the controller (``Reconciler.gather``), the snapshot
+    reader (``pyhpa.adapters.snapshot``, ``pyhpa.adapters.kubectl``) and simulate (``pyhpa.simulate.cluster``).
+    """
+
+    hpa: HPA
+    scale: Scale
+    pods: list[Pod]
+    samples: list[MetricSamples]
+    memory: Memory
+    now: float
+    config: ControllerConfig
+    prenormalized: int | None = None
+    other_selectors: Sequence[tuple[str, str]] = ()
+    forecast: Forecast | None = None
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)

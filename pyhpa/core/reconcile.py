@@ -43,6 +43,7 @@ from .model import (
     SourceProposal,
     SourceRef,
     Step,
+    SyncInputs,
     recommendation_text,
     source_ref,
 )
@@ -69,7 +70,7 @@ __all__ = ["SOURCES", "decide", "rescale_failed", "set_condition", "tolerances",
 #: over them.
 SOURCES: tuple[Source, ...] = (SchedulesSource(), MetricsSource(), FallbackSource(), PredictionSource(),
                                SaturationSource(), PauseSource())
-#: a given recommendation (``decide(prenormalized=...)``)
+#: a given recommendation (``SyncInputs.prenormalized``)
 _GIVEN = SourceRef(SourceKind.RECOMMENDATION, "given")
 #: kinds of ``decided_by`` that are steps of normalization, not sources
 _NOT_SOURCES = frozenset((SourceKind.SPEC, SourceKind.STABILIZATION, SourceKind.POLICY))
@@ -455,35 +456,32 @@ def _scaled_to_zero_condition(sync: _Sync, current: int, desired: int, min_repli
         sync.cond(_SCALED_TO_ZERO, "False", _NOT_SCALED_TO_ZERO, "the HPA controller did not scale the workload to zero")
 
 
-def decide(
-    hpa: HPA,
-    scale: Scale,
-    pods: list[Pod],
-    samples: list[MetricSamples],
-    memory: Memory,
-    now: float,
-    config: ControllerConfig,
-    prenormalized: int | None = None,
-    other_selectors: Sequence[tuple[str, str]] = (),
-    forecast: Forecast | None = None,
-) -> Decision:
-    """Decide one sync of ``hpa``.
+def decide(inputs: SyncInputs) -> Decision:
+    """Decide one sync of one HPA from ``inputs`` (``SyncInputs``, built by keyword):
 
-    ``samples[i]`` answers ``hpa.metrics[i]``; ``pods`` are the pods of the HPA's
-    namespace (the core applies ``scale.selector``); ``now`` is epoch seconds. With
-    ``prenormalized`` set, metric evaluation is skipped and that recommendation is
-    normalized. ``other_selectors`` are (``namespace/name``, selector text) of other HPAs
-    that may select the same pods: if any does, the sync stops with AmbiguousSelector, as
-    upstream. ``forecast`` is the forecaster's answer when ``hpa.prediction`` is set.
+    - ``hpa``: the HPA, spec and the status it carries (its conditions, last scale time);
+    - ``scale``: the target's Scale (``spec_replicas``: the current replica count; ``selector``: the pods' selector);
+    - ``pods``: the pods of the HPA's namespace (the core applies ``scale.selector``);
+    - ``samples``: ``samples[i]`` answers ``hpa.metrics[i]`` (milli-units, epoch s; ``error`` when the call failed);
+    - ``memory``: the controller memory before the sync, not changed (the memory after is ``Decision.memory``);
+    - ``now``: epoch seconds of the sync; ``config``: the controller flags and feature gates;
+    - ``prenormalized``: a recommendation (replicas) given instead of the metrics': their evaluation is skipped and
+      it is normalized (None: the metrics decide);
+    - ``other_selectors``: (``namespace/name``, selector text) of other HPAs that may select the same pods: if any
+      does, the sync stops with AmbiguousSelector, as upstream;
+    - ``forecast``: the forecaster's answer when ``hpa.prediction`` is set (None: no forecast).
+
     Every source (``SOURCES``: schedules, metrics, fallback, prediction, saturation, pause) is evaluated in one
     loop and combined by the rule of ``pyhpa.core.combine`` (docs/combination.md); without the extensions the
     decision is upstream's. Never raises for bad metric data: failures become conditions, events and
     ``Decision.error``, as upstream.
     """
-    mem = memory.copy()
+    hpa, scale, pods, now = inputs.hpa, inputs.scale, inputs.pods, inputs.now
+    mem = inputs.memory.copy()
     if mem.recommendations is None:
         mem.recommendations = [(now, scale.spec_replicas)]
-    sync = _Sync(hpa, scale, now, config, other_selectors, samples, forecast, prenormalized, mem)
+    sync = _Sync(hpa, scale, now, inputs.config, inputs.other_selectors, inputs.samples, inputs.forecast,
+                 inputs.prenormalized, mem)
     sync.cond(_ABLE_TO_SCALE, "True", _SUCCEEDED_GET_SCALE,
               "the HPA controller was able to get the target's current scale")
     upstream_only = None  # the HPA carries upstream's conditions only: a source whose trace is a condition left none

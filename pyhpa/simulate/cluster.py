@@ -19,7 +19,19 @@ import numpy as np
 
 from ..adapters.errors import InputError
 from ..adapters.parse import format_time
-from ..core import HPA, ControllerConfig, Decision, Memory, MetricSamples, Pod, PodSample, Scale, decide, with_status
+from ..core import (
+    HPA,
+    ControllerConfig,
+    Decision,
+    Memory,
+    MetricSamples,
+    Pod,
+    PodSample,
+    Scale,
+    SyncInputs,
+    decide,
+    with_status,
+)
 from ..core.model import PREDICTION_SOURCE, ZERO_TIME, SourceKind
 from .metrics import MetricView, metric_views
 from .prediction import SimPrediction, history_totals
@@ -555,11 +567,10 @@ class Cluster:
         if self.outages and any(a <= t < b for a, b in self.outages):
             samples = self._outage_samples
             self.outage_syncs += 1
-        if self.prediction is None:
-            d = decide(self.hpa, scale, self.core_pods, samples, self.memory, t, self.config)
-        else:
-            forecast = self.prediction.step(t, samples)
-            d = decide(self.hpa, scale, self.core_pods, samples, self.memory, t, self.config, forecast=forecast)
+        forecast = None if self.prediction is None else self.prediction.step(t, samples)
+        d = decide(SyncInputs(hpa=self.hpa, scale=scale, pods=self.core_pods, samples=samples, memory=self.memory,
+                              now=t, config=self.config, forecast=forecast))
+        if self.prediction is not None:
             source = d.source(PREDICTION_SOURCE)
             if source is not None and source.won:
                 self.prediction.decided += 1

@@ -1,9 +1,10 @@
 """One sync of one autoscaler (upstream: HorizontalController.reconcileAutoscaler).
 
 Gather (the target's Scale, the pods from the informer cache, each metric's answer, the controller
-memory, the clock) into ``SyncInputs``; let the decision core (``pyhpa.core.decide``) decide; then
-act: update the target's scale when the decision says so (``rescale_failed`` when that fails), keep
-the memory, write the status when it changed, and emit the decision's events. Everything HPA-specific
+memory, the clock) into ``Gathered`` (the core's ``SyncInputs`` and the raw metric answers); let the decision
+core (``pyhpa.core.decide``) decide; then act: update the target's scale when the decision says so
+(``rescale_failed`` when that fails), keep the memory, write the status when it changed, and emit the
+decision's events. Everything HPA-specific
 is the core's; this module only moves inputs in and decisions out.
 """
 
@@ -11,20 +12,14 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from ...core import (
-    HPA,
-    ControllerConfig,
     Decision,
     Event,
-    Forecast,
     HPAWarning,
-    Memory,
-    MetricSamples,
-    Pod,
-    Scale,
+    SyncInputs,
     check_hpa,
     decide,
     relevant_memory,
@@ -57,22 +52,15 @@ log = logging.getLogger("pyhpa.controller.reconciler")
 
 
 @dataclass(slots=True)
-class SyncInputs:
-    """Everything one sync gathered, as the decision core got it (and the raw metric ``answers``):
-    what ``pyhpa snapshot`` serializes into the explain snapshot format."""
+class Gathered:
+    """Everything one sync gathered: the decision core's ``inputs`` (``pyhpa.core.SyncInputs``; its ``hpa`` is the
+    autoscaler's core HPA as this sync decided it, ``autoscaler.hpa`` moves on with later syncs), the
+    ``autoscaler`` and each metric's raw ``answers``: what ``pyhpa snapshot`` serializes into the explain snapshot
+    format."""
 
+    inputs: SyncInputs
     autoscaler: Autoscaler
-    scale: Scale
-    pods: list[Pod]
-    samples: list[MetricSamples]
     answers: list[Any]
-    memory: Memory
-    now: float
-    config: ControllerConfig
-    other_selectors: list[tuple[str, str]] = field(default_factory=list)
-    #: the autoscaler's core HPA as this sync decided it (``autoscaler.hpa`` moves on with later syncs)
-    hpa: HPA | None = None
-    forecast: Forecast | None = None
 
 
 @dataclass(slots=True)
@@ -84,7 +72,7 @@ class SyncResult:
     action: str = NONE
     error: str = NONE
     decision: Decision | None = None
-    inputs: SyncInputs | None = None
+    gathered: Gathered | None = None
     retry: bool = False
     again: bool = False
     message: str = ""
@@ -194,15 +182,15 @@ class Reconciler:
         if a.hpa is None:
             return await self._invalid_spec(a, now)
         try:
-            inputs, handle, fetched = await self.gather(a, now)
+            gathered, handle, fetched = await self.gather(a, now)
         except SpecError as err:
             return await self._failed_get_scale(a, now, str(err), SPEC)
         except ApiFailure as err:
             return await self._failed_get_scale(a, now, err.message, INTERNAL)
+        inputs = gathered.inputs
         if inputs.hpa.prediction is not None and self.predictions is not None:
             inputs.forecast = self.predictions.forecast(a, now, inputs.samples)
-        decision = decide(inputs.hpa, inputs.scale, inputs.pods, inputs.samples, inputs.memory, now, inputs.config,
-                          other_selectors=inputs.other_selectors, forecast=inputs.forecast)
+        decision = decide(inputs)
         if decision.rescale and handle is None:  # decided from the Scale cache: never write from it
             try:
                 live, handle = await self.cluster.get_scale(a.namespace, a.scale_target_ref)
@@ -215,7 +203,7 @@ class Reconciler:
                 return await self._sync(a)
         self._observe_metrics(decision, fetched, inputs.scale.spec_replicas, a)
         checks = check_hpa(a.hpa, inputs.scale, inputs.pods, inputs.samples, a.config)
-        return await self._act(a, inputs, decision, handle, checks)
+        return await self._act(a, gathered, decision, handle, checks)
 
     def _say(self, a: Autoscaler, status: dict, events: list[Event], checks: list[HPAWarning], now: float,
              stored: dict | None = None) -> None:
@@ -239,7 +227,7 @@ class Reconciler:
                 log.warning("%s: %s: %s", a.key, event.reason, event.message)
                 self.events.emit(a, event, now)
 
-    async def gather(self, a: Autoscaler, now: float) -> tuple[SyncInputs, Any, list[Fetched]]:
+    async def gather(self, a: Autoscaler, now: float) -> tuple[Gathered, Any, list[Fetched]]:
         """The inputs of one sync of ``a`` (a valid spec) at epoch ``now``: the target's Scale (and the Scale
         object read, to write back), its pods from the cache, every metric's answer, the memory. Raises
         SpecError / ApiFailure when the Scale cannot be read; metric failures are in the samples.
@@ -255,13 +243,13 @@ class Reconciler:
         self.selectors.put(a.key, a.namespace, scale.selector)
         others = self.selectors.candidates(a.key, a.namespace, pods)
         fetched = await self.sources.gather(a, scale)
-        inputs = SyncInputs(a, scale, pods, [f.samples for f in fetched], [f.answer for f in fetched],
-                            self.memory.load(a, now), now, config, others, hpa)
-        return inputs, handle, fetched
+        inputs = SyncInputs(hpa=hpa, scale=scale, pods=pods, samples=[f.samples for f in fetched],
+                            memory=self.memory.load(a, now), now=now, config=config, other_selectors=others)
+        return Gathered(inputs, a, [f.answer for f in fetched]), handle, fetched
 
-    async def _act(self, a: Autoscaler, inputs: SyncInputs, decision: Decision, handle: Any,
+    async def _act(self, a: Autoscaler, gathered: Gathered, decision: Decision, handle: Any,
                    checks: list[HPAWarning] = ()) -> SyncResult:
-        error, retry, now = decision_error_label(decision), False, inputs.now
+        error, retry, now = decision_error_label(decision), False, gathered.inputs.now
         log_failures(a, decision)
         if decision.rescale:
             try:
@@ -284,7 +272,7 @@ class Reconciler:
         self._say(a, status, decision.events, list(checks), now, stored)  # before the status write, as upstream
         await self.status.write(a, status, memory, decision, stored)
         action = action_label(decision.current_replicas, decision.desired_replicas) if decision.rescale else NONE
-        return SyncResult(a.key, action, error, decision, inputs, retry=retry, message=decision.error or "")
+        return SyncResult(a.key, action, error, decision, gathered, retry=retry, message=decision.error or "")
 
     def _observe_metrics(self, decision: Decision, fetched: list[Fetched], current: int, a: Autoscaler) -> None:
         """metric_type is ``spec.metrics[].type`` as written (``Prometheus`` for PromQL metrics)."""
