@@ -286,14 +286,15 @@ EXTENSIONS: dict[str, Callable[[Any, str, HPA], HPA]] = {
 class ParsedAutoscaler:
     """An autoscaler file or object, read: the core ``hpa``; ``model`` the lightkube autoscaling/v2 model of
     its v2 part; ``kind`` ``HorizontalAutoscaler`` or ``HorizontalPodAutoscaler``; ``settings`` its own
-    controller settings (empty for an HPA); ``prometheus`` its PromQL metrics ``{index: (MetricSpec,
-    PromQuery)}``; ``label`` ``Kind namespace/name`` for messages."""
+    controller settings (empty for an HPA); ``extended`` its metrics of types autoscaling/v2 lacks (PromQL metrics)
+    ``{index: (MetricSpec, MetricQuery)}`` (``pyhpa.adapters.metric_types``); ``label`` ``Kind namespace/name`` for
+    messages."""
 
     hpa: HPA
     model: Any
     kind: str
     settings: ObjectSettings = field(default_factory=ObjectSettings)
-    prometheus: dict = field(default_factory=dict)
+    extended: dict = field(default_factory=dict)
     label: str = ""
 
 
@@ -440,7 +441,7 @@ def read_autoscaler(d: Any, *, lenient: bool = False, scale_to_zero: bool = Fals
             hpa = replace(hpa, pause=pause)
     except InputError as err:
         raise InputError(err.message, err.file, label, err.field, err.line) from None
-    return ParsedAutoscaler(hpa=hpa, model=model, kind=kind, settings=own, prometheus=extras.prometheus, label=label)
+    return ParsedAutoscaler(hpa=hpa, model=model, kind=kind, settings=own, extended=extras.extended, label=label)
 
 
 def _only_on_autoscaler(kind: str, extensions: bool, metrics: Any) -> None:

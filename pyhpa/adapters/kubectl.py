@@ -14,6 +14,7 @@ from ..core import ControllerConfig, Memory, MetricSamples, Scale, SyncInputs
 from ..core.selector import SelectorError, parse_selector
 from .autoscaler import effective_config, find_autoscaler, read_autoscaler
 from .errors import InputError
+from .metric_types import REGISTRY
 from .metrics_api import resource_samples
 from .parse import int32_value
 from .prediction import forecast_from_status
@@ -142,12 +143,13 @@ def _samples(hpa, metrics_path: Path | None) -> list[MetricSamples]:
         _check_metrics_answer(answer, metrics_path)
     out = []
     for spec in hpa.metrics:
-        if spec.type not in ("Resource", "ContainerResource"):
+        t = REGISTRY.get(spec.type)
+        if t is None or not t.resource:  # kubectl shows pod metrics (metrics.k8s.io) only
             out.append(MetricSamples(error=f"{spec.type} metrics are not read from kubectl output"))
         elif answer is None:
             out.append(MetricSamples(error="no --pod-metrics given"))
         else:
-            container = spec.container if spec.type == "ContainerResource" else ""
+            container = t.container_of(spec)
             try:
                 out.append(resource_samples(answer, spec.name, container, where="items"))
             except InputError as err:

@@ -15,15 +15,13 @@ from .errors import InputError
 from .parse import duration, milli, timestamp
 
 DEFAULT_WINDOW = 60.0
-#: which metrics API each metric source type asks, as upstream's client names it in errors
-API_NAMES = {"Resource": "resource", "ContainerResource": "resource", "Pods": "custom", "Object": "custom",
-             "External": "external"}
 
 
-def fetch_failed(metric_type: str, message: str) -> str:
-    """The error of a metrics API call that failed, as upstream's REST metrics client wraps it
-    (``unable to fetch metrics from custom metrics API: <message>``); an empty answer is not wrapped."""
-    return f"unable to fetch metrics from {API_NAMES[metric_type]} metrics API: {message}"
+def fetch_failed(api: str, message: str) -> str:
+    """The error of a call of metrics API ``api`` (``resource``, ``custom``, ``external``: a metric type's
+    ``MetricType.api``) that failed, as upstream's REST metrics client wraps it (``unable to fetch metrics from custom
+    metrics API: <message>``); an empty answer is not wrapped."""
+    return f"unable to fetch metrics from {api} metrics API: {message}"
 
 
 def _items(answer: dict, where: str) -> list:

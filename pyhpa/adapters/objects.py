@@ -45,15 +45,9 @@ from ..core.model import (
     ScalingRules,
 )
 from .errors import InputError
+from .metric_types import REGISTRY, MetricType, metric_type
 from .parse import int32_value, milli, number_text, object_meta, positive_milli, quantity, timestamp, tolerance_float
 
-_SOURCE_KEY = {
-    "Resource": "resource",
-    "ContainerResource": "containerResource",
-    "Pods": "pods",
-    "Object": "object",
-    "External": "external",
-}
 DEFAULT_CPU_METRIC = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}
 
 
@@ -231,42 +225,6 @@ def _one_line(value: Any) -> str:
     return text if text.isprintable() else repr(text)
 
 
-def selector_text(sel: Any) -> str:
-    """A metav1.LabelSelector (model or dict) as selector text (``a=b,c in (x,y)``)."""
-    if sel is None:
-        return ""
-    if not isinstance(sel, dict):
-        sel = sel.to_dict()
-    parts = [f"{k}={v}" for k, v in sorted((sel.get("matchLabels") or {}).items())]
-    for e in sel.get("matchExpressions") or []:
-        op, key, values = e.get("operator"), e.get("key"), e.get("values") or []
-        if op == "In":
-            parts.append(f"{key} in ({','.join(values)})")
-        elif op == "NotIn":
-            parts.append(f"{key} notin ({','.join(values)})")
-        elif op == "Exists":
-            parts.append(key)
-        elif op == "DoesNotExist":
-            parts.append(f"!{key}")
-    return ",".join(parts)
-
-
-def selector_go(sel: Any) -> str:
-    """A metav1.LabelSelector (model or dict, or None) as Go's ``%+v`` prints a ``*LabelSelector`` (its generated
-    ``String()``): what upstream writes into metric names and errors (``external metric q(nil)``)."""
-    if sel is None:
-        return "nil"
-    if not isinstance(sel, dict):
-        sel = sel.to_dict()
-    labels = "".join(f"{k}: {v}," for k, v in sorted((sel.get("matchLabels") or {}).items()))
-    exprs = "".join(
-        f"LabelSelectorRequirement{{Key:{e.get('key') or ''},Operator:{e.get('operator') or ''},"
-        f"Values:[{' '.join(e.get('values') or [])}],}},"
-        for e in sel.get("matchExpressions") or [])
-    return (f"&LabelSelector{{MatchLabels:map[string]string{{{labels}}},"
-            f"MatchExpressions:[]LabelSelectorRequirement{{{exprs}}},}}")
-
-
 def _target(t: Any, field: str, lenient: bool) -> tuple[str, int | None, int | None, int | None]:
     """(type, utilization %, averageValue milli, value milli) of a MetricTarget. As the API server validates
     it, ``averageValue`` and ``value`` must be positive and ``averageUtilization`` greater than 0 and an int32
@@ -291,23 +249,18 @@ def _metric(m: Any, i: int, lenient: bool) -> MetricSpec:
         raise InputError(
             f"unknown metric type {mtype!r} (want one of {', '.join(METRIC_SOURCE_TYPES)})", field=f"{field}.type"
         )
-    key = _SOURCE_KEY[mtype]
+    t = metric_type(mtype)
+    key = t.field
     src = getattr(m, key)
     if src is None:
         raise InputError(f"metric type {mtype} needs the {key!r} field", field=f"{field}.{key}")
     ttype, util, avg, val = _target(src.target, f"{field}.{key}.target", lenient)
-    _check_target(mtype, ttype, util, avg, val, f"{field}.{key}.target", lenient)
-    if mtype in ("Resource", "ContainerResource"):
-        return MetricSpec(mtype, src.name, ttype, util, avg, None, getattr(src, "container", "") or "")
-    metric = src.metric
-    sel = selector_text(metric.selector)
-    obj = None
-    if mtype == "Object":
-        obj = (src.describedObject.kind, src.describedObject.name)
-    return MetricSpec(mtype, metric.name, ttype, util, avg, val, "", sel, obj, selector_go=selector_go(metric.selector))
+    _check_target(t, ttype, util, avg, val, f"{field}.{key}.target", lenient)
+    return t.spec(src, ttype, util, avg, val)
 
 
-def _check_target(mtype, ttype, util, avg, val, field, lenient) -> None:
+def _check_target(t: MetricType, ttype, util, avg, val, field, lenient) -> None:
+    mtype = t.name
     allowed = ALLOWED_TARGETS[mtype]
     if lenient:
         return
@@ -320,7 +273,7 @@ def _check_target(mtype, ttype, util, avg, val, field, lenient) -> None:
     name, value = need[ttype]
     if value is None:
         raise InputError(f"target type {ttype} needs {name}", field=f"{field}.{name}")
-    if mtype in ("Resource", "ContainerResource") and util is not None and avg is not None:
+    if t.resource and util is not None and avg is not None:
         raise InputError("may not set both a target raw value and a target utilization", field=f"{field}.averageValue")
 
 
@@ -373,6 +326,12 @@ def _conditions(status: Any) -> tuple[Condition, ...]:
     return tuple(out)
 
 
+def _per_object(m: MetricSpec) -> bool:
+    """Whether ``m`` has one value for the whole target (an Object or External metric: what scales from zero)."""
+    t = REGISTRY.get(m.type)
+    return t is not None and not t.per_pod and t.extension is None
+
+
 def hpa_from_model(h: Any, lenient: bool = False, scale_to_zero: bool = False, go_structs: bool = False) -> HPA:
     """A core HPA from a lightkube autoscaling/v2 HorizontalPodAutoscaler; raises InputError.
 
@@ -389,7 +348,7 @@ def hpa_from_model(h: Any, lenient: bool = False, scale_to_zero: bool = False, g
         metrics = tuple(_metric(m, i, lenient) for i, m in enumerate(metrics_raw))
         if not metrics:
             metrics = (MetricSpec("Resource", "cpu", UTILIZATION, 80),)
-        if min_r == 0 and not lenient and not any(m.type in ("Object", "External") for m in metrics):
+        if min_r == 0 and not lenient and not any(_per_object(m) for m in metrics):
             raise InputError("minReplicas 0 needs at least one Object or External metric", field="spec.minReplicas")
         behavior = None
         if spec.behavior is not None:
@@ -468,8 +427,9 @@ def _go_zero(info: Any) -> Any:
     return {}
 
 
-#: ``spec.metrics[]`` sources that take ``utilizationBasis`` (a HorizontalAutoscaler extension), by metric type
-BASIS_SOURCES = {"Resource": "resource", "ContainerResource": "containerResource"}
+#: ``spec.metrics[]`` sources that take ``utilizationBasis`` (a HorizontalAutoscaler extension), by metric type: the
+#: types of a resource of the pods (``pyhpa.adapters.metric_types``)
+BASIS_SOURCES = {name: t.field for name, t in REGISTRY.items() if t.resource}
 
 
 def _split_bases(d: dict, extensions: bool) -> tuple[dict, dict[int, str]]:

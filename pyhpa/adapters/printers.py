@@ -24,19 +24,13 @@ from typing import Any, Sequence
 
 import msgspec
 
-from .errors import InputError
-from .parse import go_quantity_text, number_text
+from .metric_types import REGISTRY
+from .metric_types.base import NOT_SHOWN, Shown
 
 __all__ = ["MAX_SHOWN", "Targets", "format_hpa_metrics", "reference"]
 
 #: metrics TARGETS shows; the others are counted (``+ 1 more...``)
 MAX_SHOWN = 2
-_UNKNOWN = "<unknown>"
-#: what Go prints for a nil *Quantity
-_NIL = "<nil>"
-#: spec.metrics[].type -> the field of the MetricSpec and MetricStatus that holds its source
-_FIELD = {"Resource": "resource", "ContainerResource": "containerResource", "Pods": "pods", "Object": "object",
-          "External": "external"}
 
 
 def reference(ref: Any) -> str:
@@ -47,95 +41,12 @@ def reference(ref: Any) -> str:
     return f"{kind}/{name}" if isinstance(kind, str) and isinstance(name, str) else ""
 
 
-def _quantity(value: Any) -> str:
-    """A quantity of the object as kubectl prints it (``Quantity.String()``); ``<nil>`` when absent."""
-    if value is None:
-        return _NIL
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        try:
-            value = number_text(value)
-        except InputError:  # NaN or infinite: no quantity kubectl could read
-            return str(value)
-    if not isinstance(value, str):
-        return str(value)
-    return go_quantity_text(value) or value  # text Go does not parse: the API server refused it already
-
-
-@dataclass(frozen=True, slots=True)
-class _Shown:
-    """How TARGETS shows one metric: its current value is ``current`` of ``status[source].current`` (``percent``:
-    an averageUtilization, printed ``N%``; ``required``: ``<unknown>`` unless that value is there, else only
-    unless ``status[source]`` is), after ``label`` and before ``/target`` and ``suffix``; ``identity``: what names
-    its entry in ``status.currentMetrics`` (type, metric or resource name, container)."""
-
-    source: str
-    current: str
-    target: str
-    label: str = ""
-    suffix: str = ""
-    percent: bool = False
-    required: bool = False
-    identity: tuple[str, str, str] = ("", "", "")
-
-    def text(self, status: Any) -> str:
-        if not self.source:
-            return "<unknown type>"
-        section = status.get(self.source) if isinstance(status, dict) else None
-        if not isinstance(section, dict):
-            return f"{self.label}{_UNKNOWN}/{self.target}{self.suffix}"
-        value = (section.get("current") or {}).get(self.current) if isinstance(section.get("current"), dict) else None
-        if self.required and value is None:
-            current = _UNKNOWN
-        elif self.percent:
-            current = f"{int(value) if isinstance(value, float) and value.is_integer() else value}%"
-        else:
-            current = _quantity(value)
-        return f"{self.label}{current}/{self.target}{self.suffix}"
-
-
-def _name(source: Any, key: str = "metric") -> str:
-    """The metric name of a source (``metric.name``; ``key`` None: the resource ``name``)."""
-    if not isinstance(source, dict):
-        return ""
-    named = source.get(key) if key else source
-    return named.get("name", "") if isinstance(named, dict) else ""
-
-
-def _shown(spec: Any) -> _Shown:
-    """How TARGETS shows the metric ``spec`` (a ``spec.metrics[]`` item as written)."""
+def _shown(spec: Any) -> Shown:
+    """How TARGETS shows the metric ``spec`` (a ``spec.metrics[]`` item as written), as its type says
+    (``pyhpa.adapters.metric_types``); a type kubectl does not know is ``<unknown type>``."""
     kind = spec.get("type") if isinstance(spec, dict) else None
-    if kind == "Prometheus":
-        return _prometheus(spec.get("prometheus"))
-    field = _FIELD.get(kind) if isinstance(kind, str) else None
-    source = spec.get(field) if field else None
-    if not isinstance(source, dict):
-        return _Shown("", "", "")
-    target = source.get("target") if isinstance(source.get("target"), dict) else {}
-    average = target.get("averageValue")
-    if kind in ("Resource", "ContainerResource"):
-        name = source.get("name", "")
-        label, identity = f"{name}: ", (kind, name, source.get("container", "") if kind == "ContainerResource" else "")
-        if average is not None:
-            return _Shown(field, "averageValue", _quantity(average), label, identity=identity)
-        utilization = target.get("averageUtilization")
-        return _Shown(field, "averageUtilization", "<auto>" if utilization is None else f"{utilization}%", label,
-                      percent=True, required=True, identity=identity)
-    identity = (kind, _name(source), "")
-    if kind == "Pods":
-        return _Shown(field, "averageValue", _quantity(average), identity=identity)
-    if average is not None:  # Object and External
-        return _Shown(field, "averageValue", _quantity(average), suffix=" (avg)", required=True, identity=identity)
-    return _Shown(field, "value", _quantity(target.get("value")), identity=identity)
-
-
-def _prometheus(source: Any) -> _Shown:
-    """A Prometheus metric, shown as the Pods (``podLabel``) or External metric it acts as."""
-    source = source if isinstance(source, dict) else {}
-    name = source.get("name") or source.get("query") or ""
-    target = source.get("target") if isinstance(source.get("target"), dict) else {}
-    if source.get("podLabel"):
-        return _shown({"type": "Pods", "pods": {"metric": {"name": name}, "target": target}})
-    return _shown({"type": "External", "external": {"metric": {"name": name}, "target": target}})
+    t = REGISTRY.get(kind) if isinstance(kind, str) else None
+    return NOT_SHOWN if t is None else t.shown(spec)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +54,7 @@ class Targets:
     """TARGETS of an autoscaler's metrics, worked out from its spec once (``of``) and filled with the current values
     of each status (``text``): only the first ``MAX_SHOWN`` metrics are kept, and how many there are."""
 
-    shown: tuple[_Shown, ...]
+    shown: tuple[Shown, ...]
     count: int
 
     @classmethod
@@ -194,12 +105,11 @@ def _shared(key: bytes) -> Targets:
 def _identity(status: dict) -> tuple[str, str, str]:
     """(type, metric or resource name, container) of a ``status.currentMetrics`` entry."""
     kind = status.get("type")
-    source = status.get(_FIELD.get(kind, "")) if isinstance(kind, str) else None
+    t = REGISTRY.get(kind) if isinstance(kind, str) else None
+    source = status.get(t.field) if t is not None and t.identity is not None else None
     if not isinstance(source, dict):
         return "", "", ""
-    if kind in ("Resource", "ContainerResource"):
-        return kind, source.get("name", ""), source.get("container", "") if kind == "ContainerResource" else ""
-    return kind, _name(source), ""
+    return t.identity(source)
 
 
 def format_hpa_metrics(metrics: Sequence[Any], statuses: Sequence[Any]) -> str:

@@ -1,13 +1,14 @@
-"""Prometheus as a metric source, for users without a metrics adapter.
+"""A client of Prometheus' HTTP API: instant queries (``GET /api/v1/query``) and range queries
+(``GET /api/v1/query_range``), read through httpx2 (the HTTP client lightkube uses) with a timeout, and the PromQL
+text pyhpa writes (label values, matchers of a label selector).
 
-A pyhpa metric of type ``Prometheus`` is an instant PromQL query (Prometheus HTTP API
-``GET /api/v1/query``), read through httpx2 (the HTTP client lightkube uses) with a timeout. Two shapes:
+Its users: the ``Prometheus`` metric type (``pyhpa.adapters.metric_types.prometheus``: the spec, and how its instant
+query's answer becomes the core's samples) and the history of ``spec.prediction`` (range queries). An instant
+query's answer is read in two shapes:
 
-- per pod (``podLabel`` set, e.g. ``pod``): each series' value is that pod's value; the
-  metric then behaves exactly like a ``Pods`` metric (AverageValue target, missing and
-  unready pods handled by the core as upstream does);
-- a single value (no ``podLabel``): the query must return one series or a scalar; the metric
-  behaves like an ``External`` metric (Value or AverageValue target).
+- per pod (``PromQuery.pod_label`` set, e.g. ``pod``): each series' value is that pod's value (as a ``Pods``
+  metric's);
+- a single value (no ``pod_label``): the query must return one series or a scalar (as an ``External`` metric's).
 
 Values are converted to milli-units like ``Quantity.MilliValue()`` (rounded up).
 """
@@ -15,21 +16,46 @@ Values are converted to milli-units like ``Quantity.MilliValue()`` (rounded up).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+import re
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import httpx2
 
-from ..core.model import AVERAGE_VALUE, EXTERNAL, HPA, PODS, VALUE, MetricSamples, MetricSpec, PodSample
-from .errors import InputError
-from .parse import milli
+from ..core.model import MetricSamples, PodSample
+from ..core.selector import SelectorError, parse_selector
 
 DEFAULT_WINDOW_SECONDS = 60.0
-#: ``spec.metrics[].type`` of a PromQL metric (a pyhpa extension of autoscaling/v2).
-PROMETHEUS = "Prometheus"
 #: Server of metrics read back from a snapshot: ``explain`` never queries, so none is needed.
 OFFLINE_SERVER = "offline:"
+
+
+def label_value(text: str) -> str:
+    """``text`` as a PromQL string literal's content (backslashes and double quotes escaped)."""
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def regex_literal(text: str) -> str:
+    """``text`` matched literally by an RE2 regex (only regex metacharacters escaped: PromQL strings
+    refuse unknown escapes such as ``\\-``)."""
+    return re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", text)
+
+
+#: a label name PromQL takes in a matcher
+_PROM_LABEL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def matchers(selector: str) -> str:
+    """The equality requirements of a label selector text (``a=b,c=d``, read by the one selector parser,
+    ``pyhpa.core.selector``) as PromQL matchers, each after a comma (``,a="b",c="d"``); other requirements, label
+    names PromQL does not take, and a selector that does not parse are left out."""
+    try:
+        reqs = parse_selector(selector or "")
+    except SelectorError:
+        return ""
+    return "".join(f',{key}="{label_value(value)}"' for op, key, value in reqs
+                   if op == "=" and _PROM_LABEL.fullmatch(key))
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,48 +67,6 @@ class PromQuery:
     query: str
     pod_label: str | None = None
     timeout_seconds: float = 5.0
-
-
-def metric_from_dict(d: dict, field: str, default_server: str | None = None) -> tuple[MetricSpec, PromQuery]:
-    """(core MetricSpec, PromQuery) from a ``{"type": "Prometheus", "prometheus": {...}}`` metric.
-
-    ``prometheus``: ``name`` (for messages and status), ``query``, ``server`` (default
-    ``default_server``), ``podLabel``, ``timeoutSeconds`` (default 5), ``target`` (a
-    MetricTarget: AverageValue for per-pod queries; Value or AverageValue otherwise).
-    Raises InputError naming ``field``.
-    """
-    p = d.get("prometheus")
-    if not isinstance(p, dict):
-        raise InputError("a Prometheus metric needs the 'prometheus' field", field=f"{field}.prometheus")
-    f = f"{field}.prometheus"
-    query, server = p.get("query"), p.get("server") or default_server
-    if not isinstance(query, str) or not query.strip():
-        raise InputError("needs a PromQL 'query'", field=f"{f}.query")
-    if not server:
-        raise InputError("needs a 'server' (or the controller's --prometheus-url)", field=f"{f}.server")
-    timeout = p.get("timeoutSeconds", 5)
-    if not isinstance(timeout, (int, float)) or timeout <= 0:
-        raise InputError("must be a positive number of seconds", field=f"{f}.timeoutSeconds")
-    pod_label = p.get("podLabel")
-    target = p.get("target") or {}
-    if not isinstance(target, dict):
-        raise InputError("must be a MetricTarget (type and value or averageValue)", field=f"{f}.target")
-    ttype = target.get("type")
-    allowed = (AVERAGE_VALUE,) if pod_label else (VALUE, AVERAGE_VALUE)
-    if ttype not in allowed:
-        raise InputError(f"target type {ttype!r} not allowed here (allowed: {', '.join(allowed)})", field=f"{f}.target.type")
-    key = "averageValue" if ttype == AVERAGE_VALUE else "value"
-    if key not in target:
-        raise InputError(f"target type {ttype} needs {key}", field=f"{f}.target.{key}")
-    value = milli(target[key], f"{f}.target.{key}")
-    name = str(p.get("name") or query)
-    if pod_label:
-        spec = MetricSpec(PODS, name, AVERAGE_VALUE, None, value)
-    elif ttype == AVERAGE_VALUE:
-        spec = MetricSpec(EXTERNAL, name, AVERAGE_VALUE, None, value, None, "", "promql")
-    else:
-        spec = MetricSpec(EXTERNAL, name, VALUE, None, None, value, "", "promql")
-    return spec, PromQuery(server.rstrip("/"), query, pod_label, float(timeout))
 
 
 def _milli(text: str) -> int | None:
@@ -165,42 +149,6 @@ async def query_answer(client: httpx2.AsyncClient, q: PromQuery, at: float | Non
 
 def _failed(message: str) -> tuple[MetricSamples, str]:
     return MetricSamples(error=message), message
-
-
-def v2_equivalent(spec: MetricSpec, target: Any) -> dict:
-    """The autoscaling/v2 ``spec.metrics[]`` item a PromQL metric acts as: a Pods metric (per pod) or an
-    External metric (single value), named ``spec.name``, with the Prometheus metric's ``target``. This is
-    also the shape of its ``status.currentMetrics`` entry (the core writes Pods/External statuses)."""
-    key = "pods" if spec.type == PODS else "external"
-    return {"type": spec.type, key: {"metric": {"name": spec.name}, "target": target}}
-
-
-def split_prometheus(metrics: Any, field: str, default_server: str | None = None,
-                     ) -> tuple[Any, dict[int, tuple[MetricSpec, PromQuery]]]:
-    """``spec.metrics`` with every ``type: Prometheus`` item replaced by its ``v2_equivalent`` (so the rest of
-    the HPA parses as autoscaling/v2), and those items parsed: ``{index: (MetricSpec, PromQuery)}``.
-
-    ``field`` names the list in errors (``spec.metrics``); ``default_server`` is the controller's
-    ``--prometheus-url``. Raises InputError naming the item's field. Anything that is not a list of
-    mappings is returned as is (the HPA parser reports it).
-    """
-    if not isinstance(metrics, list):
-        return metrics, {}
-    out, found = list(metrics), {}
-    for i, m in enumerate(metrics):
-        if isinstance(m, dict) and m.get("type") == PROMETHEUS:
-            spec, q = metric_from_dict(m, f"{field}[{i}]", default_server)
-            found[i] = (spec, q)
-            out[i] = v2_equivalent(spec, m["prometheus"].get("target"))
-    return out, found
-
-
-def with_prometheus(hpa: HPA, found: dict[int, tuple[MetricSpec, PromQuery]]) -> HPA:
-    """``hpa`` with the metrics at ``found``'s indices replaced by the PromQL metrics' core specs."""
-    if not found:
-        return hpa
-    metrics = tuple(found[i][0] if i in found else m for i, m in enumerate(hpa.metrics))
-    return replace(hpa, metrics=metrics)
 
 
 class RangeQueryError(Exception):

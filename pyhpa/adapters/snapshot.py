@@ -5,8 +5,8 @@ snapshot, or ``{"cases": [...]}`` with many; ``load_snapshots`` parses them once
 ``run_snapshot`` feeds one through the decision core; ``decision_json`` gives the ``explain --output
 json`` line. Writing: ``snapshot_to_dict`` (with ``controller_to_dict``, ``metrics_to_dict`` and
 ``memory_to_dict``, also the shape of the controller memory kept in ``status.pyhpa``) produces what
-``pyhpa snapshot`` writes; the key tables (``CONTROLLER_KEYS``, ``FEATURE_GATES``, ``METRIC_KEYS``)
-serve both directions.
+``pyhpa snapshot`` writes; the key tables (``CONTROLLER_KEYS``, ``FEATURE_GATES``) serve both directions;
+what each metric type records under ``metrics`` and reads back is its own (``pyhpa.adapters.metric_types``).
 """
 
 from __future__ import annotations
@@ -41,11 +41,11 @@ from ..core.metrics import raw_text
 from .autoscaler import LIST_KINDS, effective_config, is_autoscaler, read_autoscaler
 from .errors import InputError
 from .files import MAX_DOCUMENT_BYTES, read_bytes
-from .metrics_api import external_samples, fetch_failed, object_samples, pods_samples, resource_samples
+from .metric_types import REGISTRY
 from .objects import object_label, pod_from_dict
 from .parse import format_time, int32_value, timestamp
 from .prediction import forecast_from_dict, forecast_to_dict
-from .promql import OFFLINE_SERVER, samples_from_answer
+from .promql import OFFLINE_SERVER
 
 
 @dataclass(slots=True)
@@ -217,17 +217,11 @@ FEATURE_GATES = (("scale_to_zero", "HPAScaleToZero"), ("configurable_tolerance",
 #: HPAOptimizedSelectorStore and StaleControllerConsistencyHPA (how upstream indexes selectors and guards against
 #: a stale informer cache: no decision depends on them).
 UPSTREAM_ONLY_GATES = {"HPAGeneration": True, "HPAOptimizedSelectorStore": True, "StaleControllerConsistencyHPA": True}
-#: ``metrics`` key of the snapshot for each metric source type (``Prometheus``: pyhpa's PromQL metrics)
-METRIC_KEYS = {"Resource": "resource", "ContainerResource": "resource", "Pods": "pods", "Object": "object",
-               "External": "external", "Prometheus": "prometheus"}
-
-
 def metric_error_label(metric_type: str, name: str) -> str | None:
-    """The ``metrics.errors`` entry of a failed call: ``resource`` or ``<key>:<metric name>`` (None: no key)."""
-    key = METRIC_KEYS.get(metric_type)
-    if key is None:
-        return None
-    return key if key == "resource" else f"{key}:{name}"
+    """The ``metrics.errors`` entry of a failed call: ``resource`` or ``<key>:<metric name>``, as the metric type says
+    (``MetricType.snapshot_label``; None: a type the registry does not hold)."""
+    t = REGISTRY.get(metric_type)
+    return None if t is None else t.snapshot_label(name)
 
 
 def controller_config(d: dict | None) -> ControllerConfig:
@@ -283,10 +277,12 @@ def metrics_to_dict(answers: Iterable[tuple[str, str, Any, bool]]) -> dict:
         if not readable:
             if label not in errors:
                 errors.append(label)
-        elif label == "resource":
-            out["resource"] = answer
+            continue
+        t = REGISTRY[mtype]
+        if t.snapshot_named:
+            out.setdefault(t.snapshot_key, {})[name] = answer
         else:
-            out.setdefault(METRIC_KEYS[mtype], {})[name] = answer
+            out[t.snapshot_key] = answer
     if errors:
         out["errors"] = errors
     return out
@@ -404,30 +400,10 @@ def samples_for(hpa: HPA, metrics: dict) -> list[MetricSamples]:
 
 
 def _samples_one(spec, metrics: dict, errors: set) -> MetricSamples:
-    failed = "the metrics API call failed (listed in the snapshot's metrics.errors)"
-    if spec.type in ("Resource", "ContainerResource"):
-        if metric_error_label(spec.type, spec.name) in errors:
-            return MetricSamples(error=fetch_failed(spec.type, failed))
-        if "resource" not in metrics:
-            return MetricSamples(error="no metrics returned from resource metrics API")
-        container = spec.container if spec.type == "ContainerResource" else ""
-        return resource_samples(metrics["resource"], spec.name, container)
-    key = METRIC_KEYS.get(spec.type) if spec.type in ("Pods", "Object", "External") else None
-    if key is None:
+    t = REGISTRY.get(spec.type)
+    if t is None or t.extension is not None:  # unknown (the core reports it), or read with its query
         return MetricSamples()
-    if metric_error_label(spec.type, spec.name) in errors:
-        return MetricSamples(error=fetch_failed(spec.type, failed))
-    answer = (metrics.get(key) or {}).get(spec.name)
-    if answer is None:
-        return MetricSamples(error=f"no {key} metric {spec.name!r} in the snapshot")
-    where = f"metrics.{key}.{spec.name}"
-    if key == "pods":
-        return pods_samples(answer, where)
-    if key == "object":
-        return object_samples(answer, where)
-    # every item the external metrics API returned counts (upstream sums them all; the adapter
-    # behind the API applies the metric selector, so the snapshot holds its answer as given)
-    return external_samples(answer, where)
+    return t.from_snapshot(spec, None, metrics, errors)
 
 
 def snapshot_from_dict(d: Any, source: str, index: int | None = None, lenient: bool = False) -> Snapshot:
@@ -444,15 +420,15 @@ def snapshot_from_dict(d: Any, source: str, index: int | None = None, lenient: b
             if key not in d:
                 raise InputError(f"missing required key {key!r}", field=key)
         config = controller_config(d.get("controller"))
-        hpa, model, prom, config = read_hpa(d["hpa"], config, lenient, server=_prometheus_server(d.get("controller")),
-                                            extensions=True)
+        hpa, model, extended, config = read_hpa(d["hpa"], config, lenient,
+                                                server=_prometheus_server(d.get("controller")), extensions=True)
         pods = pods_in_namespace(d.get("pods") or [], hpa.namespace, lenient=lenient)
         pre = (d.get("input") or {}).get("prenormalizedDesiredReplicas")
         if pre is not None:
             pre = int32_value(pre, "input.prenormalizedDesiredReplicas")
         now = timestamp(d["now"], "now")
         scale = scale_from_dict(d["scale"])
-        samples = _with_prometheus_samples(samples_for(hpa, d.get("metrics")), prom, d.get("metrics"))
+        samples = _with_extended_samples(samples_for(hpa, d.get("metrics")), extended, d.get("metrics"))
         inputs = SyncInputs(hpa=hpa, scale=scale, pods=pods, samples=samples, memory=memory_from_dict(d.get("history")),
                             now=now, config=config, prenormalized=pre, forecast=forecast_from_dict(d.get("forecast")))
         return Snapshot(str(d.get("name") or label), source, str(d.get("level", "controller")), inputs,
@@ -484,25 +460,21 @@ def read_hpa(doc: Any, config: ControllerConfig, lenient: bool = False, server: 
     ``config``, ``schedules`` and the other extension fields, ``type: Prometheus`` metrics, what ``pyhpa
     snapshot`` writes). ``extensions`` also allows a HorizontalAutoscaler's metric extensions
     (``utilizationBasis``) in an autoscaling/v2 document; ``server``, the Prometheus server, is not needed
-    offline. Returns (HPA, v2 model, {index: (MetricSpec, PromQuery)}, config)."""
+    offline. Returns (HPA, v2 model, {index: (MetricSpec, MetricQuery)} of the metrics of types autoscaling/v2
+    lacks (``ParsedAutoscaler.extended``), config)."""
     parsed = read_autoscaler(doc, lenient=lenient, scale_to_zero=config.scale_to_zero, prometheus_server=server,
                              go_structs=lenient, extensions=extensions)
-    return parsed.hpa, parsed.model, parsed.prometheus, effective_config(config, parsed.settings)
+    return parsed.hpa, parsed.model, parsed.extended, effective_config(config, parsed.settings)
 
 
-def _with_prometheus_samples(samples: list[MetricSamples], prom: dict, metrics: Any) -> list[MetricSamples]:
-    """``samples`` with the PromQL metrics' entries read from ``metrics.prometheus.<name>`` (a Prometheus
-    ``/api/v1/query`` JSON answer; ``prometheus:<name>`` in ``metrics.errors``: the query failed)."""
+def _with_extended_samples(samples: list[MetricSamples], extended: dict, metrics: Any) -> list[MetricSamples]:
+    """``samples`` with the entries of the metrics of types autoscaling/v2 lacks (``extended``: {index: (MetricSpec,
+    MetricQuery)}) read by their type (``MetricType.from_snapshot``; Prometheus: ``metrics.prometheus.<name>``, a
+    Prometheus ``/api/v1/query`` JSON answer, ``prometheus:<name>`` in ``metrics.errors`` when the query failed)."""
     metrics = metrics if isinstance(metrics, dict) else {}
-    answers = metrics.get("prometheus") or {}
     errors = set(metrics.get("errors") or [])
-    for i, (spec, q) in prom.items():
-        if metric_error_label("Prometheus", spec.name) in errors:
-            samples[i] = MetricSamples(error="the prometheus query failed (listed in the snapshot's metrics.errors)")
-        elif spec.name not in answers:
-            samples[i] = MetricSamples(error=f"no prometheus metric {spec.name!r} in the snapshot")
-        else:
-            samples[i] = samples_from_answer(answers[spec.name], q)
+    for i, (spec, q) in extended.items():
+        samples[i] = REGISTRY[q.type].from_snapshot(spec, q, metrics, errors)
     return samples
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
 
-from ..core.model import CONTAINER_RESOURCE, RESOURCE, MetricSpec
+from ..adapters.metric_types import RESOURCE_TYPES
+from ..core.model import MetricSpec
 
 _BINARY = ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
 _BYTE_RESOURCES = ("memory", "ephemeral-storage", "storage")
@@ -34,13 +35,13 @@ def number(x: Decimal | float | int, rounding: str = "nearest") -> str:
 
 def is_bytes(spec: MetricSpec | None) -> bool:
     """Whether the metric's values are bytes (memory and storage resources)."""
-    return (spec is not None and spec.type in (RESOURCE, CONTAINER_RESOURCE)
+    return (spec is not None and spec.type in RESOURCE_TYPES
             and (spec.name in _BYTE_RESOURCES or spec.name.startswith("hugepages-")))
 
 
 def is_cpu(spec: MetricSpec | None) -> bool:
     """Whether the metric's values are CPU (milli-units are millicores)."""
-    return spec is not None and spec.type in (RESOURCE, CONTAINER_RESOURCE) and spec.name == "cpu"
+    return spec is not None and spec.type in RESOURCE_TYPES and spec.name == "cpu"
 
 
 def quantity(milli: int | None, spec: MetricSpec | None = None, rounding: str = "nearest") -> str:

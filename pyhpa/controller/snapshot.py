@@ -29,18 +29,17 @@ from lightkube.resources.core_v1 import Pod as PodResource
 
 from ..adapters.autoscaler import autoscaler_document
 from ..adapters.errors import InputError
+from ..adapters.metric_types import REGISTRY, MetricQuery
 from ..adapters.parse import object_name
 from ..adapters.prediction import forecast_from_status
-from ..adapters.promql import PROMETHEUS
 from ..adapters.snapshot import controller_to_dict, metrics_to_dict, snapshot_to_dict
 from . import Controller
-from .cache.autoscaler import MetricQuery, parse_autoscaler
+from .cache.autoscaler import parse_autoscaler
 from .kube.api import ApiFailure, HttpMetrics, LightkubeCluster, SpecError, as_failure
 from .preview import never
 from .settings import Settings
 from .sync.memory import StatusMemory
 from .sync.reconciler import Gathered
-from .sync.sources import query_samples
 
 KINDS = {"horizontalautoscaler": "HorizontalAutoscaler", "hpa": "HorizontalPodAutoscaler"}
 
@@ -137,13 +136,7 @@ def _forecast(gathered: Gathered):
 
 
 def _readable(q: MetricQuery, answer: Any) -> bool:
-    """An answer the snapshot loader can read (Prometheus: any JSON answer, errors included)."""
-    if not isinstance(answer, dict):
-        return False
-    if q.type == PROMETHEUS:
-        return True
-    try:
-        query_samples(q, answer)
-    except InputError:
-        return False
-    return True
+    """An answer the snapshot loader can read, as the metric's type says (``MetricType.readable``; Prometheus: any
+    JSON answer, errors included)."""
+    t = REGISTRY.get(q.type)
+    return t is not None and t.readable(q, answer)

@@ -17,12 +17,13 @@ from typing import Callable, Sequence
 
 from ..adapters.autoscaler import effective_config, find_autoscaler, read_autoscaler
 from ..adapters.errors import InputError
+from ..adapters.metric_types import REGISTRY, RESOURCE_TYPES
 from ..adapters.objects import object_label
 from ..adapters.promql import OFFLINE_SERVER
 from ..adapters.snapshot import read_document
 from ..core import HPA, ControllerConfig, MetricError
 from ..core.calculator import pod_requests, utilization_ratio
-from ..core.model import CONTAINER_RESOURCE, LIMIT, RESOURCE, UTILIZATION
+from ..core.model import LIMIT, UTILIZATION
 from .cluster import Cluster, History
 from .metrics import columns_needed, metric_views
 from .profile import MetricSource, Profile, load_profile, metric_source
@@ -288,11 +289,18 @@ def require_inputs(command: str, given: dict, otherwise: str) -> None:
                          f"(given: {shown}), {otherwise}", field=", ".join(missing))
 
 
+def _named_metric(metric_type: str) -> bool:
+    """Whether a metric of ``metric_type`` is named and fed by a trace column (Pods, Object, External): an
+    autoscaling/v2 type (``pyhpa.adapters.metric_types``) that is no resource of the pods."""
+    t = REGISTRY.get(metric_type)
+    return t is not None and not t.resource and t.extension is None
+
+
 def check_metric_columns(items: Sequence[str], hpas: Sequence["Autoscaler"]) -> None:
     """Each ``--metric-column METRIC=COLUMN`` must feed a metric an autoscaler has (a Pods, Object or External metric
     named METRIC): InputError naming the flag otherwise, instead of a column nobody reads. (Its COLUMN is then read,
     and a missing one refused, by the trace loader.)"""
-    names = sorted({m.name for h in hpas for m in h.hpa.metrics if m.type in ("Pods", "Object", "External")})
+    names = sorted({m.name for h in hpas for m in h.hpa.metrics if _named_metric(m.type)})
     for item in items:
         name = item.partition("=")[0].strip()
         if name not in names:
@@ -357,7 +365,7 @@ def request_warnings(h: Autoscaler, target: Target, file: str) -> list[str]:
     out = []
     pod = target.pod
     for i, m in enumerate(h.hpa.metrics):
-        if m.type not in (RESOURCE, CONTAINER_RESOURCE) or m.target_type != UTILIZATION or pod is None:
+        if m.type not in RESOURCE_TYPES or m.target_type != UTILIZATION or pod is None:
             continue
         limits = m.utilization_basis == LIMIT
         try:

@@ -8,8 +8,9 @@ import re
 from dataclasses import dataclass
 
 from ..adapters.errors import InputError
+from ..adapters.metric_types import REGISTRY, RESOURCE_TYPES, MetricType
 from ..core import HPA, MetricSpec, Proposal
-from ..core.model import CONTAINER_RESOURCE, EXTERNAL, OBJECT, PODS, RESOURCE, UTILIZATION, VALUE
+from ..core.model import UTILIZATION, VALUE
 from .profile import SERVED_SOURCE, Profile
 from .target import Target
 
@@ -38,7 +39,7 @@ class MetricView:
 
     @property
     def utilization(self) -> bool:
-        return self.spec.target_type == UTILIZATION and self.spec.type in (RESOURCE, CONTAINER_RESOURCE)
+        return self.spec.target_type == UTILIZATION and self.spec.type in RESOURCE_TYPES
 
     def value(self, p: Proposal) -> float | None:
         """The metric's current value as the HPA computed it (None when it failed)."""
@@ -65,21 +66,26 @@ def metric_views(hpa: HPA, target: Target, profile: Profile) -> list[MetricView]
 
 
 def _view(spec: MetricSpec, target: Target, profile: Profile, field: str) -> MetricView:
-    if spec.type in (RESOURCE, CONTAINER_RESOURCE):
-        return _resource_view(spec, target, field)
+    """How the simulator answers ``spec``, as its type is (``pyhpa.adapters.metric_types``): a resource of the pods
+    is modelled (``_resource_view``); a per-pod metric is the served requests or a trace column split over the
+    pods; a metric of one value is a trace column."""
+    t = REGISTRY.get(spec.type)
+    if t is not None and t.resource:
+        return _resource_view(spec, t, target, field)
+    per_pod = t is not None and t.per_pod
     source = profile.metrics.get(spec.name)
     if source is None:
         raise InputError(
             f"{spec.type} metric {spec.name!r} has no simulated source: add --metric-column {spec.name}=COLUMN, or "
             f"'metrics: {{{spec.name}: {{column: COLUMN}}}}' to the profile"
-            + (f" (or source: {SERVED_SOURCE})" if spec.type == PODS else ""), field=field)
+            + (f" (or source: {SERVED_SOURCE})" if per_pod else ""), field=field)
     label = f"{_slug(spec.name)}_{'value' if spec.target_type == VALUE else 'average'}"
     milli = spec.target_value_milli if spec.target_type == VALUE else spec.target_average_milli
     target_value = (milli or 0) / 1000.0
-    if spec.type == PODS:
+    if per_pod:
         kind = "served" if source.source == SERVED_SOURCE else "pods_column"
         return MetricView(spec, kind, label, "", 0.001, target_value, source.column, source.scale)
-    if spec.type in (OBJECT, EXTERNAL):
+    if t is not None and t.extension is None:
         if source.source == SERVED_SOURCE:
             raise InputError(f"{spec.type} metric {spec.name!r}: source {SERVED_SOURCE} is per pod; give a trace column",
                              field=field)
@@ -87,12 +93,12 @@ def _view(spec: MetricSpec, target: Target, profile: Profile, field: str) -> Met
     raise InputError(f"metric type {spec.type!r} cannot be simulated", field=field)
 
 
-def _resource_view(spec: MetricSpec, target: Target, field: str) -> MetricView:
+def _resource_view(spec: MetricSpec, t: MetricType, target: Target, field: str) -> MetricView:
     if spec.name not in ("cpu", "memory"):
         raise InputError(f"the simulator models cpu and memory, not {spec.name!r}", field=field)
     prefix = ""
     kind = spec.name
-    if spec.type == CONTAINER_RESOURCE:
+    if t.container:
         if spec.container not in target.containers:
             raise InputError(f"container {spec.container!r} is not in the pod template of {target.label} "
                              f"(containers: {', '.join(target.containers)})", field=field)

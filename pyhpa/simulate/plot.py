@@ -23,6 +23,7 @@ import matplotlib.ticker as mticker  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from ..adapters.metric_types import REGISTRY  # noqa: E402
 from ..core import tolerances  # noqa: E402
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -152,13 +153,10 @@ def metric_title(view) -> str:
     """A metric as a person names it, without the unit: "CPU utilization", "memory per pod",
     "requests_per_second per pod", "queue_length" (the timeline column names stay for CSV readers)."""
     spec = view.spec
-    if spec.type in ("Resource", "ContainerResource"):
-        what = "CPU" if spec.name == "cpu" else spec.name
-        where = f" of container {spec.container}" if spec.type == "ContainerResource" else ""
-        return f"{what} utilization{where}" if view.utilization else f"{what} per pod{where}"
-    if spec.type == "Pods" or spec.target_type == "AverageValue":
-        return f"{spec.name} per pod"
-    return spec.name
+    t = REGISTRY.get(spec.type)
+    if t is not None:  # as the metric's type names it (pyhpa.adapters.metric_types)
+        return t.title(spec, view.utilization)
+    return f"{spec.name} per pod" if spec.target_type == "AverageValue" else spec.name
 
 
 def metric_unit(view) -> str:

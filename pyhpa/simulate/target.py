@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from ..adapters.errors import InputError
-from ..adapters.objects import decode, object_label, pod_from_dict, selector_text
+from ..adapters.objects import decode, object_label, pod_from_dict
 from ..adapters.parse import int32_value, milli, object_meta
+from ..adapters.selectors import selector_text
 from ..adapters.snapshot import read_document
 from ..core import Pod
 from ..core.selector import SelectorError, matches, parse_selector

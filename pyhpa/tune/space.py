@@ -13,10 +13,12 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 from ..adapters.autoscaler import GROUP_VERSION, KIND, V2_API_VERSION, V2_KIND, V2_SPEC_FIELDS
 from ..adapters.errors import InputError
 from ..adapters.fallback import without_metric_fallbacks
+from ..adapters.metric_types import REGISTRY, RESOURCE_TYPES
 from ..api import v1alpha1 as api
 from ..core import HPA
 
@@ -267,7 +269,7 @@ def target_kind(doc: dict, hpa: HPA, file: str) -> TargetKind:
         raise InputError("has no metrics: tune searches the first metric's target (an HPA without metrics "
                          "scales on CPU 80 %; write it out)", file=file, field="spec.metrics")
     m = hpa.metrics[0]
-    cpu = m.type in ("Resource", "ContainerResource") and m.name == "cpu"
+    cpu = m.type in RESOURCE_TYPES and m.name == "cpu"
     if m.target_type == "Utilization":
         return TargetKind("Utilization", float(m.target_utilization), cpu)
     milli = m.target_average_milli if m.target_type == "AverageValue" else m.target_value_milli
@@ -304,7 +306,7 @@ def manifest(base: dict, s: Setting, kind: TargetKind, upstream_only: bool, curr
         return copy.deepcopy(base)
     spec = copy.deepcopy(base.get("spec") or {})
     metric = spec["metrics"][0]
-    section = metric.get(_SECTION.get(metric.get("type"), ""), {})
+    section = metric.get(_target_section(metric.get("type")), {})
     tgt = section.setdefault("target", {})
     if kind.type == "Utilization":
         tgt["averageUtilization"] = int(round(s.target))
@@ -338,8 +340,11 @@ def manifest(base: dict, s: Setting, kind: TargetKind, upstream_only: bool, curr
             "metadata": meta, "spec": spec}
 
 
-_SECTION = {"Resource": "resource", "ContainerResource": "containerResource", "Pods": "pods", "Object": "object",
-            "External": "external"}
+def _target_section(metric_type: Any) -> str:
+    """The field of a ``spec.metrics[]`` item of ``metric_type`` whose ``target`` tune writes: its source's, for the
+    types of autoscaling/v2 (``pyhpa.adapters.metric_types``); "" for any other (its target is left as written)."""
+    t = REGISTRY.get(metric_type) if isinstance(metric_type, str) else None
+    return t.field if t is not None and t.extension is None else ""
 
 
 def behavior(s: Setting) -> dict | None:

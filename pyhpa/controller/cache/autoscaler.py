@@ -16,33 +16,15 @@ import msgspec
 
 from ...adapters.autoscaler import MEMORY_KEY, ObjectSettings, effective_config, read_autoscaler
 from ...adapters.errors import InputError
-from ...adapters.objects import DEFAULT_CPU_METRIC, selector_text
+from ...adapters.metric_types import REGISTRY, MetricQuery
+from ...adapters.objects import DEFAULT_CPU_METRIC
 from ...adapters.pause import pause_annotations
 from ...adapters.printers import Targets
-from ...adapters.promql import PROMETHEUS, PromQuery
 from ...api.v1alpha1 import StatusExtensions
 from ...core import HPA, ControllerConfig
+from ...core.model import RESOURCE
 from ..kube.resources import API_VERSION, GROUP, KIND, PLURAL, VERSION, HorizontalAutoscaler, TargetRef  # noqa: F401 (re-exported)
 from ..settings import Settings
-
-
-@dataclass(frozen=True, slots=True)
-class MetricQuery:
-    """How to ask the metrics APIs for one ``spec.metrics[]`` item.
-
-    ``type`` is the source type; ``name`` the resource (cpu, memory) or metric name; ``container``
-    for ContainerResource; ``metric_selector`` the metric's label selector as text; ``described``
-    (apiVersion, kind, name) of an Object metric's ``describedObject``; ``prom`` the PromQL query of a
-    ``Prometheus`` metric (``pyhpa.adapters.promql``).
-    """
-
-    type: str
-    name: str = ""
-    container: str = ""
-    metric_selector: str = ""
-    described: tuple[str, str, str] | None = None
-    prom: PromQuery | None = None
-
 
 # ----- what an Autoscaler keeps as stored: packed JSON ----------------------------------------------------------
 _encode = msgspec.json.Encoder().encode
@@ -217,27 +199,19 @@ def object_key(namespace: str, name: str) -> str:
     return f"{namespace}/{name}"
 
 
-def _queries(model: Any, prom: dict | None = None) -> tuple[MetricQuery, ...]:
+def _queries(model: Any, extended: dict | None = None) -> tuple[MetricQuery, ...]:
+    """How to ask for each ``spec.metrics[]`` item: built by its type (``pyhpa.adapters.metric_types``) from the v2
+    model's item, or the query its type made when reading it (``extended``: {index: (MetricSpec, MetricQuery)} of
+    the types autoscaling/v2 lacks); a type no one knows is asked nothing (the core reports it)."""
     out = []
     for i, m in enumerate(model.spec.metrics or []):
-        if prom and i in prom:
-            spec, q = prom[i]
-            out.append(MetricQuery(PROMETHEUS, spec.name, prom=q))
-        elif m.type in ("Resource", "ContainerResource"):
-            src = m.resource if m.type == "Resource" else m.containerResource
-            out.append(MetricQuery(m.type, src.name, getattr(src, "container", "") or ""))
-        elif m.type in ("Pods", "Object", "External"):
-            src = {"Pods": m.pods, "Object": m.object, "External": m.external}[m.type]
-            sel = selector_text(src.metric.selector)
-            described = None
-            if m.type == "Object":
-                d = src.describedObject
-                described = (d.apiVersion or "", d.kind, d.name)
-            out.append(MetricQuery(m.type, src.metric.name, "", sel, described))
-        else:
-            out.append(MetricQuery(m.type))
+        if extended and i in extended:
+            out.append(extended[i][1])
+            continue
+        t = REGISTRY.get(m.type)
+        out.append(t.query(m) if t is not None and t.query is not None else MetricQuery(m.type))
     if not out:  # API default: CPU 80 %
-        out.append(MetricQuery("Resource", "cpu"))
+        out.append(MetricQuery(RESOURCE, "cpu"))
     return tuple(out)
 
 
@@ -268,10 +242,10 @@ def parse_autoscaler(obj: Any, settings: Settings) -> Autoscaler:
                "metadata": meta, "spec": spec, "status": status}
         parsed = read_autoscaler(doc, lenient=True, scale_to_zero=base.scale_to_zero,
                                  prometheus_server=settings.prometheus_url)
-        hpa, model, prom, own = parsed.hpa, parsed.model, parsed.prometheus, parsed.settings
+        hpa, model, extended, own = parsed.hpa, parsed.model, parsed.extended, parsed.settings
         ref = model.spec.scaleTargetRef
         a.scale_target_ref = TargetRef(ref.apiVersion or "", ref.kind, ref.name)
-        a.queries = _queries(model, prom)
+        a.queries = _queries(model, extended)
     except InputError as err:
         if status and (err.field or "").startswith("status"):  # the controller's own field: rewritten, not an error
             return parse_autoscaler(dict(obj, status={}), settings)

@@ -19,20 +19,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx2
 
+from ...adapters.metric_types import REGISTRY, MetricQuery
 from ...adapters.parse import format_time
-from ...adapters.promql import PROMETHEUS, RangeQueryError, query_range, range_step
+from ...adapters.promql import RangeQueryError, label_value, query_range, range_step, regex_literal
 from ...api.status import PREDICTION_FIGURES as STATUS_FIGURES  # noqa: F401 (re-exported)
 from ...api.status import prediction_section
 from ...core import Decision, Forecast, MetricSamples, PredictionSpec
-from ...core.selector import SelectorError, parse_selector
 from ...forecast import HISTORY_UNAVAILABLE
-from ..cache.autoscaler import Autoscaler, MetricQuery
+from ..cache.autoscaler import Autoscaler
 
 log = logging.getLogger("pyhpa.controller.prediction")
 
@@ -40,37 +39,11 @@ log = logging.getLogger("pyhpa.controller.prediction")
 RETRY_SECONDS = 60.0
 #: Step of the history range query, seconds (coarser for very long histories: Prometheus' point limit).
 HISTORY_STEP_SECONDS = 60.0
-_CONTAINERS = 'container!="",container!="POD"'
-
-
-def _label_value(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"')
-
-
-def _regex_literal(text: str) -> str:
-    """``text`` matched literally by an RE2 regex (only regex metacharacters escaped: PromQL strings
-    refuse unknown escapes such as ``\\-``)."""
-    return re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", text)
-
-
-#: a label name PromQL takes in a matcher
-_PROM_LABEL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def _matchers(selector: str) -> str:
-    """The equality requirements of a label selector text (``a=b,c=d``, read by the one selector parser,
-    ``pyhpa.core.selector``) as PromQL matchers; other requirements, label names PromQL does not take, and a
-    selector that does not parse are left out."""
-    try:
-        reqs = parse_selector(selector or "")
-    except SelectorError:
-        return ""
-    return "".join(f',{key}="{_label_value(value)}"' for op, key, value in reqs
-                   if op == "=" and _PROM_LABEL.fullmatch(key))
 
 
 def default_history_query(a: Autoscaler, index: int) -> tuple[str, str] | None:
-    """(PromQL, unit) of the default history of ``spec.metrics[index]``'s workload total, or None.
+    """(PromQL, unit) of the default history of ``spec.metrics[index]``'s workload total, or None: the metric
+    type's (``MetricType.history``, ``pyhpa.adapters.metric_types``).
 
     The target's pods are found by name (``pod=~"<target>-.*"``, how Deployment and StatefulSet pods are
     named, as Crane does): CPU ``sum(rate(container_cpu_usage_seconds_total{...}[5m]))`` (cores), memory
@@ -79,26 +52,13 @@ def default_history_query(a: Autoscaler, index: int) -> tuple[str, str] | None:
     metric ``sum(NAME{selector})``; a Prometheus metric its own query (summed over pods when per pod).
     """
     q: MetricQuery = a.queries[index]
-    ns = _label_value(a.namespace)
-    target = a.scale_target_ref.name if a.scale_target_ref is not None else a.name
-    pods = f'namespace="{ns}",pod=~"{_label_value(_regex_literal(target))}-.*"'
-    if q.type in ("Resource", "ContainerResource"):
-        where = pods + "," + (f'container="{_label_value(q.container)}"' if q.type == "ContainerResource" else _CONTAINERS)
-        if q.name == "cpu":
-            return f"sum(rate(container_cpu_usage_seconds_total{{{where}}}[5m]))", "cores"
-        if q.name == "memory":
-            return f"sum(container_memory_working_set_bytes{{{where}}})", "bytes"
+    t = REGISTRY.get(q.type)
+    if t is None:
         return None
-    if q.type == "Pods":
-        return f"sum({q.name}{{{pods}{_matchers(q.metric_selector)}}})", "the metric's unit"
-    if q.type == "Object":
-        return f'sum({q.name}{{namespace="{ns}"{_matchers(q.metric_selector)}}})', "the metric's unit"
-    if q.type == "External":
-        sel = _matchers(q.metric_selector).lstrip(",")
-        return f"sum({q.name}{{{sel}}})", "the metric's unit"
-    if q.type == PROMETHEUS and q.prom is not None:
-        return (f"sum({q.prom.query})" if q.prom.pod_label else q.prom.query), "the query's unit"
-    return None
+    ns = label_value(a.namespace)
+    target = a.scale_target_ref.name if a.scale_target_ref is not None else a.name
+    pods = f'namespace="{ns}",pod=~"{label_value(regex_literal(target))}-.*"'
+    return t.history(q, ns, pods)
 
 
 @dataclass(slots=True)

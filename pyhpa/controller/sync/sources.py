@@ -1,15 +1,14 @@
 """Metric sources: ask the metrics APIs for each ``spec.metrics[]`` item, with a timeout per call.
 
-The answers are turned into the decision core's ``MetricSamples`` by ``pyhpa.adapters.metrics_api``
-(the same reading ``explain`` uses). Like upstream, a failed call is not an exception: it becomes
-``MetricSamples(error=...)``, and the core reports FailedGet*Metric. Every call is bounded by
-``timeout`` seconds (upstream once hung for days on a metrics call); the metrics of one autoscaler
-are fetched concurrently, and several Resource/ContainerResource metrics share one
+What is asked of which API, and how the answer becomes the decision core's ``MetricSamples``, is the metric type's
+(``pyhpa.adapters.metric_types``: the same reading ``explain`` uses). Like upstream, a failed call is not an
+exception: it becomes ``MetricSamples(error=...)``, and the core reports FailedGet*Metric. Every call is bounded by
+``timeout`` seconds (upstream once hung for days on a metrics call); the metrics of one autoscaler are fetched
+concurrently, and the metrics of a type whose answer is ``shared`` (Resource, ContainerResource) share one
 metrics.k8s.io call per sync.
 
-``Prometheus`` metrics (a pyhpa extension: an instant PromQL query, ``pyhpa.adapters.promql``) are
-asked of their Prometheus server over httpx2 (``/api/v1/query``), each bounded by its own
-``timeoutSeconds``; the answer becomes a Pods-like or External-like ``MetricSamples``.
+A type that asks its own server (``MetricType.fetch``: ``Prometheus``, a pyhpa extension, an instant PromQL query)
+is asked over httpx2 (one client, made on first use), each query bounded by its own ``timeoutSeconds``.
 """
 
 from __future__ import annotations
@@ -22,18 +21,11 @@ from typing import Any
 import httpx2
 
 from ...adapters.errors import InputError
-from ...adapters.metrics_api import (
-    API_NAMES,
-    external_samples,
-    fetch_failed,
-    object_samples,
-    pods_samples,
-    resource_samples,
-)
-from ...adapters.promql import PROMETHEUS, PromQuery, query_answer
+from ...adapters.metric_types import REGISTRY, MetricQuery, MetricType
+from ...adapters.metrics_api import fetch_failed
 from ...core import MetricSamples, Scale
 from ...core.selector import SelectorError, parse_selector
-from ..cache.autoscaler import Autoscaler, MetricQuery
+from ..cache.autoscaler import Autoscaler
 from ..kube.api import ApiFailure, MetricsClient, as_failure
 
 
@@ -52,10 +44,10 @@ class MetricSources:
     def __init__(self, client: MetricsClient, timeout: float):
         self._client = client
         self._timeout = timeout
-        self._http: httpx2.AsyncClient | None = None  # Prometheus queries; made on first use
+        self._http: httpx2.AsyncClient | None = None  # of the types that ask their own server; made on first use
 
     async def close(self) -> None:
-        """Close the Prometheus HTTP client (if one was made)."""
+        """Close the HTTP client of the types that ask their own server (Prometheus; if one was made)."""
         if self._http is not None:
             await self._http.aclose()
             self._http = None
@@ -72,47 +64,31 @@ class MetricSources:
 
     async def _one(self, a: Autoscaler, q: MetricQuery, scale: Scale, shared: dict | None) -> Fetched:
         start = time.perf_counter()
-        if q.type == PROMETHEUS and q.prom is not None:
-            return await self._prometheus(q.prom)
-        if q.type not in API_NAMES:
+        t = REGISTRY.get(q.type)
+        if t is None:  # a type no one knows: nothing to ask (the core reports it)
             return Fetched(MetricSamples(), None, 0.0)
+        if t.fetch is not None:  # asks its own server: never raises
+            if self._http is None:
+                self._http = httpx2.AsyncClient()
+            samples, answer = await t.fetch(self._http, q)
+            return Fetched(samples, answer, time.perf_counter() - start)
         try:
-            answer = await self._answer(a.namespace, q, scale.selector, shared)
+            answer = await self._answer(t, a.namespace, q, scale.selector, shared)
         except ApiFailure as err:
-            msg = fetch_failed(q.type, err.message)
+            msg = fetch_failed(t.api, err.message)
             return Fetched(MetricSamples(error=msg), msg, time.perf_counter() - start)
         try:
-            samples = query_samples(q, answer)
+            samples = t.samples(q, answer)
         except InputError as err:
-            samples = MetricSamples(error=f"malformed answer of the {API_NAMES[q.type]} metrics API: {err}")
+            samples = MetricSamples(error=f"malformed answer of the {t.api} metrics API: {err}")
         return Fetched(samples, answer, time.perf_counter() - start)
 
-    async def _answer(self, ns: str, q: MetricQuery, selector: str, shared: dict | None) -> Any:
-        if q.type in ("Resource", "ContainerResource"):
-            if shared is None:
-                return await self._bounded(self._client.resource_metrics(ns, selector))
-            if "resource" not in shared:
-                shared["resource"] = asyncio.ensure_future(self._bounded(self._client.resource_metrics(ns, selector)))
-            return await asyncio.shield(shared["resource"])
-        if q.type == "Pods":
-            return await self._bounded(self._client.pods_metric(ns, q.name, selector, q.metric_selector))
-        if q.type == "Object":
-            return await self._bounded(self._client.object_metric(ns, q.described, q.name, q.metric_selector))
-        return await self._bounded(self._client.external_metric(ns, q.name, q.metric_selector))
-
-    async def _prometheus(self, q: PromQuery) -> Fetched:
-        """One instant query, bounded by the metric's ``timeoutSeconds`` as a whole (httpx2's own timeout
-        is per read, so a server that trickles bytes could otherwise take longer)."""
-        start = time.perf_counter()
-        if self._http is None:
-            self._http = httpx2.AsyncClient()
-        try:
-            async with asyncio.timeout(q.timeout_seconds):
-                samples, answer = await query_answer(self._http, q)
-        except TimeoutError:
-            answer = f"prometheus query timed out after {q.timeout_seconds:g}s"
-            samples = MetricSamples(error=answer)
-        return Fetched(samples, answer, time.perf_counter() - start)
+    async def _answer(self, t: MetricType, ns: str, q: MetricQuery, selector: str, shared: dict | None) -> Any:
+        if shared is None or not t.shared:
+            return await self._bounded(t.ask(self._client, ns, q, selector))
+        if t.api not in shared:  # the first metric of this API in the sync asks; the others take its answer
+            shared[t.api] = asyncio.ensure_future(self._bounded(t.ask(self._client, ns, q, selector)))
+        return await asyncio.shield(shared[t.api])
 
     async def _bounded(self, call) -> Any:
         try:
@@ -134,14 +110,3 @@ def _usable(selector: str) -> bool:
     except SelectorError:
         return False
     return True
-
-
-def query_samples(q: MetricQuery, answer: Any) -> MetricSamples:
-    if q.type in ("Resource", "ContainerResource"):
-        container = q.container if q.type == "ContainerResource" else ""
-        return resource_samples(answer, q.name, container)
-    if q.type == "Pods":
-        return pods_samples(answer, f"pods metric {q.name}")
-    if q.type == "Object":
-        return object_samples(answer, f"object metric {q.name}")
-    return external_samples(answer, f"external metric {q.name}")

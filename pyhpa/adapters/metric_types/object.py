@@ -1,0 +1,65 @@
+"""The ``Object`` metric type: a metric of one Kubernetes object (``describedObject``) from the custom metrics API
+(custom.metrics.k8s.io, a MetricValue, ``pyhpa.adapters.metrics_api.object_samples``), with a Value or AverageValue
+target. A snapshot keeps its answer under ``metrics.object.<name>``; its default history is
+``sum(NAME{namespace, selector})``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...core.model import OBJECT, MetricSamples, MetricSpec
+from ..metrics_api import object_samples
+from ..promql import matchers
+from ..selectors import selector_text
+from .base import (
+    MetricQuery,
+    MetricType,
+    Shown,
+    metric_identity,
+    named_spec,
+    shown_by_value,
+    snapshot_named_samples,
+    value_title,
+)
+
+
+def _spec(source: Any, target_type: str, utilization: int | None, average: int | None,
+          value: int | None) -> MetricSpec:
+    described = (source.describedObject.kind, source.describedObject.name)
+    return named_spec(OBJECT, source, target_type, utilization, average, value, described)
+
+
+def _query(item: Any) -> MetricQuery:
+    source = item.object
+    d = source.describedObject
+    return MetricQuery(OBJECT, source.metric.name, "", selector_text(source.metric.selector),
+                       (d.apiVersion or "", d.kind, d.name))
+
+
+def _ask(client: Any, namespace: str, q: MetricQuery, selector: str) -> Any:
+    return client.object_metric(namespace, q.described, q.name, q.metric_selector)
+
+
+def _samples(q: MetricQuery, answer: Any) -> MetricSamples:
+    return object_samples(answer, f"object metric {q.name}")
+
+
+def _from_snapshot(spec: MetricSpec, q: MetricQuery | None, metrics: dict, errors: set) -> MetricSamples:
+    return snapshot_named_samples(TYPE, spec.name, metrics, errors, object_samples)
+
+
+def _shown(item: dict) -> Shown:
+    return shown_by_value(OBJECT, "object", item)
+
+
+def _history(q: MetricQuery, namespace: str, pods: str) -> tuple[str, str] | None:
+    return f'sum({q.name}{{namespace="{namespace}"{matchers(q.metric_selector)}}})', "the metric's unit"
+
+
+TYPE = MetricType(
+    name=OBJECT, field="object", api="custom",
+    spec=_spec, query=_query, ask=_ask, samples=_samples,
+    snapshot_key="object", from_snapshot=_from_snapshot,
+    shown=_shown, identity=metric_identity(OBJECT), title=value_title, history=_history,
+)
