@@ -137,6 +137,23 @@ class MetricType:
 SNAPSHOT_FAILED = "the metrics API call failed (listed in the snapshot's metrics.errors)"
 
 
+def named_type(*, read: Callable[[Any, str], MetricSamples], what: str, **fields: Any) -> MetricType:
+    """A type whose answers are one per metric name (Pods, Object, External), built by keyword as ``MetricType``
+    with its ``samples`` and ``from_snapshot`` made from ``read(answer, field)``, the metrics API answer's reader
+    (``pyhpa.adapters.metrics_api``): ``samples`` names the call ``<what> <metric name>`` in errors (as upstream's
+    REST metrics client does), ``from_snapshot`` reads ``metrics.<snapshot_key>.<name>`` (``snapshot_named_samples``)."""
+    made: list[MetricType] = []
+
+    def samples(q: MetricQuery, answer: Any) -> MetricSamples:
+        return read(answer, f"{what} {q.name}")
+
+    def from_snapshot(spec: MetricSpec, q: MetricQuery | None, metrics: dict, errors: set) -> MetricSamples:
+        return snapshot_named_samples(made[0], spec.name, metrics, errors, read)
+
+    made.append(MetricType(samples=samples, from_snapshot=from_snapshot, **fields))
+    return made[0]
+
+
 def snapshot_named_samples(t: MetricType, name: str, metrics: dict, errors: set,
                            read: Callable[[Any, str], MetricSamples]) -> MetricSamples:
     """``from_snapshot`` of a type whose answers are kept by metric name (``metrics.<key>.<name>``): the failed call

@@ -6,22 +6,14 @@ target. A snapshot keeps its answer under ``metrics.object.<name>``; its default
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
-from ...core.model import OBJECT, MetricSamples, MetricSpec
+from ...core.model import OBJECT, MetricSpec
 from ..metrics_api import object_samples
 from ..promql import matchers
 from ..selectors import selector_text
-from .base import (
-    MetricQuery,
-    MetricType,
-    Shown,
-    metric_identity,
-    named_spec,
-    shown_by_value,
-    snapshot_named_samples,
-    value_title,
-)
+from .base import MetricQuery, metric_identity, named_spec, named_type, shown_by_value, value_title
 
 
 def _spec(source: Any, target_type: str, utilization: int | None, average: int | None,
@@ -41,25 +33,13 @@ def _ask(client: Any, namespace: str, q: MetricQuery, selector: str) -> Any:
     return client.object_metric(namespace, q.described, q.name, q.metric_selector)
 
 
-def _samples(q: MetricQuery, answer: Any) -> MetricSamples:
-    return object_samples(answer, f"object metric {q.name}")
-
-
-def _from_snapshot(spec: MetricSpec, q: MetricQuery | None, metrics: dict, errors: set) -> MetricSamples:
-    return snapshot_named_samples(TYPE, spec.name, metrics, errors, object_samples)
-
-
-def _shown(item: dict) -> Shown:
-    return shown_by_value(OBJECT, "object", item)
-
-
 def _history(q: MetricQuery, namespace: str, pods: str) -> tuple[str, str] | None:
     return f'sum({q.name}{{namespace="{namespace}"{matchers(q.metric_selector)}}})', "the metric's unit"
 
 
-TYPE = MetricType(
-    name=OBJECT, field="object", api="custom",
-    spec=_spec, query=_query, ask=_ask, samples=_samples,
-    snapshot_key="object", from_snapshot=_from_snapshot,
-    shown=_shown, identity=metric_identity(OBJECT), title=value_title, history=_history,
+TYPE = named_type(
+    name=OBJECT, field="object", api="custom", read=object_samples, what="object metric",
+    spec=_spec, query=_query, ask=_ask, snapshot_key="object",
+    shown=partial(shown_by_value, OBJECT, "object"), identity=metric_identity(OBJECT), title=value_title,
+    history=_history,
 )

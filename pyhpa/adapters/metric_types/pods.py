@@ -5,29 +5,24 @@ its answer under ``metrics.pods.<name>``; its default history is ``sum(NAME{name
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
-from ...core.model import PODS, MetricSamples, MetricSpec
+from ...core.model import PODS, MetricSpec
 from ..metrics_api import pods_samples
 from ..promql import matchers
 from ..selectors import selector_text
 from .base import (
     NOT_SHOWN,
     MetricQuery,
-    MetricType,
     Shown,
     metric_identity,
     metric_name,
     named_spec,
+    named_type,
     quantity_text,
-    snapshot_named_samples,
     written_source,
 )
-
-
-def _spec(source: Any, target_type: str, utilization: int | None, average: int | None,
-          value: int | None) -> MetricSpec:
-    return named_spec(PODS, source, target_type, utilization, average, value)
 
 
 def _query(item: Any) -> MetricQuery:
@@ -36,14 +31,6 @@ def _query(item: Any) -> MetricQuery:
 
 def _ask(client: Any, namespace: str, q: MetricQuery, selector: str) -> Any:
     return client.pods_metric(namespace, q.name, selector, q.metric_selector)
-
-
-def _samples(q: MetricQuery, answer: Any) -> MetricSamples:
-    return pods_samples(answer, f"pods metric {q.name}")
-
-
-def _from_snapshot(spec: MetricSpec, q: MetricQuery | None, metrics: dict, errors: set) -> MetricSamples:
-    return snapshot_named_samples(TYPE, spec.name, metrics, errors, pods_samples)
 
 
 def _shown(item: dict) -> Shown:
@@ -63,9 +50,8 @@ def _history(q: MetricQuery, namespace: str, pods: str) -> tuple[str, str] | Non
     return f"sum({q.name}{{{pods}{matchers(q.metric_selector)}}})", "the metric's unit"
 
 
-TYPE = MetricType(
-    name=PODS, field="pods", api="custom", per_pod=True,
-    spec=_spec, query=_query, ask=_ask, samples=_samples,
-    snapshot_key="pods", from_snapshot=_from_snapshot,
+TYPE = named_type(
+    name=PODS, field="pods", api="custom", per_pod=True, read=pods_samples, what="pods metric",
+    spec=partial(named_spec, PODS), query=_query, ask=_ask, snapshot_key="pods",
     shown=_shown, identity=metric_identity(PODS), title=_title, history=_history,
 )
