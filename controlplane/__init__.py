@@ -1,5 +1,5 @@
-"""A real Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager, kubectl v1.37.2) built from the
-Go modules, with a kubelet fixture and a metrics fixture: for pyhpa's end-to-end tier and for trying pyhpa
+"""A real Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager, kubectl v1.37.2; and helm v4.3.1
+for the chart's tests) built from the Go modules, with a kubelet fixture and a metrics fixture: for pyhpa's end-to-end tier and for trying pyhpa
 locally without a cluster. ``python -m controlplane --help``; README "Try it on a real control plane".
 
 Test infrastructure, not product code (as ``kubedouble``): nothing in ``pyhpa`` imports it.
@@ -13,6 +13,7 @@ from typing import Any
 
 from .build import (
     BINARIES,
+    HELM_VERSION,
     KUBERNETES_VERSION,
     NOT_BUILT,
     BuildError,
@@ -20,13 +21,14 @@ from .build import (
     build,
     build_with_bar,
     cache_dir,
+    helm,
     is_built,
     kubectl,
     not_built_reason,
 )
 
-__all__ = ["BINARIES", "KUBERNETES_VERSION", "NOT_BUILT", "BuildError", "ControlPlane", "ControlPlaneError", "bin_dir",
-           "build", "build_with_bar", "cache_dir", "is_built", "kubectl", "not_built_reason"]
+__all__ = ["BINARIES", "HELM_VERSION", "KUBERNETES_VERSION", "NOT_BUILT", "BuildError", "ControlPlane", "ControlPlaneError", "bin_dir",
+           "build", "build_with_bar", "cache_dir", "helm", "is_built", "kubectl", "not_built_reason"]
 _FROM_CLUSTER = ("ControlPlane", "ControlPlaneError")
 
 

@@ -2,7 +2,7 @@
 
     python -m controlplane build      # go build into ~/.cache/pyhpa/control-plane/v1.37.2/bin (cached)
     python -m controlplane up         # build if needed, start, install the HorizontalAutoscaler CRD; Ctrl-C stops
-    python -m controlplane version    # kube-apiserver --version of the cached build
+    python -m controlplane version    # kube-apiserver --version and helm version of the cached build
 
 Its help and errors follow pyhpa's conventions (docs/cli.md; ``pyhpa.cli.help``): plain help ending with
 examples, ``-h``, click's errors as one line with exit code 2.
@@ -20,7 +20,7 @@ import typer
 
 from pyhpa.cli.help import Command, examples, typer_app
 
-from .build import KUBERNETES_VERSION, BuildError, bin_dir, build_with_bar, cache_dir, not_built_reason
+from .build import HELM_VERSION, KUBERNETES_VERSION, BuildError, bin_dir, build_with_bar, cache_dir, not_built_reason
 from .cluster import DEFAULT_CONTROLLERS, ControlPlane, ControlPlaneError
 
 EXAMPLES = {
@@ -30,7 +30,7 @@ EXAMPLES = {
                    "python -m controlplane up --no-crd   # without pyhpa's CRD"),
 }
 app = typer_app(help="Build and run a local Kubernetes v1.37.2 control plane (etcd, kube-apiserver, "
-                     "kube-controller-manager, kubectl) for pyhpa, on loopback only.",
+                     f"kube-controller-manager, kubectl; and helm {HELM_VERSION}) for pyhpa, on loopback only.",
                 epilog=examples("python -m controlplane build", "python -m controlplane up",
                                 "python -m controlplane version"))
 CRD = Path(__file__).resolve().parent.parent / "pyhpa" / "data" / "deploy" / "crd.yaml"
@@ -46,8 +46,8 @@ def build(result_file: Optional[Path] = typer.Option(
         None, "--result-file", metavar="FILE",
         help="Also write the outcome there when done: an empty file when built, else the one-line reason and the "
              "command that fixes it (the test suite's background build reads it).")) -> None:
-    """Build the binaries, and hpa-decide (upstream's HPA controller deciding snapshots: tools/upstream/hpa-decide)
-    (15-35 minutes cold on two cores; then cached by version)."""
+    """Build the binaries, hpa-decide (upstream's HPA controller deciding snapshots: tools/upstream/hpa-decide)
+    and helm (Helm v4, pinned; the Helm chart's tests) (15-35 minutes cold on two cores; then cached by version)."""
     try:
         folder = build_with_bar()
     except BuildError as e:
@@ -66,13 +66,15 @@ def _write_result(path: Optional[Path], reason: str) -> None:
 
 @app.command(cls=Command, epilog=EXAMPLES["version"])
 def version() -> None:
-    """Print what the cached kube-apiserver says of its version."""
-    exe = bin_dir() / "kube-apiserver"
-    if not exe.is_file():
-        _fail(f"{exe} is not built yet: run python -m controlplane build")
+    """Print what the cached kube-apiserver and helm say of their versions."""
     import subprocess
 
-    typer.echo(subprocess.run([str(exe), "--version"], capture_output=True, text=True).stdout.strip())
+    for name, flags in (("kube-apiserver", ["--version"]), ("helm", ["version", "--short"])):
+        exe = bin_dir() / name
+        if not exe.is_file():
+            _fail(f"{exe} is not built yet: run python -m controlplane build")
+        said = subprocess.run([str(exe), *flags], capture_output=True, text=True).stdout.strip()
+        typer.echo(said if name != "helm" else f"helm {said}")
 
 
 @app.command(cls=Command, epilog=EXAMPLES["up"])

@@ -1,4 +1,5 @@
-"""Build kube-apiserver, kube-controller-manager, kubectl, etcd and hpa-decide v1.37.2 from the Go modules, cached by version.
+"""Build kube-apiserver, kube-controller-manager, kubectl, etcd and hpa-decide v1.37.2, and helm v4.3.1, from the Go
+modules, cached by version.
 
 The Go module is ``tools/kube`` (its go.mod requires ``k8s.io/kubernetes v1.37.2`` and replaces each staging
 module with its published ``v0.37.2``; etcd is the version upstream's go.mod pins). The binaries go to
@@ -12,6 +13,10 @@ reused (a cold build takes 15-35 minutes on two cores; Go's own build cache, ``g
 out of upstream's own files of ``k8s.io/kubernetes/pkg/controller/podautoscaler`` (read from the module cache,
 unchanged; Go refuses to overlay files inside the module cache itself) plus ``zz_pyhpa_harness.go``, a door into
 the package's unexported state (its controller memory, one worker step).
+
+``helm`` (Helm v4, what tests/test_helm_chart.py lints and renders deploy/helm/pyhpa with) is built in its own
+module, helm's own go.mod at the pinned version (``go install helm.sh/helm/v4/cmd/helm@v4.3.1``, GOBIN the same
+folder), not tools/kube's; its stamp hashes the package, the version and the flags.
 
 Errors: ``BuildError`` with one line saying what is missing (no ``go``) or the last lines Go printed.
 """
@@ -32,7 +37,15 @@ from typing import Callable, Iterable, Iterator, Optional
 
 KUBERNETES_VERSION = "v1.37.2"
 MODULE = Path(__file__).resolve().parent.parent / "tools" / "kube"
-BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kubectl", "hpa-decide")
+HELM_VERSION = "v4.3.1"
+HELM_PACKAGE = "helm.sh/helm/v4/cmd/helm"
+#: binaries built by ``go install <package>@<version>`` in their own module (their go.mod, not MODULE's): name ->
+#: (package, version, ldflags); helm's ldflags are those of its Makefile (``helm version`` prints the version)
+OWN_MODULE = {
+    "helm": (HELM_PACKAGE, HELM_VERSION, f"-s -w -X helm.sh/helm/v4/internal/version.version={HELM_VERSION} "
+                                         "-X helm.sh/helm/v4/internal/version.gitTreeState=clean"),
+}
+BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kubectl", "hpa-decide", "helm")
 #: mains built against upstream's podautoscaler package rebuilt with the harness (``harness_overlay``)
 HARNESS_BINARIES = ("hpa-decide",)
 HARNESS_TAG = "pyhpa_harness"
@@ -83,7 +96,10 @@ def ldflags(version: str = KUBERNETES_VERSION) -> str:
 
 def source_hash(version: str = KUBERNETES_VERSION, name: str = "kube-apiserver") -> str:
     """A hash of what binary ``name`` is built from: go.mod, go.sum, the flags, every .go file of its main's
-    folder and, for a harness binary, of the harness package (upstream's files are pinned by go.sum)."""
+    folder and, for a harness binary, of the harness package (upstream's files are pinned by go.sum); for a binary
+    of its own module (``OWN_MODULE``: helm), its package, version and flags (go.sum of that version pins the rest)."""
+    if name in OWN_MODULE:
+        return hashlib.sha256(" ".join((name, *OWN_MODULE[name])).encode()).hexdigest()[:16]
     h = hashlib.sha256(ldflags(version).encode())
     h.update(name.encode())
     dirs = [MODULE / "cmd" / name] + ([MODULE / HARNESS_PACKAGE] if name in HARNESS_BINARIES else [])
@@ -97,6 +113,12 @@ def source_hash(version: str = KUBERNETES_VERSION, name: str = "kube-apiserver")
 def kubectl(version: str = KUBERNETES_VERSION) -> Optional[str]:
     """The built kubectl of ``version`` (what tests and CI use: Debian's is 1.20), or None before the build."""
     path = bin_dir(version) / "kubectl"
+    return str(path) if path.is_file() else None
+
+
+def helm(version: str = KUBERNETES_VERSION) -> Optional[str]:
+    """The built helm (``HELM_VERSION``), or None before the build."""
+    path = bin_dir(version) / "helm"
     return str(path) if path.is_file() else None
 
 
@@ -171,8 +193,9 @@ def _build(go: str, version: str, todo: list[str], progress: Optional[Callable[[
     tmp = out.parent / "bin.partial"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    plain = [n for n in todo if n not in HARNESS_BINARIES]
+    plain = [n for n in todo if n not in HARNESS_BINARIES and n not in OWN_MODULE]
     harness = [n for n in todo if n in HARNESS_BINARIES]
+    own = [n for n in todo if n in OWN_MODULE]
     groups = []
     if plain:
         groups.append(([], plain))
@@ -182,7 +205,9 @@ def _build(go: str, version: str, todo: list[str], progress: Optional[Callable[[
         groups.append((["-tags", HARNESS_TAG, "-overlay", str(overlay)], harness))
     log("resolving the Go modules (from the module proxy when the module cache is empty: a few minutes)")
     total = sum(_count_packages(go, env, flags, group) for flags, group in groups)
-    log(f"building {', '.join(todo)} {version} from the Go modules into {out} (cold: 15-35 minutes on two "
+    total += sum(_count_own_packages(go, env, tmp, name) for name in own)
+    what = ", ".join(f"{n} {OWN_MODULE[n][1]}" if n in OWN_MODULE else n for n in todo)
+    log(f"building {what} (Kubernetes {version}) from the Go modules into {out} (cold: 15-35 minutes on two "
         f"cores; cached afterwards)")
     done = 0
     for flags, group in groups:
@@ -202,10 +227,66 @@ def _build(go: str, version: str, todo: list[str], progress: Optional[Callable[[
         for name in group:
             os.replace(tmp / name, out / name)
             (out / f".stamp-{name}").write_text(source_hash(version, name) + "\n")
+    for name in own:
+        done = _install_own(go, env, tmp, name, done, total, progress)
+        os.replace(tmp / name, out / name)
+        (out / f".stamp-{name}").write_text(source_hash(version, name) + "\n")
     shutil.rmtree(tmp, ignore_errors=True)
     if progress:
         progress(total, total)
     log(f"built in {time.monotonic() - started:.0f} s")
+
+
+def _own_env(env: dict, gobin: Path) -> dict:
+    """The environment of ``go install <package>@<version>``: outside any module or workspace (its own go.mod
+    decides; ``-mod`` is not for it), into ``gobin``."""
+    return {**env, "GOBIN": str(gobin), "GOWORK": "off", "GOFLAGS": "-buildvcs=false"}
+
+
+def _install_own(go: str, env: dict, tmp: Path, name: str, done: int, total: int,
+                 progress: Optional[Callable[[int, int], None]]) -> int:
+    """``go install -v <package>@<version>`` of binary ``name`` of ``OWN_MODULE`` into ``tmp``; returns ``done``
+    plus the packages it compiled. Raises ``BuildError`` with the command, its exit code and Go's last lines."""
+    package, pinned, flags = OWN_MODULE[name]
+    cmd = [go, "install", "-v", "-trimpath", "-ldflags", flags, f"{package}@{pinned}"]
+    proc = subprocess.Popen(cmd, cwd=tmp, env=_own_env(env, tmp), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    tail: list[str] = []
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        tail = (tail + [line.rstrip()])[-20:]
+        if not line.startswith(("go: ", "#")) and " " not in line.strip():
+            done += 1
+            if progress:
+                progress(min(done, total), total)
+    code = proc.wait()
+    if code != 0 or not (tmp / name).is_file():
+        last = " | ".join(t for t in tail if t)[-2000:] or "no output"
+        raise BuildError(f"go install {package}@{pinned} failed (exit code {code}): {last}",
+                         fix=f"make the Go module proxy reachable (go env GOPROXY; {name} {pinned} is "
+                             f"{package.split('/cmd/')[0]} there), then python -m controlplane build")
+    return done
+
+
+def _count_own_packages(go: str, env: dict, tmp: Path, name: str) -> int:
+    """How many packages ``go install`` of ``name`` compiles: ``go list -deps`` in its module, downloaded first
+    (``go mod download -json <module>@<version>``; the module cache may be empty)."""
+    package, pinned, _ = OWN_MODULE[name]
+    module = package.split("/cmd/")[0]
+    res = subprocess.run([go, "mod", "download", "-json", f"{module}@{pinned}"], cwd=tmp,
+                         env=_own_env(env, tmp), capture_output=True, text=True)
+    try:
+        folder = json.loads(res.stdout).get("Dir", "") if res.stdout.strip() else ""
+    except json.JSONDecodeError:
+        folder = ""
+    if res.returncode != 0 or not folder:
+        why = res.stdout.strip()[-500:] or res.stderr.strip()[-500:] or "no output"
+        raise BuildError(f"go mod download {module}@{pinned} failed (exit code {res.returncode}): {why}",
+                         fix="make the Go module proxy reachable (go env GOPROXY), then python -m controlplane build")
+    res = subprocess.run([go, "list", "-deps", "./" + package[len(module) + 1:]], cwd=folder,
+                         env={**_own_env(env, tmp), "GOFLAGS": "-buildvcs=false -mod=readonly"},
+                         capture_output=True, text=True)
+    return max(1, len(res.stdout.split())) if res.returncode == 0 else 1  # only the progress bar's total
 
 
 def harness_overlay(go: str, env: dict) -> dict:

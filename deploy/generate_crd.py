@@ -2,7 +2,8 @@
 (``pyhpa.api.crd``, ``pyhpa.api.v1alpha1``).
 
 Run from the repository root: ``python deploy/generate_crd.py`` (writes ``deploy/crd.yaml``, the kustomize base's
-copy and the package copy ``pyhpa/data/deploy/crd.yaml``; tests/test_api.py fails when they differ from it).
+copy, the Helm chart's ``deploy/helm/pyhpa/crds/horizontalautoscalers.yaml`` and the package copy
+``pyhpa/data/deploy/crd.yaml``; tests/test_api.py fails when they differ from it).
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ if str(ROOT) not in sys.path:  # run as a script from a checkout: the package ne
 
 from pyhpa.api.crd import crd, crd_text  # noqa: E402,F401 (crd: the manifest, for whoever imports this script)
 
-PATHS = (ROOT / "deploy" / "crd.yaml", ROOT / "deploy" / "base" / "crd.yaml", ROOT / "pyhpa" / "data" / "deploy" / "crd.yaml")
+PATHS = (ROOT / "deploy" / "crd.yaml", ROOT / "deploy" / "base" / "crd.yaml",
+         ROOT / "deploy" / "helm" / "pyhpa" / "crds" / "horizontalautoscalers.yaml",
+         ROOT / "pyhpa" / "data" / "deploy" / "crd.yaml")
 
 if __name__ == "__main__":
     for path in PATHS:

@@ -23,8 +23,10 @@ from controlplane import KUBERNETES_VERSION, NOT_BUILT
 from kubedouble import KubeDouble
 
 TESTS = Path(__file__).resolve().parent
-#: the tests that need the built control plane: the e2e tier and upstream's HPA controller as hpa-decide
-NEEDS_CONTROL_PLANE = (TESTS / "e2e", TESTS / "test_upstream_decide.py", TESTS / "test_controlplane_build.py")
+#: the tests that need the built control plane: the e2e tier, upstream's HPA controller as hpa-decide, and the Helm
+#: chart's (helm and kubectl)
+NEEDS_CONTROL_PLANE = (TESTS / "e2e", TESTS / "test_upstream_decide.py", TESTS / "test_controlplane_build.py",
+                       TESTS / "test_helm_chart.py")
 NOT_RUN = "control-plane tests not run"
 
 

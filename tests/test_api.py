@@ -20,7 +20,9 @@ from pyhpa.core import PredictionSpec
 from pyhpa.core.saturation import MAX_PINNED_PERCENT, MIN_DEMAND_FACTOR, MIN_PINNED_PERCENT, SaturationSpec
 
 ROOT = Path(__file__).resolve().parent.parent
-COPIES = (ROOT / "deploy" / "crd.yaml", ROOT / "deploy" / "base" / "crd.yaml", ROOT / "pyhpa" / "data" / "deploy" / "crd.yaml")
+COPIES = (ROOT / "deploy" / "crd.yaml", ROOT / "deploy" / "base" / "crd.yaml",
+          ROOT / "deploy" / "helm" / "pyhpa" / "crds" / "horizontalautoscalers.yaml",
+          ROOT / "pyhpa" / "data" / "deploy" / "crd.yaml")
 
 
 @pytest.mark.parametrize("path", COPIES, ids=lambda p: str(p.relative_to(ROOT)))

@@ -15,7 +15,17 @@ from pathlib import Path
 import pytest
 from control_plane_gate import require_control_plane
 
-from controlplane.build import MODULE, UPSTREAM_PACKAGE, _go, harness_overlay, module_dir
+from controlplane.build import (
+    HELM_PACKAGE,
+    HELM_VERSION,
+    MODULE,
+    UPSTREAM_PACKAGE,
+    BuildError,
+    _go,
+    build,
+    harness_overlay,
+    module_dir,
+)
 
 
 @pytest.fixture
@@ -46,3 +56,31 @@ def test_the_harness_overlay_downloads_upstream_s_package_into_an_empty_module_c
     assert {"horizontal.go", "replica_calculator.go"} <= upstream
     assert all(Path(src).is_file() and Path(src).parent == folder / UPSTREAM_PACKAGE for src in overlay.values())
     assert all(Path(dst).parent == MODULE / "internal" / "podautoscaler" for dst in overlay)
+
+
+FAKE_GO = """#!/bin/sh
+case "$1 $2" in
+  "mod download") echo '{"Dir": "%s"}' ;;
+  "list -deps") echo "helm.sh/helm/v4/cmd/helm" ;;
+  "install -v") echo "go: helm.sh/helm/v4@v4.3.1: Get \\"https://proxy.golang.org/helm.sh/helm/v4/@v/v4.3.1.zip\\": dial tcp: lookup proxy.golang.org: no such host" >&2; exit 1 ;;
+  *) exit 2 ;;
+esac
+"""
+
+
+def test_a_failed_helm_install_says_the_command_its_exit_code_go_s_words_and_the_fix(tmp_path, monkeypatch):
+    """helm is built in its own module (``go install <package>@<version>``): when Go fails, the BuildError names that
+    command, its exit code and Go's last lines, and the fix (no control plane needed: a ``go`` that fails)."""
+    fake = tmp_path / "fakebin"
+    fake.mkdir()
+    (fake / "go").write_text(FAKE_GO % tmp_path)
+    (fake / "go").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("PYHPA_CONTROL_PLANE_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(BuildError) as caught:
+        build(names=("helm",), log=lambda _: None)
+    message = str(caught.value)
+    assert message.startswith(f"go install {HELM_PACKAGE}@{HELM_VERSION} failed (exit code 1): go: helm.sh/helm/v4")
+    assert "no such host" in message
+    assert "go env GOPROXY" in caught.value.fix and caught.value.fix.endswith("python -m controlplane build")
+    assert not (tmp_path / "cache" / "bin" / "helm").exists() and not (tmp_path / "cache" / "bin" / ".stamp-helm").exists()

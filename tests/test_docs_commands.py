@@ -10,8 +10,8 @@ Blocks run concurrently, the lines of a block in order; identical commands run o
 
 Rules, not a list of exceptions (docs/cli.md, "Documentation commands"):
 
-* a line whose comment carries a mark ``(needs Docker)``, ``(needs network)``, ``(needs kubectl)`` or
-  ``(takes minutes)`` is not run;
+* a line whose comment carries a mark ``(needs Docker)``, ``(needs network)``, ``(needs kubectl)``, ``(needs helm)``
+  or ``(takes minutes)`` is not run;
 * ``pip install ...`` is not run (the test environment is that install; test_packaging.py installs the package
   into a fresh venv);
 * the cluster is one kubedouble (the in-process API server double), seeded with HorizontalAutoscalers
@@ -57,7 +57,7 @@ SHELL = {"sh", "bash", "shell", "console"}
 BUDGET_SECONDS = 300  # per command: a guard against a hang (each takes at most 10 CPU seconds; the machine may be busy)
 NOT_RUN = {"pip": "the test environment is that install (test_packaging.py checks `pip install .`)"}
 #: A line whose comment carries one of these is not run (docs/cli.md, "Documentation commands").
-MARK = re.compile(r"\((needs Docker|needs network|needs kubectl|takes minutes)\)")
+MARK = re.compile(r"\((needs Docker|needs network|needs kubectl|needs helm|takes minutes)\)")
 WORKERS = 3
 #: the kubeconfig ``python -m controlplane up`` writes (README), rewritten to the double's
 CONTROL_PLANE_KUBECONFIG = "/.cache/pyhpa/control-plane/v1.37.2/run/admin.kubeconfig"
@@ -143,13 +143,13 @@ def test_the_docs_have_commands_to_run():
 
 
 def test_only_what_needs_more_than_a_clone_is_marked_and_outputs_go_to_out():
-    """Docker, kind and kubectl (beyond ``apply -f -``) lines carry a mark; no pyhpa command does; every file or
+    """Docker, kind, helm and kubectl (beyond ``apply -f -``) lines carry a mark; no pyhpa command does; every file or
     folder a documented command is told to write is under out/ (gitignored)."""
     for where, block in documented_blocks():
         for line, _ in block:
             parts = segments(line)
             first = parts[0][1][:1] if parts else []
-            if first in (["docker"], ["kind"]) or (first == ["kubectl"] and line.split()[1:2] != ["apply"]):
+            if first in (["docker"], ["kind"], ["helm"]) or (first == ["kubectl"] and line.split()[1:2] != ["apply"]):
                 assert marked(line), f"{where}: {line}"
             if marked(line):
                 assert not any(tokens[:1] == ["pyhpa"] for _, tokens in segments(line)), f"{where}: {line}"
