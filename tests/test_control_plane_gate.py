@@ -79,4 +79,7 @@ def test_the_tests_that_wait_for_the_build_share_one_process_and_the_others_run_
         workers.setdefault(m.group(2), set()).add(m.group(1))
     needing = workers["tests/test_upstream_decide.py"] | workers["tests/test_controlplane_build.py"]
     others = workers["tests/test_metrics_fixture_clock.py"] | workers["tests/test_snapshot_format.py"]
-    assert len(needing) == 1 and not needing & others, workers
+    # one worker waits for the build (one group); xdist hands each worker a group at the start, so the other runs
+    # tests meanwhile. Which worker takes the last group is a race (the waiting one may finish first), so that is
+    # not asserted: a test must not depend on how busy the machine is.
+    assert len(needing) == 1 and others - needing, workers

@@ -338,7 +338,12 @@ async def test_health_readiness_and_metrics_endpoints(kd):
             return (await http.get(f"{base}/readyz")).status_code == 200
 
         await wait_for(ready, what="/readyz")
-        text = (await http.get(f"{base}/metrics")).text
+
+        async def counted():  # the sync is counted when it ends: after its scale and status writes
+            text = (await http.get(f"{base}/metrics")).text
+            return text if 'reconciliations_total{action="scale_up",error="none"}' in text else None
+
+        text = await wait_for(counted, what="the scale-up's sync counted in /metrics")
     stop.set()
     controller = await asyncio.wait_for(task, 60)
     assert not controller.ready
