@@ -43,7 +43,8 @@ steady-state resync (status unchanged, nothing written), what the controller doe
 ``steady_round_seconds``, ``reconciles_per_second`` (10,000 / round 2), ``requests_per_sync`` (API
 requests per sync in round 2, counted in the controller's transport) and
 ``controller_cpu_ms_per_sync`` (the controller process' CPU time in round 2 per sync; both rounds on
-stderr).
+stderr); with ``--api real`` also ``apiserver_cpu_ms_per_sync`` (kube-apiserver's CPU time in round 2 per sync, from
+/proc; each component's, both rounds, on stderr).
 
 The replicas run starts the double — every autoscaler with a fallback (``failureThreshold: 3``, 10 replicas),
 one in ten without pod metrics, so its metric fails at every sync and it holds at its fallback — and one
@@ -318,6 +319,8 @@ async def run_real(workers: int, n: int, kubeconfig: str, pids: dict[str, int]) 
         two = (cpu["round2"][name] - cpu["round1"][name]) / n * 1e3
         print(f"  [real] {name}: CPU per sync round 1 {one:.2f} ms, round 2 {two:.2f} ms", file=sys.stderr, flush=True)
     print(f"api=real workers={workers} hpas={n} rss_mb={rss:.0f}", flush=True)
+    steady_apiserver = (cpu["round2"]["kube-apiserver"] - cpu["round1"]["kube-apiserver"]) / n * 1e3
+    print(f"api=real workers={workers} hpas={n} apiserver_cpu_ms_per_sync={steady_apiserver:.3f}", flush=True)
     return {"first_round_seconds": r.first, "reconciles_per_second": n / r.second,
             "controller_cpu_ms_per_sync": r.cpu2 / n * 1e3, "requests_per_sync": r.requests2 / n, "rss_mb": rss}
 
