@@ -213,16 +213,8 @@ def _build(go: str, version: str, todo: list[str], progress: Optional[Callable[[
     for flags, group in groups:
         cmd = [go, "build", "-v", "-trimpath", *flags, "-ldflags", ldflags(version), "-o", str(tmp) + "/",
                *(f"./cmd/{n}" for n in group)]
-        proc = subprocess.Popen(cmd, cwd=MODULE, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        tail: list[str] = []
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            tail = (tail + [line.rstrip()])[-20:]
-            if not line.startswith(("go: ", "#")) and " " not in line.strip():
-                done += 1
-                if progress:
-                    progress(min(done, total), total)
-        if proc.wait() != 0:
+        code, tail, done = _run_go(cmd, MODULE, env, done, total, progress)
+        if code != 0:
             raise BuildError(f"go build failed in {MODULE}: " + " | ".join(t for t in tail if t)[-2000:])
         for name in group:
             os.replace(tmp / name, out / name)
@@ -237,6 +229,23 @@ def _build(go: str, version: str, todo: list[str], progress: Optional[Callable[[
     log(f"built in {time.monotonic() - started:.0f} s")
 
 
+def _run_go(cmd: list[str], cwd: Path, env: dict, done: int, total: int,
+            progress: Optional[Callable[[int, int], None]]) -> tuple[int, list[str], int]:
+    """Run ``go build -v`` or ``go install -v`` (``cmd``) in ``cwd``: (its exit code, its last 20 lines of stderr,
+    ``done`` plus the packages it compiled: ``-v`` names each on a line of its own), ``progress(done, total)``
+    called at each."""
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    tail: list[str] = []
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        tail = (tail + [line.rstrip()])[-20:]
+        if not line.startswith(("go: ", "#")) and " " not in line.strip():
+            done += 1
+            if progress:
+                progress(min(done, total), total)
+    return proc.wait(), tail, done
+
+
 def _own_env(env: dict, gobin: Path) -> dict:
     """The environment of ``go install <package>@<version>``: outside any module or workspace (its own go.mod
     decides; ``-mod`` is not for it), into ``gobin``."""
@@ -249,17 +258,7 @@ def _install_own(go: str, env: dict, tmp: Path, name: str, done: int, total: int
     plus the packages it compiled. Raises ``BuildError`` with the command, its exit code and Go's last lines."""
     package, pinned, flags = OWN_MODULE[name]
     cmd = [go, "install", "-v", "-trimpath", "-ldflags", flags, f"{package}@{pinned}"]
-    proc = subprocess.Popen(cmd, cwd=tmp, env=_own_env(env, tmp), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True)
-    tail: list[str] = []
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        tail = (tail + [line.rstrip()])[-20:]
-        if not line.startswith(("go: ", "#")) and " " not in line.strip():
-            done += 1
-            if progress:
-                progress(min(done, total), total)
-    code = proc.wait()
+    code, tail, done = _run_go(cmd, tmp, _own_env(env, tmp), done, total, progress)
     if code != 0 or not (tmp / name).is_file():
         last = " | ".join(t for t in tail if t)[-2000:] or "no output"
         raise BuildError(f"go install {package}@{pinned} failed (exit code {code}): {last}",
