@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import copy
 import json
 import os
 import ssl
@@ -47,6 +46,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from world import autoscaler  # noqa: E402  (the benchmarks' world, beside this script)
 
 OBJECTS = ("minimal", "pyhpa", "hpa")
 #: measured only when asked (``--object pyhpa-open-status``): pyhpa's CRD with its status schema replaced by
@@ -168,13 +169,15 @@ class Api:
 
 
 def _object(kind: str, ns: str, name: str) -> dict:
+    """An object of ``kind`` with the benchmark world's autoscaler spec (a fresh dict each: ``world.autoscaler``)."""
     api_version, kind_name, _ = KINDS[kind]
-    from world import autoscaler
+    return {"apiVersion": api_version, "kind": kind_name, "metadata": {"name": name, "namespace": ns},
+            "spec": autoscaler(0)["spec"]}
 
-    spec = autoscaler(0)["spec"]
-    if kind == "minimal":
-        spec = copy.deepcopy(spec)
-    return {"apiVersion": api_version, "kind": kind_name, "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+def v2_status(status: dict) -> dict:
+    """The autoscaling/v2 part of ``status`` (``V2_STATUS``): what a native HPA carries."""
+    return {k: status[k] for k in V2_STATUS if k in status}
 
 
 def _status_request(kind: str, request: str, created: dict, status: dict) -> tuple[str, dict, str, dict | None]:
@@ -273,7 +276,7 @@ def _duration(text: str) -> float:
 
 async def run_all(plane, pids: dict[str, int], args, status: dict) -> list[dict]:
     api = Api(plane, args.concurrency)
-    v2 = {k: status[k] for k in V2_STATUS if k in status}
+    v2 = v2_status(status)
     results = []
     try:
         for case, kind in enumerate(args.object or OBJECTS):  # an object given twice runs twice (alternating)
@@ -326,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
                 plane.run_kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=120s")
             pids = {c: comp.proc.pid for c, comp in plane.components.items() if c in ("kube-apiserver", "etcd")}
             print(f"  status of {len(json.dumps(status))} bytes (pyhpa, minimal), "
-                  f"{len(json.dumps({k: status[k] for k in V2_STATUS if k in status}))} (hpa); "
+                  f"{len(json.dumps(v2_status(status)))} (hpa); "
                   f"{plane.version_line()}; load average {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
             asyncio.run(run_all(plane, pids, args, status))
         finally:
