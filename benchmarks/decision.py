@@ -29,15 +29,15 @@ from pyhpa.core import (  # noqa: E402
     Pod,
     PodSample,
     Scale,
-    ScheduleWindow,
     SyncInputs,
+    WindowSpec,
     decide,
 )
 
 WINDOWS = (
-    ScheduleWindow(name="business-hours", start="0 8 * * 1-5", end="0 18 * * 1-5",
+    WindowSpec(name="business-hours", start="0 8 * * 1-5", end="0 18 * * 1-5",
                    time_zone=ZoneInfo("America/New_York"), time_zone_name="America/New_York", min_replicas=4),
-    ScheduleWindow(name="night", start="0 0 * * *", duration_seconds=21600, time_zone=ZoneInfo("America/New_York"),
+    WindowSpec(name="night", start="0 0 * * *", duration_seconds=21600, time_zone=ZoneInfo("America/New_York"),
                    time_zone_name="America/New_York", max_replicas=2),
 )
 

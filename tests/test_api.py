@@ -16,6 +16,7 @@ from pyhpa.adapters.parse import source_section
 from pyhpa.adapters.prediction import prediction_from_dict
 from pyhpa.api import v1alpha1 as api
 from pyhpa.api.crd import crd, crd_text, openapi
+from pyhpa.api.sections import SOURCE_SECTIONS
 from pyhpa.core import PredictionSpec
 from pyhpa.core.saturation import MAX_PINNED_PERCENT, MIN_DEMAND_FACTOR, MIN_PINNED_PERCENT, SaturationSpec
 
@@ -55,7 +56,7 @@ def test_limits_and_defaults_are_the_cores():
 def test_the_status_declares_only_what_is_written():
     prediction = _schema()["properties"]["status"]["properties"]["prediction"]["properties"]
     assert "forecastTime" not in prediction  # never written: gone with the hand-built schema
-    assert set(prediction) == {f.encode_name for f in msgspec.structs.fields(api.PredictionStatus)}
+    assert set(prediction) == {f.encode_name for f in msgspec.structs.fields(api.PredictionSection)}
 
 
 def test_the_readers_take_the_apis_fields():
@@ -99,7 +100,7 @@ def test_every_source_section_is_declared_whole():
 
     hpa_fields = {f.name for f in dataclasses.fields(HPA)}
     status_fields = {f.name for f in dataclasses.fields(HPAStatus)}
-    for name, section in api.SOURCE_SECTIONS.items():
+    for name, section in SOURCE_SECTIONS.items():
         assert section.field == name and section.source in SOURCES
         assert name in hpa_fields and name in status_fields
         assert name in {f.name for f in api.EXTENSION_FIELDS}
@@ -107,14 +108,14 @@ def test_every_source_section_is_declared_whole():
         assert {f.name for f in msgspec.structs.fields(section.spec)} == {
             f.name for f in dataclasses.fields(section.core_spec)}
     for name, shown in SHOWN.items():  # how simulate shows a section: declared there, on the API's sections
-        section = api.SOURCE_SECTIONS[name]
+        section = SOURCE_SECTIONS[name]
         assert shown.section is section
         source = section.source
         assert source.active_words and source.never_active and shown.active_key
         spec = section.core_spec()
         assert source.summary(spec) and source.active_text(spec)
         assert set(shown.summary) <= {f.name for f in dataclasses.fields(section.core_spec)}
-    gauges = [s.gauge[0] for s in api.SOURCE_SECTIONS.values() if s.gauge is not None]
+    gauges = [s.gauge[0] for s in SOURCE_SECTIONS.values() if s.gauge is not None]
     assert len(gauges) == len(set(gauges))
 
 
@@ -127,7 +128,7 @@ def test_what_tune_searches_is_declared_with_the_sections():
     names = [f.name for t in TUNING.values() for f in t.fields]
     assert len(set(names)) == len(names) and not set(names) & set(TUNING)
     for name, tuning in TUNING.items():
-        struct = api.SOURCE_SECTIONS[name].spec
+        struct = SOURCE_SECTIONS[name].spec
         schema = openapi(struct)["properties"]
         by_name = {f.name: f for f in msgspec.structs.fields(struct)}
         for f in tuning.fields:

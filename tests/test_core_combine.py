@@ -14,8 +14,8 @@ from pyhpa.core import (
     PredictionSpec,
     ScalingPolicy,
     ScalingRules,
-    ScheduleWindow,
     SyncInputs,
+    WindowSpec,
     active_windows,
     check_window,
     decide,
@@ -37,8 +37,8 @@ def at(y, mo, d, h, mi=0, tz=UTC) -> float:
     return datetime(y, mo, d, h, mi, tzinfo=tz).timestamp()
 
 
-def window(name="w", start="0 9 * * *", end="0 17 * * *", tz=UTC, **kw) -> ScheduleWindow:
-    return ScheduleWindow(name=name, start=start, end=end, time_zone=tz, **kw)
+def window(name="w", start="0 9 * * *", end="0 17 * * *", tz=UTC, **kw) -> WindowSpec:
+    return WindowSpec(name=name, start=start, end=end, time_zone=tz, **kw)
 
 
 def conds(d):

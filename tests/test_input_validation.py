@@ -730,9 +730,9 @@ def test_cron_windows_at_any_time_of_the_calendar_answer_within_it(now, zone, st
     time it gives within the calendar (an occurrence whose end would be later runs to its end)."""
     from zoneinfo import ZoneInfo
 
-    from pyhpa.core import END_OF_CALENDAR, ScheduleWindow, active_windows, next_change, occurrences
+    from pyhpa.core import END_OF_CALENDAR, WindowSpec, active_windows, next_change, occurrences
 
-    w = ScheduleWindow(name="w", start=start, end=end, duration_seconds=None if end else duration,
+    w = WindowSpec(name="w", start=start, end=end, duration_seconds=None if end else duration,
                        time_zone=ZoneInfo(zone), time_zone_name=zone, min_replicas=2)
     for a in active_windows([w], now):
         assert a.start <= now < a.end <= END_OF_CALENDAR

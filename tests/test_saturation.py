@@ -13,7 +13,7 @@ from pyhpa.adapters.autoscaler import read_autoscaler
 from pyhpa.adapters.errors import InputError
 from pyhpa.adapters.parse import source_section
 from pyhpa.api import v1alpha1 as api
-from pyhpa.api.status import saturation_status
+from pyhpa.api.status import saturation_section, wire
 from pyhpa.core import (
     Behavior,
     ControllerConfig,
@@ -236,16 +236,21 @@ def test_saturation_is_a_horizontal_autoscaler_field_only():
     assert err.value.field == "spec.saturation"
 
 
+def written(st) -> dict:
+    """``status.saturation`` as the controller writes it."""
+    return wire(saturation_section(st))
+
+
 def test_status_carries_the_usage_only_while_pinned():
     pods, samples = guaranteed([1000] * 4)
-    pinned = saturation_status(sync(sat_hpa(), pods, samples, 4).status.saturation)
+    pinned = written(sync(sat_hpa(), pods, samples, 4).status.saturation)
     assert pinned["pinned"] and pinned["usagePercentOfLimit"] == 100 and pinned["replicas"] == 12
     pods, samples = guaranteed([500] * 4)
-    calm = saturation_status(sync(sat_hpa(), pods, samples, 4).status.saturation)
+    calm = written(sync(sat_hpa(), pods, samples, 4).status.saturation)
     assert calm == {"reason": "BelowLimit", "mode": "Enforce", "pinned": False,
                     "message": "the ready pods use less than 95 % of their CPU limit: their usage shows the demand"}
     pods, samples = guaranteed([600] * 4)  # another usage below the limit: the same status, no rewrite
-    assert saturation_status(sync(sat_hpa(), pods, samples, 4).status.saturation) == calm
+    assert written(sync(sat_hpa(), pods, samples, 4).status.saturation) == calm
 
 
 def test_removing_spec_saturation_removes_its_condition_and_status_and_a_given_recommendation_keeps_them():

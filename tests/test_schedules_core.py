@@ -17,8 +17,8 @@ from pyhpa.core import (
     Memory,
     ScalingPolicy,
     ScalingRules,
-    ScheduleWindow,
     SyncInputs,
+    WindowSpec,
     active_windows,
     check_window,
     decide,
@@ -34,8 +34,8 @@ NY = ZoneInfo("America/New_York")
 BERLIN = ZoneInfo("Europe/Berlin")
 
 
-def window(name="w", start="0 8 * * *", tz=UTC, **kw) -> ScheduleWindow:
-    return ScheduleWindow(name=name, start=start, time_zone=tz, time_zone_name=getattr(tz, "key", "UTC"), **kw)
+def window(name="w", start="0 8 * * *", tz=UTC, **kw) -> WindowSpec:
+    return WindowSpec(name=name, start=start, time_zone=tz, time_zone_name=getattr(tz, "key", "UTC"), **kw)
 
 
 def at(tz, *fields, fold=0) -> float:

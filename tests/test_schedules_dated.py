@@ -21,7 +21,7 @@ from pyhpa.adapters.autoscaler import read_autoscaler
 from pyhpa.adapters.errors import InputError
 from pyhpa.cli.main import app
 from pyhpa.core import (
-    ScheduleWindow,
+    WindowSpec,
     active_windows,
     check_window,
     check_windows,
@@ -45,8 +45,8 @@ def utc(*fields) -> float:
     return datetime(*fields, tzinfo=timezone.utc).timestamp()
 
 
-def dated(name="sale", start=utc(2026, 11, 27, 5), end=utc(2026, 11, 30, 5), **kw) -> ScheduleWindow:
-    return ScheduleWindow(name=name, start="(date-time)", end="(date-time)", time_zone=UTC, start_time=start,
+def dated(name="sale", start=utc(2026, 11, 27, 5), end=utc(2026, 11, 30, 5), **kw) -> WindowSpec:
+    return WindowSpec(name=name, start="(date-time)", end="(date-time)", time_zone=UTC, start_time=start,
                           end_time=end, **kw)
 
 

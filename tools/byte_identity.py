@@ -43,7 +43,6 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -121,13 +120,8 @@ def _status_written(d, hpa) -> dict:
     prediction fit) and the memory section it persists."""
     from pyhpa.controller.outputs.status import status_from_decision
     from pyhpa.controller.sync.memory import memory_to_status
-    from pyhpa.controller.sync.prediction import LivePredictions
 
-    status = status_from_decision(d, 7, hpa)
-    section = LivePredictions(None).status(SimpleNamespace(hpa=hpa, key="ns/name"), d)
-    if section is not None:
-        status["prediction"] = section
-    return {"status": status, "memory": memory_to_status(d.memory)}
+    return {"status": status_from_decision(d, 7, hpa), "memory": memory_to_status(d.memory)}
 
 
 def _decision_record(name: str, d, hpa, now) -> dict:

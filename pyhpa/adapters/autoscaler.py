@@ -34,6 +34,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 import msgspec
 
 from ..api import v1alpha1 as api
+from ..api.sections import SOURCE_SECTIONS
 from ..api.v1alpha1 import (  # noqa: F401
     API_VERSION,
     DATE_TIME_PATTERN,
@@ -44,7 +45,7 @@ from ..api.v1alpha1 import (  # noqa: F401
     OFFSET_SUFFIX,
     STATUS_EXTENSIONS,
 )
-from ..core import HPA, ControllerConfig, ScheduleWindow, check_window, check_windows
+from ..core import HPA, ControllerConfig, WindowSpec, check_window, check_windows
 from .errors import InputError
 from .fallback import read_metric_fallbacks, read_spec_fallback
 from .metric_extensions import apply_metric_extensions, split_metric_extensions
@@ -203,7 +204,7 @@ def dated_time(text: str, zone: ZoneInfo, zone_name: str, field: str) -> float:
     return local.timestamp()
 
 
-def schedule_window(w: Any, f: str) -> ScheduleWindow:
+def schedule_window(w: Any, f: str) -> WindowSpec:
     """One ``spec.schedules[]`` item (``f`` is its field path); raises InputError naming the sub-field.
 
     ``start``/``end`` are 5-field crons (checked by cronsim through ``pyhpa.core.check_window``), or both
@@ -236,7 +237,7 @@ def schedule_window(w: Any, f: str) -> ScheduleWindow:
                              f"read in timeZone {zone_name})", field=f"{f}.end")
         start_time = dated_time(start, zone, zone_name, f"{f}.start")
         end_time = None if end is None else dated_time(end, zone, zone_name, f"{f}.end")
-    window = ScheduleWindow(
+    window = WindowSpec(
         name=name, start=start, end=end, duration_seconds=_int(w, "durationSeconds", f), time_zone=zone,
         time_zone_name=zone_name, min_replicas=_int(w, "minReplicas", f), max_replicas=_int(w, "maxReplicas", f),
         exclude_dates=_dates(w.get("excludeDates"), f"{f}.excludeDates"), start_time=start_time, end_time=end_time,
@@ -251,7 +252,7 @@ def read_schedules(value: Any, f: str, hpa: HPA) -> HPA:
         raise InputError(f"must be a list of windows, got {value!r}", field=f)
     if len(value) > MAX_SCHEDULES:
         raise InputError(f"at most {MAX_SCHEDULES} windows (the CRD's maxItems), got {len(value)}", field=f)
-    windows: list[ScheduleWindow] = []
+    windows: list[WindowSpec] = []
     seen: dict[str, int] = {}
     for i, item in enumerate(value):
         w = schedule_window(item, f"{f}[{i}]")
@@ -277,7 +278,7 @@ def _source_reader(name: str) -> Callable[[Any, str, HPA], HPA]:
 EXTENSIONS: dict[str, Callable[[Any, str, HPA], HPA]] = {
     "schedules": read_schedules,
     "fallback": read_spec_fallback,  # then read_metric_fallbacks: spec.metrics[].fallback over it
-    **{name: _source_reader(name) for name in api.SOURCE_SECTIONS},
+    **{name: _source_reader(name) for name in SOURCE_SECTIONS},
 }
 
 

@@ -21,7 +21,7 @@ import msgspec
 import msgspec.inspect
 from lightkube.utils.quantity import parse_quantity
 
-from ..api.v1alpha1 import SOURCE_SECTIONS
+from ..api.sections import SOURCE_SECTIONS
 from ..core.calculator import trunc_div, wrap_int64
 from ..core.selector import go_parse_int64
 from .errors import InputError
@@ -505,12 +505,13 @@ def extension_fields(d: Any, keys: tuple[str, ...], field: str) -> dict:
 
 
 def source_section(name: str, d: Any, metrics: tuple | None, field: str) -> Any:
-    """The core's spec of the source section ``spec.<name>`` (a ``pyhpa.api.v1alpha1.SOURCE_SECTIONS`` entry) from
-    its mapping (None or ``{}``: all defaults): the API struct's fields (``api_section``) as the core's spec type,
+    """The core's spec of the source section ``spec.<name>`` (a ``pyhpa.api.sections.SOURCE_SECTIONS`` entry) from
+    its mapping (None or ``{}``: all defaults): the API struct (``api_section``) converted to the core's spec type (by
+    attribute name: msgspec's ``convert``),
     checked by the core's rule set (the section's ``check``: limits, modes and, with ``metrics``, the HPA's parsed
     ``spec.metrics``, the metric it names). Raises InputError naming ``field`` and the key of the first problem."""
     section = SOURCE_SECTIONS[name]
-    spec = section.core_spec(**msgspec.structs.asdict(api_section(d, section.spec, field)))
+    spec = msgspec.convert(api_section(d, section.spec, field), section.core_spec, from_attributes=True)
     refuse_first(section.check(spec, metrics), field)
     return spec
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from ..api.v1alpha1 import SOURCE_SECTIONS
+from ..api.sections import SOURCE_SECTIONS
 from ..core import (
     HPA,
     ControllerConfig,
@@ -582,7 +582,7 @@ def decision_json(name: str, d: Decision, hpa: HPA | None = None, now: float | N
 
 
 def source_report(d: Decision, field: str) -> dict | None:
-    """What one sync's source of ``spec.<field>`` did (a ``pyhpa.api.v1alpha1.SOURCE_SECTIONS`` entry; ``pyhpa
+    """What one sync's source of ``spec.<field>`` did (a ``pyhpa.api.sections.SOURCE_SECTIONS`` entry; ``pyhpa
     explain -o json``'s ``<field>``), None when the sync has no status of it (not configured, or the sync stopped
     before the source): the section's ``figures`` of its status, then ``applied`` (its replicas were a proposal of
     the recommendation: active, and neither observing nor stepping aside) and ``won`` (it set the final number)."""

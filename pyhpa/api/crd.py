@@ -107,7 +107,8 @@ def _in_order(values: list) -> list:
 
 def _openapi(node: dict, defs: dict) -> dict:
     """A node of msgspec's JSON schema (2020-12) as a structural OpenAPI v3 node: ``$ref`` inlined, ``T | None``
-    folded to T (a null default dropped), numeric exclusive bounds as OpenAPI's boolean ones, an ``enum`` typed,
+    folded to T (a null default dropped, as is an empty list's: there msgspec's ``omit_defaults`` leaves it out, not
+    a value for the API server to fill in), numeric exclusive bounds as OpenAPI's boolean ones, an ``enum`` typed,
     descriptions on one line; msgspec's ``title``, empty ``required`` and ``additionalProperties: false`` left out
     (the API server prunes unknown fields)."""
     node = dict(node)
@@ -126,7 +127,7 @@ def _openapi(node: dict, defs: dict) -> dict:
         node["enum"] = _in_order(node["enum"])
     for key, value in node.items():
         if (key == "title" or (key == "required" and not value) or (key == "additionalProperties" and value is False)
-                or (key == "default" and value is None)):
+                or (key == "default" and value in (None, []))):
             continue
         if key == "description":
             out[key] = " ".join(value.split())
@@ -142,9 +143,17 @@ def _openapi(node: dict, defs: dict) -> dict:
     return out
 
 
+def _schema_hook(tp: type) -> dict:
+    """The schema of one of the API's scalar types (``pyhpa.api.v1alpha1.SCHEMAS``)."""
+    try:
+        return copy.deepcopy(api.SCHEMAS[tp])
+    except KeyError:
+        raise NotImplementedError(tp) from None
+
+
 def openapi(tp: Any) -> dict:
     """The structural OpenAPI v3 schema of an API type (a ``msgspec.Struct`` or an annotated type)."""
-    (schema,), components = msgspec.json.schema_components([tp])
+    (schema,), components = msgspec.json.schema_components([tp], schema_hook=_schema_hook)
     return _openapi(schema, components)
 
 

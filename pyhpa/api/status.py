@@ -1,30 +1,42 @@
-"""The status of an autoscaler, rendered from the decision core's ``HPAStatus``: one function, ``render_status``,
-for every section (the autoscaling/v2 status and the HorizontalAutoscaler's ``schedules``, ``metricHealth``,
-``prediction``, ``saturation``, ``pause``, typed in ``pyhpa.api.v1alpha1``).
+"""The status of an autoscaler from the decision core's ``HPAStatus``: ``render_status`` for a sync's whole status.
 
-Times are metav1.Time text (RFC 3339, whole seconds, UTC); quantities are the core's milli-units as Kubernetes
-quantity text. The controller writes what ``render_status`` gives (``pyhpa.controller.outputs.status``), ``pyhpa
-explain`` prints the prediction and saturation figures from the same renderers.
+The autoscaling/v2 fields are written here (``condition_dict``); each HorizontalAutoscaler section (``schedules``,
+``metricHealth``, ``saturation``, ``pause``, ``prediction``) is its API struct of ``pyhpa.api.v1alpha1``
+(``ScheduleSection``, ...), converted from the core's status object by attribute name (``section``: msgspec's
+``convert`` with ``from_attributes``; the struct's attributes are the core's names, its wire names are the API's),
+so a field added to both is written with no code here. What this module adds are the write policies: the figures
+that change at every sync are written only while they matter (``saturation_section``) or rounded
+(``prediction_section``), so the status is rewritten when its content changes.
+
+Times are metav1.Time text (RFC 3339, whole seconds, UTC: ``Time``); quantities are the core's milli-units as
+Kubernetes quantity text (``Quantity``). The controller writes what ``render_status`` gives
+(``pyhpa.controller.outputs.status``); ``pyhpa explain`` prints the prediction and saturation figures from the same
+conversions.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from datetime import datetime, timezone
 from functools import lru_cache
+from typing import Any, TypeVar
 
-from ..core import Condition, HPAStatus, MetricHealth, PauseStatus, PredictionStatus
+import msgspec
+
+from ..core import Condition, HPAStatus, PredictionStatus
 from ..core.model import PREDICTION_ACTIVE
 from ..core.quantity import format_milli
 from ..core.saturation import SaturationStatus
+from . import v1alpha1 as api
 
-__all__ = ["PREDICTION_FIGURES", "condition_dict", "metric_health_dict", "pause_status", "prediction_figures",
-           "render_status", "saturation_figures", "saturation_status", "time_text"]
+__all__ = ["condition_dict", "prediction_figures", "prediction_section", "render_status",
+           "saturation_figures", "saturation_section", "section", "time_text", "wire"]
 
-#: The figures of ``prediction_figures`` the status carries when set (``mode`` is the spec's, not written back).
-PREDICTION_FIGURES = ("replicas", "forecast", "expected", "provisioned")
 #: significant digits of the forecast figures the status carries (rewritten when they change, not every sync)
 STATUS_DIGITS = 3
+
+S = TypeVar("S", bound=msgspec.Struct)
 
 
 def time_text(ts: float) -> str:
@@ -50,13 +62,35 @@ def condition_dict(c: Condition) -> dict:
     return out
 
 
+def _from_core(tp: type, value: Any) -> Any:
+    """``section``'s conversion of the core's values to the API's scalar types: epoch seconds to ``Time``,
+    milli-units to ``Quantity`` (their text passes as is)."""
+    if tp is api.Time:
+        return api.Time(value if isinstance(value, str) else time_text(value))
+    if tp is api.Quantity:
+        return api.Quantity(value if isinstance(value, str) else format_milli(value))
+    raise NotImplementedError(tp)
+
+
+def section(value: Any, struct: type[S]) -> S:
+    """The API struct ``struct`` of a core status object (``pyhpa.core.ScheduleStatus`` to
+    ``pyhpa.api.v1alpha1.ScheduleSection``, ...): each field from the core's attribute of the same name (the
+    core's other attributes are not written), times and quantities converted (``_from_core``). Raises
+    msgspec.ValidationError when a value does not fit its field (a bug: the core's types are the API's)."""
+    return msgspec.convert(value, struct, from_attributes=True, dec_hook=_from_core)
+
+
+def wire(value: msgspec.Struct) -> dict:
+    """An API struct as the API server stores it: wire (camelCase) names, fields at their defaults left out."""
+    return msgspec.to_builtins(value, enc_hook=str)
+
+
 def render_status(st: HPAStatus, generation: int, *, lead_seconds: int | None = None,
                   fit: dict | None = None) -> dict:
     """The status of one sync (``observedGeneration`` is the spec generation synced): the autoscaling/v2 fields,
-    then each section the sync has: ``schedules``, ``metricHealth`` (each ``numberOfFailures`` as the core capped it),
-    ``prediction`` (with ``lead_seconds``: the spec's, and
-    ``fit``: the figures of the fitted model, ``lastFitTime``, ``model``, ``periodsSeconds``, ``accuracy``),
-    ``saturation`` and ``pause``."""
+    then each section the sync has, converted from the core's (``section``): ``schedules``, ``metricHealth`` (each
+    ``numberOfFailures`` as the core capped it), ``saturation`` (``saturation_section``), ``pause``, and
+    ``prediction`` with ``lead_seconds`` (the spec's) and ``fit`` (``prediction_section``)."""
     out = {"observedGeneration": generation, "desiredReplicas": st.desired_replicas}
     if st.current_replicas:
         out["currentReplicas"] = st.current_replicas
@@ -67,37 +101,31 @@ def render_status(st: HPAStatus, generation: int, *, lead_seconds: int | None = 
     if st.last_scale_time is not None:
         out["lastScaleTime"] = time_text(st.last_scale_time)
     if st.schedules is not None:
-        section: dict = {"active": list(st.schedules.active)}
-        if st.schedules.next_change is not None:
-            section["nextChangeTime"] = time_text(st.schedules.next_change)
-        if st.schedules.expired:
-            section["expired"] = list(st.schedules.expired)
-        out["schedules"] = section
+        out["schedules"] = wire(section(st.schedules, api.ScheduleSection))
     if st.metric_health is not None:
-        out["metricHealth"] = [metric_health_dict(h) for h in st.metric_health]
+        out["metricHealth"] = [wire(section(h, api.MetricHealthEntry)) for h in st.metric_health]
     if st.saturation is not None:
-        out["saturation"] = saturation_status(st.saturation)
+        out["saturation"] = wire(saturation_section(st.saturation))
     if st.pause is not None:
-        out["pause"] = pause_status(st.pause)
+        out["pause"] = wire(section(st.pause, api.PauseSection))
     if st.prediction is not None and lead_seconds is not None:
-        out["prediction"] = prediction_section(st, lead_seconds, fit)
+        out["prediction"] = wire(prediction_section(st, lead_seconds, fit))
     return out
 
 
-def prediction_section(st: HPAStatus, lead_seconds: int, fit: dict | None = None) -> dict:
-    """``status.prediction``: ``reason``, ``leadSeconds``, the ``PredictionActive`` message, the figures the core
-    decided (rounded up to ``STATUS_DIGITS`` significant digits), and ``fit``'s."""
+def prediction_section(st: HPAStatus, lead_seconds: int, fit: dict | None = None) -> api.PredictionSection:
+    """``status.prediction``: the core's ``PredictionStatus`` (``section``) with its quantities rounded up to
+    ``STATUS_DIGITS`` significant digits, ``lead_seconds`` (the spec's), the ``PredictionActive`` condition's
+    message, and ``fit``: the figures of the fitted model, keyed by ``PredictionSection``'s attribute names
+    (``pyhpa.controller.sync.prediction.LivePredictions.fit``)."""
     ps = st.prediction
     assert ps is not None
-    out: dict = {"reason": ps.reason, "leadSeconds": lead_seconds}
+    rounded = dataclasses.replace(ps, **{name: None if m is None else _significant(m, STATUS_DIGITS) for name, m in (
+        ("forecast_milli", ps.forecast_milli), ("expected_milli", ps.expected_milli),
+        ("provisioned_milli", ps.provisioned_milli))})
     cond = next((c for c in st.conditions if c.type == PREDICTION_ACTIVE), None)
-    if cond is not None:
-        out["message"] = cond.message
-    figures = prediction_figures(ps, significant=STATUS_DIGITS)
-    out.update((key, figures[key]) for key in PREDICTION_FIGURES if figures[key] is not None)
-    if fit:
-        out.update(fit)
-    return out
+    return msgspec.structs.replace(section(rounded, api.PredictionSection), lead_seconds=lead_seconds,
+                                   message=None if cond is None else cond.message, **(fit or {}))
 
 
 def prediction_figures(ps: PredictionStatus, significant: int | None = None) -> dict:
@@ -127,48 +155,20 @@ def _significant(milli_value: int, digits: int) -> int:
     return int(math.ceil(milli_value / scale) * scale)
 
 
-def saturation_status(st: SaturationStatus) -> dict:
-    """``status.saturation`` of one sync from the core's ``SaturationStatus``: ``reason`` (the
-    ``SaturationActive`` reason), ``message``, ``mode``, ``pinned``, ``usagePercentOfLimit`` (the ready pods'
-    CPU usage in percent of their CPU limit, when it could be judged), ``readyPods`` and ``replicas`` (what
-    the source asked for, when pinned). The usage and the pods are written only while pinned: below the
-    limit they change at every sync, and the status is rewritten when its content changes."""
-    out: dict = {"reason": st.reason, "message": st.message, "mode": st.mode, "pinned": st.pinned}
+def saturation_section(st: SaturationStatus) -> api.SaturationSection:
+    """``status.saturation`` of one sync, the core's ``SaturationStatus`` (``section``): ``reason`` (the
+    ``SaturationActive`` reason), ``message``, ``mode``, ``pinned``, ``usagePercentOfLimit`` (the ready pods' CPU
+    usage in percent of their CPU limit, when it could be judged), ``readyPods`` and ``replicas`` (what the source
+    asked for, when pinned). The usage and the pods are written only while pinned: below the limit they change at
+    every sync, and the status is rewritten when its content changes."""
+    out = section(st, api.SaturationSection)
     if st.pinned and st.usage_percent is not None:
-        out["usagePercentOfLimit"] = st.usage_percent
-        out["readyPods"] = st.ready_pods
-    if st.replicas is not None:
-        out["replicas"] = st.replicas
-    return out
+        return out
+    return msgspec.structs.replace(out, usage_percent=None, ready_pods=None)
 
 
 def saturation_figures(st: SaturationStatus) -> dict:
     """The figures of one sync's saturation source (``pyhpa explain -o json``'s ``saturation``, before ``applied``
-    and ``won``): ``saturation_status`` with ``usagePercentOfLimit`` (None when it could not be judged) and
+    and ``won``): ``saturation_section`` with ``usagePercentOfLimit`` (None when it could not be judged) and
     ``readyPods`` whether pinned or not."""
-    return {**saturation_status(st), "usagePercentOfLimit": st.usage_percent, "readyPods": st.ready_pods}
-
-
-def pause_status(p: PauseStatus) -> dict:
-    """``status.pause`` while paused: ``reason`` (the Paused condition's), ``since`` (RFC 3339: when it was
-    paused), ``replicas`` held (paused-replicas or the frozen count; absent when one direction is blocked)."""
-    out: dict = {"reason": p.reason}
-    if p.since is not None:
-        out["since"] = time_text(p.since)
-    if p.replicas is not None:
-        out["replicas"] = p.replicas
-    return out
-
-
-def metric_health_dict(h: MetricHealth) -> dict:
-    """One ``status.metricHealth`` entry: ``metric``, ``numberOfFailures`` (capped by the core,
-    ``pyhpa.core.fallback.metric_health``), ``status`` (Happy/Failing), and while failing ``firstFailureTime``,
-    and in fallback ``fallbackSince`` and ``fallbackReplicas``."""
-    out: dict = {"metric": h.metric, "numberOfFailures": h.number_of_failures, "status": h.status}
-    if h.first_failure_time is not None:
-        out["firstFailureTime"] = time_text(h.first_failure_time)
-    if h.fallback_since is not None:
-        out["fallbackSince"] = time_text(h.fallback_since)
-    if h.fallback_replicas is not None:
-        out["fallbackReplicas"] = h.fallback_replicas
-    return out
+    return {**wire(saturation_section(st)), "usagePercentOfLimit": st.usage_percent, "readyPods": st.ready_pods}

@@ -17,15 +17,15 @@ core's own constants where the core has the rule: ``pyhpa.core.prediction``, ``p
 OpenAPI schema, its CEL rules and printer columns are generated from these types (``pyhpa.api.crd``,
 ``deploy/generate_crd.py``), the adapters read the fields into the core's spec types, and ``pyhpa tune`` writes its
 recommendations through them (``manifest``). What the API's consumers do with a source section is declared with
-them: what ``pyhpa tune`` searches (``pyhpa.tune.space.TUNING``), how ``pyhpa simulate`` shows it
-(``pyhpa.simulate.sections``).
+``pyhpa.api.sections`` (``SOURCE_SECTIONS``): what reads and shows each source section; what ``pyhpa tune`` searches
+(``pyhpa.tune.space.TUNING``), how ``pyhpa simulate`` shows it (``pyhpa.simulate.sections``). ``pyhpa.api.status``
+turns the core's status into the status sections declared here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated, Any, Callable
+from typing import Annotated, Any
 
 import msgspec
 from msgspec import Meta, Struct
@@ -36,7 +36,6 @@ from ..core.model import (
     UTILIZATION_BASES,
     PredictionSpec,
     SaturationSpec,
-    SourceKind,
 )
 from ..core.prediction import (
     MAX_QUANTILE,
@@ -44,17 +43,13 @@ from ..core.prediction import (
     MIN_LEAD_SECONDS,
     MIN_QUANTILE,
     MIN_REFRESH_SECONDS,
-    check_prediction,
 )
-from ..core.reconcile import SOURCES
 from ..core.saturation import (
     MAX_DEMAND_FACTOR,
     MAX_PINNED_PERCENT,
     MIN_DEMAND_FACTOR,
     MIN_PINNED_PERCENT,
-    check_saturation,
 )
-from .status import prediction_figures, saturation_figures
 
 GROUP = "pyhpa.dev"
 VERSION = "v1alpha1"
@@ -87,7 +82,29 @@ MEMORY_KEY = "pyhpa"
 _PREDICTION = PredictionSpec()
 _SATURATION = SaturationSpec()
 
-DateTime = Annotated[str, Meta(extra_json_schema={"format": "date-time"})]
+
+
+class Time(str):
+    """A metav1.Time as the API writes it: RFC 3339 text, whole seconds, UTC (``2026-11-28T09:00:00Z``). Its
+    schema is a ``date-time`` string (``SCHEMAS``); the status sections are converted from the core's epoch seconds
+    (``pyhpa.api.status``)."""
+
+    __slots__ = ()
+
+
+class Quantity(str):
+    """A resource.Quantity as the controller writes it: quantity text (``900m``, ``12Mi``). Its schema is
+    ``x-kubernetes-int-or-string`` (``SCHEMAS``); the status sections are converted from the core's milli-units
+    (``pyhpa.api.status``)."""
+
+    __slots__ = ()
+
+
+#: the JSON schema of each of the API's own scalar types (``pyhpa.api.crd``'s ``schema_hook``)
+SCHEMAS: dict[type, dict] = {
+    Time: {"type": "string", "format": "date-time"},
+    Quantity: {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True},
+}
 
 
 def _enum(name: str, values: tuple[str, ...]) -> type[StrEnum]:
@@ -110,8 +127,7 @@ def _int32(description: str | None = None, **limits: int) -> Any:
 
 def _quantity(description: str) -> Any:
     """A quantity pyhpa writes (``status``): an integer or a string (``x-kubernetes-int-or-string``)."""
-    return Annotated[Any, Meta(description=description, extra_json_schema={
-        "anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True})]
+    return Annotated[Quantity, Meta(description=description)]
 
 
 # ----- per-object settings -------------------------------------------------------------------------------------
@@ -185,49 +201,6 @@ class Saturation(Struct, rename="camel", omit_defaults=True):
         "of the ready pods, doubled)."))] = _SATURATION.demand_factor
     mode: Annotated[Mode, Meta(description=(
         "Enforce: it may raise replicas. Observe: computed and reported, never applied."))] = _SATURATION.mode
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SourceSection:
-    """A source of the decision core with a section of its own in the spec and the status, declared once: what reads
-    ``spec.<field>`` (``pyhpa.adapters.parse.source_section``) and what shows the source's decision (``pyhpa
-    explain``, the controller's metrics, ``pyhpa simulate``) work from this and the core's source alone.
-
-    ``source``: the core's source (``pyhpa.core.reconcile.SOURCES``: its ``kind`` and ``field``; with a
-    ``timeline``, an ``Explained`` one); ``spec``: the API struct of ``spec.<field>``, whose fields are
-    ``core_spec``'s (the core's spec type), checked by ``check`` (the core's: (field, message) pairs); ``figures``:
-    one sync's figures from the core's status (``pyhpa explain -o json``'s ``<field>``, before ``applied`` and
-    ``won``); ``gauge``: (name after ``pyhpa_autoscaler_``, help) of the per-autoscaler gauge that is 1 while the
-    source is active and applied (None: none). How ``pyhpa simulate`` shows it is declared there
-    (``pyhpa.simulate.sections``), what ``pyhpa tune`` searches of it in ``pyhpa.tune.space`` (``TUNING``)."""
-
-    source: Any
-    spec: type
-    core_spec: type
-    check: Callable[..., list[tuple[str, str]]]
-    figures: Callable[[Any], dict]
-    gauge: tuple[str, str] | None = None
-
-    @property
-    def field(self) -> str:
-        """``spec.<field>``, ``status.<field>``: the source's."""
-        return self.source.field
-
-
-_SOURCES = {s.kind: s for s in SOURCES}
-
-#: The sections of the decision core's sources, by field, in the order of ``SOURCES``: each is read one way
-#: (``pyhpa.adapters.parse.source_section``) and shown by the consumers' generic code (``SourceSection``).
-SOURCE_SECTIONS: dict[str, SourceSection] = {s.field: s for s in (
-    SourceSection(source=_SOURCES[SourceKind.PREDICTION], spec=Prediction, core_spec=PredictionSpec,
-                  check=check_prediction, figures=prediction_figures, gauge=("predicting", (
-                      "1 while the prediction is applied (PredictionActive=True); 0 while it observes or steps aside. "
-                      "Only for autoscalers with spec.prediction."))),
-    SourceSection(source=_SOURCES[SourceKind.SATURATION], spec=Saturation, core_spec=SaturationSpec,
-                  check=check_saturation, figures=saturation_figures, gauge=("saturated", (
-                      "1 while the pods are pinned at their CPU limit (SaturationActive=True), else 0. Only for "
-                      "autoscalers with spec.saturation."))),
-)}
 
 
 # ----- spec.fallback, spec.metrics[].fallback ------------------------------------------------------------------
@@ -400,23 +373,23 @@ class MetricExtensions(Struct, rename="camel", omit_defaults=True):
 
 # ----- status --------------------------------------------------------------------------------------------------
 class _Recommendation(Struct):
-    timestamp: DateTime
+    timestamp: Time
     replicas: _int32()  # type: ignore[valid-type]
 
 
 class _ScaleEvent(Struct, rename="camel"):
-    timestamp: DateTime
+    timestamp: Time
     replica_change: _int32()  # type: ignore[valid-type]
 
 
 class _MetricFailures(Struct, rename="camel", omit_defaults=True):
     metric: str
     number_of_failures: _int32(ge=1)  # type: ignore[valid-type]
-    first_failure_time: DateTime
-    fallback_since: DateTime | None = None
+    first_failure_time: Time
+    fallback_since: Time | None = None
 
 
-class Memory(Struct, rename="camel", omit_defaults=True):
+class MemorySection(Struct, rename="camel", omit_defaults=True):
     """Controller memory of this autoscaler (optional; kept so another controller replica can continue): the
     recommendations of the stabilization window and the scale events of the scaling policies' periods."""
 
@@ -430,7 +403,7 @@ class Memory(Struct, rename="camel", omit_defaults=True):
         "Failing metrics (with a fallback): consecutive failed syncs, first failure, fallback start."))] | None = None
 
 
-class _Accuracy(Struct, rename="camel", omit_defaults=True):
+class PredictionAccuracy(Struct, rename="camel", omit_defaults=True):
     """Recent forecasts against what happened."""
 
     mape: Annotated[float, Meta(description="Mean absolute percentage error (fraction).")] | None = None
@@ -439,7 +412,7 @@ class _Accuracy(Struct, rename="camel", omit_defaults=True):
         "Share of actual values above the forecast quantile."))] | None = None
 
 
-class PredictionStatus(Struct, rename="camel", omit_defaults=True):
+class PredictionSection(Struct, rename="camel", omit_defaults=True):
     """pyhpa: the state of spec.prediction at the last sync."""
 
     reason: Annotated[str, Meta(description=(
@@ -449,19 +422,23 @@ class PredictionStatus(Struct, rename="camel", omit_defaults=True):
     model: Annotated[str, Meta(description="The fitted model (e.g. robust-seasonal/log).")] | None = None
     periods_seconds: Annotated[list[int], Meta(description=(
         "Seasonal periods detected in the history, seconds."))] | None = None
-    last_fit_time: Annotated[DateTime, Meta(description="When the model was last fitted.")] | None = None
+    last_fit_time: Annotated[Time, Meta(description="When the model was last fitted.")] | None = None
     lead_seconds: Annotated[int, Meta(description="Length of the forecast window, seconds.")] | None = None
-    forecast: _quantity("The quantile of the metric's workload total over the forecast window (the metric's "  # type: ignore[valid-type]
-                        "unit: cores for CPU, bytes for memory).") = None
-    expected: _quantity("The highest central (median) forecast over the forecast window (same unit).") = None  # type: ignore[valid-type]
-    provisioned: _quantity(  # type: ignore[valid-type]
+    forecast_milli: _quantity("The quantile of the metric's workload total over the forecast window (the "  # type: ignore[valid-type]
+                              "metric's unit: cores for CPU, bytes for memory).") | None = msgspec.field(
+        default=None, name="forecast")
+    expected_milli: _quantity(  # type: ignore[valid-type]
+        "The highest central (median) forecast over the forecast window (same unit).") | None = msgspec.field(
+        default=None, name="expected")
+    provisioned_milli: _quantity(  # type: ignore[valid-type]
         "The total the replicas are sized for: the expected value plus the band up to the quantile, in proportion "
-        "to the share of a Utilization target's headroom the band would use (same unit).") = None
+        "to the share of a Utilization target's headroom the band would use (same unit).") | None = msgspec.field(
+        default=None, name="provisioned")
     replicas: _int32("Replicas the forecast asks for.") | None = None  # type: ignore[valid-type]
-    accuracy: _Accuracy | None = None
+    accuracy: PredictionAccuracy | None = None
 
 
-class SaturationStatus(Struct, rename="camel", omit_defaults=True):
+class SaturationSection(Struct, rename="camel", omit_defaults=True):
     """pyhpa: the state of spec.saturation at the last sync."""
 
     reason: Annotated[str, Meta(description=(
@@ -470,21 +447,22 @@ class SaturationStatus(Struct, rename="camel", omit_defaults=True):
     mode: Annotated[str, Meta(description="spec.saturation.mode.")] | None = None
     pinned: Annotated[bool, Meta(description=(
         "The ready pods use pinnedPercent or more of their CPU limit."))] | None = None
-    usage_percent_of_limit: Annotated[int, Meta(description=(
-        "While pinned: the ready pods' CPU usage in percent of their limit."))] | None = None
+    usage_percent: Annotated[int, Meta(description=(
+        "While pinned: the ready pods' CPU usage in percent of their limit."))] | None = msgspec.field(
+        default=None, name="usagePercentOfLimit")
     ready_pods: Annotated[int, Meta(description="While pinned: the ready pods it was judged on.")] | None = None
     replicas: _int32("While pinned: replicas it asks for.") | None = None  # type: ignore[valid-type]
 
 
-class MetricHealth(Struct, rename="camel", omit_defaults=True):
+class MetricHealthEntry(Struct, rename="camel", omit_defaults=True):
     metric: Annotated[str, Meta(description=(
         "What is queried: Resource/cpu, Pods/<name>, External/<name>, ..."))]
     number_of_failures: _int32(  # type: ignore[valid-type]
         "Consecutive failed syncs, counted up to one past the fallback's failureThreshold (1 without one): from "
         "there on more failures change nothing, and a metric that stays down writes no status.")
     status: HealthStatus
-    first_failure_time: DateTime | None = None
-    fallback_since: DateTime | None = None
+    first_failure_time: Time | None = None
+    fallback_since: Time | None = None
     fallback_replicas: _int32("What its fallback proposed at the last sync.") | None = None  # type: ignore[valid-type]
 
 
@@ -497,42 +475,44 @@ class StatusWarning(Struct, omit_defaults=True):
     container: Annotated[str, Meta(description="The container a check's warning is about.")] | None = None
 
 
-class ScheduleStatus(Struct, rename="camel", omit_defaults=True):
+class ScheduleSection(Struct, rename="camel", omit_defaults=True):
     """The windows of spec.schedules active at the last sync, the next start or end of any window, and the dated
     windows that have expired."""
 
     active: Annotated[list[str], Meta(description="Names of the active windows.")] | None = None
-    next_change_time: Annotated[DateTime, Meta(description=(
-        "The next start or end of a window (the controller syncs then)."))] | None = None
+    next_change: Annotated[Time, Meta(description=(
+        "The next start or end of a window (the controller syncs then)."))] | None = msgspec.field(
+        default=None, name="nextChangeTime")
     expired: Annotated[list[str], Meta(description=(
-        "Names of the dated windows that have ended: they never apply again."))] | None = None
+        "Names of the dated windows that have ended: they never apply again."))] = \
+        msgspec.field(default_factory=list)
 
 
-class PauseStatus(Struct, omit_defaults=True):
+class PauseSection(Struct, omit_defaults=True):
     """pyhpa: present while a pause annotation (pyhpa.dev/paused, paused-replicas, paused-scale-in,
     paused-scale-out) holds the autoscaler (docs/operations.md)."""
 
     reason: Annotated[PauseReason, Meta(description=(  # type: ignore[valid-type]
         "The Paused condition's reason."))] | None = None
-    since: Annotated[DateTime, Meta(description="When the autoscaler was paused.")] | None = None
+    since: Annotated[Time, Meta(description="When the autoscaler was paused.")] | None = None
     replicas: _int32("The replicas held (paused-replicas, or the count paused froze).") | None = None  # type: ignore[valid-type]
 
 
 class StatusExtensions(Struct, rename="camel", omit_defaults=True):
     """The sections a HorizontalAutoscaler's status adds to autoscaling/v2's (``MEMORY_KEY`` is ``pyhpa``)."""
 
-    pyhpa: Memory | None = None
-    prediction: PredictionStatus | None = None
-    saturation: SaturationStatus | None = None
-    metric_health: Annotated[list[MetricHealth], Meta(description=(
+    pyhpa: MemorySection | None = None
+    prediction: PredictionSection | None = None
+    saturation: SaturationSection | None = None
+    metric_health: Annotated[list[MetricHealthEntry], Meta(description=(
         "pyhpa: each metric's health (only with a fallback): consecutive failed syncs and whether its fallback "
         "applies."))] | None = None
     warnings: Annotated[list[StatusWarning], Meta(extra_json_schema={"x-kubernetes-list-type": "atomic"}, description=(
         "pyhpa: the Warning events sent about this autoscaler whose cause lasts (a failing metric, ScaleStarvation, "
         "PodSumHidesContainer, ...). An event listed here is not sent again while its cause is unchanged: not at "
         "the next sync, not by another replica, not after a restart."))] | None = None
-    schedules: ScheduleStatus | None = None
-    pause: PauseStatus | None = None
+    schedules: ScheduleSection | None = None
+    pause: PauseSection | None = None
     reference: Annotated[str, Meta(description=(
         "pyhpa: spec.scaleTargetRef as kind/name (Deployment/web), the REFERENCE column of kubectl get hpa; written "
         "by the controller."))] | None = None

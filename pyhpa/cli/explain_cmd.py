@@ -18,7 +18,7 @@ from ..adapters.errors import InputError
 from ..adapters.kubectl import snapshot_from_kubectl
 from ..adapters.parse import format_time, int32_value, timestamp
 from ..adapters.snapshot import Snapshot, decision_json, load_snapshots, run_snapshot, snapshot_warnings
-from ..api.v1alpha1 import SOURCE_SECTIONS, SourceSection
+from ..api.sections import SOURCE_SECTIONS, SourceSection
 from ..core import LIMIT, Decision, HPAWarning, Proposal, SourceProposal, active_windows, tolerances
 from ..core.model import SourceKind
 from . import readable

@@ -47,10 +47,10 @@ from .model import (
     ScalingPolicy,
     ScalingRules,
     ScheduleStatus,
-    ScheduleWindow,
     SourceProposal,
     Step,
     SyncInputs,
+    WindowSpec,
 )
 from .normalize import MemoryHorizons, memory_horizons, relevant_memory, stabilization_windows, store_scale_event
 from .prediction import check_prediction, provisioned_total
@@ -69,7 +69,7 @@ __all__ = [
     "ENFORCE", "OBSERVE", "ActiveWindow", "Behavior", "Condition", "ControllerConfig", "Decision", "Event",
     "FallbackSpec", "Forecast", "HPA", "HPAStatus", "Memory", "MetricFailures", "MetricHealth", "MetricSamples",
     "MetricSpec", "Pod", "PodSample", "PredictionSpec", "PredictionStatus", "Proposal", "Scale", "ScalingPolicy",
-    "ScalingRules", "ScheduleStatus", "ScheduleWindow", "SourceProposal", "Step", "SyncInputs", "active_windows",
+    "ScalingRules", "ScheduleStatus", "WindowSpec", "SourceProposal", "Step", "SyncInputs", "active_windows",
     "check_fallback", "check_prediction", "check_window", "check_windows", "decide", "effective_fallback",
     "expired_windows", "capped_failures", "fallback_replicas", "metric_key",
     "next_change", "occurrences", "provisioned_total", "rescale_failed", "set_condition", "tolerances", "with_status",

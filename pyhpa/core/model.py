@@ -269,8 +269,9 @@ class Condition:
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
-class ScheduleWindow:
-    """One ``spec.schedules[]`` window of a HorizontalAutoscaler (pyhpa.dev/v1alpha1).
+class WindowSpec:
+    """One ``spec.schedules[]`` window of a HorizontalAutoscaler (pyhpa.dev/v1alpha1) as the core reads it: the
+    API's ``ScheduleWindow`` with its zone resolved and its dates parsed (``pyhpa.adapters.autoscaler``).
 
     A cron window: ``start``/``end`` are 5-field cron expressions read in ``time_zone`` (a resolved
     IANA zone); exactly one of ``end`` and ``duration_seconds`` (elapsed seconds) is set;
@@ -514,7 +515,7 @@ class HPA:
     conditions: tuple[Condition, ...] = ()
     last_scale_time: float | None = None
     status_desired_replicas: int | None = None
-    schedules: tuple[ScheduleWindow, ...] = ()
+    schedules: tuple[WindowSpec, ...] = ()
     prediction: PredictionSpec | None = None
     fallback: FallbackSpec | None = None
     saturation: SaturationSpec | None = None

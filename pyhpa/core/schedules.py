@@ -23,7 +23,7 @@ minute and hour fields do not begin with ``*``, a *fixed-time* cron such as ``30
   22:00 on an excluded date is skipped, and one that started the evening before runs to its end
   (also when occurrences of one window overlap).
 
-A dated window (``ScheduleWindow.dated``: a ``start`` and an ``end`` date-time instead of crons) is
+A dated window (``WindowSpec.dated``: a ``start`` and an ``end`` date-time instead of crons) is
 active once, from its ``start_time`` up to (not including) its ``end_time``; from ``end_time`` on it
 is expired and never applies again. The adapters parse the date-times (RFC 3339, or a local date-time
 in the window's zone) into those instants; the core only compares them.
@@ -41,7 +41,7 @@ from functools import lru_cache
 from cronsim import CronSim, CronSimError
 
 from .combine import Bounds, effective_bounds, schedule_sources
-from .model import ActiveWindow, ConditionType, Reason, ScheduleStatus, ScheduleWindow, SourceKind
+from .model import ActiveWindow, ConditionType, Reason, ScheduleStatus, SourceKind, WindowSpec
 from .sources import BoundsOutcome, Outcome, SourceInputs, Stage, condition_dropped
 
 #: windows x minutes remembered by the memoized cron look-ups below (a few per autoscaler)
@@ -66,7 +66,7 @@ def _cron(expr: str, start: datetime, reverse: bool = False) -> Iterator[datetim
         yield occurrence
 
 
-def _local(ts: float, window: ScheduleWindow) -> datetime | None:
+def _local(ts: float, window: WindowSpec) -> datetime | None:
     """Epoch ``ts`` in the window's zone; within hours of the calendar's ends, where that local time would lie
     outside it: the calendar's first local instant (at its start), or None (at its end: nothing comes after)."""
     try:
@@ -82,10 +82,10 @@ def _local(ts: float, window: ScheduleWindow) -> datetime | None:
 # cron about once per occurrence instead of at every sync. The caches hold results only, never state a
 # decision depends on.
 
-_ENDS: dict[tuple[ScheduleWindow, float], float] = {}
+_ENDS: dict[tuple[WindowSpec, float], float] = {}
 
 
-def _end_after(window: ScheduleWindow, start: datetime) -> float:
+def _end_after(window: WindowSpec, start: datetime) -> float:
     """Epoch seconds at which the occurrence that started at ``start`` (as cronsim gave it) ends: equal to the
     start when the occurrence is empty (``_inside_gap``), never before it."""
     if window.end is None:
@@ -122,7 +122,7 @@ def _fixed_time(expr: str) -> bool:
     return not fields[0].startswith("*") and not fields[1].startswith("*")
 
 
-def _inside_gap(window: ScheduleWindow, start: datetime) -> bool:
+def _inside_gap(window: WindowSpec, start: datetime) -> bool:
     """Whether the occurrence at ``start`` is empty: its start and its end both lie in the hour skipped when the
     clocks spring forward, so both happen when the gap ends (``30 2 * * *`` to ``45 2 * * *`` on the
     spring-forward day in Europe/Berlin: 03:00 CEST to 03:00 CEST).
@@ -147,10 +147,10 @@ def _inside_gap(window: ScheduleWindow, start: datetime) -> bool:
 #: per window, the occurrence bracket of its last look-up: (start, next start) as epoch seconds, then as cronsim gave
 #: them (the next None at the calendar's end). Between two starts the latest start is the same for every time, so
 #: a look-up inside the bracket needs no cron at all: one cron walk per occurrence instead of one per minute.
-_BRACKETS: dict[ScheduleWindow, tuple[float, float, datetime, datetime | None]] = {}
+_BRACKETS: dict[WindowSpec, tuple[float, float, datetime, datetime | None]] = {}
 
 
-def _start_at_or_before(window: ScheduleWindow, ts: float) -> datetime | None:
+def _start_at_or_before(window: WindowSpec, ts: float) -> datetime | None:
     """The latest start at or before epoch ``ts`` (local, aware; None: none since year 1); memoized per
     occurrence (``_BRACKETS``), else per minute."""
     b = _BRACKETS.get(window)
@@ -166,7 +166,7 @@ def _start_at_or_before(window: ScheduleWindow, ts: float) -> datetime | None:
 
 
 @lru_cache(maxsize=_CACHE)
-def _start_at_or_before_minute(window: ScheduleWindow, ts: float) -> datetime | None:
+def _start_at_or_before_minute(window: WindowSpec, ts: float) -> datetime | None:
     """The latest start at or before epoch ``ts`` (local, aware; None when there is none since year 1).
 
     cronsim's reverse iteration walks wall-clock time, so in the second reading of the hour repeated
@@ -194,7 +194,7 @@ def _start_at_or_before_minute(window: ScheduleWindow, ts: float) -> datetime | 
     return cand
 
 
-def active_occurrence(window: ScheduleWindow, now: float) -> ActiveWindow | None:
+def active_occurrence(window: WindowSpec, now: float) -> ActiveWindow | None:
     """The occurrence of ``window`` active at ``now`` (epoch s), or None.
 
     That is the latest start at or before ``now`` whose date is not excluded (``excludeDates``),
@@ -221,7 +221,7 @@ def active_occurrence(window: ScheduleWindow, now: float) -> ActiveWindow | None
     return None
 
 
-def active_windows(windows: Sequence[ScheduleWindow], now: float) -> tuple[ActiveWindow, ...]:
+def active_windows(windows: Sequence[WindowSpec], now: float) -> tuple[ActiveWindow, ...]:
     """The windows active at ``now``, in spec order."""
     out = []
     for w in windows:
@@ -231,12 +231,12 @@ def active_windows(windows: Sequence[ScheduleWindow], now: float) -> tuple[Activ
     return tuple(out)
 
 
-def expired_windows(windows: Sequence[ScheduleWindow], now: float) -> tuple[str, ...]:
+def expired_windows(windows: Sequence[WindowSpec], now: float) -> tuple[str, ...]:
     """Names of the dated windows that have ended at ``now``, in spec order."""
     return tuple(w.name for w in windows if w.dated and now >= w.end_time)
 
 
-def occurrences(window: ScheduleWindow, since: float, until: float) -> Iterator[tuple[float, float]]:
+def occurrences(window: WindowSpec, since: float, until: float) -> Iterator[tuple[float, float]]:
     """(start, end) epoch seconds of every non-excluded occurrence that overlaps ``[since, until)``,
     in time order (an occurrence already running at ``since`` comes first), and of every empty one that
     starts in it (start == end: a window inside the hour skipped when the clocks spring forward, never
@@ -263,7 +263,7 @@ def occurrences(window: ScheduleWindow, since: float, until: float) -> Iterator[
         yield ts, end
 
 
-def next_change(windows: Sequence[ScheduleWindow], now: float,
+def next_change(windows: Sequence[WindowSpec], now: float,
                 active: Sequence[ActiveWindow] | None = None) -> float | None:
     """Epoch seconds of the next start or end of any window after ``now`` (None without windows); an empty
     occurrence (``occurrences``) starts and ends nothing.
@@ -286,7 +286,7 @@ def next_change(windows: Sequence[ScheduleWindow], now: float,
     return best
 
 
-def _next_start_after(window: ScheduleWindow, minute: float) -> float | None:
+def _next_start_after(window: WindowSpec, minute: float) -> float | None:
     """``_next_start``, from the occurrence memo (``_BRACKETS``) when the minute lies in its bracket: the bracket's
     next start, unless its date is excluded or it is empty."""
     b = _BRACKETS.get(window)
@@ -297,7 +297,7 @@ def _next_start_after(window: ScheduleWindow, minute: float) -> float | None:
 
 
 @lru_cache(maxsize=_CACHE)
-def _next_start(window: ScheduleWindow, minute: float) -> float | None:
+def _next_start(window: WindowSpec, minute: float) -> float | None:
     """The first start after the minute that begins at epoch ``minute`` of an occurrence that is neither
     excluded nor empty (None past ``_MAX_SKIPPED`` such starts): the same for every time within that minute."""
     after = _local(minute + 59, window)
@@ -311,7 +311,7 @@ def _next_start(window: ScheduleWindow, minute: float) -> float | None:
     return None
 
 
-def check_window(window: ScheduleWindow) -> list[tuple[str, str]]:
+def check_window(window: WindowSpec) -> list[tuple[str, str]]:
     """What is wrong with one window, as (field, message) pairs (empty when it is valid).
 
     Fields are relative to the window (``start``, ``end``, ``durationSeconds``, ``minReplicas``).
@@ -323,7 +323,7 @@ def check_window(window: ScheduleWindow) -> list[tuple[str, str]]:
     return problems
 
 
-def _check_crons(window: ScheduleWindow) -> list[tuple[str, str]]:
+def _check_crons(window: WindowSpec) -> list[tuple[str, str]]:
     problems: list[tuple[str, str]] = []
     probe = datetime(2026, 1, 1, tzinfo=timezone.utc)
     for field, expr in (("start", window.start), ("end", window.end)):
@@ -347,7 +347,7 @@ def _check_crons(window: ScheduleWindow) -> list[tuple[str, str]]:
     return problems
 
 
-def _check_dated(window: ScheduleWindow) -> list[tuple[str, str]]:
+def _check_dated(window: WindowSpec) -> list[tuple[str, str]]:
     problems: list[tuple[str, str]] = []
     if window.end_time is None:
         problems.append(("end", "a dated window (start is a date-time) needs an end date-time"))
@@ -360,7 +360,7 @@ def _check_dated(window: ScheduleWindow) -> list[tuple[str, str]]:
     return problems
 
 
-def _check_bounds(window: ScheduleWindow, problems: list[tuple[str, str]]) -> None:
+def _check_bounds(window: WindowSpec, problems: list[tuple[str, str]]) -> None:
     if window.min_replicas is None and window.max_replicas is None:
         problems.append(("minReplicas", "a window needs minReplicas (a floor), maxReplicas (a cap) or both"))
     for field, value in (("minReplicas", window.min_replicas), ("maxReplicas", window.max_replicas)):
@@ -373,7 +373,7 @@ def _check_bounds(window: ScheduleWindow, problems: list[tuple[str, str]]) -> No
         problems.append(("minReplicas", f"minReplicas {window.min_replicas} is greater than maxReplicas {window.max_replicas}"))
 
 
-def check_windows(windows: Sequence[ScheduleWindow]) -> list[tuple[int, str, str]]:
+def check_windows(windows: Sequence[WindowSpec]) -> list[tuple[int, str, str]]:
     """What is wrong between windows, as (index, field, message) triples (empty when nothing is).
 
     Two dated windows of the same kind (both floors, ``minReplicas``, or both caps, ``maxReplicas``)

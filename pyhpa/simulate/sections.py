@@ -1,7 +1,7 @@
 """How ``pyhpa simulate`` shows the source sections of the API it has no code of its own for (prediction has:
 ``pyhpa.simulate.prediction``): their ``timeline.csv`` columns, their summary.json keys, declared here per section.
 
-A source section of the API (``pyhpa.api.v1alpha1.SOURCE_SECTIONS``) listed in ``SHOWN`` gets, with no other
+A source section of the API (``pyhpa.api.sections.SOURCE_SECTIONS``) listed in ``SHOWN`` gets, with no other
 change to ``pyhpa/simulate``: its columns in timeline.csv, its ``summary.json`` section (``SourceRecord.summary``),
 its row among the extensions (``report.EXTENSIONS``) and its panel in the plot.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..api.v1alpha1 import SOURCE_SECTIONS, SourceSection
+from ..api.sections import SOURCE_SECTIONS, SourceSection
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -20,6 +20,7 @@ from ..adapters.errors import InputError
 from ..adapters.fallback import without_metric_fallbacks
 from ..adapters.metric_types import REGISTRY, RESOURCE_TYPES
 from ..api import v1alpha1 as api
+from ..api.sections import SOURCE_SECTIONS
 from ..core import HPA
 
 #: upstream's defaults (autoscaling/v2 without ``behavior``): scale-down window 300 s, scale-up 100 % or 4 pods / 15 s
@@ -123,7 +124,7 @@ class Tuning:
     lean: dict[str, float] | None = None
 
 
-#: The source sections ``pyhpa tune`` searches (a ``pyhpa.api.v1alpha1.SOURCE_SECTIONS`` key each), in the order it
+#: The source sections ``pyhpa tune`` searches (a ``pyhpa.api.sections.SOURCE_SECTIONS`` key each), in the order it
 #: suggests them: a source listed here is searched, written and reported by tune with no other change here.
 TUNING: dict[str, Tuning] = {
     "prediction": Tuning(
@@ -146,7 +147,7 @@ TUNING: dict[str, Tuning] = {
 _ORDER = {name: i for i, name in enumerate(TUNING)}
 
 
-_DEFAULTS = {name: {f.name: getattr(api.SOURCE_SECTIONS[name].spec(), f.name) for f in tuning.fields}
+_DEFAULTS = {name: {f.name: getattr(SOURCE_SECTIONS[name].spec(), f.name) for f in tuning.fields}
              for name, tuning in TUNING.items()}
 
 
@@ -170,7 +171,7 @@ class Source:
         """The ``spec.<name>`` section, written through the API (every field tune searched: the reader sees the
         setting), each number rounded as searched."""
         fields_ = TUNING[self.name].fields
-        struct = api.SOURCE_SECTIONS[self.name].spec
+        struct = SOURCE_SECTIONS[self.name].spec
         values = {f.name: v if f.digits is None else round(v, f.digits) for f, (_, v) in zip(fields_, self.values)}
         return api.manifest(struct(**values), *values)
 

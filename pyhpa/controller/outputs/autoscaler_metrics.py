@@ -34,7 +34,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.utils import floatToGoString
 
-from ...api.v1alpha1 import SOURCE_SECTIONS
+from ...api.sections import SOURCE_SECTIONS
 from ...core import Decision, metric_key
 from ...core.model import UTILIZATION, Proposal, SourceKind, SourceRef
 

@@ -13,7 +13,7 @@ from typing import Any, Protocol, Sequence
 from ...adapters.errors import InputError
 from ...adapters.parse import timestamp
 from ...adapters.printers import reference
-from ...api.status import condition_dict, metric_health_dict, pause_status, render_status, time_text  # noqa: F401 (re-exported)
+from ...api.status import condition_dict, render_status
 from ...core import HPA, Condition, Decision, Event, HPAStatus, HPAWarning, Memory, set_condition, with_status
 from ..cache.autoscaler import API_VERSION, KIND, MEMORY_KEY, Autoscaler, packed
 from ..kube.api import ApiFailure

@@ -27,9 +27,8 @@ import httpx2
 from ...adapters.metric_types import REGISTRY, MetricQuery
 from ...adapters.parse import format_time
 from ...adapters.promql import RangeQueryError, label_value, query_range, range_step, regex_literal
-from ...api.status import PREDICTION_FIGURES as STATUS_FIGURES  # noqa: F401 (re-exported)
-from ...api.status import prediction_section
-from ...core import Decision, Forecast, MetricSamples, PredictionSpec
+from ...api.v1alpha1 import PredictionAccuracy, Time
+from ...core import Forecast, MetricSamples, PredictionSpec
 from ...forecast import HISTORY_UNAVAILABLE
 from ..cache.autoscaler import Autoscaler
 
@@ -201,34 +200,25 @@ class LivePredictions:
         st.retry_at = now + RETRY_SECONDS
 
     def fit(self, key: str) -> dict | None:
-        """The figures of the model fitted for autoscaler ``key`` that ``status.prediction`` carries
-        (``lastFitTime``, ``model``, ``periodsSeconds``, ``accuracy``; None before a fit). The accuracy is rounded
-        to 0.01, so that the status is rewritten when it changes, not at every sync."""
+        """The figures of the model fitted for autoscaler ``key`` that ``status.prediction`` carries, keyed by
+        ``pyhpa.api.v1alpha1.PredictionSection``'s attributes (``last_fit_time``, ``model``, ``periods_seconds``,
+        ``accuracy``; None before a fit). The accuracy is rounded to 0.01, so that the status is rewritten when it
+        changes, not at every sync."""
         st = self._states.get(key)
         if st is None:
             return None
         out: dict = {}
         f = st.loop.predictor.fit
         if f is not None:
-            out["lastFitTime"] = format_time(f.fitted_at)
+            out["last_fit_time"] = Time(format_time(f.fitted_at))
             if f.model is not None:
                 out["model"] = f.model.name
             if f.periods:
-                out["periodsSeconds"] = [int(p) for p in f.periods]
+                out["periods_seconds"] = [int(p) for p in f.periods]
         last = st.loop.last
         if last is not None and last.accuracy.evaluations:
             acc = last.accuracy
-            out["accuracy"] = {k: v for k, v in {
-                "mape": None if acc.mape is None else round(acc.mape, 2),
-                "wape": None if acc.wape is None else round(acc.wape, 2),
-                "underForecastShare": None if acc.under_share is None else round(acc.under_share, 2),
-            }.items() if v is not None}
+            out["accuracy"] = PredictionAccuracy(**{k: None if v is None else round(v, 2) for k, v in (
+                ("mape", acc.mape), ("wape", acc.wape), ("under_forecast_share", acc.under_share))})
         return out or None
 
-    def status(self, a: Autoscaler, decision: Decision) -> dict | None:
-        """``status.prediction`` of this sync (None without ``spec.prediction``): ``pyhpa.api.status``'s rendering
-        with this autoscaler's fit."""
-        spec = a.hpa.prediction if a.hpa is not None else None
-        if spec is None or decision.status.prediction is None:
-            return None
-        return prediction_section(decision.status, spec.lead_seconds, self.fit(a.key))
