@@ -19,13 +19,10 @@ from pyhpa.core import (
     ScalingRules,
     SyncInputs,
     WindowSpec,
-    active_windows,
-    check_window,
     decide,
-    next_change,
-    occurrences,
     with_status,
 )
+from pyhpa.core.schedules import active_windows, check_window, next_change, occurrences
 from tests.builders import cpu_hpa, cpu_pods, scale
 
 CFG = ControllerConfig()
