@@ -1,4 +1,4 @@
-"""``kubectl-pyhpa``: the kubectl plugin (``kubectl pyhpa explain|thresholds|schedules NAMESPACE/NAME``).
+"""``kubectl-pyhpa``: the kubectl plugin (``kubectl pyhpa explain|thresholds|schedules|adopt|release NAMESPACE/NAME``).
 
 kubectl runs any ``kubectl-<name>`` executable on the PATH as ``kubectl <name>``, passing the arguments
 through; installing pyhpa installs this one (a console script in pyproject.toml). Each command reads the
@@ -6,7 +6,8 @@ live autoscaler (``NAME`` with ``-n NAMESPACE`` or the context's namespace, or `
 kubeconfig context (``--context``, ``--kubeconfig`` as kubectl's) exactly as
 ``pyhpa snapshot`` does (``pyhpa.cli.snapshot_cmd.live_snapshot``: the controller's own code path for the
 object, its target's scale, its pods and its metrics), then prints what ``pyhpa explain``, ``pyhpa
-thresholds`` and ``pyhpa schedules`` print for that snapshot. Nothing is written to the cluster.
+thresholds`` and ``pyhpa schedules`` print for that snapshot. Nothing is written to the cluster, but by ``adopt`` and
+``release``: ``pyhpa adopt`` and ``pyhpa release`` (``pyhpa.cli.adopt_cmd``) with kubectl's ``NAME -n NAMESPACE``.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from . import run_cmd
 from .errors import input_errors
 from .explain_cmd import explain_snapshots
 from .help import Command, examples, typer_app
-from .options import Output
+from .options import HandOverFormat, Output
 from .schedules_cmd import report_schedules, schedule_span
 from .snapshot_cmd import Kind, live_snapshot
 from .thresholds_cmd import report_thresholds
@@ -122,6 +123,49 @@ def schedules(
     report_schedules(replace(parsed, kind=KIND, label=live), start, end, limit, output)
 
 
+def _hand_over(direction: str, key: Optional[str], everything: bool, namespace: Optional[str], dry_run: bool,
+               output, timeout: float, kubeconfig: Optional[str], context: Optional[str],
+               server: Optional[str]) -> None:
+    """``kubectl pyhpa adopt|release``: ``pyhpa adopt|release`` with kubectl's ``NAME -n NAMESPACE``."""
+    from . import adopt_cmd
+
+    if not everything and key is not None:
+        key, namespace = full_key(key, namespace, kubeconfig, context, server), None
+    adopt_cmd.run(direction, key, everything, namespace, dry_run, output, timeout, kubeconfig, context, server,
+                  run_cmd.API_TIMEOUT_OPTION.default)
+
+
+def adopt(
+    key: Optional[str] = typer.Argument(None, metavar="[NAMESPACE/]NAME", help="The native HPA (or --all)."),
+    everything: bool = typer.Option(False, "--all", help="Every HPA of -n NAMESPACE (without -n: the cluster's)."),
+    namespace: Optional[str] = NAMESPACE_OPTION,
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the HorizontalAutoscaler it would create."),
+    output: Optional[HandOverFormat] = typer.Option(None, "--output", "-o", help="As --dry-run, in yaml or json."),
+    timeout: float = typer.Option(60.0, "--timeout", min=1.0, max=3600.0, help="Seconds to wait for pyhpa's sync."),
+    kubeconfig: Optional[str] = run_cmd.KUBECONFIG_OPTION,
+    context: Optional[str] = run_cmd.CONTEXT_OPTION,
+    server: Optional[str] = run_cmd.SERVER_OPTION,
+) -> None:
+    """Hand a native HPA over to pyhpa with no gap (pyhpa adopt; docs/adoption.md)."""
+    _hand_over("adopt", key, everything, namespace, dry_run, output, timeout, kubeconfig, context, server)
+
+
+def release(
+    key: Optional[str] = typer.Argument(None, metavar="[NAMESPACE/]NAME", help="The HorizontalAutoscaler (or --all)."),
+    everything: bool = typer.Option(False, "--all", help="Every one of -n NAMESPACE (without -n: the cluster's)."),
+    namespace: Optional[str] = NAMESPACE_OPTION,
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the HPA it would create."),
+    output: Optional[HandOverFormat] = typer.Option(None, "--output", "-o", help="As --dry-run, in yaml or json."),
+    timeout: float = typer.Option(60.0, "--timeout", min=1.0, max=3600.0,
+                                  help="Seconds to wait for upstream's controller."),
+    kubeconfig: Optional[str] = run_cmd.KUBECONFIG_OPTION,
+    context: Optional[str] = run_cmd.CONTEXT_OPTION,
+    server: Optional[str] = run_cmd.SERVER_OPTION,
+) -> None:
+    """Hand a HorizontalAutoscaler back to upstream's HPA controller (pyhpa release; docs/adoption.md)."""
+    _hand_over("release", key, everything, namespace, dry_run, output, timeout, kubeconfig, context, server)
+
+
 EXAMPLES = {
     "explain": examples("kubectl pyhpa explain web -n shop      # what it decides now, and why",
                         "kubectl pyhpa explain shop/web -o json",
@@ -130,8 +174,12 @@ EXAMPLES = {
                            "kubectl pyhpa thresholds shop/web -o json"),
     "schedules": examples("kubectl pyhpa schedules web -n shop    # its windows in the next 7 days",
                           "kubectl pyhpa schedules shop/web --from 2026-12-24T00:00:00Z"),
+    "adopt": examples("kubectl pyhpa adopt web -n shop --dry-run   # the HorizontalAutoscaler it would create",
+                      "kubectl pyhpa adopt web -n shop             # hand the HPA over to pyhpa"),
+    "release": examples("kubectl pyhpa release web -n shop           # and back to a native HPA"),
 }
-for _name, _fn in (("explain", explain), ("thresholds", thresholds), ("schedules", schedules)):
+for _name, _fn in (("explain", explain), ("thresholds", thresholds), ("schedules", schedules), ("adopt", adopt),
+                   ("release", release)):
     plugin.command(_name, cls=Command, epilog=EXAMPLES[_name])(input_errors(_fn))
 
 

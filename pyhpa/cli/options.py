@@ -35,6 +35,13 @@ class Output(str, Enum):
     json = "json"
 
 
+class HandOverFormat(str, Enum):
+    """``-o/--output`` of ``pyhpa adopt`` and ``release``: the objects they would create, as yaml or json."""
+
+    yaml = "yaml"
+    json = "json"
+
+
 class GapPolicy(str, Enum):
     """``--gaps``: what goes into a gap of a trace (rows more than 1.5 steps apart); the same meaning in every
     command that reads a trace (docs/cli.md): refuse it, hold the last row, one zero row, interpolate, cut it out."""

@@ -205,6 +205,15 @@ class RawApi:
                                     headers=_JSON)
         return msgspec.json.decode(response.content)
 
+    async def send_json(self, method: str, path: str, body: dict | None = None,
+                        content_type: str = "application/json") -> Any:
+        """``method`` (POST, PATCH, DELETE, ...) on ``path`` with ``body`` as JSON (``content_type``: a patch's
+        ``application/merge-patch+json``); the decoded answer, or ApiFailure with the Status message and reason."""
+        content = None if body is None else msgspec.json.encode(body)
+        response = await self._send(method, self._url(path, None, keep=False), content=content,
+                                    headers={**_ACCEPT, "Content-Type": content_type})
+        return msgspec.json.decode(response.content) if response.content else None
+
     async def close(self) -> None:
         await self._http.aclose()
 
