@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pyhpa.core as core
 from pyhpa.core import HPA, Memory, MetricSamples, MetricSpec, Pod, PodSample, Scale
 from pyhpa.core.model import ZERO_TIME
 
@@ -30,3 +31,12 @@ def scale(replicas: int) -> Scale:
 def old_memory(replicas: int) -> Memory:
     """Memory with one old recommendation, so stabilization does not hold anything."""
     return Memory([(NOW - 3600, replicas)])
+
+
+def decided(hpa: HPA, replicas: int, pods: list[Pod], samples: MetricSamples, now: float = NOW,
+            memory: Memory | None = None, config: core.ControllerConfig | None = None) -> core.Decision:
+    """One sync's decision (``pyhpa.core.decide``) of ``hpa`` (one metric) over a target at ``replicas`` with
+    ``pods`` and the metric's ``samples`` at epoch ``now``; a fresh memory and the default flags unless given."""
+    return core.decide(core.SyncInputs(hpa=hpa, scale=scale(replicas), pods=pods, samples=[samples],
+                                       memory=Memory() if memory is None else memory, now=now,
+                                       config=core.ControllerConfig() if config is None else config))

@@ -13,19 +13,18 @@ from hypothesis import strategies as st
 
 from pyhpa.core import (
     Behavior,
-    ControllerConfig,
     Memory,
     ScalingPolicy,
     ScalingRules,
-    SyncInputs,
     WindowSpec,
-    decide,
+    active_windows,
+    check_window,
+    next_change,
+    occurrences,
     with_status,
 )
-from pyhpa.core.schedules import active_windows, check_window, next_change, occurrences
-from tests.builders import cpu_hpa, cpu_pods, scale
+from tests.builders import cpu_hpa, cpu_pods, decided
 
-CFG = ControllerConfig()
 UTC = ZoneInfo("UTC")
 NY = ZoneInfo("America/New_York")
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -319,12 +318,11 @@ def test_a_floor_raises_replicas_at_its_start_and_names_the_window():
     hpa = replace(cpu_hpa(min_r=1, max_r=10), schedules=(floor,))
     now = utc(2026, 6, 10, 8, 0)
     pods, samples = low_cpu(1, now)
-    before = decide(SyncInputs(hpa=hpa, scale=scale(1), pods=pods, samples=[samples], memory=Memory(), now=now - 1,
-                               config=CFG))
+    before = decided(hpa, 1, pods, samples, now - 1)
     assert not before.rescale and before.active_schedules == ()
     assert conds(before)["ScheduleActive"] == ("False", "NoActiveWindow")
     assert before.status.schedules.active == () and before.status.schedules.next_change == now
-    d = decide(SyncInputs(hpa=hpa, scale=scale(1), pods=pods, samples=[samples], memory=Memory(), now=now, config=CFG))
+    d = decided(hpa, 1, pods, samples, now)
     assert d.rescale and d.desired_replicas == 5
     assert str(d.decided_by) == "Schedule/business"
     assert (d.min_replicas_effective, d.max_replicas_effective) == (5, 10)
@@ -342,8 +340,7 @@ def test_a_cap_lowers_replicas_at_its_start():
     hpa = replace(cpu_hpa(min_r=1, max_r=10), schedules=(cap,))
     now = utc(2026, 6, 10, 0, 0, 15)
     pods, samples = cpu_pods([1000] * 8, now=now)  # busy: the metric wants more
-    d = decide(SyncInputs(hpa=hpa, scale=scale(8), pods=pods, samples=[samples], memory=Memory([(now - 600, 8)]),
-                          now=now, config=CFG))
+    d = decided(hpa, 8, pods, samples, now, memory=Memory([(now - 600, 8)]))
     assert d.desired_replicas == 3 and str(d.decided_by) == "Schedule/night"
     assert d.max_replicas_effective == 3
 
@@ -354,8 +351,7 @@ def test_floor_and_cap_of_overlapping_windows_combine_and_the_lowest_cap_and_hig
     hpa = replace(cpu_hpa(min_r=1, max_r=10), schedules=(a, b))
     now = utc(2026, 6, 10, 12, 0)
     pods, samples = cpu_pods([1000] * 5, now=now)  # 200 % of target: metrics ask for 10
-    d = decide(SyncInputs(hpa=hpa, scale=scale(5), pods=pods, samples=[samples], memory=Memory([(now - 600, 5)]),
-                          now=now, config=CFG))
+    d = decided(hpa, 5, pods, samples, now, memory=Memory([(now - 600, 5)]))
     assert (d.min_replicas_effective, d.max_replicas_effective) == (4, 7)
     assert d.desired_replicas == 7 and str(d.decided_by) == "Schedule/b"
     metric = [s for s in d.sources if s.source == "Metric"]
@@ -369,8 +365,7 @@ def test_a_floor_above_a_cap_wins_and_the_decision_says_so():
     now = utc(2026, 6, 10, 12, 0)
     for usage, want in ((100, 6), (1000, 6)):  # metrics low or high: the floor holds either way
         pods, samples = cpu_pods([usage] * 6, now=now)
-        d = decide(SyncInputs(hpa=hpa, scale=scale(6), pods=pods, samples=[samples], memory=Memory([(now - 600, 6)]),
-                              now=now, config=CFG))
+        d = decided(hpa, 6, pods, samples, now, memory=Memory([(now - 600, 6)]))
         assert d.desired_replicas == want
         assert (d.min_replicas_effective, d.max_replicas_effective) == (6, 6)
         assert conds(d)["ScheduleActive"] == ("True", "FloorAndCapConflict")
@@ -379,7 +374,7 @@ def test_a_floor_above_a_cap_wins_and_the_decision_says_so():
         budget = next(s for s in d.sources if s.name == "budget")
         assert "overridden" in budget.note
     pods, samples = cpu_pods([100] * 2, now=now)
-    d = decide(SyncInputs(hpa=hpa, scale=scale(2), pods=pods, samples=[samples], memory=Memory(), now=now, config=CFG))
+    d = decided(hpa, 2, pods, samples, now)
     assert d.desired_replicas == 6 and str(d.decided_by) == "Schedule/launch"
 
 
@@ -388,8 +383,7 @@ def _run(hpa, syncs, current, start, period=15.0, usage=100):
     memory, out, now = Memory(), [], start
     for _ in range(syncs):
         pods, samples = cpu_pods([usage] * current, now=now)
-        d = decide(SyncInputs(hpa=hpa, scale=scale(current), pods=pods, samples=[samples], memory=memory, now=now,
-                              config=CFG))
+        d = decided(hpa, current, pods, samples, now, memory=memory)
         memory, hpa, current = d.memory, with_status(hpa, d.status), d.desired_replicas
         out.append((now, current, str(d.decided_by)))
         now += period
@@ -435,10 +429,10 @@ def test_a_restarted_controller_applies_the_active_window_without_memory():
     hpa = replace(cpu_hpa(min_r=1, max_r=10), schedules=(floor,))
     now = utc(2026, 6, 10, 12, 34, 56)
     pods, samples = low_cpu(2, now)
-    d = decide(SyncInputs(hpa=hpa, scale=scale(2), pods=pods, samples=[samples], memory=Memory(), now=now, config=CFG))
+    d = decided(hpa, 2, pods, samples, now)
     assert d.desired_replicas == 5 and d.active_schedules == ("business",)
     pods, samples = low_cpu(5, now)
-    d = decide(SyncInputs(hpa=hpa, scale=scale(5), pods=pods, samples=[samples], memory=Memory(), now=now, config=CFG))
+    d = decided(hpa, 5, pods, samples, now)
     assert not d.rescale and d.desired_replicas == 5 and str(d.decided_by) == "Schedule/business"
 
 
@@ -459,10 +453,8 @@ def test_an_inactive_window_changes_nothing_but_the_schedule_condition(usages, c
     with_windows = replace(plain, schedules=(later,))
     pods, samples = cpu_pods(usages, now=now)
     memory = Memory([(now - age, current)])
-    a = decide(SyncInputs(hpa=plain, scale=scale(current), pods=pods, samples=[samples], memory=memory, now=now,
-                          config=CFG))
-    b = decide(SyncInputs(hpa=with_windows, scale=scale(current), pods=pods, samples=[samples], memory=memory, now=now,
-                          config=CFG))
+    a = decided(plain, current, pods, samples, now, memory=memory)
+    b = decided(with_windows, current, pods, samples, now, memory=memory)
     assert (a.desired_replicas, a.rescale, a.rescale_reason, a.memory, a.events, a.steps) == (
         b.desired_replicas, b.rescale, b.rescale_reason, b.memory, b.events, b.steps)
     assert [c for c in b.conditions if c.type != "ScheduleActive"] == a.conditions
@@ -481,19 +473,16 @@ def test_a_window_shorter_than_a_sync_period_is_still_followed_by_the_stabilizat
     hpa = replace(cpu_hpa(min_r=1, max_r=10, behavior=behavior), schedules=(floor,))
     start = utc(2026, 6, 10, 8, 0)
     pods, samples = low_cpu(1, start)
-    d = decide(SyncInputs(hpa=hpa, scale=scale(1), pods=pods, samples=[samples], memory=Memory([(start - 600, 1)]),
-                          now=start, config=CFG))
+    d = decided(hpa, 1, pods, samples, start, memory=Memory([(start - 600, 1)]))
     assert d.desired_replicas == 4 and d.proposals == [] and (start, 4) in d.memory.recommendations
     hpa = with_status(hpa, d.status)
     pods, samples = low_cpu(4, start + 15)
-    after = decide(SyncInputs(hpa=hpa, scale=scale(4), pods=pods, samples=[samples], memory=d.memory, now=start + 15,
-                              config=CFG))
+    after = decided(hpa, 4, pods, samples, start + 15, memory=d.memory)
     assert after.active_schedules == () and after.desired_replicas == 4
     assert str(after.decided_by) == ("Stabilization/downscale" if behavior is None else "Stabilization/scaleDown")
     window_s = 300 if behavior is None else 120
     pods, samples = low_cpu(4, start + window_s + 1)
-    later = decide(SyncInputs(hpa=hpa, scale=scale(4), pods=pods, samples=[samples], memory=after.memory,
-                              now=start + window_s + 1, config=CFG))
+    later = decided(hpa, 4, pods, samples, start + window_s + 1, memory=after.memory)
     assert later.desired_replicas == 1
 
 
@@ -502,7 +491,7 @@ def test_a_spec_bound_records_nothing_as_upstream():
     now = utc(2026, 6, 10, 8, 0)
     pods, samples = low_cpu(1, now)
     memory = Memory([(now - 600, 1)])
-    d = decide(SyncInputs(hpa=hpa, scale=scale(1), pods=pods, samples=[samples], memory=memory, now=now, config=CFG))
+    d = decided(hpa, 1, pods, samples, now, memory=memory)
     assert d.desired_replicas == 3 and d.memory.recommendations == memory.recommendations
 
 
@@ -511,11 +500,10 @@ def test_removing_the_windows_removes_the_schedule_condition_and_status():
     hpa = replace(cpu_hpa(min_r=1, max_r=10), schedules=(w,))
     now = utc(2026, 6, 10, 12, 0)
     pods, samples = low_cpu(3, now)
-    d = decide(SyncInputs(hpa=hpa, scale=scale(3), pods=pods, samples=[samples], memory=Memory(), now=now, config=CFG))
+    d = decided(hpa, 3, pods, samples, now)
     assert "ScheduleActive" in conds(d)
     without = replace(with_status(hpa, d.status), schedules=())
-    again = decide(SyncInputs(hpa=without, scale=scale(3), pods=pods, samples=[samples], memory=d.memory, now=now + 15,
-                              config=CFG))
+    again = decided(without, 3, pods, samples, now + 15, memory=d.memory)
     assert "ScheduleActive" not in conds(again) and again.status.schedules is None
     assert [c.type for c in again.conditions] == ["AbleToScale", "ScalingActive", "ScalingLimited"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Optional
+from typing import Callable, Optional
 
 import typer
 import yaml
@@ -155,44 +155,45 @@ async def _dry_run(api, direction: str, keys: list[tuple[str, str]], fmt: Format
     return failed
 
 
-def adopt(
-    key: Optional[str] = KEY_ARGUMENT,
-    everything: bool = ALL_OPTION,
-    namespace: Optional[str] = NAMESPACE_OPTION,
-    dry_run: bool = DRY_RUN_OPTION,
-    output: Optional[Format] = OUTPUT_OPTION,
-    timeout: float = TIMEOUT_OPTION,
-    kubeconfig: Optional[str] = run_cmd.KUBECONFIG_OPTION,
-    context: Optional[str] = run_cmd.CONTEXT_OPTION,
-    server: Optional[str] = run_cmd.SERVER_OPTION,
-    api_timeout: float = run_cmd.API_TIMEOUT_OPTION,
-) -> None:
-    """Hand a native HPA over to pyhpa, with no moment in which neither controller holds it.
+def command(direction: str, doc: str, key_argument=KEY_ARGUMENT, namespace_option=NAMESPACE_OPTION,
+            resolve: Callable[[str, Optional[str], Optional[str], Optional[str], Optional[str]], str] | None = None):
+    """The typer command ``direction`` ("adopt" or "release") with help ``doc``: ``pyhpa adopt|release``, and with
+    ``key_argument``, ``namespace_option`` and ``resolve`` (``NAME`` and ``-n`` to ``NAMESPACE/NAME``, as kubectl
+    finds it) the kubectl plugin's."""
 
-    Creates a HorizontalAutoscaler with the HPA's spec and status, paused; waits until pyhpa (pyhpa run) has
-    synced it; deletes the HPA; lifts the pause and waits for pyhpa's sync. A step that fails stops there, deletes
-    nothing more, says the state it left and exits 2; running it again continues. Running it on an adopted
-    autoscaler changes nothing. docs/adoption.md.
+    def hand_over(
+        key: Optional[str] = key_argument,
+        everything: bool = ALL_OPTION,
+        namespace: Optional[str] = namespace_option,
+        dry_run: bool = DRY_RUN_OPTION,
+        output: Optional[Format] = OUTPUT_OPTION,
+        timeout: float = TIMEOUT_OPTION,
+        kubeconfig: Optional[str] = run_cmd.KUBECONFIG_OPTION,
+        context: Optional[str] = run_cmd.CONTEXT_OPTION,
+        server: Optional[str] = run_cmd.SERVER_OPTION,
+        api_timeout: float = run_cmd.API_TIMEOUT_OPTION,
+    ) -> None:
+        if resolve is not None and not everything and key is not None:
+            key, namespace = resolve(key, namespace, kubeconfig, context, server), None
+        run(direction, key, everything, namespace, dry_run, output, timeout, kubeconfig, context, server, api_timeout)
+
+    hand_over.__doc__ = doc
+    hand_over.__name__ = direction
+    return hand_over
+
+
+ADOPT_HELP = """Hand a native HPA over to pyhpa, with no moment in which neither controller holds it.
+
+    Creates a HorizontalAutoscaler with the HPA's spec, paused; waits until pyhpa (pyhpa run) has synced it; deletes
+    the HPA; lifts the pause and waits for pyhpa's sync. A step that fails stops there, deletes nothing more, says the
+    state it left and exits 2; running it again continues. Running it on an adopted autoscaler changes nothing.
+    docs/adoption.md.
     """
-    run("adopt", key, everything, namespace, dry_run, output, timeout, kubeconfig, context, server, api_timeout)
-
-
-def release(
-    key: Optional[str] = KEY_ARGUMENT,
-    everything: bool = ALL_OPTION,
-    namespace: Optional[str] = NAMESPACE_OPTION,
-    dry_run: bool = DRY_RUN_OPTION,
-    output: Optional[Format] = OUTPUT_OPTION,
-    timeout: float = TIMEOUT_OPTION,
-    kubeconfig: Optional[str] = run_cmd.KUBECONFIG_OPTION,
-    context: Optional[str] = run_cmd.CONTEXT_OPTION,
-    server: Optional[str] = run_cmd.SERVER_OPTION,
-    api_timeout: float = run_cmd.API_TIMEOUT_OPTION,
-) -> None:
-    """Hand a HorizontalAutoscaler back to upstream's HPA controller (the way back from pyhpa adopt).
+RELEASE_HELP = """Hand a HorizontalAutoscaler back to upstream's HPA controller (the way back from pyhpa adopt).
 
     Pauses it, creates the native HPA (the fields autoscaling/v2 has; each one it has not is named in a warning),
     waits until upstream's controller has synced the HPA, then deletes the HorizontalAutoscaler. Refuses one whose
     metrics have no autoscaling/v2 form. docs/adoption.md.
     """
-    run("release", key, everything, namespace, dry_run, output, timeout, kubeconfig, context, server, api_timeout)
+adopt = command("adopt", ADOPT_HELP)
+release = command("release", RELEASE_HELP)

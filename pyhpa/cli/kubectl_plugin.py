@@ -24,11 +24,11 @@ from ..adapters.objects import object_label
 from ..adapters.parse import timestamp
 from ..adapters.promql import OFFLINE_SERVER
 from ..adapters.snapshot import snapshot_from_dict
-from . import run_cmd
+from . import adopt_cmd, run_cmd
 from .errors import input_errors
 from .explain_cmd import explain_snapshots
 from .help import Command, examples, typer_app
-from .options import HandOverFormat, Output
+from .options import Output
 from .schedules_cmd import report_schedules, schedule_span
 from .snapshot_cmd import Kind, live_snapshot
 from .thresholds_cmd import report_thresholds
@@ -123,47 +123,10 @@ def schedules(
     report_schedules(replace(parsed, kind=KIND, label=live), start, end, limit, output)
 
 
-def _hand_over(direction: str, key: Optional[str], everything: bool, namespace: Optional[str], dry_run: bool,
-               output, timeout: float, kubeconfig: Optional[str], context: Optional[str],
-               server: Optional[str]) -> None:
-    """``kubectl pyhpa adopt|release``: ``pyhpa adopt|release`` with kubectl's ``NAME -n NAMESPACE``."""
-    from . import adopt_cmd
-
-    if not everything and key is not None:
-        key, namespace = full_key(key, namespace, kubeconfig, context, server), None
-    adopt_cmd.run(direction, key, everything, namespace, dry_run, output, timeout, kubeconfig, context, server,
-                  run_cmd.API_TIMEOUT_OPTION.default)
-
-
-def adopt(
-    key: Optional[str] = typer.Argument(None, metavar="[NAMESPACE/]NAME", help="The native HPA (or --all)."),
-    everything: bool = typer.Option(False, "--all", help="Every HPA of -n NAMESPACE (without -n: the cluster's)."),
-    namespace: Optional[str] = NAMESPACE_OPTION,
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the HorizontalAutoscaler it would create."),
-    output: Optional[HandOverFormat] = typer.Option(None, "--output", "-o", help="As --dry-run, in yaml or json."),
-    timeout: float = typer.Option(60.0, "--timeout", min=1.0, max=3600.0, help="Seconds to wait for pyhpa's sync."),
-    kubeconfig: Optional[str] = run_cmd.KUBECONFIG_OPTION,
-    context: Optional[str] = run_cmd.CONTEXT_OPTION,
-    server: Optional[str] = run_cmd.SERVER_OPTION,
-) -> None:
-    """Hand a native HPA over to pyhpa with no gap (pyhpa adopt; docs/adoption.md)."""
-    _hand_over("adopt", key, everything, namespace, dry_run, output, timeout, kubeconfig, context, server)
-
-
-def release(
-    key: Optional[str] = typer.Argument(None, metavar="[NAMESPACE/]NAME", help="The HorizontalAutoscaler (or --all)."),
-    everything: bool = typer.Option(False, "--all", help="Every one of -n NAMESPACE (without -n: the cluster's)."),
-    namespace: Optional[str] = NAMESPACE_OPTION,
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the HPA it would create."),
-    output: Optional[HandOverFormat] = typer.Option(None, "--output", "-o", help="As --dry-run, in yaml or json."),
-    timeout: float = typer.Option(60.0, "--timeout", min=1.0, max=3600.0,
-                                  help="Seconds to wait for upstream's controller."),
-    kubeconfig: Optional[str] = run_cmd.KUBECONFIG_OPTION,
-    context: Optional[str] = run_cmd.CONTEXT_OPTION,
-    server: Optional[str] = run_cmd.SERVER_OPTION,
-) -> None:
-    """Hand a HorizontalAutoscaler back to upstream's HPA controller (pyhpa release; docs/adoption.md)."""
-    _hand_over("release", key, everything, namespace, dry_run, output, timeout, kubeconfig, context, server)
+adopt = adopt_cmd.command("adopt", adopt_cmd.ADOPT_HELP, typer.Argument(
+    None, metavar="[NAMESPACE/]NAME", help="The native HPA (or --all)."), NAMESPACE_OPTION, full_key)
+release = adopt_cmd.command("release", adopt_cmd.RELEASE_HELP, typer.Argument(
+    None, metavar="[NAMESPACE/]NAME", help="The HorizontalAutoscaler (or --all)."), NAMESPACE_OPTION, full_key)
 
 
 EXAMPLES = {

@@ -59,6 +59,14 @@ class Outcome(StrEnum):
     ALREADY_RELEASED = "already released"
 
 
+class HandOverError(Exception):
+    """A step of the hand-over of ``key`` failed; the message says which, why, and the state it left."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(f"{key}: {message}")
+        self.key = key
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HandOver:
     """One autoscaler handed over: ``key`` (namespace/name), ``outcome``, the replicas the new owner reported
@@ -69,14 +77,6 @@ class HandOver:
     outcome: Outcome
     replicas: int | None = None
     dropped: tuple[str, ...] = ()
-
-
-class HandOverError(Exception):
-    """A step of the hand-over of ``key`` failed; the message says which, why, and the state it left."""
-
-    def __init__(self, key: str, message: str):
-        super().__init__(f"{key}: {message}")
-        self.key = key
 
 
 def hpa_path(namespace: str, name: str = "") -> str:

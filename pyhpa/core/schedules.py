@@ -44,6 +44,9 @@ from .combine import Bounds, effective_bounds, schedule_sources
 from .model import ActiveWindow, ConditionType, Reason, ScheduleStatus, SourceKind, WindowSpec
 from .sources import BoundsOutcome, Outcome, SourceInputs, Stage, condition_dropped
 
+__all__ = ["END_OF_CALENDAR", "SchedulesSource", "active_occurrence", "active_windows", "check_window", "check_windows",
+           "expired_windows", "next_change", "occurrences"]
+
 #: windows x minutes remembered by the memoized cron look-ups below (a few per autoscaler)
 _CACHE = 65536
 
