@@ -298,7 +298,7 @@ async def test_cached_scale_is_what_the_scale_subresource_says(kd, kind, plural)
         body["spec"]["serviceName"] = "web"
     await client.create(codecs.from_dict(body))
     cluster = cluster_of(kd)
-    cache = ScaleCache(cluster.listwatch, None)
+    cache = ScaleCache(cluster.listwatch)
     tasks = cache.tasks()
     ref = TargetRef("apps/v1", kind, "web")
     try:

@@ -217,23 +217,32 @@ def test_namespaces_scope(tools):
     assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pyhpa-controller"}
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "pyhpa-controller", "namespace": NAMESPACE}]
     flags = run_flags(deployment_args(objects)[1:])
-    assert flags["namespace"] == "team-a" and flags["shards"] == "auto"
+    assert flags["namespace"] == ["team-a"] and flags["shards"] == "auto"
     assert flags["lease_namespace"] == "$(POD_NAMESPACE)"  # the Leases stay in the release namespace
 
 
-@pytest.mark.parametrize("namespaces", [[], ["rbac.namespaces={team-a,team-b}"]], ids=["none", "two"])
-def test_namespaces_scope_needs_exactly_one_namespace(tools, namespaces):
-    """`pyhpa run --namespace` serves one namespace: the chart refuses none or several (with the reason)."""
-    out = helm(tools, *template_args("rbac.scope=namespaces", *namespaces))
+def test_namespaces_scope_serves_several_namespaces(tools):
+    """rbac.namespaces lists several: a Role and RoleBinding in each, and `pyhpa run --namespace` once for each."""
+    objects = template(tools, "rbac.scope=namespaces", "rbac.namespaces={team-a,team-b}", crds=False)
+    roles = {(o["kind"], o["metadata"]["namespace"]) for o in objects if o["kind"] in ("Role", "RoleBinding")
+             and o["metadata"]["name"] == "pyhpa-controller"}
+    assert roles == {(k, ns) for k in ("Role", "RoleBinding") for ns in ("team-a", "team-b")}
+    args = deployment_args(objects)
+    assert [args[i + 1] for i, a in enumerate(args) if a == "--namespace"] == ["team-a", "team-b"]
+
+
+def test_namespaces_scope_needs_a_namespace(tools):
+    """The chart refuses the namespaces scope without a namespace (with the reason)."""
+    out = helm(tools, *template_args("rbac.scope=namespaces"))
     assert out.returncode != 0
-    assert "rbac.scope namespaces needs exactly one namespace in rbac.namespaces" in out.stderr, out.stderr
+    assert "rbac.scope namespaces needs the namespaces to serve in rbac.namespaces" in out.stderr, out.stderr
 
 
 def test_cluster_scope_is_the_default_and_serves_every_namespace(tools):
     objects = template(tools, crds=False)
     assert {o["metadata"]["name"] for o in objects if o["kind"] == "ClusterRole"} == {"pyhpa-controller",
                                                                                       "pyhpa-preview"}
-    assert run_flags(deployment_args(objects)[1:])["namespace"] is None
+    assert not run_flags(deployment_args(objects)[1:])["namespace"]
     out = helm(tools, *template_args("rbac.namespaces={team-a}"))  # a namespace list the cluster scope would ignore
     assert out.returncode != 0 and "rbac.namespaces is only for rbac.scope namespaces" in out.stderr, out.stderr
 

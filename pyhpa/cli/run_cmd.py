@@ -71,7 +71,7 @@ def run(
     kubeconfig: Optional[str] = KUBECONFIG_OPTION,
     context: Optional[str] = CONTEXT_OPTION,
     server: Optional[str] = SERVER_OPTION,
-    namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Serve autoscalers of this namespace only (default: all)."),
+    namespace: Optional[list[str]] = typer.Option(None, "--namespace", "-n", help="Serve autoscalers of this namespace only (default: all); repeat it for several (at most 100)."),
     workers: int = typer.Option(5, "--workers", help="Concurrent syncs (upstream: --concurrent-horizontal-pod-autoscaler-syncs)."),
     sync_period: float = typer.Option(15.0, "--sync-period", help="Default seconds between syncs of one autoscaler (spec.syncPeriodSeconds overrides)."),
     jitter: float = typer.Option(0.1, "--jitter", help="Each resync lands within period*(1±jitter), at its namespace's own phase of the period, so autoscalers do not sync in bursts."),
@@ -107,7 +107,7 @@ def run(
     if server is not None:  # (--prometheus-url: checked by Settings)
         server_url(server, "--server")
     settings = Settings(
-        namespace=namespace, workers=workers, sync_period_seconds=sync_period, jitter=jitter,
+        namespaces=tuple(namespace or ()), workers=workers, sync_period_seconds=sync_period, jitter=jitter,
         metrics_timeout_seconds=metrics_timeout, api_timeout_seconds=api_timeout, health_host=health_host,
         health_port=None if health_port < 0 else health_port, tolerance=tolerance,
         cpu_initialization_period_seconds=cpu_initialization_period,

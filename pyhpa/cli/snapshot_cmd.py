@@ -51,7 +51,7 @@ def live_snapshot(key: str, kubeconfig: str | None = None, context: str | None =
 
     namespace, name = parse_key(key)
     settings = Settings(
-        namespace=namespace, metrics_timeout_seconds=metrics_timeout, api_timeout_seconds=api_timeout,
+        namespaces=(namespace,), metrics_timeout_seconds=metrics_timeout, api_timeout_seconds=api_timeout,
         health_port=None, tolerance=tolerance, cpu_initialization_period_seconds=cpu_initialization_period,
         initial_readiness_delay_seconds=initial_readiness_delay,
         downscale_stabilization_window_seconds=downscale_stabilization, scale_to_zero=scale_to_zero,

@@ -29,7 +29,7 @@ from lightkube.config.kubeconfig import SingleConfig
 from .. import __version__
 from ..adapters.pause import pause_annotations
 from .cache.autoscaler import MEMORY_KEY, Autoscaler, parse_autoscaler
-from .cache.informer import Informer, PodCache
+from .cache.informer import Informers, PodCache
 from .cache.scalecache import ScaleCache
 from .kube.api import Cluster, HttpMetrics, LightkubeCluster, MetricsClient
 from .outputs.events import EventRecorder
@@ -82,10 +82,10 @@ class Controller:
         self.predictions = LivePredictions(settings.prometheus_url, settings.metrics_timeout_seconds)
         self.reconciler = Reconciler(self.autoscalers, self.pods, cluster, self.sources, self.memory, self.writer,
                                      self.status, self.events, self.monitor, clock, predictions=self.predictions)
-        self.autoscaler_informer = Informer("autoscalers", cluster.autoscalers(settings.namespace),
-                                            self._on_autoscaler, self._on_autoscaler_deleted)
-        self.pod_informer = Informer("pods", cluster.pods(settings.namespace), self.pods.upsert, self.pods.delete)
-        self.scales = ScaleCache(cluster.listwatch, settings.namespace) if hasattr(cluster, "listwatch") else None
+        self.autoscaler_informer = Informers("autoscalers", cluster.autoscalers, settings.namespaces,
+                                             self._on_autoscaler, self._on_autoscaler_deleted)
+        self.pod_informer = Informers("pods", cluster.pods, settings.namespaces, self.pods.upsert, self.pods.delete)
+        self.scales = ScaleCache(cluster.listwatch, settings.namespaces) if hasattr(cluster, "listwatch") else None
         self.reconciler.scales = self.scales
         self.queue: WorkQueue | None = None
         self.syncs = 0

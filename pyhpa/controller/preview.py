@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from ..core import Decision, store_scale_event
 from .cache.autoscaler import Autoscaler
-from .cache.informer import Informer
+from .cache.informer import Informers
 from .kube.api import ListWatch
 from .outputs.logs import fields, logfmt
 from .outputs.monitor import NONE, SPEC, Monitor, action_label
@@ -185,7 +185,7 @@ def enable_preview(controller: Any) -> None:
     old = c.reconciler
     c.reconciler = PreviewReconciler(c.autoscalers, c.pods, c.cluster, c.sources, c.memory, c.writer, c.status,
                                      c.events, c.monitor, old.clock)
-    c.autoscaler_informer = Informer("hpas", DictListWatch(c.cluster.hpas(c.settings.namespace)),
+    c.autoscaler_informer = Informers("hpas", lambda ns: DictListWatch(c.cluster.hpas(ns)), c.settings.namespaces,
                                      c._on_autoscaler, c._on_autoscaler_deleted)
 
 

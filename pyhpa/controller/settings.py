@@ -26,11 +26,14 @@ _UPSTREAM = ControllerConfig()
 #: Seconds the workers wait at start for the Scale cache's first list (after that, live GETs until it has).
 SCALE_CACHE_WAIT_SECONDS = 30.0
 MAX_WORKERS = 1000
+#: the most namespaces ``--namespace`` may name (each costs a list and a watch per resource type)
+MAX_NAMESPACES = 100
 
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Flags of ``pyhpa run``. Durations are seconds, ``tolerance`` and ``jitter`` fractions.
 
+    ``namespaces``: the namespaces served (none: every namespace), each listed and watched on its own;
     ``workers``: concurrent syncs (upstream: ``--concurrent-horizontal-pod-autoscaler-syncs``, default 5);
     ``sync_period_seconds``: default period of each autoscaler; ``jitter``: each requeue lands within
     ``period * (1 +- jitter)``, at its namespace's phase of the period when it can
@@ -40,7 +43,7 @@ class Settings:
     second overall (burst ``retry_burst``, upstream's default controller rate limiter).
     """
 
-    namespace: str | None = None
+    namespaces: tuple[str, ...] = ()
     workers: int = 5
     sync_period_seconds: float = 15.0
     jitter: float = 0.1
@@ -110,8 +113,13 @@ class Settings:
         for ok, flag, problem in checks:
             if not ok:
                 raise InputError(problem, field=flag)
-        if self.namespace is not None:
-            object_name(self.namespace, "--namespace", label=True)
+        if len(self.namespaces) > MAX_NAMESPACES:
+            raise InputError(f"at most {MAX_NAMESPACES} namespaces (each is a list and a watch of its own per "
+                             f"resource), got {len(self.namespaces)}; serve every namespace instead", field="--namespace")
+        for namespace in self.namespaces:
+            object_name(namespace, "--namespace", label=True)
+        if len(set(self.namespaces)) != len(self.namespaces):
+            raise InputError("a namespace is given twice", field="--namespace")
         object_name(self.leader_elect_namespace, "--leader-elect-resource-namespace", label=True)
         object_name(self.leader_elect_name, "--leader-elect-resource-name")
         if self.prometheus_url is not None:

@@ -60,7 +60,7 @@ def fetch_live(key: str, *, prometheus_url: str, kubeconfig: str | None, context
         raise InputError(f"must be from 172800 s (two days) to {MAX_HISTORY_SECONDS:.0f} s (90 days), got "
                          f"{history_seconds!r}", field="--history")
     config = load_config(kubeconfig, server, context)
-    settings = Settings(namespace=namespace, health_port=None, prometheus_url=prometheus_url)
+    settings = Settings(namespaces=(namespace,), health_port=None, prometheus_url=prometheus_url)
     now = time.time() if now is None else now
     return asyncio.run(_fetch(settings, config, namespace, name, prometheus_url, history_seconds, directory, profile,
                               now, http))

@@ -152,4 +152,25 @@ def _failure(err: Exception) -> ApiFailure:
         return ApiFailure(0, repr(err))
 
 
-__all__ = ["ApiFailure", "Informer", "PodCache", "meta_of", "version_token"]
+__all__ = ["ApiFailure", "Informer", "Informers", "PodCache", "meta_of", "version_token"]
+
+
+class Informers:
+    """One ``Informer`` per namespace served (``namespaces``; none: one of every namespace), as one: ``run`` runs
+    them all, ``synced`` is set once every one has listed. ``listwatch(namespace)`` gives each its ListWatch
+    (None: every namespace)."""
+
+    def __init__(self, name: str, listwatch: Callable[[str | None], ListWatch], namespaces: tuple[str, ...],
+                 on_upsert: Handler, on_delete: Handler):
+        self.name = name
+        self.informers = [Informer(name, listwatch(ns), on_upsert, on_delete) for ns in namespaces or (None,)]
+        self.synced = asyncio.Event()
+
+    async def run(self) -> None:
+        """List and watch every namespace until cancelled."""
+        await asyncio.gather(*(i.run() for i in self.informers), self._all_synced())
+
+    async def _all_synced(self) -> None:
+        for i in self.informers:
+            await i.synced.wait()
+        self.synced.set()

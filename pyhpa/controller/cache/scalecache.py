@@ -131,16 +131,20 @@ class ScaleCache:
     """Scales of the ``CACHED_KINDS`` objects, kept by one informer per kind.
 
     ``listwatch(resource, namespace)`` gives the ListWatch of a lightkube resource (``LightkubeCluster``
-    has it); ``namespace`` None means all. ``get`` answers None whenever the live GET must be used.
+    has it), one per namespace of ``namespaces`` (none: one of every namespace). ``get`` answers None whenever the live GET must be used.
     """
 
-    def __init__(self, listwatch: Any, namespace: str | None, kinds: dict[tuple[str, str], Any] | None = None):
+    def __init__(self, listwatch: Any, namespaces: tuple[str, ...] = (),
+                 kinds: dict[tuple[str, str], Any] | None = None):
         self._scales: dict[tuple[str, str, str], Scale] = {}  # (kind, namespace, name) -> Scale
-        self._informers: dict[tuple[str, str], tuple[Informer, _Guarded]] = {}
+        #: (api_version, kind) -> one (informer, guarded list-watch) per namespace served (one of all: ``()``)
+        self._informers: dict[tuple[str, str], list[tuple[Informer, _Guarded]]] = {}
         for (api_version, kind), resource in (kinds or CACHED_KINDS).items():
-            guarded = _Guarded(listwatch(resource, namespace), f"{kind}.{api_version}")
-            informer = Informer(f"scales-{kind.lower()}", guarded, self._upsert(kind), self._delete(kind))
-            self._informers[(api_version, kind)] = (informer, guarded)
+            pairs = self._informers[(api_version, kind)] = []
+            for namespace in namespaces or (None,):
+                guarded = _Guarded(listwatch(resource, namespace), f"{kind}.{api_version}")
+                pairs.append((Informer(f"scales-{kind.lower()}", guarded, self._upsert(kind), self._delete(kind)),
+                              guarded))
         self.hits = self.misses = 0
 
     def __len__(self) -> int:
@@ -161,7 +165,7 @@ class ScaleCache:
     @property
     def synced(self) -> bool:
         """Every enabled kind has listed once."""
-        return all(i.synced.is_set() or g.disabled for i, g in self._informers.values())
+        return all(i.synced.is_set() or g.disabled for pairs in self._informers.values() for i, g in pairs)
 
     async def wait_synced(self, timeout: float, stop: asyncio.Event | None = None) -> bool:
         """Wait until every enabled kind has listed (at most ``timeout`` seconds, or until ``stop``); True when
@@ -176,7 +180,7 @@ class ScaleCache:
         """The cached Scale of ``ref`` in ``namespace``; None: read it live (kind not cached, cache not
         listed yet, or no such object in the cache)."""
         entry = self._informers.get((ref.api_version, ref.kind)) if ref is not None else None
-        if entry is None or not entry[0].synced.is_set():
+        if entry is None or not all(i.synced.is_set() for i, _ in entry):
             self.misses += 1
             return None
         scale = self._scales.get((ref.kind, namespace, ref.name))
@@ -189,13 +193,13 @@ class ScaleCache:
     def peek(self, namespace: str, ref: TargetRef) -> Scale | None:
         """The cached Scale, if any, without counting a hit or a miss (not for decisions: ``get`` is)."""
         entry = self._informers.get((ref.api_version, ref.kind))
-        if entry is None or not entry[0].synced.is_set():
+        if entry is None or not all(i.synced.is_set() for i, _ in entry):
             return None
         return self._scales.get((ref.kind, namespace, ref.name))
 
     def tasks(self) -> list[asyncio.Task]:
         """Start the informers (cancel the tasks to stop them)."""
-        return [asyncio.create_task(i.run(), name=i.name) for i, _ in self._informers.values()]
+        return [asyncio.create_task(i.run(), name=i.name) for pairs in self._informers.values() for i, _ in pairs]
 
 
 __all__ = ["CACHED_KINDS", "ScaleCache", "scale_of", "selector_string"]

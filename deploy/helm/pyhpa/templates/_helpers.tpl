@@ -57,13 +57,14 @@ app.kubernetes.io/name: {{ include "pyhpa.controller" . }}
 {{- if or (include "pyhpa.sharded" .) .Values.leaderElection.enabled }}true{{ end }}
 {{- end }}
 
-{{/* The namespaces whose autoscalers the controller serves with rbac.scope namespaces (checked: exactly one). */}}
-{{- define "pyhpa.watchNamespace" -}}
+{{/* The namespaces whose autoscalers the controller serves with rbac.scope namespaces, comma-separated (checked:
+at least one, at most pyhpa run's 100). */}}
+{{- define "pyhpa.watchNamespaces" -}}
 {{- if eq .Values.rbac.scope "namespaces" }}
-{{- if ne (len .Values.rbac.namespaces) 1 }}
-{{- fail (printf "rbac.scope namespaces needs exactly one namespace in rbac.namespaces (got %d): pyhpa run --namespace serves one namespace" (len .Values.rbac.namespaces)) }}
+{{- if not .Values.rbac.namespaces }}
+{{- fail "rbac.scope namespaces needs the namespaces to serve in rbac.namespaces (none given)" }}
 {{- end }}
-{{- first .Values.rbac.namespaces }}
+{{- join "," .Values.rbac.namespaces }}
 {{- else if .Values.rbac.namespaces }}
 {{- fail "rbac.namespaces is only for rbac.scope namespaces (rbac.scope is cluster)" }}
 {{- end }}
@@ -88,8 +89,10 @@ app.kubernetes.io/name: {{ include "pyhpa.controller" . }}
 {{- end }}
 {{- end }}
 {{- $args = concat $args (list "--memory-store" $c.memoryStore) }}
-{{- with include "pyhpa.watchNamespace" . }}
+{{- with include "pyhpa.watchNamespaces" . }}
+{{- range splitList "," . }}
 {{- $args = concat $args (list "--namespace" .) }}
+{{- end }}
 {{- end }}
 {{- with $c.logLevel }}{{ $args = concat $args (list "--log-level" .) }}{{ end }}
 {{- with $c.logFormat }}{{ $args = concat $args (list "--log-format" .) }}{{ end }}
