@@ -14,10 +14,7 @@ from __future__ import annotations
 import copy
 
 import yaml
-from lightkube import codecs
-from lightkube.models.authentication_v1 import BoundObjectReference, TokenRequestSpec
-from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import Secret, ServiceAccountToken
+from lightkube.resources.core_v1 import Secret
 from lightkube.resources.rbac_authorization_v1 import ClusterRole
 
 from .util import (
@@ -30,6 +27,7 @@ from .util import (
     events_of,
     ha_status,
     running_pods,
+    service_account_token,
     set_pod_cpu,
     spec_replicas,
     wait_until,
@@ -53,12 +51,7 @@ def kit_args() -> list[str]:
 
 def token(client, secret: str) -> str:
     """A token of the kit's ServiceAccount bound to the Secret ``secret`` (made here): valid until it is deleted."""
-    made = client.create(codecs.from_dict({"apiVersion": "v1", "kind": "Secret",
-                                           "metadata": {"name": secret, "namespace": KIT_NS}}))
-    request = ServiceAccountToken(metadata=ObjectMeta(name=KIT_SA, namespace=KIT_NS), spec=TokenRequestSpec(
-        audiences=[], expirationSeconds=600,
-        boundObjectRef=BoundObjectReference(kind="Secret", apiVersion="v1", name=secret, uid=made.metadata.uid)))
-    return client.create(request, KIT_SA, namespace=KIT_NS).status.token
+    return service_account_token(client, KIT_NS, KIT_SA, secret)
 
 
 def test_the_kit_applied_with_kubectl_runs_pyhpa_as_its_serviceaccount(plane, client, ns, pyhpa, tmp_path):

@@ -24,6 +24,21 @@ CRD_FILE = ROOT / "deploy" / "crd.yaml"
 HA = create_namespaced_resource("pyhpa.dev", "v1alpha1", "HorizontalAutoscaler", "horizontalautoscalers")
 
 
+def service_account_token(client, ns: str, account: str, secret: str) -> str:
+    """A token of the ServiceAccount ``ns/account`` bound to the Secret ``secret`` (made here): valid until the Secret
+    is deleted (a kubeconfig's ``tokenFile``: ``plane.kubeconfig(path, token_file=...)``)."""
+    from lightkube.models.authentication_v1 import BoundObjectReference, TokenRequestSpec
+    from lightkube.models.meta_v1 import ObjectMeta
+    from lightkube.resources.core_v1 import ServiceAccountToken
+
+    made = client.create(codecs.from_dict({"apiVersion": "v1", "kind": "Secret",
+                                           "metadata": {"name": secret, "namespace": ns}}))
+    request = ServiceAccountToken(metadata=ObjectMeta(name=account, namespace=ns), spec=TokenRequestSpec(
+        audiences=[], expirationSeconds=600,
+        boundObjectRef=BoundObjectReference(kind="Secret", apiVersion="v1", name=secret, uid=made.metadata.uid)))
+    return client.create(request, account, namespace=ns).status.token
+
+
 def has_default_sa(client, ns: str) -> bool:
     from lightkube.resources.core_v1 import ServiceAccount
 
