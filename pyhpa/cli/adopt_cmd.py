@@ -14,7 +14,7 @@ from ..adapters.errors import InputError
 from . import run_cmd
 from .errors import err_console
 from .help import examples
-from .options import HandOverFormat as Format
+from .options import DocumentFormat as Format
 
 ADOPT_EXAMPLES = examples(
     "pyhpa adopt shop/web --dry-run              # the HorizontalAutoscaler it would create",

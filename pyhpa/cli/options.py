@@ -35,8 +35,9 @@ class Output(str, Enum):
     json = "json"
 
 
-class HandOverFormat(str, Enum):
-    """``-o/--output`` of ``pyhpa adopt`` and ``release``: the objects they would create, as yaml or json."""
+class DocumentFormat(str, Enum):
+    """``-o/--output`` of a command that prints documents (``pyhpa snapshot``'s snapshot, the objects ``pyhpa adopt``
+    and ``release`` would create): yaml or json."""
 
     yaml = "yaml"
     json = "json"

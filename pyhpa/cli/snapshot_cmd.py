@@ -16,6 +16,7 @@ from ..adapters.errors import InputError
 from ..adapters.parse import timestamp
 from . import run_cmd
 from .help import examples
+from .options import DocumentFormat as Format
 from .options import output_file
 from .run_cmd import Http
 
@@ -65,11 +66,6 @@ def live_snapshot(key: str, kubeconfig: str | None = None, context: str | None =
 class Kind(str, Enum):
     horizontalautoscaler = "horizontalautoscaler"
     hpa = "hpa"
-
-
-class Format(str, Enum):
-    yaml = "yaml"
-    json = "json"
 
 
 def snapshot(

@@ -66,9 +66,10 @@ from .test_side_by_side import container_cpu, cpu, cpu_value, external, pods_met
 from .util import (
     HA,
     ROOT,
+    Pending,
     apply,
     deployment,
-    has_default_sa,
+    new_namespace,
     running_pods,
     service_account_token,
     set_pod_cpu,
@@ -351,23 +352,7 @@ def pyhpa_cli(plane, *args: str, kubeconfig=None) -> subprocess.CompletedProcess
 
 
 def _namespace(client, prefix: str) -> str:
-    name = f"{prefix}-{uuid.uuid4().hex[:6]}"
-    client.create(Namespace(metadata={"name": name}))
-    wait_until(lambda: has_default_sa(client, name), what=f"the default ServiceAccount of {name}")
-    return name
-
-
-class _Pending:
-    """A falsy answer naming what has not settled (wait_until shows it when it times out)."""
-
-    def __init__(self, why: list[str]):
-        self.why = why
-
-    def __bool__(self) -> bool:
-        return False
-
-    def __repr__(self) -> str:
-        return "; ".join(self.why[:12])
+    return new_namespace(client, f"{prefix}-{uuid.uuid4().hex[:6]}")
 
 
 def _statuses(client, ns: str, adopted: bool) -> dict[str, dict]:
@@ -381,7 +366,7 @@ def _statuses(client, ns: str, adopted: bool) -> dict[str, dict]:
 
 def settled(plane, client, adopted_ns: str, twins_ns: str, phase: int, adopted: bool):
     """True when every Deployment of both namespaces asks for, has and runs the phase's replica count and its
-    autoscaler reports it as current and desired (a HorizontalAutoscaler unpaused); else a falsy ``_Pending``."""
+    autoscaler reports it as current and desired (a HorizontalAutoscaler unpaused); else a falsy ``Pending``."""
     why = []
     for ns, ours in ((adopted_ns, adopted), (twins_ns, False)):
         deployments = {d.metadata.name: d for d in client.list(Deployment, namespace=ns)}
@@ -398,7 +383,7 @@ def settled(plane, client, adopted_ns: str, twins_ns: str, phase: int, adopted: 
             if seen != (want,) * 6 or "pause" in status:
                 why.append(f"{ns}/{pair.name}: spec, status, ready, running, current, desired {seen} for {want}"
                            + (" (paused)" if "pause" in status else ""))
-    return True if not why else _Pending(why)
+    return True if not why else Pending(why)
 
 
 @dataclass
@@ -567,7 +552,7 @@ def recorded(read: Callable[[], Any], what: str) -> Any:
         try:
             return read()
         except (AssertionError, IndexError, StopIteration) as err:
-            return _Pending([f"{type(err).__name__}: {err}"])
+            return Pending([f"{type(err).__name__}: {err}"])
     return wait_until(attempt, timeout=30, what=what)
 
 
@@ -583,6 +568,20 @@ def release(plane, ns: str, args: tuple[str, ...], pairs: tuple[Pair, ...], phas
 
 
 # ----------------------------------------------------------------------------------------------- the tests
+def adopted_phase(phases, audit, client, ns: str, twins: str, windows: dict, label: str, phase: int) -> list[str]:
+    """After adoptions (``windows``: their command's (before, after) instants by name): settle the demand, check each
+    adoption's steps in the audit log and that nobody wrote the target's scale meanwhile, then pyhpa against the
+    twins through the next demand (``phase``); the report's lines."""
+    over = phases.settle(adopted=True)
+    adoptions = recorded(lambda: {n: adoption(audit, ns, n, *w) for n, w in windows.items()},
+                         "the adoptions' steps in the audit log")
+    for a in adoptions.values():
+        check_adoption(a)
+        no_scale_write(audit, ns, a.name, a.created.received, over)
+    report = [f"{label}: {a.name} gap {a.gap:.2f} s, held {a.held:.3f} s" for a in adoptions.values()]
+    return report + check_pyhpas(client, audit, ns, twins, adoptions, phase, phases.next(adopted=True))
+
+
 def test_ten_hpas_adopted_one_by_one_released_and_adopted_at_once_scale_as_their_native_twins(plane, client,
                                                                                               pyhpa):
     ns, twins = _namespace(client, "adopt"), _namespace(client, "twins")
@@ -604,14 +603,7 @@ def test_ten_hpas_adopted_one_by_one_released_and_adopted_at_once_scale_as_their
             for pair in PAIRS:  # one by one
                 windows.update(adopt(plane, ns, (f"{ns}/{pair.name}",), (pair,), 0))
             assert list(client.list(HorizontalPodAutoscaler, namespace=ns)) == []
-            over = phases.settle(adopted=True)
-            adoptions = recorded(lambda: {n: adoption(audit, ns, n, *w) for n, w in windows.items()},
-                                 "the adoptions' steps in the audit log")
-            for a in adoptions.values():
-                check_adoption(a)
-                no_scale_write(audit, ns, a.name, a.created.received, over)
-            report += [f"one by one: {a.name} gap {a.gap:.2f} s, held {a.held:.3f} s" for a in adoptions.values()]
-            report += check_pyhpas(client, audit, ns, twins, adoptions, 1, phases.next(adopted=True))
+            report += adopted_phase(phases, audit, client, ns, twins, windows, "one by one", 1)
 
             carried = {p.name: client.get(HA, p.name, namespace=ns).status["lastScaleTime"] for p in PAIRS}
             releases = [release(plane, ns, (f"{ns}/{PAIRS[0].name}",), PAIRS[:1], 1),
@@ -635,14 +627,7 @@ def test_ten_hpas_adopted_one_by_one_released_and_adopted_at_once_scale_as_their
                 assert writes and {w.by for w in writes} == {"upstream"}, (pair.name, writes)
 
             windows = adopt(plane, ns, ("--all", "-n", ns), PAIRS, 2)  # all at once
-            over = phases.settle(adopted=True)
-            adoptions = recorded(lambda: {n: adoption(audit, ns, n, *w) for n, w in windows.items()},
-                                 "the adoptions' steps in the audit log")
-            for a in adoptions.values():
-                check_adoption(a)
-                no_scale_write(audit, ns, a.name, a.created.received, over)
-            report += [f"all at once: {a.name} gap {a.gap:.2f} s, held {a.held:.3f} s" for a in adoptions.values()]
-            report += check_pyhpas(client, audit, ns, twins, adoptions, 3, phases.next(adopted=True))
+            report += adopted_phase(phases, audit, client, ns, twins, windows, "all at once", 3)
     finally:
         print("\n".join(["", *report]))
         for where in (ns, twins):

@@ -37,7 +37,7 @@ from .util import (
     autoscaler,
     cpu_utilization,
     deployment,
-    has_default_sa,
+    new_namespace,
     running_pods,
     service_account_token,
     set_pod_cpu,
@@ -69,15 +69,9 @@ def controller_args(client, release_ns: str, name: str) -> list[str]:
     return args
 
 
-def make_namespace(client, name: str) -> str:
-    client.create(Namespace(metadata={"name": name}))
-    wait_until(lambda: has_default_sa(client, name), what=f"namespace {name}'s default ServiceAccount")
-    return name
-
-
 def test_install_upgrade_and_uninstall_as_the_chart_s_serviceaccount(plane, client, ns, pyhpa, tmp_path):
     release, release_ns = "e2e", f"helm-{uuid.uuid4().hex[:6]}"
-    other = make_namespace(client, f"{ns}-b")
+    other = new_namespace(client, f"{ns}-b")
     controller, account = "e2e-pyhpa-controller", "e2e-pyhpa-controller"
     scope = ["--set", "rbac.scope=namespaces", "--set", f"rbac.namespaces={{{ns},{other}}}"]
     try:

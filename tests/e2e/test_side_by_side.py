@@ -47,7 +47,7 @@ from lightkube.types import PatchType
 from kubedouble.errors import KubeError
 from kubedouble.selectors import labels_match, parse_label_selector
 
-from .util import HA, apply, deployment, has_default_sa, wait_until
+from .util import HA, Pending, apply, deployment, has_default_sa, wait_until
 
 QUIET = 2.0
 """Seconds a namespace must have been settled, with no event of its pods or Deployments, before its metrics are
@@ -364,29 +364,16 @@ def _observe(client, load: Load, halt: threading.Event, watching: threading.Even
             time.sleep(0.2)
 
 
-class _Pending:
-    """A falsy answer that says what is still moving (wait_until shows it when it times out)."""
-
-    def __init__(self, why: list[str]):
-        self.why = why
-
-    def __bool__(self) -> bool:
-        return False
-
-    def __repr__(self) -> str:
-        return "; ".join(self.why)
-
-
 def _settled(plane, scenarios, since: float, quiet: float):
     """True when ``since`` is past, no twin's replica count changed in the last ``quiet`` seconds, and every twin
     has as many running pods as its replica count (the next step starts from settled pods, as the controllers see
-    them); else a falsy ``_Pending`` naming what is not settled yet."""
+    them); else a falsy ``Pending`` naming what is not settled yet."""
     now = time.monotonic()
     why = [] if now >= since else ["the step's hold"]
     why += [f"{s.name} changed {now - s.changed_at:.1f} s ago" for s in scenarios if now - s.changed_at < quiet]
     why += [f"{s.name}/{t}: {n} running pods for {s.seen[t][-1]} replicas" for s in scenarios for t in TWINS
             if (n := len(_pods(plane, s, t))) != s.seen[t][-1]]
-    return True if not why else _Pending(why)
+    return True if not why else Pending(why)
 
 
 def _conditions(client, s: Scenario) -> dict:

@@ -225,3 +225,26 @@ class Pyhpa:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+class Pending:
+    """A falsy answer that says what is still moving or has not settled (``wait_until`` shows it when it times out:
+    the first 12 reasons)."""
+
+    def __init__(self, why: list[str]):
+        self.why = why
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "; ".join(self.why[:12])
+
+
+def new_namespace(client, name: str) -> str:
+    """Create the namespace ``name`` and wait for its default ServiceAccount (pods need it); returns ``name``."""
+    from lightkube.resources.core_v1 import Namespace
+
+    client.create(Namespace(metadata={"name": name}))
+    wait_until(lambda: has_default_sa(client, name), what=f"the default ServiceAccount of {name}")
+    return name
