@@ -83,10 +83,12 @@ async def _hand_over(direction: str, keys: list[tuple[str, str]] | None, namespa
                      fmt: Format, timeout: float, config, api_timeout: float) -> int:
     """Hand each autoscaler over (or print what would be created); one line each on stdout, each failure one line
     on stderr. Returns how many failed."""
+    from .. import __version__
     from ..controller import handover
-    from ..controller.kube.api import ApiFailure, RawApi
+    from ..controller.kube.api import ApiFailure, RawApi, transport_for
 
-    api = RawApi(config, api_timeout)
+    # the User-Agent names the command in the API server's audit log, as pyhpa run's names its replica
+    api = RawApi(config, api_timeout, transport_for(config, "aiohttp", f"pyhpa/{__version__} ({direction})"))
     try:
         if keys is None:
             try:

@@ -81,6 +81,8 @@ UPSTREAM = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"  # upst
 DOWN_3 = {"scaleDown": {"stabilizationWindowSeconds": 3}}
 PHASES = ("before", "adopted one by one", "released", "adopted all at once")
 SYNC_PERIOD = 1.0
+#: the end of the User-Agent of pyhpa adopt's and pyhpa release's requests (pyhpa run's ends with its identity)
+COMMANDS = ("(adopt)", "(release)")
 GAP_BOUND = 6.0
 """Seconds from upstream's last sync of a target to the command's read of pyhpa's unpaused status (adopt), or from
 pyhpa's last sync to upstream's first (release). It is at most one sync period of the controller that lets go (it
@@ -305,7 +307,8 @@ class Audit:
                 continue
             agent = e.get("userAgent", "")
             user = (e.get("user") or {}).get("username", "")
-            by = "upstream" if user == UPSTREAM else "pyhpa" if agent.startswith("pyhpa/") else "other"
+            by = ("upstream" if user == UPSTREAM else "command" if agent.endswith(COMMANDS)
+                  else "pyhpa" if agent.startswith("pyhpa/") else "other")
             selector = parse_qs(urlsplit(e.get("requestURI", "")).query).get("labelSelector", [""])[0]
             self.calls.append(Call(_epoch(e["requestReceivedTimestamp"]), _epoch(e["stageTimestamp"]), by, e["verb"],
                                    ref.get("apiGroup", ""), ref.get("resource", ""), ref.get("subresource", ""),
@@ -332,7 +335,7 @@ def scale_writes(calls: list[Call]) -> list[Call]:
             and c.verb in ("update", "patch") and c.code < 300]
 
 
-def one(calls: list[Call], what: str, by: str = "other", verb: str = "", resource: str = "", subresource: str = "",
+def one(calls: list[Call], what: str, by: str = "command", verb: str = "", resource: str = "", subresource: str = "",
         after: float = 0.0, last: bool = False) -> Call:
     """The first (``last``: the last) successful call of that description received after ``after``."""
     found = [c for c in calls if c.by == by and (not verb or c.verb == verb) and (not resource or c.resource ==
