@@ -219,3 +219,21 @@ def test_the_command_line_is_checked_before_anything_is_read():
         assert field in result.output, result.output
     result = CliRunner().invoke(app, ["adopt", "a/b", "--timeout", "0"])
     assert result.exit_code == 2 and "--timeout" in result.output
+
+
+async def test_a_failed_read_while_waiting_is_asked_again():
+    """The API server failing a read (a timeout, a 5xx) while the hand-over waits for a controller is no failure of
+    the hand-over: the next poll asks again (``handover._wait``)."""
+    from pyhpa.controller import handover
+    from pyhpa.controller.kube.api import ApiFailure
+
+    answers = [ApiFailure(503, "unavailable"), ApiFailure(504, "timeout"), {"synced": True}]
+
+    async def check():
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    assert await handover._wait(check, timeout=60, clock=lambda: 0.0) == {"synced": True}
+    assert answers == []

@@ -108,6 +108,9 @@ async def _hand_over(direction: str, keys: list[tuple[str, str]] | None, namespa
                     return await step(api, ns, name, timeout)
                 except handover.HandOverError as err:
                     return err
+                except ApiFailure as err:  # a read outside the steps' own (none is expected): said, not raised
+                    return handover.HandOverError(f"{ns}/{name}", f"the API server answered {err.code} "
+                                                                  f"({err.message}); run the command again")
 
         failed = 0
         for result in await asyncio.gather(*(one(ns, name) for ns, name in keys)):

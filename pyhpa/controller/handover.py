@@ -117,10 +117,14 @@ def _synced(obj: dict | None, by_conditions: bool) -> bool:
 
 
 async def _wait(check: Callable[[], Awaitable[Any]], timeout: float, clock: Callable[[], float]) -> Any:
-    """``check()`` until it gives something truthy (returned), or None after ``timeout`` seconds."""
+    """``check()`` until it gives something truthy (returned), or None after ``timeout`` seconds; an API server
+    that fails a read meanwhile (a timeout, a 5xx) is asked again at the next poll."""
     deadline = clock() + timeout
     while True:
-        value = await check()
+        try:
+            value = await check()
+        except ApiFailure:
+            value = None
         if value:
             return value
         if clock() >= deadline:
