@@ -217,8 +217,9 @@ def test_the_command_line_is_checked_before_anything_is_read():
         result = CliRunner().invoke(app, [*args, "--server", "http://127.0.0.1:9"])
         assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
         assert field in result.output, result.output
-    result = CliRunner().invoke(app, ["adopt", "a/b", "--timeout", "0"])
-    assert result.exit_code == 2 and "--timeout" in result.output
+    for flag, value in (("--timeout", "0"), ("--timeout", "3601"), ("--api-timeout", "0")):
+        result = CliRunner().invoke(app, ["adopt", "a/b", flag, value])
+        assert result.exit_code == 2 and result.output.startswith(f"error: {flag}: must be"), result.output
 
 
 async def test_a_failed_read_while_waiting_is_asked_again():

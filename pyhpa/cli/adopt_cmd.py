@@ -37,7 +37,7 @@ NAMESPACE_OPTION = typer.Option(None, "--namespace", "-n", help="With --all: the
 DRY_RUN_OPTION = typer.Option(False, "--dry-run", help="Print what it would create; change nothing.")
 OUTPUT_OPTION = typer.Option(None, "--output", "-o", help="Print what it would create as yaml or json; change "
                                                           "nothing (as --dry-run).")
-TIMEOUT_OPTION = typer.Option(60.0, "--timeout", min=MIN_TIMEOUT, max=MAX_TIMEOUT,
+TIMEOUT_OPTION = typer.Option(60.0, "--timeout", metavar="SECONDS",
                               help="Seconds to wait for the controller that takes over to sync (1 to 3600).")
 
 
@@ -71,6 +71,11 @@ def run(direction: str, key: Optional[str], everything: bool, namespace: Optiona
     be created; exit code 2 when one fails (InputError for the command line)."""
     from ..adapters.kubeconfig import load_config
 
+    if not MIN_TIMEOUT <= timeout <= MAX_TIMEOUT:  # finite: the flag's type checked it (pyhpa.cli.help)
+        raise InputError(f"must be from {MIN_TIMEOUT:g} to {MAX_TIMEOUT:g} seconds, got {timeout:g}", field="--timeout")
+    if not 0 < api_timeout <= MAX_TIMEOUT:
+        raise InputError(f"must be greater than 0 and at most {MAX_TIMEOUT:g} seconds, got {api_timeout:g}",
+                         field="--api-timeout")
     keys = _keys(key, everything, namespace)
     config = load_config(kubeconfig, server, context)
     failed = asyncio.run(_hand_over(direction, keys, namespace or "", dry_run or output is not None,

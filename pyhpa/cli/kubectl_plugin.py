@@ -34,10 +34,11 @@ from .snapshot_cmd import Kind, live_snapshot
 from .thresholds_cmd import report_thresholds
 
 plugin = typer_app(
-    help="pyhpa as a kubectl plugin: explain, thresholds and schedules of a live autoscaler "
-         "(kubectl pyhpa explain NAME -n NAMESPACE, or NAMESPACE/NAME).",
+    name="kubectl pyhpa",  # its errors say "(see kubectl pyhpa CMD -h)" however it is started
+    help="pyhpa as a kubectl plugin: explain, thresholds and schedules of a live autoscaler, and adopt or release "
+         "one (kubectl pyhpa explain NAME -n NAMESPACE, or NAMESPACE/NAME).",
     epilog=examples("kubectl pyhpa explain web -n shop", "kubectl pyhpa thresholds shop/web",
-                    "kubectl pyhpa schedules web -n shop"),
+                    "kubectl pyhpa schedules web -n shop", "kubectl pyhpa adopt web -n shop"),
 )
 
 KEY = typer.Argument(..., metavar="[NAMESPACE/]NAME", help="The autoscaler: NAME in -n NAMESPACE (default: the "

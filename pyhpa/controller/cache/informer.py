@@ -166,6 +166,11 @@ class Informers:
         self.informers = [Informer(name, listwatch(ns), on_upsert, on_delete) for ns in namespaces or (None,)]
         self.synced = asyncio.Event()
 
+    @property
+    def relists(self) -> int:
+        """Full lists since the start, every namespace's (a watch whose history expired lists again)."""
+        return sum(i.relists for i in self.informers)
+
     async def run(self) -> None:
         """List and watch every namespace until cancelled."""
         await asyncio.gather(*(i.run() for i in self.informers), self._all_synced())
