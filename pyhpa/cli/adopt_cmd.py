@@ -97,7 +97,8 @@ async def _hand_over(direction: str, keys: list[tuple[str, str]] | None, namespa
     try:
         if keys is None:
             try:
-                listed = await (handover.hpa_keys if direction == "adopt" else handover.autoscaler_keys)(api, namespace)
+                collection = handover.hpa_path if direction == "adopt" else handover.autoscaler_path
+                listed = await handover.listed_keys(api, collection(namespace))
             except ApiFailure as err:
                 raise InputError(f"cannot list the autoscalers: the API server answered {err.code} ({err.message})",
                                  field="--all") from None
@@ -123,15 +124,19 @@ async def _hand_over(direction: str, keys: list[tuple[str, str]] | None, namespa
                 failed += 1
                 err_console.print(f"error: {direction} {result}", markup=False)
                 continue
-            for path in result.dropped:
-                err_console.print(f"warning: {result.key}: {path} has no autoscaling/v2 field: not in the HPA",
-                                  markup=False)
+            _warn_dropped(result.key, result.dropped)
             held = "" if result.replicas is None else f" at {result.replicas} replicas"
             owner = "pyhpa" if direction == "adopt" else "upstream's HPA controller"
             typer.echo(f"{result.outcome} {result.key}: {owner} holds it{held}")
         return failed
     finally:
         await api.close()
+
+
+def _warn_dropped(key: str, dropped) -> None:
+    """One ``warning:`` line on stderr per field of ``key`` that the HPA of a release cannot carry."""
+    for path in dropped:
+        err_console.print(f"warning: {key}: {path} has no autoscaling/v2 field: not in the HPA", markup=False)
 
 
 async def _dry_run(api, direction: str, keys: list[tuple[str, str]], fmt: Format) -> int:
@@ -156,9 +161,7 @@ async def _dry_run(api, direction: str, keys: list[tuple[str, str]], fmt: Format
             docs.append(adopted_autoscaler(obj, handing_over=False))
             continue
         doc, dropped = released_hpa(obj)
-        for field in dropped:
-            err_console.print(f"warning: {ns}/{name}: {field} has no autoscaling/v2 field: not in the HPA",
-                              markup=False)
+        _warn_dropped(f"{ns}/{name}", dropped)
         docs.append(doc)
     if docs:
         _print(docs, fmt)

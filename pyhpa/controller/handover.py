@@ -282,15 +282,9 @@ async def _call(key: str, step: str, left: str, call: Awaitable[Any]) -> Any:
             from None
 
 
-async def hpa_keys(api: RawApi, namespace: str) -> list[str]:
-    """``namespace/name`` of every HPA in ``namespace`` ("": every namespace), for ``--all``."""
-    listed = await api.get_json(hpa_path(namespace))
-    return sorted(f"{(i.get('metadata') or {}).get('namespace')}/{(i.get('metadata') or {}).get('name')}"
-                  for i in listed.get("items") or [])
-
-
-async def autoscaler_keys(api: RawApi, namespace: str) -> list[str]:
-    """``namespace/name`` of every HorizontalAutoscaler in ``namespace`` ("": every namespace), for ``--all``."""
-    listed = await api.get_json(autoscaler_path(namespace))
+async def listed_keys(api: RawApi, collection: str) -> list[str]:
+    """``namespace/name`` of every object of ``collection`` (``hpa_path(ns)`` or ``autoscaler_path(ns)``; ns "": every
+    namespace), sorted, for ``--all``."""
+    listed = await api.get_json(collection)
     return sorted(f"{(i.get('metadata') or {}).get('namespace')}/{(i.get('metadata') or {}).get('name')}"
                   for i in listed.get("items") or [])
