@@ -44,7 +44,10 @@ steady-state resync (status unchanged, nothing written), what the controller doe
 requests per sync in round 2, counted in the controller's transport) and
 ``controller_cpu_ms_per_sync`` (the controller process' CPU time in round 2 per sync; both rounds on
 stderr); with ``--api real`` also ``apiserver_cpu_ms_per_sync`` (kube-apiserver's CPU time in round 2 per sync, from
-/proc; each component's, both rounds, on stderr).
+/proc; each component's, both rounds, on stderr), and, measured on the same control plane just before,
+kube-apiserver's floor for the same number of first status writes (``floor_seconds``: ``benchmarks/apiserver_floor.py``'s
+case ``object=minimal request=update``, 8 in flight) and ``first_round_over_floor`` (``first_round_seconds`` /
+``floor_seconds``; the goal is at most 1.5).
 
 The replicas run starts the double — every autoscaler with a fallback (``failureThreshold: 3``, 10 replicas),
 one in ten without pod metrics, so its metric fails at every sync and it holds at its fallback — and one
@@ -369,6 +372,10 @@ class RealApi:
         return round(now[0] - w0), round(now[1] - e0)
 
 
+#: requests in flight of the floor measured before the real run (``benchmarks/apiserver_floor.py``'s default)
+FLOOR_CONCURRENCY = 8
+
+
 def real_round(workers: int, n: int, versus: str | None = None, steady_seconds: float = 30.0,
                upstream_qps: float | None = None, replicas: int = 0, shard_period: float = 15.0,
                shard_seconds: float = 30.0) -> None:
@@ -382,7 +389,15 @@ def real_round(workers: int, n: int, versus: str | None = None, steady_seconds: 
     world = RealWorld(n).start()
     print(f"  [real] control plane seeded in {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
     try:
+        floor = world.call("floor", n, FLOOR_CONCURRENCY)
+        prefix = f"api=real workers={workers} hpas={n}"
+        print(f"{prefix} floor_seconds={floor['seconds']:.3f}", flush=True)
+        print(f"  [floor] object=minimal request=update writes={n} seconds={floor['seconds']:.2f} "
+              f"apiserver_cpu_ms_per_write={floor['apiserver_cpu_ms_per_write']:.2f} "
+              f"etcd_cpu_ms_per_write={floor['etcd_cpu_ms_per_write']:.2f} (load average {os.getloadavg()[0]:.1f})",
+              file=sys.stderr, flush=True)
         ours = asyncio.run(run_real(workers, n, world.kubeconfig, world.pids))
+        print(f"{prefix} first_round_over_floor={ours['first_round_seconds'] / floor['seconds']:.2f}", flush=True)
         for name, pid in world.pids.items():
             print(f"  [real] {name}: rss {_rss_mb(pid):.0f} MB", file=sys.stderr, flush=True)
         if replicas:

@@ -135,6 +135,13 @@ async def seed(plane, n: int, fallback: bool) -> None:
         await w.close()
 
 
+def _apply_crd(plane) -> None:
+    """Apply ``deploy/crd.yaml`` (server-side, forced: it may replace the CRD a saved world was seeded with) and wait
+    until it is Established."""
+    plane.run_kubectl("apply", "--server-side", "--force-conflicts", "-f", str(ROOT / "deploy" / "crd.yaml"))
+    plane.run_kubectl("wait", "--for=condition=Established", "crd/horizontalautoscalers.pyhpa.dev", "--timeout=120s")
+
+
 def _crd_hash() -> str:
     import hashlib
 
@@ -167,7 +174,7 @@ def serve(n: int, conn, stop_event, fallback: bool, home: str, extra_controllers
 
     saved = cache_dir() / f"bench-world-{n}{'-fallback' if fallback else ''}"
     meta = saved / "meta.json"
-    reuse = meta.is_file() and (saved / "etcd").is_dir() and json.loads(meta.read_text()).get("crd") == _crd_hash()
+    reuse = meta.is_file() and (saved / "etcd").is_dir()
     plane = ControlPlane(Path(home), controllers=("serviceaccount", "serviceaccount-token", "namespace",
                                                   "garbagecollector", *extra_controllers),
                          controller_manager_args=controller_manager_args, audit=False, start_timeout=600,
@@ -177,12 +184,12 @@ def serve(n: int, conn, stop_event, fallback: bool, home: str, extra_controllers
         started = time.monotonic()
         plane.start(fixtures=False)
         if reuse:
+            if json.loads(meta.read_text()).get("crd") != _crd_hash():  # the objects were seeded under another CRD
+                _apply_crd(plane)  # the same objects, served and written under today's (its status is empty)
             print(f"  control plane up in {time.monotonic() - started:.0f}s with the world seeded before ({saved})",
                   file=sys.stderr, flush=True)
         else:
-            plane.run_kubectl("apply", "--server-side", "-f", str(ROOT / "deploy" / "crd.yaml"))
-            plane.run_kubectl("wait", "--for=condition=Established", "crd/horizontalautoscalers.pyhpa.dev",
-                              "--timeout=120s")
+            _apply_crd(plane)
             print(f"  control plane up in {time.monotonic() - started:.0f}s; seeding {n} autoscalers (once: etcd's "
                   f"data is kept in {saved} for the next runs)", file=sys.stderr, flush=True)
             asyncio.run(seed(plane, n, fallback))
@@ -226,9 +233,38 @@ def _command(plane, n: int, msg: tuple):
                  f"--horizontal-pod-autoscaler-sync-period={period}", *limits))
         if msg[0] == "kcm-metrics":
             return plane.controller_manager_metrics()
+        if msg[0] == "floor":
+            _, writes, concurrency = msg
+            return _floor(plane, writes, concurrency)
         return RuntimeError(f"unknown command {msg!r}")
     except Exception as err:  # noqa: BLE001 - answered to the parent
         return err
+
+
+def _floor(plane, writes: int, concurrency: int) -> dict:
+    """kube-apiserver's floor on this control plane (``benchmarks/apiserver_floor.py``, case ``minimal``
+    ``update``): ``writes`` first status writes of a minimal custom resource, with the status pyhpa writes,
+    ``concurrency`` in flight; its result (``seconds``, ``apiserver_cpu_ms_per_write``, ...)."""
+    import apiserver_floor as floor
+
+    plane.run_kubectl("apply", "--server-side", "-f", "-", input=json.dumps(floor.MINIMAL_CRD))
+    plane.run_kubectl("wait", "--for=condition=Established", f"crd/{floor.MINIMAL_CRD['metadata']['name']}",
+                      "--timeout=120s")
+    pids = {c: comp.proc.pid for c, comp in plane.components.items() if c in ("kube-apiserver", "etcd")}
+    status = floor.pyhpa_status()
+
+    async def run() -> dict:
+        api = floor.Api(plane, concurrency)
+        try:
+            ns = f"floor-{int(time.time())}"
+            await api.send("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                          "metadata": {"name": ns}})
+            return await floor.run_case(api, pids, "minimal", "update", writes, status, ns, None,
+                                        plane)
+        finally:
+            await api.http.aclose()
+
+    return asyncio.run(run())
 
 
 async def _seed_native(plane, n: int) -> None:
