@@ -23,7 +23,8 @@ from pyhpa.adapters.metrics_api import resource_samples
 from pyhpa.cli.main import app
 from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler, TargetRef
 from pyhpa.controller.cache.scalecache import ScaleCache
-from pyhpa.controller.kube.api import HttpMetrics, LightkubeCluster
+from pyhpa.controller.kube.api import ApiFailure, HttpMetrics, LightkubeCluster
+from pyhpa.controller.kube.transport import SyncContext, note_request, set_current_sync
 from pyhpa.controller.scaleout.shards import (
     GROUP_LABEL,
     VIEW_ANNOTATION,
@@ -32,7 +33,13 @@ from pyhpa.controller.scaleout.shards import (
     lease_name,
     owner,
 )
-from pyhpa.controller.sync.nsmetrics import NamespaceMetrics, namespace_phase, phase_points, resync_delay
+from pyhpa.controller.sync.nsmetrics import (
+    SHARE_SECONDS,
+    NamespaceMetrics,
+    namespace_phase,
+    phase_points,
+    resync_delay,
+)
 
 
 def cluster_of(kd: KubeDouble) -> LightkubeCluster:
@@ -282,6 +289,96 @@ async def test_items_without_labels_are_picked_by_the_pod_cache():
     answers = [await shared.resource_metrics("ns", sel) for sel in ("app=web", "app=api", "app=web", "app=api")]
     assert api.calls == ["app=web", ""]
     assert [[i["metadata"]["name"] for i in a["items"]] for a in answers] == [["a", "b"], ["c"], ["a", "b"], ["c"]]
+
+
+class Slow(Unlabelled):
+    """Unlabelled's answers, each after ``release`` is set (a list in flight), or a failure."""
+
+    def __init__(self, fail: bool = False) -> None:
+        super().__init__()
+        self.release, self.fail = asyncio.Event(), fail
+
+    async def resource_metrics(self, namespace: str, selector: str) -> dict:
+        self.calls.append(selector)
+        note_request()  # as the transport does for each request
+        await self.release.wait()
+        if self.fail:
+            raise ApiFailure(503, "metrics API unavailable")
+        return await Unlabelled.resource_metrics(Unlabelled(), namespace, selector)
+
+
+async def test_a_list_read_ahead_is_the_one_the_syncs_then_take():
+    labels = {"a": {"app": "web"}, "b": {"app": "web"}, "c": {"app": "api"}}
+    api = Slow()
+    shared = NamespaceMetrics(api, lambda ns: 3, lambda ns, name: labels.get(name), lambda ns, sel: 2, window=60.0)
+    assert shared.prefetch("ns", ["app=web"]) is False  # one selector: the namespace is not worth a list
+    assert api.calls == []
+    assert shared.prefetch("ns", ["app=web", "app=api"]) is True  # asked now, not awaited
+    await asyncio.sleep(0)
+    assert api.calls == [""] and shared.read_ahead == 1
+    assert shared.prefetch("ns", ["app=web", "app=api"]) is False  # within its window: not asked again
+
+    async def sync(selector: str) -> tuple[dict, int]:
+        counted = SyncContext(selector)  # as SyncLoad.begin does in a worker
+        set_current_sync(counted)
+        answer = await shared.resource_metrics("ns", selector)
+        return answer, counted.requests
+
+    syncs = [asyncio.ensure_future(sync(sel)) for sel in ("app=web", "app=api")]
+    await asyncio.sleep(0.01)
+    assert not any(s.done() for s in syncs)  # they wait for the list read ahead...
+    api.release.set()
+    (web, web_requests), (api_answer, api_requests) = await asyncio.gather(*syncs)
+    assert api.calls == [""]  # ...and ask nothing of their own
+    assert [[i["metadata"]["name"] for i in a["items"]] for a in (web, api_answer)] == [["a", "b"], ["c"]]
+    assert (web_requests, api_requests) == (1, 0)  # its one request counts for the first sync that takes it
+    assert (shared.namespace_lists, shared.shared, shared.selector_queries) == (1, 2, 0)
+
+
+async def test_a_failed_list_read_ahead_fails_its_syncs_and_nothing_else(caplog):
+    api = Slow(fail=True)
+    shared = NamespaceMetrics(api, lambda ns: 3, lambda ns, name: {"app": "web"}, lambda ns, sel: 2, window=60.0)
+    assert shared.prefetch("ns", ["app=web", "app=api"]) is True
+    api.release.set()
+    with pytest.raises(ApiFailure, match="metrics API unavailable"):
+        await shared.resource_metrics("ns", "app=web")
+    assert shared.prefetch("other", ["app=web", "app=api"]) is True  # a list no sync ever takes
+    for _ in range(3):
+        await asyncio.sleep(0)
+    del shared
+    import gc
+
+    gc.collect()
+    assert "never retrieved" not in caplog.text
+
+
+async def test_the_next_namespace_list_is_read_ahead_and_counted_for_the_syncs_it_serves(kd):
+    client = kd.async_client()
+    keys = []
+    for ns in ("ns-a", "ns-b", "ns-c"):
+        kd.put_object({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        for name in ("x", "y", "z"):
+            await client.create(codecs.from_dict(deployment(name, 2, ns=ns)))
+            for i in range(2):
+                kd.put_object(pod(f"{name}-{i}", name, ns=ns))
+                kd.set_pod_metrics(ns, f"{name}-{i}", {"app": {"cpu": "100m"}})  # 50 %: steady at 2
+            await client.create(HorizontalAutoscaler(autoscaler(name, name, ns=ns)))
+            keys.append(f"{ns}/{name}")
+    async with ControllerTask(kd, sync_period_seconds=3600) as run:
+        await wait_for(lambda: {r.key for r in run.results} >= set(keys), what="the first round")
+        c = run.controller
+        await asyncio.sleep(SHARE_SECONDS + 0.1)  # the first round's lists are past their window
+        kd.clear_requests()
+        requests, ahead, results = c.load.requests_total, c.shared_metrics.read_ahead, len(run.results)
+        for key in keys:  # every autoscaler due at once, namespace after namespace
+            c.queue.add(key)
+        await wait_for(lambda: len(run.results) >= results + len(keys), what="the second round")
+        lists = [q for m, path, q in kd.requests if "/apis/metrics.k8s.io/" in path]
+        assert all(r.decision is not None and not r.decision.rescale for r in run.results[results:])
+        assert c.shared_metrics.read_ahead > ahead  # ns-b's list was asked while ns-a's autoscalers synced
+        assert 3 <= len(lists) <= len(keys)
+        assert len(kd.requests) == len(lists)  # steady: no Scale read, no status written
+        assert c.load.requests_total - requests == len(lists)  # each counted for one sync, read ahead or not
 
 
 # ----- the Scale cache ------------------------------------------------------------------------------------------

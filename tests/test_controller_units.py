@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
+from itertools import islice
 
 import pytest
 from controller_util import autoscaler, pod, running, wait_for
@@ -27,7 +28,7 @@ from pyhpa.controller.outputs.status import StaleSpec, StatusWriter
 from pyhpa.controller.outputs.writer import Writer, WritesDisabled
 from pyhpa.controller.settings import ObjectSettings, effective_config, object_settings
 from pyhpa.controller.sync.memory import InProcessMemory, memory_from_status, memory_to_status
-from pyhpa.controller.sync.queue import QueueClosed, WorkQueue
+from pyhpa.controller.sync.queue import UPCOMING_MAX, QueueClosed, WorkQueue
 from pyhpa.core import ControllerConfig, Memory, decide
 
 
@@ -95,6 +96,33 @@ async def test_queue_retries_are_rate_limited_overall():
     delays = [q.retry_delay(f"k{i}") for i in range(4)]
     assert delays[:2] == [0.001, 0.001]
     assert delays[2] == pytest.approx(0.1) and delays[3] == pytest.approx(0.2)
+
+
+@given(st.lists(st.tuples(st.sampled_from(["add", "remove", "get", "tick"]), st.sampled_from("abcdefgh"),
+                          st.integers(0, 4)), max_size=80),
+       st.integers(1, 70))
+@settings(max_examples=200, deadline=None)
+def test_upcoming_gives_the_next_due_keys_in_the_order_get_hands_them(ops, n):
+    async def check() -> None:
+        clock = FakeClock()
+        q = WorkQueue(clock=clock)
+        for op, letter, delay in ops:  # adds, removes, gets (never done: held keys are not due) and time passing
+            if op == "add":
+                q.add(letter, delay)
+            elif op == "remove":
+                q.remove(letter)
+            elif op == "get" and next(q.upcoming(), None):
+                await q.get()
+            elif op == "tick":
+                clock.now += delay
+        upcoming = list(islice(q.upcoming(), n))
+        handed = []
+        while next(q.upcoming(), None):
+            handed.append(await q.get())
+        assert upcoming == handed[:min(n, UPCOMING_MAX)]
+        assert list(q.upcoming()) == []
+
+    asyncio.run(check())
 
 
 async def test_queue_shutdown_releases_waiting_workers():

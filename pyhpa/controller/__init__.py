@@ -22,11 +22,13 @@ import logging
 import math
 import signal
 import time
+from itertools import islice
 from typing import Any, Callable
 
 from lightkube.config.kubeconfig import SingleConfig
 
 from .. import __version__
+from ..adapters.metric_types import REGISTRY
 from ..adapters.pause import pause_annotations
 from .cache.autoscaler import MEMORY_KEY, Autoscaler, parse_autoscaler
 from .cache.informer import Informers, PodCache
@@ -75,9 +77,10 @@ class Controller:
         self.events = EventRecorder(self.writer, settings.reporting_controller, settings.instance,
                                     settings.event_series_window_seconds)
         self.status = StatusWriter(self.writer, self.memory)
+        self.shared_metrics: NamespaceMetrics | None = None
         if isinstance(metrics, HttpMetrics):  # one metrics.k8s.io list per namespace and tick (nsmetrics)
-            metrics = NamespaceMetrics(metrics, self.pods.count, self.pods.labels,
-                                       lambda ns, selector: len(self.pods.select(ns, selector)))
+            metrics = self.shared_metrics = NamespaceMetrics(metrics, self.pods.count, self.pods.labels,
+                                                             lambda ns, selector: len(self.pods.select(ns, selector)))
         self.sources = MetricSources(metrics, settings.metrics_timeout_seconds)
         self.predictions = LivePredictions(settings.prometheus_url, settings.metrics_timeout_seconds)
         self.reconciler = Reconciler(self.autoscalers, self.pods, cluster, self.sources, self.memory, self.writer,
@@ -155,6 +158,36 @@ class Controller:
         due = started + resync_delay(a.namespace, period, wall_started, self.settings.jitter)
         return max(0.0, min(due, change) - loop_now)
 
+    def _read_ahead(self, key: str) -> None:
+        """Ask the pod metrics lists of the next ``READ_AHEAD_NAMESPACES`` namespaces in the work queue before
+        their syncs do (``NamespaceMetrics.prefetch``, with the pod selectors, from the Scale cache, of each one's
+        autoscalers among the next ``READ_AHEAD_KEYS`` due keys, ``WorkQueue.upcoming``): the autoscalers of a
+        namespace are due together (at its phase), so without it the workers, done with one namespace, would all
+        wait for the next one's list; with it that request overlaps the syncs of the namespaces before.
+        Autoscalers without a metric read from metrics.k8s.io, and another replica's share, ask nothing."""
+        current = self.autoscalers.get(key)
+        if current is None:
+            return
+        shared, ahead = self.shared_metrics, {}  # namespace -> selectors of its upcoming autoscalers
+        for k in islice(self.queue.upcoming(), READ_AHEAD_KEYS):
+            a = self.autoscalers.get(k)
+            if a is None or a.scale_target_ref is None or a.namespace == current.namespace:
+                continue
+            if a.namespace not in ahead:
+                if len(ahead) == READ_AHEAD_NAMESPACES:
+                    break
+                ahead[a.namespace] = None if shared.listed(a.namespace) else []  # None: asked already
+            selectors = ahead[a.namespace]
+            if selectors is None or not _reads_pod_metrics(a) or (
+                    self.shards is not None and not self.shards.membership.owns(k)):
+                continue
+            scale = self.scales.peek(a.namespace, a.scale_target_ref)
+            if scale is not None:
+                selectors.append(scale.selector)
+        for namespace, selectors in ahead.items():
+            if selectors:
+                shared.prefetch(namespace, selectors)
+
     async def _worker(self) -> None:
         queue, loop = self.queue, asyncio.get_running_loop()
         while True:
@@ -167,6 +200,8 @@ class Controller:
                 continue
             started, delay = loop.time(), None
             sync = self.load.begin(key, started - queue.last_due)
+            if self.shared_metrics is not None and self.scales is not None:
+                self._read_ahead(key)
             try:
                 result = await self.reconciler.sync(key)
                 self.syncs += 1
@@ -232,6 +267,20 @@ class Controller:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)
         log.info("controller stopped after %d syncs", self.syncs)
+
+
+#: how many of the next due keys ``Controller._read_ahead`` looks at, and for how many namespaces at most
+READ_AHEAD_KEYS = 32
+READ_AHEAD_NAMESPACES = 2
+
+
+def _reads_pod_metrics(a: Autoscaler) -> bool:
+    """``a`` has a metric read from the namespace's pod metrics (a ``shared`` type: Resource, ContainerResource)."""
+    for q in a.queries:
+        t = REGISTRY.get(q.type)
+        if t is not None and t.shared:
+            return True
+    return False
 
 
 async def _release_memory() -> None:

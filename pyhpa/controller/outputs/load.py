@@ -3,7 +3,7 @@
 ``pyhpa_sync_lag_seconds`` (histogram): from the time a key was due in the work queue to the start of its
 sync — a replica that cannot keep up shows it here first. ``pyhpa_sync_api_requests`` (histogram): HTTP
 requests to the API server made by one sync (Scale reads and writes, metrics APIs, status writes; a shared
-namespace metrics list counts for the sync that asked first), counted in the transport
+namespace metrics list counts for the sync that asked first, one read ahead for the first sync that takes it), counted in the transport
 (``pyhpa.controller.kube.transport``) for the sync running in the current asyncio context.
 ``pyhpa_shard_autoscalers`` and ``pyhpa_shard_members`` (gauges): the autoscalers this replica syncs and
 the live replicas of its shard group (``--shards auto``; with ``--shards 1``: every autoscaler, 1 member).

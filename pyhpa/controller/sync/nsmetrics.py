@@ -21,6 +21,7 @@ its selector queries). Everything else (custom, external, object metrics) passes
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import math
 from collections import OrderedDict
@@ -29,6 +30,7 @@ from typing import Any, Callable
 
 from ...core.selector import SelectorError, matches, parse_selector
 from ..kube.api import MetricsClient
+from ..kube.transport import SyncContext, current_sync, set_current_sync
 
 #: Seconds a namespace list is shared after its request was sent.
 SHARE_SECONDS = 0.5
@@ -78,6 +80,7 @@ class _Listing:
     future: asyncio.Future
     picked: dict[str, dict] = field(default_factory=dict)
     labelled: list | None = None  # (item, labels) of each item
+    ahead: SyncContext | None = None  # the requests of a list read ahead, until a sync that takes it counts them
     index: dict | None = None  # (label, value) -> positions in ``labelled``
 
 
@@ -101,7 +104,7 @@ class NamespaceMetrics:
         self._listings: OrderedDict[str, _Listing] = OrderedDict()
         self._timer: asyncio.TimerHandle | None = None
         self._sizes: dict[str, dict[str, int]] = {}  # namespace -> selector -> pods it selected when first asked
-        self.namespace_lists = self.selector_queries = self.shared = 0
+        self.namespace_lists = self.selector_queries = self.shared = self.read_ahead = 0
 
     def _now(self) -> float:
         return (self._clock or asyncio.get_running_loop().time)()
@@ -118,21 +121,61 @@ class NamespaceMetrics:
         if not self._worth_sharing(namespace, selector):
             self.selector_queries += 1
             return await self._inner.resource_metrics(namespace, selector)
-        now = self._now()  # lists past their window are dropped by the timer (``_arm``), not here
-        listing = self._listings.get(namespace)
-        if listing is None or now - listing.started > self._window:
-            listing = _Listing(now, asyncio.ensure_future(self._inner.resource_metrics(namespace, "")))
-            self._listings[namespace] = listing
-            self._listings.move_to_end(namespace)
-            self.namespace_lists += 1
-            self._arm()
-        else:
+        listing, fresh = self._listing(namespace)
+        if not fresh:
             self.shared += 1
-        answer = await asyncio.shield(listing.future)
+        try:
+            answer = await asyncio.shield(listing.future)
+        finally:
+            ahead, listing.ahead = listing.ahead, None
+            sync = current_sync()
+            if ahead is not None and sync is not None:  # the list read ahead counts for the first sync taking it
+                sync.requests += ahead.requests
         picked = listing.picked.get(selector)
         if picked is None:
             picked = listing.picked[selector] = self._pick(namespace, selector, answer, listing)
         return picked
+
+    def _listing(self, namespace: str, ahead: bool = False) -> tuple[_Listing, bool]:
+        """The namespace's list within its window, asked now when there is none (then True). ``ahead``: asked by
+        ``prefetch``, outside the sync it is for (its requests are counted apart, then for that sync)."""
+        now = self._now()  # lists past their window are dropped by the timer (``_arm``), not here
+        listing = self._listings.get(namespace)
+        if listing is not None and now - listing.started <= self._window:  # ``listed``
+            return listing, False
+        call = self._inner.resource_metrics(namespace, "")
+        if ahead:
+            counted = SyncContext(f"read ahead: {namespace}")
+            context = contextvars.Context()
+            context.run(set_current_sync, counted)
+            listing = _Listing(now, asyncio.get_running_loop().create_task(call, context=context), ahead=counted)
+        else:
+            listing = _Listing(now, asyncio.ensure_future(call))
+        listing.future.add_done_callback(_retrieved)
+        self._listings[namespace] = listing
+        self._listings.move_to_end(namespace)
+        self.namespace_lists += 1
+        self._arm()
+        return listing, True
+
+    def listed(self, namespace: str) -> bool:
+        """A list of the namespace was asked within the window (syncs asking now take it)."""
+        listing = self._listings.get(namespace)
+        return listing is not None and self._now() - listing.started <= self._window
+
+    def prefetch(self, namespace: str, selectors: list[str]) -> bool:
+        """Ask the namespace's list now (not waiting for it) when the syncs about to come — of the pod
+        ``selectors`` given, those of ``namespace``'s autoscalers next in the work queue — will take it from
+        the namespace list (``resource_metrics``'s rule) and none is within its window: the request overlaps
+        the syncs before them instead of making those syncs wait (``Controller._read_ahead``). They get what
+        they would have got had the first of them asked at this moment. True when a list was asked."""
+        worth = False
+        for selector in selectors:
+            worth = self._worth_sharing(namespace, selector)  # files every selector: the rule counts them all
+        if not worth or not self._listing(namespace, ahead=True)[1]:
+            return False
+        self.read_ahead += 1
+        return True
 
     def _expire(self, now: float) -> None:
         """Drop namespace lists older than the window (oldest first: the dict is in request order)."""
@@ -201,6 +244,13 @@ class NamespaceMetrics:
 
     async def external_metric(self, namespace: str, metric: str, selector: str) -> dict:
         return await self._inner.external_metric(namespace, metric, selector)
+
+
+def _retrieved(future: asyncio.Future) -> None:
+    """Mark a list's failure as retrieved: a list read ahead whose syncs never came would log "exception was never
+    retrieved" (the syncs that await it get the failure as always)."""
+    if not future.cancelled():
+        future.exception()
 
 
 __all__ = ["REQUEST_COST_ITEMS", "SHARE_SECONDS", "NamespaceMetrics", "namespace_phase", "phase_points",

@@ -12,7 +12,12 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
-from typing import Callable
+from collections import deque
+from itertools import islice
+from typing import Callable, Iterator
+
+#: how far ``WorkQueue.upcoming`` reads: this many keys (more when keys removed meanwhile are in the way)
+UPCOMING_MAX = 64
 
 
 class QueueClosed(Exception):
@@ -25,7 +30,8 @@ class WorkQueue:
     def __init__(self, retry_base: float = 1.0, retry_max: float = 300.0, retry_qps: float = 10.0,
                  retry_burst: int = 100, clock: Callable[[], float] | None = None):
         self._clock = clock or asyncio.get_running_loop().time
-        self._heap: list[tuple[float, int, str]] = []
+        self._heap: list[tuple[float, int, str]] = []  # keys not due yet (and due ones not moved yet)
+        self._ready: deque[tuple[float, str]] = deque()  # due keys, in due order (moved from the heap)
         self._due: dict[str, float] = {}
         self._processing: set[str] = set()
         self._again: dict[str, float] = {}
@@ -87,20 +93,39 @@ class WorkQueue:
         self._timer, self._timer_at = None, float("inf")
         self._wakeup.set()
 
-    def _pop_due(self) -> str | None:
-        now = self._clock()
-        heap = self._heap
+    def _promote(self, now: float) -> None:
+        """Move the keys due at ``now`` from the heap to the ready line, in due order (each heap entry is popped
+        once, as before there was a line: it only makes the order of due keys readable, ``upcoming``)."""
+        heap, due, ready = self._heap, self._due, self._ready
         while heap and heap[0][0] <= now:
-            due, _, key = heapq.heappop(heap)
-            if self._due.get(key) != due:
-                continue  # superseded by an earlier add, or removed
-            del self._due[key]
+            when, _, key = heapq.heappop(heap)
+            if due.get(key) == when:  # else superseded by an earlier add, or removed
+                ready.append((when, key))
+
+    def _pop_due(self) -> str | None:
+        self._promote(self._clock())
+        ready, due = self._ready, self._due
+        while ready:
+            when, key = ready.popleft()
+            if due.get(key) != when:
+                continue  # removed meanwhile (and maybe added again: then it is in the heap)
+            del due[key]
             self._processing.add(key)
-            self.last_due = due
+            self.last_due = when
             return key
-        if heap:
-            self._arm(heap[0][0])
+        if self._heap:
+            self._arm(self._heap[0][0])
         return None
+
+    def upcoming(self) -> Iterator[str]:
+        """The keys ``get`` would hand out now, in that order (the due keys no worker holds; at most
+        ``UPCOMING_MAX``), read lazily: for reading ahead (``Controller._read_ahead``), which stops at the first key
+        it needs. Not a promise (a key may be removed or taken meanwhile); do not change the queue while reading."""
+        self._promote(self._clock())
+        due = self._due
+        for when, key in islice(self._ready, 4 * UPCOMING_MAX):
+            if due.get(key) == when:
+                yield key
 
     async def get(self) -> str:
         """The next due key; the caller must call ``done(key)`` when finished. Raises QueueClosed."""
