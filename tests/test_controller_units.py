@@ -98,8 +98,8 @@ async def test_queue_retries_are_rate_limited_overall():
     assert delays[2] == pytest.approx(0.1) and delays[3] == pytest.approx(0.2)
 
 
-@given(st.lists(st.tuples(st.sampled_from(["add", "remove", "get", "tick"]), st.sampled_from("abcdefgh"),
-                          st.integers(0, 4)), max_size=80),
+@given(st.lists(st.tuples(st.sampled_from(["add", "remove", "get", "tick"]),
+                          st.sampled_from([f"k{i}" for i in range(80)]), st.integers(0, 4)), max_size=200),
        st.integers(1, 70))
 @settings(max_examples=200, deadline=None)
 def test_upcoming_gives_the_next_due_keys_in_the_order_get_hands_them(ops, n):

@@ -96,6 +96,11 @@ class _Group:
         self.names: list[str] = []
 
 
+#: selector texts ``PodCache.select`` keeps parsed (forgotten all at once past this: a bound, not a working set)
+MAX_PARSED_SELECTORS = 100_000
+_UNPARSED = object()
+
+
 class PodCache:
     """Pods as the decision core sees them (``core.Pod``, shared parts), per namespace, grouped by their labels.
 
@@ -110,6 +115,7 @@ class PodCache:
         self._pods: dict[str, dict[str, Pod]] = {}
         self._groups: dict[str, dict[int, _Group]] = {}  # namespace -> id(labels) -> group
         self._index: dict[str, dict[tuple[str, str], Any]] = {}  # namespace -> label -> group, or set of groups
+        self._parsed: dict[str, tuple | None] = {}  # selector text -> its requirements (None: invalid)
         self.records = Records()
 
     def __len__(self) -> int:
@@ -191,9 +197,16 @@ class PodCache:
         the decision core reports SelectorRequired / InvalidSelector itself)."""
         if not selector:
             return []
-        try:
-            reqs = parse_selector(selector)
-        except SelectorError:
+        reqs = self._parsed.get(selector, _UNPARSED)
+        if reqs is _UNPARSED:  # each autoscaler's selector is parsed once, not at every sync
+            try:
+                reqs = parse_selector(selector)
+            except SelectorError:
+                reqs = None
+            if len(self._parsed) >= MAX_PARSED_SELECTORS:
+                self._parsed.clear()
+            self._parsed[selector] = reqs
+        if reqs is None:
             return []
         pods = self._pods.get(namespace)
         if not pods:

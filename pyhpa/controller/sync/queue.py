@@ -31,8 +31,9 @@ class WorkQueue:
                  retry_burst: int = 100, clock: Callable[[], float] | None = None):
         self._clock = clock or asyncio.get_running_loop().time
         self._heap: list[tuple[float, int, str]] = []  # keys not due yet (and due ones not moved yet)
-        self._ready: deque[tuple[float, str]] = deque()  # due keys, in due order (moved from the heap)
+        self._ready: deque[tuple[float, int, str]] = deque()  # due keys, in due order (moved from the heap)
         self._due: dict[str, float] = {}
+        self._entry: dict[str, int] = {}  # key -> the sequence number of its one live heap (or ready) entry
         self._processing: set[str] = set()
         self._again: dict[str, float] = {}
         self._removed: set[str] = set()
@@ -67,13 +68,15 @@ class WorkQueue:
             return
         if self._due.get(key, float("inf")) <= due:
             return
-        self._due[key] = due
-        heapq.heappush(self._heap, (due, next(self._seq), key))
+        seq = next(self._seq)
+        self._due[key], self._entry[key] = due, seq
+        heapq.heappush(self._heap, (due, seq, key))
         self._arm(due)
 
     def remove(self, key: str) -> None:
         """Forget ``key`` (a deleted object): not queued again, even by its current worker's ``done``."""
         self._due.pop(key, None)
+        self._entry.pop(key, None)
         self._again.pop(key, None)
         self._failures.pop(key, None)
         if key in self._processing:
@@ -96,20 +99,20 @@ class WorkQueue:
     def _promote(self, now: float) -> None:
         """Move the keys due at ``now`` from the heap to the ready line, in due order (each heap entry is popped
         once, as before there was a line: it only makes the order of due keys readable, ``upcoming``)."""
-        heap, due, ready = self._heap, self._due, self._ready
+        heap, entry, ready = self._heap, self._entry, self._ready
         while heap and heap[0][0] <= now:
-            when, _, key = heapq.heappop(heap)
-            if due.get(key) == when:  # else superseded by an earlier add, or removed
-                ready.append((when, key))
+            item = heapq.heappop(heap)
+            if entry.get(item[2]) == item[1]:  # else superseded by an earlier add, or removed
+                ready.append(item)
 
     def _pop_due(self) -> str | None:
         self._promote(self._clock())
-        ready, due = self._ready, self._due
+        ready, entry = self._ready, self._entry
         while ready:
-            when, key = ready.popleft()
-            if due.get(key) != when:
-                continue  # removed meanwhile (and maybe added again: then it is in the heap)
-            del due[key]
+            when, seq, key = ready.popleft()
+            if entry.get(key) != seq:
+                continue  # removed meanwhile (and maybe added again: then that entry is another)
+            del self._due[key], entry[key]
             self._processing.add(key)
             self.last_due = when
             return key
@@ -122,10 +125,13 @@ class WorkQueue:
         ``UPCOMING_MAX``), read lazily: for reading ahead (``Controller._read_ahead``), which stops at the first key
         it needs. Not a promise (a key may be removed or taken meanwhile); do not change the queue while reading."""
         self._promote(self._clock())
-        due = self._due
-        for when, key in islice(self._ready, 4 * UPCOMING_MAX):
-            if due.get(key) == when:
+        entry, left = self._entry, UPCOMING_MAX
+        for _, seq, key in islice(self._ready, 4 * UPCOMING_MAX):
+            if entry.get(key) == seq:
                 yield key
+                left -= 1
+                if not left:
+                    return
 
     async def get(self) -> str:
         """The next due key; the caller must call ``done(key)`` when finished. Raises QueueClosed."""
