@@ -423,6 +423,20 @@ def _kcm_counts(text: str) -> dict[str, float]:
     return out
 
 
+def _kcm_read(world, timeout: float = 60.0) -> dict[str, float]:
+    """``_kcm_counts`` of kube-controller-manager's /metrics, asked again while it answers something else (just after
+    its restart it may answer a Status: its delegated authorization is not ready yet)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        text = world.call("kcm-metrics")
+        try:
+            return _kcm_counts(text)
+        except ValueError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"kube-controller-manager's /metrics answered no metrics: {text[:200]}") from None
+            time.sleep(0.5)
+
+
 def versus_upstream(world, workers: int, n: int, steady_seconds: float, qps: float | None = None) -> dict[str, float]:
     """Upstream's HPA controller (kube-controller-manager v1.37.2, ``--concurrent-horizontal-pod-autoscaler-syncs``
     = ``workers``, sync period 1 s so its queue stays full: its steady rate is its throughput, as pyhpa's round 2
@@ -439,7 +453,7 @@ def versus_upstream(world, workers: int, n: int, steady_seconds: float, qps: flo
     first_seen = done_at = None
     deadline = time.monotonic() + 1800
     while done_at is None and time.monotonic() < deadline:
-        count = _kcm_counts(world.call("kcm-metrics"))["reconciliations"]
+        count = _kcm_read(world)["reconciliations"]
         now = time.monotonic()
         if count > 0 and first_seen is None:
             first_seen = now
@@ -448,9 +462,9 @@ def versus_upstream(world, workers: int, n: int, steady_seconds: float, qps: flo
         time.sleep(0.2)
     if first_seen is None or done_at is None:
         raise RuntimeError("upstream's HPA controller did not reconcile every HPA within 30 minutes")
-    a, cpu_a, t_a = _kcm_counts(world.call("kcm-metrics")), _cpu_seconds(pid), time.monotonic()
+    a, cpu_a, t_a = _kcm_read(world), _cpu_seconds(pid), time.monotonic()
     time.sleep(steady_seconds)
-    b, cpu_b, t_b = _kcm_counts(world.call("kcm-metrics")), _cpu_seconds(pid), time.monotonic()
+    b, cpu_b, t_b = _kcm_read(world), _cpu_seconds(pid), time.monotonic()
     syncs = b["reconciliations"] - a["reconciliations"]
     out = {"first_round_seconds": done_at - first_seen, "reconciles_per_second": syncs / (t_b - t_a),
            "controller_cpu_ms_per_sync": (cpu_b - cpu_a) / max(syncs, 1) * 1e3,

@@ -40,11 +40,16 @@ def resource_samples(answer: dict, resource: str, container: str = "", where: st
         return MetricSamples(error="no metrics returned from resource metrics API")
     pods: dict[str, PodSample] = {}
     per_container: dict[str, dict[str, int]] | None = None
+    seen: tuple = (None, None, 0.0, 0.0)  # the last item's (timestamp, window) texts and values: one scrape's repeat
     for i, m in enumerate(items):
         containers = m.get("containers") or []
         try:  # the hot path of every sync: field names are only built for an error message
-            ts = timestamp(m.get("timestamp"))
-            window = duration(m.get("window", "0s"))
+            ts_text, window_text = m.get("timestamp"), m.get("window", "0s")
+            if ts_text == seen[0] and window_text == seen[1] and isinstance(ts_text, str):
+                ts, window = seen[2], seen[3]
+            else:
+                ts, window = timestamp(ts_text), duration(window_text)
+                seen = (ts_text, window_text, ts, window)
             value = _pod_value(containers, resource, container, "")
         except (InputError, AttributeError):
             f = f"{where}.items[{i}]"  # again, with the field names: raises the same error, named

@@ -78,6 +78,7 @@ class Controller:
                                     settings.event_series_window_seconds)
         self.status = StatusWriter(self.writer, self.memory)
         self.shared_metrics: NamespaceMetrics | None = None
+        self._ahead_of, self._since_ahead = "", 0  # the namespace that read ahead last, keys taken since
         if isinstance(metrics, HttpMetrics):  # one metrics.k8s.io list per namespace and tick (nsmetrics)
             metrics = self.shared_metrics = NamespaceMetrics(metrics, self.pods.count, self.pods.labels,
                                                              lambda ns, selector: len(self.pods.select(ns, selector)))
@@ -201,7 +202,11 @@ class Controller:
             started, delay = loop.time(), None
             sync = self.load.begin(key, started - queue.last_due)
             if self.shared_metrics is not None and self.scales is not None:
-                self._read_ahead(key)
+                namespace = key.partition("/")[0]
+                self._since_ahead += 1
+                if namespace != self._ahead_of or self._since_ahead >= READ_AHEAD_KEYS // 2:
+                    self._ahead_of, self._since_ahead = namespace, 0  # once per namespace or half a look
+                    self._read_ahead(key)
             try:
                 result = await self.reconciler.sync(key)
                 self.syncs += 1

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import hashlib
 import math
 from collections import OrderedDict
@@ -39,6 +40,7 @@ SHARE_SECONDS = 0.5
 REQUEST_COST_ITEMS = 50
 
 
+@functools.lru_cache(maxsize=65536)  # asked at every sync's end (resync_delay): the hash once per namespace
 def namespace_phase(namespace: str, period: float) -> float:
     """The phase (seconds in [0, ``period``)) at which the autoscalers of ``namespace`` with sync ``period``
     seconds are due, on the wall clock (epoch seconds modulo the period): pseudo-random per namespace and
