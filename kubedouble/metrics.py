@@ -154,12 +154,13 @@ class MetricsStore:
     def pod_metrics_list(self, ns: Optional[str], query: dict) -> dict:
         """PodMetricsList for stored pods that match ``labelSelector`` and have metrics set."""
         reqs = parse_label_selector(query.get("labelSelector"))
-        with self.lock:
-            entries = dict(self.pod_metrics)
-        items = [self._pod_metrics_item(p, entries[(p["metadata"].get("namespace"), p["metadata"]["name"])])
-                 for p in self.pod_lookup(ns)
-                 if (p["metadata"].get("namespace"), p["metadata"]["name"]) in entries
-                 and labels_match(reqs, p["metadata"].get("labels"))]
+        pods = self.pod_lookup(ns)
+        with self.lock:  # the namespace's entries only (a copy of every pod's entry cost ms per call at 100,000 pods)
+            table = self.pod_metrics
+            found = [(p, table[key]) for p in pods
+                     if (key := (p["metadata"].get("namespace"), p["metadata"]["name"])) in table]
+        items = [self._pod_metrics_item(p, entry) for p, entry in found
+                 if labels_match(reqs, p["metadata"].get("labels"))]
         return {"kind": "PodMetricsList", "apiVersion": "metrics.k8s.io/v1beta1", "metadata": {}, "items": items}
 
     def pod_metrics_one(self, ns: str, name: str) -> dict:
