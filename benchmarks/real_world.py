@@ -247,10 +247,8 @@ def _floor(plane, writes: int, concurrency: int) -> dict:
     ``concurrency`` in flight; its result (``seconds``, ``apiserver_cpu_ms_per_write``, ...)."""
     import apiserver_floor as floor
 
-    plane.run_kubectl("apply", "--server-side", "-f", "-", input=json.dumps(floor.MINIMAL_CRD))
-    plane.run_kubectl("wait", "--for=condition=Established", f"crd/{floor.MINIMAL_CRD['metadata']['name']}",
-                      "--timeout=120s")
-    pids = {c: comp.proc.pid for c, comp in plane.components.items() if c in ("kube-apiserver", "etcd")}
+    floor.apply_crds(plane, [floor.MINIMAL_CRD])
+    pids = floor.measured_pids(plane)
     status = floor.pyhpa_status()
 
     async def run() -> dict:

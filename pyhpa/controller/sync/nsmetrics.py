@@ -141,11 +141,10 @@ class NamespaceMetrics:
     def _listing(self, namespace: str, ahead: bool = False) -> tuple[_Listing, bool]:
         """The namespace's list within its window, asked now when there is none (then True). ``ahead``: asked by
         ``prefetch``, outside the sync it is for (its requests are counted apart, then for that sync)."""
-        now = self._now()  # lists past their window are dropped by the timer (``_arm``), not here
-        listing = self._listings.get(namespace)
-        if listing is not None and now - listing.started <= self._window:  # ``listed``
+        listing = self._current(namespace)
+        if listing is not None:
             return listing, False
-        call = self._inner.resource_metrics(namespace, "")
+        now, call = self._now(), self._inner.resource_metrics(namespace, "")
         if ahead:
             counted = SyncContext(f"read ahead: {namespace}")
             context = contextvars.Context()
@@ -160,10 +159,15 @@ class NamespaceMetrics:
         self._arm()
         return listing, True
 
+    def _current(self, namespace: str) -> _Listing | None:
+        """The namespace's list asked within the window (lists past it are dropped by the timer, ``_arm``, not
+        here), None when there is none."""
+        listing = self._listings.get(namespace)
+        return listing if listing is not None and self._now() - listing.started <= self._window else None
+
     def listed(self, namespace: str) -> bool:
         """A list of the namespace was asked within the window (syncs asking now take it)."""
-        listing = self._listings.get(namespace)
-        return listing is not None and self._now() - listing.started <= self._window
+        return self._current(namespace) is not None
 
     def prefetch(self, namespace: str, selectors: list[str]) -> bool:
         """Ask the namespace's list now (not waiting for it) when the syncs about to come — of the pod
