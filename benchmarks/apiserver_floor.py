@@ -332,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="pyhpa-floor-") as home:
         plane = ControlPlane(Path(home), controllers=("serviceaccount", "serviceaccount-token", "namespace"),
                              audit=False, apiserver_args=("--profiling=true",) if args.profile else ())
-        plane.start(fixtures=False)
+        plane.start(data_plane=False)
         try:
             plane.run_kubectl("apply", "--server-side", "-f", str(ROOT / "deploy" / "crd.yaml"))
             plane.run_kubectl("wait", "--for=condition=Established", "crd/horizontalautoscalers.pyhpa.dev",

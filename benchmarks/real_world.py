@@ -182,7 +182,7 @@ def serve(n: int, conn, stop_event, fallback: bool, home: str, extra_controllers
                          etcd_seed=saved / "etcd" if reuse else None)
     try:
         started = time.monotonic()
-        plane.start(fixtures=False)
+        plane.start(data_plane=False)
         if reuse:
             if json.loads(meta.read_text()).get("crd") != _crd_hash():  # the objects were seeded under another CRD
                 _apply_crd(plane)  # the same objects, served and written under today's (its status is empty)
@@ -206,7 +206,7 @@ def serve(n: int, conn, stop_event, fallback: bool, home: str, extra_controllers
             for j in range(bench.PODS_PER_HPA):
                 metrics.set_pod_metrics(ns, f"{name}-{j}", {"app": {"cpu": "100m"}}, timestamp=stamp)
         metrics.start()
-        plane.metrics = metrics
+        plane.fixture = metrics
         conn.send((str(plane.admin_kubeconfig), plane.url, {c: comp.proc.pid for c, comp in plane.components.items()}))
         while not stop_event.wait(0.05):
             if conn.poll():

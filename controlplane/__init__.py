@@ -1,6 +1,6 @@
-"""A real Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager, kubectl v1.37.2; and helm v4.3.1
-for the chart's tests) built from the Go modules, with a kubelet fixture and a metrics fixture: for pyhpa's end-to-end tier and for trying pyhpa
-locally without a cluster. ``python -m controlplane --help``; README "Try it on a real control plane".
+"""A real Kubernetes cluster without containers (etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+kubectl v1.37.2, KWOK v0.8.0 for the nodes, metrics-server v0.9.0, prometheus-adapter v0.12.0; and helm v4.3.1 for
+the chart's tests) built from the Go modules: for pyhpa's end-to-end tier and for trying pyhpa locally. ``python -m controlplane --help``; README "Try it on a real control plane".
 
 Test infrastructure, not product code (as ``kubedouble``): nothing in ``pyhpa`` imports it.
 

@@ -1,8 +1,8 @@
-"""``python -m controlplane build|up|version``: build and start the local v1.37.2 control plane.
+"""``python -m controlplane build|up|version``: build and start the local v1.37.2 cluster.
 
     python -m controlplane build      # go build into ~/.cache/pyhpa/control-plane/v1.37.2/bin (cached)
     python -m controlplane up         # build if needed, start, install the HorizontalAutoscaler CRD; Ctrl-C stops
-    python -m controlplane version    # kube-apiserver --version and helm version of the cached build
+    python -m controlplane version    # what each cached binary says of its version
 
 Its help and errors follow pyhpa's conventions (docs/cli.md; ``pyhpa.cli.help``): plain help ending with
 examples, ``-h``, click's errors as one line with exit code 2.
@@ -20,17 +20,31 @@ import typer
 
 from pyhpa.cli.help import Command, examples, typer_app
 
-from .build import HELM_VERSION, KUBERNETES_VERSION, BuildError, bin_dir, build_with_bar, cache_dir, not_built_reason
+from .build import (
+    HELM_VERSION,
+    KUBERNETES_VERSION,
+    KWOK_VERSION,
+    METRICS_SERVER_VERSION,
+    PROMETHEUS_ADAPTER_VERSION,
+    BuildError,
+    bin_dir,
+    build_with_bar,
+    cache_dir,
+    not_built_reason,
+)
 from .cluster import DEFAULT_CONTROLLERS, ControlPlane, ControlPlaneError
 
 EXAMPLES = {
-    "build": examples("python -m controlplane build    # once: 15-35 minutes on two cores"),
+    "build": examples("python -m controlplane build    # once: 25-45 minutes on two cores"),
     "version": examples("python -m controlplane version  # what the cached build is"),
-    "up": examples("python -m controlplane up            # then export the KUBECONFIG it prints",
+    "up": examples("python -m controlplane up            # then export the KUBECONFIG",
+                   "python -m controlplane up --nodes 5  # five KWOK nodes",
                    "python -m controlplane up --no-crd   # without pyhpa's CRD"),
 }
-app = typer_app(help="Build and run a local Kubernetes v1.37.2 control plane (etcd, kube-apiserver, "
-                     f"kube-controller-manager, kubectl; and helm {HELM_VERSION}) for pyhpa, on loopback only.",
+app = typer_app(help="Build and run a local Kubernetes v1.37.2 cluster without containers (etcd, kube-apiserver, "
+                     f"kube-controller-manager, kube-scheduler, kubectl; KWOK {KWOK_VERSION} nodes, metrics-server "
+                     f"{METRICS_SERVER_VERSION}, prometheus-adapter {PROMETHEUS_ADAPTER_VERSION}; and helm "
+                     f"{HELM_VERSION}) for pyhpa, on loopback only.",
                 epilog=examples("python -m controlplane build", "python -m controlplane up",
                                 "python -m controlplane version"))
 CRD = Path(__file__).resolve().parent.parent / "pyhpa" / "data" / "deploy" / "crd.yaml"
@@ -47,7 +61,7 @@ def build(result_file: Optional[Path] = typer.Option(
         help="Also write the outcome there when done: an empty file when built, else the one-line reason and the "
              "command that fixes it (the test suite's background build reads it).")) -> None:
     """Build the binaries, hpa-decide (upstream's HPA controller deciding snapshots: tools/upstream/hpa-decide)
-    and helm (Helm v4, pinned; the Helm chart's tests) (15-35 minutes cold on two cores; then cached by version)."""
+    and helm (Helm v4, pinned; the Helm chart's tests) (25-45 minutes cold on two cores; then cached by version)."""
     try:
         folder = build_with_bar()
     except BuildError as e:
@@ -64,17 +78,32 @@ def _write_result(path: Optional[Path], reason: str) -> None:
         partial.replace(path)  # whole or absent: a reader never sees half of it
 
 
+#: binary -> the arguments that make it print its version (prometheus-adapter has no such flag: the module version
+#: Go recorded in the binary, ``go version -m``)
+VERSION_FLAGS = {"kube-apiserver": ["--version"], "kube-controller-manager": ["--version"],
+                 "kube-scheduler": ["--version"], "kubectl": ["version", "--client"], "etcd": ["--version"],
+                 "kwok": ["--version"], "metrics-server": ["--version"], "prometheus-adapter": None,
+                 "helm": ["version", "--short"]}
+
+
 @app.command(cls=Command, epilog=EXAMPLES["version"])
 def version() -> None:
-    """Print what the cached kube-apiserver and helm say of their versions."""
+    """Print what each cached binary says of its version (one line each: the binary, then its first line)."""
     import subprocess
 
-    for name, flags in (("kube-apiserver", ["--version"]), ("helm", ["version", "--short"])):
+    for name, flags in VERSION_FLAGS.items():
         exe = bin_dir() / name
         if not exe.is_file():
             _fail(f"{exe} is not built yet: run python -m controlplane build")
-        said = subprocess.run([str(exe), *flags], capture_output=True, text=True).stdout.strip()
-        typer.echo(said if name != "helm" else f"helm {said}")
+        if flags is None:
+            res = subprocess.run(["go", "version", "-m", str(exe)], capture_output=True, text=True, timeout=60)
+            said = [" ".join(line.split()[1:3]) for line in res.stdout.splitlines()
+                    if line.split()[:2] in (["mod", "sigs.k8s.io/prometheus-adapter"],
+                                            ["dep", "sigs.k8s.io/prometheus-adapter"])]
+        else:
+            res = subprocess.run([str(exe), *flags], capture_output=True, text=True, timeout=60)
+            said = (res.stdout.strip() or res.stderr.strip()).splitlines()
+        typer.echo(f"{name}: {said[0] if said else '(printed nothing, exit code ' + str(res.returncode) + ')'}")
 
 
 @app.command(cls=Command, epilog=EXAMPLES["up"])
@@ -83,13 +112,16 @@ def up(home: Optional[Path] = typer.Option(None, "--home", metavar="DIR",
        controllers: str = typer.Option(",".join(DEFAULT_CONTROLLERS), "--controllers", metavar="LIST",
                                        help="kube-controller-manager --controllers (add horizontalpodautoscaling "
                                             "to run upstream's HPA controller beside pyhpa)."),
+       nodes: int = typer.Option(2, "--nodes", min=1, max=1000, metavar="N",
+                                 help="KWOK nodes to start (each 16 CPUs, 64Gi, 110 pods allocatable)."),
        crd: bool = typer.Option(True, "--crd/--no-crd", help="Install the HorizontalAutoscaler CRD and the namespace pyhpa-system.")) -> None:
-    """Build if needed, start the control plane and its kubelet and metrics fixtures, serve until Ctrl-C."""
+    """Build if needed, start the cluster (control plane, KWOK nodes, metrics-server), serve until Ctrl-C."""
     try:
         build_with_bar()
     except BuildError as e:
         _fail(f"{e}. Fix: {e.fix}")
-    plane = ControlPlane(home or cache_dir() / "run", controllers=tuple(c for c in controllers.split(",") if c))
+    plane = ControlPlane(home or cache_dir() / "run", controllers=tuple(c for c in controllers.split(",") if c),
+                         nodes=nodes)
     try:
         plane.start()
         if crd:
@@ -104,7 +136,8 @@ def up(home: Optional[Path] = typer.Option(None, "--home", metavar="DIR",
                f"  export KUBECONFIG={kubeconfig}\n"
                f"  {plane.kubectl} get nodes\n"
                f"  pyhpa run --kubeconfig {kubeconfig}\n"
-               "Pod usage for metrics.k8s.io: annotate pods (or a pod template) metrics.pyhpa.dev/cpu=250m.\n"
+               "Pod usage (KWOK reports it, metrics-server serves it): annotate pods (or a pod template) "
+               "kwok.x-k8s.io/usage-cpu=250m.\n"
                "Ctrl-C stops it.", err=False)
     sys.stdout.flush()
     done = threading.Event()

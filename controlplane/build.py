@@ -1,12 +1,17 @@
-"""Build kube-apiserver, kube-controller-manager, kubectl, etcd and hpa-decide v1.37.2, and helm v4.3.1, from the Go
-modules, cached by version.
+"""Build the local cluster's binaries from the Go modules, cached by version: kube-apiserver,
+kube-controller-manager, kube-scheduler, kubectl, etcd and hpa-decide v1.37.2, KWOK v0.8.0, metrics-server v0.9.0,
+prometheus-adapter v0.12.0 and helm v4.3.1.
 
 The Go module is ``tools/kube`` (its go.mod requires ``k8s.io/kubernetes v1.37.2`` and replaces each staging
-module with its published ``v0.37.2``; etcd is the version upstream's go.mod pins). The binaries go to
-``<cache>/bin`` where ``<cache>`` is ``$PYHPA_CONTROL_PLANE_CACHE`` or ``~/.cache/pyhpa/control-plane/v1.37.2``;
-a stamp per binary there (``.stamp-<name>``) holds a hash of what it is built from (go.mod, go.sum, the flags, its
-main's folder and the module's packages it uses), so a changed go.mod or main rebuilds and an unchanged one is
-reused (a cold build takes 15-35 minutes on two cores; Go's own build cache, ``go env GOCACHE``, is kept too).
+module with its published ``v0.37.2``; etcd is the version upstream's go.mod pins). KWOK and metrics-server are
+``tool`` packages of the same module: they build against the same ``k8s.io/*`` v0.37.2 (their own go.mod asks for
+v0.36), so the packages they share with the control plane compile once; the few libraries they would raise above
+upstream's pins are replaced back to upstream's versions, so the upstream binaries are built from upstream's own
+versions. The binaries go to ``<cache>/bin`` where ``<cache>`` is ``$PYHPA_CONTROL_PLANE_CACHE`` or
+``~/.cache/pyhpa/control-plane/v1.37.2``; a stamp per binary there (``.stamp-<name>``) holds a hash of what it is
+built from (go.mod, go.sum, the flags, its main's folder and the module's packages it uses), so a changed go.mod or
+main rebuilds and an unchanged one is reused (a cold build takes 25-45 minutes on two cores; Go's own build cache,
+``go env GOCACHE``, is kept too).
 
 ``hpa-decide`` (tools/kube/cmd/hpa-decide: upstream's HPA controller deciding pyhpa's snapshots) is built with
 ``go build -tags pyhpa_harness -overlay``: the overlay makes the package ``tools/kube/internal/podautoscaler``
@@ -15,8 +20,12 @@ unchanged; Go refuses to overlay files inside the module cache itself) plus ``zz
 the package's unexported state (its controller memory, one worker step).
 
 ``helm`` (Helm v4, what tests/test_helm_chart.py lints and renders deploy/helm/pyhpa with) is built in its own
-module, helm's own go.mod at the pinned version (``go install helm.sh/helm/v4/cmd/helm@v4.3.1``, GOBIN the same
-folder), not tools/kube's; its stamp hashes the package, the version and the flags.
+module, helm's own go.mod at the pinned version (``go install <package>@<version>``, GOBIN the same folder), not
+tools/kube's; its stamp hashes the package, the version and the flags. ``prometheus-adapter`` (its go.mod pins
+``k8s.io/*`` v0.30 and custom-metrics-apiserver v1.30, which do not build against v0.37) is the ``tool`` of a
+module of its own, ``tools/adapter``, which requires nothing else: it builds with exactly its go.mod's versions
+(``go install ...@v0.12.0`` would too, but it first asks the module proxy for the version list, which the proxy
+this project uses refuses).
 
 Errors: ``BuildError`` with one line saying what is missing (no ``go``) or the last lines Go printed.
 """
@@ -39,13 +48,33 @@ KUBERNETES_VERSION = "v1.37.2"
 MODULE = Path(__file__).resolve().parent.parent / "tools" / "kube"
 HELM_VERSION = "v4.3.1"
 HELM_PACKAGE = "helm.sh/helm/v4/cmd/helm"
+KWOK_VERSION = "v0.8.0"
+METRICS_SERVER_VERSION = "v0.9.0"
+PROMETHEUS_ADAPTER_VERSION = "v0.12.0"
+ADAPTER_MODULE = MODULE.parent / "adapter"
 #: binaries built by ``go install <package>@<version>`` in their own module (their go.mod, not MODULE's): name ->
 #: (package, version, ldflags); helm's ldflags are those of its Makefile (``helm version`` prints the version)
 OWN_MODULE = {
     "helm": (HELM_PACKAGE, HELM_VERSION, f"-s -w -X helm.sh/helm/v4/internal/version.version={HELM_VERSION} "
                                          "-X helm.sh/helm/v4/internal/version.gitTreeState=clean"),
 }
-BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kubectl", "hpa-decide", "helm")
+#: binaries that are not our own mains (``MODULE/cmd/<name>``) but ``tool`` packages of a go.mod of ours: name ->
+#: (package, version its go.mod requires, ldflags as the project's Makefile sets them, the module's folder).
+#: prometheus-adapter's own module is ADAPTER_MODULE (tools/adapter: its k8s.io/* v0.30 do not build against
+#: v0.37); its Makefile sets no version flag and it has no --version
+TOOL_PACKAGES = {
+    "kwok": ("sigs.k8s.io/kwok/cmd/kwok", KWOK_VERSION, "-s -w", MODULE),  # pkg/consts.Version is "0.8.0" already
+    "metrics-server": ("sigs.k8s.io/metrics-server/cmd/metrics-server", METRICS_SERVER_VERSION,
+                       f"-s -w -X k8s.io/client-go/pkg/version.gitVersion={METRICS_SERVER_VERSION}", MODULE),
+    "prometheus-adapter": ("sigs.k8s.io/prometheus-adapter/cmd/adapter", PROMETHEUS_ADAPTER_VERSION, "-s -w",
+                           ADAPTER_MODULE),
+}
+BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "hpa-decide", "kwok",
+            "metrics-server", "prometheus-adapter", "helm")
+#: the control plane's own binaries (what ``ControlPlane`` starts; the rest are for tests, the chart and the
+#: metrics pipeline's adapter)
+CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok",
+                 "metrics-server")
 #: mains built against upstream's podautoscaler package rebuilt with the harness (``harness_overlay``)
 HARNESS_BINARIES = ("hpa-decide",)
 HARNESS_TAG = "pyhpa_harness"
@@ -94,18 +123,36 @@ def ldflags(version: str = KUBERNETES_VERSION) -> str:
     return " ".join(flags)
 
 
+def binary_ldflags(name: str, version: str = KUBERNETES_VERSION) -> str:
+    """The ``-ldflags`` binary ``name`` of MODULE is linked with: Kubernetes' version flags (``ldflags``) for
+    upstream's mains, the project's own for a ``TOOL_PACKAGES`` binary (KWOK, metrics-server)."""
+    return TOOL_PACKAGES[name][2] if name in TOOL_PACKAGES else ldflags(version)
+
+
+def package(name: str) -> str:
+    """The Go package binary ``name`` of MODULE is built from: ``./cmd/<name>`` or its ``TOOL_PACKAGES`` path."""
+    return TOOL_PACKAGES[name][0] if name in TOOL_PACKAGES else f"./cmd/{name}"
+
+
+def module_of(name: str) -> Path:
+    """The folder of the go.mod binary ``name`` is built in (MODULE, or tools/adapter for prometheus-adapter)."""
+    return TOOL_PACKAGES[name][3] if name in TOOL_PACKAGES else MODULE
+
+
 def source_hash(version: str = KUBERNETES_VERSION, name: str = "kube-apiserver") -> str:
     """A hash of what binary ``name`` is built from: go.mod, go.sum, the flags, every .go file of its main's
     folder and, for a harness binary, of the harness package (upstream's files are pinned by go.sum); for a binary
     of its own module (``OWN_MODULE``: helm), its package, version and flags (go.sum of that version pins the rest)."""
     if name in OWN_MODULE:
         return hashlib.sha256(" ".join((name, *OWN_MODULE[name])).encode()).hexdigest()[:16]
-    h = hashlib.sha256(ldflags(version).encode())
+    h = hashlib.sha256(binary_ldflags(name, version).encode())
     h.update(name.encode())
-    dirs = [MODULE / "cmd" / name] + ([MODULE / HARNESS_PACKAGE] if name in HARNESS_BINARIES else [])
-    files = [MODULE / "go.mod", MODULE / "go.sum"] + sorted(p for d in dirs for p in d.rglob("*.go") if p.is_file())
+    dirs = [] if name in TOOL_PACKAGES else [MODULE / "cmd" / name]  # a tool's version is in go.mod and go.sum
+    dirs += [MODULE / HARNESS_PACKAGE] if name in HARNESS_BINARIES else []
+    module = module_of(name)
+    files = [module / "go.mod", module / "go.sum"] + sorted(p for d in dirs for p in d.rglob("*.go") if p.is_file())
     for path in files:
-        h.update(str(path.relative_to(MODULE)).encode())
+        h.update(str(path.relative_to(module)).encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
 
@@ -193,29 +240,35 @@ def _build(go: str, version: str, todo: list[str], progress: Optional[Callable[[
     tmp = out.parent / "bin.partial"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    plain = [n for n in todo if n not in HARNESS_BINARIES and n not in OWN_MODULE]
+    plain = [n for n in todo if n not in HARNESS_BINARIES and n not in OWN_MODULE and n not in TOOL_PACKAGES]
     harness = [n for n in todo if n in HARNESS_BINARIES]
     own = [n for n in todo if n in OWN_MODULE]
-    groups = []
+    groups = []  # (go build flags, binaries): one `go build` each (its own -ldflags); shared packages compile once
     if plain:
         groups.append(([], plain))
+    groups += [([], [n]) for n in todo if n in TOOL_PACKAGES and module_of(n) == MODULE]
+    groups += [([], [n]) for n in todo if n in TOOL_PACKAGES and module_of(n) != MODULE]  # last: shares nothing
     if harness:
         overlay = tmp / "overlay.json"
         overlay.write_text(json.dumps(harness_overlay(go, env)))
         groups.append((["-tags", HARNESS_TAG, "-overlay", str(overlay)], harness))
     log("resolving the Go modules (from the module proxy when the module cache is empty: a few minutes)")
-    total = sum(_count_packages(go, env, flags, group) for flags, group in groups)
+    total = sum(_count_packages(go, env, flags, group, module_of(group[0])) for flags, group in groups)
     total += sum(_count_own_packages(go, env, tmp, name) for name in own)
-    what = ", ".join(f"{n} {OWN_MODULE[n][1]}" if n in OWN_MODULE else n for n in todo)
-    log(f"building {what} (Kubernetes {version}) from the Go modules into {out} (cold: 15-35 minutes on two "
+    pinned = {**{n: v[1] for n, v in OWN_MODULE.items()}, **{n: v[1] for n, v in TOOL_PACKAGES.items()}}
+    what = ", ".join(f"{n} {pinned[n]}" if n in pinned else n for n in todo)
+    log(f"building {what} (Kubernetes {version}) from the Go modules into {out} (cold: 25-45 minutes on two "
         f"cores; cached afterwards)")
     done = 0
     for flags, group in groups:
-        cmd = [go, "build", "-v", "-trimpath", *flags, "-ldflags", ldflags(version), "-o", str(tmp) + "/",
-               *(f"./cmd/{n}" for n in group)]
-        code, tail, done = _run_go(cmd, MODULE, env, done, total, progress)
+        # one tool a build, written under its own name (prometheus-adapter's package is called adapter)
+        out_path = str(tmp / group[0]) if group[0] in TOOL_PACKAGES else str(tmp) + "/"
+        cmd = [go, "build", "-v", "-trimpath", *flags, "-ldflags", binary_ldflags(group[0], version),
+               "-o", out_path, *(package(n) for n in group)]
+        module = module_of(group[0])
+        code, tail, done = _run_go(cmd, module, env, done, total, progress)
         if code != 0:
-            raise BuildError(f"go build failed in {MODULE}: " + " | ".join(t for t in tail if t)[-2000:])
+            raise BuildError(f"go build failed in {module}: " + " | ".join(t for t in tail if t)[-2000:])
         for name in group:
             os.replace(tmp / name, out / name)
             (out / f".stamp-{name}").write_text(source_hash(version, name) + "\n")
@@ -316,11 +369,11 @@ def module_dir(go: str, env: dict, module: str) -> Path:
     return Path(folder)
 
 
-def _count_packages(go: str, env: dict, flags: list[str], names: list[str]) -> int:
-    res = subprocess.run([go, "list", *flags, "-deps", *(f"./cmd/{n}" for n in names)], cwd=MODULE, env=env,
+def _count_packages(go: str, env: dict, flags: list[str], names: list[str], module: Path = MODULE) -> int:
+    res = subprocess.run([go, "list", *flags, "-deps", *(package(n) for n in names)], cwd=module, env=env,
                          capture_output=True, text=True)
     if res.returncode != 0:
-        raise BuildError(f"go list failed in {MODULE}: {res.stderr.strip().splitlines()[-1:] or ['?']}")
+        raise BuildError(f"go list failed in {module}: {res.stderr.strip().splitlines()[-1:] or ['?']}")
     return max(1, len(res.stdout.split()))
 
 

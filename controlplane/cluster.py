@@ -1,4 +1,5 @@
-"""A real Kubernetes control plane on this machine: etcd, kube-apiserver and kube-controller-manager v1.37.2.
+"""A real Kubernetes cluster on this machine, without a container: etcd, kube-apiserver, kube-controller-manager
+and kube-scheduler v1.37.2, KWOK v0.8.0 for the nodes and metrics-server v0.9.0.
 
 ``ControlPlane(home).start()`` starts, on loopback only:
 
@@ -6,17 +7,24 @@
 * kube-apiserver with TLS, RBAC (``--authorization-mode=Node,RBAC``), service accounts (bound tokens signed by
   ``sa.key``) and the aggregation layer (front-proxy client certificate). Its service CIDR is a /24 inside
   127.0.0.0/8 (``127.A.B.0/24``, A and B random per run): a Service's cluster IP is then a loopback address this
-  machine answers itself, so the aggregator's proxy to the metrics fixture's Service (cluster IP + port, as it
-  routes to metrics-server or prometheus-adapter) stays on this machine. Endpoints cannot hold loopback
-  addresses (validation refuses them), which is why ``--enable-aggregator-routing`` is not used;
-* kube-controller-manager with the deployment, replicaset, serviceaccount, serviceaccount-token, namespace and
-  garbage-collector controllers (``controllers=`` adds e.g. ``horizontalpodautoscaling``), each with its own
-  service-account identity (``--use-service-account-credentials``), as kubeadm runs it.
+  machine answers itself, so the aggregator's proxy to metrics-server's Service (cluster IP + port) stays on this
+  machine: metrics-server listens on that address. Endpoints cannot hold loopback addresses (validation refuses
+  them), which is why ``--enable-aggregator-routing`` is not used;
+* kube-controller-manager with the deployment, replicaset, serviceaccount, serviceaccount-token, namespace,
+  garbage-collector and node-lifecycle controllers (``controllers=`` adds e.g. ``horizontalpodautoscaling``), each with its own
+  service-account identity (``--use-service-account-credentials``), as kubeadm runs it;
+* kube-scheduler (its default profile: NodeResourcesFit, LeastAllocated scoring), which binds pods to nodes;
+* KWOK (``kwok``, no CRDs: its stages and metrics are the files in ``controlplane/kwok``) managing ``nodes`` Nodes
+  (``kwok-node-0``...; allocatable ``node_cpu``, ``node_memory``, ``node_pods``): it makes a bound pod Running and
+  Ready, deletes a pod being deleted, and serves each node's kubelet ``/metrics/resource`` from the pods' usage
+  (the annotations ``kwok.x-k8s.io/usage-cpu`` and ``kwok.x-k8s.io/usage-memory``);
+* with ``metrics="metrics-server"`` (the default), metrics-server, registered as ``v1beta1.metrics.k8s.io``,
+  scraping KWOK's endpoints every ``metric_resolution`` seconds with its manifests' flags and RBAC; with
+  ``metrics="fixture"``, ``MetricsFixture`` instead (metrics.k8s.io, custom.metrics.k8s.io and
+  external.metrics.k8s.io answering exact values set by a test at the instant of a read: ``metrics.py``).
 
-Then, in this process: ``Kubelet`` (plays the one node: binds pods to it, marks them Running and Ready, deletes
-pods that are being deleted) and ``MetricsFixture`` (metrics.k8s.io v1beta1 and v1, custom.metrics.k8s.io
-v1beta2, external.metrics.k8s.io v1beta1, registered as APIServices). ``admin_kubeconfig`` is a kubeconfig with
-a ``system:masters`` client certificate.
+``pods`` (a ``PodWatch``) keeps every pod as the API serves it. ``admin_kubeconfig`` is a kubeconfig with a
+``system:masters`` client certificate.
 
 Children get ``PR_SET_PDEATHSIG`` (SIGKILL): they die with the process (the thread) that started them.
 Errors: ``ControlPlaneError`` (one line, with the log file to read).
@@ -40,13 +48,24 @@ from typing import Optional
 import httpx2
 import yaml
 
-from .build import KUBERNETES_VERSION, bin_dir
+from .build import CONTROL_PLANE, KUBERNETES_VERSION, bin_dir
 from .net import free_port
-from .pki import Pki, make_pki
+from .pki import METRICS_SERVER_SERVICE, Pki, make_pki
 
 DEFAULT_CONTROLLERS = ("deployment", "replicaset", "serviceaccount", "serviceaccount-token", "namespace",
-                       "garbagecollector")
-NODE_NAME = "pyhpa-node"
+                       "garbagecollector", "nodelifecycle")
+"""kube-controller-manager's ``--controllers``: the workload controllers, service accounts, namespaces, garbage
+collection and node lifecycle (which lifts the ``node.kubernetes.io/not-ready`` taint kube-apiserver's
+TaintNodesByCondition admission puts on a new Node once KWOK reports it Ready, as on any cluster)."""
+KWOK_CONFIG = Path(__file__).resolve().parent / "kwok"
+MANIFESTS = Path(__file__).resolve().parent / "manifests"
+METRICS_SOURCES = ("metrics-server", "fixture")
+NODE_PREFIX = "kwok-node-"
+ADAPTER_APIS = (("custom.metrics.k8s.io", "v1beta2", 200), ("custom.metrics.k8s.io", "v1beta1", 100),
+                ("external.metrics.k8s.io", "v1beta1", 100))
+"""(group, version, versionPriority) of the APIServices prometheus-adapter serves."""
+METRIC_RESOLUTION = 15
+"""metrics-server's ``--metric-resolution`` in its released manifests (components.yaml), seconds."""
 
 
 class ControlPlaneError(RuntimeError):
@@ -114,6 +133,12 @@ class ControlPlane:
     audit: bool = True
     service_cidr: Optional[str] = None
     etcd_seed: Optional[Path] = None
+    nodes: int = 2
+    node_cpu: str = "16"
+    node_memory: str = "64Gi"
+    node_pods: int = 110
+    metrics: str = "metrics-server"
+    metric_resolution: int = METRIC_RESOLUTION
     components: dict[str, Component] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -123,13 +148,21 @@ class ControlPlane:
         self.service_cidr = self.service_cidr or f"127.{rnd.randrange(64, 250)}.{rnd.randrange(1, 250)}.0/24"
         base = self.service_cidr.rsplit(".", 1)[0]
         self.service_ip = f"{base}.1"  # the kubernetes Service's address
-        self.metrics_ip = f"{base}.200"  # the metrics fixture's Service: a fixed cluster IP
+        self.metrics_ip = f"{base}.200"  # metrics-server's (or the metrics fixture's) Service: a fixed cluster IP
+        self.adapter_ip = f"{base}.201"  # prometheus-adapter's Service
         self.etcd_port, self.etcd_peer_port = free_port(), free_port()
         self.port = free_port()
         self.url = f"https://127.0.0.1:{self.port}"
         self.pki: Optional[Pki] = None
-        self.kubelet = None
-        self.metrics = None
+        self.pods = None
+        self.fixture = None
+        if self.metrics not in METRICS_SOURCES:
+            raise ValueError(f"metrics={self.metrics!r}: one of {', '.join(METRICS_SOURCES)}")
+        if not 1 <= self.nodes <= 1000:
+            raise ValueError(f"nodes={self.nodes}: between 1 and 1000")
+        if not 10 <= self.metric_resolution <= 600:  # metrics-server refuses under 10 s
+            raise ValueError(f"metric_resolution={self.metric_resolution}: between 10 and 600 seconds")
+        self.kwok_port = free_port()
 
     # ----- paths ---------------------------------------------------------------------------------------
     @property
@@ -159,10 +192,12 @@ class ControlPlane:
         return out
 
     # ----- start and stop ------------------------------------------------------------------------------
-    def start(self, *, fixtures: bool = True) -> "ControlPlane":
+    def start(self, *, data_plane: bool = True) -> "ControlPlane":
         """Start etcd, kube-apiserver and kube-controller-manager and wait until each answers; then (with
-        ``fixtures``) the kubelet and metrics fixtures. Raises ``ControlPlaneError``."""
-        for name in ("etcd", "kube-apiserver", "kube-controller-manager", "kubectl"):
+        ``data_plane``) kube-scheduler, KWOK and its nodes, and the metrics source (metrics-server or the
+        fixture), waiting until the nodes are Ready and metrics.k8s.io is Available. Raises ``ControlPlaneError``."""
+        needed = CONTROL_PLANE if data_plane else ("etcd", "kube-apiserver", "kube-controller-manager", "kubectl")
+        for name in needed:
             if not (self.bin / name).is_file():
                 raise ControlPlaneError(f"{self.bin / name} is missing: build the control plane first "
                                         "(python -m controlplane build)")
@@ -179,24 +214,74 @@ class ControlPlane:
             self.wait_apiserver()
             self._start("kube-controller-manager", self._controller_manager_argv())
             self._bootstrap()
-            if fixtures:
-                from .kubelet import Kubelet
-                from .metrics import MetricsFixture
-
-                self.kubelet = Kubelet(self.client(), NODE_NAME).start()
-                self.metrics = MetricsFixture(self, self.kubelet).start()
+            if data_plane:
+                self._start_data_plane()
         except BaseException:
             self.stop()
             raise
         return self
 
+    def _start_data_plane(self) -> None:
+        from .pods import PodWatch
+
+        self._start("kube-scheduler", self._scheduler_argv())
+        self._start("kwok", self._kwok_argv())
+        from lightkube.resources.core_v1 import Node
+
+        have = sum(1 for n in self.client().list(Node) if n.metadata.name.startswith(NODE_PREFIX))  # a seeded etcd
+        self.add_nodes(max(0, self.nodes - have))
+        self.pods = PodWatch(self.client()).start()
+        if self.metrics == "metrics-server":
+            self.run_kubectl("apply", "--server-side", "-f", str(MANIFESTS / "metrics-server-rbac.yaml"))
+            self._start("metrics-server", self._metrics_server_argv())
+            self._register_metrics_server()
+        else:
+            from .metrics import MetricsFixture
+
+            self.fixture = MetricsFixture(self, self.pods).start()
+
+    def add_nodes(self, count: int, *, cpu: Optional[str] = None, memory: Optional[str] = None,
+                  pods: Optional[int] = None, labels: Optional[dict] = None) -> list[str]:
+        """Create ``count`` more KWOK nodes (``kwok-node-<i>``; allocatable ``cpu``, ``memory`` and ``pods``,
+        default the plane's) and wait until KWOK made each Ready. Returns their names."""
+        from lightkube import codecs
+
+        client = self.client()
+        from lightkube.resources.core_v1 import Node
+
+        first = sum(1 for n in client.list(Node) if n.metadata.name.startswith(NODE_PREFIX))
+        names = [f"{NODE_PREFIX}{i}" for i in range(first, first + count)]
+        for name in names:
+            resources = {"cpu": cpu or self.node_cpu, "memory": memory or self.node_memory,
+                         "pods": str(pods or self.node_pods)}
+            client.create(codecs.from_dict({
+                "apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": name,
+                             "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                                        "kubernetes.io/arch": "amd64", "type": "kwok", **(labels or {})},
+                             # KWOK manages it; metrics-server (>= 0.7) scrapes the kubelet path it names
+                             "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0",
+                                             "metrics.k8s.io/resource-metrics-path":
+                                                 f"/metrics/nodes/{name}/metrics/resource"}},
+                "status": {"allocatable": resources, "capacity": resources}}))
+
+        def ready() -> bool:
+            got = {n.metadata.name: n for n in client.list(Node) if n.metadata.name in names}
+            return len(got) == len(names) and all(
+                any(c.type == "Ready" and c.status == "True" for c in (n.status.conditions or []))
+                for n in got.values() if n.status)
+
+        self._wait(ready, "kwok")
+        return names
+
     def stop(self) -> None:
-        """Stop the fixtures and components (controller-manager, API server, etcd) and remove etcd's data."""
-        for fixture in (self.metrics, self.kubelet):
-            if fixture is not None:
-                fixture.stop()
-        self.metrics = self.kubelet = None
-        for name in ("kube-controller-manager", "kube-apiserver", "etcd"):
+        """Stop the fixtures and components (in the reverse order of their start) and remove etcd's data."""
+        for part in (self.fixture, self.pods):
+            if part is not None:
+                part.stop()
+        self.fixture = self.pods = None
+        for name in ("metrics-server", "prometheus-adapter", "kwok", "kube-scheduler", "kube-controller-manager",
+                     "kube-apiserver", "etcd"):
             comp = self.components.pop(name, None)
             if comp is not None:
                 comp.stop()
@@ -310,6 +395,9 @@ class ControlPlane:
     def _write_kubeconfigs(self) -> None:
         self.kubeconfig(self.admin_kubeconfig, cert="admin")
         self.kubeconfig(self.home / "controller-manager.kubeconfig", cert="controller-manager")
+        self.kubeconfig(self.home / "scheduler.kubeconfig", cert="scheduler")
+        self.kubeconfig(self.home / "metrics-server.kubeconfig", cert="metrics-server-client")
+        self.kubeconfig(self.home / "adapter.kubeconfig", cert="adapter-client")
 
     def _start(self, name: str, argv: list[str]) -> None:
         comp = Component(name, argv, self.log(name))
@@ -405,25 +493,151 @@ class ControlPlane:
                 "--profiling=false", "--v=1", *self.controller_manager_args]
 
     def _bootstrap(self) -> None:
-        """The Node the kubelet fixture plays, and the default ServiceAccount (the serviceaccount controller
-        makes it; pods of the namespace cannot be created before it exists)."""
-        from lightkube import ApiError
+        """Wait for the default ServiceAccount (the serviceaccount controller makes it; pods of the namespace cannot
+        be created before it exists)."""
         from lightkube.resources.core_v1 import ServiceAccount
 
         client = self.client()
-        try:
-            client.create(_node_object())
-        except ApiError as e:
-            if e.status.code != 409:
-                raise
         self._wait(lambda: client.get(ServiceAccount, "default", namespace="default") is not None,
                    "kube-controller-manager")
 
+    def _scheduler_argv(self) -> list[str]:
+        kc = self.home / "scheduler.kubeconfig"
+        self.scheduler_port = free_port()
+        return [str(self.bin / "kube-scheduler"), f"--kubeconfig={kc}", f"--authentication-kubeconfig={kc}",
+                f"--authorization-kubeconfig={kc}", "--bind-address=127.0.0.1",
+                f"--secure-port={self.scheduler_port}", "--leader-elect=false", "--profiling=false", "--v=1"]
 
-def _node_object():
-    from lightkube import codecs
+    def _kwok_argv(self) -> list[str]:
+        """KWOK as kwokctl's binary runtime runs it (pkg/kwokctl/components/kwok_controller.go), its stages and
+        metrics from ``controlplane/kwok`` (``-c``), every node at 127.0.0.1 and one port (the kubelet endpoint
+        metrics-server scrapes, a path per node)."""
+        p = self.pki
+        assert p is not None
+        return [str(self.bin / "kwok"), f"--kubeconfig={self.admin_kubeconfig}", "--manage-all-nodes=true",
+                "--node-ip=127.0.0.1", f"--node-port={self.kwok_port}",
+                "--node-lease-duration-seconds=40",  # kwokctl's default: node heartbeats are Lease renewals
+                f"--server-address=127.0.0.1:{self.kwok_port}",
+                f"--tls-cert-file={p.kwok_serving_crt}", f"--tls-private-key-file={p.kwok_serving_key}",
+                "-c", str(KWOK_CONFIG / "stages.yaml"), "-c", str(KWOK_CONFIG / "metrics.yaml")]
 
-    return codecs.from_dict({
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": NODE_NAME, "labels": {"kubernetes.io/hostname": NODE_NAME, "kubernetes.io/os": "linux"}},
-        "spec": {}})
+    def _metrics_server_argv(self) -> list[str]:
+        """metrics-server with its manifests' flags (manifests/base/deployment.yaml: ``--kubelet-preferred-address-
+        types``, ``--kubelet-use-node-status-port``, ``--metric-resolution``) and, as kwokctl runs it outside a
+        cluster, ``--kubelet-insecure-tls`` (KWOK's serving certificate names 127.0.0.1, not the node); it listens
+        on its Service's cluster IP (a loopback address: see the module docstring)."""
+        p = self.pki
+        assert p is not None
+        kc = self.home / "metrics-server.kubeconfig"
+        self.metrics_server_port = free_port(self.metrics_ip)
+        return [str(self.bin / "metrics-server"), f"--kubeconfig={kc}", f"--authentication-kubeconfig={kc}",
+                f"--authorization-kubeconfig={kc}", f"--bind-address={self.metrics_ip}",
+                f"--secure-port={self.metrics_server_port}",
+                f"--tls-cert-file={p.metrics_server_crt}", f"--tls-private-key-file={p.metrics_server_key}",
+                "--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname", "--kubelet-use-node-status-port",
+                "--kubelet-insecure-tls", f"--metric-resolution={self.metric_resolution}s", "--v=1"]
+
+    def _register_metrics_server(self) -> None:
+        """metrics-server's Service (its cluster IP the address it listens on) and APIService
+        ``v1beta1.metrics.k8s.io`` (manifests/base/apiservice.yaml, with the cluster CA as ``caBundle`` instead of
+        ``insecureSkipTLSVerify``); waits until the APIService is Available."""
+        ns, name = METRICS_SERVER_SERVICE
+        register_service(self, ns, name, self.metrics_ip, self.metrics_server_port,
+                         [("metrics.k8s.io", "v1beta1", 100)])
+
+    def start_adapter(self, prometheus_url: str, config: Path = MANIFESTS / "prometheus-adapter-config.yaml",
+                      relist_seconds: int = 10) -> None:
+        """Start prometheus-adapter v0.12.0 on ``prometheus_url`` with the rules ``config`` (default: the repository's,
+        ``controlplane/manifests/prometheus-adapter-config.yaml``) and its manifests' RBAC, and register it as
+        ``custom.metrics.k8s.io`` ``v1beta2`` and ``v1beta1`` and ``external.metrics.k8s.io`` ``v1beta1`` (the
+        fixture must not serve them: ``metrics="metrics-server"``); waits until they are Available.
+        ``relist_seconds``: ``--metrics-relist-interval`` (its manifests say 1m; a test's new series show sooner).
+        Raises ``ControlPlaneError``."""
+        from .pki import ADAPTER_SERVICE
+
+        if self.fixture is not None:
+            raise ControlPlaneError("the metrics fixture serves the custom and external metrics APIs of this plane")
+        if not (self.bin / "prometheus-adapter").is_file():
+            raise ControlPlaneError(f"{self.bin / 'prometheus-adapter'} is missing: build it first "
+                                    "(python -m controlplane build)")
+        self.run_kubectl("apply", "--server-side", "-f", str(MANIFESTS / "prometheus-adapter-rbac.yaml"))
+        p = self.pki
+        assert p is not None
+        kc = self.home / "adapter.kubeconfig"
+        self.adapter_port = free_port(self.adapter_ip)
+        self._start("prometheus-adapter", [
+            str(self.bin / "prometheus-adapter"), f"--prometheus-url={prometheus_url}", f"--config={config}",
+            f"--metrics-relist-interval={relist_seconds}s", f"--lister-kubeconfig={kc}",
+            f"--authentication-kubeconfig={kc}", f"--authorization-kubeconfig={kc}",
+            f"--bind-address={self.adapter_ip}", f"--secure-port={self.adapter_port}",
+            f"--tls-cert-file={p.adapter_crt}", f"--tls-private-key-file={p.adapter_key}", "--v=1"])
+        ns, name = ADAPTER_SERVICE
+        register_service(self, ns, name, self.adapter_ip, self.adapter_port, list(ADAPTER_APIS))
+
+    def stop_adapter(self) -> None:
+        """Stop prometheus-adapter and remove its APIServices (nothing then claims the custom and external metrics
+        APIs)."""
+        from lightkube.resources.apiregistration_v1 import APIService
+
+        comp = self.components.pop("prometheus-adapter", None)
+        if comp is not None:
+            comp.stop()
+        client = self.client()
+        for group, version, _ in ADAPTER_APIS:
+            client.delete(APIService, f"{version}.{group}")
+
+
+def register_service(plane: "ControlPlane", namespace: str, name: str, ip: str, port: int,
+                     apis: list[tuple[str, str, int]]) -> None:
+    """Create (or replace) the Service ``namespace/name`` with cluster IP ``ip`` and ``port``, a ready endpoint
+    for the aggregator's availability check, and an APIService per (group, version, versionPriority) of ``apis``
+    pointing at it with the cluster CA as ``caBundle``; wait until every one is Available."""
+    import base64
+
+    from lightkube import ApiError, codecs
+    from lightkube.resources.apiregistration_v1 import APIService
+
+    client = plane.client()
+    assert plane.pki is not None
+    ca = base64.b64encode(plane.pki.ca_crt.read_bytes()).decode()
+    objects = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+               {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": namespace},
+                "spec": {"type": "ClusterIP", "clusterIP": ip,
+                         "ports": [{"name": "https", "port": port, "targetPort": port}]}},
+               # The aggregator's availability check wants a ready endpoint of the Service (the endpointslice
+               # controller would write the pod's address); its proxy dials the cluster IP, never this address
+               # (192.0.2.0/24 is TEST-NET-1, documentation only: validation refuses loopback endpoints).
+               {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                "metadata": {"name": name, "namespace": namespace,
+                             "labels": {"kubernetes.io/service-name": name,
+                                        "endpointslice.kubernetes.io/managed-by": "controlplane.pyhpa.dev"}},
+                "addressType": "IPv4",
+                "endpoints": [{"addresses": ["192.0.2.10"], "conditions": {"ready": True}}],
+                "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}]
+    wanted = []
+    for group, version, priority in apis:
+        wanted.append(f"{version}.{group}")
+        objects.append({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                        "metadata": {"name": f"{version}.{group}"},
+                        "spec": {"group": group, "version": version, "caBundle": ca,
+                                 "service": {"namespace": namespace, "name": name, "port": port},
+                                 "groupPriorityMinimum": 100, "versionPriority": priority}})
+    for obj in objects:
+        resource = codecs.from_dict(obj)
+        try:
+            client.create(resource)
+        except ApiError as e:
+            if e.status.code != 409:
+                raise
+            if obj["kind"] == "Namespace":
+                continue
+            client.delete(type(resource), obj["metadata"]["name"], namespace=obj["metadata"].get("namespace"))
+            client.create(resource)
+
+    def available() -> bool:
+        found = {s.metadata.name: s for s in client.list(APIService) if s.metadata.name in wanted}
+        return len(found) == len(wanted) and all(
+            any(c.type == "Available" and c.status == "True" for c in (s.status.conditions or []))
+            for s in found.values() if s.status)
+
+    plane._wait(available, "kube-apiserver")

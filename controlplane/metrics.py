@@ -1,6 +1,13 @@
-"""The metrics APIs served through kube-apiserver's aggregation layer, as metrics-server and prometheus-adapter are.
+"""The metrics APIs served through kube-apiserver's aggregation layer with exact values a test sets, in place of
+metrics-server and prometheus-adapter.
 
-``MetricsFixture(plane, kubelet).start()`` serves, over TLS (``metrics.crt``, signed by the cluster CA for
+Kept only where a test needs an exact value at the instant of a read: the side-by-side comparisons with upstream's
+HPA controller (tests/e2e/test_side_by_side.py, test_adoption_real.py), whose two controllers must read the same
+numbers, and the benchmarks' worlds of 100,000 pods (benchmarks/real_world.py), whose pods no node runs. Everything
+else runs on the real pipeline: metrics-server scraping KWOK's nodes, prometheus-adapter on Prometheus
+(``ControlPlane(metrics="metrics-server")``, the default).
+
+``MetricsFixture(plane, pods).start()`` serves, over TLS (``metrics.crt``, signed by the cluster CA for
 ``<service>.<namespace>.svc``), on the cluster IP of a Service in ``kube-system`` (inside the loopback service
 CIDR, see ``cluster.py``) and a free port:
 
@@ -13,8 +20,8 @@ fixture's certificate as it checks any aggregated server's. Every request reache
 which authenticates and authorizes the caller first (RBAC on ``metrics.k8s.io`` ``pods``...).
 
 Values are set with the same calls as kubedouble's (``kubedouble.metrics.MetricsStore``: ``set_pod_metrics``,
-``set_pods_metric``, ``set_object_metric``, ``set_external_metric``, ...); pods are those the kubelet fixture
-knows (their labels answer ``labelSelector``). A pod annotated ``metrics.pyhpa.dev/cpu`` and/or
+``set_pods_metric``, ``set_object_metric``, ``set_external_metric``, ...); pods are those ``pods`` (a
+``PodWatch``) knows (their labels answer ``labelSelector``). A pod annotated ``metrics.pyhpa.dev/cpu`` and/or
 ``metrics.pyhpa.dev/memory`` (quantities) reports that usage on its first container: a demo cluster's load can
 be changed with ``kubectl annotate`` (or in a Deployment's pod template). Its samples advance as metrics-server's
 do: each read answers with the time of the latest scrape (every ``SCRAPE_SECONDS``, metrics-server's
@@ -30,7 +37,6 @@ after it started (a value set with ``set_pod_metrics`` keeps the timestamp it wa
 from __future__ import annotations
 
 import asyncio
-import base64
 import math
 import ssl
 import threading
@@ -38,7 +44,6 @@ import time
 from typing import Callable, Optional
 
 from aiohttp import web
-from lightkube import ApiError, codecs
 
 from kubedouble.errors import KubeError, json_response, status_body
 from kubedouble.metrics import CUSTOM_GROUP, EXTERNAL_GROUP, METRICS_GROUP, MetricsStore, timestamp_str
@@ -57,10 +62,10 @@ every 15 s, and CPU is the rate between the last two."""
 class MetricsFixture(MetricsStore):
     """The aggregated metrics server (see the module docstring); a ``MetricsStore`` with an HTTPS front."""
 
-    def __init__(self, plane, kubelet):
+    def __init__(self, plane, pods):
         super().__init__(self._pods)
         self.plane = plane
-        self.kubelet = kubelet
+        self.watch = pods
         self.host = plane.metrics_ip
         self.port = free_port(self.host)
         self._failing = False
@@ -74,14 +79,14 @@ class MetricsFixture(MetricsStore):
         ``metricLabelSelector``) before a metrics read is answered, in the fixture's thread: a test whose values
         follow the pods sets them there, so no reader sees values older than the pods; a ``KubeError`` it raises
         is the read's answer."""
-        kubelet.listeners.append(self._pod_event)
+        pods.listeners.append(self._pod_event)
 
     # ----- values: a pod annotated with its usage reports it ------------------------------------------------
     def _pods(self, ns: Optional[str]) -> list[dict]:
-        return self.kubelet.pods(ns)
+        return self.watch.pods(ns)
 
     def _pod_event(self, event: str, pod: dict) -> None:
-        """The kubelet fixture saw ``pod``: serve its ``metrics.pyhpa.dev/*`` annotations as its usage."""
+        """The pod watch saw ``pod``: serve its ``metrics.pyhpa.dev/*`` annotations as its usage."""
         meta = pod["metadata"]
         notes = meta.get("annotations") or {}
         usage = {k: notes[ANNOTATION + k] for k in ("cpu", "memory") if ANNOTATION + k in notes}
@@ -183,50 +188,12 @@ class MetricsFixture(MetricsStore):
             self._thread.join(10)
 
     def _register(self) -> None:
+        from .cluster import register_service
+
         ns, name = METRICS_SERVICE
-        client = self.plane.client()
-        ca = base64.b64encode(self.plane.pki.ca_crt.read_bytes()).decode()
-        objects = [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns},
-                    "spec": {"type": "ClusterIP", "clusterIP": self.host,
-                             "ports": [{"name": "https", "port": self.port, "targetPort": self.port}]}},
-                   # The aggregator's availability check wants a ready endpoint of the Service (the endpointslice
-                   # controller would write the pod's address); its proxy dials the cluster IP, never this address
-                   # (192.0.2.0/24 is TEST-NET-1, documentation only: validation refuses loopback endpoints).
-                   {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-                    "metadata": {"name": name, "namespace": ns,
-                                 "labels": {"kubernetes.io/service-name": name,
-                                            "endpointslice.kubernetes.io/managed-by": "controlplane.pyhpa.dev"}},
-                    "addressType": "IPv4",
-                    "endpoints": [{"addresses": ["192.0.2.10"], "conditions": {"ready": True}}],
-                    "ports": [{"name": "https", "port": self.port, "protocol": "TCP"}]}]
-        for group, versions in SERVED.items():
-            for i, version in enumerate(versions):
-                objects.append({
-                    "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
-                    "metadata": {"name": f"{version}.{group}"},
-                    "spec": {"group": group, "version": version, "caBundle": ca,
-                             "service": {"namespace": ns, "name": name, "port": self.port},
-                             "groupPriorityMinimum": 100, "versionPriority": 100 - i}})
-        for obj in objects:
-            resource = codecs.from_dict(obj)
-            try:
-                client.create(resource)
-            except ApiError as e:
-                if e.status.code != 409:
-                    raise
-                client.delete(type(resource), obj["metadata"]["name"], namespace=obj["metadata"].get("namespace"))
-                client.create(resource)
-        self.plane._wait(lambda: self._all_available(client), "kube-apiserver")
-
-    @staticmethod
-    def _all_available(client) -> bool:
-        from lightkube.resources.apiregistration_v1 import APIService
-
-        wanted = {f"{v}.{g}" for g, vs in SERVED.items() for v in vs}
-        found = {s.metadata.name: s for s in client.list(APIService) if s.metadata.name in wanted}
-        return len(found) == len(wanted) and all(
-            any(c.type == "Available" and c.status == "True" for c in (s.status.conditions or []))
-            for s in found.values() if s.status)
+        register_service(self.plane, ns, name, self.host, self.port,
+                         [(group, version, 100 - i) for group, versions in SERVED.items()
+                          for i, version in enumerate(versions)])
 
 
 def _group(group: str) -> dict:

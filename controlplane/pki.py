@@ -29,7 +29,20 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 METRICS_SERVICE = ("kube-system", "pyhpa-metrics-fixture")
-"""(namespace, name) of the Service the metrics APIServices point at."""
+"""(namespace, name) of the Service the metrics fixture's APIServices point at."""
+METRICS_SERVER_SERVICE = ("kube-system", "metrics-server")
+"""(namespace, name) of metrics-server's Service (as its manifests name it)."""
+ADAPTER_SERVICE = ("monitoring", "prometheus-adapter")
+"""(namespace, name) of prometheus-adapter's Service (as its manifests name it)."""
+#: client certificates: stem -> (common name, organization); a service account's user name (``CN``) is what RBAC
+#: bindings of that ServiceAccount match, so metrics-server and prometheus-adapter run with their manifests' RBAC
+CLIENTS = {
+    "admin": ("kubernetes-admin", "system:masters"),
+    "controller-manager": ("system:kube-controller-manager", None),
+    "scheduler": ("system:kube-scheduler", None),
+    "metrics-server-client": ("system:serviceaccount:kube-system:metrics-server", "system:serviceaccounts"),
+    "adapter-client": ("system:serviceaccount:monitoring:prometheus-adapter", "system:serviceaccounts"),
+}
 
 
 @dataclass(frozen=True)
@@ -97,7 +110,7 @@ def make_pki(folder: Path, service_ip: str) -> Pki:
     folder.mkdir(parents=True, exist_ok=True)
     pki = Pki(folder)
     stamp = folder / "done"
-    if stamp.exists() and stamp.read_text() == service_ip:
+    if stamp.exists() and stamp.read_text() == service_ip and all((folder / f"{c}.crt").exists() for c in CLIENTS):
         return pki
     new = lambda: ec.generate_private_key(ec.SECP256R1())  # noqa: E731
     ca_key = new()
@@ -107,14 +120,16 @@ def make_pki(folder: Path, service_ip: str) -> Pki:
     _pair(folder, "apiserver", _cert(_name("kube-apiserver"), key, ca_name, ca_key, server=True, sans=(
         "127.0.0.1", service_ip, "localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
         "kubernetes.default.svc.cluster.local")), key)
-    for stem, cn, org in (("admin", "kubernetes-admin", "system:masters"),
-                          ("controller-manager", "system:kube-controller-manager", None)):
+    for stem, (cn, org) in CLIENTS.items():
         key = new()
         _pair(folder, stem, _cert(_name(cn, org), key, ca_name, ca_key, client=True), key)
-    ns, svc = METRICS_SERVICE
-    key = new()
-    _pair(folder, "metrics", _cert(_name(f"{svc}.{ns}.svc"), key, ca_name, ca_key, server=True,
-                                   sans=(f"{svc}.{ns}.svc", f"{svc}.{ns}.svc.cluster.local")), key)
+    for stem, (ns, svc) in (("metrics", METRICS_SERVICE), ("metrics-server", METRICS_SERVER_SERVICE),
+                            ("adapter", ADAPTER_SERVICE)):
+        key = new()
+        _pair(folder, stem, _cert(_name(f"{svc}.{ns}.svc"), key, ca_name, ca_key, server=True,
+                                  sans=(f"{svc}.{ns}.svc", f"{svc}.{ns}.svc.cluster.local")), key)
+    key = new()  # KWOK's kubelet endpoint (/metrics/resource per node): metrics-server scrapes it
+    _pair(folder, "kwok-serving", _cert(_name("kwok"), key, ca_name, ca_key, server=True, sans=("127.0.0.1",)), key)
     fp_key = new()
     fp_name = _name("pyhpa-front-proxy-ca")
     _pair(folder, "front-proxy-ca", _cert(fp_name, fp_key, fp_name, fp_key, ca=True), fp_key)

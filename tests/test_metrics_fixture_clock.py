@@ -12,7 +12,7 @@ from types import SimpleNamespace
 from controlplane.metrics import SCRAPE_SECONDS, MetricsFixture
 
 
-class _Kubelet:
+class _Pods:
     def __init__(self, pods):
         self.listeners, self._pods = [], pods
 
@@ -36,7 +36,7 @@ def _scrapes_around(read) -> tuple[set, object]:
 def test_an_annotated_pod_s_sample_is_dated_at_the_latest_scrape_and_one_scrape_wide():
     annotated = _pod("a", {"metrics.pyhpa.dev/cpu": "300m"})
     set_by_test = _pod("b", {})
-    kubelet = _Kubelet([annotated, set_by_test])
+    kubelet = _Pods([annotated, set_by_test])
     fixture = MetricsFixture(SimpleNamespace(metrics_ip="127.0.0.1"), kubelet)
     fixture._pod_event("ADDED", annotated)
     fixture.set_pod_metrics("demo", "b", {"app": {"cpu": "100m"}}, timestamp="2026-01-01T00:00:00Z")

@@ -29,15 +29,36 @@ from .util import CRD_FILE, Pyhpa, has_default_sa, wait_until
 
 @pytest.fixture(scope="session")
 def plane(tmp_path_factory) -> ControlPlane:
-    """The running control plane (kubelet and metrics fixtures on), with the HorizontalAutoscaler CRD; its
-    controller-manager also runs upstream's HPA controller (sync period 1 s) for native HPAs."""
+    """The running control plane (kube-scheduler, KWOK's two nodes, and the metrics fixture: these tests set exact
+    metric values), with the HorizontalAutoscaler CRD; its controller-manager also runs upstream's HPA controller
+    (sync period 1 s) for native HPAs. The real metrics pipeline (metrics-server, prometheus-adapter) is
+    ``real_plane``'s."""
     require_control_plane()
     cp = ControlPlane(tmp_path_factory.mktemp("controlplane"),
                       controllers=DEFAULT_CONTROLLERS + ("horizontalpodautoscaling",),
                       # upstream's HPA controller at 1 s, as its integration tests run it; a client rate of 200/s
                       # (its default, 20, would stretch 20 HPAs' 1 s period to 2 s: test_side_by_side.py)
                       controller_manager_args=("--horizontal-pod-autoscaler-sync-period=1s", "--kube-api-qps=200",
-                                               "--kube-api-burst=400"))
+                                               "--kube-api-burst=400"),
+                      metrics="fixture")
+    cp.start()
+    try:
+        cp.run_kubectl("apply", "--server-side", "-f", str(CRD_FILE))
+        cp.run_kubectl("wait", "--for=condition=Established", "crd/horizontalautoscalers.pyhpa.dev", "--timeout=60s")
+        yield cp
+    finally:
+        cp.stop()
+
+
+@pytest.fixture(scope="session")
+def real_plane(tmp_path_factory) -> ControlPlane:
+    """A second cluster on the real metrics pipeline: kube-scheduler, KWOK's two nodes, metrics-server v0.9.0
+    scraping KWOK's kubelet endpoints every 15 s (its manifests' ``--metric-resolution``), with the
+    HorizontalAutoscaler CRD; its controller-manager runs upstream's HPA controller at its default period (15 s),
+    the period pyhpa runs at here too, so the two are compared as they run by default."""
+    require_control_plane()
+    cp = ControlPlane(tmp_path_factory.mktemp("realplane"),
+                      controllers=DEFAULT_CONTROLLERS + ("horizontalpodautoscaling",))
     cp.start()
     try:
         cp.run_kubectl("apply", "--server-side", "-f", str(CRD_FILE))
@@ -66,12 +87,14 @@ def ns(plane, client) -> str:
 
 
 @pytest.fixture
-def pyhpa(plane, tmp_path):
-    """``pyhpa(*args, kubeconfig=None)`` starts ``pyhpa run`` (stopped after the test)."""
+def pyhpa(request, tmp_path):
+    """``pyhpa(*args, kubeconfig=None, on=None)`` starts ``pyhpa run`` against ``on`` (default: ``plane``), stopped
+    after the test."""
     running: list[Pyhpa] = []
 
-    def start(*args: str, kubeconfig: Optional[Path] = None, wait_synced: bool = True, name: str = "pyhpa") -> Pyhpa:
-        p = Pyhpa(plane, tmp_path, *args, kubeconfig=kubeconfig, name=name)
+    def start(*args: str, kubeconfig: Optional[Path] = None, wait_synced: bool = True, name: str = "pyhpa",
+              on: Optional[ControlPlane] = None) -> Pyhpa:
+        p = Pyhpa(on or request.getfixturevalue("plane"), tmp_path, *args, kubeconfig=kubeconfig, name=name)
         running.append(p)
         return p.start(wait_synced)
 

@@ -76,7 +76,7 @@ from .util import (
     wait_until,
 )
 
-LONG_AGO = {"kubelet.pyhpa.dev/start-time": "2026-01-01T00:00:00Z"}  # outside the CPU initialization period
+LONG_AGO = {"kwok.pyhpa.dev/start-time": "2026-01-01T00:00:00Z"}  # outside the CPU initialization period
 UPSTREAM = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"  # upstream's HPA controller's user
 DOWN_3 = {"scaleDown": {"stabilizationWindowSeconds": 3}}
 PHASES = ("before", "adopted one by one", "released", "adopted all at once")
@@ -183,7 +183,7 @@ PAIRS = (
 # ----------------------------------------------------------------------------------------------- the load
 class Load:
     """Every pair's demand of the current phase, spread over the running pods of each of its Deployments in
-    ``namespaces``: applied when the kubelet fixture sees a pod change and just before the metrics fixture answers
+    ``namespaces``: applied when the pod watch sees a pod change and just before the metrics fixture answers
     a read, so no controller reads per-pod values of another pod count."""
 
     def __init__(self, plane, namespaces: tuple[str, ...]):
@@ -192,14 +192,14 @@ class Load:
         self.lock = threading.Lock()
 
     def __enter__(self) -> "Load":
-        self.plane.kubelet.listeners.append(self._pod_changed)
-        self.plane.metrics.before_read.append(self._before_read)
+        self.plane.pods.listeners.append(self._pod_changed)
+        self.plane.fixture.before_read.append(self._before_read)
         self.set_phase(0)
         return self
 
     def __exit__(self, *exc) -> None:
-        self.plane.kubelet.listeners.remove(self._pod_changed)
-        self.plane.metrics.before_read.remove(self._before_read)
+        self.plane.pods.listeners.remove(self._pod_changed)
+        self.plane.fixture.before_read.remove(self._before_read)
 
     def set_phase(self, phase: int) -> None:
         with self.lock:
@@ -237,7 +237,7 @@ class Load:
                     rps.update({name: str(math.ceil(demand.rps / n)) for name in mine})
                 if demand.queue is not None:
                     queue.append(({"app": pair.name}, str(demand.queue)))
-            metrics = self.plane.metrics
+            metrics = self.plane.fixture
             metrics.set_many_pod_metrics(ns, usage)
             metrics.set_pods_metric(ns, "rps", rps)
             metrics.set_external_metric(ns, "queue", queue)

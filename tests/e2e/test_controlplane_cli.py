@@ -1,5 +1,6 @@
-"""``python -m controlplane up``, the README's way to try pyhpa on a real control plane: it starts, says where,
-serves kubectl and ``pyhpa run``, and SIGTERM stops every component it started."""
+"""``python -m controlplane up``, the README's way to try pyhpa on a real cluster: it starts, says where, serves
+kubectl (its KWOK nodes, ``kubectl top`` through metrics-server) and ``pyhpa run``, and SIGTERM stops every component
+it started. ``python -m controlplane version`` names each binary's version."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ def _alive(pid: int) -> bool:
 def test_up_serves_kubectl_and_pyhpa_run_and_stops_everything_on_sigterm(plane, tmp_path):
     out = tmp_path / "up.log"
     with open(out, "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "controlplane", "up", "--home", str(tmp_path / "home")],
+        proc = subprocess.Popen([sys.executable, "-m", "controlplane", "up", "--home", str(tmp_path / "home"),
+                                 "--nodes", "3"],
                                 cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_until(lambda: "is up at https://127.0.0.1:" in out.read_text() or proc.poll() is not None, timeout=180,
@@ -36,7 +38,12 @@ def test_up_serves_kubectl_and_pyhpa_run_and_stops_everything_on_sigterm(plane, 
         assert f"export KUBECONFIG={kubeconfig}" in out.read_text()
         nodes = subprocess.run([str(bin_dir() / "kubectl"), "--kubeconfig", str(kubeconfig), "get", "nodes", "-o",
                                 "name"], capture_output=True, text=True, timeout=60)
-        assert nodes.stdout.strip() == "node/pyhpa-node", nodes.stderr
+        assert nodes.stdout.split() == ["node/kwok-node-0", "node/kwok-node-1", "node/kwok-node-2"], nodes.stderr
+        top = wait_until(lambda: (r := subprocess.run([str(bin_dir() / "kubectl"), "--kubeconfig", str(kubeconfig),
+                                                       "top", "nodes", "--no-headers"], capture_output=True, text=True,
+                                                      timeout=60)).returncode == 0 and r.stdout,
+                         timeout=120, what="kubectl top nodes (metrics-server's first scrapes)")
+        assert sorted(line.split()[0] for line in top.splitlines()) == ["kwok-node-0", "kwok-node-1", "kwok-node-2"]
         crds = subprocess.run([str(bin_dir() / "kubectl"), "--kubeconfig", str(kubeconfig), "get", "crd", "-o", "name"],
                               capture_output=True, text=True, timeout=60)
         assert "horizontalautoscalers.pyhpa.dev" in crds.stdout
@@ -55,7 +62,8 @@ def test_up_serves_kubectl_and_pyhpa_run_and_stops_everything_on_sigterm(plane, 
         assert any("acquired lease pyhpa-system/pyhpa-controller" in line for line in lines), lines
         children = [int(p) for p in subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
                                                    text=True).stdout.split()]
-        assert len(children) == 3  # etcd, kube-apiserver, kube-controller-manager
+        # etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, metrics-server
+        assert len(children) == 6
     finally:
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(60)
@@ -63,3 +71,19 @@ def test_up_serves_kubectl_and_pyhpa_run_and_stops_everything_on_sigterm(plane, 
     time.sleep(1)
     assert [p for p in children if _alive(p)] == []
     assert not (tmp_path / "home" / "etcd").exists()  # its data removed (etcd preallocates 64 MB)
+
+
+def test_version_names_every_binary_s_version(plane):
+    out = subprocess.run([sys.executable, "-m", "controlplane", "version"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    said = dict(line.split(": ", 1) for line in out.stdout.splitlines())
+    assert said["kube-apiserver"] == "Kubernetes v1.37.2"
+    assert said["kube-scheduler"] == "Kubernetes v1.37.2"
+    assert said["kubectl"].startswith("Client Version: v1.37.2")
+    assert "0.8.0" in said["kwok"]
+    assert "v0.9.0" in said["metrics-server"]
+    assert said["prometheus-adapter"] == "sigs.k8s.io/prometheus-adapter v0.12.0"
+    assert said["helm"].startswith("v4.3.1")
+    assert set(said) == {"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "etcd", "kwok",
+                         "metrics-server", "prometheus-adapter", "helm"}

@@ -251,7 +251,7 @@ def kubectl_table(plane, *args: str) -> list[dict]:
 def test_kubectl_get_shows_reference_and_targets_as_for_a_native_hpa(plane, client, ns, pyhpa):
     """Issue 37: the same load under a native HPA (upstream's controller) and a HorizontalAutoscaler (pyhpa run),
     both held at 2 replicas: ``kubectl get`` shows the same columns, REFERENCE as Kind/name and the same TARGETS."""
-    long_ago = {"kubelet.pyhpa.dev/start-time": "2026-01-01T00:00:00Z"}
+    long_ago = {"kwok.pyhpa.dev/start-time": "2026-01-01T00:00:00Z"}
     for name in ("native", "pyhpa"):
         apply(client, deployment(name, ns, replicas=2, annotations=long_ago))
         wait_until(lambda: len(running_pods(plane, ns, name)) == 2, what=f"2 running pods of {name}")

@@ -34,7 +34,7 @@ from .util import (
 )
 
 KIT_NS, KIT_SA = "pyhpa-system", "pyhpa-controller"
-LONG_AGO = {"kubelet.pyhpa.dev/start-time": "2026-01-01T00:00:00Z"}
+LONG_AGO = {"kwok.pyhpa.dev/start-time": "2026-01-01T00:00:00Z"}
 
 
 def kit_args() -> list[str]:

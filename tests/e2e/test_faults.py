@@ -30,7 +30,7 @@ from .util import (
     wait_until,
 )
 
-LONG_AGO = {"kubelet.pyhpa.dev/start-time": "2026-01-01T00:00:00Z"}
+LONG_AGO = {"kwok.pyhpa.dev/start-time": "2026-01-01T00:00:00Z"}
 
 
 def _web(plane, client, ns, replicas=2, cpu=100, name="web", **spec):

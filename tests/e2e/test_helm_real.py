@@ -1,8 +1,8 @@
 """The Helm chart on a real API server: ``helm install``, ``helm upgrade`` and ``helm uninstall`` (Helm v4, built
 with the control plane) of ``deploy/helm/pyhpa``, and ``pyhpa run`` as the chart's ServiceAccount.
 
-The control plane has no container runtime: the chart's Deployment gets its pods from the deployment controller and
-the kubelet fixture, but the controller runs as the process the pod would run — ``pyhpa run`` with the arguments the
+The control plane has no container runtime: the chart's Deployment gets its pods from the deployment controller,
+kube-scheduler and KWOK, but the controller runs as the process the pod would run — ``pyhpa run`` with the arguments the
 installed Deployment holds, read back from the API server, authenticated by a token of the chart's ServiceAccount
 (so everything it does must be allowed by the chart's RBAC). The release serves two namespaces
 (``rbac.scope: namespaces``: a Role in each, ``--namespace`` twice).
@@ -46,7 +46,7 @@ from .util import (
 )
 
 CHART = ROOT / "deploy" / "helm" / "pyhpa"
-LONG_AGO = {"kubelet.pyhpa.dev/start-time": "2026-01-01T00:00:00Z"}
+LONG_AGO = {"kwok.pyhpa.dev/start-time": "2026-01-01T00:00:00Z"}
 
 
 def helm(plane, *args: str) -> subprocess.CompletedProcess:

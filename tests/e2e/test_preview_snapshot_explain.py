@@ -27,7 +27,7 @@ from .util import (
     wait_until,
 )
 
-LONG_AGO = {"kubelet.pyhpa.dev/start-time": "2026-01-01T00:00:00Z"}
+LONG_AGO = {"kwok.pyhpa.dev/start-time": "2026-01-01T00:00:00Z"}
 
 
 def native_hpa(name: str, ns: str, percent: int = 50, min_replicas: int = 1, max_replicas: int = 10) -> dict:

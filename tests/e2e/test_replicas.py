@@ -46,7 +46,7 @@ def _world(plane, client, tag: str) -> list[str]:
         client.create(Namespace(metadata={"name": ns}))
     for ns in names:
         wait_until(lambda: has_default_sa(client, ns), what=f"the default ServiceAccount of {ns}")
-        apply(client, deployment("web", ns, replicas=1, annotations={"kubelet.pyhpa.dev/start-time": "2026-01-01T00:00:00Z"}))
+        apply(client, deployment("web", ns, replicas=1, annotations={"kwok.pyhpa.dev/start-time": "2026-01-01T00:00:00Z"}))
         apply(client, autoscaler("web", ns, "web", [cpu_utilization(50)], 1, 10))
     for ns in names:
         wait_until(lambda: len(running_pods(plane, ns, "web")) == 1, what=f"the pod of {ns}")

@@ -1,7 +1,7 @@
 """A HorizontalAutoscaler scaling a real Deployment on the real control plane.
 
 The deployment and replicaset controllers of kube-controller-manager v1.37.2 make the ReplicaSets and Pods, the
-kubelet fixture starts them, metrics.k8s.io and external.metrics.k8s.io are served through the aggregation layer;
+scheduler binds them to KWOK's nodes and KWOK starts them, metrics.k8s.io and external.metrics.k8s.io are served through the aggregation layer;
 ``pyhpa run`` (a subprocess, as the admin) reads and writes only through kube-apiserver. What the unit tests
 expect of conditions, status and events (tests/test_controller_e2e.py, tests/test_fallback_controller.py,
 tests/test_pause_controller.py, tests/test_schedules_controller.py) is checked here as the API server stored it.
@@ -34,7 +34,7 @@ from .util import (
     wait_until,
 )
 
-LONG_AGO = {"kubelet.pyhpa.dev/start-time": "2026-01-01T00:00:00Z"}  # outside the CPU initialization period
+LONG_AGO = {"kwok.pyhpa.dev/start-time": "2026-01-01T00:00:00Z"}  # outside the CPU initialization period
 NO_DOWN_WINDOW = {"scaleDown": {"stabilizationWindowSeconds": 0}}
 
 
@@ -79,7 +79,7 @@ def test_scales_a_deployment_up_and_down_through_its_scale_subresource(plane, cl
 def test_the_metrics_apiservice_down_falls_back_and_recovers(plane, client, ns, pyhpa):
     apply(client, deployment("queue", ns, replicas=2, annotations=LONG_AGO))
     _pods_running(plane, ns, "queue", 2)
-    plane.metrics.set_external_metric(ns, "queue_depth", [({}, "60")])
+    plane.fixture.set_external_metric(ns, "queue_depth", [({}, "60")])
     ha = autoscaler("queue", ns, "queue", [external_average("queue_depth", "30")], 1, 10,
                     fallback={"failureThreshold": 1, "replicas": 7})
     apply(client, ha)
@@ -87,7 +87,7 @@ def test_the_metrics_apiservice_down_falls_back_and_recovers(plane, client, ns, 
     wait_until(lambda: spec_replicas(client, ns, "queue") == 2 and ha_status(client, ns, "queue")
                .get("currentMetrics"), what="a first valid sync at 2 replicas")  # 60 / 30 = 2
 
-    plane.metrics.unavailable()  # every aggregated metrics API answers 503 through kube-apiserver
+    plane.fixture.unavailable()  # every aggregated metrics API answers 503 through kube-apiserver
     try:
         wait_until(lambda: spec_replicas(client, ns, "queue") == 7, what="the fallback to 7 replicas")
         status = ha_status(client, ns, "queue")
@@ -96,7 +96,7 @@ def test_the_metrics_apiservice_down_falls_back_and_recovers(plane, client, ns, 
         reasons = {e.reason for e in events_of(client, ns, "queue")}
         assert "FailedGetExternalMetric" in reasons
     finally:
-        plane.metrics.available()
+        plane.fixture.available()
     wait_until(lambda: condition(ha_status(client, ns, "queue"), "Fallback")["status"] == "False",
                what="the fallback to end once the metrics API answers again")
     assert ha_status(client, ns, "queue")["metricHealth"][0]["status"] == "Happy"

@@ -163,7 +163,7 @@ SCENARIOS = [
 
 
 def _pods(plane, s: Scenario, twin: str) -> list[dict]:
-    return sorted((p for p in plane.kubelet.pods(s.ns) if (p["metadata"].get("labels") or {}).get("app") == twin
+    return sorted((p for p in plane.pods.pods(s.ns) if (p["metadata"].get("labels") or {}).get("app") == twin
                    and (p.get("status") or {}).get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")),
                   key=lambda p: p["metadata"]["name"])
 
@@ -174,7 +174,7 @@ def _ready(pod: dict) -> bool:
 
 class Load(threading.Thread):
     """Applies each scenario's current step to both twins every second, to a pod's scenario when that pod changes (in
-    the kubelet stand-in's thread, one scenario only, so the stand-in keeps up with the pods), and to a namespace's
+    the pod watch's thread, one scenario only, so the watch keeps up with the pods), and to a namespace's
     scenario just before the metrics fixture answers a read of it: no controller reads values older than the pods.
     A read of a namespace that is not settled is refused (``gate``)."""
 
@@ -185,16 +185,16 @@ class Load(threading.Thread):
         self.step: dict[str, Step] = {}
         self.halt = threading.Event()
         self.lock = threading.Lock()
-        plane.kubelet.listeners.append(self._pod_changed)
-        plane.metrics.before_read.append(self._before_read)
+        plane.pods.listeners.append(self._pod_changed)
+        plane.fixture.before_read.append(self._before_read)
 
     def run(self) -> None:
         try:
             while not self.halt.wait(1.0):
                 self.apply_all()
         finally:
-            self.plane.kubelet.listeners.remove(self._pod_changed)
-            self.plane.metrics.before_read.remove(self._before_read)
+            self.plane.pods.listeners.remove(self._pod_changed)
+            self.plane.fixture.before_read.remove(self._before_read)
 
     def _before_read(self, ns, query: dict) -> None:
         """A controller reads metrics: its scenario's values follow the pods as they are at this instant; a read of
@@ -226,7 +226,7 @@ class Load(threading.Thread):
             elif status.get("replicas", 0) != d["spec"].get("replicas"):
                 why = f"{twin}: status.replicas {status.get('replicas', 0)} for {d['spec'].get('replicas')}"
             elif any(p["metadata"].get("deletionTimestamp") or (p.get("status") or {}).get("phase") != "Running"
-                     for p in self.plane.kubelet.pods(ns) if (p["metadata"].get("labels") or {}).get("app") == twin):
+                     for p in self.plane.pods.pods(ns) if (p["metadata"].get("labels") or {}).get("app") == twin):
                 why = f"{twin}: pods starting or stopping"
             elif len(_pods(self.plane, s, twin)) != d["spec"].get("replicas"):
                 why = f"{twin}: {len(_pods(self.plane, s, twin))} pods for {d['spec'].get('replicas')} replicas"
@@ -259,7 +259,7 @@ class Load(threading.Thread):
                     self._apply(s, step)
 
     def _apply(self, s: Scenario, step: Step) -> None:
-        m = self.plane.metrics
+        m = self.plane.fixture
         if step.external is not None:  # one value, a series per twin (each twin's spec selects ``twin=<twin>``)
             m.set_external_metric(s.ns, "queue", [({"twin": t}, step.external) for t in TWINS])
         per_pod: dict[str, str] = {}  # one Pods metric series for the namespace: both twins' pods
@@ -309,7 +309,7 @@ def _setup(plane, client, s: Scenario) -> None:
     wait_until(lambda: has_default_sa(client, s.ns), what=f"the default ServiceAccount of {s.ns}")
     for twin in TWINS:
         apply(client, deployment(twin, s.ns, replicas=s.replicas, cpu=s.request,
-                                 annotations={"kubelet.pyhpa.dev/start-time": STARTED}))
+                                 annotations={"kwok.pyhpa.dev/start-time": STARTED}))
 
 
 def _mark_pods(plane, client, s: Scenario) -> None:

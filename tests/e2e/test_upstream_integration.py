@@ -11,7 +11,7 @@ replicas and conditions; where they differ in form, it is said at the test:
 * upstream serves the external metric ``qps`` from a fake client that ignores the selector; here the metrics
   fixture serves it through external.metrics.k8s.io;
 * upstream has no deployment controller and sets ``status.replicas`` itself (``simulatePodsScheduled``); here the
-  deployment controller and the kubelet fixture make and start the pods, so the status follows by itself;
+  deployment controller, kube-scheduler and KWOK make, bind and start the pods, so the status follows by itself;
 * ``waitForDeploymentCondition`` polls every second for ``10 * hpaControllerResyncPeriod`` (10 s); this busy
   two-core machine gets ``WAIT`` instead for what must happen, and exactly upstream's 10 s for what must not.
 """
@@ -63,7 +63,7 @@ def replicas(client, ns: str) -> int:
 
 
 def set_qps(plane, ns: str, value: str) -> None:
-    plane.metrics.set_external_metric(ns, EXTERNAL, [({}, value)])
+    plane.fixture.set_external_metric(ns, EXTERNAL, [({}, value)])
 
 
 def seen_per_pod(client, ns: str, average: str, what: str) -> None:

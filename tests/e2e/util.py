@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -142,16 +143,16 @@ def events_of(client, ns: str, name: str) -> list[SimpleNamespace]:
 
 def set_pod_cpu(plane, ns: str, app: str, millicores: int, container: str = "app") -> int:
     """Every current pod of ``app`` in ``ns`` uses ``millicores`` (metrics.k8s.io); returns how many pods."""
-    pods = [p for p in plane.kubelet.pods(ns) if (p["metadata"].get("labels") or {}).get("app") == app
+    pods = [p for p in plane.pods.pods(ns) if (p["metadata"].get("labels") or {}).get("app") == app
             and not p["metadata"].get("deletionTimestamp")]
     for p in pods:
-        plane.metrics.set_pod_metrics(ns, p["metadata"]["name"], {container: {"cpu": f"{millicores}m"}})
+        plane.fixture.set_pod_metrics(ns, p["metadata"]["name"], {container: {"cpu": f"{millicores}m"}})
     return len(pods)
 
 
 def running_pods(plane, ns: str, app: Optional[str]) -> list[dict]:
     """Running pods of ``ns`` not being deleted; with ``app``, only those labelled ``app: <app>``."""
-    return [p for p in plane.kubelet.pods(ns) if (app is None or (p["metadata"].get("labels") or {}).get("app") == app)
+    return [p for p in plane.pods.pods(ns) if (app is None or (p["metadata"].get("labels") or {}).get("app") == app)
             and (p.get("status") or {}).get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")]
 
 
@@ -248,3 +249,62 @@ def new_namespace(client, name: str) -> str:
     client.create(Namespace(metadata={"name": name}))
     wait_until(lambda: has_default_sa(client, name), what=f"the default ServiceAccount of {name}")
     return name
+
+
+# ----------------------------------------------------------------------------------------------- KWOK's load
+USAGE_CPU = "kwok.x-k8s.io/usage-cpu"
+"""The pod annotation KWOK's ClusterResourceUsage (controlplane/kwok/metrics.yaml) reads a pod's CPU usage from."""
+
+
+class SpreadLoad:
+    """A Deployment's demand (``millicores`` in all) spread evenly over its running pods, as a Service spreads
+    requests: every ``every`` s (and at ``set``) each running pod of ``app`` in ``ns`` gets the annotation
+    ``kwok.x-k8s.io/usage-cpu`` = ceil(millicores / pods); KWOK reports it to metrics-server at the next scrape.
+    Use as a context manager (a daemon thread)."""
+
+    def __init__(self, plane, ns: str, app: str, millicores: int, every: float = 1.0):
+        self.plane, self.ns, self.app, self.every = plane, ns, app, every
+        self.millicores = millicores
+        self.client = plane.client()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name=f"load-{app}", daemon=True)
+
+    def set(self, millicores: int) -> None:
+        self.millicores = millicores
+        self.apply()
+
+    def apply(self) -> int:
+        """Annotate the pods now; returns how many pods share the load."""
+        from lightkube.resources.core_v1 import Pod
+        from lightkube.types import PatchType
+
+        with self._lock:
+            pods = running_pods(self.plane, self.ns, self.app)
+            if not pods:
+                return 0
+            share = f"{-(-self.millicores // len(pods))}m"
+            for p in pods:
+                if (p["metadata"].get("annotations") or {}).get(USAGE_CPU) != share:
+                    try:
+                        self.client.patch(Pod, p["metadata"]["name"], {"metadata": {"annotations": {USAGE_CPU: share}}},
+                                          namespace=self.ns, patch_type=PatchType.MERGE)
+                    except ApiError:  # gone meanwhile: the next round sees the pods as they are
+                        pass
+            return len(pods)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            try:
+                self.apply()
+            except Exception:  # noqa: BLE001 - an API server hiccup: the next round tries again
+                pass
+
+    def __enter__(self) -> "SpreadLoad":
+        self.apply()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(10)
