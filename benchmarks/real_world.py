@@ -149,7 +149,7 @@ def _crd_hash() -> str:
 
 
 class _StaticPods:
-    """The seeded pods, for the metrics fixture (the kubelet stand-in's interface: ``pods(ns)``, ``listeners``)."""
+    """The seeded pods, for the metrics fixture (a PodWatch's interface: ``pods(ns)``, ``listeners``)."""
 
     def __init__(self, pods: dict[str, list[dict]]):
         self._pods = pods

@@ -39,6 +39,7 @@ EXAMPLES = {
     "version": examples("python -m controlplane version  # what the cached build is"),
     "up": examples("python -m controlplane up            # then export the KUBECONFIG",
                    "python -m controlplane up --nodes 5  # five KWOK nodes",
+                   "python -m controlplane up --prometheus-url http://127.0.0.1:9090",
                    "python -m controlplane up --no-crd   # without pyhpa's CRD"),
 }
 app = typer_app(help="Build and run a local Kubernetes v1.37.2 cluster without containers (etcd, kube-apiserver, "
@@ -114,6 +115,11 @@ def up(home: Optional[Path] = typer.Option(None, "--home", metavar="DIR",
                                             "to run upstream's HPA controller beside pyhpa)."),
        nodes: int = typer.Option(2, "--nodes", min=1, max=1000, metavar="N",
                                  help="KWOK nodes to start (each 16 CPUs, 64Gi, 110 pods allocatable)."),
+       prometheus_url: Optional[str] = typer.Option(
+           None, "--prometheus-url", metavar="URL",
+           help="Also run prometheus-adapter on this Prometheus (http://HOST:PORT) with the repository's rules "
+                "(controlplane/manifests/prometheus-adapter-config.yaml): custom.metrics.k8s.io and "
+                "external.metrics.k8s.io."),
        crd: bool = typer.Option(True, "--crd/--no-crd", help="Install the HorizontalAutoscaler CRD and the namespace pyhpa-system.")) -> None:
     """Build if needed, start the cluster (control plane, KWOK nodes, metrics-server), serve until Ctrl-C."""
     try:
@@ -122,8 +128,12 @@ def up(home: Optional[Path] = typer.Option(None, "--home", metavar="DIR",
         _fail(f"{e}. Fix: {e.fix}")
     plane = ControlPlane(home or cache_dir() / "run", controllers=tuple(c for c in controllers.split(",") if c),
                          nodes=nodes)
+    if prometheus_url is not None and not prometheus_url.startswith(("http://", "https://")):
+        _fail(f"--prometheus-url: expected http://HOST:PORT or https://HOST:PORT, got {prometheus_url!r}")
     try:
         plane.start()
+        if prometheus_url is not None:
+            plane.start_adapter(prometheus_url)
         if crd:
             plane.run_kubectl("apply", "--server-side", "-f", str(CRD))
             # the namespace of pyhpa run's default Lease (--leader-elect-resource-namespace), as the deploy kit has it

@@ -243,15 +243,17 @@ def _build(go: str, version: str, todo: list[str], progress: Optional[Callable[[
     plain = [n for n in todo if n not in HARNESS_BINARIES and n not in OWN_MODULE and n not in TOOL_PACKAGES]
     harness = [n for n in todo if n in HARNESS_BINARIES]
     own = [n for n in todo if n in OWN_MODULE]
-    groups = []  # (go build flags, binaries): one `go build` each (its own -ldflags); shared packages compile once
+    # (go build flags, binaries): one `go build` each (its own -ldflags; shared packages compile once), the
+    # cluster's binaries (CONTROL_PLANE) first, so what waits for them (the e2e tier) starts before the rest is built
+    groups = []
     if plain:
         groups.append(([], plain))
     groups += [([], [n]) for n in todo if n in TOOL_PACKAGES and module_of(n) == MODULE]
-    groups += [([], [n]) for n in todo if n in TOOL_PACKAGES and module_of(n) != MODULE]  # last: shares nothing
     if harness:
         overlay = tmp / "overlay.json"
         overlay.write_text(json.dumps(harness_overlay(go, env)))
         groups.append((["-tags", HARNESS_TAG, "-overlay", str(overlay)], harness))
+    groups += [([], [n]) for n in todo if n in TOOL_PACKAGES and module_of(n) != MODULE]  # shares nothing
     log("resolving the Go modules (from the module proxy when the module cache is empty: a few minutes)")
     total = sum(_count_packages(go, env, flags, group, module_of(group[0])) for flags, group in groups)
     total += sum(_count_own_packages(go, env, tmp, name) for name in own)

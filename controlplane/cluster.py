@@ -11,8 +11,8 @@ and kube-scheduler v1.37.2, KWOK v0.8.0 for the nodes and metrics-server v0.9.0.
   machine: metrics-server listens on that address. Endpoints cannot hold loopback addresses (validation refuses
   them), which is why ``--enable-aggregator-routing`` is not used;
 * kube-controller-manager with the deployment, replicaset, serviceaccount, serviceaccount-token, namespace,
-  garbage-collector and node-lifecycle controllers (``controllers=`` adds e.g. ``horizontalpodautoscaling``), each with its own
-  service-account identity (``--use-service-account-credentials``), as kubeadm runs it;
+  garbage-collector and node-lifecycle controllers (``controllers=`` adds e.g. ``horizontalpodautoscaling``), each
+  with its own service-account identity (``--use-service-account-credentials``), as kubeadm runs it;
 * kube-scheduler (its default profile: NodeResourcesFit, LeastAllocated scoring), which binds pods to nodes;
 * KWOK (``kwok``, no CRDs: its stages and metrics are the files in ``controlplane/kwok``) managing ``nodes`` Nodes
   (``kwok-node-0``...; allocatable ``node_cpu``, ``node_memory``, ``node_pods``): it makes a bound pod Running and
@@ -245,10 +245,9 @@ class ControlPlane:
         """Create ``count`` more KWOK nodes (``kwok-node-<i>``; allocatable ``cpu``, ``memory`` and ``pods``,
         default the plane's) and wait until KWOK made each Ready. Returns their names."""
         from lightkube import codecs
-
-        client = self.client()
         from lightkube.resources.core_v1 import Node
 
+        client = self.client()
         first = sum(1 for n in client.list(Node) if n.metadata.name.startswith(NODE_PREFIX))
         names = [f"{NODE_PREFIX}{i}" for i in range(first, first + count)]
         for name in names:

@@ -84,3 +84,23 @@ def test_a_failed_helm_install_says_the_command_its_exit_code_go_s_words_and_the
     assert "no such host" in message
     assert "go env GOPROXY" in caught.value.fix and caught.value.fix.endswith("python -m controlplane build")
     assert not (tmp_path / "cache" / "bin" / "helm").exists() and not (tmp_path / "cache" / "bin" / ".stamp-helm").exists()
+
+
+def test_the_pinned_versions_are_the_ones_the_go_modules_build():
+    """``python -m controlplane version`` and the docs name KWOK_VERSION, METRICS_SERVER_VERSION and
+    PROMETHEUS_ADAPTER_VERSION; the binaries are what tools/kube's and tools/adapter's go.mod require, as tools."""
+    import re
+
+    from controlplane.build import ADAPTER_MODULE, MODULE, TOOL_PACKAGES
+
+    for name, (package, version, _, module) in TOOL_PACKAGES.items():
+        text = (module / "go.mod").read_text()
+        root = "/".join(package.split("/")[:2])  # sigs.k8s.io/<project>
+        assert re.search(rf"^\s+{re.escape(root)} {re.escape(version)}\b", text, re.M), (name, root, version)
+        tools = re.search(r"^tool \(?([^)]*)\)?", text, re.M | re.S).group(1)
+        assert package in tools.split(), (name, tools)
+    assert TOOL_PACKAGES["prometheus-adapter"][3] == ADAPTER_MODULE and TOOL_PACKAGES["kwok"][3] == MODULE
+    # the adapter's module requires nothing but the adapter: it builds with exactly its go.mod's versions
+    direct = [line.split()[0] for line in (ADAPTER_MODULE / "go.mod").read_text().splitlines()
+              if line.startswith("\t") and "// indirect" not in line]
+    assert direct in ([], ["sigs.k8s.io/prometheus-adapter"])

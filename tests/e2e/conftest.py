@@ -1,10 +1,21 @@
-"""The end-to-end tier: pyhpa against a real Kubernetes v1.37.2 control plane (``controlplane``).
+"""The end-to-end tier: pyhpa against a real Kubernetes v1.37.2 cluster (``controlplane``).
 
-One control plane serves the whole tier (every e2e test runs in one pytest-xdist worker: the root conftest puts
-them in one ``xdist_group``); each test works in namespaces of its own. The binaries are built
-once per run (Go needed; 15-35 minutes cold: ``tests/control_plane_gate.py``); when they cannot be built the tier is
-skipped with what failed and the command that fixes it, and pytest's summary line counts its tests as "control-plane
-tests not run", except in CI (``CI`` set), where a control plane that cannot be built fails the run.
+Two clusters serve the whole tier (every e2e test runs in one pytest-xdist worker: the root conftest puts them in one
+``xdist_group``); each test works in namespaces of its own. Both run kube-scheduler and KWOK's nodes:
+
+* ``real_plane``: the real metrics pipeline, metrics-server scraping KWOK's kubelet endpoints and (``test_adapter``)
+  prometheus-adapter on a Prometheus. The scaling, faults, deploy-kit, Helm, replicas, preview and pipeline tests
+  run there (a module's ``plane`` fixture returns it).
+* ``plane``: the metrics fixture (``controlplane/metrics.py``) in place of metrics-server and the adapter, for the
+  tests that need an exact value at the instant of a read: the side-by-side comparisons with upstream's HPA
+  controller (test_side_by_side, test_adoption_real, test_upstream_integration: upstream's own test, whose fake
+  metrics client answers exact values, ported; test_crd_real's ``kubectl get`` columns of a native HPA and a
+  HorizontalAutoscaler read at different instants), and the tests that read no metric at all.
+
+The binaries are built once per run (Go needed; 25-45 minutes cold: ``tests/control_plane_gate.py``); when they cannot
+be built the tier is skipped with what failed and the command that fixes it, and pytest's summary line counts its
+tests as "control-plane tests not run", except in CI (``CI`` set), where a control plane that cannot be built fails
+the run.
 
 ``pyhpa run`` runs as the real command (``python -m pyhpa.cli.main run``) in a subprocess, authenticated with a
 kubeconfig; what it does is read back from the API server (helpers in ``util.py``).
@@ -22,25 +33,27 @@ from lightkube import ApiError
 from lightkube.resources.core_v1 import Namespace
 
 from controlplane import ControlPlane
+from controlplane.build import CONTROL_PLANE
 from controlplane.cluster import DEFAULT_CONTROLLERS
 
-from .util import CRD_FILE, Pyhpa, has_default_sa, wait_until
+from .util import CRD_FILE, Pyhpa, has_default_sa, stop_loads, wait_until
 
 
 @pytest.fixture(scope="session")
 def plane(tmp_path_factory) -> ControlPlane:
-    """The running control plane (kube-scheduler, KWOK's two nodes, and the metrics fixture: these tests set exact
+    """The running control plane (kube-scheduler, KWOK's four nodes, and the metrics fixture: these tests set exact
     metric values), with the HorizontalAutoscaler CRD; its controller-manager also runs upstream's HPA controller
     (sync period 1 s) for native HPAs. The real metrics pipeline (metrics-server, prometheus-adapter) is
     ``real_plane``'s."""
-    require_control_plane()
+    require_control_plane(CONTROL_PLANE)
     cp = ControlPlane(tmp_path_factory.mktemp("controlplane"),
                       controllers=DEFAULT_CONTROLLERS + ("horizontalpodautoscaling",),
                       # upstream's HPA controller at 1 s, as its integration tests run it; a client rate of 200/s
                       # (its default, 20, would stretch 20 HPAs' 1 s period to 2 s: test_side_by_side.py)
                       controller_manager_args=("--horizontal-pod-autoscaler-sync-period=1s", "--kube-api-qps=200",
                                                "--kube-api-burst=400"),
-                      metrics="fixture")
+                      # room for test_side_by_side's twins (up to ~450 pods at once) beside the other tests' pods
+                      nodes=4, node_cpu="32", node_pods=250, metrics="fixture")
     cp.start()
     try:
         cp.run_kubectl("apply", "--server-side", "-f", str(CRD_FILE))
@@ -53,12 +66,13 @@ def plane(tmp_path_factory) -> ControlPlane:
 @pytest.fixture(scope="session")
 def real_plane(tmp_path_factory) -> ControlPlane:
     """A second cluster on the real metrics pipeline: kube-scheduler, KWOK's two nodes, metrics-server v0.9.0
-    scraping KWOK's kubelet endpoints every 15 s (its manifests' ``--metric-resolution``), with the
+    scraping KWOK's kubelet endpoints every 10 s (``--metric-resolution``: the lowest it accepts; its manifests
+    say 15 s, what ``python -m controlplane up`` runs: every wait on a scrape here is a third shorter), with the
     HorizontalAutoscaler CRD; its controller-manager runs upstream's HPA controller at its default period (15 s),
     the period pyhpa runs at here too, so the two are compared as they run by default."""
-    require_control_plane()
+    require_control_plane(CONTROL_PLANE)
     cp = ControlPlane(tmp_path_factory.mktemp("realplane"),
-                      controllers=DEFAULT_CONTROLLERS + ("horizontalpodautoscaling",))
+                      controllers=DEFAULT_CONTROLLERS + ("horizontalpodautoscaling",), metric_resolution=10)
     cp.start()
     try:
         cp.run_kubectl("apply", "--server-side", "-f", str(CRD_FILE))
@@ -66,6 +80,13 @@ def real_plane(tmp_path_factory) -> ControlPlane:
         yield cp
     finally:
         cp.stop()
+
+
+@pytest.fixture(autouse=True)
+def _stop_loads():
+    """The pod annotators ``set_pod_cpu`` started on the real pipeline end with their test."""
+    yield
+    stop_loads()
 
 
 @pytest.fixture
@@ -78,7 +99,9 @@ def ns(plane, client) -> str:
     """A fresh namespace (deleted after the test), with its default ServiceAccount made."""
     name = f"e2e-{uuid.uuid4().hex[:8]}"
     client.create(Namespace(metadata={"name": name}))
-    wait_until(lambda: has_default_sa(client, name), what=f"the default ServiceAccount of {name}")
+    # 120 s: right after a test restarted kube-apiserver, the serviceaccount controller's watch may be in its
+    # reflector's backoff (its first requests were refused while the server's RBAC caches filled)
+    wait_until(lambda: has_default_sa(client, name), timeout=120, what=f"the default ServiceAccount of {name}")
     yield name
     try:
         client.delete(Namespace, name)

@@ -15,6 +15,7 @@ import threading
 import uuid
 
 import pytest
+from control_plane_gate import require_control_plane
 from lightkube import codecs
 from lightkube.resources.autoscaling_v2 import HorizontalPodAutoscaler
 from prometheus_client import CollectorRegistry, Gauge, start_http_server
@@ -90,6 +91,7 @@ class SpreadInflight:
 @pytest.fixture(scope="module")
 def chain(real_plane):
     """(the exporter, Prometheus) with prometheus-adapter started on ``real_plane``."""
+    require_control_plane(("prometheus-adapter",))  # built after the cluster's binaries
     if prometheus_binary() is None:
         pytest.fail("prometheus is not installed: .ci/run installs Debian's prometheus package")
     app = App()

@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 
+from control_plane_gate import require_control_plane
+
 from controlplane import bin_dir
 
 from .util import ROOT, wait_until
@@ -39,11 +41,20 @@ def test_up_serves_kubectl_and_pyhpa_run_and_stops_everything_on_sigterm(plane, 
         nodes = subprocess.run([str(bin_dir() / "kubectl"), "--kubeconfig", str(kubeconfig), "get", "nodes", "-o",
                                 "name"], capture_output=True, text=True, timeout=60)
         assert nodes.stdout.split() == ["node/kwok-node-0", "node/kwok-node-1", "node/kwok-node-2"], nodes.stderr
-        top = wait_until(lambda: (r := subprocess.run([str(bin_dir() / "kubectl"), "--kubeconfig", str(kubeconfig),
-                                                       "top", "nodes", "--no-headers"], capture_output=True, text=True,
-                                                      timeout=60)).returncode == 0 and r.stdout,
-                         timeout=120, what="kubectl top nodes (metrics-server's first scrapes)")
-        assert sorted(line.split()[0] for line in top.splitlines()) == ["kwok-node-0", "kwok-node-1", "kwok-node-2"]
+        # a demo's load: pods annotated with KWOK's usage, through metrics-server (`kubectl top` has nothing for a
+        # node without pods: metrics-server drops a node whose CPU counter is zero)
+        kubectl = [str(bin_dir() / "kubectl"), "--kubeconfig", str(kubeconfig)]
+        subprocess.run([*kubectl, "create", "deployment", "demo", "--image=registry.invalid/demo:1", "--replicas=3"],
+                       check=True, capture_output=True, timeout=60)
+        wait_until(lambda: subprocess.run([*kubectl, "get", "pods", "-l", "app=demo", "--no-headers"], capture_output=True,
+                                          text=True, timeout=60).stdout.count("Running") == 3, what="3 running pods")
+        subprocess.run([*kubectl, "annotate", "pods", "-l", "app=demo", "kwok.x-k8s.io/usage-cpu=250m"], check=True,
+                       capture_output=True, timeout=60)
+        top = wait_until(lambda: (r := subprocess.run([*kubectl, "top", "pods", "-l", "app=demo", "--no-headers"],
+                                                      capture_output=True, text=True, timeout=60)).returncode == 0
+                         and r.stdout.count("\n") == 3 and r.stdout, timeout=150,
+                         what="kubectl top pods (metrics-server's scrapes)")
+        assert all(abs(int(line.split()[1].rstrip("m")) - 250) <= 5 for line in top.splitlines()), top
         crds = subprocess.run([str(bin_dir() / "kubectl"), "--kubeconfig", str(kubeconfig), "get", "crd", "-o", "name"],
                               capture_output=True, text=True, timeout=60)
         assert "horizontalautoscalers.pyhpa.dev" in crds.stdout
@@ -74,6 +85,7 @@ def test_up_serves_kubectl_and_pyhpa_run_and_stops_everything_on_sigterm(plane, 
 
 
 def test_version_names_every_binary_s_version(plane):
+    require_control_plane()  # every binary, helm and prometheus-adapter too
     out = subprocess.run([sys.executable, "-m", "controlplane", "version"], cwd=ROOT, capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 import yaml
 from lightkube.resources.core_v1 import Secret
 from lightkube.resources.rbac_authorization_v1 import ClusterRole
@@ -35,6 +36,12 @@ from .util import (
 
 KIT_NS, KIT_SA = "pyhpa-system", "pyhpa-controller"
 LONG_AGO = {"kwok.pyhpa.dev/start-time": "2026-01-01T00:00:00Z"}
+
+@pytest.fixture
+def plane(real_plane):
+    """This module runs on the real metrics pipeline (metrics-server scraping KWOK's nodes)."""
+    return real_plane
+
 
 
 def kit_args() -> list[str]:
@@ -68,7 +75,7 @@ def test_the_kit_applied_with_kubectl_runs_pyhpa_as_its_serviceaccount(plane, cl
 
     apply(client, deployment("web", ns, replicas=2, annotations=LONG_AGO))
     wait_until(lambda: len(running_pods(plane, ns, "web")) == 2, what="2 running pods")
-    set_pod_cpu(plane, ns, "web", 100)
+    set_pod_cpu(plane, ns, "web", 90)  # 2 pods at 180 % of 50: ceil(2 * 3.6) = 4 (away from a rounding edge)
     apply(client, autoscaler("web", ns, "web", [cpu_utilization(50)], 1, 10))
     run = pyhpa(*kit_args(), kubeconfig=kubeconfig)
     wait_until(lambda: spec_replicas(client, ns, "web") == 4, what="the scale-up to 4 as the ServiceAccount")
@@ -80,7 +87,7 @@ def test_the_kit_applied_with_kubectl_runs_pyhpa_as_its_serviceaccount(plane, cl
     token_file.write_text(token(client, "pyhpa-token-2"))
     client.delete(Secret, "pyhpa-token-1", namespace=KIT_NS)
     wait_until(lambda: len(running_pods(plane, ns, "web")) == 4, what="4 running pods")
-    set_pod_cpu(plane, ns, "web", 100)  # 4 pods at 200 % of 50: 8
+    set_pod_cpu(plane, ns, "web", 90)  # 4 pods at 180 % of 50: 8
     wait_until(lambda: spec_replicas(client, ns, "web") == 8, timeout=90, what="a scale-up with the rotated token")
     # The kit's controller watches every namespace, so it also meets autoscalers an earlier test left in a namespace
     # being deleted: the NamespaceLifecycle admission plugin refuses their events (403 too), which is not RBAC.
@@ -103,7 +110,7 @@ def test_a_verb_removed_from_the_clusterrole_is_one_clear_error_not_a_crash(plan
     try:
         apply(client, deployment("web", ns, replicas=1, annotations=LONG_AGO))
         wait_until(lambda: len(running_pods(plane, ns, "web")) == 1, what="1 running pod")
-        set_pod_cpu(plane, ns, "web", 100)
+        set_pod_cpu(plane, ns, "web", 90)  # 180 % of 50: 2
         apply(client, autoscaler("web", ns, "web", [cpu_utilization(50)], 1, 10))
         run = pyhpa(*kit_args(), kubeconfig=kubeconfig)
         wait_until(lambda: any("horizontalautoscalers/status" in str(r) for r in run.records()),

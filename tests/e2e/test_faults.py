@@ -1,5 +1,9 @@
 """Faults of the real thing: kube-apiserver restarted under a running controller, etcd compaction (410 Gone), a
-409 Conflict on a status write, and a Deployment deleted under its autoscaler.
+409 Conflict on a status write, and a Deployment deleted under its autoscaler; on the real metrics pipeline
+(metrics-server scraping KWOK's nodes, which ride out the restarts too).
+
+CPU figures are kept away from rounding edges (90 % of a 50 % target is a ratio of 1.8, not 2.0): KWOK's rates are
+within 2 % of the annotation, and ceil(2 * 2.02) is 5, not 4.
 
 What the API server answered is read from its audit log (``ControlPlane.audit_events``): user agent, verb, URI,
 response code of every request.
@@ -12,6 +16,7 @@ import signal
 import threading
 import time
 
+import pytest
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.types import PatchType
 
@@ -33,7 +38,13 @@ from .util import (
 LONG_AGO = {"kwok.pyhpa.dev/start-time": "2026-01-01T00:00:00Z"}
 
 
-def _web(plane, client, ns, replicas=2, cpu=100, name="web", **spec):
+@pytest.fixture
+def plane(real_plane):
+    """This module runs on the real metrics pipeline (metrics-server scraping KWOK's nodes)."""
+    return real_plane
+
+
+def _web(plane, client, ns, replicas=2, cpu=90, name="web", **spec):
     apply(client, deployment(name, ns, replicas=replicas, annotations=LONG_AGO))
     wait_until(lambda: len(running_pods(plane, ns, name)) == replicas, what=f"{replicas} running pods of {name}")
     set_pod_cpu(plane, ns, name, cpu)
@@ -46,7 +57,7 @@ def _rescale_notes(client, ns, name):
 
 
 def test_an_apiserver_restart_resumes_the_watches_and_repeats_no_event(plane, client, ns, pyhpa):
-    _web(plane, client, ns)  # 2 pods at 100 % of target 50: 4
+    _web(plane, client, ns)  # 2 pods at 90 % of target 50: ceil(2 * 1.8) = 4
     run = pyhpa("--sync-period", "1", "-n", ns)
     wait_until(lambda: spec_replicas(client, ns, "web") == 4, what="the scale-up to 4")
     wait_until(lambda: len(running_pods(plane, ns, "web")) == 4, what="4 running pods")
@@ -58,8 +69,8 @@ def test_an_apiserver_restart_resumes_the_watches_and_repeats_no_event(plane, cl
     plane.restart_apiserver(down_seconds=3)
     assert run.proc.poll() is None
     # Something new after the restart: a second autoscaler, and more load on the first.
-    _web(plane, client, ns, replicas=1, cpu=100, name="api")
-    set_pod_cpu(plane, ns, "web", 100)
+    _web(plane, client, ns, replicas=1, cpu=90, name="api")
+    set_pod_cpu(plane, ns, "web", 90)  # 4 pods: ceil(4 * 1.8) = 8
     wait_until(lambda: spec_replicas(client, ns, "api") == 2, what="the new autoscaler synced after the restart")
     wait_until(lambda: spec_replicas(client, ns, "web") == 8, what="the first one scaled again after the restart")
     time.sleep(3)
@@ -78,7 +89,7 @@ def test_etcd_compaction_gets_410_gone_and_a_relist_that_sees_what_changed(plane
     os.kill(run.proc.pid, signal.SIGSTOP)  # its watches stay open but read nothing: the history moves on
     try:
         client.delete(HA, "old", namespace=ns)
-        _web(plane, client, ns, replicas=1, cpu=100, name="new")
+        _web(plane, client, ns, replicas=1, cpu=90, name="new")
         for i in range(20):  # history the controller has not seen
             client.patch(HA, "web", {"metadata": {"annotations": {"touch": str(i)}}}, namespace=ns,
                          patch_type=PatchType.MERGE)
@@ -124,7 +135,8 @@ def test_a_409_on_a_status_write_is_retried_and_the_status_lands(plane, client, 
     writer.start()
     try:
         def retried() -> bool:
-            set_pod_cpu(plane, ns, "web", 46 + int(time.time()) % 8)  # within tolerance: a new status each sync
+            # within tolerance: a new status at each of metrics-server's scrapes
+            set_pod_cpu(plane, ns, "web", 46 + int(time.time()) % 8, wait=False)
             seen = _status_writes(plane, ns)
             for i, e in enumerate(seen):
                 if e["verb"] == "update" and e["responseStatus"]["code"] == 409:
@@ -132,13 +144,13 @@ def test_a_409_on_a_status_write_is_retried_and_the_status_lands(plane, client, 
                     if after == [("get", 200), ("update", 200)]:
                         return True
             return False
-        wait_until(retried, timeout=120, every=0.5, what="a status PUT answered 409, then a GET and a PUT that landed")
+        wait_until(retried, timeout=240, every=0.5, what="a status PUT answered 409, then a GET and a PUT that landed")
     finally:
         stop.set()
         writer.join(5)
     set_pod_cpu(plane, ns, "web", 53)
-    wait_until(lambda: (ha_status(client, ns, "web").get("currentMetrics") or [{}])[0]
-               .get("resource", {}).get("current", {}).get("averageUtilization") == 53,
+    wait_until(lambda: abs((ha_status(client, ns, "web").get("currentMetrics") or [{}])[0]
+                           .get("resource", {}).get("current", {}).get("averageUtilization", 0) - 53) <= 2,
                what="the status of the latest sync written once the other writer stopped")
     assert spec_replicas(client, ns, "web") == 2
     assert run.proc.poll() is None and "Traceback" not in run.text()
@@ -146,7 +158,7 @@ def test_a_409_on_a_status_write_is_retried_and_the_status_lands(plane, client, 
 
 def test_a_deployment_deleted_under_its_autoscaler_is_failedgetscale_until_it_is_back(plane, client, ns, pyhpa):
     _web(plane, client, ns, replicas=1, cpu=50)
-    _web(plane, client, ns, replicas=1, cpu=100, name="other")
+    _web(plane, client, ns, replicas=1, cpu=90, name="other")
     run = pyhpa("--sync-period", "1", "-n", ns)
     wait_until(lambda: condition(ha_status(client, ns, "web"), "ScalingActive"), what="a first sync")
     client.delete(Deployment, "web", namespace=ns)
@@ -158,7 +170,7 @@ def test_a_deployment_deleted_under_its_autoscaler_is_failedgetscale_until_it_is
     wait_until(lambda: spec_replicas(client, ns, "other") == 2, what="the other autoscaler keeps working")
     apply(client, deployment("web", ns, replicas=1, annotations=LONG_AGO))
     wait_until(lambda: len(running_pods(plane, ns, "web")) == 1, what="the new pod")
-    set_pod_cpu(plane, ns, "web", 100)
+    set_pod_cpu(plane, ns, "web", 90)
     wait_until(lambda: spec_replicas(client, ns, "web") == 2, what="scaling again once the Deployment is back")
     wait_until(lambda: condition(ha_status(client, ns, "web"), "AbleToScale")["status"] == "True", what="AbleToScale")
     assert run.proc.poll() is None and "Traceback" not in run.text()

@@ -20,8 +20,7 @@ from __future__ import annotations
 import threading
 import time
 
-from lightkube import ApiError, codecs
-from lightkube.generic_resource import create_namespaced_resource
+from lightkube import codecs
 from lightkube.resources.autoscaling_v2 import HorizontalPodAutoscaler
 
 from .util import (
@@ -34,33 +33,20 @@ from .util import (
     deployment,
     ha_status,
     new_namespace,
+    pod_cpu,
     running_pods,
     spec_replicas,
     wait_until,
 )
 
 NO_DOWN_WINDOW = {"scaleDown": {"stabilizationWindowSeconds": 0}}
-SCRAPES = 120  # seconds for anything that waits on metrics-server's scrapes (15 s each) and a 15 s sync period
-PodMetrics = create_namespaced_resource("metrics.k8s.io", "v1beta1", "PodMetrics", "pods")
+SCRAPES = 120  # seconds for anything that waits on metrics-server's scrapes (10 s each here) and a 15 s period
 
 
 def _ns(plane, prefix: str) -> str:
     import uuid
 
     return new_namespace(plane.client(), f"{prefix}-{uuid.uuid4().hex[:6]}")
-
-
-def _pod_cpu(client, ns: str, name: str):
-    """The pod's CPU usage as metrics.k8s.io serves it (millicores), or None while metrics-server has none."""
-    try:
-        item = client.get(PodMetrics, name, namespace=ns)
-    except ApiError as e:
-        if e.status.code == 404:
-            return None
-        raise
-    from pyhpa.adapters.parse import quantity
-
-    return sum(float(quantity(c["usage"]["cpu"])) * 1000 for c in item.containers)
 
 
 def _native_hpa(name: str, ns: str, target: str, percent: int, lo: int, hi: int) -> dict:
@@ -103,12 +89,12 @@ def test_kubectl_top_pods_shows_kwok_s_usage_after_two_scrapes(real_plane):
                       what="2 running pods")
     # just started: metrics-server has at most one cumulative sample of each, and CPU needs two (KWOK's counter
     # starts at its first scrape, which metrics-server drops as zero: a KWOK pod's CPU shows at its third scrape)
-    assert [_pod_cpu(client, ns, p["metadata"]["name"]) for p in pods] == [None, None]
-    wait_until(lambda: all(_pod_cpu(client, ns, p["metadata"]["name"]) for p in pods), timeout=SCRAPES,
+    assert [pod_cpu(client, ns, p["metadata"]["name"]) for p in pods] == [None, None]
+    wait_until(lambda: all(pod_cpu(client, ns, p["metadata"]["name"]) for p in pods), timeout=SCRAPES,
                what="metrics-server's scrapes of the new pods")
     # the rate of KWOK's counter between two scrapes: within 2 % of the annotation (the counter is read at the
     # request, the sample dated at the scrape's start)
-    assert all(abs(_pod_cpu(client, ns, p["metadata"]["name"]) - 250) <= 5 for p in pods)
+    assert all(abs(pod_cpu(client, ns, p["metadata"]["name"]) - 250) <= 5 for p in pods)
     top = real_plane.run_kubectl("top", "pods", "-n", ns, "--no-headers").stdout.splitlines()
     assert sorted(line.split()[0] for line in top) == sorted(p["metadata"]["name"] for p in pods)
     assert all(abs(int(line.split()[1].rstrip("m")) - 250) <= 5 for line in top), top
@@ -140,7 +126,7 @@ def test_a_cpu_autoscaler_scales_1_to_6_and_back_through_metrics_server_as_upstr
         assert condition(status, "ScalingActive")["reason"] == "ValidMetricFound"
         # settled: every pod counted, 49m each, 98 % of the target: both stay at 6 for two more periods
         wait_until(lambda: len(running_pods(real_plane, ns, "web")) == 6 and all(
-            _pod_cpu(client, ns, p["metadata"]["name"]) for p in running_pods(real_plane, ns, "web")),
+            pod_cpu(client, ns, p["metadata"]["name"]) for p in running_pods(real_plane, ns, "web")),
             timeout=SCRAPES, what="metrics for every pod of web")
         time.sleep(30)
         assert spec_replicas(client, ns, "web") == 6 and spec_replicas(client, ns, "twin") == 6
@@ -182,7 +168,7 @@ def test_metrics_server_stopped_at_night_holds_or_falls_back_and_both_recover(re
             SpreadLoad(real_plane, ns, "native", 100) as native:
         # before the autoscalers start: a pod without metrics yet is a failed read of the metric, which
         # ``fallback`` with failureThreshold 1 would answer at once (upstream: FailedGetResourceMetric)
-        wait_until(lambda: all(_pod_cpu(client, ns, p["metadata"]["name"])
+        wait_until(lambda: all(pod_cpu(client, ns, p["metadata"]["name"])
                                for p in running_pods(real_plane, ns, None)), timeout=SCRAPES,
                    what="metrics-server's first CPU values of the six pods")
         client.create(codecs.from_dict(_native_hpa("native", ns, "native", 50, 1, 10)))

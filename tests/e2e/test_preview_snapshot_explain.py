@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from lightkube import codecs
 
 from .util import (
@@ -29,6 +30,12 @@ from .util import (
 
 LONG_AGO = {"kwok.pyhpa.dev/start-time": "2026-01-01T00:00:00Z"}
 
+@pytest.fixture
+def plane(real_plane):
+    """This module runs on the real metrics pipeline (metrics-server scraping KWOK's nodes)."""
+    return real_plane
+
+
 
 def native_hpa(name: str, ns: str, percent: int = 50, min_replicas: int = 1, max_replicas: int = 10) -> dict:
     return {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": name, "namespace": ns},
@@ -39,7 +46,7 @@ def native_hpa(name: str, ns: str, percent: int = 50, min_replicas: int = 1, max
 def test_preview_over_upstreams_own_hpas_reports_no_difference_and_writes_nothing(plane, client, ns, pyhpa):
     apply(client, deployment("web", ns, replicas=2, annotations=LONG_AGO))
     wait_until(lambda: len(running_pods(plane, ns, "web")) == 2, what="2 running pods")
-    set_pod_cpu(plane, ns, "web", 150)
+    set_pod_cpu(plane, ns, "web", 140)
     client.create(codecs.from_dict(native_hpa("web", ns)))
     wait_until(lambda: spec_replicas(client, ns, "web") == 6, what="upstream's HPA controller scaling to 6")
     wait_until(lambda: len(running_pods(plane, ns, "web")) == 6, what="6 running pods")
@@ -61,7 +68,7 @@ def test_preview_over_upstreams_own_hpas_reports_no_difference_and_writes_nothin
 def test_snapshot_and_kubectl_pyhpa_explain_read_the_live_autoscaler(plane, client, ns, tmp_path):
     apply(client, deployment("web", ns, replicas=2, annotations=LONG_AGO))
     wait_until(lambda: len(running_pods(plane, ns, "web")) == 2, what="2 running pods")
-    set_pod_cpu(plane, ns, "web", 150)
+    set_pod_cpu(plane, ns, "web", 140)
     apply(client, autoscaler("web", ns, "web", [cpu_utilization(50)], 1, 10))
     env = dict(os.environ, KUBECONFIG=str(plane.admin_kubeconfig), PYTHONPATH=str(ROOT), NO_COLOR="1",
                PATH=f"{plane.bin}{os.pathsep}{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}")
@@ -76,7 +83,7 @@ def test_snapshot_and_kubectl_pyhpa_explain_read_the_live_autoscaler(plane, clie
     explained = subprocess.run([sys.executable, "-m", "pyhpa.cli.main", "explain", str(snapshot), "-o", "json"],
                                capture_output=True, text=True, env=env, timeout=120)
     assert explained.returncode == 0, explained.stderr
-    # 2 pods at 150 % of 50 %: the metric proposes 6; without spec.behavior upstream's scale-up limit
+    # 2 pods at 140 % of 50 %: the metric proposes ceil(5.6) = 6; without spec.behavior upstream's scale-up limit
     # max(2 * 2, 4) = 4 applies (normalizeDesiredReplicas)
     decision = json.loads(explained.stdout)
     assert [p["replicas"] for p in decision["proposals"]] == [6] and decision["desiredReplicas"] == 4

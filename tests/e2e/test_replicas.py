@@ -13,6 +13,7 @@ import signal
 import time
 import uuid
 
+import pytest
 from lightkube import ApiError
 from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import Namespace
@@ -22,6 +23,12 @@ from .util import apply, autoscaler, cpu_utilization, deployment, has_default_sa
 LEASE = ("--leader-elect-lease-duration", "3", "--leader-elect-renew-deadline", "2",
          "--leader-elect-retry-period", "0.5")
 N = 6
+
+@pytest.fixture
+def plane(real_plane):
+    """This module runs on the real metrics pipeline (metrics-server scraping KWOK's nodes)."""
+    return real_plane
+
 METRICS = re.compile(r"^/apis/metrics\.k8s\.io/v1(beta1)?/namespaces/([^/?]+)/pods")
 
 

@@ -141,13 +141,56 @@ def events_of(client, ns: str, name: str) -> list[SimpleNamespace]:
     return sorted(out, key=lambda e: e.at)
 
 
-def set_pod_cpu(plane, ns: str, app: str, millicores: int, container: str = "app") -> int:
-    """Every current pod of ``app`` in ``ns`` uses ``millicores`` (metrics.k8s.io); returns how many pods."""
+def set_pod_cpu(plane, ns: str, app: str, millicores: int, container: str = "app", wait: bool = True) -> int:
+    """Every current pod of ``app`` in ``ns`` uses ``millicores`` (metrics.k8s.io); returns how many pods.
+
+    On the metrics fixture's plane the value is set at once. On the real pipeline each running pod of ``app`` (and
+    each one it gets later, until the test ends: ``stop_loads``) is annotated ``kwok.x-k8s.io/usage-cpu``, and this
+    waits (unless ``wait`` is false) until metrics-server serves it for every current pod (within 2 %: KWOK's rate
+    between two scrapes)."""
     pods = [p for p in plane.pods.pods(ns) if (p["metadata"].get("labels") or {}).get("app") == app
             and not p["metadata"].get("deletionTimestamp")]
-    for p in pods:
-        plane.fixture.set_pod_metrics(ns, p["metadata"]["name"], {container: {"cpu": f"{millicores}m"}})
+    if plane.fixture is not None:
+        for p in pods:
+            plane.fixture.set_pod_metrics(ns, p["metadata"]["name"], {container: {"cpu": f"{millicores}m"}})
+        return len(pods)
+    key = (id(plane), ns, app)
+    if key in _LOADS:
+        _LOADS[key].set(millicores)
+    else:
+        _LOADS[key] = SpreadLoad(plane, ns, app, millicores, each=True).start()
+    if not wait:
+        return len(pods)
+    client = plane.client()
+    names = [p["metadata"]["name"] for p in running_pods(plane, ns, app)]
+    wait_until(lambda: all((cpu := pod_cpu(client, ns, n)) is not None and abs(cpu - millicores) <= max(2, 0.02 * millicores)
+                           for n in names), timeout=150, what=f"metrics-server to serve {millicores}m for {app}'s pods")
     return len(pods)
+
+
+_LOADS: dict = {}
+
+
+def stop_loads() -> None:
+    """Stop the annotators ``set_pod_cpu`` started (after each test)."""
+    while _LOADS:
+        _LOADS.popitem()[1].stop()
+
+
+PodMetrics = create_namespaced_resource("metrics.k8s.io", "v1beta1", "PodMetrics", "pods")
+
+
+def pod_cpu(client, ns: str, name: str) -> Optional[float]:
+    """The pod's CPU usage as metrics.k8s.io serves it (millicores), or None while metrics-server has none."""
+    from pyhpa.adapters.parse import quantity
+
+    try:
+        item = client.get(PodMetrics, name, namespace=ns)
+    except ApiError as e:
+        if e.status.code == 404:
+            return None
+        raise
+    return sum(float(quantity(c["usage"]["cpu"])) * 1000 for c in item.containers)
 
 
 def running_pods(plane, ns: str, app: Optional[str]) -> list[dict]:
@@ -260,15 +303,22 @@ class SpreadLoad:
     """A Deployment's demand (``millicores`` in all) spread evenly over its running pods, as a Service spreads
     requests: every ``every`` s (and at ``set``) each running pod of ``app`` in ``ns`` gets the annotation
     ``kwok.x-k8s.io/usage-cpu`` = ceil(millicores / pods); KWOK reports it to metrics-server at the next scrape.
-    Use as a context manager (a daemon thread)."""
+    With ``each``, every pod uses ``millicores`` itself, however many there are. Use as a context manager (a daemon
+    thread), or ``start``/``stop``."""
 
-    def __init__(self, plane, ns: str, app: str, millicores: int, every: float = 1.0):
-        self.plane, self.ns, self.app, self.every = plane, ns, app, every
+    def __init__(self, plane, ns: str, app: str, millicores: int, every: float = 1.0, each: bool = False):
+        self.plane, self.ns, self.app, self.every, self.each = plane, ns, app, every, each
         self.millicores = millicores
         self.client = plane.client()
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name=f"load-{app}", daemon=True)
+
+    def start(self) -> "SpreadLoad":
+        return self.__enter__()
+
+    def stop(self) -> None:
+        self.__exit__()
 
     def set(self, millicores: int) -> None:
         self.millicores = millicores
@@ -283,7 +333,7 @@ class SpreadLoad:
             pods = running_pods(self.plane, self.ns, self.app)
             if not pods:
                 return 0
-            share = f"{-(-self.millicores // len(pods))}m"
+            share = f"{self.millicores if self.each else -(-self.millicores // len(pods))}m"
             for p in pods:
                 if (p["metadata"].get("annotations") or {}).get(USAGE_CPU) != share:
                     try:
