@@ -48,6 +48,7 @@ from aiohttp import web
 from kubedouble.errors import KubeError, json_response, status_body
 from kubedouble.metrics import CUSTOM_GROUP, EXTERNAL_GROUP, METRICS_GROUP, MetricsStore, timestamp_str
 
+from .aggregation import register_service
 from .net import free_port
 from .pki import METRICS_SERVICE
 
@@ -188,8 +189,6 @@ class MetricsFixture(MetricsStore):
             self._thread.join(10)
 
     def _register(self) -> None:
-        from .cluster import register_service
-
         ns, name = METRICS_SERVICE
         register_service(self.plane, ns, name, self.host, self.port,
                          [(group, version, 100 - i) for group, versions in SERVED.items()

@@ -45,7 +45,7 @@ def _control_plane_paths(config) -> tuple[bool, bool]:
 def pytest_sessionstart(session):
     """Build the control plane once when the run includes tests that need it (in the xdist controller only: its
     workers inherit the outcome): in the background while the other tests run (progress in its log), or, when the
-    run holds nothing else, in the foreground with its progress bar (15-35 minutes cold)."""
+    run holds nothing else, in the foreground with its progress bar (25-45 minutes cold)."""
     config = session.config
     some, only = _control_plane_paths(config)
     if hasattr(config, "workerinput") or not some:
@@ -57,7 +57,7 @@ def pytest_sessionstart(session):
             config._pyhpa_build_started = time.time()
             terminal = config.pluginmanager.getplugin("terminalreporter")
             terminal.write_line(f"control plane: building {KUBERNETES_VERSION} in the background while the other "
-                                f"tests run (cold: 15-35 minutes on two cores); progress: {build_log()}")
+                                f"tests run (cold: 25-45 minutes on two cores); progress: {build_log()}")
 
 
 def pytest_sessionfinish(session):
