@@ -535,7 +535,10 @@ class ControlPlane:
                 f"--secure-port={self.metrics_server_port}",
                 f"--tls-cert-file={p.metrics_server_crt}", f"--tls-private-key-file={p.metrics_server_key}",
                 "--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname", "--kubelet-use-node-status-port",
-                "--kubelet-insecure-tls", f"--metric-resolution={self.metric_resolution}s", "--v=1"]
+                "--kubelet-insecure-tls", f"--metric-resolution={self.metric_resolution}s",
+                # it refuses a resolution not above its kubelet request timeout (10 s by default)
+                *([f"--kubelet-request-timeout={self.metric_resolution // 2}s"] if self.metric_resolution <= 10 else []),
+                "--v=1"]
 
     def _register_metrics_server(self) -> None:
         """metrics-server's Service (its cluster IP the address it listens on) and APIService
