@@ -68,16 +68,21 @@ class Replicas(threading.Thread):
 
     def run(self) -> None:
         while not self._done.wait(0.5):
-            try:
-                n = spec_replicas(self.client, self.ns, self.name)
-            except Exception:  # noqa: BLE001 - a hiccup: the next poll
-                continue
-            if not self.seen or self.seen[-1] != n:
-                self.seen.append(n)
+            self._poll()
+
+    def _poll(self) -> None:
+        try:
+            n = spec_replicas(self.client, self.ns, self.name)
+        except Exception:  # noqa: BLE001 - a hiccup: the next poll
+            return
+        if not self.seen or self.seen[-1] != n:
+            self.seen.append(n)
 
     def stop(self) -> list[int]:
+        """Stop polling and return the values seen, the current one last (read once more after the thread ended)."""
         self._done.set()
         self.join(5)
+        self._poll()
         return self.seen
 
 
