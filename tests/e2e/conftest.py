@@ -39,6 +39,17 @@ from controlplane.cluster import DEFAULT_CONTROLLERS
 from .util import CRD_FILE, Pyhpa, has_default_sa, stop_loads, wait_until
 
 
+def _running_with_crd(cp: ControlPlane):
+    """Start ``cp``, install the HorizontalAutoscaler CRD, yield it until the session ends, then stop it."""
+    cp.start()
+    try:
+        cp.run_kubectl("apply", "--server-side", "-f", str(CRD_FILE))
+        cp.run_kubectl("wait", "--for=condition=Established", "crd/horizontalautoscalers.pyhpa.dev", "--timeout=60s")
+        yield cp
+    finally:
+        cp.stop()
+
+
 @pytest.fixture(scope="session")
 def plane(tmp_path_factory) -> ControlPlane:
     """The running control plane (kube-scheduler, KWOK's four nodes, and the metrics fixture: these tests set exact
@@ -54,13 +65,7 @@ def plane(tmp_path_factory) -> ControlPlane:
                                                "--kube-api-burst=400"),
                       # room for test_side_by_side's twins (up to ~450 pods at once) beside the other tests' pods
                       nodes=4, node_cpu="32", node_pods=250, metrics="fixture")
-    cp.start()
-    try:
-        cp.run_kubectl("apply", "--server-side", "-f", str(CRD_FILE))
-        cp.run_kubectl("wait", "--for=condition=Established", "crd/horizontalautoscalers.pyhpa.dev", "--timeout=60s")
-        yield cp
-    finally:
-        cp.stop()
+    yield from _running_with_crd(cp)
 
 
 @pytest.fixture(scope="session")
@@ -73,13 +78,7 @@ def real_plane(tmp_path_factory) -> ControlPlane:
     require_control_plane(CONTROL_PLANE)
     cp = ControlPlane(tmp_path_factory.mktemp("realplane"),
                       controllers=DEFAULT_CONTROLLERS + ("horizontalpodautoscaling",), metric_resolution=10)
-    cp.start()
-    try:
-        cp.run_kubectl("apply", "--server-side", "-f", str(CRD_FILE))
-        cp.run_kubectl("wait", "--for=condition=Established", "crd/horizontalautoscalers.pyhpa.dev", "--timeout=60s")
-        yield cp
-    finally:
-        cp.stop()
+    yield from _running_with_crd(cp)
 
 
 @pytest.fixture(autouse=True)
