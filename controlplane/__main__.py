@@ -33,12 +33,14 @@ from .build import (
     not_built_reason,
 )
 from .cluster import DEFAULT_CONTROLLERS, ControlPlane, ControlPlaneError
+from .prometheus import PrometheusError, PrometheusServer, prometheus_binary
 
 EXAMPLES = {
     "build": examples("python -m controlplane build    # once: 25-45 minutes on two cores"),
     "version": examples("python -m controlplane version  # what the cached build is"),
     "up": examples("python -m controlplane up            # then export the KUBECONFIG",
                    "python -m controlplane up --nodes 5  # five KWOK nodes",
+                   "python -m controlplane up --prometheus     # and Prometheus + prometheus-adapter",
                    "python -m controlplane up --prometheus-url http://127.0.0.1:9090",
                    "python -m controlplane up --no-crd   # without pyhpa's CRD"),
 }
@@ -120,34 +122,53 @@ def up(home: Optional[Path] = typer.Option(None, "--home", metavar="DIR",
            help="Also run prometheus-adapter on this Prometheus (http://HOST:PORT) with the repository's rules "
                 "(controlplane/manifests/prometheus-adapter-config.yaml): custom.metrics.k8s.io and "
                 "external.metrics.k8s.io."),
+       prometheus: bool = typer.Option(
+           False, "--prometheus",
+           help="Also start a Prometheus (Debian's prometheus on PATH) scraping every KWOK node's kubelet "
+                "/metrics/resource each 15 s, and prometheus-adapter on it (as --prometheus-url does): the Pods "
+                "metric cpu_usage of every pod, and whatever the rules make of what you add to it."),
        crd: bool = typer.Option(True, "--crd/--no-crd", help="Install the HorizontalAutoscaler CRD and the namespace pyhpa-system.")) -> None:
-    """Build if needed, start the cluster (control plane, KWOK nodes, metrics-server), serve until Ctrl-C."""
+    """Build if needed, start the cluster (control plane, KWOK nodes, metrics-server; Prometheus and prometheus-adapter when asked), serve until Ctrl-C."""
+    if prometheus_url is not None and not prometheus_url.startswith(("http://", "https://")):
+        _fail(f"--prometheus-url: expected http://HOST:PORT or https://HOST:PORT, got {prometheus_url!r}")
+    if prometheus and prometheus_url is not None:
+        _fail("--prometheus and --prometheus-url: give one (--prometheus starts its own)")
+    if prometheus and prometheus_binary() is None:
+        _fail("--prometheus: prometheus is not on PATH (Debian: apt-get install prometheus; or give --prometheus-url)")
     try:
         build_with_bar()
     except BuildError as e:
         _fail(f"{e}. Fix: {e.fix}")
     plane = ControlPlane(home or cache_dir() / "run", controllers=tuple(c for c in controllers.split(",") if c),
                          nodes=nodes)
-    if prometheus_url is not None and not prometheus_url.startswith(("http://", "https://")):
-        _fail(f"--prometheus-url: expected http://HOST:PORT or https://HOST:PORT, got {prometheus_url!r}")
+    prom: Optional[PrometheusServer] = None
     try:
         plane.start()
+        if prometheus:
+            prom = PrometheusServer(jobs=[plane.kubelet_scrape_job("15s")], scrape_interval="15s").__enter__()
+            prometheus_url = prom.url
         if prometheus_url is not None:
             plane.start_adapter(prometheus_url)
         if crd:
             plane.run_kubectl("apply", "--server-side", "-f", str(CRD))
             # the namespace of pyhpa run's default Lease (--leader-elect-resource-namespace), as the deploy kit has it
             plane.run_kubectl("create", "namespace", "pyhpa-system")
-    except (ControlPlaneError, OSError) as e:
-        plane.stop()
+    except (ControlPlaneError, PrometheusError, OSError) as e:
+        _stop(plane, prom)
         _fail(str(e))
     kubeconfig = plane.admin_kubeconfig
+    adapter = ""
+    if prometheus_url is not None:
+        scraping = " (it scrapes every node's kubelet /metrics/resource)" if prom is not None else ""
+        adapter = (f"Prometheus: {prometheus_url}{scraping}; prometheus-adapter serves custom.metrics.k8s.io and "
+                   "external.metrics.k8s.io from it.\n")
     typer.echo(f"Kubernetes {KUBERNETES_VERSION} is up at {plane.url} (logs: {plane.home / 'logs'}).\n"
                f"  export KUBECONFIG={kubeconfig}\n"
                f"  {plane.kubectl} get nodes\n"
                f"  pyhpa run --kubeconfig {kubeconfig}\n"
                "Pod usage (KWOK reports it, metrics-server serves it): annotate pods (or a pod template) "
                "kwok.x-k8s.io/usage-cpu=250m.\n"
+               f"{adapter}"
                "Ctrl-C stops it.", err=False)
     sys.stdout.flush()
     done = threading.Event()
@@ -156,9 +177,18 @@ def up(home: Optional[Path] = typer.Option(None, "--home", metavar="DIR",
     while not done.wait(1):
         for comp in plane.components.values():
             if not comp.running():
-                plane.stop()
+                _stop(plane, prom)
                 _fail(f"{comp.name} exited: {comp.tail()} (log: {comp.log})")
+        if prom is not None and not prom.running():
+            _stop(plane, prom)
+            _fail("prometheus exited")
+    _stop(plane, prom)
+
+
+def _stop(plane: ControlPlane, prom: Optional[PrometheusServer]) -> None:
     plane.stop()
+    if prom is not None:
+        prom.__exit__()
 
 
 if __name__ == "__main__":

@@ -274,6 +274,23 @@ class ControlPlane:
         self._wait(ready, "kwok")
         return names
 
+    def kubelet_scrape_job(self, interval: str = "15s") -> dict:
+        """A Prometheus scrape job (one ``scrape_configs`` entry) of every KWOK node's resource metrics: the
+        kubelet endpoint ``/metrics/resource`` as KWOK emulates it (``controlplane/kwok/metrics.yaml``:
+        ``container_cpu_usage_seconds_total``, ``pod_cpu_usage_seconds_total``, the working sets, each with
+        ``namespace`` and ``pod`` labels), what a real cluster's Prometheus scrapes from each kubelet. One target per
+        node (its path is the node's annotation ``metrics.k8s.io/resource-metrics-path``, as metrics-server reads
+        it), labelled ``node``; over HTTPS without verifying KWOK's certificate, as metrics-server's
+        ``--kubelet-insecure-tls``. ``interval``: a Prometheus duration."""
+        from lightkube.resources.core_v1 import Node
+
+        groups = [{"targets": [f"127.0.0.1:{self.kwok_port}"],
+                   "labels": {"__metrics_path__": path, "node": n.metadata.name}}
+                  for n in self.client().list(Node)
+                  if (path := (n.metadata.annotations or {}).get("metrics.k8s.io/resource-metrics-path"))]
+        return {"job_name": "kubelet-resource", "scrape_interval": interval, "scheme": "https",
+                "tls_config": {"insecure_skip_verify": True}, "static_configs": groups}
+
     def stop(self) -> None:
         """Stop the fixtures and components (in the reverse order of their start) and remove etcd's data."""
         for part in (self.fixture, self.pods):

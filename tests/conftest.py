@@ -28,6 +28,10 @@ TESTS = Path(__file__).resolve().parent
 NEEDS_CONTROL_PLANE = (TESTS / "e2e", TESTS / "test_upstream_decide.py", TESTS / "test_controlplane_build.py",
                        TESTS / "test_helm_chart.py")
 NOT_RUN = "control-plane tests not run"
+FIRST_GROUP, SECOND_GROUP = "control-plane", "control-plane-2"
+#: the end-to-end modules on the real metrics pipeline that run in the second group, beside the first (measured on
+#: two cores: the first group's real-pipeline modules about 15 minutes, these and the second group's others about 14)
+SECOND_PROCESS = ("test_deploy_kit.py", "test_helm_real.py", "test_preview_snapshot_explain.py", "test_replicas.py")
 
 
 def _control_plane_paths(config) -> tuple[bool, bool]:
@@ -110,13 +114,25 @@ def pytest_terminal_summary(terminalreporter):
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Each test file is one pytest-xdist group (module fixtures and the ports a file's servers share stay in
-    one process), and the tests that need the built control plane (the end-to-end tier, hpa-decide, the build) are
-    one group: one process, one real control plane, and while the control plane builds in the background one
-    process waits for it and the other runs everything else."""
+    one process), and the tests that need the built control plane are two groups of about the same length, each
+    one process and its own clusters: ``control-plane`` (end-to-end tests on the real metrics pipeline,
+    ``real_plane``), first, so its process waits for the background build while the other runs everything else,
+    and ``control-plane-2`` (the tests on the metrics fixture's cluster, hpa-decide, the build and Helm chart tests,
+    and the end-to-end modules of ``SECOND_PROCESS`` on a real-pipeline cluster of that process), last, so the
+    second process reaches it after the other tests and the two groups then run side by side."""
+    first, middle, last = [], [], []
     for item in items:
         path = item.nodeid.split("::", 1)[0]
         needs = any(Path(item.path) == need or need in Path(item.path).parents for need in NEEDS_CONTROL_PLANE)
-        item.add_marker(pytest.mark.xdist_group("control-plane" if needs else path))
+        if not needs:
+            group, bucket = path, middle
+        elif "real_plane" in getattr(item, "fixturenames", ()) and Path(item.path).name not in SECOND_PROCESS:
+            group, bucket = FIRST_GROUP, first
+        else:
+            group, bucket = SECOND_GROUP, last
+        item.add_marker(pytest.mark.xdist_group(group))
+        bucket.append(item)
+    items[:] = first + middle + last
 
 
 @pytest.fixture

@@ -18,11 +18,12 @@ from prometheus_client import CollectorRegistry, Gauge, start_http_server
 from test_controller_e2e import HA, Running, assert_exactly_as_decided, events, put_pods, replicas
 from typer.testing import CliRunner
 
+from controlplane.net import free_port
+from controlplane.prometheus import PrometheusServer, prometheus_binary
 from kubedouble import KubeDouble
 from pyhpa.adapters.parse import format_time
 from pyhpa.cli.main import app
 from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
-from tests.prometheus_server import PrometheusServer, free_port, prometheus_binary
 
 needs_prometheus = pytest.mark.skipif(
     prometheus_binary() is None,

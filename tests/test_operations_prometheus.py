@@ -24,8 +24,9 @@ from controller_util import ControllerTask, autoscaler, deployment, pod, wait_fo
 from lightkube import codecs
 from test_prediction_live import history_file
 
+from controlplane.net import free_port
+from controlplane.prometheus import PrometheusServer, prometheus_binary
 from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
-from tests.prometheus_server import PrometheusServer, free_port, prometheus_binary
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("pyhpa_monitoring_build", ROOT / "deploy" / "monitoring" / "build.py")

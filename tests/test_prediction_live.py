@@ -21,9 +21,9 @@ from controller_util import autoscaler, deployment, pod, wait_for
 from lightkube import codecs
 from test_controller_e2e import HA, Running, replicas
 
+from controlplane.prometheus import PrometheusServer, prometheus_binary
 from kubedouble import KubeDouble
 from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
-from tests.prometheus_server import PrometheusServer, prometheus_binary
 
 needs_prometheus = pytest.mark.skipif(
     prometheus_binary() is None or shutil.which("promtool") is None,

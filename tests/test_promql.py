@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry, Gauge, start_http_server
 
+from controlplane.net import free_port
+from controlplane.prometheus import PrometheusServer, prometheus_binary
 from pyhpa.adapters.errors import InputError
 from pyhpa.adapters.metric_types.prometheus import metric_from_dict
 from pyhpa.adapters.promql import PromQuery, query_samples, samples_from_answer
 from pyhpa.core import HPA, ControllerConfig, Memory, Pod, Scale, SyncInputs, decide
 from pyhpa.core.model import ZERO_TIME
-from tests.prometheus_server import PrometheusServer, free_port, prometheus_binary
 
 needs_prometheus = pytest.mark.skipif(
     prometheus_binary() is None,

@@ -20,12 +20,12 @@ import yaml
 from lightkube import codecs
 from typer.testing import CliRunner
 
+from controlplane.prometheus import prometheus_binary
 from pyhpa.cli.main import app
 from pyhpa.controller import Settings as ControllerSettings
 from pyhpa.controller.cache.autoscaler import parse_autoscaler
 from pyhpa.simulate import Settings, input_files
 from pyhpa.tune import Objective, check_held_out, prepare, search
-from tests.prometheus_server import prometheus_binary
 
 needs_prometheus = pytest.mark.skipif(
     prometheus_binary() is None or shutil.which("promtool") is None,
@@ -261,8 +261,8 @@ async def test_live_mode_reads_the_cluster_and_a_backfilled_prometheus(kd, tmp_p
 
     from controller_util import autoscaler, pod
 
+    from controlplane.prometheus import PrometheusServer
     from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
-    from tests.prometheus_server import PrometheusServer
 
     now = time.time()
     cpu_history(tmp_path / "history.om", now, days=2.2)

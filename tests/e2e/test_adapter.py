@@ -19,7 +19,9 @@ from control_plane_gate import require_control_plane
 from lightkube import codecs
 from lightkube.resources.autoscaling_v2 import HorizontalPodAutoscaler
 from prometheus_client import CollectorRegistry, Gauge, start_http_server
-from prometheus_server import PrometheusServer, free_port, prometheus_binary
+
+from controlplane.net import free_port
+from controlplane.prometheus import PrometheusServer, prometheus_binary
 
 from .util import (
     apply,

@@ -1,18 +1,23 @@
 """``python -m controlplane up``, the README's way to try pyhpa on a real cluster: it starts, says where, serves
-kubectl (its KWOK nodes, ``kubectl top`` through metrics-server) and ``pyhpa run``, and SIGTERM stops every component
-it started. ``python -m controlplane version`` names each binary's version."""
+kubectl (its KWOK nodes, ``kubectl top`` through metrics-server; with ``--prometheus`` a Prometheus scraping the
+nodes' kubelet endpoints and prometheus-adapter's Pods metric ``cpu_usage`` from it) and ``pyhpa run``, and SIGTERM
+stops every component it started. ``python -m controlplane version`` names each binary's version."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
 
+import pytest
 from control_plane_gate import require_control_plane
 
 from controlplane import bin_dir
+from controlplane.prometheus import prometheus_binary
+from pyhpa.adapters.parse import milli
 
 from .util import ROOT, wait_until
 
@@ -27,10 +32,12 @@ def _alive(pid: int) -> bool:
 
 
 def test_up_serves_kubectl_and_pyhpa_run_and_stops_everything_on_sigterm(plane, tmp_path):
+    if prometheus_binary() is None:
+        pytest.fail("prometheus is not installed: .ci/run installs Debian's prometheus package")
     out = tmp_path / "up.log"
     with open(out, "wb") as log:
         proc = subprocess.Popen([sys.executable, "-m", "controlplane", "up", "--home", str(tmp_path / "home"),
-                                 "--nodes", "3"],
+                                 "--nodes", "3", "--prometheus"],
                                 cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_until(lambda: "is up at https://127.0.0.1:" in out.read_text() or proc.poll() is not None, timeout=180,
@@ -55,6 +62,19 @@ def test_up_serves_kubectl_and_pyhpa_run_and_stops_everything_on_sigterm(plane, 
                          and r.stdout.count("\n") == 3 and r.stdout, timeout=150,
                          what="kubectl top pods (metrics-server's scrapes)")
         assert all(abs(int(line.split()[1].rstrip("m")) - 250) <= 5 for line in top.splitlines()), top
+        # --prometheus: Prometheus scrapes each node's /metrics/resource; the adapter's rule of its docs/config.md
+        # serves container_cpu_usage_seconds_total's rate as the Pods metric cpu_usage (cores, as a quantity)
+        assert "Prometheus: http://127.0.0.1:" in out.read_text()
+
+        def cpu_usage() -> dict:
+            r = subprocess.run([*kubectl, "get", "--raw", "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/"
+                                "pods/*/cpu_usage?labelSelector=app%3Ddemo"], capture_output=True, text=True,
+                               timeout=60)
+            items = json.loads(r.stdout).get("items", []) if r.returncode == 0 else []
+            return {i["describedObject"]["name"]: milli(i["value"]) for i in items} if len(items) == 3 else {}
+        # the rule's rate over 1 minute reaches 250m once a minute of samples at 250m lies inside its window
+        wait_until(lambda: (u := cpu_usage()) and all(abs(v - 250) <= 10 for v in u.values()), timeout=300, every=5,
+                   what="the Pods metric cpu_usage at 250m through prometheus-adapter")
         crds = subprocess.run([str(bin_dir() / "kubectl"), "--kubeconfig", str(kubeconfig), "get", "crd", "-o", "name"],
                               capture_output=True, text=True, timeout=60)
         assert "horizontalautoscalers.pyhpa.dev" in crds.stdout
@@ -73,8 +93,9 @@ def test_up_serves_kubectl_and_pyhpa_run_and_stops_everything_on_sigterm(plane, 
         assert any("acquired lease pyhpa-system/pyhpa-controller" in line for line in lines), lines
         children = [int(p) for p in subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
                                                    text=True).stdout.split()]
-        # etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, metrics-server
-        assert len(children) == 6
+        # etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, metrics-server, prometheus,
+        # prometheus-adapter
+        assert len(children) == 8
     finally:
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(60)

@@ -19,7 +19,7 @@ from lightkube.resources.apps_v1 import Deployment
 from lightkube.types import PatchType
 from test_prediction_live import history_file, needs_prometheus
 
-from tests.prometheus_server import PrometheusServer
+from controlplane.prometheus import PrometheusServer
 
 from .util import (
     HA,
