@@ -47,7 +47,7 @@ class Target:
     ``requests``/``missing_request`` are in the core's ``Pod`` form (milli-units);
     ``cpu_limit_millicores`` is the serving container's CPU limit (None: no limit); ``fields`` the manifest path of
     each container the core counts (``spec.template.spec.containers[0]``) and, under "", of the pod (its
-    pod-level resources).
+    pod-level resources); ``node_selector`` the pod template's ``nodeSelector`` (which node pool of a fleet runs it).
     """
 
     kind: str
@@ -66,6 +66,7 @@ class Target:
     ordered_ready: bool
     pod: Pod | None = None  # the pod template as the core reads it (requests, limits, containers)
     fields: dict[str, str] = field(default_factory=dict)
+    node_selector: dict[str, str] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -127,7 +128,7 @@ def target_from_dict(d: dict, container: str = "") -> Target:
         pod.requests, pod.missing_request, containers, serving, _cpu_limit(c, index),
         _probe(c.readinessProbe, f"spec.template.spec.containers[{index}].readinessProbe"),
         _probe(c.startupProbe, f"spec.template.spec.containers[{index}].startupProbe"), ordered, pod,
-        _container_fields(spec.template.spec),
+        _container_fields(spec.template.spec), dict(spec.template.spec.nodeSelector or {}),
     )
 
 

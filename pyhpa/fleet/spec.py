@@ -1,0 +1,458 @@
+"""The fleet file: workloads (each an autoscaler, its Deployment, a workload profile and a trace) on node pools,
+a scheduler and a node autoscaler, as typed structs; ``load_fleet`` reads and checks it.
+
+::
+
+    apiVersion: pyhpa.dev/v1alpha1
+    kind: Fleet
+    metadata: {name: shop}
+    spec:
+      scheduler: {scoringStrategy: LeastAllocated}
+      nodeAutoscaler:
+        model: cluster-autoscaler            # or karpenter
+        cluster-autoscaler: {scale-down-unneeded-time: 10m}
+      nodePools:
+      - name: general
+        labels: {pool: general}
+        instanceTypes: [{name: m5.xlarge, cpu: "4", memory: 16Gi, pricePerHour: 0.192}]
+        daemonSetOverhead: {cpu: 200m, memory: 512Mi}
+        minNodes: 1
+        maxNodes: 50
+        provisioningSeconds: {median: 90, p90: 150}
+      workloads:
+      - name: web
+        autoscaler: hpa/web.yaml            # HorizontalAutoscaler or autoscaling/v2 HPA
+        target: deploy/web.yaml             # its Deployment (requests, nodeSelector)
+        profile: profiles/web.yaml          # optional: pyhpa simulate's workload profile
+        trace: {file: traces/nasa.csv, column: requests, scale: 1.0, shift: 0s}
+        nodePool: general                   # optional: else the pool whose labels the nodeSelector matches
+
+Names are the projects' own: Cluster Autoscaler's flags (``scan-interval``, ``scale-down-unneeded-time``, ...) with
+the defaults of its ``config/const.go`` and ``config/flags/flags.go``; Karpenter's NodePool ``disruption`` fields
+(``consolidationPolicy``, ``consolidateAfter``, ``budgets``) with the defaults of its ``pkg/apis/v1/nodepool.go``,
+and its settings ``batchIdleDuration`` and ``batchMaxDuration`` (``pkg/operator/options``); kube-scheduler's
+``NodeResourcesFitArgs.scoringStrategy.type`` (``LeastAllocated``, the default profile's, or ``MostAllocated``).
+Units: CPU in millicores and memory in bytes once read (quantities in the file: ``"4"``, ``200m``, ``16Gi``),
+prices in dollars per node-hour, durations in seconds (Go durations in the file: ``10s``, ``10m``).
+
+Relative file names are relative to the fleet file's folder. Every count has a bound (``MAX_WORKLOADS``,
+``MAX_NODE_POOLS``, ``MAX_INSTANCE_TYPES``, ``MAX_NODES``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import Meta, Struct, field
+
+from ..adapters.autoscaler import find_autoscaler
+from ..adapters.errors import InputError
+from ..adapters.parse import duration, format_time, milli, quantity
+from ..adapters.snapshot import read_document
+from ..simulate import Autoscaler, Settings, load_autoscaler
+from ..simulate.profile import Profile, load_profile
+from ..simulate.target import Target, load_target
+from ..simulate.trace import Trace, load_trace
+
+API_VERSION = "pyhpa.dev/v1alpha1"
+KIND = "Fleet"
+#: bounds of what a fleet file may ask for (a fleet of thousands is tuned overnight; these keep one run bounded)
+MAX_WORKLOADS = 10_000
+MAX_NODE_POOLS = 100
+MAX_INSTANCE_TYPES = 100
+MAX_NODES = 100_000
+MAX_BUDGETS = 50  # Karpenter's own MaxItems of disruption.budgets
+#: the longest provisioning delay a pool may state (an hour: longer is a stuck node, which max-node-provision-time
+#: ends)
+MAX_PROVISIONING_SECONDS = 3600.0
+
+
+class Seconds(float):
+    """A duration in seconds; in the file a Go duration (``10s``, ``1m30s``) or a number of seconds."""
+
+    __slots__ = ()
+
+
+class SecondsOrNever(float):
+    """A duration in seconds, or ``Never`` (infinite: Karpenter's ``consolidateAfter: Never``)."""
+
+    __slots__ = ()
+
+
+class Millicores(int):
+    """CPU in millicores; in the file a quantity (``"4"``, ``500m``), read as upstream's ``MilliValue()``."""
+
+    __slots__ = ()
+
+
+class Bytes(int):
+    """Memory in bytes; in the file a quantity (``16Gi``, ``512Mi``), read as upstream's ``Value()`` (rounded up)."""
+
+    __slots__ = ()
+
+
+class Model(StrEnum):
+    """The node autoscaler a fleet runs (``spec.nodeAutoscaler.model``)."""
+
+    CLUSTER_AUTOSCALER = "cluster-autoscaler"
+    KARPENTER = "karpenter"
+
+
+class ScoringStrategy(StrEnum):
+    """kube-scheduler's NodeResourcesFit scoring (``NodeResourcesFitArgs.scoringStrategy.type``)."""
+
+    LEAST_ALLOCATED = "LeastAllocated"  # the default profile's
+    MOST_ALLOCATED = "MostAllocated"
+
+
+class Expander(StrEnum):
+    """Cluster Autoscaler's ``--expander`` values a fleet simulates (its default: ``least-waste``)."""
+
+    LEAST_WASTE = "least-waste"
+    RANDOM = "random"
+    MOST_PODS = "most-pods"
+    PRICE = "price"
+
+
+class ConsolidationPolicy(StrEnum):
+    """Karpenter's NodePool ``disruption.consolidationPolicy``."""
+
+    WHEN_EMPTY = "WhenEmpty"
+    WHEN_EMPTY_OR_UNDERUTILIZED = "WhenEmptyOrUnderutilized"
+
+
+NonNegative = Annotated[float, Meta(ge=0)]
+
+
+class Scheduler(Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
+    """How pods are placed: kube-scheduler's default profile (NodeResourcesFit) with this scoring."""
+
+    scoring_strategy: ScoringStrategy = ScoringStrategy.LEAST_ALLOCATED
+
+
+class ClusterAutoscaler(Struct, forbid_unknown_fields=True, frozen=True):
+    """Cluster Autoscaler's flags, spelled and defaulted as in kubernetes/autoscaler ``cluster-autoscaler/config``:
+    ``scan-interval`` 10s, ``expander`` least-waste, ``scale-down-unneeded-time`` 10m, ``scale-down-delay-after-add``
+    10m, ``scale-down-utilization-threshold`` 0.5 (a node's max of CPU and memory requests over allocatable below
+    which it may be removed), ``max-node-provision-time`` 15m."""
+
+    scan_interval: Seconds = field(default=Seconds(10.0), name="scan-interval")
+    expander: Expander = Expander.LEAST_WASTE
+    scale_down_unneeded_time: Seconds = field(default=Seconds(600.0), name="scale-down-unneeded-time")
+    scale_down_delay_after_add: Seconds = field(default=Seconds(600.0), name="scale-down-delay-after-add")
+    scale_down_utilization_threshold: Annotated[float, Meta(ge=0, le=1)] = field(
+        default=0.5, name="scale-down-utilization-threshold")
+    max_node_provision_time: Seconds = field(default=Seconds(900.0), name="max-node-provision-time")
+
+
+class Budget(Struct, forbid_unknown_fields=True, frozen=True):
+    """A Karpenter disruption budget: at most ``nodes`` (a count, or a percent of the pool's nodes: ``10%``)
+    disrupted at once."""
+
+    nodes: Annotated[str, Meta(pattern=r"^((100|[0-9]{1,2})%|[0-9]+)$")] = "10%"
+
+
+class Karpenter(Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
+    """Karpenter's batching settings (``--batch-idle-duration`` 1s, ``--batch-max-duration`` 10s) and NodePool
+    ``disruption`` (``consolidationPolicy`` WhenEmptyOrUnderutilized, ``consolidateAfter`` 0s, ``budgets``
+    ``[{nodes: 10%}]``), defaulted as kubernetes-sigs/karpenter's ``pkg/operator/options`` and
+    ``pkg/apis/v1/nodepool.go`` do. ``consolidateAfter: Never`` turns consolidation off (infinite seconds)."""
+
+    batch_idle_duration: Seconds = Seconds(1.0)
+    batch_max_duration: Seconds = Seconds(10.0)
+    consolidation_policy: ConsolidationPolicy = ConsolidationPolicy.WHEN_EMPTY_OR_UNDERUTILIZED
+    consolidate_after: SecondsOrNever = SecondsOrNever(0.0)
+    budgets: Annotated[tuple[Budget, ...], Meta(min_length=1, max_length=MAX_BUDGETS)] = (Budget(),)
+
+
+class NodeAutoscaler(Struct, forbid_unknown_fields=True, frozen=True):
+    """``model`` and the settings of each model (only the chosen one's are used)."""
+
+    model: Model = Model.CLUSTER_AUTOSCALER
+    cluster_autoscaler: ClusterAutoscaler = field(default_factory=ClusterAutoscaler, name="cluster-autoscaler")
+    karpenter: Karpenter = field(default_factory=Karpenter)
+
+
+class Resources(Struct, forbid_unknown_fields=True, frozen=True):
+    """CPU (millicores) and memory (bytes)."""
+
+    cpu: Millicores = Millicores(0)
+    memory: Bytes = Bytes(0)
+
+
+class InstanceType(Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
+    """A machine a pool's nodes may be: allocatable ``cpu`` (millicores) and ``memory`` (bytes), and its price
+    (dollars per node-hour)."""
+
+    name: Annotated[str, Meta(min_length=1, max_length=253)]
+    cpu: Millicores
+    memory: Bytes
+    price_per_hour: NonNegative
+
+
+class ProvisioningSeconds(Struct, forbid_unknown_fields=True, frozen=True):
+    """How long a new node takes from the node autoscaler's request to Ready: log-normal with this ``median`` and
+    90th percentile ``p90`` (seconds; equal for a fixed delay). Our default (90 s median, 150 s p90) is within the
+    one to three minutes cloud VMs typically take; set yours from your nodes' creation-to-Ready times."""
+
+    median: Annotated[float, Meta(ge=0, le=MAX_PROVISIONING_SECONDS)] = 90.0
+    p90: Annotated[float, Meta(ge=0, le=MAX_PROVISIONING_SECONDS)] = 150.0
+
+
+class NodePool(Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
+    """Nodes of one kind: their ``labels`` (a workload's nodeSelector picks the pool by them), the
+    ``instanceTypes`` (Cluster Autoscaler: a node group of the first; Karpenter: the cheapest that fits),
+    ``daemonSetOverhead`` (requested by DaemonSet pods on every node), ``minNodes``/``maxNodes`` and
+    ``provisioningSeconds``."""
+
+    name: Annotated[str, Meta(min_length=1, max_length=253)]
+    instance_types: Annotated[tuple[InstanceType, ...], Meta(min_length=1, max_length=MAX_INSTANCE_TYPES)]
+    labels: dict[str, str] = {}
+    daemon_set_overhead: Resources = field(default_factory=Resources)
+    min_nodes: Annotated[int, Meta(ge=0, le=MAX_NODES)] = 0
+    max_nodes: Annotated[int, Meta(ge=1, le=MAX_NODES)] = 1000
+    provisioning_seconds: ProvisioningSeconds = field(default_factory=ProvisioningSeconds)
+
+
+class TraceRef(Struct, forbid_unknown_fields=True, frozen=True):
+    """A workload's load: ``column`` of the CSV ``file``, times ``scale``, moved ``shift`` later (seconds)."""
+
+    file: Annotated[str, Meta(min_length=1)]
+    column: Annotated[str, Meta(min_length=1)]
+    scale: Annotated[float, Meta(gt=0, le=1e6)] = 1.0
+    shift: Seconds = Seconds(0.0)
+
+
+class Workload(Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
+    """One autoscaler with its Deployment (``target``), ``profile`` (optional: the built-in one) and ``trace``,
+    on ``nodePool`` (optional: the pool whose labels the pod template's nodeSelector matches)."""
+
+    name: Annotated[str, Meta(min_length=1, max_length=253)]
+    autoscaler: Annotated[str, Meta(min_length=1)]
+    target: Annotated[str, Meta(min_length=1)]
+    trace: TraceRef
+    profile: str = ""
+    node_pool: str = ""
+
+
+class Metadata(Struct, forbid_unknown_fields=False, frozen=True):
+    name: str = ""
+
+
+class FleetSpec(Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
+    node_pools: Annotated[tuple[NodePool, ...], Meta(min_length=1, max_length=MAX_NODE_POOLS)]
+    workloads: Annotated[tuple[Workload, ...], Meta(min_length=1, max_length=MAX_WORKLOADS)]
+    scheduler: Scheduler = field(default_factory=Scheduler)
+    node_autoscaler: NodeAutoscaler = field(default_factory=NodeAutoscaler)
+
+
+class FleetFile(Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
+    api_version: str
+    kind: str
+    spec: FleetSpec
+    metadata: Metadata = field(default_factory=Metadata)
+
+
+@dataclass(slots=True, frozen=True)
+class LoadedWorkload:
+    """A workload with everything it names read: the autoscaler, its target, profile and trace (times already
+    moved by ``trace.shift``), and its pool."""
+
+    spec: Workload
+    autoscaler: Autoscaler
+    target: Target
+    profile: Profile
+    trace: Trace
+    pool: NodePool
+
+
+@dataclass(slots=True, frozen=True)
+class Fleet:
+    """A fleet file read and checked: its ``spec``, each workload loaded, and the span every trace covers
+    (``start``, ``end``: epoch seconds)."""
+
+    file: str
+    spec: FleetSpec
+    workloads: tuple[LoadedWorkload, ...]
+    start: float
+    end: float
+
+
+def _dec_hook(kind: type, value: Any) -> Any:
+    """The file's text for the fleet's own scalar types (msgspec.convert's hook: a ValueError names the path)."""
+    try:
+        if kind is Seconds:
+            return Seconds(duration(value))
+        if kind is SecondsOrNever:
+            return SecondsOrNever(math.inf if value == "Never" else duration(value))
+        if kind is Millicores:
+            return Millicores(milli(value if not isinstance(value, float) else repr(value)))
+        if kind is Bytes:
+            return Bytes(math.ceil(quantity(value if not isinstance(value, float) else repr(value))))
+    except InputError as err:
+        raise ValueError(err.message) from None
+    raise NotImplementedError(kind)
+
+
+_PATH = re.compile(r" - at `\$\.?(.*)`$")
+
+
+def _structure_error(err: msgspec.ValidationError, raw: Any, file: str) -> InputError:
+    """msgspec's message (``Expected `float` >= 0.0, got -1 - at `$.spec.nodePools[0]...```) as one InputError
+    naming the file, the node pool or workload (by its name), and the field path."""
+    text = str(err)
+    m = _PATH.search(text)
+    path = m.group(1) if m else ""
+    message = text[:m.start()] if m else text
+    obj = ""
+    where = re.match(r"spec\.(nodePools|workloads)\[(\d+)\]", path)
+    if where:
+        items = ((raw.get("spec") or {}).get(where.group(1)) or []) if isinstance(raw, dict) else []
+        index = int(where.group(2))
+        name = items[index].get("name") if index < len(items) and isinstance(items[index], dict) else None
+        kind = "node pool" if where.group(1) == "nodePools" else "workload"
+        obj = f"{kind} {name}" if name else f"{kind} #{index + 1}"
+    return InputError(message[:1].lower() + message[1:], file=file, obj=obj, field=path)
+
+
+def read_fleet_file(path: str | Path) -> FleetSpec:
+    """The fleet file's ``spec`` as typed structs (defaults filled in). Raises InputError naming the file, the node
+    pool or workload and the field: a value of the wrong type or out of its bounds (a negative price, more than
+    ``MAX_WORKLOADS`` workloads), an unknown field, another ``kind``, or two pools, workloads or instance types of
+    one pool with one name."""
+    file = str(path)
+    raw = read_document(path)
+    if isinstance(raw, list):
+        raise InputError(f"holds {len(raw)} YAML documents; a fleet file is one (kind: {KIND})", file=file)
+    if not isinstance(raw, dict):
+        raise InputError(f"must be a mapping with apiVersion: {API_VERSION} and kind: {KIND}", file=file)
+    if raw.get("kind") != KIND or raw.get("apiVersion") != API_VERSION:
+        raise InputError(f"is apiVersion {raw.get('apiVersion')!r}, kind {raw.get('kind')!r}: a fleet file is "
+                         f"apiVersion: {API_VERSION}, kind: {KIND}", file=file, field="kind")
+    try:
+        spec = msgspec.convert(raw, FleetFile, dec_hook=_dec_hook).spec
+    except msgspec.ValidationError as err:
+        raise _structure_error(err, raw, file) from None
+    _unique(file, "spec.nodePools", [p.name for p in spec.node_pools], "node pool")
+    _unique(file, "spec.workloads", [w.name for w in spec.workloads], "workload")
+    for i, pool in enumerate(spec.node_pools):
+        _unique(file, f"spec.nodePools[{i}].instanceTypes", [t.name for t in pool.instance_types], "instance type",
+                obj=f"node pool {pool.name}")
+        if pool.min_nodes > pool.max_nodes:
+            raise InputError(f"is {pool.min_nodes}, above maxNodes {pool.max_nodes}", file=file,
+                             obj=f"node pool {pool.name}", field=f"spec.nodePools[{i}].minNodes")
+        if pool.provisioning_seconds.p90 < pool.provisioning_seconds.median:
+            raise InputError(f"is {pool.provisioning_seconds.p90:g}, below the median "
+                             f"{pool.provisioning_seconds.median:g}", file=file, obj=f"node pool {pool.name}",
+                             field=f"spec.nodePools[{i}].provisioningSeconds.p90")
+    return spec
+
+
+def _unique(file: str, field_path: str, names: list[str], what: str, obj: str = "") -> None:
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names):
+        if name in seen:
+            raise InputError(f"{what} {name!r} is named twice ({field_path}[{seen[name]}] and [{i}]): names must "
+                             "differ", file=file, obj=obj or f"{what} {name}", field=f"{field_path}[{i}].name")
+        seen[name] = i
+
+
+def load_fleet(path: str | Path, settings: Settings = Settings()) -> Fleet:
+    """Read a fleet file and every file it names (``read_fleet_file``, then each workload's autoscaler, target,
+    profile and trace as ``pyhpa simulate`` reads them), and check what needs them together: each workload's pool
+    (named, or the one pool its nodeSelector matches), that its pod fits a node of that pool (requests plus the
+    pool's DaemonSet overhead within an instance type's allocatable), and that the traces, shifted, overlap in
+    time. Raises InputError: one line naming the file, the workload (or node pool) and the field."""
+    file = str(path)
+    spec = read_fleet_file(path)
+    folder = Path(path).resolve().parent
+    pools = {p.name: p for p in spec.node_pools}
+    loaded = []
+    for i, w in enumerate(spec.workloads):
+        obj, at = f"workload {w.name}", f"spec.workloads[{i}]"
+        try:
+            profile = load_profile(str(_under(folder, w.profile)) if w.profile else None)
+            target = load_target(_under(folder, w.target), profile.container)
+            hpa_file = str(_under(folder, w.autoscaler))
+            autoscaler = load_autoscaler(find_autoscaler(read_document(hpa_file), hpa_file), hpa_file, target,
+                                         settings)
+            trace = load_trace(_under(folder, w.trace.file), w.trace.column, load_scale=w.trace.scale, gaps="hold")
+        except InputError as err:
+            raise InputError(err.message, file=err.file or file, obj=err.obj or obj,
+                             field=err.field or at, line=err.line) from None
+        pool = _pool_of(file, w, at, target, spec.node_pools, pools)
+        _check_fits(file, obj, at, target, pool)
+        loaded.append(LoadedWorkload(w, autoscaler, target, profile, _shifted(trace, w.trace.shift), pool))
+    start = max(w.trace.start for w in loaded)
+    end = min(w.trace.end for w in loaded)
+    if start >= end:
+        late = max(range(len(loaded)), key=lambda k: loaded[k].trace.start)
+        early = min(range(len(loaded)), key=lambda k: loaded[k].trace.end)
+        raise InputError(
+            f"its trace starts at {_iso(loaded[late].trace.start)}, after the trace of workload "
+            f"{loaded[early].spec.name} ends ({_iso(loaded[early].trace.end)}): the traces of a fleet must overlap "
+            "in time (move one with trace.shift)", file=file, obj=f"workload {loaded[late].spec.name}",
+            field=f"spec.workloads[{late}].trace.shift")
+    return Fleet(file, spec, tuple(loaded), start, end)
+
+
+def _under(folder: Path, name: str) -> Path:
+    p = Path(name)
+    return p if p.is_absolute() else folder / p
+
+
+def _pool_of(file: str, w: Workload, at: str, target: Target, ordered, pools: dict) -> NodePool:
+    """The workload's pool: ``nodePool`` when given, else the one pool whose labels its pod template's
+    nodeSelector matches (the only pool when there is one and the selector is empty)."""
+    obj = f"workload {w.name}"
+    if w.node_pool:
+        if w.node_pool not in pools:
+            raise InputError(f"names node pool {w.node_pool!r}, which the fleet has not (its pools: "
+                             f"{', '.join(pools)})", file=file, obj=obj, field=f"{at}.nodePool")
+        pool = pools[w.node_pool]
+        selector = target.node_selector
+        if any(pool.labels.get(k) != v for k, v in selector.items()):
+            raise InputError(f"is {w.node_pool}, whose labels {pool.labels} do not match the nodeSelector {selector} "
+                             f"of {target.label}", file=file, obj=obj, field=f"{at}.nodePool")
+        return pool
+    selector = target.node_selector
+    matching = [p for p in ordered if all(p.labels.get(k) == v for k, v in selector.items())]
+    if len(matching) == 1:
+        return matching[0]
+    what = f"the nodeSelector {selector} of {target.label}" if selector else f"{target.label} (no nodeSelector)"
+    problem = "matches no node pool" if not matching else f"matches {len(matching)} node pools"
+    raise InputError(f"names no pool: {what} {problem} ({', '.join(p.name for p in ordered)}); give nodePool",
+                     file=file, obj=obj, field=f"{at}.nodePool")
+
+
+def _check_fits(file: str, obj: str, at: str, target: Target, pool: NodePool) -> None:
+    """A pod of ``target`` (its containers' requests) plus the pool's DaemonSet overhead must fit the allocatable
+    of one of the pool's instance types, as NodeResourcesFit filters nodes; else no node can ever run it."""
+    cpu = target.requests.get(("cpu", "")) or 0  # the pod's request as upstream's calculateRequests sums it
+    memory = -(-(target.requests.get(("memory", "")) or 0) // 1000)  # milli-bytes, rounded up
+    over = pool.daemon_set_overhead
+    if any(cpu + over.cpu <= t.cpu and memory + over.memory <= t.memory for t in pool.instance_types):
+        return
+    largest = max(pool.instance_types, key=lambda t: (t.cpu, t.memory))
+    raise InputError(f"a pod of {target.label} requests {cpu}m CPU and {memory} bytes of memory; with the pool's "
+                     f"DaemonSet overhead ({over.cpu}m, {over.memory} bytes) it fits no node of node pool {pool.name} "
+                     f"(largest: {largest.name}, {largest.cpu}m, {largest.memory} bytes)", file=file, obj=obj,
+                     field=f"{at}.target")
+
+
+def _shifted(trace: Trace, shift: float) -> Trace:
+    """``trace`` moved ``shift`` seconds later (its rows, start and end)."""
+    if shift:
+        trace.times = trace.times + shift
+        trace.end += shift
+    return trace
+
+
+def _iso(ts: float) -> str:
+    return format_time(ts) or ""

@@ -1,0 +1,192 @@
+"""The fleet file (``pyhpa.fleet.spec``): its defaults are the node autoscalers' own, and a bad fleet file is one
+line naming the file, the workload (or node pool) and the field (issue 38's list: a workload naming no pool, a pod
+larger than any node, a negative price, names used twice, traces that do not overlap in time)."""
+
+from __future__ import annotations
+
+import copy
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pyhpa.adapters.errors import InputError
+from pyhpa.fleet.spec import (
+    MAX_WORKLOADS,
+    ConsolidationPolicy,
+    Expander,
+    Model,
+    ScoringStrategy,
+    load_fleet,
+    read_fleet_file,
+)
+from pyhpa.simulate import BUNDLED, bundled_path
+
+DAY = 86400.0
+
+
+def _fleet(**spec) -> dict:
+    """Two workloads of the bundled example (php-apache on NASA's trace, the second shifted by one hour) on one
+    pool."""
+    workload = {"autoscaler": str(bundled_path("hpa")), "target": str(bundled_path("target")),
+                "profile": str(bundled_path("profile")),
+                "trace": {"file": str(bundled_path("trace")), "column": BUNDLED["column"]}}
+    base = {"nodePools": [{"name": "general", "instanceTypes": [
+                {"name": "m5.xlarge", "cpu": "4", "memory": "16Gi", "pricePerHour": 0.192}],
+                "daemonSetOverhead": {"cpu": "200m", "memory": "512Mi"}, "maxNodes": 20}],
+            "workloads": [{"name": "web", **workload},
+                          {"name": "api", **copy.deepcopy(workload)}]}
+    base["workloads"][1]["trace"]["shift"] = "1h"
+    base.update(spec)
+    return {"apiVersion": "pyhpa.dev/v1alpha1", "kind": "Fleet", "metadata": {"name": "shop"}, "spec": base}
+
+
+def _write(tmp_path: Path, doc: dict) -> Path:
+    path = tmp_path / "fleet.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def _error(tmp_path: Path, doc: dict) -> str:
+    with pytest.raises(InputError) as err:
+        load_fleet(_write(tmp_path, doc))
+    text = str(err.value)
+    assert "\n" not in text
+    return text
+
+
+def test_a_fleet_reads_every_file_and_fills_the_node_autoscalers_own_defaults(tmp_path):
+    fleet = load_fleet(_write(tmp_path, _fleet()))
+    spec = fleet.spec
+    assert spec.scheduler.scoring_strategy is ScoringStrategy.LEAST_ALLOCATED
+    ca, karpenter = spec.node_autoscaler.cluster_autoscaler, spec.node_autoscaler.karpenter
+    assert spec.node_autoscaler.model is Model.CLUSTER_AUTOSCALER
+    # kubernetes/autoscaler cluster-autoscaler/config/const.go and config/flags/flags.go
+    assert (ca.scan_interval, ca.scale_down_unneeded_time, ca.scale_down_delay_after_add,
+            ca.scale_down_utilization_threshold, ca.max_node_provision_time) == (10, 600, 600, 0.5, 900)
+    assert ca.expander is Expander.LEAST_WASTE
+    # kubernetes-sigs/karpenter pkg/operator/options and pkg/apis/v1/nodepool.go
+    assert (karpenter.batch_idle_duration, karpenter.batch_max_duration, karpenter.consolidate_after) == (1, 10, 0)
+    assert karpenter.consolidation_policy is ConsolidationPolicy.WHEN_EMPTY_OR_UNDERUTILIZED
+    assert [b.nodes for b in karpenter.budgets] == ["10%"]
+    pool = spec.node_pools[0]
+    assert (pool.instance_types[0].cpu, pool.instance_types[0].memory) == (4000, 16 * 2**30)
+    assert (pool.daemon_set_overhead.cpu, pool.daemon_set_overhead.memory) == (200, 512 * 2**20)
+    web, api = fleet.workloads
+    assert web.pool is pool and api.pool is pool
+    assert api.trace.start - web.trace.start == 3600 and api.trace.end - web.trace.end == 3600
+    # the span every trace covers: the second starts an hour later
+    assert (fleet.start, fleet.end) == (api.trace.start, web.trace.end)
+    assert web.autoscaler.hpa.max_replicas >= 1 and web.target.name == "php-apache"
+
+
+def test_settings_in_the_projects_own_spelling_are_read(tmp_path):
+    doc = _fleet(nodeAutoscaler={"model": "karpenter",
+                                 "cluster-autoscaler": {"scan-interval": "30s", "scale-down-unneeded-time": "5m",
+                                                        "expander": "price"},
+                                 "karpenter": {"consolidateAfter": "Never", "consolidationPolicy": "WhenEmpty",
+                                               "batchMaxDuration": "20s", "budgets": [{"nodes": "2"}]}},
+                 scheduler={"scoringStrategy": "MostAllocated"})
+    spec = read_fleet_file(_write(tmp_path, doc))
+    assert spec.node_autoscaler.model is Model.KARPENTER
+    assert spec.scheduler.scoring_strategy is ScoringStrategy.MOST_ALLOCATED
+    ca, karpenter = spec.node_autoscaler.cluster_autoscaler, spec.node_autoscaler.karpenter
+    assert (ca.scan_interval, ca.scale_down_unneeded_time, ca.expander) == (30, 300, Expander.PRICE)
+    assert karpenter.consolidate_after == math.inf  # Never: no consolidation
+    assert (karpenter.consolidation_policy, karpenter.batch_max_duration) == (ConsolidationPolicy.WHEN_EMPTY, 20)
+    assert [b.nodes for b in karpenter.budgets] == ["2"]
+
+
+def test_a_workload_naming_no_pool(tmp_path):
+    doc = _fleet()
+    doc["spec"]["workloads"][1]["nodePool"] = "gpu"
+    text = _error(tmp_path, doc)
+    assert text.startswith(f"{tmp_path / 'fleet.yaml'}: workload api: spec.workloads[1].nodePool: ")
+    assert "names node pool 'gpu', which the fleet has not (its pools: general)" in text
+
+
+def test_a_workload_whose_node_selector_matches_no_pool(tmp_path):
+    docs = list(yaml.safe_load_all(bundled_path("target").read_text()))
+    deployment = next(d for d in docs if d["kind"] == "Deployment")
+    deployment["spec"]["template"]["spec"]["nodeSelector"] = {"pool": "batch"}
+    (tmp_path / "deploy.yaml").write_text(yaml.safe_dump_all(docs))
+    doc = _fleet()
+    doc["spec"]["nodePools"][0]["labels"] = {"pool": "general"}
+    doc["spec"]["workloads"][0]["target"] = "deploy.yaml"  # relative to the fleet file's folder
+    text = _error(tmp_path, doc)
+    assert ": workload web: spec.workloads[0].nodePool: names no pool: the nodeSelector {'pool': 'batch'} of " \
+           "Deployment default/php-apache matches no node pool (general); give nodePool" in text
+
+
+def test_a_pod_larger_than_any_node(tmp_path):
+    doc = _fleet()
+    doc["spec"]["nodePools"][0]["instanceTypes"][0]["cpu"] = "300m"  # 200m of DaemonSets + php-apache's 200m
+    text = _error(tmp_path, doc)
+    assert ": workload web: spec.workloads[0].target: a pod of Deployment default/php-apache requests 200m CPU" in text
+    assert "fits no node of node pool general (largest: m5.xlarge, 300m," in text
+
+
+def test_a_negative_price(tmp_path):
+    doc = _fleet()
+    doc["spec"]["nodePools"][0]["instanceTypes"][0]["pricePerHour"] = -0.1
+    text = _error(tmp_path, doc)
+    assert text == (f"{tmp_path / 'fleet.yaml'}: node pool general: spec.nodePools[0].instanceTypes[0].pricePerHour: "
+                    "expected `float` >= 0.0")
+
+
+@pytest.mark.parametrize("where", ["workloads", "nodePools", "instanceTypes"])
+def test_a_name_used_twice(tmp_path, where):
+    doc = _fleet()
+    spec = doc["spec"]
+    if where == "workloads":
+        spec["workloads"][1]["name"] = "web"
+        expected = ": workload web: spec.workloads[1].name: workload 'web' is named twice"
+    elif where == "nodePools":
+        spec["nodePools"].append(copy.deepcopy(spec["nodePools"][0]))
+        expected = ": node pool general: spec.nodePools[1].name: node pool 'general' is named twice"
+    else:
+        types = spec["nodePools"][0]["instanceTypes"]
+        types.append(copy.deepcopy(types[0]))
+        expected = (": node pool general: spec.nodePools[0].instanceTypes[1].name: instance type 'm5.xlarge' is "
+                    "named twice")
+    assert expected in _error(tmp_path, doc)
+
+
+def test_traces_that_do_not_overlap_in_time(tmp_path):
+    doc = _fleet()
+    doc["spec"]["workloads"][1]["trace"]["shift"] = f"{int(3 * DAY)}s"  # NASA's slice is about two days
+    text = _error(tmp_path, doc)
+    assert ": workload api: spec.workloads[1].trace.shift: its trace starts at " in text
+    assert "after the trace of workload web ends" in text
+
+
+@pytest.mark.parametrize("change, expected", [
+    (lambda s: s["nodePools"][0].update(minNodes=30), "spec.nodePools[0].minNodes: is 30, above maxNodes 20"),
+    (lambda s: s["nodePools"][0].update(provisioningSeconds={"median": 90, "p90": 30}),
+     "spec.nodePools[0].provisioningSeconds.p90: is 30, below the median 90"),
+    (lambda s: s["nodePools"][0].update(maxNodes=10**9), "spec.nodePools[0].maxNodes: expected `int` <= 100000"),
+    (lambda s: s["workloads"][0]["trace"].update(shift="soon"), "spec.workloads[0].trace.shift: malformed duration"),
+    (lambda s: s["nodePools"][0]["instanceTypes"][0].update(memory="lots"), "instanceTypes[0].memory: "),
+    (lambda s: s["workloads"][0].update(replicas=3), "spec.workloads[0]: object contains unknown field `replicas`"),
+    (lambda s: s.update(workloads=[s["workloads"][0]] * (MAX_WORKLOADS + 1)),
+     f"spec.workloads: expected `array` of length <= {MAX_WORKLOADS:,}".replace(",", "")),
+])
+def test_out_of_bounds_and_unknown_fields_name_their_field(tmp_path, change, expected):
+    doc = _fleet()
+    change(doc["spec"])
+    assert expected in _error(tmp_path, doc)
+
+
+def test_a_file_of_another_kind(tmp_path):
+    doc = _fleet()
+    doc["kind"] = "HorizontalAutoscaler"
+    assert _error(tmp_path, doc).endswith("kind: is apiVersion 'pyhpa.dev/v1alpha1', kind 'HorizontalAutoscaler': a "
+                                          "fleet file is apiVersion: pyhpa.dev/v1alpha1, kind: Fleet")
+
+
+def test_a_missing_trace_file_names_the_workload(tmp_path):
+    doc = _fleet()
+    doc["spec"]["workloads"][0]["trace"]["file"] = "nowhere.csv"
+    text = _error(tmp_path, doc)
+    assert "nowhere.csv" in text and "\n" not in text
