@@ -40,7 +40,7 @@ EXAMPLES = {
     "version": examples("python -m controlplane version  # what the cached build is"),
     "up": examples("python -m controlplane up            # then export the KUBECONFIG",
                    "python -m controlplane up --nodes 5  # five KWOK nodes",
-                   "python -m controlplane up --prometheus     # and Prometheus + prometheus-adapter",
+                   "python -m controlplane up --prometheus  # Prometheus + adapter too",
                    "python -m controlplane up --prometheus-url http://127.0.0.1:9090",
                    "python -m controlplane up --no-crd   # without pyhpa's CRD"),
 }

@@ -32,6 +32,8 @@ FIRST_GROUP, SECOND_GROUP = "control-plane", "control-plane-2"
 #: the end-to-end modules on the real metrics pipeline that run in the second group, beside the first (measured on
 #: two cores: the first group's real-pipeline modules about 15 minutes, these and the second group's others about 14)
 SECOND_PROCESS = ("test_deploy_kit.py", "test_helm_real.py", "test_preview_snapshot_explain.py", "test_replicas.py")
+NEEDS_EVERY_BINARY = ("test_controlplane_cli.py", "test_helm_real.py", "test_helm_chart.py", "test_controlplane_build.py",
+                      "test_upstream_decide.py")
 
 
 def _control_plane_paths(config) -> tuple[bool, bool]:
@@ -132,6 +134,9 @@ def pytest_collection_modifyitems(config, items):
             group, bucket = SECOND_GROUP, last
         item.add_marker(pytest.mark.xdist_group(group))
         bucket.append(item)
+    # in the second group, the modules that need every binary (helm, prometheus-adapter, hpa-decide: built after
+    # the cluster's) come after the others, which can start as soon as the cluster's binaries are built
+    last.sort(key=lambda item: Path(item.path).name in NEEDS_EVERY_BINARY)
     items[:] = first + middle + last
 
 

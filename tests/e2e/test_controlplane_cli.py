@@ -32,6 +32,9 @@ def _alive(pid: int) -> bool:
 
 
 def test_up_serves_kubectl_and_pyhpa_run_and_stops_everything_on_sigterm(plane, tmp_path):
+    # every binary: `up` builds what is missing first (and waits for a build the test run started in the
+    # background), and --prometheus runs prometheus-adapter
+    require_control_plane()
     if prometheus_binary() is None:
         pytest.fail("prometheus is not installed: .ci/run installs Debian's prometheus package")
     out = tmp_path / "up.log"

@@ -147,7 +147,7 @@ def set_pod_cpu(plane, ns: str, app: str, millicores: int, container: str = "app
     On the metrics fixture's plane the value is set at once. On the real pipeline each running pod of ``app`` (and
     each one it gets later, until the test ends: ``stop_loads``) is annotated ``kwok.x-k8s.io/usage-cpu``, and this
     waits (unless ``wait`` is false) until metrics-server serves it for every current pod (within 2 %: KWOK's rate
-    between two scrapes)."""
+    between two scrapes) for every pod of ``app`` running then."""
     pods = [p for p in plane.pods.pods(ns) if (p["metadata"].get("labels") or {}).get("app") == app
             and not p["metadata"].get("deletionTimestamp")]
     if plane.fixture is not None:
@@ -162,9 +162,14 @@ def set_pod_cpu(plane, ns: str, app: str, millicores: int, container: str = "app
     if not wait:
         return len(pods)
     client = plane.client()
-    names = [p["metadata"]["name"] for p in running_pods(plane, ns, app)]
-    wait_until(lambda: all((cpu := pod_cpu(client, ns, n)) is not None and abs(cpu - millicores) <= max(2, 0.02 * millicores)
-                           for n in names), timeout=150, what=f"metrics-server to serve {millicores}m for {app}'s pods")
+
+    def served() -> bool:
+        # the pods running now (read at each poll: an autoscaler may delete some before they show the new value,
+        # as it may scale down on the first scrape between two values)
+        names = [p["metadata"]["name"] for p in running_pods(plane, ns, app)]
+        return bool(names) and all((cpu := pod_cpu(client, ns, n)) is not None
+                                   and abs(cpu - millicores) <= max(2, 0.02 * millicores) for n in names)
+    wait_until(served, timeout=150, what=f"metrics-server to serve {millicores}m for {app}'s running pods")
     return len(pods)
 
 
