@@ -1,7 +1,9 @@
 """The end-to-end tier: pyhpa against a real Kubernetes v1.37.2 cluster (``controlplane``).
 
-Two clusters serve the whole tier (every e2e test runs in one pytest-xdist worker: the root conftest puts them in one
-``xdist_group``); each test works in namespaces of its own. Both run kube-scheduler and KWOK's nodes:
+The tier runs in two pytest-xdist workers side by side (the root conftest's two ``xdist_group``s of about the same
+length: ``control-plane``, real-pipeline modules; ``control-plane-2``, the rest and the real-pipeline modules of
+its ``SECOND_PROCESS``), each starting the clusters its tests ask for; each test works in namespaces of its own.
+Both kinds of cluster run kube-scheduler and KWOK's nodes:
 
 * ``real_plane``: the real metrics pipeline, metrics-server scraping KWOK's kubelet endpoints and (``test_adapter``)
   prometheus-adapter on a Prometheus. The scaling, faults, deploy-kit, Helm, replicas, preview and pipeline tests
