@@ -256,6 +256,7 @@ class Cluster:
         self.episode_start: float | None = None
         self.episode_reaction: float | None = None
         self.unserved_cum = self.unserved_at_sync = 0.0
+        self.t = self.t_begin  # how far the run has come (``advance_to``)
         for _ in range(self.spec_replicas):
             self._add_pod(self.t_begin, initial=True)
         self._recount()
@@ -385,10 +386,25 @@ class Cluster:
         """Simulate until ``end``; ``progress(simulated_seconds)`` is called now and then. ``stop(cluster)`` (a
         predicate, checked after each sync) ends the run early: ``end`` becomes that sync's time and
         ``stopped`` is True (every figure then covers ``t0`` to that time)."""
-        t, end = self.t_begin, self.end
+        self.advance_to(self.end, progress, stop)
+        self.finish(progress)
+
+    def next_event(self) -> float:
+        """When the next thing happens (epoch s): a trace row, an HPA sync, a scrape or a pod transition; ``end``
+        when nothing does before it."""
+        return min(self.next_trace, self.next_sync, self.next_scrape, self.next_pod, self.end)
+
+    def advance_to(self, limit: float, progress=None, stop=None) -> None:
+        """Simulate every event at ``limit`` or before it (``run``'s loop, taken in steps: one clock can drive many
+        clusters, each advanced to the earliest of their next events). The CPU and served requests are integrated
+        from event to event only, so a run taken in steps gives ``run``'s figures exactly; the time simulated so
+        far is ``self.t`` (the last event's). ``progress`` and ``stop`` as in ``run``."""
+        t, end = self.t, self.end
         every = max(1, int((end - self.t0) / self.sync_period / 200))
         while t < end:
             b = min(self.next_trace, self.next_sync, self.next_scrape, self.next_pod, end)
+            if b > limit:
+                break
             if b > t:
                 self._advance(t, b)
                 t = b
@@ -408,9 +424,13 @@ class Cluster:
                     self.end = end = t
                     self.stopped = True
                     break
-        self._end_episode(end)
+        self.t = t
+
+    def finish(self, progress=None) -> None:
+        """End the run at ``end`` (after ``advance_to(end)``): close an overload episode still open."""
+        self._end_episode(self.end)
         if progress is not None:
-            progress(end - self.t0)
+            progress(self.end - self.t0)
 
     def _advance(self, a: float, b: float) -> None:
         """Integrate CPU and served requests over [a, b) (everything is constant there)."""
