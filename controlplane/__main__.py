@@ -128,7 +128,8 @@ def up(home: Optional[Path] = typer.Option(None, "--home", metavar="DIR",
                 "/metrics/resource each 15 s, and prometheus-adapter on it (as --prometheus-url does): the Pods "
                 "metric cpu_usage of every pod, and whatever the rules make of what you add to it."),
        crd: bool = typer.Option(True, "--crd/--no-crd", help="Install the HorizontalAutoscaler CRD and the namespace pyhpa-system.")) -> None:
-    """Build if needed, start the cluster (control plane, KWOK nodes, metrics-server; Prometheus and prometheus-adapter when asked), serve until Ctrl-C."""
+    """Build if needed, start the cluster (control plane, KWOK nodes, metrics-server; Prometheus and
+    prometheus-adapter when asked), serve until Ctrl-C."""
     if prometheus_url is not None and not prometheus_url.startswith(("http://", "https://")):
         _fail(f"--prometheus-url: expected http://HOST:PORT or https://HOST:PORT, got {prometheus_url!r}")
     if prometheus and prometheus_url is not None:

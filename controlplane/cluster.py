@@ -275,7 +275,7 @@ class ControlPlane:
         return names
 
     def kubelet_scrape_job(self, interval: str = "15s") -> dict:
-        """A Prometheus scrape job (one ``scrape_configs`` entry) of every KWOK node's resource metrics: the
+        """A Prometheus scrape job (one ``scrape_configs`` entry) of every KWOK node's (there now) resource metrics: the
         kubelet endpoint ``/metrics/resource`` as KWOK emulates it (``controlplane/kwok/metrics.yaml``:
         ``container_cpu_usage_seconds_total``, ``pod_cpu_usage_seconds_total``, the working sets, each with
         ``namespace`` and ``pod`` labels), what a real cluster's Prometheus scrapes from each kubelet. One target per

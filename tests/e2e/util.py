@@ -146,8 +146,8 @@ def set_pod_cpu(plane, ns: str, app: str, millicores: int, container: str = "app
 
     On the metrics fixture's plane the value is set at once. On the real pipeline each running pod of ``app`` (and
     each one it gets later, until the test ends: ``stop_loads``) is annotated ``kwok.x-k8s.io/usage-cpu``, and this
-    waits (unless ``wait`` is false) until metrics-server serves it for every current pod (within 2 %: KWOK's rate
-    between two scrapes) for every pod of ``app`` running then."""
+    waits (unless ``wait`` is false) until metrics-server serves it (within 2 %: KWOK's rate between two scrapes)
+    for every pod of ``app`` running at that moment (an autoscaler may delete pods meanwhile)."""
     pods = [p for p in plane.pods.pods(ns) if (p["metadata"].get("labels") or {}).get("app") == app
             and not p["metadata"].get("deletionTimestamp")]
     if plane.fixture is not None:
