@@ -190,3 +190,12 @@ def test_a_missing_trace_file_names_the_workload(tmp_path):
     doc["spec"]["workloads"][0]["trace"]["file"] = "nowhere.csv"
     text = _error(tmp_path, doc)
     assert "nowhere.csv" in text and "\n" not in text
+
+
+def test_a_column_the_trace_has_not_is_the_workload_s_field(tmp_path):
+    doc = _fleet()
+    doc["spec"]["workloads"][1]["trace"]["column"] = "nope"
+    text = _error(tmp_path, doc)
+    assert text.startswith(f"{tmp_path / 'fleet.yaml'}: workload api: spec.workloads[1].trace.column: no column "
+                           "'nope' in the trace (columns: ")
+    assert text.endswith(f"({bundled_path('trace')})")

@@ -71,6 +71,8 @@ MAX_BUDGETS = 50  # Karpenter's own MaxItems of disruption.budgets
 #: the longest provisioning delay a pool may state (an hour: longer is a stuck node, which max-node-provision-time
 #: ends)
 MAX_PROVISIONING_SECONDS = 3600.0
+#: ``load_trace``'s errors name ``pyhpa simulate``'s flags; in a fleet file they are fields of a workload's ``trace``
+TRACE_FLAGS = {"--column": "column", "--load-scale": "scale"}
 
 
 class Seconds(float):
@@ -384,6 +386,9 @@ def load_fleet(path: str | Path, settings: Settings = Settings()) -> Fleet:
                                          settings)
             trace = load_trace(_under(folder, w.trace.file), w.trace.column, load_scale=w.trace.scale, gaps="hold")
         except InputError as err:
+            if err.field in TRACE_FLAGS:  # a setting of the fleet's trace reference, which simulate takes as a flag
+                raise InputError(f"{err.message} ({err.file or w.trace.file})", file=file, obj=obj,
+                                 field=f"{at}.trace.{TRACE_FLAGS[err.field]}") from None
             raise InputError(err.message, file=err.file or file, obj=err.obj or obj,
                              field=err.field or at, line=err.line) from None
         pool = _pool_of(file, w, at, target, spec.node_pools, pools)
