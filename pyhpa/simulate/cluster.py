@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -43,6 +43,16 @@ INF = math.inf
 LONG_AGO = 86400.0  # initial pods started this many seconds before the simulation
 #: what a metrics API call answers during a ``--metrics-outage`` (an aggregated API that is down)
 OUTAGE_ERROR = "the server is currently unable to handle the request (simulated metrics outage)"
+
+
+class Binder(Protocol):
+    """What schedules a cluster's new pods when pods share nodes (``Cluster(binder=...)``)."""
+
+    def created(self, cluster: Cluster, pod: SimPod, t: float) -> None:
+        """``pod`` was created at ``t`` and is Pending until ``cluster.bind(pod, when)``."""
+
+    def removed(self, cluster: Cluster, pod: SimPod) -> None:
+        """``pod`` was deleted (bound or not): its node's room is free again."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -132,7 +142,7 @@ class SimPod:
 
     __slots__ = ("name", "created", "bound_at", "weight", "events", "bound", "running", "app_up", "ready",
                  "boosting", "steady_since", "core", "cpu", "served", "group", "g_cpu", "g_served",
-                 "prev_t", "prev_cpu", "prev_served", "ready_at")
+                 "prev_t", "prev_cpu", "prev_served", "ready_at", "factors")
 
     def __init__(self, name: str, created: float, weight: float):
         self.name = name
@@ -149,6 +159,7 @@ class SimPod:
         self.prev_t: float | None = None
         self.prev_cpu = self.prev_served = 0.0
         self.ready_at = INF
+        self.factors = (1.0, 1.0, 1.0)  # the start-up jitter of its scheduling, container start and app start
 
     def totals(self) -> tuple[float, float]:
         """Cumulative (CPU millicore-seconds, served requests) now."""
@@ -177,7 +188,8 @@ class Cluster:
 
     def __init__(self, hpa: HPA, target: Target, profile: Profile, config: ControllerConfig, times: np.ndarray,
                  rps: np.ndarray, columns: dict[str, np.ndarray], start: float, end: float, sync_period: float,
-                 seed: int, outages: tuple[tuple[float, float], ...] = (), history: History | None = None):
+                 seed: int, outages: tuple[tuple[float, float], ...] = (), history: History | None = None,
+                 binder: Binder | None = None):
         self.hpa, self.target, self.profile, self.config = hpa, target, profile, config
         self.rng = random.Random(seed)
         self.times, self.rps_values = times.tolist(), rps.tolist()
@@ -205,6 +217,10 @@ class Cluster:
         #: prediction has its own code: ``self.prediction``), for those the HPA uses: field -> record
         self.sources = {name: SourceRecord(shown) for name, shown in SHOWN.items() if getattr(hpa, name) is not None}
         self._outage_samples = [MetricSamples(error=OUTAGE_ERROR) for _ in self.views]
+        #: the pods' scheduler when they share nodes (a fleet's): told of each pod created after the start
+        #: (``created(cluster, pod, t)``: it stays Pending until the binder calls ``bind``) and removed
+        #: (``removed(cluster, pod)``); None: every pod is bound after the profile's ``pod_scheduling_seconds``
+        self.binder: Binder | None = binder
         self._init_state()
 
     # ----------------------------------------------------------------- set-up
@@ -276,23 +292,53 @@ class Cluster:
         return math.exp(self.rng.gauss(-sigma * sigma / 2.0, sigma))
 
     def _add_pod(self, t: float, initial: bool = False) -> None:
-        """Create a pod at ``t`` (``initial``: one that has run for a day already)."""
+        """Create a pod at ``t`` (``initial``: one that has run for a day already). It is bound after the profile's
+        ``pod_scheduling_seconds``, or, with a ``binder``, stays Pending until the binder's scheduler binds it
+        (``bind``)."""
         pod = SimPod(self._pod_name(), t, self._weight())
-        p, probe_r, probe_s = self.profile, self.target.readiness, self.target.startup
-        jitter = p.startup_jitter_fraction
-        f = [1.0 + jitter * (2.0 * self.rng.random() - 1.0) if jitter else 1.0 for _ in range(3)]
+        jitter = self.profile.startup_jitter_fraction
+        pod.factors = tuple(1.0 + jitter * (2.0 * self.rng.random() - 1.0) if jitter else 1.0 for _ in range(3))
+        self.pods.append(pod)
+        self.starting.append(pod)
+        if self.binder is not None and not initial:
+            pod.core = self._core_pod(pod)
+            self.binder.created(self, pod, t)
+            return
         origin = t - LONG_AGO if initial else t
-        pod.bound_at = origin + p.pod_scheduling_seconds * f[0]
-        running = pod.bound_at + p.container_start_seconds * f[1]
+        self._start_up(pod, origin + self.profile.pod_scheduling_seconds * pod.factors[0])
+        self._apply_events(pod, t)
+
+    def _start_up(self, pod: SimPod, bound_at: float) -> None:
+        """The pod's transitions once bound at ``bound_at``: Running, the app up, Ready (its probes), the boost's
+        end, after the profile's delays times the pod's jitter."""
+        p, probe_r, probe_s, f = self.profile, self.target.readiness, self.target.startup, pod.factors
+        pod.bound_at = bound_at
+        running = bound_at + p.container_start_seconds * f[1]
         able = running + p.app_startup_seconds * f[2]
         started_ok = probe_s.first_pass(running, able) if probe_s else running
         ready = probe_r.first_pass(running, max(able, started_ok)) if probe_r else started_ok
         boost_end = running + (p.startup_cpu_boost_seconds if self.boost > 0 else 0.0)
-        pod.events = sorted([(pod.bound_at, "bound"), (running, "running"), (able, "app"), (ready, "ready"),
+        pod.events = sorted([(bound_at, "bound"), (running, "running"), (able, "app"), (ready, "ready"),
                              (boost_end, "boost_end")])
-        self.pods.append(pod)
-        self.starting.append(pod)
+
+    def bind(self, pod: SimPod, t: float) -> None:
+        """The ``binder``'s scheduler bound ``pod`` (Pending since its creation) at ``t``, which is this cluster's
+        time (``advance_to`` every event before ``t``, then ``catch_up(t)``): it starts up from then as the
+        profile says."""
+        self._start_up(pod, t)
         self._apply_events(pod, t)
+        if self.target.ordered_ready:  # as a transition of a pod does (``_transitions``)
+            self._reconcile(t)
+        else:
+            self._recount()
+
+    def catch_up(self, t: float) -> None:
+        """Integrate to ``t`` (``end`` at most), where something outside changes this cluster (``bind``); every
+        event of its own before ``t`` must have been run (``advance_to``)."""
+        t = min(t, self.end)
+        if t > self.t:
+            self._advance(self.t, t)
+            self.t = t
 
     def _apply_events(self, pod: SimPod, t: float) -> None:
         """Apply the pod's transitions due at ``t`` and refresh what the HPA sees of it."""
@@ -309,7 +355,7 @@ class Cluster:
                 pod.ready, pod.ready_at = True, when
             else:
                 pod.boosting = False
-        if not events:
+        if not events and pod.bound:
             self._make_steady(pod, t)
         pod.core = self._core_pod(pod)
 
@@ -340,6 +386,8 @@ class Cluster:
     def _remove(self, pod: SimPod) -> None:
         self.pods.remove(pod)
         self.samples_stale = True
+        if self.binder is not None:
+            self.binder.removed(self, pod)
         group = pod.group
         if group is None:
             self.starting.remove(pod)
