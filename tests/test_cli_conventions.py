@@ -15,6 +15,7 @@ from datetime import timezone
 from pathlib import Path
 
 import numpy as np
+import click
 import pytest
 import typer
 import yaml
@@ -26,11 +27,26 @@ from pyhpa.cli.main import app
 ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()
 GROUP = typer.main.get_command(app)
-COMMANDS = sorted(GROUP.commands)
+
+
+def _commands(group, prefix: tuple = ()) -> dict:
+    """Every command of ``group`` by its words (``fleet simulate`` for a command of the group ``fleet``)."""
+    out = {}
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            out.update(_commands(command, prefix + (name,)))
+        else:
+            out[" ".join(prefix + (name,))] = command
+    return out
+
+
+BY_NAME = _commands(GROUP)
+COMMANDS = sorted(BY_NAME)
 
 
 def invoke(*args, **kwargs):
-    return runner.invoke(app, [str(a) for a in args], **kwargs)
+    words = [w for a in args for w in (str(a).split(" ") if a in BY_NAME else [str(a)])]
+    return runner.invoke(app, words, **kwargs)
 
 
 def one_error_line(result) -> str:
@@ -77,7 +93,7 @@ def test_click_errors_from_the_installed_command_name_it():
 
 # --------------------------------------------------------------------------------------------------- the flags
 def _options(command: str):
-    return [p for p in GROUP.commands[command].params if p.param_type_name == "option"]
+    return [p for p in BY_NAME[command].params if p.param_type_name == "option"]
 
 
 def _choices(p) -> tuple | None:
@@ -354,8 +370,14 @@ def test_every_command_line_is_built_the_same_way(name):
     assert typer_app.rich_markup_mode is None and typer_app.pretty_exceptions_show_locals is False
     group = typer.main.get_command(typer_app)
     assert isinstance(group, Group) and group.context_settings == CONTEXT_SETTINGS
-    for command in group.commands.values():
-        assert isinstance(command, Command) and "Examples:" in command.epilog, command.name
+    groups = [group]
+    while groups:
+        for command in groups.pop().commands.values():
+            if isinstance(command, Group):  # a group of commands (pyhpa fleet): built the same way, and its commands
+                assert command.context_settings == CONTEXT_SETTINGS and "Examples:" in command.epilog, command.name
+                groups.append(command)
+                continue
+            assert isinstance(command, Command) and "Examples:" in command.epilog, command.name
 
 
 @pytest.mark.parametrize("args", [[], ["-h"], ["build", "-h"], ["up", "-h"], ["version", "--help"]])

@@ -218,3 +218,85 @@ def test_the_quantity_ports_agree_with_apimachinery_on_random_texts(hpa_decide):
               if (go_quantity_text(line["in"]), go_milli_value(line["in"])) != (line.get("string"), line.get("milli"))]
     assert differ == [], f"seed {seed}: {len(differ)} differ, e.g. {differ[:5]}"
     assert sum("error" in line for line in lines) > 100 and sum("error" not in line for line in lines) > 1000
+
+
+# (issue 38) the fleet's scheduler is a port of kube-scheduler v1.37.2's NodeResourcesFit: checked against the
+# plugin itself (``hpa-decide --sched-fit``: NewFit, PreFilter, Filter, PreScore, Score) on random pods and nodes.
+
+CPU_TEXTS = ["0", "1m", "100m", "250m", "500m", "1", "1.5", "2", "4", "0.3", "1n", "999m", "3500m", "16"]
+MEMORY_TEXTS = ["0", "1", "0.5", "64Mi", "128Mi", "200Mi", "256M", "1Gi", "1.5Gi", "2G", "4Gi", "1e9", "100k", "3Gi"]
+
+
+def _random_requests(rng, texts) -> dict:
+    return {r: rng.choice(t) for r, t in (("cpu", texts[0]), ("memory", texts[1])) if rng.random() < 0.75}
+
+
+def _random_container(rng, name: str, init: bool = False) -> dict:
+    c: dict = {"name": name, "image": "x"}
+    if rng.random() < 0.85:
+        c["resources"] = {"requests": _random_requests(rng, (CPU_TEXTS, MEMORY_TEXTS))}
+    if init and rng.random() < 0.4:
+        c["restartPolicy"] = "Always"  # a sidecar
+    return c
+
+
+def _random_pod_spec(rng) -> dict:
+    spec: dict = {"containers": [_random_container(rng, f"c{i}") for i in range(rng.choice([1, 1, 2, 3]))]}
+    if rng.random() < 0.3:
+        spec["initContainers"] = [_random_container(rng, f"i{i}", init=True) for i in range(rng.choice([1, 2, 3]))]
+    if rng.random() < 0.15:
+        spec["resources"] = {"requests": _random_requests(rng, (CPU_TEXTS, MEMORY_TEXTS))}
+    if rng.random() < 0.1:
+        spec["overhead"] = _random_requests(rng, (["10m", "250m"], ["64Mi", "120Mi"]))
+    return spec
+
+
+def _random_node(rng, name: str) -> dict:
+    allocatable = {"cpu": rng.choice(["0", "1", "2", "3900m", "4", "8", "16", "64"]),
+                   "memory": rng.choice(["0", "1Gi", "3.5Gi", "4Gi", "15Gi", "16Gi", "64Gi"]),
+                   "pods": str(rng.choice([1, 2, 3, 4, 110]))}
+    return {"name": name, "allocatable": allocatable,
+            "pods": [_random_pod_spec(rng) for _ in range(rng.choice([0, 0, 1, 2, 3, 5]))]}
+
+
+def test_the_fleet_scheduler_agrees_with_kube_schedulers_node_resources_fit(hpa_decide):
+    """``pyhpa.fleet.scheduler`` (pod_requests, fits, score) against kube-scheduler v1.37.2's NodeResourcesFit on
+    1,500 random cases (a pod of 1-3 containers, init containers and sidecars, pod-level requests, overhead,
+    requests missing; 1-4 nodes with 0-5 pods and allocatable cpu, memory or pods as low as none), LeastAllocated
+    and MostAllocated, seed = today's date: the same requests, the same nodes refused with the same reasons, the
+    same scores."""
+    import random
+
+    from pyhpa.adapters.parse import milli, quantity
+    from pyhpa.fleet.scheduler import Node, ScoringStrategy, fits, pod_requests, score
+
+    seed = int(datetime.date.today().strftime("%Y%m%d"))
+    rng = random.Random(seed)
+    cases = [{"strategy": rng.choice(["LeastAllocated", "MostAllocated"]), "pod": _random_pod_spec(rng),
+              "nodes": [_random_node(rng, f"n{j}") for j in range(rng.choice([1, 2, 4]))]} for _ in range(1500)]
+    res = subprocess.run([hpa_decide, "--sched-fit"], input="".join(json.dumps(c) + "\n" for c in cases),
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    lines = [json.loads(line) for line in res.stdout.splitlines()]
+    assert len(lines) == len(cases) and not any("error" in line for line in lines)
+    differ = []
+    refused = scored = 0
+    for case, go in zip(cases, lines):
+        pod = pod_requests(case["pod"])
+        ours = {"cpu": pod.cpu, "memory": pod.memory, "nodes": []}
+        for n in case["nodes"]:
+            a = n["allocatable"]
+            node = Node(n["name"], milli(a["cpu"]), int(quantity(a["memory"])), int(a["pods"]))
+            for spec in n["pods"]:
+                node.add(pod_requests(spec))
+            reasons = fits(node, pod)
+            line = {"name": n["name"], "fits": not reasons, "score": score(node, pod, ScoringStrategy(case["strategy"]))}
+            if reasons:
+                line["reasons"] = list(reasons)
+            ours["nodes"].append(line)
+            refused += bool(reasons)
+            scored += 0 < line["score"] < 100
+        if ours != go:
+            differ.append((case, go, ours))
+    assert differ == [], f"seed {seed}: {len(differ)} differ, e.g. {differ[:2]}"
+    assert refused > 300 and scored > 1000  # both outcomes and non-trivial scores are exercised

@@ -38,6 +38,7 @@ def _register() -> None:
     from . import (
         adopt_cmd,
         explain_cmd,
+        fleet_cmd,
         forecast_cmd,
         run_cmd,
         schedules_cmd,
@@ -52,6 +53,7 @@ def _register() -> None:
                          ("tune", tune_cmd)):
         app.command(name, cls=Command, epilog=module.EXAMPLES)(input_errors(getattr(module, name)))
     run_cmd.register(app, input_errors, Command)
+    fleet_cmd.register(app, input_errors, Command)
     app.command("adopt", cls=Command, epilog=adopt_cmd.ADOPT_EXAMPLES)(input_errors(adopt_cmd.adopt))
     app.command("release", cls=Command, epilog=adopt_cmd.RELEASE_EXAMPLES)(input_errors(adopt_cmd.release))
 

@@ -57,8 +57,9 @@ from ..adapters.parse import duration, format_time, milli, quantity
 from ..adapters.snapshot import read_document
 from ..simulate import Autoscaler, Settings, load_autoscaler
 from ..simulate.profile import Profile, load_profile
-from ..simulate.target import Target, load_target
+from ..simulate.target import KINDS, Target, load_target
 from ..simulate.trace import Trace, load_trace
+from .scheduler import Node, PodRequests, ScoringStrategy, defaulted_spec, fits, pod_requests
 
 API_VERSION = "pyhpa.dev/v1alpha1"
 KIND = "Fleet"
@@ -67,6 +68,7 @@ MAX_WORKLOADS = 10_000
 MAX_NODE_POOLS = 100
 MAX_INSTANCE_TYPES = 100
 MAX_NODES = 100_000
+MAX_PODS_PER_NODE = 10_000
 MAX_BUDGETS = 50  # Karpenter's own MaxItems of disruption.budgets
 #: the longest provisioning delay a pool may state (an hour: longer is a stuck node, which max-node-provision-time
 #: ends)
@@ -104,13 +106,6 @@ class Model(StrEnum):
 
     CLUSTER_AUTOSCALER = "cluster-autoscaler"
     KARPENTER = "karpenter"
-
-
-class ScoringStrategy(StrEnum):
-    """kube-scheduler's NodeResourcesFit scoring (``NodeResourcesFitArgs.scoringStrategy.type``)."""
-
-    LEAST_ALLOCATED = "LeastAllocated"  # the default profile's
-    MOST_ALLOCATED = "MostAllocated"
 
 
 class Expander(StrEnum):
@@ -189,13 +184,14 @@ class Resources(Struct, forbid_unknown_fields=True, frozen=True):
 
 
 class InstanceType(Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
-    """A machine a pool's nodes may be: allocatable ``cpu`` (millicores) and ``memory`` (bytes), and its price
-    (dollars per node-hour)."""
+    """A machine a pool's nodes may be: allocatable ``cpu`` (millicores), ``memory`` (bytes) and ``pods`` (the
+    kubelet's ``--max-pods``, 110 by default), and its price (dollars per node-hour)."""
 
     name: Annotated[str, Meta(min_length=1, max_length=253)]
     cpu: Millicores
     memory: Bytes
     price_per_hour: NonNegative
+    pods: Annotated[int, Meta(ge=1, le=MAX_PODS_PER_NODE)] = 110
 
 
 class ProvisioningSeconds(Struct, forbid_unknown_fields=True, frozen=True):
@@ -264,7 +260,7 @@ class FleetFile(Struct, rename="camel", forbid_unknown_fields=True, frozen=True)
 @dataclass(slots=True, frozen=True)
 class LoadedWorkload:
     """A workload with everything it names read: the autoscaler, its target, profile and trace (times already
-    moved by ``trace.shift``), and its pool."""
+    moved by ``trace.shift``), its pool, and what one of its pods requests of a node."""
 
     spec: Workload
     autoscaler: Autoscaler
@@ -272,6 +268,7 @@ class LoadedWorkload:
     profile: Profile
     trace: Trace
     pool: NodePool
+    requests: PodRequests  # one pod's, as kube-scheduler counts them (pyhpa.fleet.scheduler.pod_requests)
 
 
 @dataclass(slots=True, frozen=True)
@@ -385,6 +382,7 @@ def load_fleet(path: str | Path, settings: Settings = Settings()) -> Fleet:
             autoscaler = load_autoscaler(find_autoscaler(read_document(hpa_file), hpa_file), hpa_file, target,
                                          settings)
             trace = load_trace(_under(folder, w.trace.file), w.trace.column, load_scale=w.trace.scale, gaps="hold")
+            requests = _pod_requests(_under(folder, w.target))
         except InputError as err:
             if err.field in TRACE_FLAGS:  # a setting of the fleet's trace reference, which simulate takes as a flag
                 raise InputError(f"{err.message} ({err.file or w.trace.file})", file=file, obj=obj,
@@ -392,8 +390,8 @@ def load_fleet(path: str | Path, settings: Settings = Settings()) -> Fleet:
             raise InputError(err.message, file=err.file or file, obj=err.obj or obj,
                              field=err.field or at, line=err.line) from None
         pool = _pool_of(file, w, at, target, spec.node_pools, pools)
-        _check_fits(file, obj, at, target, pool)
-        loaded.append(LoadedWorkload(w, autoscaler, target, profile, _shifted(trace, w.trace.shift), pool))
+        _check_fits(file, obj, at, target, requests, pool)
+        loaded.append(LoadedWorkload(w, autoscaler, target, profile, _shifted(trace, w.trace.shift), pool, requests))
     start = max(w.trace.start for w in loaded)
     end = min(w.trace.end for w in loaded)
     if start >= end:
@@ -436,19 +434,33 @@ def _pool_of(file: str, w: Workload, at: str, target: Target, ordered, pools: di
                      file=file, obj=obj, field=f"{at}.nodePool")
 
 
-def _check_fits(file: str, obj: str, at: str, target: Target, pool: NodePool) -> None:
-    """A pod of ``target`` (its containers' requests) plus the pool's DaemonSet overhead must fit the allocatable
-    of one of the pool's instance types, as NodeResourcesFit filters nodes; else no node can ever run it."""
-    cpu = target.requests.get(("cpu", "")) or 0  # the pod's request as upstream's calculateRequests sums it
-    memory = -(-(target.requests.get(("memory", "")) or 0) // 1000)  # milli-bytes, rounded up
+def _pod_requests(path: Path) -> PodRequests:
+    """What a pod of the target manifest at ``path`` requests of a node: its pod template's spec as the API server
+    stores a pod made from it (``defaulted_spec``), counted as kube-scheduler counts it (``pod_requests``)."""
+    doc = read_document(path)
+    found = next(d for d in (doc if isinstance(doc, list) else [doc]) if isinstance(d, dict) and d.get("kind") in KINDS)
+    return pod_requests(defaulted_spec(found["spec"]["template"]["spec"]))
+
+
+def _check_fits(file: str, obj: str, at: str, target: Target, requests: PodRequests, pool: NodePool) -> None:
+    """A pod of ``target`` plus the pool's DaemonSet overhead must pass NodeResourcesFit's Filter on an empty node
+    of one of the pool's instance types (``pyhpa.fleet.scheduler.fits``); else no node can ever run it."""
     over = pool.daemon_set_overhead
-    if any(cpu + over.cpu <= t.cpu and memory + over.memory <= t.memory for t in pool.instance_types):
+    if any(not fits(empty_node(t, over), requests) for t in pool.instance_types):
         return
     largest = max(pool.instance_types, key=lambda t: (t.cpu, t.memory))
-    raise InputError(f"a pod of {target.label} requests {cpu}m CPU and {memory} bytes of memory; with the pool's "
-                     f"DaemonSet overhead ({over.cpu}m, {over.memory} bytes) it fits no node of node pool {pool.name} "
-                     f"(largest: {largest.name}, {largest.cpu}m, {largest.memory} bytes)", file=file, obj=obj,
-                     field=f"{at}.target")
+    raise InputError(f"a pod of {target.label} requests {requests.cpu}m CPU and {requests.memory} bytes of memory; "
+                     f"with the pool's DaemonSet overhead ({over.cpu}m, {over.memory} bytes) it fits no node of node "
+                     f"pool {pool.name} (largest: {largest.name}, {largest.cpu}m, {largest.memory} bytes)", file=file,
+                     obj=obj, field=f"{at}.target")
+
+
+def empty_node(kind: InstanceType, overhead: Resources, name: str = "", pool: str = "") -> Node:
+    """A new node of instance type ``kind``: its allocatable, with the DaemonSet pods' ``overhead`` requested."""
+    node = Node(name, kind.cpu, kind.memory, kind.pods, pool, kind.name)
+    node.requested_cpu = node.nonzero_cpu = overhead.cpu
+    node.requested_memory = node.nonzero_memory = overhead.memory
+    return node
 
 
 def _shifted(trace: Trace, shift: float) -> Trace:

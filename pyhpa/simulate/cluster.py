@@ -332,6 +332,13 @@ class Cluster:
         else:
             self._recount()
 
+    def evict(self, pod: SimPod, t: float) -> None:
+        """A node autoscaler drained ``pod``'s node at ``t`` (this cluster's time: ``catch_up(t)`` first): the pod
+        is deleted (the binder is told) and the workload controller replaces it at once, a new pod Pending until
+        the binder binds it."""
+        self._remove(pod)
+        self._reconcile(t)
+
     def catch_up(self, t: float) -> None:
         """Integrate to ``t`` (``end`` at most), where something outside changes this cluster (``bind``); every
         event of its own before ``t`` must have been run (``advance_to``)."""

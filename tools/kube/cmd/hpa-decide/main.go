@@ -33,6 +33,10 @@
 //
 //	JSON string a line), one JSON line each (quantities.go)
 //
+// hpa-decide --sched-fit         kube-scheduler's NodeResourcesFit plugin (Filter and Score) on each case on stdin
+//
+//	(a pod and nodes, one JSON object a line), one JSON line each (schedfit.go)
+//
 // Bad input: one line on stderr naming the file and snapshot, exit code 2.
 package main
 
@@ -56,6 +60,7 @@ func usage() {
 	fmt.Fprintln(os.Stderr, "usage: hpa-decide FILE...   (snapshots: tests/data/conformance/FORMAT.md)")
 	fmt.Fprintln(os.Stderr, "       hpa-decide --gates    (the feature gates the HPA controller reads, v1.37.2 defaults)")
 	fmt.Fprintln(os.Stderr, "       hpa-decide --quantities < TEXTS   (ParseQuantity, String, MilliValue of each JSON string line)")
+	fmt.Fprintln(os.Stderr, "       hpa-decide --sched-fit < CASES    (kube-scheduler's NodeResourcesFit on each JSON case line)")
 }
 
 // inputError is bad input: reported as one line, exit code 2.
@@ -72,9 +77,14 @@ func main() {
 		}
 		return
 	}
-	if len(args) == 1 && args[0] == "--quantities" {
+	if len(args) == 1 && (args[0] == "--quantities" || args[0] == "--sched-fit") {
 		out := bufio.NewWriterSize(os.Stdout, 1<<16)
-		err := quantities(os.Stdin, out)
+		var err error
+		if args[0] == "--quantities" {
+			err = quantities(os.Stdin, out)
+		} else {
+			err = schedFit(os.Stdin, out)
+		}
 		out.Flush()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "hpa-decide: %v\n", err)

@@ -1,0 +1,101 @@
+"""``pyhpa fleet``: many autoscalers on shared node pools (docs/fleet.md).
+
+``pyhpa fleet simulate FLEET.yaml`` runs a fleet file (``pyhpa.fleet``): every workload's autoscaler through the
+decision core on one clock, kube-scheduler placing pods on the pools' nodes, and the node autoscaler (Cluster
+Autoscaler or Karpenter) adding and removing nodes; it prints the bill and the worst workloads and writes
+summary.json, workloads.csv, timeline.csv and events.csv.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ..adapters.errors import InputError
+from . import options
+from .help import Command, examples, typer_app
+from .options import OUT
+from .options import console as text_console
+
+EXAMPLES = examples(
+    "pyhpa fleet simulate examples/fleet/shop.yaml",
+    "pyhpa fleet simulate examples/fleet/shop.yaml --output-dir out/shop --seed 3",
+)
+#: how many of the worst workloads (by unserved requests) the printed table shows
+WORST_SHOWN = 10
+
+
+def simulate(
+    fleet_file: Path = typer.Argument(..., metavar="FLEET.yaml", help="A fleet file (kind: Fleet; docs/fleet.md)."),
+    output_dir: Path = typer.Option(OUT / "fleet", "--output-dir", metavar="DIR", help="The folder summary.json, workloads.csv, timeline.csv and events.csv go to (created if missing)."),
+    sync_period: float = typer.Option(15.0, "--sync-period", help="HPA sync period, seconds, of autoscalers that set none (--horizontal-pod-autoscaler-sync-period)."),
+    seed: int = typer.Option(0, "--seed", help="Seed: workload i's cluster gets seed + i; the scheduler's ties and the nodes' provisioning delays have streams of their own."),
+    no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
+) -> None:
+    """Simulate a fleet: many autoscalers on shared node pools that take minutes to grow, and their bill.
+
+    Prints the node pools' node-hours and cost, the fleet's unserved requests and Pending pod-seconds, and the
+    workloads that drop the most requests.
+    """
+    from ..fleet.engine import FleetRun
+    from ..fleet.report import write_fleet
+    from ..fleet.spec import load_fleet
+    from ..simulate import Settings, check_settings
+
+    settings = Settings(sync_period_seconds=sync_period, seed=seed)
+    check_settings(settings)
+    console = text_console()
+    fleet = load_fleet(fleet_file, settings)
+    with options.output_dir(output_dir):
+        bar = options.progress_bar(no_progress, TextColumn("{task.description}"), BarColumn(),
+                                   TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn())
+        if bar is None:
+            run = FleetRun(fleet, settings).run()
+        else:
+            with bar:
+                task = bar.add_task(f"fleet {len(fleet.workloads)} workloads", total=fleet.end - fleet.start)
+                run = FleetRun(fleet, settings).run(lambda done, total: bar.update(task, completed=done))
+        try:
+            summary = write_fleet(run, output_dir)
+        except OSError as err:
+            raise InputError(f"cannot write the outputs: {err.strerror or err}", file=str(err.filename or output_dir),
+                             field="--output-dir") from None
+    console.print(_tables(summary))
+    console.print("wrote " + ", ".join(str(output_dir / f) for f in ("summary.json", "workloads.csv", "timeline.csv",
+                                                                     "events.csv")))
+
+
+def _tables(summary: dict) -> Table:
+    f = summary["fleet"]
+    t = Table(title=f"fleet: {f['workloads']} workloads, {f['node_autoscaler']}, "
+                    f"{f['simulated_seconds'] / 3600:.1f} simulated hours", title_justify="left")
+    for col in ("node pool", "node-hours", "cost $", "max nodes", "requested CPU", "used CPU"):
+        t.add_column(col, justify="right" if col != "node pool" else "left")
+    for p in summary["node_pools"]:
+        t.add_row(p["name"], f"{p['node_hours']:.1f}", f"{p['cost']:.2f}", str(p["max_nodes_seen"]),
+                  _pct(p["requested_cpu_utilization"]), _pct(p["used_cpu_utilization"]))
+    t.add_row("total", f"{f['node_hours']:.1f}", f"{f['cost']:.2f}", "", "", "", end_section=True)
+    worst = sorted(summary["workloads"], key=lambda w: -w["unserved_requests"])[:WORST_SHOWN]
+    t.add_row("workload", "unserved", "unserved %", "pending pod-s", "node wait s", "evicted", style="bold")
+    for w in worst:
+        x = w["fleet"]
+        t.add_row(w["label"], f"{w['unserved_requests']:,.0f}", f"{100 * w['unserved_fraction']:.3f}",
+                  f"{x['pending_pod_seconds']:,.0f}", f"{x['node_wait_seconds']:,.0f}", str(x["evicted_pods"]))
+    t.add_row("fleet", f"{f['unserved_requests']:,.0f}", f"{100 * f['unserved_fraction']:.3f}",
+              f"{f['pending_pod_seconds']:,.0f}", f"{f['node_wait_seconds']:,.0f}", str(f["evicted_pods"]))
+    return t
+
+
+def _pct(x) -> str:
+    return "" if x is None else f"{100 * x:.1f}%"
+
+
+def register(app: typer.Typer, input_errors, command_cls=Command) -> None:
+    """Add ``pyhpa fleet`` and its commands to ``app``."""
+    fleet = typer_app(help="Many autoscalers on shared node pools: simulate a fleet and its bill (docs/fleet.md).",
+                      epilog=EXAMPLES)
+    fleet.command("simulate", cls=command_cls, epilog=EXAMPLES)(input_errors(simulate))
+    app.add_typer(fleet, name="fleet")

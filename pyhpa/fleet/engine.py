@@ -1,0 +1,437 @@
+"""A fleet on one simulated clock: every workload's simulated cluster (``pyhpa.simulate.cluster.Cluster``, the same
+decision core as ``pyhpa simulate``), kube-scheduler placing their new pods on the node pools' nodes
+(``pyhpa.fleet.scheduler``), and a node autoscaler adding and removing nodes (``pyhpa.fleet.autoscalers``).
+
+The clock: the next thing that happens anywhere — a workload's event (trace row, HPA sync, scrape, pod
+transition), a scheduling attempt, a node turning Ready, the node autoscaler's loop — is run next; at one instant the
+fleet's own events (nodes Ready, then scheduling, then the node autoscaler) come before the workloads' events, as a
+binder's do (``Cluster.bind``). A pod a workload creates is Pending: kube-scheduler tries it after the profile's
+``pod_scheduling_seconds`` (its queue and binding latency, with the pod's jitter); when no node fits it stays
+Pending (unschedulable) and is tried again whenever a node of its pool turns Ready or a pod of its pool is deleted
+(kube-scheduler's requeue on Node add and Pod delete events), until bound. Pods that a node autoscaler drains are
+deleted and replaced by their workload at once (``Cluster.evict``).
+
+Time is in epoch seconds, CPU in millicores, memory in bytes, prices in dollars per node-hour.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import itertools
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ..adapters.errors import InputError
+from ..simulate import Settings, check_extent
+from ..simulate.cluster import Cluster, History, SimPod
+from .scheduler import Node, Placer, PodRequests
+from .spec import Fleet, InstanceType, LoadedWorkload, NodePool
+
+#: the standard normal's 90th percentile: a log-normal delay's sigma is ln(p90 / median) / this
+Z90 = 1.2815515655446004
+#: timeline.csv has a row per pool this often (seconds of simulated time)
+SAMPLE_SECONDS = 60.0
+#: the order of the fleet's own events at one instant (lower first), all before the workloads' events
+_READY, _ATTEMPT, _RETRY, _AUTOSCALER, _SAMPLE, _WORKLOAD = range(6)
+
+
+class FleetNode(Node):
+    """A node of a pool: besides what the scheduler sees (``Node``), its price, when it was launched (the node
+    autoscaler's request; billed from then), Ready and deleted (``math.inf`` while it lives), the pods bound to it,
+    the last time a pod was bound to it or left it, and the node autoscalers' marks."""
+
+    __slots__ = ("price", "launched", "ready_at", "deleted_at", "bound", "last_pod_event", "unneeded_since",
+                 "deleting", "replaces", "replaced_by")
+
+    def __init__(self, name: str, kind: InstanceType, pool: PoolState, launched: float):
+        super().__init__(name, kind.cpu, kind.memory, kind.pods, pool.spec.name, kind.name)
+        over = pool.spec.daemon_set_overhead
+        self.requested_cpu = self.nonzero_cpu = over.cpu
+        self.requested_memory = self.nonzero_memory = over.memory
+        self.price = kind.price_per_hour
+        self.launched = launched
+        self.ready_at = math.inf
+        self.deleted_at = math.inf
+        self.bound: dict[SimPod, Placement] = {}
+        self.last_pod_event = launched
+        self.unneeded_since: float | None = None
+        self.deleting = False
+        self.replaces: FleetNode | None = None  # Karpenter: the node this one is launched to replace
+        self.replaced_by: FleetNode | None = None
+
+    def utilization(self) -> float:
+        """The larger of requested CPU and memory over allocatable (DaemonSet pods' overhead included), as Cluster
+        Autoscaler's scale-down measures it."""
+        return max(self.requested_cpu / self.cpu if self.cpu else 0.0,
+                   self.requested_memory / self.memory if self.memory else 0.0)
+
+
+class Placement:
+    """One pod of a workload created during the run: Pending until ``node`` is set (bound)."""
+
+    __slots__ = ("workload", "pod", "requests", "created", "pool", "node", "failed_at", "gone")
+
+    def __init__(self, workload: int, pod: SimPod, requests: PodRequests, created: float, pool: PoolState):
+        self.workload, self.pod, self.requests, self.created, self.pool = workload, pod, requests, created, pool
+        self.node: FleetNode | None = None
+        self.failed_at: float | None = None  # the first attempt that found no node
+        self.gone = False  # deleted while Pending
+
+
+@dataclass(slots=True)
+class PoolState:
+    """A node pool's nodes: ``nodes`` Ready and schedulable, in the order they turned Ready (the scheduler's
+    node list), ``upcoming`` launched and not Ready yet, ``all`` every node ever (the bill); the pods no node fits
+    (``unschedulable``), and the number of its pods Pending."""
+
+    spec: NodePool
+    index: int
+    nodes: list[FleetNode] = field(default_factory=list)
+    upcoming: list[FleetNode] = field(default_factory=list)
+    all: list[FleetNode] = field(default_factory=list)
+    unschedulable: list[Placement] = field(default_factory=list)
+    pending: int = 0
+    counter: int = 0
+    workloads: list[int] = field(default_factory=list)
+
+    def waiting(self) -> list[Placement]:
+        """The unschedulable pods still waiting (not deleted since), oldest first."""
+        self.unschedulable = [p for p in self.unschedulable if not p.gone and p.node is None]
+        return self.unschedulable
+
+    def size(self) -> int:
+        """Nodes that count towards min/max: Ready (not being deleted) and launched."""
+        return len(self.nodes) + len(self.upcoming)
+
+
+@dataclass(slots=True)
+class WorkloadStats:
+    """What the fleet adds to a workload's own figures (seconds): how long its new pods were Pending, split into
+    the scheduler's part (created to the first attempt that bound it, or that found no node) and the wait for a
+    node (from the first attempt that found none to the bind); how many pods waited for a node; how many of its
+    pods node autoscalers evicted."""
+
+    pods_created: int = 0
+    pods_bound: int = 0
+    pending_pod_seconds: float = 0.0
+    scheduling_seconds: float = 0.0
+    node_wait_seconds: float = 0.0
+    pods_waited_for_node: int = 0
+    evicted_pods: int = 0
+
+
+def provisioning_delay(pool: NodePool, rng: random.Random) -> float:
+    """A new node's seconds from launch to Ready: log-normal with the pool's ``provisioningSeconds`` median and
+    p90 (the median when they are equal)."""
+    p = pool.provisioning_seconds
+    if p.median <= 0:
+        return 0.0
+    if p.p90 <= p.median:
+        return p.median
+    sigma = math.log(p.p90 / p.median) / Z90
+    return p.median * math.exp(sigma * rng.gauss(0.0, 1.0))
+
+
+def _span(w: LoadedWorkload, start: float, end: float) -> tuple[np.ndarray, dict[str, np.ndarray], History | None]:
+    """The workload's trace rows over the fleet's span (the row in force at ``start`` moved to it) and the rows
+    before it (the forecaster's history, for an autoscaler that predicts)."""
+    tr = w.trace
+    times = tr.times
+    first = max(int(np.searchsorted(times, start, side="right")) - 1, 0)
+    last = int(np.searchsorted(times, end, side="left"))
+    keep = slice(first, max(last, first + 1))
+    cut = times[keep].astype(float)
+    cut[0] = max(cut[0], start)
+    columns = {k: v[keep] for k, v in tr.values.items()}
+    history = None
+    if w.autoscaler.hpa.prediction is not None and first > 0:
+        before = {k: v[:first] for k, v in tr.values.items()}
+        history = History(times=times[:first], rps=w.profile.load_to_rps(before[w.spec.trace.column]),
+                          columns=before)
+    return cut, columns, history
+
+
+class FleetRun:
+    """A fleet simulated over the span all its traces cover (``fleet.start`` to ``fleet.end``): ``run`` it, then
+    read ``clusters`` (each workload's simulated cluster, as ``pyhpa simulate`` has it), ``stats`` (the fleet's
+    figures of each workload), ``pools`` (nodes, bill) and ``samples`` (timeline rows). ``settings.seed`` seeds
+    workload ``i``'s cluster with ``seed + i``, and the scheduler's ties and the nodes' provisioning delays with
+    streams of their own."""
+
+    def __init__(self, fleet: Fleet, settings: Settings = Settings()):
+        from .autoscalers import make_autoscaler
+
+        self.fleet, self.settings = fleet, settings
+        self.start, self.end = fleet.start, fleet.end
+        self.now = fleet.start
+        self.placer = Placer(fleet.spec.scheduler.scoring_strategy, random.Random(settings.seed * 7919 + 1))
+        self.delays = random.Random(settings.seed * 7919 + 2)
+        self.pools = {p.name: PoolState(p, i) for i, p in enumerate(fleet.spec.node_pools)}
+        self.placements: dict[SimPod, Placement] = {}
+        self.stats = [WorkloadStats() for _ in fleet.workloads]
+        self.samples: list[tuple] = []
+        #: what happened to nodes and pods, in order: (time, kind, pool, name, detail); kinds ``EVENT_KINDS``
+        self.events: list[tuple[float, str, str, str, str]] = []
+        self._heap: list = []
+        self._seq = itertools.count()
+        self._queued: list[float] = []
+        self._index_of: dict[int, int] = {}  # id(cluster) -> its workload's index
+        self.clusters: list[Cluster] = []
+        self.autoscaler = make_autoscaler(fleet.spec.node_autoscaler, self, random.Random(settings.seed * 7919 + 3))
+        for pool in self.pools.values():
+            for _ in range(pool.spec.min_nodes):
+                self._ready(self.launch(pool, self.autoscaler.initial_type(pool), self.start, delay=0.0), self.start)
+        for i, w in enumerate(fleet.workloads):
+            self.clusters.append(self._cluster(i, w))
+        self._push(self.start, _SAMPLE, None)
+        self._push(self.autoscaler.next_time, _AUTOSCALER, None)
+
+    # ----------------------------------------------------------------- set-up
+    def _cluster(self, i: int, w: LoadedWorkload) -> Cluster:
+        """Workload ``i``'s simulated cluster, its pods of the start bound to nodes of its pool (a node launched
+        Ready for those that fit none)."""
+        h = w.autoscaler
+        times, columns, history = _span(w, self.start, self.end)
+        try:
+            check_extent(dataclasses.replace(w.trace, times=times, values=columns, end=self.end), h, w.profile,
+                         {"profile": w.spec.profile})
+        except InputError as err:
+            raise err.at(file=self.fleet.file, obj=f"workload {w.spec.name}") from None
+        rps = w.profile.load_to_rps(columns[w.spec.trace.column])
+        c = Cluster(h.hpa, w.target, w.profile, h.config, times, rps, columns, self.start, self.end,
+                    h.sync_period_seconds, self.settings.seed + i, (), history=history, binder=self)
+        pool = self.pools[w.pool.name]
+        pool.workloads.append(i)
+        self._index_of[id(c)] = i
+        for pod in c.pods:
+            node = self.placer.place(w.requests, pool.nodes)
+            if node is None:
+                node = self._ready(self.launch(pool, self.autoscaler.initial_type(pool, w.requests), self.start,
+                                               delay=0.0), self.start)
+            pl = Placement(i, pod, w.requests, self.start, pool)
+            self.placements[pod] = pl
+            self._attach(pl, node, self.start)
+        self._queued.append(math.inf)
+        self._requeue(i, c)
+        return c
+
+    # ----------------------------------------------------------------- the clock
+    def _push(self, t: float, kind: int, payload) -> None:
+        heapq.heappush(self._heap, (t, kind, next(self._seq), payload))
+
+    def _requeue(self, i: int, c: Cluster | None = None) -> None:
+        c = c if c is not None else self.clusters[i]
+        t = c.next_event()
+        if t != self._queued[i]:
+            self._queued[i] = t
+            self._push(t, _WORKLOAD, i)
+
+    def run(self, progress: Callable[[float, float], None] | None = None) -> FleetRun:
+        """Simulate to the end; ``progress(simulated_seconds, total_seconds)`` now and then. Raises InputError
+        (a workload scaling past the simulator's bound, naming it)."""
+        total = self.end - self.start
+        every = max(total / 200, 1.0)
+        shown = self.start
+        heap = self._heap
+        while heap and heap[0][0] < self.end:
+            t, kind, _, payload = heapq.heappop(heap)
+            self.now = t
+            if kind == _WORKLOAD:
+                if t != self._queued[payload]:
+                    continue
+                c = self.clusters[payload]
+                try:
+                    c.advance_to(t)
+                except InputError as err:
+                    raise err.at(file=self.fleet.file, obj=f"workload {self.fleet.workloads[payload].spec.name}") \
+                        from None
+                self._requeue(payload, c)
+            elif kind == _ATTEMPT:
+                self._attempt(payload, t)
+            elif kind == _READY:
+                self._ready(payload, t)
+            elif kind == _RETRY:
+                self._retry(payload, t)
+            elif kind == _AUTOSCALER:
+                if t == self.autoscaler.next_time:
+                    self.autoscaler.act(t)
+                    self._push(self.autoscaler.next_time, _AUTOSCALER, None)
+            else:
+                self._sample(t)
+                self._push(t + SAMPLE_SECONDS, _SAMPLE, None)
+            if progress is not None and t - shown >= every:
+                shown = t
+                progress(t - self.start, total)
+        self.now = self.end
+        for c in self.clusters:
+            c.advance_to(self.end)
+            c.finish()
+        for pl in self.placements.values():
+            if pl.node is None and not pl.gone:
+                self._pending_until(pl, self.end)
+        if progress is not None:
+            progress(total, total)
+        return self
+
+    def autoscaler_wakes(self) -> None:
+        """The node autoscaler's next loop moved earlier (a pod found no node): queue it."""
+        self._push(self.autoscaler.next_time, _AUTOSCALER, None)
+
+    # ----------------------------------------------------------------- the binder (Cluster's)
+    def created(self, cluster: Cluster, pod: SimPod, t: float) -> None:
+        """A workload created ``pod`` at ``t``: kube-scheduler tries it after the profile's scheduling delay."""
+        i = self._index_of[id(cluster)]
+        w = self.fleet.workloads[i]
+        pl = Placement(i, pod, w.requests, t, self.pools[w.pool.name])
+        self.placements[pod] = pl
+        pl.pool.pending += 1
+        self.stats[i].pods_created += 1
+        self._push(t + cluster.profile.pod_scheduling_seconds * pod.factors[0], _ATTEMPT, pl)
+
+    def removed(self, cluster: Cluster, pod: SimPod) -> None:
+        """A workload deleted ``pod`` (bound or Pending): its node's room is free, and the pool's unschedulable
+        pods are tried again."""
+        pl = self.placements.pop(pod, None)
+        if pl is None:
+            return
+        node = pl.node
+        if node is None:
+            pl.gone = True
+            pl.pool.pending -= 1
+            self._pending_until(pl, self.now)
+            return
+        node.remove(pl.requests)
+        del node.bound[pod]
+        node.last_pod_event = self.now
+        if pl.pool.unschedulable and not node.deleting:
+            self._push(self.now, _RETRY, pl.pool)
+
+    # ----------------------------------------------------------------- scheduling
+    def _attempt(self, pl: Placement, t: float) -> None:
+        if pl.gone:
+            return
+        pool = pl.pool
+        node = self.placer.place(pl.requests, pool.nodes)
+        if node is not None:
+            self._bind(pl, node, t)
+            return
+        if pl.failed_at is None:
+            pl.failed_at = t
+            self.events.append((t, "PodUnschedulable", pool.spec.name,
+                                f"{self.fleet.workloads[pl.workload].spec.name}/{pl.pod.name}", ""))
+        pool.unschedulable.append(pl)
+        self.autoscaler.unschedulable(pool, t)
+
+    def _retry(self, pool: PoolState, t: float) -> None:
+        """Try the pool's unschedulable pods again, oldest first (a request that found no node in this pass is not
+        tried again in it: binding others only fills nodes)."""
+        waiting = pool.waiting()
+        if not waiting:
+            return
+        pool.unschedulable = []
+        failed: set[PodRequests] = set()
+        for pl in waiting:
+            node = None if pl.requests in failed else self.placer.place(pl.requests, pool.nodes)
+            if node is None:
+                failed.add(pl.requests)
+                pool.unschedulable.append(pl)
+            else:
+                self._bind(pl, node, t)
+
+    def _bind(self, pl: Placement, node: FleetNode, t: float) -> None:
+        self._attach(pl, node, t)
+        pl.pool.pending -= 1
+        s = self.stats[pl.workload]
+        s.pods_bound += 1
+        self._pending_until(pl, t, bound=True)
+        c = self.clusters[pl.workload]
+        c.catch_up(t)
+        c.bind(pl.pod, t)
+        self._requeue(pl.workload, c)
+
+    def _attach(self, pl: Placement, node: FleetNode, t: float) -> None:
+        node.add(pl.requests)
+        node.bound[pl.pod] = pl
+        node.last_pod_event = t
+        pl.node = node
+
+    def _pending_until(self, pl: Placement, t: float, bound: bool = False) -> None:
+        """Count ``pl``'s Pending time up to ``t`` (bound then, deleted then, or the end)."""
+        s = self.stats[pl.workload]
+        lo = max(pl.created, self.start)
+        if t <= lo:
+            return
+        s.pending_pod_seconds += t - lo
+        first = pl.failed_at if pl.failed_at is not None else t
+        s.scheduling_seconds += max(min(first, t) - lo, 0.0)
+        if pl.failed_at is not None:
+            s.node_wait_seconds += t - max(pl.failed_at, lo)
+            if bound:
+                s.pods_waited_for_node += 1
+
+    # ----------------------------------------------------------------- nodes
+    def launch(self, pool: PoolState, kind: InstanceType, t: float, delay: float | None = None) -> FleetNode:
+        """A node of ``kind`` launched in ``pool`` at ``t``: Ready after ``delay`` seconds (the pool's
+        provisioning delay, drawn, when None)."""
+        pool.counter += 1
+        node = FleetNode(f"{pool.spec.name}-{pool.counter:05d}", kind, pool, t)
+        pool.all.append(node)
+        self.events.append((t, "NodeLaunched", pool.spec.name, node.name, kind.name))
+        if delay is None:
+            delay = provisioning_delay(pool.spec, self.delays)
+            pool.upcoming.append(node)
+            self._push(t + delay, _READY, node)
+        return node
+
+    def _ready(self, node: FleetNode, t: float) -> FleetNode:
+        pool = self.pools[node.pool]
+        if node in pool.upcoming:
+            pool.upcoming.remove(node)
+        node.ready_at = t
+        pool.nodes.append(node)
+        self.events.append((t, "NodeReady", pool.spec.name, node.name, node.instance_type))
+        self.autoscaler.node_ready(node, t)
+        if pool.unschedulable:
+            self._retry(pool, t)
+        return node
+
+    def delete_node(self, node: FleetNode, t: float) -> None:
+        """A node autoscaler removes ``node`` at ``t``: it leaves the scheduler's list, its pods are evicted (each
+        workload replaces them at once; they are scheduled as new pods) and it is billed until ``t``."""
+        pool = self.pools[node.pool]
+        node.deleting = True
+        self.events.append((t, "NodeDeleted", pool.spec.name, node.name,
+                            f"{len(node.bound)} pods; last pod event {t - node.last_pod_event:g} s before"))
+        if node in pool.nodes:
+            pool.nodes.remove(node)
+        if node in pool.upcoming:
+            pool.upcoming.remove(node)
+        for pod, pl in list(node.bound.items()):
+            c = self.clusters[pl.workload]
+            c.catch_up(t)
+            self.stats[pl.workload].evicted_pods += 1
+            c.evict(pod, t)
+            self._requeue(pl.workload, c)
+        node.deleted_at = t
+
+    # ----------------------------------------------------------------- timeline
+    def _sample(self, t: float) -> None:
+        for pool in self.pools.values():
+            ready = pool.nodes
+            self.samples.append((
+                t, pool.spec.name, len(ready), len(pool.upcoming), pool.pending, len(pool.waiting()),
+                sum(n.requested_cpu for n in ready), sum(n.cpu for n in ready),
+                sum(n.requested_memory for n in ready), sum(n.memory for n in ready),
+                sum(n.price for n in ready) + sum(n.price for n in pool.upcoming)))
+
+
+#: the kinds of ``FleetRun.events`` (and of events.csv)
+EVENT_KINDS = ("NodeLaunched", "NodeReady", "NodeDeleted", "PodUnschedulable")
+SAMPLE_COLUMNS = ("time", "pool", "nodes", "nodes_launching", "pending_pods", "unschedulable_pods",
+                  "requested_cpu_millicores", "allocatable_cpu_millicores", "requested_memory_bytes",
+                  "allocatable_memory_bytes", "cost_per_hour")

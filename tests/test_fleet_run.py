@@ -1,0 +1,208 @@
+"""Issue 38: a fleet on one clock (``pyhpa fleet simulate``): consistent with ``pyhpa simulate`` where nodes are
+no constraint, and node autoscalers that behave as their documentation says (Cluster Autoscaler's FAQ
+"How does scale-up work?" / "How does scale-down work?", Karpenter's "Disruption" and "Scheduling" pages):
+
+- a workload alone on a pool with nodes to spare and no provisioning delay runs exactly as ``pyhpa simulate``;
+- Cluster Autoscaler adds a node within one ``scan-interval`` of the first pod that fits no node; removes a node
+  only after it was below ``scale-down-utilization-threshold`` for ``scale-down-unneeded-time`` and
+  ``scale-down-delay-after-add`` after the last scale-up; never below ``minNodes``;
+- Karpenter launches after the batch window closes (``batchIdleDuration`` after the last pending pod), the cheapest
+  instance type that holds the batch; removes empty nodes ``consolidateAfter`` after their last pod event; and
+  replaces an underutilized expensive node by a cheaper one.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import yaml
+from typer.testing import CliRunner
+
+from pyhpa.adapters.autoscaler import find_autoscaler
+from pyhpa.adapters.snapshot import read_document
+from pyhpa.cli.main import app
+from pyhpa.fleet.engine import FleetRun
+from pyhpa.fleet.spec import load_fleet
+from pyhpa.simulate import (
+    BUNDLED,
+    Settings,
+    bundled_path,
+    input_files,
+    load_autoscaler,
+    read_load,
+    read_workload,
+    replay,
+)
+
+MIN = 60.0
+
+
+def _write(tmp_path: Path, spec: dict) -> Path:
+    path = tmp_path / "fleet.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "pyhpa.dev/v1alpha1", "kind": "Fleet", "metadata": {"name": "t"},
+                                    "spec": spec}))
+    return path
+
+
+def _bundled_workload(name: str = "web") -> dict:
+    return {"name": name, "autoscaler": str(bundled_path("hpa")), "target": str(bundled_path("target")),
+            "profile": str(bundled_path("profile")),
+            "trace": {"file": str(bundled_path("trace")), "column": BUNDLED["column"]}}
+
+
+def test_one_workload_with_nodes_to_spare_runs_exactly_as_pyhpa_simulate(tmp_path):
+    """The issue's consistency check: the bundled example as a fleet of one, on a pool of 40 nodes from the start
+    (more than it ever needs) with no provisioning delay, gives ``pyhpa simulate``'s timeline, scale events and
+    figures to the last bit."""
+    fleet = load_fleet(_write(tmp_path, {
+        "nodePools": [{"name": "p", "instanceTypes": [{"name": "big", "cpu": "16", "memory": "64Gi",
+                                                        "pricePerHour": 1.0}],
+                       "minNodes": 40, "maxNodes": 40, "provisioningSeconds": {"median": 0, "p90": 0}}],
+        "workloads": [_bundled_workload()]}))
+    run = FleetRun(fleet, Settings(seed=5)).run()
+    files = input_files([], None, None, None, None)
+    profile, target = read_workload(files)
+    hpa_file = str(files["hpa"][0])
+    settings = Settings(seed=5)
+    h = load_autoscaler(find_autoscaler(read_document(hpa_file), hpa_file), hpa_file, target, settings)
+    alone = replay(h, "web", target, profile, read_load(files, [h], profile, target), settings).cluster
+    fleet_cluster = run.clusters[0]
+    assert len(alone.scale_events) > 10 and run.stats[0].pods_bound > 10  # it scaled, through the fleet's scheduler
+    assert fleet_cluster.rows == alone.rows
+    assert fleet_cluster.scale_events == alone.scale_events
+    assert asdict(fleet_cluster.stats) == asdict(alone.stats)
+    assert run.stats[0].node_wait_seconds == 0 and not any(e[1] == "NodeLaunched" and e[0] > run.start
+                                                           for e in run.events)
+
+
+def _step_trace(tmp_path: Path, low: float, high: float, minutes=(60, 120, 240)) -> Path:
+    """A per-minute trace: ``low`` requests/s, then ``high``, then ``low`` again."""
+    rows = ["timestamp,requests_per_second"]
+    t = 0
+    for value, n in zip((low, high, low), minutes):
+        for _ in range(n):
+            rows.append(f"2026-01-05T{t // 60:02d}:{t % 60:02d}:00Z,{value}")
+            t += 1
+    path = tmp_path / "step.csv"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def _step_fleet(tmp_path: Path, model: str, pool: dict, settings: dict | None = None, workloads: int = 2) -> FleetRun:
+    trace = _step_trace(tmp_path, 0.5, 70, minutes=(60, 120, 300))
+    ws = []
+    for i in range(workloads):
+        w = _bundled_workload(f"w{i}")
+        w["trace"] = {"file": str(trace), "column": "requests_per_second"}
+        ws.append(w)
+    spec = {"nodeAutoscaler": {"model": model, model: settings or {}}, "nodePools": [pool], "workloads": ws}
+    return FleetRun(load_fleet(_write(tmp_path, spec)), Settings(seed=1)).run()
+
+
+def _events(run: FleetRun, kind: str) -> list[tuple]:
+    return [e for e in run.events if e[1] == kind]
+
+
+SMALL = {"name": "m5.large", "cpu": "1", "memory": "4Gi", "pricePerHour": 0.1}
+
+
+def test_cluster_autoscaler_scales_up_within_a_scan_and_down_only_after_the_unneeded_time(tmp_path):
+    pool = {"name": "p", "instanceTypes": [SMALL], "daemonSetOverhead": {"cpu": "100m", "memory": "256Mi"},
+            "minNodes": 2, "maxNodes": 30, "provisioningSeconds": {"median": 60, "p90": 60}}
+    run = _step_fleet(tmp_path, "cluster-autoscaler", pool)
+    launched = [e for e in _events(run, "NodeLaunched") if e[0] > run.start]
+    unschedulable = [e[0] for e in _events(run, "PodUnschedulable")]
+    deleted = _events(run, "NodeDeleted")
+    assert len(launched) >= 3 and len(deleted) >= 3 and unschedulable
+    # a scale-up comes within one scan interval (10 s) of a pod that found no node, never before it
+    first = min(unschedulable)
+    assert 0 <= min(e[0] for e in launched) - first <= 10
+    for t, *_ in launched:
+        assert any(0 <= t - u <= 10 for u in unschedulable)
+    # the new nodes are Ready after the provisioning delay, and the pods that waited for them were bound
+    ready = {e[3]: e[0] for e in _events(run, "NodeReady")}
+    assert all(ready[name] == t + 60 for t, _, _, name, _ in launched)
+    assert sum(s.pods_waited_for_node for s in run.stats) > 0
+    # removals: only after scale-down-unneeded-time (10 min) below the threshold, and 10 min after the last scale-up
+    nodes = {n.name: n for n in run.pools["p"].all}
+    for t, _, _, name, _ in deleted:
+        node = nodes[name]
+        assert t - node.unneeded_since >= 600
+        assert t - max(lt for lt, *_ in launched if lt <= t) >= 600
+    # never below minNodes
+    assert min(r[2] + r[3] for r in run.samples) >= 2
+    assert run.samples[-1][2] == 2  # back to minNodes once the load is low again
+
+
+def test_cluster_autoscaler_removes_no_node_at_or_above_the_utilization_threshold(tmp_path):
+    """With ``scale-down-utilization-threshold`` 0.2, a node holding one pod (200m + 100m DaemonSet overhead of
+    1 CPU: 30 %) is needed: only nodes with no pod (10 %) are removed."""
+    pool = {"name": "p", "instanceTypes": [SMALL], "daemonSetOverhead": {"cpu": "100m", "memory": "256Mi"},
+            "minNodes": 1, "maxNodes": 30, "provisioningSeconds": {"median": 60, "p90": 60}}
+    run = _step_fleet(tmp_path, "cluster-autoscaler", pool, {"scale-down-utilization-threshold": 0.2})
+    deleted = _events(run, "NodeDeleted")
+    assert deleted and all(e[4].startswith("0 pods") for e in deleted)
+    nodes = {n.name: n for n in run.pools["p"].all}
+    assert all(n.deleted_at == float("inf") for n in nodes.values() if n.pod_count > 0)
+
+
+def test_karpenter_launches_when_the_batch_closes_and_consolidates_onto_cheaper_nodes(tmp_path):
+    """Nodes come at a batch's close, each the cheapest type that holds its pods (a 700m node holds three 200m
+    pods beside the DaemonSet's 100m: four or more take the 8-CPU type); once the load falls, the expensive nodes
+    are removed or replaced by cheaper ones, and none is disrupted within ``consolidateAfter`` of its last pod
+    event."""
+    small = {**SMALL, "cpu": "700m"}
+    big = {"name": "m5.2xlarge", "cpu": "8", "memory": "32Gi", "pricePerHour": 0.8}
+    pool = {"name": "p", "instanceTypes": [small, big], "daemonSetOverhead": {"cpu": "100m", "memory": "256Mi"},
+            "minNodes": 0, "maxNodes": 30, "provisioningSeconds": {"median": 0, "p90": 0}}
+    run = _step_fleet(tmp_path, "karpenter", pool, {"consolidateAfter": "5m"})
+    nodes = {n.name: n for n in run.pools["p"].all}
+    launched = [e for e in _events(run, "NodeLaunched") if e[0] > run.start]
+    unschedulable = sorted(e[0] for e in _events(run, "PodUnschedulable"))
+    assert launched and unschedulable
+    # a launch for pending pods (not a replacement) is at a batch's close: 1 s (batchIdleDuration) after the last pod
+    # that found no node, or 10 s (batchMaxDuration) after the first
+    for t, _, _, name, _ in launched:
+        if nodes[name].replaces is None:
+            assert any(t - u in (1.0, 10.0) for u in unschedulable), t - run.start
+    kinds = [e[4] for e in launched]
+    assert "m5.2xlarge" in kinds and "m5.large" in kinds
+    deleted = _events(run, "NodeDeleted")
+    big_nodes = [n for n in nodes.values() if n.instance_type == "m5.2xlarge"]
+    assert big_nodes and all(n.deleted_at < run.end for n in big_nodes)  # consolidated away
+    assert any(not e[4].startswith("0 pods") for e in deleted)  # pods moved off a node to cheaper room
+    for _, _, _, name, detail in deleted:
+        assert float(detail.split("last pod event ")[1].split(" s")[0]) >= 300 or nodes[name].replaced_by is not None
+    assert run.samples[-1][10] <= 0.2 + 1e-9  # at the end: two small nodes at most
+
+
+def test_pyhpa_fleet_simulate_writes_its_outputs(tmp_path):
+    trace = _step_trace(tmp_path, 5, 40, minutes=(30, 60, 60))
+    ws = []
+    for i in range(2):
+        w = _bundled_workload(f"w{i}")
+        w["trace"] = {"file": str(trace), "column": "requests_per_second"}
+        ws.append(w)
+    path = _write(tmp_path, {"nodePools": [{"name": "p", "instanceTypes": [SMALL], "minNodes": 1}], "workloads": ws})
+    out = tmp_path / "out"
+    r = CliRunner().invoke(app, ["fleet", "simulate", str(path), "--output-dir", str(out), "--no-progress"])
+    assert r.exit_code == 0, r.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["fleet"]["workloads"] == 2 and summary["fleet"]["cost"] > 0
+    assert [w["label"] for w in summary["workloads"]] == ["w0", "w1"]
+    assert (out / "timeline.csv").read_text().splitlines()[0].startswith("time,pool,nodes,nodes_launching")
+    assert (out / "workloads.csv").read_text().splitlines()[0].startswith("workload,pool,pod_hours")
+    assert "NodeLaunched" in (out / "events.csv").read_text()
+    assert "w0" in r.output and "total" in r.output
+
+
+def test_a_bad_fleet_file_is_one_line_and_exit_code_2(tmp_path):
+    w = _bundled_workload()
+    w["nodePool"] = "gpu"
+    path = _write(tmp_path, {"nodePools": [{"name": "p", "instanceTypes": [SMALL]}], "workloads": [w]})
+    r = CliRunner().invoke(app, ["fleet", "simulate", str(path), "--output-dir", str(tmp_path / "o")])
+    assert r.exit_code == 2
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and str(path) in lines[0] and "workload web" in lines[0] and "nodePool" in lines[0]
