@@ -61,7 +61,7 @@ def test_one_workload_with_nodes_to_spare_runs_exactly_as_pyhpa_simulate(tmp_pat
                                                         "pricePerHour": 1.0}],
                        "minNodes": 40, "maxNodes": 40, "provisioningSeconds": {"median": 0, "p90": 0}}],
         "workloads": [_bundled_workload()]}))
-    run = FleetRun(fleet, Settings(seed=5)).run()
+    run = FleetRun(fleet, Settings(seed=5), keep_rows=True).run()
     files = input_files([], None, None, None, None)
     profile, target = read_workload(files)
     hpa_file = str(files["hpa"][0])
@@ -73,6 +73,10 @@ def test_one_workload_with_nodes_to_spare_runs_exactly_as_pyhpa_simulate(tmp_pat
     assert fleet_cluster.rows == alone.rows
     assert fleet_cluster.scale_events == alone.scale_events
     assert asdict(fleet_cluster.stats) == asdict(alone.stats)
+    # without keep_rows, each cluster keeps only what its summary reads, and the summary is the same
+    lean = FleetRun(fleet, Settings(seed=5)).run()
+    from pyhpa.fleet.report import summarize_fleet
+    assert summarize_fleet(lean) == summarize_fleet(run)
     assert run.stats[0].node_wait_seconds == 0 and not any(e[1] == "NodeLaunched" and e[0] > run.start
                                                            for e in run.events)
 

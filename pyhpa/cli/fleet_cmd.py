@@ -9,6 +9,7 @@ summary.json, workloads.csv, timeline.csv and events.csv.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import typer
 from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
@@ -31,6 +32,8 @@ WORST_SHOWN = 10
 def simulate(
     fleet_file: Path = typer.Argument(..., metavar="FLEET.yaml", help="A fleet file (kind: Fleet; docs/fleet.md)."),
     output_dir: Path = typer.Option(OUT / "fleet", "--output-dir", metavar="DIR", help="The folder summary.json, workloads.csv, timeline.csv and events.csv go to (created if missing)."),
+    start: Optional[str] = typer.Option(None, "--start", help="Simulate from this time (ISO 8601; UTC without an offset); default: the start of the span every trace covers."),
+    end: Optional[str] = typer.Option(None, "--end", help="Simulate until this time (ISO 8601); default: the end of that span."),
     sync_period: float = typer.Option(15.0, "--sync-period", help="HPA sync period, seconds, of autoscalers that set none (--horizontal-pod-autoscaler-sync-period)."),
     seed: int = typer.Option(0, "--seed", help="Seed: workload i's cluster gets seed + i; the scheduler's ties and the nodes' provisioning delays have streams of their own."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
@@ -48,7 +51,7 @@ def simulate(
     settings = Settings(sync_period_seconds=sync_period, seed=seed)
     check_settings(settings)
     console = text_console()
-    fleet = load_fleet(fleet_file, settings)
+    fleet = load_fleet(fleet_file, settings, start, end)
     with options.output_dir(output_dir):
         bar = options.progress_bar(no_progress, TextColumn("{task.description}"), BarColumn(),
                                    TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn())

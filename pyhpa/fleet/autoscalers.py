@@ -159,6 +159,7 @@ class ClusterAutoscalerModel(NodeAutoscalerModel):
         super().__init__(fleet, rng)
         self.s = settings
         self.last_scale_up = -math.inf
+        self._unneeded: dict[int, tuple[int, list[FleetNode]]] = {}  # pool index -> (its version, unneeded nodes)
 
     def act(self, t: float) -> None:
         scaled = False
@@ -213,7 +214,27 @@ class ClusterAutoscalerModel(NodeAutoscalerModel):
         return top[self.rng.randrange(len(top))] if len(top) > 1 else top[0]
 
     def _scale_down(self, pool: PoolState, t: float) -> None:
-        """Mark unneeded nodes (all of them removable together), then remove those unneeded long enough."""
+        """Mark unneeded nodes (all of them removable together), then remove those unneeded long enough. The marks
+        are simulated again only when the pool changed since the last loop (``PoolState.version``)."""
+        seen = self._unneeded.get(pool.index)
+        if seen is not None and seen[0] == pool.version:
+            unneeded = seen[1]
+        else:
+            unneeded = self._mark_unneeded(pool, t)
+            self._unneeded[pool.index] = (pool.version, unneeded)
+        if t < self.last_scale_up + self.s.scale_down_delay_after_add:
+            return
+        removable = pool.size() - pool.spec.min_nodes
+        due = [n for n in unneeded if t - n.unneeded_since >= self.s.scale_down_unneeded_time]
+        busy = [n for n in due if n.bound][:MAX_DRAIN_PARALLELISM]
+        chosen = ([n for n in due if not n.bound] + busy)[:MAX_SCALE_DOWN_PARALLELISM]
+        for node in chosen[:max(removable, 0)]:
+            self.fleet.delete_node(node, t)
+
+    def _mark_unneeded(self, pool: PoolState, t: float) -> list[FleetNode]:
+        """The pool's unneeded nodes now (``unneeded_since`` set on each, cleared on the others): below the
+        threshold, lowest first, each whose pods fit on the nodes not already chosen (with the pods moved there
+        before)."""
         nodes = sorted(pool.nodes, key=lambda n: n.utilization())
         dest = {id(n): _Bin(n) for n in pool.nodes}
         unneeded: list[FleetNode] = []
@@ -232,14 +253,7 @@ class ClusterAutoscalerModel(NodeAutoscalerModel):
                 unneeded.append(node)
             else:
                 node.unneeded_since = None
-        if t < self.last_scale_up + self.s.scale_down_delay_after_add:
-            return
-        removable = pool.size() - pool.spec.min_nodes
-        due = [n for n in unneeded if t - n.unneeded_since >= self.s.scale_down_unneeded_time]
-        busy = [n for n in due if n.bound][:MAX_DRAIN_PARALLELISM]
-        chosen = ([n for n in due if not n.bound] + busy)[:MAX_SCALE_DOWN_PARALLELISM]
-        for node in chosen[:max(removable, 0)]:
-            self.fleet.delete_node(node, t)
+        return unneeded
 
 
 class KarpenterModel(NodeAutoscalerModel):
@@ -254,6 +268,8 @@ class KarpenterModel(NodeAutoscalerModel):
         self.next_time = fleet.start
         #: a consolidation decided and waiting for its validation: (pool, nodes to remove, cheaper instance type)
         self.command: tuple | None = None
+        #: pool index -> (its version, when a node next turns consolidatable) of a poll that decided nothing
+        self._idle: dict[int, tuple[int, float]] = {}
 
     def initial_type(self, pool: PoolState, requests: PodRequests | None = None) -> InstanceType:
         kinds = pool.spec.instance_types
@@ -346,7 +362,20 @@ class KarpenterModel(NodeAutoscalerModel):
         return candidates, allowed
 
     def _decide(self, pool: PoolState, t: float) -> tuple | None:
-        """One disruption method's decision (Emptiness, then single-node consolidation), or None."""
+        """One disruption method's decision (Emptiness, then single-node consolidation), or None. A pool that has
+        not changed (``PoolState.version``) since a poll that decided nothing, and where no node has turned
+        consolidatable since, decides nothing again."""
+        idle = self._idle.get(pool.index)
+        if idle is not None and idle[0] == pool.version and t < idle[1]:
+            return None
+        decision = self._decide_now(pool, t)
+        if decision is None:
+            after = self.s.consolidate_after
+            later = [n.last_pod_event + after for n in pool.nodes if t - n.last_pod_event < after]
+            self._idle[pool.index] = (pool.version, min(later, default=math.inf))
+        return decision
+
+    def _decide_now(self, pool: PoolState, t: float) -> tuple | None:
         candidates, allowed = self._candidates(pool, t)
         if allowed <= 0 or not candidates:
             return None

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..adapters.errors import InputError
 from ..simulate import Settings, check_extent
-from ..simulate.cluster import Cluster, History, SimPod
+from ..simulate.cluster import Cluster, History, SimPod, SummaryRows
 from .scheduler import Node, Placer, PodRequests
 from .spec import Fleet, InstanceType, LoadedWorkload, NodePool
 
@@ -98,6 +98,9 @@ class PoolState:
     pending: int = 0
     counter: int = 0
     workloads: list[int] = field(default_factory=list)
+    #: changes whenever a pod is bound to or leaves one of its nodes, or a node is launched, turns Ready or is
+    #: deleted (what a node autoscaler's scale-down reads): an unchanged pool needs no new scale-down simulation
+    version: int = 0
 
     def waiting(self) -> list[Placement]:
         """The unschedulable pods still waiting (not deleted since), oldest first."""
@@ -161,12 +164,13 @@ class FleetRun:
     read ``clusters`` (each workload's simulated cluster, as ``pyhpa simulate`` has it), ``stats`` (the fleet's
     figures of each workload), ``pools`` (nodes, bill) and ``samples`` (timeline rows). ``settings.seed`` seeds
     workload ``i``'s cluster with ``seed + i``, and the scheduler's ties and the nodes' provisioning delays with
-    streams of their own."""
+    streams of their own. Each cluster keeps its timeline only as its summary reads it (``SummaryRows``: a fleet
+    of thousands fits in memory) unless ``keep_rows``."""
 
-    def __init__(self, fleet: Fleet, settings: Settings = Settings()):
+    def __init__(self, fleet: Fleet, settings: Settings = Settings(), keep_rows: bool = False):
         from .autoscalers import make_autoscaler
 
-        self.fleet, self.settings = fleet, settings
+        self.fleet, self.settings, self.keep_rows = fleet, settings, keep_rows
         self.start, self.end = fleet.start, fleet.end
         self.now = fleet.start
         self.placer = Placer(fleet.spec.scheduler.scoring_strategy, random.Random(settings.seed * 7919 + 1))
@@ -205,6 +209,8 @@ class FleetRun:
         rps = w.profile.load_to_rps(columns[w.spec.trace.column])
         c = Cluster(h.hpa, w.target, w.profile, h.config, times, rps, columns, self.start, self.end,
                     h.sync_period_seconds, self.settings.seed + i, (), history=history, binder=self)
+        if not self.keep_rows:
+            c.rows = SummaryRows(len(c.views))
         pool = self.pools[w.pool.name]
         pool.workloads.append(i)
         self._index_of[id(c)] = i
@@ -308,6 +314,7 @@ class FleetRun:
         node.remove(pl.requests)
         del node.bound[pod]
         node.last_pod_event = self.now
+        pl.pool.version += 1
         if pl.pool.unschedulable and not node.deleting:
             self._push(self.now, _RETRY, pl.pool)
 
@@ -359,6 +366,7 @@ class FleetRun:
         node.bound[pl.pod] = pl
         node.last_pod_event = t
         pl.node = node
+        pl.pool.version += 1
 
     def _pending_until(self, pl: Placement, t: float, bound: bool = False) -> None:
         """Count ``pl``'s Pending time up to ``t`` (bound then, deleted then, or the end)."""
@@ -379,6 +387,7 @@ class FleetRun:
         """A node of ``kind`` launched in ``pool`` at ``t``: Ready after ``delay`` seconds (the pool's
         provisioning delay, drawn, when None)."""
         pool.counter += 1
+        pool.version += 1
         node = FleetNode(f"{pool.spec.name}-{pool.counter:05d}", kind, pool, t)
         pool.all.append(node)
         self.events.append((t, "NodeLaunched", pool.spec.name, node.name, kind.name))
@@ -394,6 +403,7 @@ class FleetRun:
             pool.upcoming.remove(node)
         node.ready_at = t
         pool.nodes.append(node)
+        pool.version += 1
         self.events.append((t, "NodeReady", pool.spec.name, node.name, node.instance_type))
         self.autoscaler.node_ready(node, t)
         if pool.unschedulable:
@@ -405,6 +415,7 @@ class FleetRun:
         workload replaces them at once; they are scheduled as new pods) and it is billed until ``t``."""
         pool = self.pools[node.pool]
         node.deleting = True
+        pool.version += 1
         self.events.append((t, "NodeDeleted", pool.spec.name, node.name,
                             f"{len(node.bound)} pods; last pod event {t - node.last_pod_event:g} s before"))
         if node in pool.nodes:

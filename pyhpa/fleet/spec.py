@@ -24,7 +24,7 @@ a scheduler and a node autoscaler, as typed structs; ``load_fleet`` reads and ch
         autoscaler: hpa/web.yaml            # HorizontalAutoscaler or autoscaling/v2 HPA
         target: deploy/web.yaml             # its Deployment (requests, nodeSelector)
         profile: profiles/web.yaml          # optional: pyhpa simulate's workload profile
-        trace: {file: traces/nasa.csv, column: requests, scale: 1.0, shift: 0s}
+        trace: {file: traces/nasa.csv, column: requests, scale: 1.0, shift: 0s}   # where: [vm=rnd-411]
         nodePool: general                   # optional: else the pool whose labels the nodeSelector matches
 
 Names are the projects' own: Cluster Autoscaler's flags (``scan-interval``, ``scale-down-unneeded-time``, ...) with
@@ -44,6 +44,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from datetime import timezone
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -58,7 +59,7 @@ from ..adapters.snapshot import read_document
 from ..simulate import Autoscaler, Settings, load_autoscaler
 from ..simulate.profile import Profile, load_profile
 from ..simulate.target import KINDS, Target, load_target
-from ..simulate.trace import Trace, load_trace
+from ..simulate.trace import Trace, _bound, load_trace
 from .scheduler import Node, PodRequests, ScoringStrategy, defaulted_spec, fits, pod_requests
 
 API_VERSION = "pyhpa.dev/v1alpha1"
@@ -74,7 +75,7 @@ MAX_BUDGETS = 50  # Karpenter's own MaxItems of disruption.budgets
 #: ends)
 MAX_PROVISIONING_SECONDS = 3600.0
 #: ``load_trace``'s errors name ``pyhpa simulate``'s flags; in a fleet file they are fields of a workload's ``trace``
-TRACE_FLAGS = {"--column": "column", "--load-scale": "scale"}
+TRACE_FLAGS = {"--column": "column", "--load-scale": "scale", "--where": "where"}
 
 
 class Seconds(float):
@@ -219,12 +220,14 @@ class NodePool(Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
 
 
 class TraceRef(Struct, forbid_unknown_fields=True, frozen=True):
-    """A workload's load: ``column`` of the CSV ``file``, times ``scale``, moved ``shift`` later (seconds)."""
+    """A workload's load: ``column`` of the CSV ``file``, times ``scale``, moved ``shift`` later (seconds); of a
+    long-format file, only the rows ``where`` says (``COLUMN=VALUE`` items, as ``pyhpa simulate --where``)."""
 
     file: Annotated[str, Meta(min_length=1)]
     column: Annotated[str, Meta(min_length=1)]
     scale: Annotated[float, Meta(gt=0, le=1e6)] = 1.0
     shift: Seconds = Seconds(0.0)
+    where: Annotated[tuple[str, ...], Meta(max_length=20)] = ()
 
 
 class Workload(Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
@@ -362,12 +365,15 @@ def _unique(file: str, field_path: str, names: list[str], what: str, obj: str = 
         seen[name] = i
 
 
-def load_fleet(path: str | Path, settings: Settings = Settings()) -> Fleet:
+def load_fleet(path: str | Path, settings: Settings = Settings(), start: str | None = None,
+               end: str | None = None) -> Fleet:
     """Read a fleet file and every file it names (``read_fleet_file``, then each workload's autoscaler, target,
     profile and trace as ``pyhpa simulate`` reads them), and check what needs them together: each workload's pool
     (named, or the one pool its nodeSelector matches), that its pod fits a node of that pool (requests plus the
     pool's DaemonSet overhead within an instance type's allocatable), and that the traces, shifted, overlap in
-    time. Raises InputError: one line naming the file, the workload (or node pool) and the field."""
+    time. ``start``/``end`` (ISO 8601, as ``pyhpa simulate --start/--end``; UTC without an offset) narrow the span to
+    a part of that overlap. Raises InputError: one line naming the file, the workload (or node pool) and the field,
+    or the flag."""
     file = str(path)
     spec = read_fleet_file(path)
     folder = Path(path).resolve().parent
@@ -381,7 +387,8 @@ def load_fleet(path: str | Path, settings: Settings = Settings()) -> Fleet:
             hpa_file = str(_under(folder, w.autoscaler))
             autoscaler = load_autoscaler(find_autoscaler(read_document(hpa_file), hpa_file), hpa_file, target,
                                          settings)
-            trace = load_trace(_under(folder, w.trace.file), w.trace.column, load_scale=w.trace.scale, gaps="hold")
+            trace = load_trace(_under(folder, w.trace.file), w.trace.column, load_scale=w.trace.scale, gaps="hold",
+                               where=w.trace.where)
             requests = _pod_requests(_under(folder, w.target))
         except InputError as err:
             if err.field in TRACE_FLAGS:  # a setting of the fleet's trace reference, which simulate takes as a flag
@@ -392,9 +399,9 @@ def load_fleet(path: str | Path, settings: Settings = Settings()) -> Fleet:
         pool = _pool_of(file, w, at, target, spec.node_pools, pools)
         _check_fits(file, obj, at, target, requests, pool)
         loaded.append(LoadedWorkload(w, autoscaler, target, profile, _shifted(trace, w.trace.shift), pool, requests))
-    start = max(w.trace.start for w in loaded)
-    end = min(w.trace.end for w in loaded)
-    if start >= end:
+    first = max(w.trace.start for w in loaded)
+    last = min(w.trace.end for w in loaded)
+    if first >= last:
         late = max(range(len(loaded)), key=lambda k: loaded[k].trace.start)
         early = min(range(len(loaded)), key=lambda k: loaded[k].trace.end)
         raise InputError(
@@ -402,7 +409,18 @@ def load_fleet(path: str | Path, settings: Settings = Settings()) -> Fleet:
             f"{loaded[early].spec.name} ends ({_iso(loaded[early].trace.end)}): the traces of a fleet must overlap "
             "in time (move one with trace.shift)", file=file, obj=f"workload {loaded[late].spec.name}",
             field=f"spec.workloads[{late}].trace.shift")
-    return Fleet(file, spec, tuple(loaded), start, end)
+    lo, hi = (_bound(text, timezone.utc, False, flag) for text, flag in ((start, "--start"), (end, "--end")))
+    if lo is not None:
+        if not first <= lo < last:
+            raise InputError(f"{_iso(lo)} is outside the span every trace covers ({_iso(first)} to {_iso(last)})",
+                             field="--start")
+        first = lo
+    if hi is not None:
+        if not first < hi <= last:
+            raise InputError(f"{_iso(hi)} is not after the start ({_iso(first)}) and within the span every trace "
+                             f"covers (to {_iso(last)})", field="--end")
+        last = hi
+    return Fleet(file, spec, tuple(loaded), first, last)
 
 
 def _under(folder: Path, name: str) -> Path:

@@ -1,0 +1,196 @@
+"""A fleet of real workloads on one node pool for a week: how long ``pyhpa fleet simulate`` takes, how much memory,
+and the bill (issue 38).
+
+    python benchmarks/fleet.py                          # 200 workloads, 7 days, Cluster Autoscaler
+    python benchmarks/fleet.py --workloads 50,200       # each size in its own process, one line each
+    python benchmarks/fleet.py --model karpenter --predictive --out out/fleet-bench
+
+Prints, per size, ``workloads=N seconds=S rss_mb=M node_hours=H cost=C`` (wall seconds of the simulation, the
+process's peak resident memory, the pool's node-hours and dollars).
+
+The fleet, made from the real traces in benchmarks/data (copies of the project's trace collection; sources and
+licences in benchmarks/data/README.md), over the week 2013-08-05T00:00Z to 2013-08-12T00:00Z:
+
+- the 8 Bitbrains VMs (``bitbrains_rnd_2013-08_cpu.csv.gz``, rnd-58 to rnd-411, as they ran: one co-located
+  group, not shifted), each a StatefulSet scaled on CPU (examples/simulate/bitbrains);
+- the others, alternately, a NASA-HTTP web workload (examples/simulate/nasa, July or August 1995) and a WorldCup98
+  one (examples/simulate/worldcup98, May to July 1998): each a week of its trace starting on a day drawn from the
+  weeks the trace covers whole, shifted to the fleet's week (whole weeks, so weekdays stay weekdays, plus 0 to 6
+  hours drawn, so the peaks do not all coincide) and scaled by a factor drawn log-uniformly (NASA 1.5 to 12:
+  about 1 to 10 pods; WorldCup 0.05 to 0.4: 4 to 15 pods). Seeded (``--seed``): the same fleet every run.
+
+One pool, ``general``: m5.xlarge (3920m, 14Gi allocatable, $0.192/h) and m5.2xlarge (7910m, 29Gi, $0.384/h),
+DaemonSet overhead 200m and 512Mi, 3 to 2,000 nodes, provisioning 90 s median and 150 s p90. ``--predictive`` adds
+prediction and saturation to every autoscaler (``prediction: {}`` and ``saturation: {}``, their defaults, as
+examples/simulate/prediction and examples/simulate/saturation have them); ``--model`` picks the node autoscaler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "benchmarks" / "data"
+EXAMPLES = ROOT / "examples" / "simulate"
+START = "2013-08-05T00:00:00Z"
+START_EPOCH = 1375660800.0  # 2013-08-05T00:00:00Z
+WEEK = 7 * 86400.0
+#: each web source: (trace file, column, example folder, first days of the weeks it covers whole (UTC epoch), scale
+#: range)
+SOURCES = {
+    "nasa": [("nasa_http_1995-07_per_minute.csv.gz", [804643200.0 + k * WEEK for k in range(3)]),  # 1995-07-02Z
+             ("nasa_http_1995-08_per_minute.csv.gz", [807926400.0 + k * WEEK for k in range(3)])],  # 1995-08-09Z
+    "worldcup98": [("worldcup98_1998-05-25_07-26_per_minute.csv.gz", [896140800.0 + k * WEEK for k in range(8)])],
+}
+SCALES = {"nasa": (1.5, 12.0), "worldcup98": (0.05, 0.4)}
+POOL = {
+    "name": "general",
+    "instanceTypes": [{"name": "m5.xlarge", "cpu": "3920m", "memory": "14Gi", "pricePerHour": 0.192},
+                      {"name": "m5.2xlarge", "cpu": "7910m", "memory": "29Gi", "pricePerHour": 0.384}],
+    "daemonSetOverhead": {"cpu": "200m", "memory": "512Mi"},
+    "minNodes": 3, "maxNodes": 2000,
+    "provisioningSeconds": {"median": 90, "p90": 150},
+}
+
+
+def _vms() -> tuple[str, ...]:
+    """The Bitbrains VM names of the trace (its ``vm`` column), in order."""
+    import pandas as pd
+
+    return tuple(sorted(pd.read_csv(DATA / "bitbrains_rnd_2013-08_cpu.csv.gz", usecols=["vm"])["vm"].unique()))
+
+
+def make_fleet(n: int, folder: Path, seed: int, model: str, predictive: bool) -> Path:
+    """Write the fleet file of ``n`` workloads into ``folder`` (with the predictive autoscalers, when asked);
+    returns its path."""
+    rng = random.Random(seed)
+    workloads = []
+    vms = _vms()
+    bitbrains = EXAMPLES / "bitbrains"
+    for vm in vms[:min(n, len(vms))]:
+        workloads.append({"name": f"bitbrains-{vm}", "autoscaler": str(_autoscaler(folder, bitbrains, predictive)),
+                          "target": str(bitbrains / "statefulset.yaml"), "profile": str(bitbrains / "profile.yaml"),
+                          "trace": {"file": str(DATA / "bitbrains_rnd_2013-08_cpu.csv.gz"),
+                                    "column": "cpu_usage_percent", "where": [f"vm={vm}"]}})
+    for j in range(n - len(workloads)):
+        kind = ("nasa", "worldcup98")[j % 2]
+        file, weeks = rng.choice(SOURCES[kind])
+        offset = rng.uniform(0, 6) * 3600.0
+        source_start = rng.choice(weeks) - offset
+        shift = START_EPOCH - source_start
+        lo, hi = SCALES[kind]
+        scale = math.exp(rng.uniform(math.log(lo), math.log(hi)))
+        example = EXAMPLES / kind
+        workloads.append({
+            "name": f"{kind}-{j:04d}", "autoscaler": str(_autoscaler(folder, example, predictive)),
+            "target": str(example / "deployment.yaml"), "profile": str(example / "profile.yaml"),
+            "trace": {"file": str(DATA / file), "column": "requests_per_second", "scale": round(scale, 4),
+                      "shift": f"{shift:.0f}s"}})
+    spec = {"nodeAutoscaler": {"model": model}, "nodePools": [POOL], "workloads": workloads}
+    path = folder / "fleet.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "pyhpa.dev/v1alpha1", "kind": "Fleet",
+                                    "metadata": {"name": f"bench-{n}"}, "spec": spec}, sort_keys=False))
+    return path
+
+
+def _autoscaler(folder: Path, example: Path, predictive: bool) -> Path:
+    """The example's HPA, or (``predictive``) it as a HorizontalAutoscaler with prediction and saturation at their
+    defaults."""
+    hpa = example / "hpa.yaml"
+    if not predictive:
+        return hpa
+    out = folder / f"{example.name}-predictive.yaml"
+    if not out.exists():
+        doc = yaml.safe_load(hpa.read_text())
+        doc["apiVersion"], doc["kind"] = "pyhpa.dev/v1alpha1", "HorizontalAutoscaler"
+        doc["spec"]["prediction"] = {}
+        doc["spec"]["saturation"] = {}
+        out.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return out
+
+
+def run_one(n: int, days: float, seed: int, model: str, predictive: bool, out: str | None) -> dict:
+    """Build and simulate the fleet of ``n`` workloads in this process; the figures of its line."""
+    from pyhpa.fleet.engine import FleetRun
+    from pyhpa.fleet.report import summarize_fleet, write_fleet
+    from pyhpa.fleet.spec import load_fleet
+    from pyhpa.simulate import Settings
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = make_fleet(n, Path(tmp), seed, model, predictive)
+        end = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(START_EPOCH + days * 86400.0))
+        t0 = time.perf_counter()
+        fleet = load_fleet(path, Settings(seed=seed), START, end)
+        run = FleetRun(fleet, Settings(seed=seed)).run(_progress())
+        seconds = time.perf_counter() - t0
+        summary = write_fleet(run, out) if out else summarize_fleet(run)
+    f = summary["fleet"]
+    return {"workloads": n, "seconds": round(seconds, 1),
+            "rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
+            "node_hours": f["node_hours"], "cost": f["cost"], "unserved_fraction": f["unserved_fraction"],
+            "pending_pod_seconds": f["pending_pod_seconds"], "node_wait_seconds": f["node_wait_seconds"],
+            "overloaded_seconds": f["overloaded_seconds"]}
+
+
+def _progress():
+    """A line on stderr every tenth of the simulated span (when stderr is a terminal or a log)."""
+    shown = [-1]
+
+    def report(done: float, total: float) -> None:
+        tenth = int(10 * done / total) if total else 10
+        if tenth != shown[0]:
+            shown[0] = tenth
+            print(f"  {10 * tenth}% simulated", file=sys.stderr, flush=True)
+
+    return report
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--workloads", default="200", help="sizes, comma-separated (each in its own process)")
+    ap.add_argument("--days", type=float, default=7.0, help="simulated days (at most 7)")
+    ap.add_argument("--model", default="cluster-autoscaler", choices=("cluster-autoscaler", "karpenter"))
+    ap.add_argument("--predictive", action="store_true", help="prediction and saturation on every autoscaler")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", help="also write summary.json, workloads.csv, timeline.csv and events.csv here")
+    ap.add_argument("--json", action="store_true", help="print each result as a JSON line too")
+    ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a size run in this process (the child)
+    a = ap.parse_args()
+    if not 0 < a.days <= 7:
+        ap.error("--days: from 0 (excluded) to 7")
+    if a.one is not None:
+        print(json.dumps(run_one(a.one, a.days, a.seed, a.model, a.predictive, a.out)))
+        return
+    try:
+        sizes = [int(x) for x in a.workloads.split(",")]
+    except ValueError:
+        ap.error(f"--workloads: want sizes such as 50,200, got {a.workloads!r}")
+    if any(not 1 <= n <= 10_000 for n in sizes):
+        ap.error("--workloads: each size from 1 to 10,000")
+    for n in sizes:
+        cmd = [sys.executable, __file__, "--one", str(n), "--days", str(a.days), "--model", a.model,
+               "--seed", str(a.seed)] + (["--predictive"] if a.predictive else []) + \
+            (["--out", f"{a.out}/{n}"] if a.out else [])
+        res = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+        if res.returncode != 0:
+            sys.exit(res.returncode)
+        r = json.loads(res.stdout.strip().splitlines()[-1])
+        print(f"workloads={r['workloads']} seconds={r['seconds']} rss_mb={r['rss_mb']} "
+              f"node_hours={r['node_hours']} cost={r['cost']}", flush=True)
+        if a.json:
+            print(json.dumps(r), flush=True)
+
+
+if __name__ == "__main__":
+    main()
