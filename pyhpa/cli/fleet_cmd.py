@@ -31,11 +31,12 @@ WORST_SHOWN = 10
 
 def simulate(
     fleet_file: Path = typer.Argument(..., metavar="FLEET.yaml", help="A fleet file (kind: Fleet; docs/fleet.md)."),
-    output_dir: Path = typer.Option(OUT / "fleet", "--output-dir", metavar="DIR", help="The folder summary.json, workloads.csv, timeline.csv and events.csv go to (created if missing)."),
+    output_dir: Path = typer.Option(OUT / "fleet", "--output-dir", metavar="DIR", help="The folder summary.json, workloads.csv, timeline.csv, events.csv, the plots and report.html go to (created if missing)."),
     start: Optional[str] = typer.Option(None, "--start", help="Simulate from this time (ISO 8601; UTC without an offset); default: the start of the span every trace covers."),
     end: Optional[str] = typer.Option(None, "--end", help="Simulate until this time (ISO 8601); default: the end of that span."),
     sync_period: float = typer.Option(15.0, "--sync-period", help="HPA sync period, seconds, of autoscalers that set none (--horizontal-pod-autoscaler-sync-period)."),
     seed: int = typer.Option(0, "--seed", help="Seed: workload i's cluster gets seed + i; the scheduler's ties and the nodes' provisioning delays have streams of their own."),
+    plot: bool = typer.Option(True, "--plot/--no-plot", help="Write nodes.png, pending.png, worst.png and report.html (one self-contained page)."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
 ) -> None:
     """Simulate a fleet: many autoscalers on shared node pools that take minutes to grow, and their bill.
@@ -62,13 +63,14 @@ def simulate(
                 task = bar.add_task(f"fleet {len(fleet.workloads)} workloads", total=fleet.end - fleet.start)
                 run = FleetRun(fleet, settings).run(lambda done, total: bar.update(task, completed=done))
         try:
-            summary = write_fleet(run, output_dir)
+            summary = write_fleet(run, output_dir, plot=plot)
         except OSError as err:
             raise InputError(f"cannot write the outputs: {err.strerror or err}", file=str(err.filename or output_dir),
                              field="--output-dir") from None
     console.print(_tables(summary))
-    console.print("wrote " + ", ".join(str(output_dir / f) for f in ("summary.json", "workloads.csv", "timeline.csv",
-                                                                     "events.csv")))
+    files = ("summary.json", "workloads.csv", "timeline.csv", "events.csv") + \
+        (("nodes.png", "pending.png", "worst.png", "report.html") if plot else ())
+    console.print("wrote " + ", ".join(str(output_dir / f) for f in files))
 
 
 def _tables(summary: dict) -> Table:

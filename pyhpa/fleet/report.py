@@ -148,9 +148,9 @@ def workload_rows(summary: dict) -> list[list]:
     return rows
 
 
-def write_fleet(run: FleetRun, out: str | Path) -> dict:
-    """Write summary.json, workloads.csv, timeline.csv and events.csv into the folder ``out`` (created); returns the
-    summary."""
+def write_fleet(run: FleetRun, out: str | Path, plot: bool = False) -> dict:
+    """Write summary.json, workloads.csv, timeline.csv and events.csv into the folder ``out`` (created), and with
+    ``plot`` nodes.png, pending.png, worst.png and report.html (``pyhpa.fleet.plots``); returns the summary."""
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     summary = summarize_fleet(run)
@@ -168,6 +168,10 @@ def write_fleet(run: FleetRun, out: str | Path) -> dict:
         w.writerow(SAMPLE_COLUMNS)
         for row in run.samples:
             w.writerow([_iso(row[0]), *row[1:10], round(row[10], 6)])
+    if plot:
+        from .plots import write_plots_and_report
+
+        write_plots_and_report(run, summary, folder)
     return summary
 
 

@@ -1,0 +1,267 @@
+"""The fleet's plots and its self-contained HTML report (``pyhpa fleet simulate`` writes them beside summary.json).
+
+- ``nodes.png``: each node pool's nodes (Ready, and launching) and what they cost per hour, over the simulated span;
+- ``pending.png``: Pending pods (all, and those no node fits) over time;
+- ``worst.png``: the workloads that dropped the largest share of their requests, with their time waiting for nodes;
+- ``report.html``: one file with no network access (styles, script and the plots inside it): the fleet's and pools'
+  figures, the plots, and the workload table, sorted by clicking a column's header (or by ``#sort=COLUMN:desc`` in
+  the address).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+#: how many workloads worst.png shows
+WORST = 15
+#: the workload table's columns in report.html: (key, header, how the value is shown)
+TABLE = (
+    ("workload", "workload", "{}"),
+    ("pool", "pool", "{}"),
+    ("pod_hours", "pod-hours", "{:,.1f}"),
+    ("unserved_requests", "unserved requests", "{:,.0f}"),
+    ("unserved_percent", "unserved %", "{:.3f}"),
+    ("overloaded_seconds", "overloaded s", "{:,.0f}"),
+    ("pending_pod_seconds", "Pending pod-s", "{:,.0f}"),
+    ("node_wait_seconds", "node wait s", "{:,.0f}"),
+    ("evicted_pods", "evicted pods", "{:,}"),
+    ("cost_share", "cost share $", "{:,.2f}"),
+)
+
+
+def _figure(width: float = 10.0, height: float = 4.0):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(figsize=(width, height), dpi=100)
+
+
+def _times(samples, pool: str):
+    rows = [r for r in samples if r[1] == pool]
+    return [datetime.fromtimestamp(r[0], tz=timezone.utc) for r in rows], rows
+
+
+def plot_nodes(run, path: Path) -> Path:
+    """nodes.png: per pool, Ready nodes and those still launching (top), and the bill so far in dollars (bottom)."""
+    import matplotlib.dates as mdates
+    import matplotlib.pyplot as plt
+
+    fig, (ax, cost_ax) = plt.subplots(2, 1, figsize=(10.0, 5.6), dpi=100, sharex=True,
+                                      gridspec_kw={"height_ratios": [3, 2]})
+    for pool in run.pools.values():
+        name = pool.spec.name
+        times, rows = _times(run.samples, name)
+        ready = [r[2] for r in rows]
+        line = ax.step(times, ready, where="post", label=f"{name}: Ready")[0]
+        ax.fill_between(times, ready, [r[2] + r[3] for r in rows], step="post", color=line.get_color(), alpha=0.3,
+                        label=f"{name}: launching")
+        spent, total = [], 0.0
+        for k, r in enumerate(rows):  # each minute at the cost per hour it began with
+            spent.append(total)
+            if k + 1 < len(rows):
+                total += r[10] * (rows[k + 1][0] - r[0]) / 3600.0
+        cost_ax.plot(times, spent, color=line.get_color(), label=f"{name}")
+    ax.set_ylabel("nodes")
+    ax.set_ylim(bottom=0)
+    ax.legend(loc="upper left", fontsize=8)
+    ax.set_title(f"Nodes and their bill ({run.fleet.spec.node_autoscaler.model.value})")
+    cost_ax.set_ylabel("dollars so far")
+    cost_ax.set_ylim(bottom=0)
+    cost_ax.legend(loc="upper left", fontsize=8)
+    cost_ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(cost_ax.xaxis.get_major_locator()))
+    fig.tight_layout()
+    fig.savefig(path)
+    _close(fig)
+    return path
+
+
+def plot_pending(run, path: Path) -> Path:
+    """pending.png: Pending pods per pool, and those that no node fits (waiting for a node)."""
+    import matplotlib.dates as mdates
+
+    fig, ax = _figure(10.0, 3.2)
+    for pool in run.pools.values():
+        times, rows = _times(run.samples, pool.spec.name)
+        pending = ax.fill_between(times, 0, [r[4] for r in rows], step="post", alpha=0.35,
+                                  label=f"{pool.spec.name}: Pending")
+        ax.step(times, [r[5] for r in rows], where="post", color=pending.get_facecolor()[0][:3],
+                label=f"{pool.spec.name}: of them, no node fits")
+    ax.set_ylabel("pods (at each minute)")
+    ax.set_ylim(bottom=0)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(ax.xaxis.get_major_locator()))
+    ax.legend(loc="upper left", fontsize=8)
+    ax.set_title("Pending pods")
+    fig.tight_layout()
+    fig.savefig(path)
+    _close(fig)
+    return path
+
+
+def plot_worst(summary: dict, path: Path) -> Path:
+    """worst.png: the ``WORST`` workloads by unserved share of requests, and the seconds their pods waited for
+    nodes."""
+    worst = sorted(summary["workloads"], key=lambda w: (-w["unserved_fraction"], w["label"]))[:WORST]
+    fig, (left, right) = _figure_pair(1.2 + 0.32 * max(len(worst), 1))
+    names = [w["label"] for w in worst][::-1]
+    shares = [100 * w["unserved_fraction"] for w in worst][::-1]
+    waits = [w["fleet"]["node_wait_seconds"] for w in worst][::-1]
+    left.barh(names, shares, color="tab:red")
+    left.set_xlim(0, max(shares, default=0) * 1.1 or 1)
+    left.set_xlabel("unserved requests, % of requested")
+    right.barh(names, waits, color="tab:blue")
+    right.set_xlim(0, max(waits, default=0) * 1.1 or 1)
+    right.set_xlabel("pod-seconds waiting for a node")
+    right.tick_params(labelleft=False)
+    left.set_title(f"The {len(worst)} workloads with the largest share of requests unserved", loc="left")
+    fig.tight_layout()
+    fig.savefig(path)
+    _close(fig)
+    return path
+
+
+def _figure_pair(height: float):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(1, 2, figsize=(10.0, height), dpi=100, sharey=True)
+
+
+def _close(fig) -> None:
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
+def workload_table(summary: dict) -> list[dict]:
+    """report.html's workload rows: ``TABLE``'s keys."""
+    rows = []
+    for w in summary["workloads"]:
+        f = w["fleet"]
+        rows.append({"workload": w["label"], "pool": f["pool"], "pod_hours": w["pod_hours"],
+                     "unserved_requests": w["unserved_requests"],
+                     "unserved_percent": 100 * w["unserved_fraction"], "overloaded_seconds": w["overloaded_seconds"],
+                     "pending_pod_seconds": f["pending_pod_seconds"], "node_wait_seconds": f["node_wait_seconds"],
+                     "evicted_pods": f["evicted_pods"], "cost_share": f["cost_share"]})
+    return rows
+
+
+def _img(path: Path, alt: str) -> str:
+    data = base64.b64encode(path.read_bytes()).decode()
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
+
+
+_STYLE = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; }
+table { border-collapse: collapse; margin: 8px 0 20px; }
+th, td { padding: 3px 10px; border-bottom: 1px solid #ddd; text-align: right; }
+th:first-child, td:first-child, th.text, td.text { text-align: left; }
+#workloads th { cursor: pointer; user-select: none; background: #f4f4f4; }
+#workloads th[aria-sort=ascending]::after { content: " \\25B2"; }
+#workloads th[aria-sort=descending]::after { content: " \\25BC"; }
+img { max-width: 100%; display: block; margin: 8px 0 16px; }
+.note { color: #666; }
+"""
+
+_SCRIPT = """
+(function () {
+  const table = document.getElementById("workloads");
+  const body = table.tBodies[0];
+  function sortBy(key, descending) {
+    const rows = Array.from(body.rows);
+    const text = table.querySelector('th[data-key="' + key + '"]').classList.contains("text");
+    rows.sort(function (a, b) {
+      const x = a.querySelector('td[data-key="' + key + '"]').dataset.value;
+      const y = b.querySelector('td[data-key="' + key + '"]').dataset.value;
+      const c = text ? x.localeCompare(y) : Number(x) - Number(y);
+      return descending ? -c : c;
+    });
+    rows.forEach(function (r) { body.appendChild(r); });
+    table.querySelectorAll("th").forEach(function (th) {
+      th.setAttribute("aria-sort", th.dataset.key === key ? (descending ? "descending" : "ascending") : "none");
+    });
+    table.dataset.sortedBy = key + ":" + (descending ? "desc" : "asc");
+  }
+  table.querySelectorAll("th").forEach(function (th) {
+    th.addEventListener("click", function () {
+      sortBy(th.dataset.key, th.getAttribute("aria-sort") !== "descending");
+    });
+  });
+  const m = /sort=([a-z_]+)(?::(asc|desc))?/.exec(location.hash);
+  if (m && table.querySelector('th[data-key="' + m[1] + '"]')) { sortBy(m[1], m[2] !== "asc"); }
+  window.addEventListener("load", function () {
+    const images = Array.from(document.images);
+    document.body.dataset.imagesShown = String(images.filter(function (i) {
+      return i.complete && i.naturalWidth > 0; }).length) + "/" + images.length;
+  });
+})();
+"""
+
+
+def write_report(summary: dict, plots: dict[str, Path], path: Path) -> Path:
+    """report.html: everything inside one file (no network): the figures, the plots (PNG data), the sortable
+    workload table."""
+    f = summary["fleet"]
+    esc = html.escape
+    parts = [
+        "<!doctype html><html lang=en><head><meta charset=utf-8>",
+        f"<title>pyhpa fleet: {esc(Path(f['file']).name)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>Fleet {esc(Path(f['file']).name)}</h1>",
+        f"<p class=note>{f['workloads']} workloads, {esc(f['node_autoscaler'])}, scheduler "
+        f"{esc(f['scoring_strategy'])}, {esc(f['start'])} to {esc(f['end'])} "
+        f"({f['simulated_seconds'] / 3600:,.1f} simulated hours), seed {f['seed']}.</p>",
+        "<table id=fleet><tr><th class=text>fleet</th><th>node-hours</th><th>cost $</th><th>unserved requests</th>"
+        "<th>unserved %</th><th>Pending pod-s</th><th>node wait s</th><th>evicted pods</th></tr>",
+        f"<tr><td>total</td><td>{f['node_hours']:,.1f}</td><td>{f['cost']:,.2f}</td>"
+        f"<td>{f['unserved_requests']:,.0f}</td><td>{100 * f['unserved_fraction']:.3f}</td>"
+        f"<td>{f['pending_pod_seconds']:,.0f}</td><td>{f['node_wait_seconds']:,.0f}</td>"
+        f"<td>{f['evicted_pods']:,}</td></tr></table>",
+        "<table id=pools><tr><th class=text>node pool</th><th>node-hours</th><th>cost $</th><th>mean nodes</th>"
+        "<th>max nodes</th><th>nodes launched</th><th>nodes removed</th><th>requested CPU %</th>"
+        "<th>used CPU %</th></tr>",
+    ]
+    for p in summary["node_pools"]:
+        req, used = p["requested_cpu_utilization"], p["used_cpu_utilization"]
+        parts.append(
+            f"<tr><td>{esc(p['name'])}</td><td>{p['node_hours']:,.1f}</td><td>{p['cost']:,.2f}</td>"
+            f"<td>{p['mean_nodes']:,.2f}</td><td>{p['max_nodes_seen']}</td><td>{p['nodes_launched']}</td>"
+            f"<td>{p['nodes_removed']}</td><td>{'' if req is None else f'{100 * req:.1f}'}</td>"
+            f"<td>{'' if used is None else f'{100 * used:.1f}'}</td></tr>")
+    parts.append("</table>")
+    for name, alt in (("nodes", "nodes and cost over time"), ("pending", "Pending pods over time"),
+                      ("worst", "the workloads that dropped the most")):
+        if name in plots:
+            parts.append(_img(plots[name], alt))
+    parts.append("<h2>Workloads</h2><p class=note>Click a column to sort it.</p><table id=workloads><thead><tr>")
+    for key, header, _ in TABLE:
+        cls = " class=text" if key in ("workload", "pool") else ""
+        parts.append(f'<th data-key="{key}"{cls} aria-sort=none>{esc(header)}</th>')
+    parts.append("</tr></thead><tbody>")
+    for row in workload_table(summary):
+        parts.append("<tr>" + "".join(
+            f'<td data-key="{key}" data-value="{esc(str(row[key]))}"{" class=text" if key in ("workload", "pool") else ""}>'
+            f"{esc(fmt.format(row[key]))}</td>" for key, _, fmt in TABLE) + "</tr>")
+    parts.append(f"</tbody></table><script>{_SCRIPT}</script>")
+    parts.append(f"<script type=application/json id=summary>{_json_in_html(summary['fleet'])}</script>")
+    parts.append("</body></html>")
+    path.write_text("".join(parts))
+    return path
+
+
+def _json_in_html(data) -> str:
+    return json.dumps(data).replace("</", "<\\/")
+
+
+def write_plots_and_report(run, summary: dict, folder: Path) -> list[Path]:
+    """nodes.png, pending.png, worst.png and report.html in ``folder``."""
+    plots = {"nodes": plot_nodes(run, folder / "nodes.png"), "pending": plot_pending(run, folder / "pending.png"),
+             "worst": plot_worst(summary, folder / "worst.png")}
+    return [*plots.values(), write_report(summary, plots, folder / "report.html")]
+

@@ -1,0 +1,77 @@
+"""Issue 38: what ``pyhpa fleet simulate`` shows — the plots and ``report.html``, one self-contained page (no
+network: its styles, script and plots are inside it) that a real browser (Debian's chromium, headless) opens: the
+figures of summary.json, the plots drawn, the workload table sorted as asked."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from test_fleet_run import SMALL, _bundled_workload, _step_trace, _write
+from typer.testing import CliRunner
+
+from pyhpa.cli.main import app
+
+CHROMIUM = shutil.which("chromium")
+#: Chromium's flags for a closed network (no background connections) as root in a test
+FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync")
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> Path:
+    """Three workloads of different loads on a pool too small for them (3 nodes at most): some drop requests."""
+    tmp = tmp_path_factory.mktemp("fleet")
+    trace = _step_trace(tmp, 2, 60, minutes=(30, 90, 60))
+    workloads = []
+    for i, scale in enumerate((0.5, 1.0, 2.0)):
+        w = _bundled_workload(f"w{i}")
+        w["trace"] = {"file": str(trace), "column": "requests_per_second", "scale": scale}
+        workloads.append(w)
+    path = _write(tmp, {"nodePools": [{"name": "p", "instanceTypes": [SMALL], "minNodes": 1, "maxNodes": 3}],
+                        "workloads": workloads})
+    out = tmp / "out"
+    r = CliRunner().invoke(app, ["fleet", "simulate", str(path), "--output-dir", str(out), "--no-progress"])
+    assert r.exit_code == 0, r.output
+    return out
+
+
+def test_the_plots_and_the_report_are_written(report):
+    for name in ("nodes.png", "pending.png", "worst.png"):
+        assert (report / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page = (report / "report.html").read_text()
+    # self-contained: every image is data, no stylesheet, script or frame is fetched
+    assert re.findall(r'<img [^>]*src="([^"]{0,5})', page) == ["data:"] * 3
+    assert not re.search(r"<(link|iframe)\b|@import|url\(|<script[^>]+src=", page)
+    assert not re.search(r'\b(src|href)="(?!data:)', page)
+    summary = json.loads((report / "summary.json").read_text())
+    assert f"{summary['fleet']['cost']:,.2f}" in page
+
+
+def test_a_browser_shows_the_report_with_its_plots_and_sorts_the_table(report, tmp_path):
+    if CHROMIUM is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed (.ci/run installs Debian's chromium)")
+        pytest.skip("Debian's chromium is not installed here (.ci/run installs it)")
+    url = (report / "report.html").resolve().as_uri() + "#sort=unserved_percent:desc"
+    res = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000",
+                          "--dump-dom", url], capture_output=True, text=True, timeout=120)
+    dom = res.stdout
+    assert res.returncode == 0 and "</html>" in dom, res.stderr[-2000:]
+    # the page's script ran: the table is sorted by unserved share, largest first, and says so
+    assert re.search(r'<table id="workloads"[^>]*data-sorted-by="unserved_percent:desc"', dom)
+    summary = json.loads((report / "summary.json").read_text())
+    expect = [w["label"] for w in sorted(summary["workloads"], key=lambda w: -w["unserved_fraction"])]
+    body = dom.split('<table id="workloads"', 1)[1].split("</table>", 1)[0]
+    shown = [html.unescape(m) for m in re.findall(r'<td data-key="workload"[^>]*>([^<]*)</td>', body)]
+    assert shown == expect and len(set(w["unserved_fraction"] for w in summary["workloads"])) == 3
+    # the numbers are summary.json's, and every plot was decoded and shown
+    for w in summary["workloads"]:
+        assert f'data-value="{w["unserved_requests"]}"' in body
+    assert 'data-images-shown="3/3"' in dom
