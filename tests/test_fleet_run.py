@@ -17,6 +17,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
@@ -210,3 +211,62 @@ def test_a_bad_fleet_file_is_one_line_and_exit_code_2(tmp_path):
     assert r.exit_code == 2
     lines = r.output.strip().splitlines()
     assert len(lines) == 1 and str(path) in lines[0] and "workload web" in lines[0] and "nodePool" in lines[0]
+
+
+def _small_fleet(tmp_path: Path) -> Path:
+    trace = _step_trace(tmp_path, 2, 40, minutes=(20, 60, 40))
+    ws = []
+    for i in range(2):
+        w = _bundled_workload(f"w{i}")
+        w["trace"] = {"file": str(trace), "column": "requests_per_second"}
+        ws.append(w)
+    return _write(tmp_path, {"nodePools": [{"name": "p", "instanceTypes": [SMALL], "minNodes": 1, "maxNodes": 4}],
+                             "workloads": ws})
+
+
+def test_what_if_runs_the_fleet_changed_beside_itself_and_compares(tmp_path):
+    """``--what-if`` (the issue's overlays): the fleet with the other node autoscaler, prediction on and every
+    target 10 % higher, run beside the fleet as it is; compare.csv and the printed table hold both and the
+    change. The second fleet file is written out (absolute paths) and runs alone as well."""
+    path = _small_fleet(tmp_path)
+    out = tmp_path / "out"
+    r = CliRunner().invoke(app, ["fleet", "simulate", str(path), "--what-if", "nodeAutoscaler=karpenter",
+                                 "--what-if", "prediction=on", "--what-if", "targets=+10%", "--output-dir", str(out),
+                                 "--no-progress", "--no-plot"])
+    assert r.exit_code == 0, r.output
+    a = json.loads((out / "a" / "summary.json").read_text())
+    b = json.loads((out / "b" / "summary.json").read_text())
+    assert a["fleet"]["node_autoscaler"] == "cluster-autoscaler" and b["fleet"]["node_autoscaler"] == "karpenter"
+    assert all("prediction" in w for w in b["workloads"]) and not any("prediction" in w for w in a["workloads"])
+    changed = yaml.safe_load(next((out / "b" / "input").glob("autoscaler-*.yaml")).read_text())
+    assert changed["kind"] == "HorizontalAutoscaler" and changed["spec"]["prediction"] == {}
+    assert changed["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"] == 55  # 50 % + 10 %
+    rows = (out / "compare.csv").read_text().splitlines()
+    assert rows[0].startswith("workload,cost_a,cost_b,cost_change") and rows[-1].startswith("total,")
+    total = rows[-1].split(",")
+    assert float(total[1]) == a["fleet"]["cost"] and float(total[2]) == b["fleet"]["cost"]
+    assert (out / "compare.png").read_bytes()[:4] == b"\x89PNG" and "cost $" in r.output
+    alone = load_fleet(out / "b" / "input" / "fleet.yaml")
+    assert alone.spec.node_autoscaler.model.value == "karpenter"
+
+
+def test_a_fleet_compared_with_itself_changes_nothing(tmp_path):
+    path = _small_fleet(tmp_path)
+    out = tmp_path / "out"
+    r = CliRunner().invoke(app, ["fleet", "simulate", str(path), str(path), "--output-dir", str(out),
+                                 "--no-progress", "--no-plot"])
+    assert r.exit_code == 0, r.output
+    for row in (out / "compare.csv").read_text().splitlines()[1:]:
+        cells = row.split(",")
+        assert cells[1] == cells[2] and float(cells[3]) == 0 and float(cells[6]) == 0
+
+
+@pytest.mark.parametrize("args, line", [
+    (["--what-if", "model=karpenter"], "--what-if: want KEY=VALUE with KEY one of nodeAutoscaler"),
+    (["--what-if", "targets=10%"], "--what-if: targets takes a signed percent below 100"),
+    (["--what-if", "prediction=yes"], "--what-if: prediction takes on"),
+])
+def test_a_bad_what_if_is_one_line(tmp_path, args, line):
+    path = _small_fleet(tmp_path)
+    r = CliRunner().invoke(app, ["fleet", "simulate", str(path), *args, "--output-dir", str(tmp_path / "o")])
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1 and line in r.output, r.output

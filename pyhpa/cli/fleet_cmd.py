@@ -24,14 +24,16 @@ from .options import console as text_console
 EXAMPLES = examples(
     "pyhpa fleet simulate examples/fleet/shop.yaml",
     "pyhpa fleet simulate examples/fleet/shop.yaml --output-dir out/shop --seed 3",
+    "pyhpa fleet simulate examples/fleet/shop.yaml --what-if nodeAutoscaler=karpenter --output-dir out/shop-vs",
 )
 #: how many of the worst workloads (by unserved requests) the printed table shows
 WORST_SHOWN = 10
 
 
 def simulate(
-    fleet_file: Path = typer.Argument(..., metavar="FLEET.yaml", help="A fleet file (kind: Fleet; docs/fleet.md)."),
-    output_dir: Path = typer.Option(OUT / "fleet", "--output-dir", metavar="DIR", help="The folder summary.json, workloads.csv, timeline.csv, events.csv, the plots and report.html go to (created if missing)."),
+    fleet_files: list[Path] = typer.Argument(..., metavar="FLEET.yaml [B.yaml]", help="A fleet file (kind: Fleet; docs/fleet.md); a second one to compare with it."),
+    what_if: Optional[list[str]] = typer.Option(None, "--what-if", metavar="KEY=VALUE", help="Compare the fleet with itself changed: nodeAutoscaler=karpenter, scoringStrategy=MostAllocated, prediction=on, saturation=on, targets=+10%, nodePools=FILE; repeatable."),
+    output_dir: Path = typer.Option(OUT / "fleet", "--output-dir", metavar="DIR", help="The folder summary.json, workloads.csv, timeline.csv, events.csv, the plots and report.html go to (created if missing); comparing, a and b in it, and compare.csv and compare.png."),
     start: Optional[str] = typer.Option(None, "--start", help="Simulate from this time (ISO 8601; UTC without an offset); default: the start of the span every trace covers."),
     end: Optional[str] = typer.Option(None, "--end", help="Simulate until this time (ISO 8601); default: the end of that span."),
     sync_period: float = typer.Option(15.0, "--sync-period", help="HPA sync period, seconds, of autoscalers that set none (--horizontal-pod-autoscaler-sync-period)."),
@@ -42,35 +44,83 @@ def simulate(
     """Simulate a fleet: many autoscalers on shared node pools that take minutes to grow, and their bill.
 
     Prints the node pools' node-hours and cost, the fleet's unserved requests and Pending pod-seconds, and the
-    workloads that drop the most requests.
+    workloads that drop the most requests. With a second fleet file, or --what-if, runs both and prints and plots
+    the difference in cost and unserved requests, per workload and in total.
     """
-    from ..fleet.engine import FleetRun
-    from ..fleet.report import write_fleet
-    from ..fleet.spec import load_fleet
+    from ..fleet.whatif import compare, make_what_if, parse_overlays, write_compare
     from ..simulate import Settings, check_settings
 
     settings = Settings(sync_period_seconds=sync_period, seed=seed)
     check_settings(settings)
+    overlays = parse_overlays(list(what_if or ()))
+    if len(fleet_files) > 2:
+        raise InputError(f"{len(fleet_files)} fleet files given: one, or two to compare", field="FLEET.yaml")
+    if len(fleet_files) == 2 and overlays:
+        raise InputError("compares a fleet with itself changed: give one fleet file with it, not two", field="--what-if")
     console = text_console()
-    fleet = load_fleet(fleet_file, settings, start, end)
+    if len(fleet_files) == 1 and not overlays:
+        summary = _run(fleet_files[0], output_dir, settings, start, end, plot, no_progress, "fleet")
+        console.print(_tables(summary))
+        console.print("wrote " + ", ".join(str(output_dir / f) for f in _files(plot)))
+        return
     with options.output_dir(output_dir):
+        second = fleet_files[1] if len(fleet_files) == 2 else make_what_if(fleet_files[0], overlays,
+                                                                          output_dir / "b" / "input")
+    labels = ("a", "b")
+    a = _run(fleet_files[0], output_dir / "a", settings, start, end, plot, no_progress, "a")
+    b = _run(second, output_dir / "b", settings, start, end, plot, no_progress, "b")
+    result = compare(a, b)
+    written = write_compare(result, output_dir, labels)
+    console.print(_compare_table(result, fleet_files[0], second if len(fleet_files) == 2 else overlays))
+    console.print("wrote " + ", ".join(str(p) for p in [output_dir / "a", output_dir / "b", *written]))
+
+
+def _files(plot: bool) -> tuple[str, ...]:
+    return ("summary.json", "workloads.csv", "timeline.csv", "events.csv") + \
+        (("nodes.png", "pending.png", "worst.png", "report.html") if plot else ())
+
+
+def _run(path: Path, out: Path, settings, start, end, plot: bool, no_progress: bool, label: str) -> dict:
+    """Load, simulate and write one fleet; its summary."""
+    from ..fleet.engine import FleetRun
+    from ..fleet.report import write_fleet
+    from ..fleet.spec import load_fleet
+
+    fleet = load_fleet(path, settings, start, end)
+    with options.output_dir(out):
         bar = options.progress_bar(no_progress, TextColumn("{task.description}"), BarColumn(),
                                    TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn())
         if bar is None:
             run = FleetRun(fleet, settings).run()
         else:
             with bar:
-                task = bar.add_task(f"fleet {len(fleet.workloads)} workloads", total=fleet.end - fleet.start)
+                task = bar.add_task(f"{label}: {len(fleet.workloads)} workloads", total=fleet.end - fleet.start)
                 run = FleetRun(fleet, settings).run(lambda done, total: bar.update(task, completed=done))
         try:
-            summary = write_fleet(run, output_dir, plot=plot)
+            return write_fleet(run, out, plot=plot)
         except OSError as err:
-            raise InputError(f"cannot write the outputs: {err.strerror or err}", file=str(err.filename or output_dir),
+            raise InputError(f"cannot write the outputs: {err.strerror or err}", file=str(err.filename or out),
                              field="--output-dir") from None
-    console.print(_tables(summary))
-    files = ("summary.json", "workloads.csv", "timeline.csv", "events.csv") + \
-        (("nodes.png", "pending.png", "worst.png", "report.html") if plot else ())
-    console.print("wrote " + ", ".join(str(output_dir / f) for f in files))
+
+
+def _compare_table(result: dict, first: Path, second) -> Table:
+    what = f"{second}" if isinstance(second, Path) else ", ".join(f"{k}={v}" for k, v in second)
+    t = Table(title=f"a: {first}   b: {what}", title_justify="left")
+    for col in ("", "a", "b", "change"):
+        t.add_column(col, justify="left" if not col else "right")
+    for key, label, fmt in (("cost", "cost $", "{:,.2f}"), ("node_hours", "node-hours", "{:,.1f}"),
+                            ("unserved_requests", "unserved requests", "{:,.0f}"),
+                            ("overloaded_seconds", "overloaded s", "{:,.0f}"),
+                            ("node_wait_seconds", "node wait s", "{:,.0f}")):
+        v = result["total"][key]
+        t.add_row(label, fmt.format(v["a"]), fmt.format(v["b"]), ("+" if v["change"] > 0 else "") + fmt.format(v["change"]))
+    rows = sorted(result["workloads"], key=lambda r: -abs(r["unserved_change"]))[:WORST_SHOWN]
+    if rows:
+        t.add_row("workload", "unserved a", "unserved b", "cost change $", style="bold", end_section=False)
+        for r in rows:
+            t.add_row(r["workload"], f"{r['unserved_requests_a']:,.0f}", f"{r['unserved_requests_b']:,.0f}",
+                      f"{r['cost_change']:+,.2f}")
+    return t
 
 
 def _tables(summary: dict) -> Table:

@@ -1,0 +1,205 @@
+"""What-if: a second fleet made from a first by overlays (``pyhpa fleet simulate A.yaml --what-if KEY=VALUE``), and
+two fleets' results compared workload by workload.
+
+Overlays (``KEY=VALUE``; several apply in order):
+
+- ``nodeAutoscaler=karpenter`` or ``cluster-autoscaler``: the other node autoscaler (its settings as the file has
+  them, else their defaults);
+- ``scoringStrategy=MostAllocated`` or ``LeastAllocated``;
+- ``prediction=on``, ``saturation=on``: every autoscaler becomes a HorizontalAutoscaler with that section at its
+  defaults (``spec.prediction: {}``; docs/prediction.md, docs/saturation.md);
+- ``targets=+10%`` (or ``-5%``, ...): every metric target moved by that percent (``averageUtilization`` rounded to a
+  whole percent, ``averageValue``/``value`` to a thousandth);
+- ``nodePools=FILE``: the node pools of a YAML file (a list, as ``spec.nodePools``) instead of the fleet's.
+
+The new fleet file and the autoscalers it changed are written into a folder of the run's outputs (every file it
+names made absolute), so it can be run again as it is.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import re
+from decimal import Decimal
+from pathlib import Path
+
+import yaml
+
+from ..adapters.autoscaler import find_autoscaler
+from ..adapters.errors import InputError
+from ..adapters.parse import quantity
+from ..adapters.snapshot import read_document
+
+KEYS = ("nodeAutoscaler", "scoringStrategy", "prediction", "saturation", "targets", "nodePools")
+FLAG = "--what-if"
+#: the most overlays one run takes
+MAX_OVERLAYS = 20
+_PERCENT = re.compile(r"^([+-])(\d{1,3}(?:\.\d+)?)%$")
+
+
+def parse_overlays(items: list[str]) -> list[tuple[str, str]]:
+    """``KEY=VALUE`` items checked (InputError naming ``--what-if`` for an unknown key or value)."""
+    if len(items) > MAX_OVERLAYS:
+        raise InputError(f"{len(items)} given; at most {MAX_OVERLAYS}", field=FLAG)
+    out = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or key not in KEYS:
+            raise InputError(f"want KEY=VALUE with KEY one of {', '.join(KEYS)}, got {item!r}", field=FLAG)
+        ok = {"nodeAutoscaler": value in ("karpenter", "cluster-autoscaler"),
+              "scoringStrategy": value in ("LeastAllocated", "MostAllocated"),
+              "prediction": value == "on", "saturation": value == "on",
+              "targets": bool(_PERCENT.match(value)) and float(value[1:-1]) < 100, "nodePools": bool(value)}[key]
+        if not ok:
+            want = {"nodeAutoscaler": "karpenter or cluster-autoscaler", "scoringStrategy":
+                    "LeastAllocated or MostAllocated", "prediction": "on", "saturation": "on",
+                    "targets": "a signed percent below 100, e.g. +10%", "nodePools": "a YAML file"}[key]
+            raise InputError(f"{key} takes {want}, got {value!r}", field=FLAG)
+        out.append((key, value))
+    return out
+
+
+def _absolute(folder: Path, name: str) -> str:
+    p = Path(name)
+    return str(p if p.is_absolute() else (folder / p).resolve())
+
+
+def _scaled_targets(doc: dict, percent: float) -> None:
+    factor = Decimal(1) + Decimal(str(percent)) / 100
+    for m in (doc.get("spec") or {}).get("metrics") or []:
+        for section in m.values():
+            target = section.get("target") if isinstance(section, dict) else None
+            if not isinstance(target, dict):
+                continue
+            if "averageUtilization" in target:
+                target["averageUtilization"] = max(1, int(round(target["averageUtilization"] * float(factor))))
+            for key in ("averageValue", "value"):
+                if key in target:
+                    scaled = (quantity(target[key], key) * factor).quantize(Decimal("0.001"))
+                    target[key] = f"{int(scaled * 1000)}m"
+
+
+def make_what_if(fleet_file: str | Path, overlays: list[tuple[str, str]], folder: Path) -> Path:
+    """Write the fleet ``fleet_file`` with ``overlays`` applied (``parse_overlays``) into ``folder``; returns the new
+    fleet file's path. Raises InputError for a file that cannot be read."""
+    src = Path(fleet_file)
+    base = src.resolve().parent
+    doc = read_document(src)
+    if not isinstance(doc, dict) or not isinstance(doc.get("spec"), dict):
+        raise InputError("is not a fleet file (kind: Fleet with a spec)", file=str(src))
+    doc = copy.deepcopy(doc)
+    spec = doc["spec"]
+    folder.mkdir(parents=True, exist_ok=True)
+    for w in spec.get("workloads") or []:
+        for key in ("autoscaler", "target", "profile"):
+            if w.get(key):
+                w[key] = _absolute(base, w[key])
+        if isinstance(w.get("trace"), dict) and w["trace"].get("file"):
+            w["trace"]["file"] = _absolute(base, w["trace"]["file"])
+    changed: dict[str, dict] = {}
+    for key, value in overlays:
+        if key == "nodeAutoscaler":
+            spec.setdefault("nodeAutoscaler", {})["model"] = value
+        elif key == "scoringStrategy":
+            spec.setdefault("scheduler", {})["scoringStrategy"] = value
+        elif key == "nodePools":
+            pools = read_document(value)
+            if not isinstance(pools, list):
+                raise InputError("must be a YAML list of node pools (as spec.nodePools)", file=value, field=FLAG)
+            spec["nodePools"] = pools
+        else:  # each autoscaler file once, however many workloads share it
+            for path in dict.fromkeys(w["autoscaler"] for w in spec.get("workloads") or [] if w.get("autoscaler")):
+                hpa = changed.get(path)
+                if hpa is None:
+                    hpa = changed[path] = copy.deepcopy(find_autoscaler(read_document(path), path))
+                if key in ("prediction", "saturation"):
+                    hpa["apiVersion"], hpa["kind"] = "pyhpa.dev/v1alpha1", "HorizontalAutoscaler"
+                    hpa["spec"].setdefault(key, {})
+                else:
+                    _scaled_targets(hpa, float(value[:-1]))
+    names: dict[str, str] = {}
+    for i, (path, hpa) in enumerate(changed.items()):
+        out = folder / f"autoscaler-{i:03d}-{Path(path).name}"
+        out.write_text(yaml.safe_dump(hpa, sort_keys=False))
+        names[path] = str(out.resolve())
+    for w in spec.get("workloads") or []:
+        if w.get("autoscaler") in names:
+            w["autoscaler"] = names[w["autoscaler"]]
+    path = folder / "fleet.yaml"
+    note = "# " + src.name + " with " + ", ".join(f"{k}={v}" for k, v in overlays) + " (pyhpa fleet simulate --what-if)\n"
+    path.write_text(note + yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+COMPARE_COLUMNS = ("workload", "cost_a", "cost_b", "cost_change", "unserved_requests_a", "unserved_requests_b",
+                   "unserved_change", "overloaded_seconds_a", "overloaded_seconds_b", "node_wait_seconds_a",
+                   "node_wait_seconds_b", "pod_hours_a", "pod_hours_b")
+
+
+def compare(a: dict, b: dict) -> dict:
+    """Two fleets' summaries side by side: ``total`` (cost, unserved requests, overloaded and node-wait seconds,
+    node-hours of A and B and the change) and ``workloads`` (rows of ``COMPARE_COLUMNS`` for the workloads both
+    have, by name). Cost per workload is its ``cost_share``."""
+    bw = {w["label"]: w for w in b["workloads"]}
+    rows = []
+    for w in a["workloads"]:
+        o = bw.get(w["label"])
+        if o is None:
+            continue
+        ca, cb = w["fleet"]["cost_share"], o["fleet"]["cost_share"]
+        rows.append({"workload": w["label"], "cost_a": ca, "cost_b": cb, "cost_change": round(cb - ca, 4),
+                     "unserved_requests_a": w["unserved_requests"], "unserved_requests_b": o["unserved_requests"],
+                     "unserved_change": round(o["unserved_requests"] - w["unserved_requests"], 1),
+                     "overloaded_seconds_a": w["overloaded_seconds"], "overloaded_seconds_b": o["overloaded_seconds"],
+                     "node_wait_seconds_a": w["fleet"]["node_wait_seconds"],
+                     "node_wait_seconds_b": o["fleet"]["node_wait_seconds"],
+                     "pod_hours_a": w["pod_hours"], "pod_hours_b": o["pod_hours"]})
+    fa, fb = a["fleet"], b["fleet"]
+    total = {k: {"a": fa[k], "b": fb[k], "change": round(fb[k] - fa[k], 4)}
+             for k in ("cost", "node_hours", "unserved_requests", "unserved_fraction", "overloaded_seconds",
+                       "pending_pod_seconds", "node_wait_seconds")}
+    return {"total": total, "workloads": rows}
+
+
+def write_compare(result: dict, folder: Path, labels: tuple[str, str]) -> list[Path]:
+    """compare.csv (a row per workload, then ``total``) and compare.png (each workload's change in cost and in
+    unserved requests, and the totals) in ``folder``."""
+    path = folder / "compare.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(COMPARE_COLUMNS)
+        for r in result["workloads"]:
+            w.writerow([r[c] for c in COMPARE_COLUMNS])
+        t = result["total"]
+        w.writerow(["total", t["cost"]["a"], t["cost"]["b"], t["cost"]["change"], t["unserved_requests"]["a"],
+                    t["unserved_requests"]["b"], t["unserved_requests"]["change"], t["overloaded_seconds"]["a"],
+                    t["overloaded_seconds"]["b"], t["node_wait_seconds"]["a"], t["node_wait_seconds"]["b"], "", ""])
+    return [path, _plot_compare(result, folder / "compare.png", labels)]
+
+
+def _plot_compare(result: dict, path: Path, labels: tuple[str, str]) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = sorted(result["workloads"], key=lambda r: (r["cost_change"], r["workload"]))
+    shown = rows[:10] + rows[-10:] if len(rows) > 20 else rows
+    names = [r["workload"] for r in shown]
+    fig, (cost, unserved) = plt.subplots(1, 2, figsize=(10.0, 1.4 + 0.3 * max(len(shown), 1)), dpi=100, sharey=True)
+    cost.barh(names, [r["cost_change"] for r in shown], color=["tab:green" if r["cost_change"] <= 0 else "tab:red"
+                                                               for r in shown])
+    cost.axvline(0, color="black", linewidth=0.8)
+    cost.set_xlabel(f"cost change, $ ({labels[1]} - {labels[0]})")
+    unserved.barh(names, [r["unserved_change"] for r in shown],
+                  color=["tab:green" if r["unserved_change"] <= 0 else "tab:red" for r in shown])
+    unserved.axvline(0, color="black", linewidth=0.8)
+    unserved.set_xlabel("unserved requests change")
+    t = result["total"]
+    cost.set_title(f"total: cost {t['cost']['a']:,.2f} -> {t['cost']['b']:,.2f} $, unserved "
+                   f"{t['unserved_requests']['a']:,.0f} -> {t['unserved_requests']['b']:,.0f}", loc="left")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
