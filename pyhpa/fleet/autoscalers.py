@@ -80,6 +80,33 @@ class _Bin:
         self.pod_count += 1
         self.placed.append(r)
 
+    def undo(self, r: PodRequests) -> None:
+        """Take back the last ``add`` of ``r``."""
+        self.requested_cpu -= r.cpu
+        self.requested_memory -= r.memory
+        self.pod_count -= 1
+        self.placed.pop()
+
+
+def move_all(node, bins: list[tuple[object, _Bin]], skip: set[int]) -> bool:
+    """Whether every pod of ``node`` fits, first fit, on ``bins`` (what-if copies of other nodes, as (node, bin);
+    those whose node's id is in ``skip``, and ``node``'s own, left out). When they do, the bins keep them; when
+    not, nothing changes."""
+    placed: list[tuple[_Bin, PodRequests]] = []
+    for pl in node.bound.values():
+        r = pl.requests
+        for other, b in bins:
+            if other is node or id(other) in skip or fits(b, r):
+                continue
+            b.add(r)
+            placed.append((b, r))
+            break
+        else:
+            for b, r in reversed(placed):
+                b.undo(r)
+            return False
+    return True
+
 
 def first_fit(pods: Iterable[PodRequests], bins: list[_Bin]) -> list[PodRequests]:
     """Place each pod on the first bin it fits (``fits``); returns the pods that fit none."""
@@ -146,10 +173,6 @@ class NodeAutoscalerModel:
 
     def act(self, t: float) -> None:
         raise NotImplementedError
-
-    def _relocatable(self, node: FleetNode, others: list[_Bin]) -> bool:
-        """Whether every pod of ``node`` fits on ``others`` (what-if bins, filled as they are placed)."""
-        return not first_fit((pl.requests for pl in node.bound.values()), others)
 
 
 class ClusterAutoscalerModel(NodeAutoscalerModel):
@@ -236,21 +259,18 @@ class ClusterAutoscalerModel(NodeAutoscalerModel):
         threshold, lowest first, each whose pods fit on the nodes not already chosen (with the pods moved there
         before)."""
         nodes = sorted(pool.nodes, key=lambda n: n.utilization())
-        dest = {id(n): _Bin(n) for n in pool.nodes}
+        bins = [(n, _Bin(n)) for n in pool.nodes]
         unneeded: list[FleetNode] = []
+        chosen: set[int] = set()
         for node in nodes:
             if node.utilization() >= self.s.scale_down_utilization_threshold:
                 node.unneeded_since = None
                 continue
-            others = [b for n, b in ((n, dest[id(n)]) for n in pool.nodes) if n is not node and n not in unneeded]
-            trial = [_Bin(b) for b in others]
-            if self._relocatable(node, trial):
-                for b, tb in zip(others, trial):
-                    b.requested_cpu, b.requested_memory, b.pod_count = tb.requested_cpu, tb.requested_memory, \
-                        tb.pod_count
+            if move_all(node, bins, chosen):
                 if node.unneeded_since is None:
                     node.unneeded_since = t
                 unneeded.append(node)
+                chosen.add(id(node))
             else:
                 node.unneeded_since = None
         return unneeded
@@ -384,9 +404,9 @@ class KarpenterModel(NodeAutoscalerModel):
             return pool, empty[:allowed], None
         if self.s.consolidation_policy != ConsolidationPolicy.WHEN_EMPTY_OR_UNDERUTILIZED:
             return None
+        bins = [(n, _Bin(n)) for n in pool.nodes if n.replaced_by is None]
         for node in sorted(candidates, key=lambda n: (len(n.bound), n.launched)):
-            others = [_Bin(n) for n in pool.nodes if n is not node and n.replaced_by is None]
-            if self._relocatable(node, others):
+            if move_all(node, bins, set()):
                 return pool, [node], None
             cheaper = self._replacement(node, pool.spec)
             if cheaper is not None:
@@ -403,9 +423,8 @@ class KarpenterModel(NodeAutoscalerModel):
             return False
         if cheaper is None:
             if any(n.bound for n in nodes):
-                node = nodes[0]
-                others = [_Bin(n) for n in pool.nodes if n is not node and n.replaced_by is None]
-                if not self._relocatable(node, others):
+                bins = [(n, _Bin(n)) for n in pool.nodes if n.replaced_by is None]
+                if not move_all(nodes[0], bins, set()):
                     return False
             for node in nodes:
                 self.fleet.delete_node(node, t)
