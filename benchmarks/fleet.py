@@ -4,6 +4,7 @@ and the bill (issue 38).
     python benchmarks/fleet.py                          # 200 workloads, 7 days, Cluster Autoscaler
     python benchmarks/fleet.py --workloads 50,200       # each size in its own process, one line each
     python benchmarks/fleet.py --model karpenter --predictive --out out/fleet-bench
+    python benchmarks/fleet.py --workloads 50 --instant-nodes    # the same workloads with no node to wait for
 
 Prints, per size, ``workloads=N seconds=S rss_mb=M node_hours=H cost=C`` (wall seconds of the simulation, the
 process's peak resident memory, the pool's node-hours and dollars).
@@ -64,6 +65,13 @@ POOL = {
 }
 
 
+#: ``--instant-nodes``: nodes no workload waits for (all there from the start, with room to spare: 64 CPUs each,
+#: one for every four workloads and ten more), so each workload runs as ``pyhpa simulate`` runs it alone; the
+#: difference from the fleet's run is what waiting for nodes costs
+INSTANT = {"name": "general", "instanceTypes": [{"name": "instant", "cpu": "64", "memory": "256Gi", "pricePerHour": 0}],
+           "daemonSetOverhead": {"cpu": "200m", "memory": "512Mi"}, "provisioningSeconds": {"median": 0, "p90": 0}}
+
+
 def _vms() -> tuple[str, ...]:
     """The Bitbrains VM names of the trace (its ``vm`` column), in order."""
     import pandas as pd
@@ -71,9 +79,9 @@ def _vms() -> tuple[str, ...]:
     return tuple(sorted(pd.read_csv(DATA / "bitbrains_rnd_2013-08_cpu.csv.gz", usecols=["vm"])["vm"].unique()))
 
 
-def make_fleet(n: int, folder: Path, seed: int, model: str, predictive: bool) -> Path:
-    """Write the fleet file of ``n`` workloads into ``folder`` (with the predictive autoscalers, when asked);
-    returns its path."""
+def make_fleet(n: int, folder: Path, seed: int, model: str, predictive: bool, instant: bool = False) -> Path:
+    """Write the fleet file of ``n`` workloads into ``folder`` (with the predictive autoscalers, when asked; on
+    ``INSTANT`` nodes, when ``instant``); returns its path."""
     rng = random.Random(seed)
     workloads = []
     vms = _vms()
@@ -97,7 +105,10 @@ def make_fleet(n: int, folder: Path, seed: int, model: str, predictive: bool) ->
             "target": str(example / "deployment.yaml"), "profile": str(example / "profile.yaml"),
             "trace": {"file": str(DATA / file), "column": "requests_per_second", "scale": round(scale, 4),
                       "shift": f"{shift:.0f}s"}})
-    spec = {"nodeAutoscaler": {"model": model}, "nodePools": [POOL], "workloads": workloads}
+    pool = dict(POOL)
+    if instant:
+        pool = {**INSTANT, "minNodes": 10 + n // 4, "maxNodes": 10 + n // 4}
+    spec = {"nodeAutoscaler": {"model": model}, "nodePools": [pool], "workloads": workloads}
     path = folder / "fleet.yaml"
     path.write_text(yaml.safe_dump({"apiVersion": "pyhpa.dev/v1alpha1", "kind": "Fleet",
                                     "metadata": {"name": f"bench-{n}"}, "spec": spec}, sort_keys=False))
@@ -120,7 +131,8 @@ def _autoscaler(folder: Path, example: Path, predictive: bool) -> Path:
     return out
 
 
-def run_one(n: int, days: float, seed: int, model: str, predictive: bool, out: str | None) -> dict:
+def run_one(n: int, days: float, seed: int, model: str, predictive: bool, out: str | None,
+            instant: bool = False) -> dict:
     """Build and simulate the fleet of ``n`` workloads in this process; the figures of its line."""
     from pyhpa.fleet.engine import FleetRun
     from pyhpa.fleet.report import summarize_fleet, write_fleet
@@ -128,7 +140,7 @@ def run_one(n: int, days: float, seed: int, model: str, predictive: bool, out: s
     from pyhpa.simulate import Settings
 
     with tempfile.TemporaryDirectory() as tmp:
-        path = make_fleet(n, Path(tmp), seed, model, predictive)
+        path = make_fleet(n, Path(tmp), seed, model, predictive, instant)
         end = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(START_EPOCH + days * 86400.0))
         t0 = time.perf_counter()
         fleet = load_fleet(path, Settings(seed=seed), START, end)
@@ -162,6 +174,8 @@ def main() -> None:
     ap.add_argument("--days", type=float, default=7.0, help="simulated days (at most 7)")
     ap.add_argument("--model", default="cluster-autoscaler", choices=("cluster-autoscaler", "karpenter"))
     ap.add_argument("--predictive", action="store_true", help="prediction and saturation on every autoscaler")
+    ap.add_argument("--instant-nodes", action="store_true",
+                    help="nodes no workload waits for (INSTANT): each workload as pyhpa simulate runs it alone")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", help="also write summary.json, workloads.csv, timeline.csv and events.csv here")
     ap.add_argument("--json", action="store_true", help="print each result as a JSON line too")
@@ -170,7 +184,7 @@ def main() -> None:
     if not 0 < a.days <= 7:
         ap.error("--days: from 0 (excluded) to 7")
     if a.one is not None:
-        print(json.dumps(run_one(a.one, a.days, a.seed, a.model, a.predictive, a.out)))
+        print(json.dumps(run_one(a.one, a.days, a.seed, a.model, a.predictive, a.out, a.instant_nodes)))
         return
     try:
         sizes = [int(x) for x in a.workloads.split(",")]
@@ -181,6 +195,7 @@ def main() -> None:
     for n in sizes:
         cmd = [sys.executable, __file__, "--one", str(n), "--days", str(a.days), "--model", a.model,
                "--seed", str(a.seed)] + (["--predictive"] if a.predictive else []) + \
+            (["--instant-nodes"] if a.instant_nodes else []) + \
             (["--out", f"{a.out}/{n}"] if a.out else [])
         res = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
         if res.returncode != 0:
