@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_fleet_run import SMALL, _bundled_workload, _step_trace, _write
+from test_fleet_run import SMALL, _step_trace, _write, workloads_on
 from typer.testing import CliRunner
 
 from pyhpa.cli.main import app
@@ -29,13 +29,8 @@ def report(tmp_path_factory) -> Path:
     """Three workloads of different loads on a pool too small for them (3 nodes at most): some drop requests."""
     tmp = tmp_path_factory.mktemp("fleet")
     trace = _step_trace(tmp, 2, 60, minutes=(30, 90, 60))
-    workloads = []
-    for i, scale in enumerate((0.5, 1.0, 2.0)):
-        w = _bundled_workload(f"w{i}")
-        w["trace"] = {"file": str(trace), "column": "requests_per_second", "scale": scale}
-        workloads.append(w)
     path = _write(tmp, {"nodePools": [{"name": "p", "instanceTypes": [SMALL], "minNodes": 1, "maxNodes": 3}],
-                        "workloads": workloads})
+                        "workloads": workloads_on(trace, (0.5, 1.0, 2.0))})
     out = tmp / "out"
     r = CliRunner().invoke(app, ["fleet", "simulate", str(path), "--output-dir", str(out), "--no-progress"])
     assert r.exit_code == 0, r.output

@@ -95,14 +95,20 @@ def _step_trace(tmp_path: Path, low: float, high: float, minutes=(60, 120, 240))
     return path
 
 
-def _step_fleet(tmp_path: Path, model: str, pool: dict, settings: dict | None = None, workloads: int = 2) -> FleetRun:
-    trace = _step_trace(tmp_path, 0.5, 70, minutes=(60, 120, 300))
-    ws = []
-    for i in range(workloads):
+def workloads_on(trace: Path, scales: tuple[float, ...] = (1.0, 1.0)) -> list[dict]:
+    """The bundled example's autoscaler, Deployment and profile as workloads w0, w1, ... on ``trace``, one a scale."""
+    out = []
+    for i, scale in enumerate(scales):
         w = _bundled_workload(f"w{i}")
-        w["trace"] = {"file": str(trace), "column": "requests_per_second"}
-        ws.append(w)
-    spec = {"nodeAutoscaler": {"model": model, model: settings or {}}, "nodePools": [pool], "workloads": ws}
+        w["trace"] = {"file": str(trace), "column": "requests_per_second", "scale": scale}
+        out.append(w)
+    return out
+
+
+def _step_fleet(tmp_path: Path, model: str, pool: dict, settings: dict | None = None) -> FleetRun:
+    trace = _step_trace(tmp_path, 0.5, 70, minutes=(60, 120, 300))
+    spec = {"nodeAutoscaler": {"model": model, model: settings or {}}, "nodePools": [pool],
+            "workloads": workloads_on(trace)}
     return FleetRun(load_fleet(_write(tmp_path, spec)), Settings(seed=1)).run()
 
 
@@ -184,13 +190,7 @@ def test_karpenter_launches_when_the_batch_closes_and_consolidates_onto_cheaper_
 
 
 def test_pyhpa_fleet_simulate_writes_its_outputs(tmp_path):
-    trace = _step_trace(tmp_path, 5, 40, minutes=(30, 60, 60))
-    ws = []
-    for i in range(2):
-        w = _bundled_workload(f"w{i}")
-        w["trace"] = {"file": str(trace), "column": "requests_per_second"}
-        ws.append(w)
-    path = _write(tmp_path, {"nodePools": [{"name": "p", "instanceTypes": [SMALL], "minNodes": 1}], "workloads": ws})
+    path = _small_fleet(tmp_path)
     out = tmp_path / "out"
     r = CliRunner().invoke(app, ["fleet", "simulate", str(path), "--output-dir", str(out), "--no-progress"])
     assert r.exit_code == 0, r.output
@@ -215,13 +215,8 @@ def test_a_bad_fleet_file_is_one_line_and_exit_code_2(tmp_path):
 
 def _small_fleet(tmp_path: Path) -> Path:
     trace = _step_trace(tmp_path, 2, 40, minutes=(20, 60, 40))
-    ws = []
-    for i in range(2):
-        w = _bundled_workload(f"w{i}")
-        w["trace"] = {"file": str(trace), "column": "requests_per_second"}
-        ws.append(w)
     return _write(tmp_path, {"nodePools": [{"name": "p", "instanceTypes": [SMALL], "minNodes": 1, "maxNodes": 4}],
-                             "workloads": ws})
+                             "workloads": workloads_on(trace)})
 
 
 def test_what_if_runs_the_fleet_changed_beside_itself_and_compares(tmp_path):
