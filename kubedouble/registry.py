@@ -85,6 +85,7 @@ def builtin_types() -> list[ResourceType]:
                      initial_status=lambda: {"phase": "Pending"}),
         ResourceType("", ["v1"], "namespaces", "Namespace", False, "namespace", ["ns"], status=True,
                      initial_status=lambda: {"phase": "Active"}),
+        ResourceType("", ["v1"], "nodes", "Node", False, "node", ["no"], status=True),
         ResourceType("", ["v1"], "events", "Event", True, "event", ["ev"], field_selectors=EVENT_FIELDS),
         ResourceType("events.k8s.io", ["v1"], "events", "Event", True, "event", ["ev"],
                      field_selectors=EVENTS_V1_FIELDS),

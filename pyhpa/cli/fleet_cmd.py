@@ -16,7 +16,7 @@ from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ..adapters.errors import InputError
-from . import options
+from . import options, run_cmd
 from .help import Command, examples, typer_app
 from .options import OUT
 from .options import console as text_console
@@ -73,6 +73,47 @@ def simulate(
     written = write_compare(result, output_dir, labels)
     console.print(_compare_table(result, fleet_files[0], second if len(fleet_files) == 2 else overlays))
     console.print("wrote " + ", ".join(str(p) for p in [output_dir / "a", output_dir / "b", *written]))
+
+
+SNAPSHOT_EXAMPLES = examples(
+    "pyhpa fleet snapshot --prometheus-url http://prometheus:9090 --price m5.xlarge=0.192 --output-dir out/snap",
+    "pyhpa fleet snapshot -n shop --prometheus-url http://127.0.0.1:9090 --history 172800",
+)
+
+
+def snapshot(
+    prometheus_url: str = typer.Option(..., "--prometheus-url", help="Prometheus with the pods' CPU history (container_cpu_usage_seconds_total)."),
+    namespace: Optional[list[str]] = typer.Option(None, "--namespace", "-n", help="Autoscalers of this namespace only (default: all); repeatable (at most 100)."),
+    history: float = typer.Option(7 * 86400.0, "--history", metavar="SECONDS", help="Seconds of history read from Prometheus (default 7 days; 2 to 90 days)."),
+    price: Optional[list[str]] = typer.Option(None, "--price", metavar="TYPE=DOLLARS", help="Dollars per node-hour of an instance type (node.kubernetes.io/instance-type); repeatable; 0 without."),
+    output_dir: Path = typer.Option(OUT / "fleet-snapshot", "--output-dir", metavar="DIR", help="The folder fleet.yaml and workloads/ go to (created if missing)."),
+    kubeconfig: Optional[str] = run_cmd.KUBECONFIG_OPTION,
+    context: Optional[str] = run_cmd.CONTEXT_OPTION,
+    server: Optional[str] = run_cmd.SERVER_OPTION,
+) -> None:
+    """Write a fleet file from a cluster: every autoscaler with its target, and its history from Prometheus.
+
+    Reads every HorizontalAutoscaler, and every native HPA whose target none scales, as pyhpa tune's live mode
+    reads one; the nodes become one node pool. pyhpa fleet simulate runs the result as it is.
+    """
+    from ..adapters.parse import object_name
+    from ..fleet.snapshot import fleet_snapshot, parse_prices
+
+    namespaces = tuple(dict.fromkeys(namespace or ()))
+    if len(namespaces) > 100:
+        raise InputError(f"{len(namespaces)} given; at most 100", field="--namespace")
+    for ns in namespaces:
+        object_name(ns, "--namespace")
+    prices = parse_prices(list(price or ()))
+    console = text_console()
+    with options.output_dir(output_dir):
+        result = fleet_snapshot(prometheus_url=prometheus_url, kubeconfig=kubeconfig, context=context, server=server,
+                                namespaces=namespaces, history_seconds=history, directory=output_dir, prices=prices)
+    console.print(f"{len(result.workloads)} workloads on {sum(result.instance_types.values())} nodes "
+                  f"({', '.join(f'{n} {k}' for k, n in result.instance_types.items())})")
+    for key, why in result.skipped:
+        console.print(f"left out {key}: {why}", markup=False)
+    console.print(f"wrote {result.fleet_file}; run: pyhpa fleet simulate {result.fleet_file}")
 
 
 def _files(plot: bool) -> tuple[str, ...]:
@@ -153,4 +194,5 @@ def register(app: typer.Typer, input_errors, command_cls=Command) -> None:
     fleet = typer_app(help="Many autoscalers on shared node pools: simulate a fleet and its bill (docs/fleet.md).",
                       epilog=EXAMPLES)
     fleet.command("simulate", cls=command_cls, epilog=EXAMPLES)(input_errors(simulate))
+    fleet.command("snapshot", cls=command_cls, epilog=SNAPSHOT_EXAMPLES)(input_errors(snapshot))
     app.add_typer(fleet, name="fleet")

@@ -62,24 +62,28 @@ def fetch_live(key: str, *, prometheus_url: str, kubeconfig: str | None, context
     config = load_config(kubeconfig, server, context)
     settings = Settings(namespaces=(namespace,), health_port=None, prometheus_url=prometheus_url)
     now = time.time() if now is None else now
-    return asyncio.run(_fetch(settings, config, namespace, name, prometheus_url, history_seconds, directory, profile,
-                              now, http))
+    return asyncio.run(fetch_workload(settings, config, namespace, name, prometheus_url, history_seconds, directory,
+                                      profile, now, http))
 
 
-async def _fetch(settings, config, namespace: str, name: str, prometheus_url: str, history_seconds: float,
-                 directory: Path, profile: Path | None, now: float, http: str) -> LiveInputs:
+async def fetch_workload(settings, config, namespace: str, name: str, prometheus_url: str, history_seconds: float,
+                         directory: Path, profile: Path | None, now: float, http: str,
+                         kinds: tuple[str, ...] = ("horizontalautoscaler", "hpa")) -> LiveInputs:
+    """One autoscaler's files (``fetch_live``'s; also ``pyhpa fleet snapshot``'s, for each autoscaler of a cluster):
+    ``kinds`` are tried in order (a HorizontalAutoscaler, else a native HPA of that name). Raises InputError as
+    ``fetch_live``."""
     from ..controller.cache.autoscaler import parse_autoscaler
     from ..controller.kube.api import LightkubeCluster
     from ..controller.snapshot import take_snapshot
     from ..controller.sync.prediction import default_history_query
 
     doc = None
-    for kind in ("horizontalautoscaler", "hpa"):
+    for kind in kinds:
         try:
             doc = await take_snapshot(settings, config, namespace, name, kind, now, http)
             break
         except InputError as err:
-            if "not found" not in err.message or kind == "hpa":
+            if "not found" not in err.message or kind == kinds[-1]:
                 raise
     hpa_doc = doc["hpa"]
     # a snapshot keeps the status only once the HPA has been synced; the zero value is what the API server shows before
