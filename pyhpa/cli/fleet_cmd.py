@@ -16,6 +16,7 @@ from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ..adapters.errors import InputError
+from ..adapters.parse import format_time
 from . import options, run_cmd
 from .help import Command, examples, typer_app
 from .options import OUT
@@ -116,6 +117,88 @@ def snapshot(
     console.print(f"wrote {result.fleet_file}; run: pyhpa fleet simulate {result.fleet_file}")
 
 
+TUNE_EXAMPLES = examples(
+    "pyhpa fleet tune examples/fleet/shop.yaml --check 86400 --trials 8 --output-dir out/shop-tune",
+    "pyhpa fleet tune fleet.yaml --scheduler tcp://10.0.0.5:8786 --trials 60   # a Dask cluster of your own",
+)
+
+
+def tune(
+    fleet_file: Path = typer.Argument(..., metavar="FLEET.yaml", help="A fleet file (kind: Fleet; docs/fleet.md)."),
+    check: float = typer.Option(7 * 86400.0, "--check", metavar="SECONDS", help="The last seconds of the fleet's span: the recommendations are checked together there; tune learns from what comes before (default: a week)."),
+    trials: int = typer.Option(30, "--trials", help="Settings tried per workload (pyhpa tune's search)."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", metavar="ADDRESS", help="A Dask scheduler (tcp://host:port) whose workers have pyhpa installed; default: a local Dask cluster."),
+    processes: int = typer.Option(0, "--processes", help="Worker processes of the local Dask cluster (0: one per core)."),
+    serial: bool = typer.Option(False, "--serial", help="No Dask: one workload after another in this process."),
+    max_overloaded_fraction: Optional[float] = typer.Option(None, "--max-overloaded-fraction", help="The objective (pyhpa tune's): at most this share of time overloaded (default 0.01)."),
+    max_unserved_fraction: Optional[float] = typer.Option(None, "--max-unserved-fraction", help="The objective instead: at most this share of requests unserved."),
+    output_dir: Path = typer.Option(OUT / "fleet-tune", "--output-dir", metavar="DIR", help="The folder the recommendations, both checks and compare.csv go to (created if missing)."),
+    seed: int = typer.Option(0, "--seed", help="Seed: workload i's search gets seed + i; the checks run with it."),
+    no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
+) -> None:
+    """Recommend settings for every workload of a fleet, then the bill of all of them together.
+
+    Tunes each workload on the fleet's history as pyhpa tune tunes one, on a Dask cluster (a local one by
+    default), then runs the fleet over the last --check seconds with its autoscalers as they are and as
+    recommended, on its node pools, and compares cost and unserved requests per workload and in total.
+    """
+    import os
+
+    from ..fleet.spec import load_fleet
+    from ..fleet.tune import (
+        MAX_PROCESSES,
+        MAX_TRIALS,
+        check_span,
+        jobs_of,
+        run_jobs,
+        write_recommended,
+        write_tune_json,
+    )
+    from ..fleet.whatif import compare, write_compare
+    from ..simulate import Settings, check_settings
+    from . import tune_cmd
+
+    tune_cmd._optuna()
+    objective = tune_cmd._objective(max_overloaded_fraction, max_unserved_fraction)
+    if not 1 <= trials <= MAX_TRIALS:
+        raise InputError(f"must be from 1 to {MAX_TRIALS:,}, got {trials:,}", field="--trials")
+    if not 0 <= processes <= MAX_PROCESSES:
+        raise InputError(f"must be from 0 to {MAX_PROCESSES}, got {processes}", field="--processes")
+    if serial and scheduler:
+        raise InputError("runs on the Dask scheduler given; --serial runs here: give one", field="--serial")
+    settings = Settings(seed=seed)
+    check_settings(settings)
+    fleet = load_fleet(fleet_file, settings)
+    history_end = check_span(fleet, check)
+    console = text_console()
+    with options.output_dir(output_dir):
+        jobs = jobs_of(fleet, history_end, trials, seed, (objective.metric, objective.limit), settings)
+        bar = options.progress_bar(no_progress, TextColumn("{task.description}"), BarColumn(),
+                                   TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn())
+        if bar is None:
+            results = run_jobs(jobs, scheduler=scheduler, processes=processes or os.cpu_count() or 1, serial=serial)
+        else:
+            with bar:
+                task = bar.add_task("tuning workloads", total=len(jobs))
+                results = run_jobs(jobs, scheduler=scheduler, processes=processes or os.cpu_count() or 1,
+                                   serial=serial, progress=lambda done, total: bar.update(task, completed=done))
+        recommended = write_recommended(fleet, results, output_dir)
+        start, end = (format_time(history_end), format_time(fleet.end))
+        a = _run(fleet_file, output_dir / "current", settings, start, end, True, no_progress, "current")
+        b = _run(recommended, output_dir / "recommended" / "run", settings, start, end, True, no_progress,
+                 "recommended")
+        result = compare(a, b)
+        written = write_compare(result, output_dir, ("current", "recommended"))
+        write_tune_json(results, output_dir, {"objective": {"metric": objective.metric, "limit": objective.limit},
+                                              "history": [format_time(fleet.start), start], "check": [start, end],
+                                              "trials": trials, "seed": seed,
+                                              "ran_on": "serial" if serial else scheduler or "local Dask cluster"})
+    console.print(_compare_table(result, fleet_file, recommended))
+    console.print("wrote " + ", ".join(str(p) for p in [recommended, output_dir / "current",
+                                                        output_dir / "recommended" / "run", *written,
+                                                        output_dir / "tune.json"]))
+
+
 def _files(plot: bool) -> tuple[str, ...]:
     return ("summary.json", "workloads.csv", "timeline.csv", "events.csv") + \
         (("nodes.png", "pending.png", "worst.png", "report.html") if plot else ())
@@ -195,4 +278,5 @@ def register(app: typer.Typer, input_errors, command_cls=Command) -> None:
                       epilog=EXAMPLES)
     fleet.command("simulate", cls=command_cls, epilog=EXAMPLES)(input_errors(simulate))
     fleet.command("snapshot", cls=command_cls, epilog=SNAPSHOT_EXAMPLES)(input_errors(snapshot))
+    fleet.command("tune", cls=command_cls, epilog=TUNE_EXAMPLES)(input_errors(tune))
     app.add_typer(fleet, name="fleet")

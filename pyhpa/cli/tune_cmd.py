@@ -87,10 +87,10 @@ def tune(
     on that held-out day, and written as recommended.yaml with the trade-off (candidates.csv, frontier.png).
 
     """
-    from ..simulate import Settings, check_settings, display_path, input_files, require_inputs
+    from ..simulate import Settings, check_settings, input_files, require_inputs
     from ..tune import prepare
     from ..tune import tune as run_tune
-    from ..tune.report import write_outputs
+    from ..tune.report import inputs_of, write_outputs
 
     simulate_cmd.simulator()  # the simulate extra, or one line saying what to install
     _optuna()
@@ -124,7 +124,7 @@ def tune(
         n_jobs = jobs or cores
         with _Bar(no_progress or output == Output.json, trials, timeout) as bar:
             result = run_tune(prepared, objective, trials=trials, timeout=timeout, jobs=n_jobs, seed=seed, progress=bar)
-        inputs = _inputs(files, prepared, display_path, live)
+        inputs = inputs_of(files, prepared, live)
         title = f"pyhpa tune: {inputs['trace']} ({inputs['tuning']})"
         try:
             written = write_outputs(result, prepared, inputs, output_dir, title)
@@ -203,22 +203,6 @@ def _objective(overloaded: float | None, unserved: float | None):
     if not 0 <= limit < 1:
         raise InputError(f"must be a fraction in [0, 1), got {limit!r}", field=option)
     return Objective(metric, limit)
-
-
-def _inputs(files: dict, prepared, display_path, live) -> dict:
-    from ..simulate.trace import iso
-
-    def span(part) -> str:
-        tr = part.load.trace
-        return f"{iso(tr.start, tr.tz)} to {iso(tr.end, tr.tz)}"
-
-    out = {"hpa": display_path(files["hpa"][0]), "target": display_path(files["target"]),
-           "profile": display_path(files["profile"]) or "(built-in defaults)", "trace": display_path(files["trace"]),
-           "column": files["column"], "tuning": span(prepared.tuning),
-           "held_out": span(prepared.held_out) if prepared.held_out is not None else "(none: --held-out 0)"}
-    if live is not None:
-        out["live"] = live.describe()
-    return out
 
 
 class _Bar:

@@ -1,0 +1,184 @@
+"""``pyhpa fleet tune``: settings for every workload of a fleet, then the bill of all of them together.
+
+The fleet's span is split: its last ``check_seconds`` (a week by default) are the check, the rest the history.
+Each workload is tuned on the history as ``pyhpa tune`` tunes one (``pyhpa.tune.prepare`` and ``tune``: the same
+search, the same held-out day inside the history, the same objective), one workload a task: on a Dask cluster
+(``scheduler``: its address; by default a local one of ``processes`` worker processes, Dask's ``LocalCluster``),
+or one after another in this process (``serial``). A task is deterministic (the search is seeded, runs in its own
+process without a pool, and its budget is trials, not time), so where it runs changes nothing. Then the fleet runs
+twice over the check — its autoscalers as they are, and with every recommendation — on the node pools, and the two
+are compared (``pyhpa.fleet.whatif.compare``): the bill of the whole recommendation on the week after the history.
+
+Written into the output folder: ``recommended/NAME.yaml`` (each workload's recommended.yaml, with tune's comments),
+``fleet-recommended.yaml`` (the fleet with them), ``current/`` and ``recommended/run/`` (each check's outputs),
+``compare.csv``, ``compare.png`` and ``tune.json`` (per workload: current and recommended in-sample figures).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import yaml
+
+from ..adapters.errors import InputError
+from ..adapters.parse import format_time
+from ..adapters.snapshot import read_document
+from ..simulate import Settings
+from .spec import Fleet
+
+#: the search's time budget per workload: large, so trials (not a machine's speed) end it
+TUNE_TIMEOUT_SECONDS = 24 * 3600.0
+#: the most trials a workload's search runs (``--trials``)
+MAX_TRIALS = 10_000
+#: the most Dask worker processes started locally (``--processes``)
+MAX_PROCESSES = 256
+
+
+@dataclass(slots=True, frozen=True)
+class WorkloadJob:
+    """One workload's tuning task (picklable: it travels to a Dask worker): its files, trace settings, the window
+    in its trace's own time (ISO 8601), the search's budget and seed, the objective and the settings."""
+
+    name: str
+    files: dict
+    where: tuple[str, ...]
+    load_scale: float
+    start: str
+    end: str
+    trials: int
+    seed: int
+    objective: tuple[str, float]
+    settings: Settings
+
+
+def tune_workload(job: WorkloadJob) -> dict:
+    """Tune one workload (``pyhpa tune``'s search on its history): ``name``, ``manifest`` (the recommended
+    autoscaler), ``yaml`` (recommended.yaml's text) and ``current``/``recommended`` (in-sample figures)."""
+    from ..tune import Objective, prepare
+    from ..tune import tune as run_tune
+    from ..tune.report import _evaluation_dict, inputs_of, recommended_yaml
+
+    p = prepare(job.files, where=job.where, start=job.start, end=job.end, load_scale=job.load_scale, gaps="hold",
+                settings=job.settings)
+    result = run_tune(p, Objective(*job.objective), trials=job.trials, timeout=TUNE_TIMEOUT_SECONDS, jobs=1,
+                      seed=job.seed, clock=time.process_time)
+    inputs = inputs_of(job.files, p)
+    return {"name": job.name, "manifest": result.manifest, "yaml": recommended_yaml(result, p, inputs),
+            "current": _evaluation_dict(result.current, p), "recommended": _evaluation_dict(result.recommended, p)}
+
+
+def jobs_of(fleet: Fleet, history_end: float, trials: int, seed: int, objective: tuple[str, float],
+            settings: Settings) -> list[WorkloadJob]:
+    """A tuning task per workload over ``[fleet.start, history_end)`` (fleet time), in its trace's own time."""
+    out = []
+    for i, w in enumerate(fleet.workloads):
+        shift = w.spec.trace.shift
+        files = {"hpa": [w.autoscaler.file], "target": _path(fleet, w.spec.target),
+                 "trace": _path(fleet, w.spec.trace.file), "column": w.spec.trace.column,
+                 "profile": _path(fleet, w.spec.profile) if w.spec.profile else None}
+        out.append(WorkloadJob(w.spec.name, files, tuple(w.spec.trace.where), w.spec.trace.scale,
+                               format_time(fleet.start - shift), format_time(history_end - shift), trials, seed + i,
+                               objective, settings))
+    return out
+
+
+def _path(fleet: Fleet, name: str) -> str:
+    p = Path(name)
+    return str(p if p.is_absolute() else Path(fleet.file).resolve().parent / p)
+
+
+def run_jobs(jobs: list[WorkloadJob], *, scheduler: str | None, processes: int, serial: bool,
+             progress: Callable[[int, int], None] | None = None) -> list[dict]:
+    """Every job's result, in the jobs' order: in this process (``serial``), or on the Dask cluster at
+    ``scheduler`` (``tcp://host:port``), else on a local Dask cluster of ``processes`` worker processes (one
+    thread each, on 127.0.0.1, no dashboard). Raises InputError: an unreachable scheduler, a task that failed
+    (its one line)."""
+    done = 0
+
+    def tick() -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(done, len(jobs))
+
+    if serial:
+        results = []
+        for job in jobs:
+            results.append(tune_workload(job))
+            tick()
+        return results
+    from distributed import Client, LocalCluster, as_completed
+
+    cluster = None
+    try:
+        if scheduler:
+            client = Client(scheduler, timeout="30s")
+        else:
+            cluster = LocalCluster(n_workers=processes, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                   dashboard_address=None, silence_logs=50)
+            client = Client(cluster)
+    except OSError as err:
+        raise InputError(f"cannot reach the Dask scheduler: {err}", field="--scheduler") from None
+    try:
+        futures = client.map(tune_workload, jobs, pure=False)
+        for _ in as_completed(futures):
+            tick()
+        try:
+            return client.gather(futures)
+        except InputError:
+            raise
+        except Exception as err:  # noqa: BLE001 - a task's failure, as one line
+            raise InputError(f"a workload's tuning failed on the Dask cluster: {err}", field="--scheduler") from None
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def write_recommended(fleet: Fleet, results: list[dict], out: Path) -> Path:
+    """recommended/NAME.yaml for each workload and fleet-recommended.yaml (the fleet file with them, every path
+    absolute); returns the fleet file's path."""
+    folder = out / "recommended"
+    folder.mkdir(parents=True, exist_ok=True)
+    doc = copy.deepcopy(read_document(fleet.file))
+    base = Path(fleet.file).resolve().parent
+    by_name = {r["name"]: r for r in results}
+    for w in doc["spec"]["workloads"]:
+        for key in ("target", "profile"):
+            if w.get(key):
+                w[key] = str(Path(w[key]) if Path(w[key]).is_absolute() else (base / w[key]).resolve())
+        w["trace"]["file"] = str(Path(w["trace"]["file"]) if Path(w["trace"]["file"]).is_absolute()
+                                 else (base / w["trace"]["file"]).resolve())
+        path = folder / f"{w['name']}.yaml"
+        path.write_text(by_name[w["name"]]["yaml"])
+        w["autoscaler"] = str(path.resolve())
+    path = out / "fleet-recommended.yaml"
+    path.write_text(f"# {Path(fleet.file).name} with the autoscalers pyhpa fleet tune recommends\n"
+                    + yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def write_tune_json(results: list[dict], out: Path, meta: dict) -> Path:
+    path = out / "tune.json"
+    path.write_text(json.dumps({**meta, "workloads": [{k: r[k] for k in ("name", "current", "recommended",
+                                                                          "manifest")} for r in results]},
+                               indent=2) + "\n")
+    return path
+
+
+def check_span(fleet: Fleet, check_seconds: float) -> float:
+    """Where the history ends and the check begins (epoch s); InputError when the fleet's span leaves less than
+    two days of history before a check of ``check_seconds``."""
+    history_end = fleet.end - check_seconds
+    if not check_seconds > 0 or history_end - fleet.start < 2 * 86400:
+        raise InputError(f"the fleet's span ({format_time(fleet.start)} to {format_time(fleet.end)}) leaves "
+                         f"{max(history_end - fleet.start, 0) / 86400:.1f} days of history before a check of "
+                         f"{check_seconds / 86400:g} days; tune needs two (a shorter --check, or longer traces)",
+                         field="--check")
+    return history_end
+

@@ -1,0 +1,76 @@
+"""Issue 38: ``pyhpa fleet tune`` tunes every workload as ``pyhpa tune`` tunes one, then checks all the
+recommendations together on the node pools over the span after the history; on a local Dask cluster of two worker
+processes it recommends exactly what it recommends without Dask (``--serial``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from pyhpa.cli.main import app
+
+ROOT = Path(__file__).resolve().parent.parent
+NASA = ROOT / "examples" / "simulate" / "nasa"
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory) -> Path:
+    """Two NASA web workloads (one scaled 4x, one 2x and 3 hours later) on four days of the NASA 1995 trace."""
+    tmp = tmp_path_factory.mktemp("fleet")
+    rows = (ROOT / "examples" / "traces" / "nasa_http_1995-07-10_16_per_minute.csv").read_text().splitlines()
+    (tmp / "nasa4.csv").write_text("\n".join(rows[:1 + 4 * 1440]) + "\n")
+    workload = {"autoscaler": str(NASA / "hpa.yaml"), "target": str(NASA / "deployment.yaml"),
+                "profile": str(NASA / "profile.yaml")}
+    spec = {"nodePools": [{"name": "general", "minNodes": 1, "maxNodes": 20, "instanceTypes": [
+                {"name": "m5.large", "cpu": "1930m", "memory": "7Gi", "pricePerHour": 0.096}]}],
+            "workloads": [{"name": "web", **workload, "trace": {"file": "nasa4.csv", "column": "requests_per_second",
+                                                                "scale": 4}},
+                          {"name": "api", **workload, "trace": {"file": "nasa4.csv", "column": "requests_per_second",
+                                                                "scale": 2, "shift": "3h"}}]}
+    path = tmp / "fleet.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "pyhpa.dev/v1alpha1", "kind": "Fleet", "spec": spec}))
+    return path
+
+
+def _tune(fleet: Path, out: Path, *extra: str):
+    r = CliRunner().invoke(app, ["fleet", "tune", str(fleet), "--check", "86400", "--trials", "3", "--output-dir",
+                                 str(out), "--no-progress", *extra])
+    assert r.exit_code == 0, r.output
+    return r
+
+
+def test_fleet_tune_on_a_local_dask_cluster_recommends_what_it_recommends_without_dask(fleet, tmp_path):
+    _tune(fleet, tmp_path / "serial", "--serial")
+    r = _tune(fleet, tmp_path / "dask", "--processes", "2")
+    serial = json.loads((tmp_path / "serial" / "tune.json").read_text())
+    dask = json.loads((tmp_path / "dask" / "tune.json").read_text())
+    assert serial["ran_on"] == "serial" and dask["ran_on"] == "local Dask cluster"
+    assert [w["name"] for w in dask["workloads"]] == ["web", "api"]
+    assert dask["workloads"] == serial["workloads"]  # the same recommendations, figures and manifests
+    for name in ("web", "api"):
+        text = (tmp_path / "dask" / "recommended" / f"{name}.yaml").read_text()
+        assert text == (tmp_path / "serial" / "recommended" / f"{name}.yaml").read_text()
+        assert text.startswith("# Recommended by pyhpa tune")
+    # tuned on the history (the first three days), checked together on the last day: both checks ran on the pool
+    assert dask["history"][1] == dask["check"][0]
+    rows = (tmp_path / "dask" / "compare.csv").read_text().splitlines()
+    assert rows[0].startswith("workload,cost_a,cost_b") and rows[-1].startswith("total,")
+    current = json.loads((tmp_path / "dask" / "current" / "summary.json").read_text())
+    recommended = json.loads((tmp_path / "dask" / "recommended" / "run" / "summary.json").read_text())
+    assert current["fleet"]["simulated_seconds"] == recommended["fleet"]["simulated_seconds"] == 86400
+    assert [w["hpa_file"] for w in recommended["workloads"]] != [w["hpa_file"] for w in current["workloads"]]
+    assert "cost $" in r.output
+
+
+@pytest.mark.parametrize("args, line", [
+    (["--check", "172800"], "error: --check: the fleet's span"),
+    (["--trials", "0"], "error: --trials: must be from 1"),
+    (["--serial", "--scheduler", "tcp://127.0.0.1:9"], "error: --serial: runs on the Dask scheduler given"),
+])
+def test_bad_fleet_tune_flags_are_one_line(fleet, tmp_path, args, line):
+    r = CliRunner().invoke(app, ["fleet", "tune", str(fleet), "--output-dir", str(tmp_path / "o"), *args])
+    assert r.exit_code == 2 and r.output.count("\n") == 1 and r.output.startswith(line), r.output
