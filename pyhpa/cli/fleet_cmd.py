@@ -118,13 +118,16 @@ def snapshot(
 
 
 TUNE_EXAMPLES = examples(
-    "pyhpa fleet tune examples/fleet/shop.yaml --check 86400 --trials 8 --output-dir out/shop-tune",
+    "pyhpa fleet tune examples/fleet/shop-week.yaml --end 1995-07-14T00:00:00Z --check 86400 --trials 3 \\",
+    "  --output-dir out/shop-tune",
     "pyhpa fleet tune fleet.yaml --scheduler tcp://10.0.0.5:8786 --trials 60   # a Dask cluster of your own",
 )
 
 
 def tune(
     fleet_file: Path = typer.Argument(..., metavar="FLEET.yaml", help="A fleet file (kind: Fleet; docs/fleet.md)."),
+    start: Optional[str] = typer.Option(None, "--start", help="The fleet's span from this time (ISO 8601; UTC without an offset); default: the start of the span every trace covers."),
+    end: Optional[str] = typer.Option(None, "--end", help="The fleet's span until this time (ISO 8601); the check is its last --check seconds."),
     check: float = typer.Option(7 * 86400.0, "--check", metavar="SECONDS", help="The last seconds of the fleet's span: the recommendations are checked together there; tune learns from what comes before (default: a week)."),
     trials: int = typer.Option(30, "--trials", help="Settings tried per workload (pyhpa tune's search)."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", metavar="ADDRESS", help="A Dask scheduler (tcp://host:port) whose workers have pyhpa installed; default: a local Dask cluster."),
@@ -168,7 +171,7 @@ def tune(
         raise InputError("runs on the Dask scheduler given; --serial runs here: give one", field="--serial")
     settings = Settings(seed=seed)
     check_settings(settings)
-    fleet = load_fleet(fleet_file, settings)
+    fleet = load_fleet(fleet_file, settings, start, end)
     history_end = check_span(fleet, check)
     console = text_console()
     with options.output_dir(output_dir):
@@ -183,14 +186,15 @@ def tune(
                 results = run_jobs(jobs, scheduler=scheduler, processes=processes or os.cpu_count() or 1,
                                    serial=serial, progress=lambda done, total: bar.update(task, completed=done))
         recommended = write_recommended(fleet, results, output_dir)
-        start, end = (format_time(history_end), format_time(fleet.end))
-        a = _run(fleet_file, output_dir / "current", settings, start, end, True, no_progress, "current")
-        b = _run(recommended, output_dir / "recommended" / "run", settings, start, end, True, no_progress,
+        check_start, check_end = (format_time(history_end), format_time(fleet.end))
+        a = _run(fleet_file, output_dir / "current", settings, check_start, check_end, True, no_progress, "current")
+        b = _run(recommended, output_dir / "recommended" / "run", settings, check_start, check_end, True, no_progress,
                  "recommended")
         result = compare(a, b)
         written = write_compare(result, output_dir, ("current", "recommended"))
         write_tune_json(results, output_dir, {"objective": {"metric": objective.metric, "limit": objective.limit},
-                                              "history": [format_time(fleet.start), start], "check": [start, end],
+                                              "history": [format_time(fleet.start), check_start],
+                                              "check": [check_start, check_end],
                                               "trials": trials, "seed": seed,
                                               "ran_on": "serial" if serial else scheduler or "local Dask cluster"})
     console.print(_compare_table(result, fleet_file, recommended))
