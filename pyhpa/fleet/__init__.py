@@ -1,7 +1,15 @@
-"""The fleet: many autoscalers on shared node pools (issue 38, being built; docs/fleet.md says what exists).
+"""The fleet: many autoscalers on shared node pools that take minutes to grow, and their bill (docs/fleet.md).
 
-``pyhpa.fleet.spec``: the fleet file (``kind: Fleet``) as typed structs, its node autoscaler settings with their
-upstream defaults (Cluster Autoscaler's flags, Karpenter's NodePool fields and settings), and ``load_fleet``,
-which reads a fleet file and every file it names and refuses a bad one with one line naming the file, the
-workload or node pool, and the field.
+- ``spec``: the fleet file (``kind: Fleet``) as typed structs, with the node autoscalers' settings and upstream
+  defaults; ``load_fleet`` reads it and every file it names, or refuses it with one line naming the file, the
+  workload or node pool, and the field.
+- ``scheduler``: kube-scheduler v1.37.2's NodeResourcesFit (filter, LeastAllocated/MostAllocated scores, pod
+  requests), a port checked against upstream's plugin on random inputs.
+- ``autoscalers``: the Cluster Autoscaler and Karpenter models.
+- ``engine``: ``FleetRun``, one clock over every workload's simulated cluster (``pyhpa.simulate.cluster``: the same
+  decision core), the scheduler, the nodes and the node autoscaler.
+- ``report``, ``plots``: summary.json, workloads.csv, timeline.csv, events.csv, the plots and report.html.
+- ``whatif``: a fleet changed by overlays, and two fleets compared.
+- ``snapshot``: a fleet file from a cluster and its Prometheus.
+- ``tune``: every workload tuned (on a Dask cluster), then the whole recommendation's bill.
 """
