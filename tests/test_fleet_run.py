@@ -265,3 +265,15 @@ def test_a_bad_what_if_is_one_line(tmp_path, args, line):
     path = _small_fleet(tmp_path)
     r = CliRunner().invoke(app, ["fleet", "simulate", str(path), *args, "--output-dir", str(tmp_path / "o")])
     assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1 and line in r.output, r.output
+
+
+def test_a_fleet_past_its_pod_bound_is_one_line_naming_the_workload(tmp_path, monkeypatch):
+    """Every count has a bound: a fleet whose autoscalers scale past ``MAX_FLEET_PODS`` pods at once stops with one
+    line naming the fleet file, the workload that crossed it, and when (here the bound is lowered to 5)."""
+    import pyhpa.fleet.engine as engine
+
+    monkeypatch.setattr(engine, "MAX_FLEET_PODS", 5)
+    path = _small_fleet(tmp_path)
+    r = CliRunner().invoke(app, ["fleet", "simulate", str(path), "--output-dir", str(tmp_path / "o"), "--no-progress"])
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
+    assert r.output.startswith(f"error: {path}: workload w") and "past 5 pods at 2026-01-05T" in r.output

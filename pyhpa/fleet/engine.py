@@ -27,6 +27,7 @@ from typing import Callable
 import numpy as np
 
 from ..adapters.errors import InputError
+from ..adapters.parse import format_time
 from ..simulate import Settings, check_extent
 from ..simulate.cluster import Cluster, History, SimPod, SummaryRows
 from .scheduler import Node, Placer, PodRequests
@@ -34,6 +35,9 @@ from .spec import Fleet, InstanceType, LoadedWorkload, NodePool
 
 #: the standard normal's 90th percentile: a log-normal delay's sigma is ln(p90 / median) / this
 Z90 = 1.2815515655446004
+#: the most pods a simulated fleet holds at once (each workload also holds at most
+#: ``pyhpa.simulate.target.MAX_SIMULATED_PODS``): bounds a run's memory and time when many autoscalers meet huge loads
+MAX_FLEET_PODS = 1_000_000
 #: timeline.csv has a row per pool this often (seconds of simulated time)
 SAMPLE_SECONDS = 60.0
 #: the order of the fleet's own events at one instant (lower first), all before the workloads' events
@@ -292,6 +296,10 @@ class FleetRun:
     def created(self, cluster: Cluster, pod: SimPod, t: float) -> None:
         """A workload created ``pod`` at ``t``: kube-scheduler tries it after the profile's scheduling delay."""
         i = self._index_of[id(cluster)]
+        if len(self.placements) >= MAX_FLEET_PODS:
+            raise InputError(f"scales the fleet past {MAX_FLEET_PODS:,} pods at {format_time(t)}; a simulated fleet "
+                             "holds at most that many: lower maxReplicas or the loads (trace.scale)",
+                             field="spec.maxReplicas")
         w = self.fleet.workloads[i]
         pl = Placement(i, pod, w.requests, t, self.pools[w.pool.name])
         self.placements[pod] = pl
