@@ -25,7 +25,8 @@ from .options import console as text_console
 EXAMPLES = examples(
     "pyhpa fleet simulate examples/fleet/shop.yaml",
     "pyhpa fleet simulate examples/fleet/shop.yaml --output-dir out/shop --seed 3",
-    "pyhpa fleet simulate examples/fleet/shop.yaml --what-if nodeAutoscaler=karpenter --output-dir out/shop-vs",
+    "pyhpa fleet simulate examples/fleet/shop.yaml \\",
+    "  --what-if nodeAutoscaler=karpenter --output-dir out/shop-vs",
 )
 #: how many of the worst workloads (by unserved requests) the printed table shows
 WORST_SHOWN = 10
@@ -77,8 +78,10 @@ def simulate(
 
 
 SNAPSHOT_EXAMPLES = examples(
-    "pyhpa fleet snapshot --prometheus-url http://prometheus:9090 --price m5.xlarge=0.192 --output-dir out/snap",
-    "pyhpa fleet snapshot -n shop --prometheus-url http://127.0.0.1:9090 --history 172800",
+    "pyhpa fleet snapshot --prometheus-url http://prometheus:9090 \\",
+    "  --price m5.xlarge=0.192 --output-dir out/snap",
+    "pyhpa fleet snapshot -n shop --prometheus-url http://127.0.0.1:9090 \\",
+    "  --history 172800",
 )
 
 
@@ -120,7 +123,7 @@ def snapshot(
 TUNE_EXAMPLES = examples(
     "pyhpa fleet tune examples/fleet/shop-week.yaml --end 1995-07-14T00:00:00Z --check 86400 --trials 3 \\",
     "  --output-dir out/shop-tune",
-    "pyhpa fleet tune fleet.yaml --scheduler tcp://10.0.0.5:8786 --trials 60   # a Dask cluster of your own",
+    "pyhpa fleet tune fleet.yaml --scheduler tcp://10.0.0.5:8786  # your Dask",
 )
 
 
