@@ -121,7 +121,8 @@ def snapshot(
 
 
 TUNE_EXAMPLES = examples(
-    "pyhpa fleet tune examples/fleet/shop-week.yaml --end 1995-07-14T00:00:00Z --check 86400 --trials 3 \\",
+    "pyhpa fleet tune examples/fleet/shop-week.yaml \\",
+    "  --end 1995-07-14T00:00:00Z --check 86400 --trials 3 \\",
     "  --output-dir out/shop-tune",
     "pyhpa fleet tune fleet.yaml --scheduler tcp://10.0.0.5:8786  # your Dask",
 )
