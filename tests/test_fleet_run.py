@@ -277,3 +277,31 @@ def test_a_fleet_past_its_pod_bound_is_one_line_naming_the_workload(tmp_path, mo
     r = CliRunner().invoke(app, ["fleet", "simulate", str(path), "--output-dir", str(tmp_path / "o"), "--no-progress"])
     assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
     assert r.output.startswith(f"error: {path}: workload w") and "past 5 pods at 2026-01-05T" in r.output
+
+
+def test_karpenters_batch_closes_idle_after_its_last_pod_however_many_come():
+    """Karpenter's batcher (``Batcher.Wait``): each pending pod restarts the idle timer, the window closes
+    ``batchIdleDuration`` after the last or ``batchMaxDuration`` after the first; the fleet's clock is told each
+    time the loop moves, later too (it runs a loop only at the autoscaler's latest ``next_time``)."""
+    from pyhpa.fleet.autoscalers import KarpenterModel
+    from pyhpa.fleet.spec import Karpenter
+
+    class Clock:
+        start = 0.0
+        pools: dict = {}
+
+        def __init__(self):
+            self.woken = []
+
+        def autoscaler_wakes(self):
+            self.woken.append(model.next_time)
+
+    clock = Clock()
+    model = KarpenterModel(Karpenter(), clock, None)
+    model.next_disruption = model.next_time = 1000.0  # no disruption poll in the way
+    for t in (100.0, 100.4, 100.9, 101.5):  # each within a second of the one before
+        model.unschedulable(None, t)
+    assert clock.woken == [101.0, 101.4, 101.9, 102.5]  # the window moves later with each pod
+    for t in range(102, 115):  # a pod every second: the window would never be idle; it closes at first + 10 s
+        model.unschedulable(None, t + 0.5)
+    assert model.next_time == 110.0 and clock.woken[-1] == 110.0

@@ -304,9 +304,11 @@ class KarpenterModel(NodeAutoscalerModel):
         return min(self.batch_last + self.s.batch_idle_duration, self.batch_first + self.s.batch_max_duration)
 
     def _schedule(self) -> None:
+        """Move the next loop to the batch's end or the next disruption poll, whichever comes first, and tell the
+        fleet (its clock runs a loop only at the latest ``next_time``: a batch's end moves later with each pod)."""
         was = self.next_time
         self.next_time = min(self._batch_end(), self.next_disruption)
-        if self.next_time < was:
+        if self.next_time != was:
             self.fleet.autoscaler_wakes()
 
     def unschedulable(self, pool: PoolState, t: float) -> None:

@@ -289,7 +289,8 @@ class FleetRun:
         return self
 
     def autoscaler_wakes(self) -> None:
-        """The node autoscaler's next loop moved earlier (a pod found no node): queue it."""
+        """The node autoscaler's next loop moved (a pod found no node): queue it (a loop runs only at the
+        autoscaler's ``next_time`` then: the entries of earlier times are passed over)."""
         self._push(self.autoscaler.next_time, _AUTOSCALER, None)
 
     # ----------------------------------------------------------------- the binder (Cluster's)
