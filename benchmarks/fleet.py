@@ -146,7 +146,7 @@ def run_one(n: int, days: float, seed: int, model: str, predictive: bool, out: s
         fleet = load_fleet(path, Settings(seed=seed), START, end)
         run = FleetRun(fleet, Settings(seed=seed)).run(_progress())
         seconds = time.perf_counter() - t0
-        summary = write_fleet(run, out) if out else summarize_fleet(run)
+        summary = write_fleet(run, out, plot=True) if out else summarize_fleet(run)
     f = summary["fleet"]
     return {"workloads": n, "seconds": round(seconds, 1),
             "rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
@@ -177,7 +177,7 @@ def main() -> None:
     ap.add_argument("--instant-nodes", action="store_true",
                     help="nodes no workload waits for (INSTANT): each workload as pyhpa simulate runs it alone")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", help="also write summary.json, workloads.csv, timeline.csv and events.csv here")
+    ap.add_argument("--out", help="also write summary.json, workloads.csv, timeline.csv, events.csv, the plots and report.html here")
     ap.add_argument("--json", action="store_true", help="print each result as a JSON line too")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a size run in this process (the child)
     a = ap.parse_args()
