@@ -14,8 +14,8 @@ import sys
 from datetime import timezone
 from pathlib import Path
 
-import numpy as np
 import click
+import numpy as np
 import pytest
 import typer
 import yaml

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 
 import pytest
 import yaml
-from lightkube import codecs
-from test_tune import cpu_history, guaranteed_web, needs_prometheus
+from test_tune import live_web, needs_prometheus
 from typer.testing import CliRunner
 
 from pyhpa.cli.main import app
@@ -38,21 +36,9 @@ CPU = [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Util
 
 @needs_prometheus
 async def test_a_cluster_and_its_prometheus_become_a_fleet_that_simulate_runs(kd, tmp_path):
-    from controller_util import autoscaler, pod
+    from controller_util import pod
 
-    from controlplane.prometheus import PrometheusServer
-    from pyhpa.controller.kube.resources import HorizontalAutoscaler
-
-    now = time.time()
-    cpu_history(tmp_path / "history.om", now, days=2.2)
-    prom = PrometheusServer([], backfill=tmp_path / "history.om")
-    await asyncio.to_thread(prom.__enter__)
-    try:
-        client = kd.async_client()
-        await client.create(codecs.from_dict(guaranteed_web()))
-        for i in range(2):
-            kd.put_object(pod(f"web-{i}", "web", cpu="1"))
-        await client.create(HorizontalAutoscaler(autoscaler("web", "web", max_replicas=8)))
+    async with live_web(kd, tmp_path) as prom:
         # a native HPA on the same Deployment (the HorizontalAutoscaler scales it: left out), and one whose metric
         # is not CPU (left out, with why)
         kd.put_object(_hpa("web-native", "web", CPU))
@@ -70,8 +56,6 @@ async def test_a_cluster_and_its_prometheus_become_a_fleet_that_simulate_runs(kd
         args = ["fleet", "snapshot", "--server", kd.url, "--prometheus-url", prom.url, "--history", "172800",
                 "--price", "m5.xlarge=0.192", "--output-dir", str(out)]
         result = await asyncio.to_thread(CliRunner().invoke, app, args)
-    finally:
-        await asyncio.to_thread(prom.__exit__, None, None, None)
     assert result.exit_code == 0, result.output
     assert "1 workloads on 3 nodes (2 m5.xlarge, 1 m5.2xlarge)" in result.output
     assert "left out default/queue" in result.output and "web-native" not in result.output

@@ -7,6 +7,7 @@ searches are a few settings long, so that each test replays a few simulated days
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import math
@@ -254,8 +255,11 @@ def guaranteed_web() -> dict:
                                 "readinessProbe": {"httpGet": {"path": "/ready", "port": 8080}, "periodSeconds": 5}}]}}}}
 
 
-@needs_prometheus
-async def test_live_mode_reads_the_cluster_and_a_backfilled_prometheus(kd, tmp_path):
+@contextlib.asynccontextmanager
+async def live_web(kd, tmp_path: Path):
+    """A real Prometheus with 2.2 days of ``default/web-0``'s CPU counter backfilled (``cpu_history``), and in the
+    API double ``kd`` the Deployment ``web`` (``guaranteed_web``), its two pods at 500m, and a HorizontalAutoscaler
+    ``web`` (CPU, at most 8 replicas): yields the Prometheus (``url``), stopped after the block."""
     import asyncio
     import time
 
@@ -264,8 +268,7 @@ async def test_live_mode_reads_the_cluster_and_a_backfilled_prometheus(kd, tmp_p
     from controlplane.prometheus import PrometheusServer
     from pyhpa.controller.cache.autoscaler import HorizontalAutoscaler
 
-    now = time.time()
-    cpu_history(tmp_path / "history.om", now, days=2.2)
+    cpu_history(tmp_path / "history.om", time.time(), days=2.2)
     prom = PrometheusServer([], backfill=tmp_path / "history.om")
     await asyncio.to_thread(prom.__enter__)
     try:
@@ -275,12 +278,20 @@ async def test_live_mode_reads_the_cluster_and_a_backfilled_prometheus(kd, tmp_p
             kd.put_object(pod(f"web-{i}", "web", cpu="1"))
             kd.set_pod_metrics("default", f"web-{i}", {"app": {"cpu": "500m"}})
         await client.create(HorizontalAutoscaler(autoscaler("web", "web", max_replicas=8)))
+        yield prom
+    finally:
+        await asyncio.to_thread(prom.__exit__, None, None, None)
+
+
+@needs_prometheus
+async def test_live_mode_reads_the_cluster_and_a_backfilled_prometheus(kd, tmp_path):
+    import asyncio
+
+    async with live_web(kd, tmp_path) as prom:
         out = tmp_path / "out"
         args = ["tune", "default/web", "--server", kd.url, "--prometheus-url", prom.url, "--history", "172800",
                 "--sync-period", "60", "--trials", "3", "--output-dir", str(out), "--no-progress", "-o", "json"]
         result = await asyncio.to_thread(CliRunner().invoke, app, args)
-    finally:
-        await asyncio.to_thread(prom.__exit__, None, None, None)
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output)
     live = summary["inputs"]["live"]
