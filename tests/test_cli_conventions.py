@@ -14,7 +14,6 @@ import sys
 from datetime import timezone
 from pathlib import Path
 
-import click
 import numpy as np
 import pytest
 import typer
@@ -33,7 +32,7 @@ def _commands(group, prefix: tuple = ()) -> dict:
     """Every command of ``group`` by its words (``fleet simulate`` for a command of the group ``fleet``)."""
     out = {}
     for name, command in group.commands.items():
-        if isinstance(command, click.Group):
+        if hasattr(command, "commands"):  # a group of commands (pyhpa fleet)
             out.update(_commands(command, prefix + (name,)))
         else:
             out[" ".join(prefix + (name,))] = command

@@ -133,20 +133,22 @@ def _undeclared(paths, declared: set[str]) -> dict[str, set[str]]:
 
 SIMULATE_ONLY = ("pyhpa/simulate/", "pyhpa/cli/simulate_cmd.py", "pyhpa/cli/forecast_cmd.py")
 TUNE_ONLY = ("pyhpa/tune/", "pyhpa/cli/tune_cmd.py")
+#: ``pyhpa fleet``: simulate's plots and tune's search, and Dask for ``fleet tune`` (the tune extra has them all)
+FLEET_ONLY = ("pyhpa/fleet/", "pyhpa/cli/fleet_cmd.py")
 #: the CRD generator (``deploy/generate_crd.py`` and the drift test call it; nothing at run time): the kubedouble extra
 GENERATOR_ONLY = ("pyhpa/api/crd.py",)
 
 
 def test_the_controller_code_imports_only_base_dependencies():
     paths = [p for p in (ROOT / "pyhpa").rglob("*.py")
-             if not str(p.relative_to(ROOT)).startswith(SIMULATE_ONLY + TUNE_ONLY + GENERATOR_ONLY)]
+             if not str(p.relative_to(ROOT)).startswith(SIMULATE_ONLY + TUNE_ONLY + FLEET_ONLY + GENERATOR_ONLY)]
     assert _undeclared(paths, _declared()) == {}
 
 
 def test_simulate_kubedouble_and_tests_import_only_their_extras():
     simulate = [p for p in (ROOT / "pyhpa").rglob("*.py") if str(p.relative_to(ROOT)).startswith(SIMULATE_ONLY)]
     assert _undeclared(simulate, _declared("simulate")) == {}
-    tune = [p for p in (ROOT / "pyhpa").rglob("*.py") if str(p.relative_to(ROOT)).startswith(TUNE_ONLY)]
+    tune = [p for p in (ROOT / "pyhpa").rglob("*.py") if str(p.relative_to(ROOT)).startswith(TUNE_ONLY + FLEET_ONLY)]
     assert _undeclared(tune, _declared("tune")) == {}
     assert _undeclared((ROOT / "kubedouble").rglob("*.py"), _declared("kubedouble")) == {}
     generator = [p for p in (ROOT / "pyhpa").rglob("*.py") if str(p.relative_to(ROOT)).startswith(GENERATOR_ONLY)]

@@ -49,6 +49,9 @@ def simulate(
     workloads that drop the most requests. With a second fleet file, or --what-if, runs both and prints and plots
     the difference in cost and unserved requests, per workload and in total.
     """
+    from . import simulate_cmd
+
+    simulate_cmd.simulator()  # the simulate extra, or one line saying what to install
     from ..fleet.whatif import compare, make_what_if, parse_overlays, write_compare
     from ..simulate import Settings, check_settings
 
@@ -165,8 +168,14 @@ def tune(
     from ..simulate import Settings, check_settings
     from . import tune_cmd
 
-    tune_cmd._optuna()
-    objective = tune_cmd._objective(max_overloaded_fraction, max_unserved_fraction)
+    tune_cmd.require_optuna()
+    if not serial:
+        try:
+            import distributed  # noqa: F401
+        except ModuleNotFoundError:
+            raise InputError("needs Dask (distributed is not installed): pip install 'pyhpa[tune]', or --serial",
+                             field="--scheduler") from None
+    objective = tune_cmd.objective_of(max_overloaded_fraction, max_unserved_fraction)
     if not 1 <= trials <= MAX_TRIALS:
         raise InputError(f"must be from 1 to {MAX_TRIALS:,}, got {trials:,}", field="--trials")
     if not 0 <= processes <= MAX_PROCESSES:

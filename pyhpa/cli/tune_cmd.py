@@ -93,8 +93,8 @@ def tune(
     from ..tune.report import inputs_of, write_outputs
 
     simulate_cmd.simulator()  # the simulate extra, or one line saying what to install
-    _optuna()
-    objective = _objective(max_overloaded_fraction, max_unserved_fraction)
+    require_optuna()
+    objective = objective_of(max_overloaded_fraction, max_unserved_fraction)
     cores = os.cpu_count() or 1
     _check_budget(trials, jobs, timeout, cores)
     config = ControllerConfig(
@@ -184,7 +184,7 @@ def _print_result(console, result, prepared, inputs: dict, written: list, n_jobs
     console.print("wrote " + ", ".join(str(p) for p in written))
 
 
-def _optuna() -> None:
+def require_optuna() -> None:
     try:
         import optuna  # noqa: F401
     except ModuleNotFoundError:
@@ -192,7 +192,7 @@ def _optuna() -> None:
                          field="tune") from None
 
 
-def _objective(overloaded: float | None, unserved: float | None):
+def objective_of(overloaded: float | None, unserved: float | None):
     from ..tune import Objective
 
     if overloaded is not None and unserved is not None:

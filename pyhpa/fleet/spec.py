@@ -59,7 +59,7 @@ from ..adapters.snapshot import read_document
 from ..simulate import Autoscaler, Settings, load_autoscaler
 from ..simulate.profile import Profile, load_profile
 from ..simulate.target import KINDS, Target, load_target
-from ..simulate.trace import Trace, _bound, load_trace
+from ..simulate.trace import Trace, bound_time, load_trace
 from .scheduler import Node, PodRequests, ScoringStrategy, defaulted_spec, fits, pod_requests
 
 API_VERSION = "pyhpa.dev/v1alpha1"
@@ -409,7 +409,7 @@ def load_fleet(path: str | Path, settings: Settings = Settings(), start: str | N
             f"{loaded[early].spec.name} ends ({_iso(loaded[early].trace.end)}): the traces of a fleet must overlap "
             "in time (move one with trace.shift)", file=file, obj=f"workload {loaded[late].spec.name}",
             field=f"spec.workloads[{late}].trace.shift")
-    lo, hi = (_bound(text, timezone.utc, False, flag) for text, flag in ((start, "--start"), (end, "--end")))
+    lo, hi = (bound_time(text, timezone.utc, False, flag) for text, flag in ((start, "--start"), (end, "--end")))
     if lo is not None:
         if not first <= lo < last:
             raise InputError(f"{_iso(lo)} is outside the span every trace covers ({_iso(first)} to {_iso(last)})",

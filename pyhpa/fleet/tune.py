@@ -61,7 +61,7 @@ def tune_workload(job: WorkloadJob) -> dict:
     autoscaler), ``yaml`` (recommended.yaml's text) and ``current``/``recommended`` (in-sample figures)."""
     from ..tune import Objective, prepare
     from ..tune import tune as run_tune
-    from ..tune.report import _evaluation_dict, inputs_of, recommended_yaml
+    from ..tune.report import evaluation_dict, inputs_of, recommended_yaml
 
     p = prepare(job.files, where=job.where, start=job.start, end=job.end, load_scale=job.load_scale, gaps="hold",
                 settings=job.settings)
@@ -69,7 +69,7 @@ def tune_workload(job: WorkloadJob) -> dict:
                       seed=job.seed, clock=time.process_time)
     inputs = inputs_of(job.files, p)
     return {"name": job.name, "manifest": result.manifest, "yaml": recommended_yaml(result, p, inputs),
-            "current": _evaluation_dict(result.current, p), "recommended": _evaluation_dict(result.recommended, p)}
+            "current": evaluation_dict(result.current, p), "recommended": evaluation_dict(result.recommended, p)}
 
 
 def jobs_of(fleet: Fleet, history_end: float, trials: int, seed: int, objective: tuple[str, float],

@@ -159,7 +159,7 @@ def load_trace(
     df = _filter(df, where, file)
     matched = len(df)
     times, tz, numeric_time = _parse_times(df[tcol], file, tcol)
-    lo, hi = _bound(start, tz, numeric_time, "--start"), _bound(end, tz, numeric_time, "--end")
+    lo, hi = bound_time(start, tz, numeric_time, "--start"), bound_time(end, tz, numeric_time, "--end")
     if lo is not None and hi is not None and lo >= hi:
         raise InputError(f"{start} is not before --end {end}", field="--start")
     _check_increasing(times, df.index, file, tcol, where)
@@ -301,10 +301,12 @@ def _zone(text: str) -> timezone:
 def time_bound(text: str | None, trace: Trace, option: str) -> float | None:
     """A ``--start``/``--end`` value as epoch seconds, read as ``load_trace`` reads it (ISO 8601,
     without offset in the trace's own offset; seconds when the trace's times are seconds)."""
-    return _bound(text, trace.tz, trace.report.time_column_numeric, option)
+    return bound_time(text, trace.tz, trace.report.time_column_numeric, option)
 
 
-def _bound(text: str | None, tz: timezone, numeric_time: bool, option: str) -> float | None:
+def bound_time(text: str | None, tz: timezone, numeric_time: bool, option: str) -> float | None:
+    """A ``--start``/``--end`` value (``option``) as epoch seconds: ISO 8601, without an offset in ``tz``; seconds when
+    ``numeric_time``. InputError naming ``option`` when malformed."""
     if text is None:
         return None
     if numeric_time:
@@ -433,7 +435,7 @@ def parse_outages(items, trace: Trace) -> tuple[tuple[float, float], ...]:
         if not sep or not start_text.strip() or not end_text.strip():
             raise InputError(f"want START/END (ISO 8601, e.g. 1995-07-13T01:00:00/1995-07-13T04:00:00 or "
                              f"1995-07-13T01:00:00/PT3H), got {item!r}", field="--metrics-outage")
-        start = _bound(start_text, trace.tz, numeric, "--metrics-outage")
+        start = bound_time(start_text, trace.tz, numeric, "--metrics-outage")
         if end_text.strip().upper().startswith("P"):
             try:
                 end = start + pd.Timedelta(end_text.strip().upper()).total_seconds()
@@ -441,7 +443,7 @@ def parse_outages(items, trace: Trace) -> tuple[tuple[float, float], ...]:
                 raise InputError(f"malformed ISO 8601 duration {end_text!r} (want e.g. PT3H)",
                                  field="--metrics-outage") from None
         else:
-            end = _bound(end_text, trace.tz, numeric, "--metrics-outage")
+            end = bound_time(end_text, trace.tz, numeric, "--metrics-outage")
         if not end > start:
             raise InputError(f"the end must be after the start, got {item!r}", field="--metrics-outage")
         if end <= trace.start or start >= trace.end:

@@ -230,7 +230,7 @@ def _peak_dict(peak) -> dict:
             "why": peak.why()}
 
 
-def _evaluation_dict(e: Evaluation, p: Prepared) -> dict:
+def evaluation_dict(e: Evaluation, p: Prepared) -> dict:
     return {"setting": e.setting.as_dict(), "label": e.setting.label(p.kind),
             "in_sample": None if e.in_sample is None else {k: getattr(e.in_sample, k) for k in FIGURE_FIELDS},
             "held_out": None if e.held_out is None else {k: getattr(e.held_out, k) for k in FIGURE_FIELDS}}
@@ -247,8 +247,8 @@ def summary(result: TuneResult, p: Prepared, inputs: dict) -> dict:
         "extensions_searched": {**{name: name in p.sources for name in TUNING}, "schedules": p.can_schedule},
         "windows": [_peak_dict(peak) for peak in result.peaks],
         "target_type": p.kind.type,
-        "current": _evaluation_dict(result.current, p),
-        "recommended": _evaluation_dict(result.recommended, p),
+        "current": evaluation_dict(result.current, p),
+        "recommended": evaluation_dict(result.recommended, p),
         "candidates": len(result.evaluations),
         "stopped_early": {why: sum(1 for e in result.evaluations if e.in_sample.stopped == why)
                           for why in (OVER_LIMIT, COSTLIER)},
@@ -256,7 +256,7 @@ def summary(result: TuneResult, p: Prepared, inputs: dict) -> dict:
         "held_out_check": held_out_check(result, p),
         "search_seconds": round(result.search_seconds, 2),
         "check_seconds": round(result.check_seconds, 2),
-        "frontier": [_evaluation_dict(e, p) for e in result.frontier],
+        "frontier": [evaluation_dict(e, p) for e in result.frontier],
         "notes": result.notes,
         "manifest": result.manifest,
     }
