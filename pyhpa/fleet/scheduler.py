@@ -3,7 +3,7 @@ NodeResourcesFit plugin's Filter and its Score (``LeastAllocated``, the default 
 cpu and memory, weight 1 each), the best score winning and ties broken at random, over the nodes that
 ``numFeasibleNodesToFind`` says to look at.
 
-A port, as the quantity and selector parsing are: ``tests/test_fleet_scheduler.py`` checks ``pod_requests``,
+A port, as the quantity and selector parsing are: ``tests/test_upstream_decide.py`` checks ``pod_requests``,
 ``fits`` and ``score`` against upstream's own plugin (k8s.io/kubernetes v1.37.2
 ``pkg/scheduler/framework/plugins/noderesources``, called from Go by ``hpa-decide --sched-fit``) on random pods and
 nodes. What it follows, by upstream name:
@@ -11,7 +11,9 @@ nodes. What it follows, by upstream name:
 - ``pod_requests``: component-helpers ``resource.PodRequests`` (containers summed; an init container's requests
   are a floor, restartable ones — sidecars — add; pod-level ``resources.requests`` replace cpu and memory; pod
   ``overhead`` adds), and with ``NonMissingContainerRequests`` (a container with no cpu request counts 100m, no
-  memory request 200Mi: ``schedutil.DefaultMilliCPURequest``/``DefaultMemoryRequest``) for the score.
+  memory request 200Mi: ``schedutil.DefaultMilliCPURequest``/``DefaultMemoryRequest``) for scores, as
+  ``PodInfo.CalculateResource`` counts a node's pods and the Fit scorer the pod being placed (without its pod-level
+  requests: v1.37.2's ``NewFit`` does not pass that feature to its scorer).
 - ``fits``: ``fitsRequest`` — the node's pod count below its allocatable ``pods``, and each requested resource
   within allocatable minus what the node's pods request; reasons ``Too many pods``, ``Insufficient cpu``,
   ``Insufficient memory``.
@@ -19,7 +21,8 @@ nodes. What it follows, by upstream name:
   averaged with the weights (``leastResourceScorer``, ``mostResourceScorer``); integer arithmetic as Go's.
 - ``Placer.place``: ``schedulePod``: ``numFeasibleNodesToFind`` (all nodes below 100; else ``50 - nodes/125``
   percent, at least 5 % and 100 nodes), searched from where the last search stopped (``nextStartNodeIndex``), then
-  the highest score, ties at random (``SortedScoredNodes``' randomizer).
+  the highest score, ties at random (``SortedScoredNodes``' randomizer). The tests of the placement itself:
+  ``tests/test_fleet_scheduler.py``.
 
 Not modelled: the default profile's other plugins (BalancedAllocation, PodTopologySpread's system defaults,
 TaintToleration, ImageLocality, ...): a fleet's nodes have no taints or images and one zone, and only
