@@ -41,6 +41,7 @@ Relative file names are relative to the fleet file's folder. Every count has a b
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 from dataclasses import dataclass
@@ -382,14 +383,14 @@ def load_fleet(path: str | Path, settings: Settings = Settings(), start: str | N
     for i, w in enumerate(spec.workloads):
         obj, at = f"workload {w.name}", f"spec.workloads[{i}]"
         try:
-            profile = load_profile(str(_under(folder, w.profile)) if w.profile else None)
-            target = load_target(_under(folder, w.target), profile.container)
-            hpa_file = str(_under(folder, w.autoscaler))
+            profile = load_profile(str(under(folder, w.profile)) if w.profile else None)
+            target = load_target(under(folder, w.target), profile.container)
+            hpa_file = str(under(folder, w.autoscaler))
             autoscaler = load_autoscaler(find_autoscaler(read_document(hpa_file), hpa_file), hpa_file, target,
                                          settings)
-            trace = load_trace(_under(folder, w.trace.file), w.trace.column, load_scale=w.trace.scale, gaps="hold",
+            trace = load_trace(under(folder, w.trace.file), w.trace.column, load_scale=w.trace.scale, gaps="hold",
                                where=w.trace.where)
-            requests = _pod_requests(_under(folder, w.target))
+            requests = _pod_requests(under(folder, w.target))
         except InputError as err:
             if err.field in TRACE_FLAGS:  # a setting of the fleet's trace reference, which simulate takes as a flag
                 raise InputError(f"{err.message} ({err.file or w.trace.file})", file=file, obj=obj,
@@ -423,9 +424,23 @@ def load_fleet(path: str | Path, settings: Settings = Settings(), start: str | N
     return Fleet(file, spec, tuple(loaded), first, last)
 
 
-def _under(folder: Path, name: str) -> Path:
+def under(folder: Path, name: str) -> Path:
+    """``name`` as the fleet file at ``folder`` means it: absolute as given, else relative to ``folder``."""
     p = Path(name)
     return p if p.is_absolute() else folder / p
+
+
+def with_absolute_paths(doc: dict, folder: Path) -> dict:
+    """A copy of a fleet file's document (read from ``folder``) whose workloads name their files by absolute paths,
+    so that it can be written and read anywhere (what-if's second fleet, fleet tune's recommended one)."""
+    doc = copy.deepcopy(doc)
+    for w in (doc.get("spec") or {}).get("workloads") or []:
+        for key in ("autoscaler", "target", "profile"):
+            if w.get(key):
+                w[key] = str(under(folder, w[key]).resolve())
+        if isinstance(w.get("trace"), dict) and w["trace"].get("file"):
+            w["trace"]["file"] = str(under(folder, w["trace"]["file"]).resolve())
+    return doc
 
 
 def _pool_of(file: str, w: Workload, at: str, target: Target, ordered, pools: dict) -> NodePool:

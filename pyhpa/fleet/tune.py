@@ -16,7 +16,6 @@ Written into the output folder: ``recommended/NAME.yaml`` (each workload's recom
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ from ..adapters.errors import InputError
 from ..adapters.parse import format_time
 from ..adapters.snapshot import read_document
 from ..simulate import Settings
-from .spec import Fleet
+from .spec import Fleet, under, with_absolute_paths
 
 #: the search's time budget per workload: large, so trials (not a machine's speed) end it
 TUNE_TIMEOUT_SECONDS = 24 * 3600.0
@@ -78,18 +77,14 @@ def jobs_of(fleet: Fleet, history_end: float, trials: int, seed: int, objective:
     out = []
     for i, w in enumerate(fleet.workloads):
         shift = w.spec.trace.shift
-        files = {"hpa": [w.autoscaler.file], "target": _path(fleet, w.spec.target),
-                 "trace": _path(fleet, w.spec.trace.file), "column": w.spec.trace.column,
-                 "profile": _path(fleet, w.spec.profile) if w.spec.profile else None}
+        folder = Path(fleet.file).resolve().parent
+        files = {"hpa": [w.autoscaler.file], "target": str(under(folder, w.spec.target)),
+                 "trace": str(under(folder, w.spec.trace.file)), "column": w.spec.trace.column,
+                 "profile": str(under(folder, w.spec.profile)) if w.spec.profile else None}
         out.append(WorkloadJob(w.spec.name, files, tuple(w.spec.trace.where), w.spec.trace.scale,
                                format_time(fleet.start - shift), format_time(history_end - shift), trials, seed + i,
                                objective, settings))
     return out
-
-
-def _path(fleet: Fleet, name: str) -> str:
-    p = Path(name)
-    return str(p if p.is_absolute() else Path(fleet.file).resolve().parent / p)
 
 
 def run_jobs(jobs: list[WorkloadJob], *, scheduler: str | None, processes: int, serial: bool,
@@ -145,15 +140,9 @@ def write_recommended(fleet: Fleet, results: list[dict], out: Path) -> Path:
     absolute); returns the fleet file's path."""
     folder = out / "recommended"
     folder.mkdir(parents=True, exist_ok=True)
-    doc = copy.deepcopy(read_document(fleet.file))
-    base = Path(fleet.file).resolve().parent
+    doc = with_absolute_paths(read_document(fleet.file), Path(fleet.file).resolve().parent)
     by_name = {r["name"]: r for r in results}
     for w in doc["spec"]["workloads"]:
-        for key in ("target", "profile"):
-            if w.get(key):
-                w[key] = str(Path(w[key]) if Path(w[key]).is_absolute() else (base / w[key]).resolve())
-        w["trace"]["file"] = str(Path(w["trace"]["file"]) if Path(w["trace"]["file"]).is_absolute()
-                                 else (base / w["trace"]["file"]).resolve())
         path = folder / f"{w['name']}.yaml"
         path.write_text(by_name[w["name"]]["yaml"])
         w["autoscaler"] = str(path.resolve())

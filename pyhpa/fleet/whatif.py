@@ -30,6 +30,7 @@ from ..adapters.autoscaler import find_autoscaler
 from ..adapters.errors import InputError
 from ..adapters.parse import quantity
 from ..adapters.snapshot import read_document
+from .spec import with_absolute_paths
 
 KEYS = ("nodeAutoscaler", "scoringStrategy", "prediction", "saturation", "targets", "nodePools")
 FLAG = "--what-if"
@@ -60,11 +61,6 @@ def parse_overlays(items: list[str]) -> list[tuple[str, str]]:
     return out
 
 
-def _absolute(folder: Path, name: str) -> str:
-    p = Path(name)
-    return str(p if p.is_absolute() else (folder / p).resolve())
-
-
 def _scaled_targets(doc: dict, percent: float) -> None:
     factor = Decimal(1) + Decimal(str(percent)) / 100
     for m in (doc.get("spec") or {}).get("metrics") or []:
@@ -88,15 +84,9 @@ def make_what_if(fleet_file: str | Path, overlays: list[tuple[str, str]], folder
     doc = read_document(src)
     if not isinstance(doc, dict) or not isinstance(doc.get("spec"), dict):
         raise InputError("is not a fleet file (kind: Fleet with a spec)", file=str(src))
-    doc = copy.deepcopy(doc)
+    doc = with_absolute_paths(doc, base)
     spec = doc["spec"]
     folder.mkdir(parents=True, exist_ok=True)
-    for w in spec.get("workloads") or []:
-        for key in ("autoscaler", "target", "profile"):
-            if w.get(key):
-                w[key] = _absolute(base, w[key])
-        if isinstance(w.get("trace"), dict) and w["trace"].get("file"):
-            w["trace"]["file"] = _absolute(base, w["trace"]["file"])
     changed: dict[str, dict] = {}
     for key, value in overlays:
         if key == "nodeAutoscaler":
