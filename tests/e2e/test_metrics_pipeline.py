@@ -58,9 +58,11 @@ def _native_hpa(name: str, ns: str, target: str, percent: int, lo: int, hi: int)
 
 
 class Replicas(threading.Thread):
-    """Records a Deployment's ``spec.replicas`` each time it changes (polled every 0.5 s) and, once it was scaled
-    (above its first value), every ``(status, reason)`` of its autoscaler's ScalingActive condition (``active``:
-    reads it, None while there is none)."""
+    """Records a Deployment's ``spec.replicas`` each time it changes (polled every 0.5 s) and, once its autoscaler's
+    status comes from a sync at or after the first rescale, every ``(status, reason)`` of its ScalingActive
+    condition. ``active`` reads ``(status.desiredReplicas, (status, reason))``, None while there is no condition.
+    (An autoscaler writes the Scale before its status: right after the rescale, the status read may still be the
+    previous sync's; its desiredReplicas tells them apart.)"""
 
     def __init__(self, plane, ns: str, name: str, active=None):
         super().__init__(daemon=True)
@@ -68,6 +70,7 @@ class Replicas(threading.Thread):
         self.seen: list[int] = []
         self.active = active
         self.scaling_active: set[tuple[str, str]] = set()
+        self._after_rescale = False
         self._done = threading.Event()
 
     def run(self) -> None:
@@ -86,8 +89,12 @@ class Replicas(threading.Thread):
                 now = self.active()
             except Exception:  # noqa: BLE001 - a hiccup: the next poll
                 return
-            if now is not None:
-                self.scaling_active.add(now)
+            if now is None:
+                return
+            desired, condition_now = now
+            self._after_rescale = self._after_rescale or desired != self.seen[0]
+            if self._after_rescale:
+                self.scaling_active.add(condition_now)
 
     def stop(self) -> list[int]:
         """Stop polling and return the values seen, the current one last (read once more after the thread ended)."""
@@ -133,12 +140,14 @@ def test_a_cpu_autoscaler_scales_1_to_6_and_back_through_metrics_server_as_upstr
     client.create(codecs.from_dict(_native_hpa("twin", ns, "twin", 50, 1, 10)))
     pyhpa("-n", ns, on=real_plane)
     def web_active():
-        c = condition(ha_status(client, ns, "web"), "ScalingActive")
-        return (c["status"], c["reason"]) if c else None
+        s = ha_status(client, ns, "web")
+        c = condition(s, "ScalingActive")
+        return (s.get("desiredReplicas"), (c["status"], c["reason"])) if c else None
 
     def twin_active():
-        c = _native_condition(client, ns, "twin", "ScalingActive")
-        return (c.status, c.reason) if c else None
+        status = client.get(HorizontalPodAutoscaler, "twin", namespace=ns).status
+        c = next((c for c in status.conditions or [] if c.type == "ScalingActive"), None)
+        return (status.desiredReplicas, (c.status, c.reason)) if c else None
 
     watched = {"web": Replicas(real_plane, ns, "web", web_active),
                "twin": Replicas(real_plane, ns, "twin", twin_active)}
