@@ -8,10 +8,13 @@ import copy
 import math
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 import yaml
 
 from pyhpa.adapters.errors import InputError
+from pyhpa.fleet import spec as spec_module
 from pyhpa.fleet.spec import (
     MAX_WORKLOADS,
     ConsolidationPolicy,
@@ -22,6 +25,7 @@ from pyhpa.fleet.spec import (
     read_fleet_file,
 )
 from pyhpa.simulate import BUNDLED, bundled_path
+from pyhpa.simulate.trace import MAX_VALUE, load_trace
 
 DAY = 86400.0
 
@@ -75,10 +79,55 @@ def test_a_fleet_reads_every_file_and_fills_the_node_autoscalers_own_defaults(tm
     assert (pool.daemon_set_overhead.cpu, pool.daemon_set_overhead.memory) == (200, 512 * 2**20)
     web, api = fleet.workloads
     assert web.pool is pool and api.pool is pool
-    assert api.trace.start - web.trace.start == 3600 and api.trace.end - web.trace.end == 3600
-    # the span every trace covers: the second starts an hour later
+    assert api.trace.end - web.trace.end == 3600
+    # the span every trace covers: the second starts an hour later (each trace is cut to it: ``test_each_workload_*``)
     assert (fleet.start, fleet.end) == (api.trace.start, web.trace.end)
+    assert web.trace.start == fleet.start  # NASA's rows are a minute apart: one starts at the hour
     assert web.autoscaler.hpa.max_replicas >= 1 and web.target.name == "php-apache"
+
+
+@pytest.mark.parametrize("predicts", [False, True])
+def test_each_workload_replays_its_trace_scaled_shifted_and_cut_to_the_span_from_one_read_of_the_file(
+        tmp_path, monkeypatch, predicts):
+    """What ``load_trace`` gives with ``load_scale`` and the shift, over the fleet's span only (every row before it
+    too when the autoscaler predicts: the forecaster's history); the file is read once for every workload."""
+    doc = _fleet()
+    doc["spec"]["workloads"][1]["trace"]["scale"] = 2.5
+    doc["spec"]["workloads"].append({**copy.deepcopy(doc["spec"]["workloads"][1]), "name": "other"})
+    doc["spec"]["workloads"][2]["trace"].update(shift="90m", scale=0.3)
+    if predicts:
+        hpa = yaml.safe_load(bundled_path("hpa").read_text())
+        hpa.update(apiVersion="pyhpa.dev/v1alpha1", kind="HorizontalAutoscaler")
+        hpa["spec"]["prediction"] = {}
+        (tmp_path / "predictive.yaml").write_text(yaml.safe_dump(hpa))
+        for w in doc["spec"]["workloads"]:
+            w["autoscaler"] = str(tmp_path / "predictive.yaml")
+    reads = []
+    monkeypatch.setattr(spec_module, "load_trace", lambda *a, **k: reads.append(a) or load_trace(*a, **k))
+    fleet = load_fleet(_write(tmp_path, doc), start=None, end=None)
+    assert len(reads) == 1
+    column = BUNDLED["column"]
+    for w, (scale, shift) in zip(fleet.workloads, [(1.0, 0), (2.5, 3600), (0.3, 5400)]):
+        whole = load_trace(bundled_path("trace"), column, load_scale=scale, gaps="hold")
+        times = whole.times + shift
+        first = 0 if predicts else int(np.searchsorted(times, fleet.start, side="right")) - 1
+        keep = slice(first, int(np.searchsorted(times, fleet.end, side="left")))
+        assert np.array_equal(w.trace.times, times[keep]) and np.array_equal(w.trace.values[column],
+                                                                            whole.values[column][keep])
+        assert w.trace.end == whole.end + shift and w.trace.report.load_scale == scale
+        assert predicts or len(w.trace.times) < len(whole.times)
+
+
+def test_a_scale_beyond_the_largest_load_outside_the_span_is_still_the_workload_s_trace_scale(tmp_path):
+    """The scale is checked over every row of the file, as ``pyhpa simulate --load-scale`` checks it, not only
+    over the rows the fleet's span keeps (the first row here is before it)."""
+    rows = pd.read_csv(bundled_path("trace"), dtype=str)
+    rows.loc[0, BUNDLED["column"]] = f"{MAX_VALUE / 10:g}"
+    rows.to_csv(tmp_path / "spike.csv", index=False)
+    doc = _fleet()
+    doc["spec"]["workloads"][0]["trace"].update(file=str(tmp_path / "spike.csv"), scale=20)  # web: not shifted
+    text = _error(tmp_path, doc)
+    assert f": workload web: spec.workloads[0].trace.scale: 20 times column {BUNDLED['column']!r}" in text
 
 
 def test_settings_in_the_projects_own_spelling_are_read(tmp_path):

@@ -42,6 +42,7 @@ Relative file names are relative to the fleet file's folder. Every count has a b
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import re
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
+import numpy as np
 from msgspec import Meta, Struct, field
 
 from ..adapters.autoscaler import find_autoscaler
@@ -60,7 +62,7 @@ from ..adapters.snapshot import read_document
 from ..simulate import Autoscaler, Settings, load_autoscaler
 from ..simulate.profile import Profile, load_profile
 from ..simulate.target import KINDS, Target, load_target
-from ..simulate.trace import Trace, bound_time, load_trace
+from ..simulate.trace import Trace, bound_time, load_trace, scaled_load
 from .scheduler import Node, PodRequests, ScoringStrategy, defaulted_spec, fits, pod_requests
 
 API_VERSION = "pyhpa.dev/v1alpha1"
@@ -379,6 +381,7 @@ def load_fleet(path: str | Path, settings: Settings = Settings(), start: str | N
     spec = read_fleet_file(path)
     folder = Path(path).resolve().parent
     pools = {p.name: p for p in spec.node_pools}
+    read: dict[tuple, Trace] = {}  # each (file, column, where) read once, however many workloads replay it
     loaded = []
     for i, w in enumerate(spec.workloads):
         obj, at = f"workload {w.name}", f"spec.workloads[{i}]"
@@ -388,8 +391,7 @@ def load_fleet(path: str | Path, settings: Settings = Settings(), start: str | N
             hpa_file = str(under(folder, w.autoscaler))
             autoscaler = load_autoscaler(find_autoscaler(read_document(hpa_file), hpa_file), hpa_file, target,
                                          settings)
-            trace = load_trace(under(folder, w.trace.file), w.trace.column, load_scale=w.trace.scale, gaps="hold",
-                               where=w.trace.where)
+            trace = _read(read, under(folder, w.trace.file), w.trace)
             requests = _pod_requests(under(folder, w.target))
         except InputError as err:
             if err.field in TRACE_FLAGS:  # a setting of the fleet's trace reference, which simulate takes as a flag
@@ -399,15 +401,16 @@ def load_fleet(path: str | Path, settings: Settings = Settings(), start: str | N
                              field=err.field or at, line=err.line) from None
         pool = _pool_of(file, w, at, target, spec.node_pools, pools)
         _check_fits(file, obj, at, target, requests, pool)
-        loaded.append(LoadedWorkload(w, autoscaler, target, profile, _shifted(trace, w.trace.shift), pool, requests))
-    first = max(w.trace.start for w in loaded)
-    last = min(w.trace.end for w in loaded)
+        loaded.append(LoadedWorkload(w, autoscaler, target, profile, trace, pool, requests))  # the rows as read
+    starts = [w.trace.start + w.spec.trace.shift for w in loaded]
+    ends = [w.trace.end + w.spec.trace.shift for w in loaded]
+    first, last = max(starts), min(ends)
     if first >= last:
-        late = max(range(len(loaded)), key=lambda k: loaded[k].trace.start)
-        early = min(range(len(loaded)), key=lambda k: loaded[k].trace.end)
+        late = max(range(len(loaded)), key=lambda k: starts[k])
+        early = min(range(len(loaded)), key=lambda k: ends[k])
         raise InputError(
-            f"its trace starts at {_iso(loaded[late].trace.start)}, after the trace of workload "
-            f"{loaded[early].spec.name} ends ({_iso(loaded[early].trace.end)}): the traces of a fleet must overlap "
+            f"its trace starts at {_iso(starts[late])}, after the trace of workload "
+            f"{loaded[early].spec.name} ends ({_iso(ends[early])}): the traces of a fleet must overlap "
             "in time (move one with trace.shift)", file=file, obj=f"workload {loaded[late].spec.name}",
             field=f"spec.workloads[{late}].trace.shift")
     lo, hi = (bound_time(text, timezone.utc, False, flag) for text, flag in ((start, "--start"), (end, "--end")))
@@ -421,7 +424,7 @@ def load_fleet(path: str | Path, settings: Settings = Settings(), start: str | N
             raise InputError(f"{_iso(hi)} is not after the start ({_iso(first)}) and within the span every trace "
                              f"covers (to {_iso(last)})", field="--end")
         last = hi
-    return Fleet(file, spec, tuple(loaded), first, last)
+    return Fleet(file, spec, tuple(_replayed(w, first, last) for w in loaded), first, last)
 
 
 def under(folder: Path, name: str) -> Path:
@@ -496,12 +499,34 @@ def empty_node(kind: InstanceType, overhead: Resources, name: str = "", pool: st
     return node
 
 
-def _shifted(trace: Trace, shift: float) -> Trace:
-    """``trace`` moved ``shift`` seconds later (its rows, start and end)."""
-    if shift:
-        trace.times = trace.times + shift
-        trace.end += shift
-    return trace
+def _read(read: dict[tuple, Trace], path: Path, ref: TraceRef) -> Trace:
+    """The rows of ``ref.file`` (``path``) as ``load_trace`` reads them (gaps held, unscaled, not shifted), read once
+    per (file, column, where) into ``read`` for the whole fleet. Raises InputError as ``load_trace``, with
+    ``ref.scale`` checked over every row (``scaled_load``)."""
+    key = (str(path.resolve()), ref.column, tuple(ref.where))
+    base = read.get(key)
+    if base is None:
+        base = read[key] = load_trace(path, ref.column, gaps="hold", where=ref.where)
+    scaled_load(base.values[ref.column], ref.column, ref.scale)
+    return base
+
+
+def _replayed(w: LoadedWorkload, start: float, end: float) -> LoadedWorkload:
+    """``w`` with the trace it replays: the rows it was read with (``_read``), moved ``trace.shift`` seconds later,
+    the load column times ``trace.scale`` (as ``load_trace``'s ``load_scale``: holding a gap commutes with it),
+    cut to what a run from ``start`` to ``end`` reads (the row in force at ``start`` to the last before ``end``;
+    every row before, too, when its autoscaler predicts: the forecaster's history), in arrays of its own, so that
+    a fleet of thousands does not hold each file whole per workload. Its report still describes the rows read."""
+    ref, tr = w.spec.trace, w.trace
+    times = tr.times + ref.shift
+    first = 0 if w.autoscaler.hpa.prediction is not None else \
+        max(int(np.searchsorted(times, start, side="right")) - 1, 0)
+    keep = slice(first, max(int(np.searchsorted(times, end, side="left")), first + 1))
+    values = {k: v[keep].copy() for k, v in tr.values.items()}
+    values[ref.column] = scaled_load(tr.values[ref.column][keep], ref.column, ref.scale)
+    cut = dataclasses.replace(tr, times=times[keep].copy(), values=values, end=tr.end + ref.shift,
+                              report=dataclasses.replace(tr.report, load_scale=ref.scale))
+    return dataclasses.replace(w, trace=cut)
 
 
 def _iso(ts: float) -> str:

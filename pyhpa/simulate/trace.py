@@ -173,13 +173,7 @@ def load_trace(
         raise InputError(f"fewer than 2 rows left after --where/--start/--end ({len(times)}); a trace needs at least 2",
                          file=file)
     values = {c: _numbers(df[c], file, c) for c in columns}
-    with np.errstate(over="ignore"):
-        scaled = values[column] * load_scale
-    if not (scaled <= MAX_VALUE).all():
-        top = float(np.max(values[column]))
-        raise InputError(f"{load_scale:g} times column {column!r} (up to {top:g}) is beyond {MAX_VALUE:g}, the largest "
-                         "load pyhpa simulates", field="--load-scale")
-    values[column] = scaled
+    values[column] = scaled_load(values[column], column, load_scale)
     step = float(np.median(np.diff(times)))
     _check_calendar(times, step, df.index, file, tcol)
     report = TraceReport(file, column, tcol, list(where), rows_in_file, rows_in_file - matched,
@@ -190,6 +184,18 @@ def load_trace(
     last_end = float(times[-1]) + step
     trace_end = min(last_end, hi) if hi is not None else last_end
     return Trace(times, values, trace_end, tz, report, numeric_time)
+
+
+def scaled_load(values: np.ndarray, column: str, load_scale: float) -> np.ndarray:
+    """``values`` (a trace's load column) times ``load_scale`` (> 0), a new array. Raises InputError (field
+    ``--load-scale``) when a value would pass ``MAX_VALUE``, the largest load pyhpa simulates."""
+    with np.errstate(over="ignore"):
+        scaled = values * load_scale
+    if not (scaled <= MAX_VALUE).all():
+        top = float(np.max(values))
+        raise InputError(f"{load_scale:g} times column {column!r} (up to {top:g}) is beyond {MAX_VALUE:g}, the largest "
+                         "load pyhpa simulates", field="--load-scale")
+    return scaled
 
 
 def _read_csv(file: str) -> pd.DataFrame:
