@@ -159,6 +159,49 @@ def test_cluster_autoscaler_removes_no_node_at_or_above_the_utilization_threshol
     assert all(n.deleted_at == float("inf") for n in nodes.values() if n.pod_count > 0)
 
 
+def test_cluster_autoscaler_gives_up_on_a_node_not_ready_within_max_node_provision_time_and_backs_off(tmp_path):
+    """Every node takes 20 minutes to come up, more than ``max-node-provision-time`` (15m): each is deleted 15
+    minutes after its launch (a ``ScaleUpTimedOut``, billed until then, never Ready), and the node group is left
+    out of scale-ups for ``initial-node-group-backoff-duration`` (5m), then twice as long after each failure that
+    follows an ended backoff (10m, 20m; at most 30m), while the pods keep waiting."""
+    pool = {"name": "p", "instanceTypes": [SMALL], "daemonSetOverhead": {"cpu": "100m", "memory": "256Mi"},
+            "minNodes": 2, "maxNodes": 30, "provisioningSeconds": {"median": 1200, "p90": 1200}}
+    run = _step_fleet(tmp_path, "cluster-autoscaler", pool)
+    launched = {e[3]: e[0] for e in _events(run, "NodeLaunched") if e[0] > run.start}
+    timed_out = {e[3]: e[0] for e in _events(run, "ScaleUpTimedOut")}
+    deleted = {e[3]: e[0] for e in _events(run, "NodeDeleted")}
+    ready = {e[3] for e in _events(run, "NodeReady") if e[0] > run.start}
+    assert launched and not ready
+    for name, t in launched.items():  # each given up at the first loop (every 10 s) 15 minutes after its launch
+        if name in timed_out:
+            assert 900 <= timed_out[name] - t < 910 and deleted[name] == timed_out[name]
+        else:  # still launching when the run ended
+            assert run.end - t < 910
+    nodes = {n.name: n for n in run.pools["p"].all}
+    assert all(nodes[name].deleted_at - nodes[name].launched == timed_out[name] - t for name, t in launched.items()
+               if name in timed_out)
+    # the backoff, as the issue's numbers say: a failure during a backoff (a second scale-up timing out in it)
+    # keeps its duration; one after it ended doubles it
+    failures = sorted(set(timed_out.values()))
+    spans, duration, until = [], 0.0, None
+    for f in failures:
+        duration = 300.0 if until is None else (min(2 * duration, 1800.0) if until < f else duration)
+        until = f + duration
+        spans.append((f, until, duration))
+    assert [d for _, _, d in spans if d > 300][:2] == [600.0, 1200.0]
+    starts = sorted(launched.values())
+    for f, end, _ in spans:
+        assert not any(f < t < end for t in starts)  # no scale-up of the group while it is backed off
+    # while the load is high (minutes 60 to 180) pods wait: the next scale-up comes at the first loop after a backoff
+    checked = 0
+    for f, end, _ in spans:
+        if not any(f < g < end + 10 for g in failures) and end < run.start + 180 * MIN:
+            checked += 1
+            assert any(end <= t < end + 10 for t in starts), (f, end)
+    assert checked >= 2
+    assert sum(s.node_wait_seconds for s in run.stats) > 3600
+
+
 def test_karpenter_launches_when_the_batch_closes_and_consolidates_onto_cheaper_nodes(tmp_path):
     """Nodes come at a batch's close, each the cheapest type that holds its pods (a 700m node holds three 200m
     pods beside the DaemonSet's 100m: four or more take the 8-CPU type); once the load falls, the expensive nodes

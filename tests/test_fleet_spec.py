@@ -69,6 +69,8 @@ def test_a_fleet_reads_every_file_and_fills_the_node_autoscalers_own_defaults(tm
     # kubernetes/autoscaler cluster-autoscaler/config/const.go and config/flags/flags.go
     assert (ca.scan_interval, ca.scale_down_unneeded_time, ca.scale_down_delay_after_add,
             ca.scale_down_utilization_threshold, ca.max_node_provision_time) == (10, 600, 600, 0.5, 900)
+    assert (ca.initial_node_group_backoff_duration, ca.max_node_group_backoff_duration,
+            ca.node_group_backoff_reset_timeout) == (300, 1800, 3 * 3600)
     assert ca.expander is Expander.LEAST_WASTE
     # kubernetes-sigs/karpenter pkg/operator/options and pkg/apis/v1/nodepool.go
     assert (karpenter.batch_idle_duration, karpenter.batch_max_duration, karpenter.consolidate_after) == (1, 10, 0)
@@ -133,7 +135,8 @@ def test_a_scale_beyond_the_largest_load_outside_the_span_is_still_the_workload_
 def test_settings_in_the_projects_own_spelling_are_read(tmp_path):
     doc = _fleet(nodeAutoscaler={"model": "karpenter",
                                  "cluster-autoscaler": {"scan-interval": "30s", "scale-down-unneeded-time": "5m",
-                                                        "expander": "price"},
+                                                        "expander": "price",
+                                                        "initial-node-group-backoff-duration": "1m"},
                                  "karpenter": {"consolidateAfter": "Never", "consolidationPolicy": "WhenEmpty",
                                                "batchMaxDuration": "20s", "budgets": [{"nodes": "2"}]}},
                  scheduler={"scoringStrategy": "MostAllocated"})
@@ -142,6 +145,7 @@ def test_settings_in_the_projects_own_spelling_are_read(tmp_path):
     assert spec.scheduler.scoring_strategy is ScoringStrategy.MOST_ALLOCATED
     ca, karpenter = spec.node_autoscaler.cluster_autoscaler, spec.node_autoscaler.karpenter
     assert (ca.scan_interval, ca.scale_down_unneeded_time, ca.expander) == (30, 300, Expander.PRICE)
+    assert ca.initial_node_group_backoff_duration == 60
     assert karpenter.consolidate_after == math.inf  # Never: no consolidation
     assert (karpenter.consolidation_policy, karpenter.batch_max_duration) == (ConsolidationPolicy.WHEN_EMPTY, 20)
     assert [b.nodes for b in karpenter.budgets] == ["2"]

@@ -6,7 +6,11 @@ in docs/fleet.md).
 every ``scan-interval`` it scales up for the pods no node fits — those that fit a node still being launched wait
 for it; the rest are bin-packed first-fit onto new nodes of each instance type, pods sorted by their share of the
 node, the ``expander`` choosing the type (``least-waste``: the least unused CPU and memory share), never past
-``maxNodes`` — and, in a loop where it did not scale up, scales down: a Ready node whose requests (DaemonSet pods
+``maxNodes``; a node not Ready ``max-node-provision-time`` after its launch is a failed scale-up: the node is
+deleted and its node group (instance type) left out of scale-ups for a backoff (``initial-node-group-backoff-duration``,
+doubled at each failure after the last backoff ended, at most ``max-node-group-backoff-duration``, forgotten
+``node-group-backoff-reset-timeout`` after the last failure or once a node of the group is Ready:
+``utils/backoff/exponential_backoff.go``, ``clusterstate``) — and, in a loop where it did not scale up, scales down: a Ready node whose requests (DaemonSet pods
 included) are below ``scale-down-utilization-threshold`` of its allocatable, and whose pods all fit on the other
 nodes, is unneeded; once unneeded for ``scale-down-unneeded-time``, and no scale-up happened in the last
 ``scale-down-delay-after-add``, it is drained and removed (at most ``max-scale-down-parallelism``, 10, nodes a
@@ -183,10 +187,13 @@ class ClusterAutoscalerModel(NodeAutoscalerModel):
         self.s = settings
         self.last_scale_up = -math.inf
         self._unneeded: dict[int, tuple[int, list[FleetNode]]] = {}  # pool index -> (its version, unneeded nodes)
+        #: (pool index, instance type) -> (backoff duration, backed off until, last failure), epoch s
+        self.backoff: dict[tuple[int, str], tuple[float, float, float]] = {}
 
     def act(self, t: float) -> None:
         scaled = False
         for pool in self.fleet.pools.values():
+            self._time_out(pool, t)
             scaled |= self._scale_up(pool, t)
         if scaled:
             self.last_scale_up = t
@@ -194,6 +201,32 @@ class ClusterAutoscalerModel(NodeAutoscalerModel):
             for pool in self.fleet.pools.values():
                 self._scale_down(pool, t)
         self.next_time = t + self.s.scan_interval
+
+    def _time_out(self, pool: PoolState, t: float) -> None:
+        """Nodes launched ``max-node-provision-time`` ago or more and not Ready: each a failed scale-up (a
+        ``ScaleUpTimedOut`` event), deleted, its node group backed off."""
+        late = [n for n in pool.upcoming if t - n.launched >= self.s.max_node_provision_time]
+        for node in late:
+            self.fleet.events.append((t, "ScaleUpTimedOut", pool.spec.name, node.name,
+                                      f"not Ready {t - node.launched:g} s after its launch"))
+            self.fleet.delete_node(node, t)
+            self._back_off((pool.index, node.instance_type), t)
+
+    def _back_off(self, key: tuple[int, str], t: float) -> None:
+        """Cluster Autoscaler's exponentialBackoff.Backoff: the initial duration, or the last one (doubled, at most
+        the maximum, when that backoff has ended); data older than the reset timeout is forgotten first
+        (RemoveStaleBackoffData)."""
+        duration = self.s.initial_node_group_backoff_duration
+        seen = self.backoff.get(key)
+        if seen is not None and seen[2] + self.s.node_group_backoff_reset_timeout >= t:
+            duration = seen[0]
+            if seen[1] < t:
+                duration = min(2 * seen[0], self.s.max_node_group_backoff_duration)
+        self.backoff[key] = (duration, t + duration, t)
+
+    def node_ready(self, node: FleetNode, t: float) -> None:
+        """A node of the group registered: its backoff is removed (a scale-up that succeeded)."""
+        self.backoff.pop((self.fleet.pools[node.pool].index, node.instance_type), None)
 
     def _scale_up(self, pool: PoolState, t: float) -> bool:
         waiting = pool.waiting()
@@ -206,6 +239,9 @@ class ClusterAutoscalerModel(NodeAutoscalerModel):
             return False
         options = []
         for kind in pool.spec.instance_types:
+            held = self.backoff.get((pool.index, kind.name))
+            if held is not None and held[1] > t:  # IsBackedOff
+                continue
             bins = binpack(left, pool.spec, kind, room)
             if bins:
                 options.append((kind, bins))

@@ -407,6 +407,8 @@ class FleetRun:
         return node
 
     def _ready(self, node: FleetNode, t: float) -> FleetNode:
+        if node.deleted_at <= t:  # given up while it was launching (Cluster Autoscaler's max-node-provision-time)
+            return node
         pool = self.pools[node.pool]
         if node in pool.upcoming:
             pool.upcoming.remove(node)
@@ -451,7 +453,7 @@ class FleetRun:
 
 
 #: the kinds of ``FleetRun.events`` (and of events.csv)
-EVENT_KINDS = ("NodeLaunched", "NodeReady", "NodeDeleted", "PodUnschedulable")
+EVENT_KINDS = ("NodeLaunched", "NodeReady", "NodeDeleted", "PodUnschedulable", "ScaleUpTimedOut")
 SAMPLE_COLUMNS = ("time", "pool", "nodes", "nodes_launching", "pending_pods", "unschedulable_pods",
                   "requested_cpu_millicores", "allocatable_cpu_millicores", "requested_memory_bytes",
                   "allocatable_memory_bytes", "cost_per_hour")

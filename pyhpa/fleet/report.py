@@ -1,6 +1,6 @@
 """What ``pyhpa fleet simulate`` writes: ``summary.json`` (the fleet, each node pool, each workload),
 ``workloads.csv`` (a row per workload), ``timeline.csv`` (a row per node pool a simulated minute) and ``events.csv``
-(nodes launched, Ready and deleted, pods that found no node: ``pyhpa.fleet.engine.EVENT_KINDS``).
+(nodes launched, Ready and deleted, pods that found no node, nodes given up on: ``pyhpa.fleet.engine.EVENT_KINDS``).
 
 Units: seconds, hours, requests, dollars (``cost``), dollars per hour (``cost_per_hour``), millicores and bytes.
 A workload's figures are ``pyhpa simulate``'s (``pyhpa.simulate.report.summarize``) plus what the fleet adds:

@@ -141,7 +141,9 @@ class ClusterAutoscaler(Struct, forbid_unknown_fields=True, frozen=True):
     """Cluster Autoscaler's flags, spelled and defaulted as in kubernetes/autoscaler ``cluster-autoscaler/config``:
     ``scan-interval`` 10s, ``expander`` least-waste, ``scale-down-unneeded-time`` 10m, ``scale-down-delay-after-add``
     10m, ``scale-down-utilization-threshold`` 0.5 (a node's max of CPU and memory requests over allocatable below
-    which it may be removed), ``max-node-provision-time`` 15m."""
+    which it may be removed), ``max-node-provision-time`` 15m (a node not Ready by then: the scale-up failed),
+    ``initial-node-group-backoff-duration`` 5m, ``max-node-group-backoff-duration`` 30m and
+    ``node-group-backoff-reset-timeout`` 3h (how long a node group is left out of scale-ups after that)."""
 
     scan_interval: Seconds = field(default=Seconds(10.0), name="scan-interval")
     expander: Expander = Expander.LEAST_WASTE
@@ -150,6 +152,10 @@ class ClusterAutoscaler(Struct, forbid_unknown_fields=True, frozen=True):
     scale_down_utilization_threshold: Annotated[float, Meta(ge=0, le=1)] = field(
         default=0.5, name="scale-down-utilization-threshold")
     max_node_provision_time: Seconds = field(default=Seconds(900.0), name="max-node-provision-time")
+    initial_node_group_backoff_duration: Seconds = field(default=Seconds(300.0),
+                                                         name="initial-node-group-backoff-duration")
+    max_node_group_backoff_duration: Seconds = field(default=Seconds(1800.0), name="max-node-group-backoff-duration")
+    node_group_backoff_reset_timeout: Seconds = field(default=Seconds(10800.0), name="node-group-backoff-reset-timeout")
 
 
 class Budget(Struct, forbid_unknown_fields=True, frozen=True):
