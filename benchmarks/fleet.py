@@ -5,6 +5,7 @@ and the bill (issue 38).
     python benchmarks/fleet.py --workloads 50,200       # each size in its own process, one line each
     python benchmarks/fleet.py --model karpenter --predictive --out out/fleet-bench
     python benchmarks/fleet.py --workloads 50 --instant-nodes    # the same workloads with no node to wait for
+    python benchmarks/fleet.py --workloads 50 --days 2 --headline    # the docs' table: six variants, two at a time
 
 Prints, per size, ``workloads=N seconds=S rss_mb=M node_hours=H cost=C`` (wall seconds of the simulation, the
 process's peak resident memory, the pool's node-hours and dollars).
@@ -168,6 +169,75 @@ def _progress():
     return report
 
 
+#: ``--headline``'s variants: (name, autoscalers, node autoscaler, the child's flags); the instant ones are the
+#: same workloads with no node to wait for, against which the overload from waiting for nodes is measured
+HEADLINE = (
+    ("reactive-ca", "reactive (upstream's)", "Cluster Autoscaler", ["--model", "cluster-autoscaler"]),
+    ("reactive-karpenter", "reactive (upstream's)", "Karpenter", ["--model", "karpenter"]),
+    ("predictive-ca", "prediction + saturation", "Cluster Autoscaler", ["--model", "cluster-autoscaler",
+                                                                        "--predictive"]),
+    ("predictive-karpenter", "prediction + saturation", "Karpenter", ["--model", "karpenter", "--predictive"]),
+    ("reactive-instant", "reactive, no node to wait for", "(none)", ["--instant-nodes"]),
+    ("predictive-instant", "prediction + saturation, no node to wait for", "(none)",
+     ["--instant-nodes", "--predictive"]),
+)
+
+
+def _child(n: int, a: argparse.Namespace, flags: list[str], out: str | None) -> list[str]:
+    return [sys.executable, __file__, "--one", str(n), "--days", str(a.days), "--seed", str(a.seed), *flags] + \
+        (["--out", out] if out else [])
+
+
+def headline(n: int, a: argparse.Namespace) -> None:
+    """The docs' headline table: every ``HEADLINE`` variant of the ``n``-workload fleet, ``a.processes`` at a time
+    (each in its own process), a ``variant=... seconds=... cost=...`` line as each ends (their progress on stderr,
+    prefixed with the variant), then the table in Markdown and the share of the overload that comes from waiting
+    for nodes."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    lock = threading.Lock()
+
+    def run(variant: tuple) -> dict:
+        name, _, _, flags = variant
+        proc = subprocess.Popen(_child(n, a, flags, f"{a.out}/{name}" if a.out else None), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        for line in proc.stderr:  # the child's progress, a line a tenth
+            with lock:
+                print(f"{name}:{line.rstrip()}", file=sys.stderr, flush=True)
+        out = proc.stdout.read()
+        if proc.wait() != 0:
+            raise SystemExit(f"{name}: the run failed (exit code {proc.returncode})")
+        r = json.loads(out.strip().splitlines()[-1])
+        with lock:
+            print(f"variant={name} workloads={r['workloads']} seconds={r['seconds']} rss_mb={r['rss_mb']} "
+                  f"node_hours={r['node_hours']} cost={r['cost']} unserved_fraction={r['unserved_fraction']} "
+                  f"overloaded_seconds={r['overloaded_seconds']} pending_pod_seconds={r['pending_pod_seconds']} "
+                  f"node_wait_seconds={r['node_wait_seconds']}", flush=True)
+        return r
+
+    with ThreadPoolExecutor(a.processes) as pool:
+        results = dict(zip((v[0] for v in HEADLINE), pool.map(run, HEADLINE)))
+    print(f"\n{n} workloads, {a.days:g} days from {START[:10]}:\n")
+    print("| autoscalers | node autoscaler | cost | node-hours | unserved requests | overloaded s | Pending pod-s | "
+          "of which waiting for a node |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, autoscalers, model, _ in HEADLINE:
+        r = results[name]
+        instant = name.endswith("instant")
+        cost = "-" if instant else f"${r['cost']:,.2f}"
+        hours = "-" if instant else f"{r['node_hours']:,.0f}"
+        print(f"| {autoscalers} | {model} | {cost} | {hours} | {100 * r['unserved_fraction']:.4f} % | "
+              f"{r['overloaded_seconds']:,.0f} | {r['pending_pod_seconds']:,.0f} | {r['node_wait_seconds']:,.0f} |")
+    print("\nOverload from waiting for nodes (overloaded seconds less those with no node to wait for):")
+    for kind in ("reactive", "predictive"):
+        base = results[f"{kind}-instant"]["overloaded_seconds"]
+        for model in ("ca", "karpenter"):
+            total = results[f"{kind}-{model}"]["overloaded_seconds"]
+            share = (total - base) / total if total else 0.0
+            print(f"  {kind}, {model}: {total - base:,.0f} s of {total:,.0f} ({100 * share:.0f} %)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--workloads", default="200", help="sizes, comma-separated (each in its own process)")
@@ -179,10 +249,15 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", help="also write summary.json, workloads.csv, timeline.csv, events.csv, the plots and report.html here")
     ap.add_argument("--json", action="store_true", help="print each result as a JSON line too")
+    ap.add_argument("--headline", action="store_true",
+                    help="the docs' headline table: the six variants (HEADLINE) of one size, --processes at a time")
+    ap.add_argument("--processes", type=int, default=2, help="--headline: variants run at once (1 to 8)")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a size run in this process (the child)
     a = ap.parse_args()
     if not 0 < a.days <= 7:
         ap.error("--days: from 0 (excluded) to 7")
+    if not 1 <= a.processes <= 8:
+        ap.error("--processes: from 1 to 8")
     if a.one is not None:
         print(json.dumps(run_one(a.one, a.days, a.seed, a.model, a.predictive, a.out, a.instant_nodes)))
         return
@@ -192,11 +267,15 @@ def main() -> None:
         ap.error(f"--workloads: want sizes such as 50,200, got {a.workloads!r}")
     if any(not 1 <= n <= 10_000 for n in sizes):
         ap.error("--workloads: each size from 1 to 10,000")
+    if a.headline:
+        if len(sizes) != 1:
+            ap.error("--headline: one size (--workloads N)")
+        headline(sizes[0], a)
+        return
     for n in sizes:
-        cmd = [sys.executable, __file__, "--one", str(n), "--days", str(a.days), "--model", a.model,
-               "--seed", str(a.seed)] + (["--predictive"] if a.predictive else []) + \
-            (["--instant-nodes"] if a.instant_nodes else []) + \
-            (["--out", f"{a.out}/{n}"] if a.out else [])
+        flags = ["--model", a.model] + (["--predictive"] if a.predictive else []) + \
+            (["--instant-nodes"] if a.instant_nodes else [])
+        cmd = _child(n, a, flags, f"{a.out}/{n}" if a.out else None)
         res = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
         if res.returncode != 0:
             sys.exit(res.returncode)
