@@ -3,19 +3,20 @@ source say they do, with their own settings' names and defaults (``pyhpa.fleet.s
 in docs/fleet.md).
 
 ``cluster-autoscaler`` (kubernetes/autoscaler ``cluster-autoscaler``; a node group per instance type of a pool):
-every ``scan-interval`` it scales up for the pods no node fits — those that fit a node still being launched wait
-for it; the rest are bin-packed first-fit onto new nodes of each instance type, pods sorted by their share of the
-node, the ``expander`` choosing the type (``least-waste``: the least unused CPU and memory share), never past
+every ``scan-interval`` it scales up for the pods no node fits — those that fit a node still being launched wait for
+it; the rest are bin-packed first-fit onto new nodes of each instance type, pods sorted by their share of the node,
+the ``expander`` choosing the type (``least-waste``: the least unused CPU and memory share), never past
 ``maxNodes``; a node not Ready ``max-node-provision-time`` after its launch is a failed scale-up: the node is
-deleted and its node group (instance type) left out of scale-ups for a backoff (``initial-node-group-backoff-duration``,
-doubled at each failure after the last backoff ended, at most ``max-node-group-backoff-duration``, forgotten
-``node-group-backoff-reset-timeout`` after the last failure or once a node of the group is Ready:
-``utils/backoff/exponential_backoff.go``, ``clusterstate``) — and, in a loop where it did not scale up, scales down: a Ready node whose requests (DaemonSet pods
-included) are below ``scale-down-utilization-threshold`` of its allocatable, and whose pods all fit on the other
-nodes, is unneeded; once unneeded for ``scale-down-unneeded-time``, and no scale-up happened in the last
-``scale-down-delay-after-add``, it is drained and removed (at most ``max-scale-down-parallelism``, 10, nodes a
-loop, of which ``max-drain-parallelism``, 1, with pods), never below ``minNodes``. ``least-waste`` measures waste
-against allocatable (Cluster Autoscaler's, against the node template's capacity: a fleet file gives allocatable).
+deleted and its node group (instance type) left out of scale-ups for a backoff
+(``initial-node-group-backoff-duration``, doubled at each failure after the last backoff ended, at most
+``max-node-group-backoff-duration``, forgotten ``node-group-backoff-reset-timeout`` after the last failure or once a
+node of the group is Ready: ``utils/backoff/exponential_backoff.go``, ``clusterstate``) — and, in a loop where it
+did not scale up, scales down: a Ready node whose requests (DaemonSet pods included) are below
+``scale-down-utilization-threshold`` of its allocatable, and whose pods all fit on the other nodes, is unneeded;
+once unneeded for ``scale-down-unneeded-time``, and no scale-up happened in the last ``scale-down-delay-after-add``,
+it is drained and removed (at most ``max-scale-down-parallelism``, 10, nodes a loop, of which
+``max-drain-parallelism``, 1, with pods), never below ``minNodes``. ``least-waste`` measures waste against
+allocatable (Cluster Autoscaler's, against the node template's capacity: a fleet file gives allocatable).
 
 ``karpenter`` (kubernetes-sigs/karpenter): pods no node fits open a batch that closes ``batchIdleDuration`` after
 the last such pod or ``batchMaxDuration`` after the first; then the pods that fit no node being launched are packed
