@@ -32,6 +32,7 @@ from typing import Optional
 import pytest
 from control_plane_gate import require_control_plane
 from lightkube import ApiError
+from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.core_v1 import Namespace
 
 from controlplane import ControlPlane
@@ -41,12 +42,25 @@ from controlplane.cluster import DEFAULT_CONTROLLERS
 from .util import CRD_FILE, Pyhpa, has_default_sa, stop_loads, wait_until
 
 
+def _established(client) -> bool:
+    """The HorizontalAutoscaler CRD has condition Established=True (False while it has none yet)."""
+    try:
+        crd = client.get(CustomResourceDefinition, "horizontalautoscalers.pyhpa.dev")
+    except ApiError:
+        return False
+    conditions = (crd.status.conditions if crd.status else None) or []
+    return any(c.type == "Established" and c.status == "True" for c in conditions)
+
+
 def _running_with_crd(cp: ControlPlane):
     """Start ``cp``, install the HorizontalAutoscaler CRD, yield it until the session ends, then stop it."""
     cp.start()
     try:
         cp.run_kubectl("apply", "--server-side", "-f", str(CRD_FILE))
-        cp.run_kubectl("wait", "--for=condition=Established", "crd/horizontalautoscalers.pyhpa.dev", "--timeout=60s")
+        # polled, not ``kubectl wait --for=condition=Established``: kubectl v1.37 fails at once ("accessor error:
+        # <nil>") when it reads the CRD before the API server gave it any condition, which a busy machine allows
+        client = cp.client()
+        wait_until(lambda: _established(client), timeout=120, what="the HorizontalAutoscaler CRD Established")
         yield cp
     finally:
         cp.stop()
