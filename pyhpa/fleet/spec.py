@@ -513,7 +513,8 @@ def _read(read: dict[tuple, Trace], path: Path, ref: TraceRef) -> Trace:
     base = read.get(key)
     if base is None:
         base = read[key] = load_trace(path, ref.column, gaps="hold", where=ref.where)
-    scaled_load(base.values[ref.column], ref.column, ref.scale)
+    # the largest row decides (scaling by a positive factor keeps the order, rounding included): no whole-column copy
+    scaled_load(base.values[ref.column].max(keepdims=True), ref.column, ref.scale)
     return base
 
 
