@@ -6,6 +6,7 @@ and the bill (issue 38).
     python benchmarks/fleet.py --model karpenter --predictive --out out/fleet-bench
     python benchmarks/fleet.py --workloads 50 --instant-nodes    # the same workloads with no node to wait for
     python benchmarks/fleet.py --workloads 50 --days 2 --headline    # the docs' table: six variants, two at a time
+    python benchmarks/fleet.py --headline --results benchmarks/results/fleet-200x7 --variants reactive-ca,reactive-karpenter
 
 Prints, per size, ``workloads=N seconds=S rss_mb=M node_hours=H cost=C`` (wall seconds of the simulation, the
 process's peak resident memory, the pool's node-hours and dollars).
@@ -188,18 +189,55 @@ def _child(n: int, a: argparse.Namespace, flags: list[str], out: str | None) -> 
         (["--out", out] if out else [])
 
 
+def source_digest() -> str:
+    """A digest of everything a variant's figures depend on: the pyhpa package, this script, the example
+    autoscalers, targets and profiles, and the trace files (their contents); a saved result with another digest is
+    stale."""
+    import hashlib
+
+    h = hashlib.sha256()
+    files = [*sorted((ROOT / "pyhpa").rglob("*.py")), Path(__file__).resolve(), *sorted(EXAMPLES.rglob("*.yaml")),
+             *sorted(DATA.glob("*.csv.gz"))]
+    for f in files:
+        h.update(str(f.relative_to(ROOT)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
 def headline(n: int, a: argparse.Namespace) -> None:
     """The docs' headline table: every ``HEADLINE`` variant of the ``n``-workload fleet, ``a.processes`` at a time
     (each in its own process), a ``variant=... seconds=... cost=...`` line as each ends (their progress on stderr,
     prefixed with the variant), then the table in Markdown and the share of the overload that comes from waiting
-    for nodes."""
+    for nodes. With ``a.results``, each variant's figures are saved there (``<variant>.json``, with the fleet's size,
+    days, seed and ``source_digest``) and a saved one of the same fleet and digest is used instead of running it
+    again, so a table of many hours can be made over several sittings; ``a.variants`` runs only those (the table is
+    printed when all six are there)."""
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
     lock = threading.Lock()
+    key = {"workloads": n, "days": a.days, "seed": a.seed, "source": source_digest()}
+    folder = Path(a.results) if a.results else None
+
+    def saved(name: str) -> dict | None:
+        f = folder / f"{name}.json" if folder else None
+        if f is None or not f.exists():
+            return None
+        r = json.loads(f.read_text())
+        return r if all(r.get("fleet", {}).get(k) == v for k, v in key.items()) else None
+
+    def show(name: str, r: dict, note: str = "") -> None:
+        print(f"variant={name} workloads={r['workloads']} seconds={r['seconds']} rss_mb={r['rss_mb']} "
+              f"node_hours={r['node_hours']} cost={r['cost']} unserved_fraction={r['unserved_fraction']} "
+              f"overloaded_seconds={r['overloaded_seconds']} pending_pod_seconds={r['pending_pod_seconds']} "
+              f"node_wait_seconds={r['node_wait_seconds']}{note}", flush=True)
 
     def run(variant: tuple) -> dict:
         name, _, _, flags = variant
+        r = saved(name)
+        if r is not None:
+            with lock:
+                show(name, r, f" saved={folder / (name + '.json')}")
+            return r
         proc = subprocess.Popen(_child(n, a, flags, f"{a.out}/{name}" if a.out else None), stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
         for line in proc.stderr:  # the child's progress, a line a tenth
@@ -209,15 +247,24 @@ def headline(n: int, a: argparse.Namespace) -> None:
         if proc.wait() != 0:
             raise SystemExit(f"{name}: the run failed (exit code {proc.returncode})")
         r = json.loads(out.strip().splitlines()[-1])
+        if folder is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+            r["fleet"] = key
+            (folder / f"{name}.json").write_text(json.dumps(r, indent=1) + "\n")
         with lock:
-            print(f"variant={name} workloads={r['workloads']} seconds={r['seconds']} rss_mb={r['rss_mb']} "
-                  f"node_hours={r['node_hours']} cost={r['cost']} unserved_fraction={r['unserved_fraction']} "
-                  f"overloaded_seconds={r['overloaded_seconds']} pending_pod_seconds={r['pending_pod_seconds']} "
-                  f"node_wait_seconds={r['node_wait_seconds']}", flush=True)
+            show(name, r)
         return r
 
+    chosen = [v for v in HEADLINE if not a.variants or v[0] in a.variants]
     with ThreadPoolExecutor(a.processes) as pool:
-        results = dict(zip((v[0] for v in HEADLINE), pool.map(run, HEADLINE)))
+        results = dict(zip((v[0] for v in chosen), pool.map(run, chosen)))
+    for name, *_ in HEADLINE:
+        if name not in results and (r := saved(name)) is not None:
+            results[name] = r
+    missing = [v[0] for v in HEADLINE if v[0] not in results]
+    if missing:
+        print(f"\nthe table needs {', '.join(missing)} too (--results {a.results or 'DIR'} keeps each variant's figures)")
+        return
     print(f"\n{n} workloads, {a.days:g} days from {START[:10]}:\n")
     print("| autoscalers | node autoscaler | cost | node-hours | unserved requests | overloaded s | Pending pod-s | "
           "of which waiting for a node |")
@@ -252,6 +299,9 @@ def main() -> None:
     ap.add_argument("--headline", action="store_true",
                     help="the docs' headline table: the six variants (HEADLINE) of one size, --processes at a time")
     ap.add_argument("--processes", type=int, default=2, help="--headline: variants run at once (1 to 8)")
+    ap.add_argument("--variants", help="--headline: only these variants, comma-separated (names as HEADLINE has them)")
+    ap.add_argument("--results", help="--headline: keep each variant's figures in this folder, and use those saved "
+                    "there for the same fleet and code instead of running them again")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a size run in this process (the child)
     a = ap.parse_args()
     if not 0 < a.days <= 7:
@@ -267,6 +317,11 @@ def main() -> None:
         ap.error(f"--workloads: want sizes such as 50,200, got {a.workloads!r}")
     if any(not 1 <= n <= 10_000 for n in sizes):
         ap.error("--workloads: each size from 1 to 10,000")
+    if a.variants is not None:
+        a.variants = [v.strip() for v in a.variants.split(",") if v.strip()]
+        unknown = sorted(set(a.variants) - {v[0] for v in HEADLINE})
+        if unknown or not a.variants:
+            ap.error(f"--variants: want names from {', '.join(v[0] for v in HEADLINE)}, got {', '.join(unknown) or 'none'}")
     if a.headline:
         if len(sizes) != 1:
             ap.error("--headline: one size (--workloads N)")
