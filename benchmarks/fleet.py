@@ -154,7 +154,7 @@ def run_one(n: int, days: float, seed: int, model: str, predictive: bool, out: s
             "rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
             "node_hours": f["node_hours"], "cost": f["cost"], "unserved_fraction": f["unserved_fraction"],
             "pending_pod_seconds": f["pending_pod_seconds"], "node_wait_seconds": f["node_wait_seconds"],
-            "overloaded_seconds": f["overloaded_seconds"]}
+            "overloaded_seconds": f["overloaded_seconds"], "modules": loaded_modules()}
 
 
 def _progress():
@@ -189,18 +189,25 @@ def _child(n: int, a: argparse.Namespace, flags: list[str], out: str | None) -> 
         (["--out", out] if out else [])
 
 
-def source_digest() -> str:
-    """A digest of everything a variant's figures depend on: the pyhpa package, this script, the example
-    autoscalers, targets and profiles, and the trace files (their contents); a saved result with another digest is
-    stale."""
+def source_digest(modules: list[str]) -> str:
+    """A digest of everything a variant's figures depend on: the pyhpa modules its run loaded (``modules``: paths
+    from the repository's root, ``loaded_modules``), this script, the example autoscalers, targets and profiles, and
+    the trace files (their contents); a saved result whose files now give another digest is stale."""
     import hashlib
 
     h = hashlib.sha256()
-    files = [*sorted((ROOT / "pyhpa").rglob("*.py")), Path(__file__).resolve(), *sorted(EXAMPLES.rglob("*.yaml")),
+    files = [*(ROOT / m for m in sorted(modules)), Path(__file__).resolve(), *sorted(EXAMPLES.rglob("*.yaml")),
              *sorted(DATA.glob("*.csv.gz"))]
     for f in files:
-        h.update(str(f.relative_to(ROOT)).encode() + b"\0" + f.read_bytes() + b"\0")
+        h.update(str(f.relative_to(ROOT)).encode() + b"\0" + (f.read_bytes() if f.exists() else b"") + b"\0")
     return h.hexdigest()[:16]
+
+
+def loaded_modules() -> list[str]:
+    """The pyhpa modules this process has loaded (paths from the repository's root)."""
+    package = ROOT / "pyhpa"
+    return sorted(str(Path(f).resolve().relative_to(ROOT)) for m in list(sys.modules.values())
+                  if (f := getattr(m, "__file__", None)) and Path(f).resolve().is_relative_to(package))
 
 
 def headline(n: int, a: argparse.Namespace) -> None:
@@ -208,14 +215,14 @@ def headline(n: int, a: argparse.Namespace) -> None:
     (each in its own process), a ``variant=... seconds=... cost=...`` line as each ends (their progress on stderr,
     prefixed with the variant), then the table in Markdown and the share of the overload that comes from waiting
     for nodes. With ``a.results``, each variant's figures are saved there (``<variant>.json``, with the fleet's size,
-    days, seed and ``source_digest``) and a saved one of the same fleet and digest is used instead of running it
+    days, seed, the pyhpa modules the run loaded and ``source_digest``) and a saved one of the same fleet and digest is used instead of running it
     again, so a table of many hours can be made over several sittings; ``a.variants`` runs only those (the table is
     printed when all six are there)."""
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
     lock = threading.Lock()
-    key = {"workloads": n, "days": a.days, "seed": a.seed, "source": source_digest()}
+    key = {"workloads": n, "days": a.days, "seed": a.seed}
     folder = Path(a.results) if a.results else None
 
     def saved(name: str) -> dict | None:
@@ -223,7 +230,9 @@ def headline(n: int, a: argparse.Namespace) -> None:
         if f is None or not f.exists():
             return None
         r = json.loads(f.read_text())
-        return r if all(r.get("fleet", {}).get(k) == v for k, v in key.items()) else None
+        fleet = r.get("fleet", {})
+        same = all(fleet.get(k) == v for k, v in key.items())
+        return r if same and fleet.get("source") == source_digest(r.get("modules", [])) else None
 
     def show(name: str, r: dict, note: str = "") -> None:
         print(f"variant={name} workloads={r['workloads']} seconds={r['seconds']} rss_mb={r['rss_mb']} "
@@ -249,7 +258,7 @@ def headline(n: int, a: argparse.Namespace) -> None:
         r = json.loads(out.strip().splitlines()[-1])
         if folder is not None:
             folder.mkdir(parents=True, exist_ok=True)
-            r["fleet"] = key
+            r["fleet"] = {**key, "source": source_digest(r["modules"])}
             (folder / f"{name}.json").write_text(json.dumps(r, indent=1) + "\n")
         with lock:
             show(name, r)
