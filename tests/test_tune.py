@@ -515,3 +515,34 @@ def test_a_utilization_target_without_a_request_warns_once_before_the_search(tmp
         "--column", "rps", "--end", iso(T0 + 30 * HOUR), "--held-out", str(6 * HOUR), "--sync-period", "60",
         "--output-dir", str(tmp_path / "out"), "--no-progress", "--upstream-only", "--trials", "2"])
     assert result.stderr.splitlines()[0] == f"warning: {expected}", result.output
+
+
+def test_a_prometheus_first_metrics_tuned_target_is_the_one_the_manifest_carries(tmp_path):
+    """A HorizontalAutoscaler scaling on a per-pod PromQL metric (the ``Prometheus`` extension, acting as a Pods
+    metric): the manifest tune writes for a setting carries that setting's target in ``prometheus.target``, and
+    read back it is the autoscaler tune searched (nothing else of the user's metric rewritten)."""
+    from pyhpa.adapters.autoscaler import read_autoscaler
+    from pyhpa.adapters.promql import OFFLINE_SERVER
+    from pyhpa.tune import Setting
+
+    profile = tmp_path / "profile.yaml"
+    profile.write_text(PROFILE.read_text() + "metrics:\n  http_rps: {source: served_requests_per_second}\n")
+    hpa = tmp_path / "hpa.yaml"
+    hpa.write_text(HPA.format(max_replicas=30, metric="Prometheus\n").replace(
+        "autoscaling/v2", "pyhpa.dev/v1alpha1").replace("HorizontalPodAutoscaler", "HorizontalAutoscaler")
+        + "    prometheus: {name: http_rps, query: 'sum by (pod) (rate(http_requests_total[1m]))', podLabel: pod,\n"
+          "                 server: 'http://prometheus:9090', target: {type: AverageValue, averageValue: '10'}}\n")
+    trace = write_trace(tmp_path / "daily.csv", daily(30))
+    files = input_files([hpa], DEPLOYMENT, trace, "rps", profile)
+    p = prepare(files, end=iso(T0 + 30 * HOUR), settings=SETTINGS, held_out_seconds=6 * HOUR, upstream_only=False)
+    assert p.kind.type == "AverageValue" and p.kind.current == 10_000  # milli-units of the metric
+    s = Setting(target=12_500, min_replicas=3, max_replicas=24, scale_down_window_seconds=120, scale_up_percent=200)
+    doc = p.manifest(s)
+    metric = doc["spec"]["metrics"][0]
+    assert metric["prometheus"]["target"] == {"type": "AverageValue", "averageValue": "12500m"}
+    written = yaml.safe_load(hpa.read_text())["spec"]["metrics"][0]["prometheus"]
+    assert {k: v for k, v in metric["prometheus"].items() if k != "target"} == \
+        {k: v for k, v in written.items() if k != "target"}
+    back = read_autoscaler(doc, prometheus_server=OFFLINE_SERVER).hpa
+    assert (back.metrics[0].type, back.metrics[0].name, back.metrics[0].target_average_milli) == ("Pods", "http_rps", 12_500)
+    assert (back.min_replicas, back.max_replicas) == (3, 24)

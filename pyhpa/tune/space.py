@@ -307,8 +307,8 @@ def manifest(base: dict, s: Setting, kind: TargetKind, upstream_only: bool, curr
         return copy.deepcopy(base)
     spec = copy.deepcopy(base.get("spec") or {})
     metric = spec["metrics"][0]
-    section = metric.get(_target_section(metric.get("type")), {})
-    tgt = section.setdefault("target", {})
+    section = metric.get(_target_section(metric.get("type")))
+    tgt = section.setdefault("target", {}) if isinstance(section, dict) else {}
     if kind.type == "Utilization":
         tgt["averageUtilization"] = int(round(s.target))
     else:
@@ -342,10 +342,11 @@ def manifest(base: dict, s: Setting, kind: TargetKind, upstream_only: bool, curr
 
 
 def _target_section(metric_type: Any) -> str:
-    """The field of a ``spec.metrics[]`` item of ``metric_type`` whose ``target`` tune writes: its source's, for the
-    types of autoscaling/v2 (``pyhpa.adapters.metric_types``); "" for any other (its target is left as written)."""
+    """The field of a ``spec.metrics[]`` item of ``metric_type`` whose ``target`` tune writes: its source's
+    (``pyhpa.adapters.metric_types``: autoscaling/v2's types, and the ``Prometheus`` extension, whose
+    ``prometheus.target`` is a MetricTarget too); "" for a type none of them is (nothing written)."""
     t = REGISTRY.get(metric_type) if isinstance(metric_type, str) else None
-    return t.field if t is not None and t.extension is None else ""
+    return t.field if t is not None else ""
 
 
 def behavior(s: Setting) -> dict | None:
