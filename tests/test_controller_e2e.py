@@ -165,7 +165,7 @@ async def test_scales_writes_status_and_events_as_the_core_decides_then_stops_wh
         # deleting the autoscaler stops it
         await client.delete(HorizontalAutoscaler, "web", namespace="default")
         await wait_for(lambda: "default/web" not in run.controller.autoscalers, what="the delete to arrive")
-        await asyncio.sleep(0.2)  # a sync already in flight may finish
+        await wait_for(lambda: run.controller.queue.processing == 0, what="a sync already in flight to finish")
         kd.clear_requests()
         set_cpu(kd, "web", 6, "400m")
         await asyncio.sleep(3.5)  # three sync periods
@@ -275,8 +275,10 @@ async def test_a_hanging_metrics_api_does_not_delay_the_other_autoscalers(kd):
             times = [t for t in run.synced_at[f"default/{name}"] if t <= started + slow_took]
             gaps = [b - a for a, b in zip(times, times[1:])]
             assert len(times) >= 3, (name, times)
-            assert max(gaps) < period * (1 + run.settings.jitter) + 2.0, (name, gaps)  # never waited for "slow"
-        assert slow_took >= timeout * 0.9 and len(window) >= 12
+            # never waited for "slow" (each wait would be the 6 s timeout); a busy machine may stall the loop a while
+            assert max(gaps) < timeout * 0.75, (name, gaps)
+        # the slow sync ended by the timeout (its message below), not an answer: the healthy ones synced meanwhile
+        assert len(window) >= 12
         status = await wait_for(lambda: (kd.get_object(HA, "horizontalautoscalers", "default", "slow") or {}).get("status"),
                                 what="the slow autoscaler's status")
         active = {c["type"]: c for c in status["conditions"]}["ScalingActive"]

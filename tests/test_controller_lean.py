@@ -289,6 +289,7 @@ async def test_a_join_and_a_leave_leave_no_autoscaler_unsynced_for_more_than_two
     stop_a, stop_b = asyncio.Event(), asyncio.Event()
     a = start("a", stop_a)
     await wait_for(lambda: all(times[k] for k in keys), timeout=60, what="every autoscaler synced by a")
+    steady_from = loop.time()
     await asyncio.sleep(2 * PERIOD)
     joined = loop.time()
     b = start("b", stop_b)
@@ -301,8 +302,11 @@ async def test_a_join_and_a_leave_leave_no_autoscaler_unsynced_for_more_than_two
     leave_end = loop.time()
     stop_b.set()
     await b
-    assert _longest_gap(times, joined, join_end) <= 2 * PERIOD
-    assert _longest_gap(times, left, leave_end) <= 2 * PERIOD
+    # two periods, plus twice how late a's syncs ran before the join (a busy machine's loop lags; a hand-over that
+    # waited for a Lease to expire, 3 s, on top of a period would still exceed it on an idle one)
+    late = max(0.0, _longest_gap(times, steady_from, joined) - PERIOD)
+    assert _longest_gap(times, joined, join_end) <= 2 * (PERIOD + late)
+    assert _longest_gap(times, left, leave_end) <= 2 * (PERIOD + late)
     shares = {w for k in keys for t, w in by[k] if joined + PERIOD < t < left}
     assert shares == {"a", "b"}  # both synced a share while both ran
     assert all(w == "b" for k in keys for t, w in by[k] if t > left + PERIOD)

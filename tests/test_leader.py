@@ -10,6 +10,9 @@ from pyhpa.controller.scaleout.leader import LeaderElector, LeaseSettings
 
 FAST = dict(namespace="default", name="pyhpa", lease_duration_seconds=1.5, renew_deadline_seconds=1.0,
             retry_period_seconds=0.2)
+#: a holder that must keep its Lease through the test: renewals every 0.2 s, lost only after 4 s without one (a
+#: stall of the test's loop on a busy machine is far shorter)
+STEADY = {**FAST, "lease_duration_seconds": 6.0, "renew_deadline_seconds": 4.0}
 
 
 async def _wait(event: asyncio.Event, timeout: float = 20.0) -> None:
@@ -17,12 +20,12 @@ async def _wait(event: asyncio.Event, timeout: float = 20.0) -> None:
 
 
 async def test_one_leader_then_takeover_after_the_holder_dies(kube_double):
-    a = LeaderElector(kube_double.async_client(), LeaseSettings(identity="a", **FAST))
-    b = LeaderElector(kube_double.async_client(), LeaseSettings(identity="b", **FAST))
+    a = LeaderElector(kube_double.async_client(), LeaseSettings(identity="a", **STEADY))
+    b = LeaderElector(kube_double.async_client(), LeaseSettings(identity="b", **STEADY))
     ta = asyncio.create_task(a.run())
     await _wait(a.acquired)
     tb = asyncio.create_task(b.run())
-    await asyncio.sleep(2.0)  # longer than the lease duration: a keeps renewing, b must not take over
+    await asyncio.sleep(7.0)  # longer than the lease duration: a keeps renewing, b must not take over
     assert a.may_write() and not b.acquired.is_set() and not b.may_write()
     ta.cancel()  # a dies without releasing
     await _wait(b.acquired)
