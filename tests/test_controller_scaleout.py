@@ -498,7 +498,9 @@ async def test_ambiguous_selectors_are_found_across_shards(kd):
 
         # the first to join is alone for a moment (it syncs both); once both joined, each syncs its own share
         await wait_for(both_joined, timeout=30, what="both replicas joined")
-        await asyncio.sleep(1.0)  # a sync started before the view changed has ended
+        # a sync started before the view changed has ended (none in flight), then the results start afresh
+        await wait_for(lambda: x.controller.queue.processing == y.controller.queue.processing == 0, timeout=30,
+                       what="no sync in flight")
         x.results.clear()
         y.results.clear()
         await wait_for(lambda: reasons(a).get("ScalingActive") == reasons(b).get("ScalingActive") == "AmbiguousSelector",

@@ -83,7 +83,7 @@ async def _world(kd) -> None:
 
 
 def _instant(url: str, query: str) -> list:
-    answer = httpx2.get(f"{url}/api/v1/query", params={"query": query}, timeout=5.0).json()
+    answer = httpx2.get(f"{url}/api/v1/query", params={"query": query}, timeout=30.0).json()
     assert answer["status"] == "success", (query, answer)
     return answer["data"]["result"]
 

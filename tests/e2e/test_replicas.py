@@ -93,12 +93,22 @@ def test_two_shards_split_the_autoscalers_and_the_survivor_takes_a_killed_ones_s
         a.stop(signal.SIGKILL)
         killed = time.time()
         # The survivor takes the dead member's share once its Lease expired (3 s) and syncs all of it.
-        wait_until(lambda: all("rb" in syncs_by(plane, killed).get(ns, set()) for ns in lost), timeout=3 + 10,
-                   every=0.5, what="the survivor syncing the killed replica's share within the lease")
-        taken = max(min(_stamp(e) for e in plane.audit_events()
-                        if (m := METRICS.match(e.get("requestURI", ""))) and m.group(2) == ns
-                        and e.get("userAgent", "").endswith("(rb)") and _stamp(e) > killed) for ns in lost)
-        assert taken - killed <= 3 + 2 + 1.5, taken - killed  # lease duration + a retry period or so + a sync
+        wait_until(lambda: all("rb" in syncs_by(plane, killed).get(ns, set()) for ns in lost), timeout=120,
+                   every=0.5, what="the survivor syncing the killed replica's share")
+        events = plane.audit_events()
+
+        def reads_by_rb(ns: str) -> list[float]:
+            return sorted(_stamp(e) for e in events if (m := METRICS.match(e.get("requestURI", ""))) and m.group(2) == ns
+                          and e.get("userAgent", "").endswith("(rb)") and _stamp(e) > killed)
+
+        taken = max(reads_by_rb(ns)[0] for ns in lost)
+        # Counted in the survivor's own syncs (1 s apart), not seconds, as its loop runs late on a busy machine:
+        # between the Lease's expiry and the last of the share synced, each autoscaler it held all along was synced
+        # at most four times (a membership check a retry period after the expiry, a sync round, and slack: the bound
+        # of 2 + 1.5 s this replaced; a hand-over that waited another Lease would show more)
+        kept = sorted(set(names) - set(lost))
+        during = {ns: sum(1 for t in reads_by_rb(ns) if killed + 3 < t < taken) for ns in kept}
+        assert max(during.values()) <= 4, (during, taken - killed)
         assert b.proc.poll() is None
     finally:
         _cleanup(client, names)
@@ -114,14 +124,19 @@ def test_leader_election_on_a_real_lease_hands_over_when_the_leader_dies(plane, 
         wait_until(lambda: client.get(Lease, lease_name, namespace="default").spec.holderIdentity == "la",
                    what="la holding the Lease")
         second = pyhpa(*common, "--leader-elect-identity", "lb", name="lb", wait_synced=False)
-        time.sleep(3)
-        recent = syncs_by(plane, time.time() - 2)
+        standby = time.time()
+        # the leader syncs every autoscaler again after the standby started (twice: the standby had its chance)
+        wait_until(lambda: all(len([e for e in plane.audit_events() if (m := METRICS.match(e.get("requestURI", "")))
+                                    and m.group(2) == ns and e.get("userAgent", "").endswith("(la)")
+                                    and _stamp(e) > standby]) >= 2 for ns in names),
+                   timeout=60, every=0.5, what="the leader syncing every autoscaler beside the standby")
+        recent = syncs_by(plane, standby)
         assert all(recent.get(ns) == {"la"} for ns in names), recent  # only the leader syncs
         first.stop(signal.SIGKILL)
         killed = time.time()
         wait_until(lambda: client.get(Lease, lease_name, namespace="default").spec.holderIdentity == "lb",
-                   timeout=15, what="lb taking the Lease over")
-        wait_until(lambda: all("lb" in syncs_by(plane, killed).get(ns, set()) for ns in names), timeout=20,
+                   timeout=60, what="lb taking the Lease over")
+        wait_until(lambda: all("lb" in syncs_by(plane, killed).get(ns, set()) for ns in names), timeout=60,
                    what="the new leader syncing every autoscaler")
         assert second.proc.poll() is None
     finally:
