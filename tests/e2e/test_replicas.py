@@ -102,13 +102,13 @@ def test_two_shards_split_the_autoscalers_and_the_survivor_takes_a_killed_ones_s
                           and e.get("userAgent", "").endswith("(rb)") and _stamp(e) > killed)
 
         taken = max(reads_by_rb(ns)[0] for ns in lost)
-        # Counted in the survivor's own syncs (1 s apart), not seconds, as its loop runs late on a busy machine:
-        # between the Lease's expiry and the last of the share synced, each autoscaler it held all along was synced
-        # at most four times (a membership check a retry period after the expiry, a sync round, and slack: the bound
-        # of 2 + 1.5 s this replaced; a hand-over that waited another Lease would show more)
+        # Counted in the survivor's own syncs (1 s apart), not in seconds, as its loop runs late on a busy machine:
+        # from the kill to the last of the share synced, each autoscaler it held all along was synced at most six
+        # times (the Lease's 3 s, a retry period or so and a sync: the 6.5 s this bound replaced; about 3 on an idle
+        # machine); a hand-over that waited another Lease and more would show more
         kept = sorted(set(names) - set(lost))
-        during = {ns: sum(1 for t in reads_by_rb(ns) if killed + 3 < t < taken) for ns in kept}
-        assert max(during.values()) <= 4, (during, taken - killed)
+        during = {ns: sum(1 for t in reads_by_rb(ns) if t < taken) for ns in kept}
+        assert max(during.values()) <= 6, (during, taken - killed)
         assert b.proc.poll() is None
     finally:
         _cleanup(client, names)

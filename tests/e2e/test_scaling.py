@@ -17,7 +17,7 @@ import time
 import pytest
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.types import PatchType
-from test_prediction_live import history_file, needs_prometheus
+from test_prediction_live import LEAD, RISE_IN, history_file, needs_prometheus
 
 from controlplane.prometheus import PrometheusServer
 
@@ -131,17 +131,18 @@ def test_a_schedule_window_raises_the_floor_while_it_is_active(plane, client, ns
 @needs_prometheus
 def test_prediction_from_a_backfilled_prometheus_scales_up_before_the_load(plane, client, ns, pyhpa, tmp_path):
     """tests/test_prediction_live.py on the real control plane: 7 days of the pods' CPU counter backfilled into a
-    real Prometheus (promtool), the load rising every day 150 s after now; the live pod is idle."""
+    real Prometheus (promtool), the load rising every day ten minutes after now (``RISE_IN``, inside the forecast's
+    ``LEAD``); the live pod is idle."""
     apply(client, deployment("web", ns, replicas=1, cpu="1", annotations=LONG_AGO))
     _pods_running(plane, ns, "web", 1)
     set_pod_cpu(plane, ns, "web", 200)  # 20 % of the 1-CPU request against 50 %: the metric asks for 1
     now = time.time()
-    history_file(tmp_path / "history.om", now, rise_in=150.0, namespace=ns)
+    history_file(tmp_path / "history.om", now, rise_in=RISE_IN, namespace=ns)
     with PrometheusServer([], backfill=tmp_path / "history.om") as prom:
-        apply(client, autoscaler("web", ns, "web", [cpu_utilization(50)], 1, 10, prediction={}))
+        apply(client, autoscaler("web", ns, "web", [cpu_utilization(50)], 1, 10, prediction={"leadSeconds": LEAD}))
         pyhpa("--sync-period", "1", "-n", ns, "--prometheus-url", prom.url)
         wait_until(lambda: spec_replicas(client, ns, "web") > 1, timeout=90, what="a predictive scale-up")
-        assert time.time() < now + 150.0, "the scale-up came after the load would have arrived"
+        assert time.time() < now + RISE_IN, "the scale-up came after the load would have arrived"
         status = wait_until(lambda: (s := ha_status(client, ns, "web")).get("prediction", {}).get("reason")
                             == "Predicting" and s, what="status.prediction")
         assert status["prediction"]["periodsSeconds"] == [86400]
