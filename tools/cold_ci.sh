@@ -41,6 +41,8 @@ if [ "$keep" = 0 ]; then
 fi
 mkdir -p "$root"/{home,gopath,gomodcache,gocache,xdg-cache,xdg-config,pip-cache,tmp}
 git clone -q --no-local "$repo" "$root/clone"
+# as a new machine has it: the clone beside a copy of ../shared (the tests must not need it; nothing reads it)
+if [ -d "$repo/../shared" ]; then cp -r "$repo/../shared" "$root/shared"; fi
 "$python" -m venv "$root/venv"
 
 export HOME="$root/home"
