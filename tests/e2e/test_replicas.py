@@ -47,6 +47,13 @@ def syncs_by(plane, since: float) -> dict[str, set[str]]:
     return out
 
 
+def read_times(events: list[dict], ns: str, who: str, since: float) -> list[float]:
+    """Arrival times (epoch seconds, sorted) of ``who``'s metrics reads of namespace ``ns`` after ``since``, among
+    the audit ``events``."""
+    return sorted(_stamp(e) for e in events if (m := METRICS.match(e.get("requestURI", ""))) and m.group(2) == ns
+                  and e.get("userAgent", "").endswith(f"({who})") and _stamp(e) > since)
+
+
 def _world(plane, client, tag: str) -> list[str]:
     names = [f"{tag}-{i}-{uuid.uuid4().hex[:4]}" for i in range(N)]
     for ns in names:
@@ -96,18 +103,13 @@ def test_two_shards_split_the_autoscalers_and_the_survivor_takes_a_killed_ones_s
         wait_until(lambda: all("rb" in syncs_by(plane, killed).get(ns, set()) for ns in lost), timeout=120,
                    every=0.5, what="the survivor syncing the killed replica's share")
         events = plane.audit_events()
-
-        def reads_by_rb(ns: str) -> list[float]:
-            return sorted(_stamp(e) for e in events if (m := METRICS.match(e.get("requestURI", ""))) and m.group(2) == ns
-                          and e.get("userAgent", "").endswith("(rb)") and _stamp(e) > killed)
-
-        taken = max(reads_by_rb(ns)[0] for ns in lost)
+        taken = max(read_times(events, ns, "rb", killed)[0] for ns in lost)
         # Counted in the survivor's own syncs (1 s apart), not in seconds, as its loop runs late on a busy machine:
         # from the kill to the last of the share synced, each autoscaler it held all along was synced at most six
         # times (the Lease's 3 s, a retry period or so and a sync: the 6.5 s this bound replaced; about 3 on an idle
         # machine); a hand-over that waited another Lease and more would show more
         kept = sorted(set(names) - set(lost))
-        during = {ns: sum(1 for t in reads_by_rb(ns) if t < taken) for ns in kept}
+        during = {ns: sum(1 for t in read_times(events, ns, "rb", killed) if t < taken) for ns in kept}
         assert max(during.values()) <= 6, (during, taken - killed)
         assert b.proc.poll() is None
     finally:
@@ -125,11 +127,13 @@ def test_leader_election_on_a_real_lease_hands_over_when_the_leader_dies(plane, 
                    what="la holding the Lease")
         second = pyhpa(*common, "--leader-elect-identity", "lb", name="lb", wait_synced=False)
         standby = time.time()
-        # the leader syncs every autoscaler again after the standby started (twice: the standby had its chance)
-        wait_until(lambda: all(len([e for e in plane.audit_events() if (m := METRICS.match(e.get("requestURI", "")))
-                                    and m.group(2) == ns and e.get("userAgent", "").endswith("(la)")
-                                    and _stamp(e) > standby]) >= 2 for ns in names),
-                   timeout=60, every=0.5, what="the leader syncing every autoscaler beside the standby")
+
+        def leader_synced_twice() -> bool:
+            """The leader synced every autoscaler twice since the standby started (the standby had its chance)."""
+            events = plane.audit_events()
+            return all(len(read_times(events, ns, "la", standby)) >= 2 for ns in names)
+
+        wait_until(leader_synced_twice, timeout=60, every=0.5, what="the leader syncing every autoscaler beside the standby")
         recent = syncs_by(plane, standby)
         assert all(recent.get(ns) == {"la"} for ns in names), recent  # only the leader syncs
         first.stop(signal.SIGKILL)
