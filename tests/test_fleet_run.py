@@ -17,6 +17,8 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 import yaml
 from typer.testing import CliRunner
@@ -80,6 +82,53 @@ def test_one_workload_with_nodes_to_spare_runs_exactly_as_pyhpa_simulate(tmp_pat
     assert summarize_fleet(lean) == summarize_fleet(run)
     assert run.stats[0].node_wait_seconds == 0 and not any(e[1] == "NodeLaunched" and e[0] > run.start
                                                            for e in run.events)
+
+
+def test_a_predicting_workload_keeps_only_its_forecasters_history_and_runs_exactly_as_pyhpa_simulate(tmp_path):
+    """A workload whose autoscaler predicts (``historySeconds`` three days) on 7 days of a daily rise before the
+    fleet's span: the fleet keeps of those rows only the three days its forecaster learns from
+    (``pyhpa.fleet.spec._replayed``, ``pyhpa.simulate.prediction.history_start``), and runs as ``pyhpa simulate
+    --start`` (which reads them all): the same timeline, scale events and figures, the forecaster's every figure
+    at every sync the same to the bit."""
+    day = 86400
+    t0 = 1_000_080_000 - 1_000_080_000 % day  # a UTC midnight
+    t = t0 + np.arange(0, 8 * day, 60.0)
+    rising = ((t - t0) % day >= 3 * 3600) & ((t - t0) % day < 5 * 3600)  # 1 request/s, 6 from 03:00 to 05:00
+    rps = np.where(rising, 6.0, 1.0) * (1 + 0.03 * np.random.default_rng(0).standard_normal(t.size))
+    trace = tmp_path / "daily.csv"
+    stamps = pd.to_datetime(t, unit="s", utc=True).strftime("%Y-%m-%dT%H:%M:%SZ")
+    pd.DataFrame({"timestamp": stamps, "requests_per_second": np.round(rps, 3)}).to_csv(trace, index=False)
+    hpa = yaml.safe_load(bundled_path("hpa").read_text())
+    hpa.update(apiVersion="pyhpa.dev/v1alpha1", kind="HorizontalAutoscaler")
+    hpa["spec"]["prediction"] = {"historySeconds": 3 * day}
+    hpa_file = tmp_path / "predictive.yaml"
+    hpa_file.write_text(yaml.safe_dump(hpa))
+    start, end = "2001-09-17T00:00:00Z", "2001-09-17T06:00:00Z"  # the eighth day, its rise
+    assert t0 + 7 * day == 1000684800  # 2001-09-17T00:00:00Z
+    workload = {**_bundled_workload(), "autoscaler": str(hpa_file),
+                "trace": {"file": str(trace), "column": "requests_per_second"}}
+    fleet = load_fleet(_write(tmp_path, {
+        "nodePools": [{"name": "p", "instanceTypes": [{"name": "big", "cpu": "16", "memory": "64Gi",
+                                                        "pricePerHour": 1.0}],
+                       "minNodes": 40, "maxNodes": 40, "provisioningSeconds": {"median": 0, "p90": 0}}],
+        "workloads": [workload]}), start=start, end=end)
+    assert fleet.workloads[0].trace.times.size == 3 * 1440 + 1 + 6 * 60  # of 7 days before the span, three (and a row)
+    run = FleetRun(fleet, Settings(seed=5), keep_rows=True).run()
+    files = input_files([str(hpa_file)], bundled_path("target"), str(trace), "requests_per_second",
+                        bundled_path("profile"))
+    profile, target = read_workload(files)
+    h = load_autoscaler(find_autoscaler(read_document(str(hpa_file)), str(hpa_file)), str(hpa_file), target,
+                        Settings(seed=5))
+    alone = replay(h, "web", target, profile, read_load(files, [h], profile, target, start=start, end=end),
+                   Settings(seed=5)).cluster
+    ours, theirs = run.clusters[0], alone
+    assert theirs.prediction.decided > 0 and len(theirs.scale_events) > 3  # it predicted, and scaled
+    assert theirs.prediction.history_rows == ours.prediction.history_rows == 3 * 1440 + 1
+    assert ours.rows == theirs.rows and ours.scale_events == theirs.scale_events
+    assert asdict(ours.stats) == asdict(theirs.stats)
+    assert ours.prediction.summary() == theirs.prediction.summary()
+    for series in ("times", "observed", "upper", "point", "low", "high", "provisioned"):
+        assert getattr(ours.prediction, series).tobytes() == getattr(theirs.prediction, series).tobytes(), series
 
 
 def _step_trace(tmp_path: Path, low: float, high: float, minutes=(60, 120, 240)) -> Path:

@@ -91,8 +91,9 @@ def test_a_fleet_reads_every_file_and_fills_the_node_autoscalers_own_defaults(tm
 @pytest.mark.parametrize("predicts", [False, True])
 def test_each_workload_replays_its_trace_scaled_shifted_and_cut_to_the_span_from_one_read_of_the_file(
         tmp_path, monkeypatch, predicts):
-    """What ``load_trace`` gives with ``load_scale`` and the shift, over the fleet's span only (every row before it
-    too when the autoscaler predicts: the forecaster's history); the file is read once for every workload."""
+    """What ``load_trace`` gives with ``load_scale`` and the shift, over the fleet's span only (and the rows before
+    it from ``historySeconds`` before the last of them when the autoscaler predicts: the forecaster's history, here
+    the whole trace before the span, shorter than the default 7 days); the file is read once for every workload."""
     doc = _fleet()
     doc["spec"]["workloads"][1]["trace"]["scale"] = 2.5
     doc["spec"]["workloads"].append({**copy.deepcopy(doc["spec"]["workloads"][1]), "name": "other"})
@@ -112,7 +113,10 @@ def test_each_workload_replays_its_trace_scaled_shifted_and_cut_to_the_span_from
     for w, (scale, shift) in zip(fleet.workloads, [(1.0, 0), (2.5, 3600), (0.3, 5400)]):
         whole = load_trace(bundled_path("trace"), column, load_scale=scale, gaps="hold")
         times = whole.times + shift
-        first = 0 if predicts else int(np.searchsorted(times, fleet.start, side="right")) - 1
+        first = int(np.searchsorted(times, fleet.start, side="right")) - 1
+        if predicts:
+            first = int(np.argmax(times >= times[first - 1] - 7 * 86400)) if first > 0 else 0
+            assert first == 0
         keep = slice(first, int(np.searchsorted(times, fleet.end, side="left")))
         assert np.array_equal(w.trace.times, times[keep]) and np.array_equal(w.trace.values[column],
                                                                             whole.values[column][keep])

@@ -60,6 +60,7 @@ from ..adapters.errors import InputError
 from ..adapters.parse import duration, format_time, milli, quantity
 from ..adapters.snapshot import read_document
 from ..simulate import Autoscaler, Settings, load_autoscaler
+from ..simulate.prediction import history_start
 from ..simulate.profile import Profile, load_profile
 from ..simulate.target import KINDS, Target, load_target
 from ..simulate.trace import Trace, bound_time, load_trace, scaled_load
@@ -522,12 +523,16 @@ def _replayed(w: LoadedWorkload, start: float, end: float) -> LoadedWorkload:
     """``w`` with the trace it replays: the rows it was read with (``_read``), moved ``trace.shift`` seconds later,
     the load column times ``trace.scale`` (as ``load_trace``'s ``load_scale``: holding a gap commutes with it),
     cut to what a run from ``start`` to ``end`` reads (the row in force at ``start`` to the last before ``end``;
-    every row before, too, when its autoscaler predicts: the forecaster's history), in arrays of its own, so that
-    a fleet of thousands does not hold each file whole per workload. Its report still describes the rows read."""
+    when its autoscaler predicts, the rows before too from where the forecaster's history begins,
+    ``pyhpa.simulate.prediction.history_start``: ``spec.prediction.historySeconds`` before the last of them), in
+    arrays of its own, so that a fleet of thousands does not hold each file whole per workload. Its report still
+    describes the rows read."""
     ref, tr = w.spec.trace, w.trace
     times = tr.times + ref.shift
-    first = 0 if w.autoscaler.hpa.prediction is not None else \
-        max(int(np.searchsorted(times, start, side="right")) - 1, 0)
+    first = max(int(np.searchsorted(times, start, side="right")) - 1, 0)
+    prediction = w.autoscaler.hpa.prediction
+    if prediction is not None:
+        first = history_start(times[:first], prediction.history_seconds)
     keep = slice(first, max(int(np.searchsorted(times, end, side="left")), first + 1))
     values = {k: v[keep].copy() for k, v in tr.values.items()}
     values[ref.column] = scaled_load(tr.values[ref.column][keep], ref.column, ref.scale)
