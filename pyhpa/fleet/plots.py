@@ -33,6 +33,10 @@ TABLE = (
 )
 
 
+#: legends right of the plot, where no line or band of any pool can be under them
+OUTSIDE = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "borderaxespad": 0.0, "fontsize": 8}
+
+
 def _figure(width: float = 10.0, height: float = 4.0):
     import matplotlib
 
@@ -69,11 +73,11 @@ def plot_nodes(run, path: Path) -> Path:
         cost_ax.plot(times, spent, color=line.get_color(), label=f"{name}")
     ax.set_ylabel("nodes")
     ax.set_ylim(bottom=0)
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(**OUTSIDE)
     ax.set_title(f"Nodes and their bill ({run.fleet.spec.node_autoscaler.model.value})")
     cost_ax.set_ylabel("dollars so far")
     cost_ax.set_ylim(bottom=0)
-    cost_ax.legend(loc="upper left", fontsize=8)
+    cost_ax.legend(**OUTSIDE)
     cost_ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(cost_ax.xaxis.get_major_locator()))
     fig.tight_layout()
     fig.savefig(path)
@@ -95,7 +99,7 @@ def plot_pending(run, path: Path) -> Path:
     ax.set_ylabel("pods (at each minute)")
     ax.set_ylim(bottom=0)
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(ax.xaxis.get_major_locator()))
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(**OUTSIDE)
     ax.set_title("Pending pods")
     fig.tight_layout()
     fig.savefig(path)
