@@ -224,6 +224,51 @@ async def test_informer_relists_when_the_watch_expires():
     assert deleted == ["ns/b"]
 
 
+class FailingListWatch:
+    """Lists fine; each watch fails at once, except the ``healthy`` ones, which run 200 s (on ``now``) first; once
+    ``steps`` are spent the watch runs on without an error."""
+
+    def __init__(self, steps: list[str], now: list[float]) -> None:
+        self.steps, self.now = steps, now
+
+    async def list(self):
+        return [], "1"
+
+    async def watch(self, rv):
+        if not self.steps:
+            await asyncio.Event().wait()
+        if self.steps.pop(0) == "healthy":
+            self.now[0] += 200.0
+        raise ApiFailure(500, "connection broken")
+        yield  # an async generator, as a watch is
+
+
+async def test_informer_backs_off_doubling_and_starts_over_after_two_minutes_without_an_error(monkeypatch):
+    """client-go's reflector backs off 0.8 s doubling to 30 s and resets after 2 minutes without an error
+    (``NewExponentialBackoffManager(..., 2*time.Minute, ...)``): a watch that broke once, after hours of working,
+    is retried after the first delay, not the last one an earlier streak of errors reached."""
+    from pyhpa.controller.cache import informer as informer_module
+
+    now, delays = [0.0], []
+
+    async def sleep(seconds: float) -> None:
+        delays.append(seconds)
+        now[0] += seconds
+        await asyncio.sleep(0)
+
+    monkeypatch.setattr(informer_module, "_sleep", sleep)
+    steps = ["fail"] * 5 + ["healthy", "fail", "fail"]
+    informer = Informer("test", FailingListWatch(steps, now), lambda k, o: None, lambda k, o: None,
+                        backoff=(1.0, 8.0), clock=lambda: now[0])
+    task = asyncio.create_task(informer.run())
+    try:
+        await wait_for(lambda: len(delays) == 8, what="eight retries")
+    finally:
+        task.cancel()
+    assert delays == [1.0, 2.0, 4.0, 8.0, 8.0, 1.0, 2.0, 4.0]
+    assert informer.last_error == "connection broken"
+
+
 # ----- settings and parsing ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("kwargs,flag", [({"workers": 0}, "--workers"), ({"sync_period_seconds": 0}, "--sync-period"),
                                          ({"jitter": 1.0}, "--jitter"), ({"tolerance": -1}, "--tolerance"),

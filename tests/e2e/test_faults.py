@@ -30,6 +30,7 @@ from .util import (
     events_of,
     ha_status,
     running_pods,
+    scaled_to,
     set_pod_cpu,
     spec_replicas,
     wait_until,
@@ -71,8 +72,8 @@ def test_an_apiserver_restart_resumes_the_watches_and_repeats_no_event(plane, cl
     # Something new after the restart: a second autoscaler, and more load on the first.
     _web(plane, client, ns, replicas=1, cpu=90, name="api")
     set_pod_cpu(plane, ns, "web", 90)  # 4 pods: ceil(4 * 1.8) = 8
-    wait_until(lambda: spec_replicas(client, ns, "api") == 2, what="the new autoscaler synced after the restart")
-    wait_until(lambda: spec_replicas(client, ns, "web") == 8, what="the first one scaled again after the restart")
+    wait_until(lambda: scaled_to(client, ns, "api", 2, run), what="the new autoscaler synced after the restart")
+    wait_until(lambda: scaled_to(client, ns, "web", 8, run), what="the first one scaled again after the restart")
     time.sleep(3)
     notes = _rescale_notes(client, ns, "web")
     assert notes == before + ["New size: 8; reason: cpu resource utilization (percentage of request) above target"]

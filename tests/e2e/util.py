@@ -117,6 +117,30 @@ def ha_status(client, ns: str, name: str) -> dict:
     return client.get(HA, name, namespace=ns).status or {}
 
 
+def scaled_to(client, ns: str, name: str, replicas: int, run: Optional["Pyhpa"] = None) -> Any:
+    """True once the Deployment ``ns/name`` has ``spec.replicas == replicas``; else a ``Pending`` saying what there
+    is to see (``wait_until`` prints it when it times out): the replicas, the HorizontalAutoscaler's conditions and
+    currentReplicas, and ``run``'s last log lines about that autoscaler or its informers."""
+    now = spec_replicas(client, ns, name)
+    if now == replicas:
+        return True
+    why = [f"spec.replicas {now}"]
+    try:
+        status = ha_status(client, ns, name)
+    except ApiError as err:
+        why.append(f"autoscaler: {err.status.message}")
+    else:
+        why.append(f"status.currentReplicas {status.get('currentReplicas')}, lastScaleTime "
+                   f"{status.get('lastScaleTime')}")
+        why += [f"{c['type']}={c['status']} {c.get('reason')}: {c.get('message')}"
+                for c in status.get("conditions") or []] or ["no conditions: never synced"]
+    if run is not None:
+        lines = [r for r in run.records() if r.get("autoscaler") == f"{ns}/{name}"
+                 or r.get("logger") == "pyhpa.controller.informer"]
+        why += [f"log {r.get('time')} {r.get('msg')} {r.get('error') or ''}"[:300] for r in lines[-6:]]
+    return Pending(why)
+
+
 def condition(status: dict, kind: str) -> Optional[dict]:
     return next((c for c in status.get("conditions") or [] if c["type"] == kind), None)
 

@@ -26,6 +26,7 @@ from .pods import PodCache  # noqa: F401 - its former home
 log = logging.getLogger("pyhpa.controller.informer")
 
 Handler = Callable[[str, Any], None]
+_sleep = asyncio.sleep  # the backoff's wait (a test replaces it to run on a clock of its own)
 
 
 def meta_of(obj: Any) -> tuple[str, str, str]:
@@ -36,16 +37,24 @@ def meta_of(obj: Any) -> tuple[str, str, str]:
     return meta.namespace or "", meta.name or "", meta.resourceVersion or ""
 
 
+#: Seconds without an error after which the next error backs off from the first delay again (client-go's reflector:
+#: ``wait.NewExponentialBackoffManager(800ms, 30s, 2min, ...)``, whose resetDuration is 2 minutes).
+BACKOFF_RESET_SECONDS = 120.0
+
+
 class Informer:
-    """Keeps handlers up to date with one resource type; ``backoff`` is (first, max) seconds after errors."""
+    """Keeps handlers up to date with one resource type; ``backoff`` is (first, max) seconds after errors, doubling
+    with each error and starting from the first again after ``BACKOFF_RESET_SECONDS`` without one; ``clock`` is
+    event-loop seconds (the loop's by default)."""
 
     def __init__(self, name: str, listwatch: ListWatch, on_upsert: Handler, on_delete: Handler,
-                 backoff: tuple[float, float] = (0.5, 30.0)):
+                 backoff: tuple[float, float] = (0.5, 30.0), clock: Callable[[], float] | None = None):
         self.name = name
         self._lw = listwatch
         self._upsert = on_upsert
         self._delete = on_delete
         self._backoff = backoff
+        self._clock = clock
         self._known: dict[str, dict[str, Any]] = {}  # namespace -> name -> version_token(resourceVersion)
         self.resource_version: str | None = None
         self.synced = asyncio.Event()
@@ -54,7 +63,8 @@ class Informer:
 
     async def run(self) -> None:
         """List and watch until cancelled."""
-        delay = self._backoff[0]
+        clock = self._clock or asyncio.get_running_loop().time
+        delay, failed_at = self._backoff[0], -float("inf")
         while True:
             try:
                 if self.resource_version is None:
@@ -70,8 +80,12 @@ class Informer:
                     log.info("%s: watch history expired (%s); re-listing", self.name, failure.message)
                     self.resource_version = None
                     continue
+                now = clock()
+                if now - failed_at >= BACKOFF_RESET_SECONDS:  # the watch ran long without an error: not a streak
+                    delay = self._backoff[0]
                 log.warning("%s: %s; retrying in %.1fs", self.name, failure.message, delay)
-                await asyncio.sleep(delay)
+                await _sleep(delay)
+                failed_at = clock()
                 delay = min(delay * 2, self._backoff[1])
 
     def _deliver(self, handler: Handler, key: str, obj: Any) -> None:
@@ -105,7 +119,9 @@ class Informer:
         self.resource_version = rv
         self.relists += 1
         self.synced.set()
-        log.debug("%s: listed %d objects at resourceVersion %s", self.name, count, rv)
+        # the first list is said by "caches synced"; a later one (after an error or an expired watch) at info
+        log.log(logging.INFO if self.relists > 1 else logging.DEBUG, "%s: listed %d objects at resourceVersion %s",
+                self.name, count, rv)
 
     def _listed(self, obj: Any, seen: dict[str, dict[str, Any]]) -> None:
         ns, name, obj_rv = meta_of(obj)
