@@ -37,6 +37,8 @@ from .util import (
 )
 
 LONG_AGO = {"kwok.pyhpa.dev/start-time": "2026-01-01T00:00:00Z"}
+#: seconds a wait after an API server restart may take: every client's backoff doubles up to 30 s while it starts
+AFTER_RESTART = 120
 
 
 @pytest.fixture
@@ -72,8 +74,12 @@ def test_an_apiserver_restart_resumes_the_watches_and_repeats_no_event(plane, cl
     # Something new after the restart: a second autoscaler, and more load on the first.
     _web(plane, client, ns, replicas=1, cpu=90, name="api")
     set_pod_cpu(plane, ns, "web", 90)  # 4 pods: ceil(4 * 1.8) = 8
-    wait_until(lambda: scaled_to(client, ns, "api", 2, run), what="the new autoscaler synced after the restart")
-    wait_until(lambda: scaled_to(client, ns, "web", 8, run), what="the first one scaled again after the restart")
+    # within a restart's backoffs (the controller's informers, kube-controller-manager's, metrics-server's: up to 30 s
+    # each, doubling while the API server starts), not within a sync period
+    wait_until(lambda: scaled_to(client, ns, "api", 2, run), timeout=AFTER_RESTART,
+               what="the new autoscaler synced after the restart")
+    wait_until(lambda: scaled_to(client, ns, "web", 8, run), timeout=AFTER_RESTART,
+               what="the first one scaled again after the restart")
     time.sleep(3)
     notes = _rescale_notes(client, ns, "web")
     assert notes == before + ["New size: 8; reason: cpu resource utilization (percentage of request) above target"]
@@ -98,8 +104,9 @@ def test_etcd_compaction_gets_410_gone_and_a_relist_that_sees_what_changed(plane
         plane.restart_apiserver()  # the watch cache starts again from etcd: the old resourceVersions are gone
     finally:
         os.kill(run.proc.pid, signal.SIGCONT)
-    wait_until(lambda: run.says("watch history expired"), what="a 410 Gone on resuming a watch")
-    wait_until(lambda: spec_replicas(client, ns, "new") == 2, what="the autoscaler created meanwhile synced")
+    wait_until(lambda: run.says("watch history expired"), timeout=AFTER_RESTART, what="a 410 Gone on resuming a watch")
+    wait_until(lambda: scaled_to(client, ns, "new", 2, run), timeout=AFTER_RESTART,
+               what="the autoscaler created meanwhile synced")
     text = run.text()
     assert "re-listing" in text
     gone_at = len(text)
