@@ -243,12 +243,10 @@ class FailingListWatch:
         yield  # an async generator, as a watch is
 
 
-async def test_informer_backs_off_doubling_and_starts_over_after_two_minutes_without_an_error(monkeypatch):
+async def test_informer_backs_off_doubling_and_starts_over_after_two_minutes_without_an_error():
     """client-go's reflector backs off 0.8 s doubling to 30 s and resets after 2 minutes without an error
     (``NewExponentialBackoffManager(..., 2*time.Minute, ...)``): a watch that broke once, after hours of working,
     is retried after the first delay, not the last one an earlier streak of errors reached."""
-    from pyhpa.controller.cache import informer as informer_module
-
     now, delays = [0.0], []
 
     async def sleep(seconds: float) -> None:
@@ -256,10 +254,9 @@ async def test_informer_backs_off_doubling_and_starts_over_after_two_minutes_wit
         now[0] += seconds
         await asyncio.sleep(0)
 
-    monkeypatch.setattr(informer_module, "_sleep", sleep)
     steps = ["fail"] * 5 + ["healthy", "fail", "fail"]
     informer = Informer("test", FailingListWatch(steps, now), lambda k, o: None, lambda k, o: None,
-                        backoff=(1.0, 8.0), clock=lambda: now[0])
+                        backoff=(1.0, 8.0), clock=lambda: now[0], sleep=sleep)
     task = asyncio.create_task(informer.run())
     try:
         await wait_for(lambda: len(delays) == 8, what="eight retries")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from ..kube.api import ApiFailure, ListWatch, as_failure
 from .pods import PodCache  # noqa: F401 - its former home
@@ -26,7 +26,6 @@ from .pods import PodCache  # noqa: F401 - its former home
 log = logging.getLogger("pyhpa.controller.informer")
 
 Handler = Callable[[str, Any], None]
-_sleep = asyncio.sleep  # the backoff's wait (a test replaces it to run on a clock of its own)
 
 
 def meta_of(obj: Any) -> tuple[str, str, str]:
@@ -45,16 +44,19 @@ BACKOFF_RESET_SECONDS = 120.0
 class Informer:
     """Keeps handlers up to date with one resource type; ``backoff`` is (first, max) seconds after errors, doubling
     with each error and starting from the first again after ``BACKOFF_RESET_SECONDS`` without one; ``clock`` is
-    event-loop seconds (the loop's by default)."""
+    event-loop seconds (the loop's by default) and ``sleep`` the backoff's wait (``asyncio.sleep``): a test runs
+    both on a clock of its own."""
 
     def __init__(self, name: str, listwatch: ListWatch, on_upsert: Handler, on_delete: Handler,
-                 backoff: tuple[float, float] = (0.5, 30.0), clock: Callable[[], float] | None = None):
+                 backoff: tuple[float, float] = (0.5, 30.0), clock: Callable[[], float] | None = None,
+                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep):
         self.name = name
         self._lw = listwatch
         self._upsert = on_upsert
         self._delete = on_delete
         self._backoff = backoff
         self._clock = clock
+        self._sleep = sleep
         self._known: dict[str, dict[str, Any]] = {}  # namespace -> name -> version_token(resourceVersion)
         self.resource_version: str | None = None
         self.synced = asyncio.Event()
@@ -84,7 +86,7 @@ class Informer:
                 if now - failed_at >= BACKOFF_RESET_SECONDS:  # the watch ran long without an error: not a streak
                     delay = self._backoff[0]
                 log.warning("%s: %s; retrying in %.1fs", self.name, failure.message, delay)
-                await _sleep(delay)
+                await self._sleep(delay)
                 failed_at = clock()
                 delay = min(delay * 2, self._backoff[1])
 
