@@ -39,7 +39,7 @@ from controlplane import ControlPlane
 from controlplane.build import CONTROL_PLANE
 from controlplane.cluster import DEFAULT_CONTROLLERS
 
-from .util import CRD_FILE, Pyhpa, has_default_sa, stop_loads, wait_until
+from .util import AFTER_RESTART, CRD_FILE, Pyhpa, has_default_sa, stop_loads, wait_until
 
 
 def _established(client) -> bool:
@@ -114,9 +114,9 @@ def ns(plane, client) -> str:
     """A fresh namespace (deleted after the test), with its default ServiceAccount made."""
     name = f"e2e-{uuid.uuid4().hex[:8]}"
     client.create(Namespace(metadata={"name": name}))
-    # 120 s: right after a test restarted kube-apiserver, the serviceaccount controller's watch may be in its
-    # reflector's backoff (its first requests were refused while the server's RBAC caches filled)
-    wait_until(lambda: has_default_sa(client, name), timeout=120, what=f"the default ServiceAccount of {name}")
+    # right after a test restarted kube-apiserver, the serviceaccount controller's watch may be in its reflector's
+    # backoff (its first requests were refused while the server's RBAC caches filled)
+    wait_until(lambda: has_default_sa(client, name), timeout=AFTER_RESTART, what=f"the default ServiceAccount of {name}")
     yield name
     try:
         client.delete(Namespace, name)

@@ -21,6 +21,7 @@ from lightkube.resources.apps_v1 import Deployment
 from lightkube.types import PatchType
 
 from .util import (
+    AFTER_RESTART,
     HA,
     apply,
     autoscaler,
@@ -37,8 +38,6 @@ from .util import (
 )
 
 LONG_AGO = {"kwok.pyhpa.dev/start-time": "2026-01-01T00:00:00Z"}
-#: seconds a wait after an API server restart may take: every client's backoff doubles up to 30 s while it starts
-AFTER_RESTART = 120
 
 
 @pytest.fixture
@@ -74,8 +73,7 @@ def test_an_apiserver_restart_resumes_the_watches_and_repeats_no_event(plane, cl
     # Something new after the restart: a second autoscaler, and more load on the first.
     _web(plane, client, ns, replicas=1, cpu=90, name="api")
     set_pod_cpu(plane, ns, "web", 90)  # 4 pods: ceil(4 * 1.8) = 8
-    # within a restart's backoffs (the controller's informers, kube-controller-manager's, metrics-server's: up to 30 s
-    # each, doubling while the API server starts), not within a sync period
+    # within a restart's backoffs (AFTER_RESTART), not within a sync period
     wait_until(lambda: scaled_to(client, ns, "api", 2, run), timeout=AFTER_RESTART,
                what="the new autoscaler synced after the restart")
     wait_until(lambda: scaled_to(client, ns, "web", 8, run), timeout=AFTER_RESTART,

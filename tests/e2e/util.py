@@ -50,6 +50,11 @@ def has_default_sa(client, ns: str) -> bool:
         return False
 
 
+#: seconds a wait right after an API server restart may take: every client's backoff (the controller's informers,
+#: kube-controller-manager's and metrics-server's reflectors) doubles up to 30 s while the server starts
+AFTER_RESTART = 120
+
+
 def wait_until(predicate: Callable[[], Any], timeout: float = 60.0, what: str = "condition", every: float = 0.25) -> Any:
     """Poll ``predicate`` until it returns something truthy (returned); fail naming ``what`` after ``timeout`` s."""
     deadline = time.monotonic() + timeout
