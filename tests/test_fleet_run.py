@@ -186,10 +186,8 @@ def test_cluster_autoscaler_scales_up_within_a_scan_and_down_only_after_the_unne
     assert all(ready[name] == t + 60 for t, _, _, name, _ in launched)
     assert sum(s.pods_waited_for_node for s in run.stats) > 0
     # removals: only after scale-down-unneeded-time (10 min) below the threshold, and 10 min after the last scale-up
-    nodes = {n.name: n for n in run.pools["p"].all}
     for t, _, _, name, _ in deleted:
-        node = nodes[name]
-        assert t - node.unneeded_since >= 600
+        assert t - run.autoscaler.unneeded_since[name] >= 600  # the model's mark: first found unneeded
         assert t - max(lt for lt, *_ in launched if lt <= t) >= 600
     # never below minNodes
     assert min(r[2] + r[3] for r in run.samples) >= 2
@@ -373,27 +371,18 @@ def test_a_fleet_past_its_pod_bound_is_one_line_naming_the_workload(tmp_path, mo
 
 def test_karpenters_batch_closes_idle_after_its_last_pod_however_many_come():
     """Karpenter's batcher (``Batcher.Wait``): each pending pod restarts the idle timer, the window closes
-    ``batchIdleDuration`` after the last or ``batchMaxDuration`` after the first; the fleet's clock is told each
-    time the loop moves, later too (it runs a loop only at the autoscaler's latest ``next_time``)."""
-    from pyhpa.fleet.autoscalers import KarpenterModel
+    ``batchIdleDuration`` after the last or ``batchMaxDuration`` after the first; the model's ``next_time`` moves
+    each time, later too (the fleet's clock queues its loop whenever it moves, and runs one only at the latest)."""
+    from pyhpa.fleet.nodeautoscalers import KarpenterModel
     from pyhpa.fleet.spec import Karpenter
 
-    class Clock:
-        start = 0.0
-        pools: dict = {}
-
-        def __init__(self):
-            self.woken = []
-
-        def autoscaler_wakes(self):
-            self.woken.append(model.next_time)
-
-    clock = Clock()
-    model = KarpenterModel(Karpenter(), clock, None)
+    model = KarpenterModel(Karpenter(), 0.0, None)
     model.next_disruption = model.next_time = 1000.0  # no disruption poll in the way
+    loops = []
     for t in (100.0, 100.4, 100.9, 101.5):  # each within a second of the one before
         model.unschedulable(None, t)
-    assert clock.woken == [101.0, 101.4, 101.9, 102.5]  # the window moves later with each pod
+        loops.append(model.next_time)
+    assert loops == [101.0, 101.4, 101.9, 102.5]  # the window moves later with each pod
     for t in range(102, 115):  # a pod every second: the window would never be idle; it closes at first + 10 s
         model.unschedulable(None, t + 0.5)
-    assert model.next_time == 110.0 and clock.woken[-1] == 110.0
+    assert model.next_time == 110.0

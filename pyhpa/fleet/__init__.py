@@ -5,7 +5,8 @@
   workload or node pool, and the field.
 - ``scheduler``: kube-scheduler v1.37.2's NodeResourcesFit (filter, LeastAllocated/MostAllocated scores, pod
   requests), a port checked against upstream's plugin on random inputs.
-- ``autoscalers``: the Cluster Autoscaler and Karpenter models.
+- ``nodeautoscalers``: the Cluster Autoscaler and Karpenter models, each reading a view of the pools and returning
+  actions (launch, delete, replace) that the engine carries out; ``MODELS`` is their registry.
 - ``engine``: ``FleetRun``, one clock over every workload's simulated cluster (``pyhpa.simulate.cluster``: the same
   decision core), the scheduler, the nodes and the node autoscaler.
 - ``report``, ``plots``: summary.json, workloads.csv, timeline.csv, events.csv, the plots and report.html.

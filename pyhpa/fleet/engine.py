@@ -1,6 +1,7 @@
 """A fleet on one simulated clock: every workload's simulated cluster (``pyhpa.simulate.cluster.Cluster``, the same
 decision core as ``pyhpa simulate``), kube-scheduler placing their new pods on the node pools' nodes
-(``pyhpa.fleet.scheduler``), and a node autoscaler adding and removing nodes (``pyhpa.fleet.autoscalers``).
+(``pyhpa.fleet.scheduler``), and a node autoscaler model deciding which nodes to add and remove
+(``pyhpa.fleet.nodeautoscalers``: it returns actions, which the engine carries out).
 
 The clock: the next thing that happens anywhere — a workload's event (trace row, HPA sync, scrape, pod
 transition), a scheduling attempt, a node turning Ready, the node autoscaler's loop — is run next; at one instant the
@@ -30,6 +31,7 @@ from ..adapters.errors import InputError
 from ..adapters.parse import format_time
 from ..simulate import Settings, check_extent
 from ..simulate.cluster import Cluster, History, SimPod, SummaryRows
+from .nodeautoscalers import Action, Delete, Launch, Reason, Replace, make_model
 from .scheduler import Node, Placer, PodRequests
 from .spec import Fleet, InstanceType, LoadedWorkload, NodePool
 
@@ -47,10 +49,11 @@ _READY, _ATTEMPT, _RETRY, _AUTOSCALER, _SAMPLE, _WORKLOAD = range(6)
 class FleetNode(Node):
     """A node of a pool: besides what the scheduler sees (``Node``), its price, when it was launched (the node
     autoscaler's request; billed from then), Ready and deleted (``math.inf`` while it lives), the pods bound to it,
-    the last time a pod was bound to it or left it, and the node autoscalers' marks."""
+    the last time a pod was bound to it or left it, whether it is being deleted, and the node it replaces or that
+    replaces it (a ``Replace``). What a node autoscaler model reads of it: ``pyhpa.fleet.nodeautoscalers.NodeView``."""
 
-    __slots__ = ("price", "launched", "ready_at", "deleted_at", "bound", "last_pod_event", "unneeded_since",
-                 "deleting", "replaces", "replaced_by")
+    __slots__ = ("price", "launched", "ready_at", "deleted_at", "bound", "last_pod_event", "deleting", "replaces",
+                 "replaced_by")
 
     def __init__(self, name: str, kind: InstanceType, pool: PoolState, launched: float):
         super().__init__(name, kind.cpu, kind.memory, kind.pods, pool.spec.name, kind.name)
@@ -63,9 +66,8 @@ class FleetNode(Node):
         self.deleted_at = math.inf
         self.bound: dict[SimPod, Placement] = {}
         self.last_pod_event = launched
-        self.unneeded_since: float | None = None
         self.deleting = False
-        self.replaces: FleetNode | None = None  # Karpenter: the node this one is launched to replace
+        self.replaces: FleetNode | None = None  # the node this one is launched to replace (``Replace``)
         self.replaced_by: FleetNode | None = None
 
     def utilization(self) -> float:
@@ -89,8 +91,8 @@ class Placement:
 
 @dataclass(slots=True)
 class PoolState:
-    """A node pool's nodes: ``nodes`` Ready and schedulable, in the order they turned Ready (the scheduler's
-    node list), ``upcoming`` launched and not Ready yet, ``all`` every node ever (the bill); the pods no node fits
+    """A node pool's nodes (what a node autoscaler model reads of it: ``pyhpa.fleet.nodeautoscalers.PoolView``):
+    ``nodes`` Ready and schedulable, in the order they turned Ready (the scheduler's node list), ``upcoming`` launched and not Ready yet, ``all`` every node ever (the bill); the pods no node fits
     (``unschedulable``), and the number of its pods Pending."""
 
     spec: NodePool
@@ -172,8 +174,6 @@ class FleetRun:
     of thousands fits in memory) unless ``keep_rows``."""
 
     def __init__(self, fleet: Fleet, settings: Settings = Settings(), keep_rows: bool = False):
-        from .autoscalers import make_autoscaler
-
         self.fleet, self.settings, self.keep_rows = fleet, settings, keep_rows
         self.start, self.end = fleet.start, fleet.end
         self.now = fleet.start
@@ -190,7 +190,8 @@ class FleetRun:
         self._queued: list[float] = []
         self._index_of: dict[int, int] = {}  # id(cluster) -> its workload's index
         self.clusters: list[Cluster] = []
-        self.autoscaler = make_autoscaler(fleet.spec.node_autoscaler, self, random.Random(settings.seed * 7919 + 3))
+        self.autoscaler = make_model(fleet.spec.node_autoscaler, fleet.start, random.Random(settings.seed * 7919 + 3))
+        self._pool_list = list(self.pools.values())
         for pool in self.pools.values():
             for _ in range(pool.spec.min_nodes):
                 self._ready(self.launch(pool, self.autoscaler.initial_type(pool), self.start, delay=0.0), self.start)
@@ -269,7 +270,8 @@ class FleetRun:
                 self._retry(payload, t)
             elif kind == _AUTOSCALER:
                 if t == self.autoscaler.next_time:
-                    self.autoscaler.act(t)
+                    for action in self.autoscaler.act(self._pool_list, t):
+                        self.carry_out(action, t)
                     self._push(self.autoscaler.next_time, _AUTOSCALER, None)
             else:
                 self._sample(t)
@@ -288,10 +290,24 @@ class FleetRun:
             progress(total, total)
         return self
 
-    def autoscaler_wakes(self) -> None:
-        """The node autoscaler's next loop moved (a pod found no node): queue it (a loop runs only at the
-        autoscaler's ``next_time`` then: the entries of earlier times are passed over)."""
-        self._push(self.autoscaler.next_time, _AUTOSCALER, None)
+    def carry_out(self, action: Action, t: float) -> None:
+        """Carry out a node autoscaler's action at ``t``: launch a node (``Launch``), drain and remove one
+        (``Delete``; a failed scale-up's a ``ScaleUpTimedOut`` event first), or launch a node to replace one
+        (``Replace``: the old node is removed once the new one is Ready)."""
+        if isinstance(action, Launch):
+            self.launch(self.pools[action.pool.spec.name], action.instance_type, t)
+        elif isinstance(action, Delete):
+            node = action.node
+            if action.reason == Reason.SCALE_UP_TIMED_OUT:
+                self.events.append((t, "ScaleUpTimedOut", node.pool, node.name,
+                                    f"not Ready {t - node.launched:g} s after its launch"))
+            self.delete_node(node, t)
+        elif isinstance(action, Replace):
+            old = action.node
+            new = self.launch(self.pools[old.pool], action.instance_type, t)
+            new.replaces, old.replaced_by = old, new
+        else:
+            raise TypeError(f"not a node autoscaler's action: {action!r}")
 
     # ----------------------------------------------------------------- the binder (Cluster's)
     def created(self, cluster: Cluster, pod: SimPod, t: float) -> None:
@@ -341,7 +357,10 @@ class FleetRun:
             self.events.append((t, "PodUnschedulable", pool.spec.name,
                                 f"{self.fleet.workloads[pl.workload].spec.name}/{pl.pod.name}", ""))
         pool.unschedulable.append(pl)
+        was = self.autoscaler.next_time
         self.autoscaler.unschedulable(pool, t)
+        if self.autoscaler.next_time != was:  # its next loop moved: queue it (earlier entries are passed over)
+            self._push(self.autoscaler.next_time, _AUTOSCALER, None)
 
     def _retry(self, pool: PoolState, t: float) -> None:
         """Try the pool's unschedulable pods again, oldest first (a request that found no node in this pass is not
@@ -416,7 +435,10 @@ class FleetRun:
         pool.nodes.append(node)
         pool.version += 1
         self.events.append((t, "NodeReady", pool.spec.name, node.name, node.instance_type))
-        self.autoscaler.node_ready(node, t)
+        self.autoscaler.node_ready(pool, node, t)
+        old = node.replaces
+        if old is not None and not old.deleting:  # a replacement is Ready: the node it replaces goes
+            self.delete_node(old, t)
         if pool.unschedulable:
             self._retry(pool, t)
         return node
