@@ -27,9 +27,14 @@ What is captured (each a file under the capture folder):
   stdout. ``tune/robust.jsonl``: the settings the held-out check derives (``robust_variants``) from the user's
   object with and without prediction and saturation, each with its label, candidates.csv columns, summary.json
   setting and manifest (the two runs need not come to derive any).
+- ``fleet/<name>/``: ``pyhpa fleet simulate``'s ``summary.json``, ``workloads.csv``, ``timeline.csv`` and
+  ``events.csv`` (and ``compare.csv`` of a what-if) with the CLI's stdout, on the fleet examples of docs/fleet.md
+  (``FLEETS``: shop.yaml as it is, against Karpenter, and with prediction and saturation) and on the benchmark's
+  fleet (``benchmarks/fleet.py``, ``BENCH_FLEETS``: its variants at ``BENCH_SIZE`` workloads for
+  ``BENCH_DAYS`` days, run in process as the benchmark runs them).
 
 Nothing here times anything; it runs in a few minutes (``tune`` in 5-10 more). ``capture DIR PART...`` captures
-only the parts named (``decisions``, ``cli``, ``simulate``, ``tune``).
+only the parts named (``decisions``, ``cli``, ``simulate``, ``tune``, ``fleet``).
 """
 
 from __future__ import annotations
@@ -97,6 +102,23 @@ TUNES = {
                                   "--end", "2021-10-13T00:00:00+00:00", "--gaps", "hold",
                                   "--max-overloaded-fraction", "0.005"],
 }
+#: ``pyhpa fleet simulate`` runs of docs/fleet.md's example (``capture_fleet``)
+FLEETS = {
+    "shop": ["examples/fleet/shop.yaml"],
+    "shop-vs-karpenter": ["examples/fleet/shop.yaml", "--what-if", "nodeAutoscaler=karpenter"],
+    "shop-predictive": ["examples/fleet/shop.yaml", "--what-if", "prediction=on", "--what-if", "saturation=on"],
+}
+#: the benchmark's fleet (``benchmarks/fleet.py`` ``make_fleet``): variant -> (model, predictive, instant nodes)
+BENCH_FLEETS = {
+    "bench-reactive-ca": ("cluster-autoscaler", False, False),
+    "bench-reactive-karpenter": ("karpenter", False, False),
+    "bench-predictive-ca": ("cluster-autoscaler", True, False),
+    "bench-predictive-karpenter": ("karpenter", True, False),
+    "bench-reactive-instant": ("cluster-autoscaler", False, True),
+}
+BENCH_SIZE, BENCH_DAYS = 24, 2
+#: what a fleet run writes that is compared (its plots and report.html are not)
+FLEET_FILES = ("summary.json", "workloads.csv", "timeline.csv", "events.csv", "compare.csv")
 TUNE_BUDGET = ["--jobs", "1", "--trials", "40", "--timeout", "100000", "--seed", "0", "--no-progress"]
 #: what differs from run to run because it is timed: left out of the comparison (summary.json keys, and the
 #: seconds of stdout's ``N settings in S s``)
@@ -264,7 +286,45 @@ def capture_robust(out: Path) -> None:
     _dump(out / "tune" / "robust.jsonl", records)
 
 
-PARTS = {"decisions": capture_decisions, "cli": capture_cli, "simulate": capture_simulations, "tune": capture_tune}
+def _keep_fleet_files(where: Path) -> None:
+    """Only ``FLEET_FILES`` of a fleet run's folder (the plots, report.html and the what-if's input/ go)."""
+    for p in sorted(where.rglob("*"), reverse=True):
+        if p.is_file() and p.name not in FLEET_FILES:
+            p.unlink()
+        elif p.is_dir() and not any(p.iterdir()):
+            p.rmdir()
+
+
+def capture_fleet(out: Path) -> None:
+    """``FLEETS`` through the CLI, and ``BENCH_FLEETS`` in process as ``benchmarks/fleet.py`` runs them (its
+    ``make_fleet``, ``load_fleet``, ``FleetRun``, ``write_fleet`` without plots)."""
+    import tempfile
+    import time
+
+    from pyhpa.fleet.engine import FleetRun
+    from pyhpa.fleet.report import write_fleet
+    from pyhpa.fleet.spec import load_fleet
+    from pyhpa.simulate import Settings
+
+    for name, args in FLEETS.items():
+        where = out / "fleet" / name
+        where.mkdir(parents=True, exist_ok=True)
+        r = _pyhpa("fleet", "simulate", *args, "--output-dir", str(where / "out"), "--no-plot", "--no-progress")
+        (where / "stdout.txt").write_text(f"exit {r.returncode}\n{r.stdout.replace(str(where), '<out>')}{r.stderr}")
+        _keep_fleet_files(where / "out")
+    bench = _benchmark("fleet")
+    end = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(bench.START_EPOCH + BENCH_DAYS * 86400.0))
+    for name, (model, predictive, instant) in BENCH_FLEETS.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            path = bench.make_fleet(BENCH_SIZE, Path(tmp), 0, model, predictive, instant)
+            fleet = load_fleet(path, Settings(seed=0), bench.START, end)
+            write_fleet(FleetRun(fleet, Settings(seed=0)).run(), out / "fleet" / name / "out")
+            summary = out / "fleet" / name / "out" / "summary.json"
+            summary.write_text(summary.read_text().replace(tmp, "<fleet>"))
+
+
+PARTS = {"decisions": capture_decisions, "cli": capture_cli, "simulate": capture_simulations, "tune": capture_tune,
+         "fleet": capture_fleet}
 
 
 def capture(out: Path, parts: list[str] | None = None) -> None:
@@ -276,12 +336,12 @@ def capture(out: Path, parts: list[str] | None = None) -> None:
 
 
 def _without_folder(out: Path) -> None:
-    """The capture folder's own path (in summary.json's file names, tune's recommended.yaml) as ``<capture>``:
-    captures compare anywhere."""
+    """The capture folder's own path (in summary.json's file names, tune's recommended.yaml) as ``<capture>``, and
+    the checkout's (the fleets' file names) as ``<repo>``: captures of two checkouts compare anywhere."""
     for path in [*out.rglob("*.json"), *out.rglob("*.jsonl"), *out.rglob("*.yaml"), *out.rglob("*.txt")]:
         text = path.read_text()
-        if str(out) in text:
-            path.write_text(text.replace(str(out), "<capture>"))
+        if str(out) in text or str(ROOT) in text:
+            path.write_text(text.replace(str(out), "<capture>").replace(str(ROOT), "<repo>"))
 
 
 def _files(root: Path) -> dict[str, Path]:
