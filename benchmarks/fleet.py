@@ -7,6 +7,8 @@ and the bill (issue 38).
     python benchmarks/fleet.py --workloads 50 --instant-nodes    # the same workloads with no node to wait for
     python benchmarks/fleet.py --workloads 50 --days 2 --headline    # the docs' table: six variants, two at a time
     python benchmarks/fleet.py --headline --results benchmarks/results/fleet-200x7 --variants reactive-ca,reactive-karpenter
+    python benchmarks/fleet.py --workloads 50 --days 2 --headline --processes 6    # each variant a Dask worker
+    python benchmarks/fleet.py --headline --scheduler tcp://10.0.0.5:8786          # your Dask cluster
 
 Prints, per size, ``workloads=N seconds=S rss_mb=M node_hours=H cost=C`` (wall seconds of the simulation, the
 process's peak resident memory, the pool's node-hours and dollars).
@@ -134,7 +136,7 @@ def _autoscaler(folder: Path, example: Path, predictive: bool) -> Path:
 
 
 def run_one(n: int, days: float, seed: int, model: str, predictive: bool, out: str | None,
-            instant: bool = False) -> dict:
+            instant: bool = False, label: str = "") -> dict:
     """Build and simulate the fleet of ``n`` workloads in this process; the figures of its line."""
     from pyhpa.fleet.engine import FleetRun
     from pyhpa.fleet.report import summarize_fleet, write_fleet
@@ -146,7 +148,7 @@ def run_one(n: int, days: float, seed: int, model: str, predictive: bool, out: s
         end = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(START_EPOCH + days * 86400.0))
         t0 = time.perf_counter()
         fleet = load_fleet(path, Settings(seed=seed), START, end)
-        run = FleetRun(fleet, Settings(seed=seed)).run(_progress())
+        run = FleetRun(fleet, Settings(seed=seed)).run(_progress(label))
         seconds = time.perf_counter() - t0
         summary = write_fleet(run, out, plot=True) if out else summarize_fleet(run)
     f = summary["fleet"]
@@ -157,15 +159,16 @@ def run_one(n: int, days: float, seed: int, model: str, predictive: bool, out: s
             "overloaded_seconds": f["overloaded_seconds"], "modules": loaded_modules()}
 
 
-def _progress():
-    """A line on stderr every tenth of the simulated span (when stderr is a terminal or a log)."""
+def _progress(label: str = ""):
+    """A line on stderr every tenth of the simulated span (when stderr is a terminal or a log), ``label:`` first."""
     shown = [-1]
+    prefix = f"{label}:" if label else ""
 
     def report(done: float, total: float) -> None:
         tenth = int(10 * done / total) if total else 10
         if tenth != shown[0]:
             shown[0] = tenth
-            print(f"  {10 * tenth}% simulated", file=sys.stderr, flush=True)
+            print(f"{prefix}  {10 * tenth}% simulated", file=sys.stderr, flush=True)
 
     return report
 
@@ -184,9 +187,9 @@ HEADLINE = (
 )
 
 
-def _child(n: int, a: argparse.Namespace, flags: list[str], out: str | None) -> list[str]:
-    return [sys.executable, __file__, "--one", str(n), "--days", str(a.days), "--seed", str(a.seed), *flags] + \
-        (["--out", out] if out else [])
+def _child(n: int, a: argparse.Namespace, flags: list[str], out: str | None, label: str = "") -> list[str]:
+    return [sys.executable, str(Path(__file__).resolve()), "--one", str(n), "--days", str(a.days), "--seed",
+            str(a.seed), *flags] + (["--out", out] if out else []) + (["--label", label] if label else [])
 
 
 def source_digest(modules: list[str]) -> str:
@@ -210,18 +213,31 @@ def loaded_modules() -> list[str]:
                   if (f := getattr(m, "__file__", None)) and Path(f).resolve().is_relative_to(package))
 
 
-def headline(n: int, a: argparse.Namespace) -> None:
-    """The docs' headline table: every ``HEADLINE`` variant of the ``n``-workload fleet, ``a.processes`` at a time
-    (each in its own process), a ``variant=... seconds=... cost=...`` line as each ends (their progress on stderr,
-    prefixed with the variant), then the table in Markdown and the share of the overload that comes from waiting
-    for nodes. With ``a.results``, each variant's figures are saved there (``<variant>.json``, with the fleet's size,
-    days, seed, the pyhpa modules the run loaded and ``source_digest``) and a saved one of the same fleet and digest is used instead of running it
-    again, so a table of many hours can be made over several sittings; ``a.variants`` runs only those (the table is
-    printed when all six are there)."""
-    import threading
-    from concurrent.futures import ThreadPoolExecutor
+def variant_figures(job: dict) -> dict:
+    """One variant of the headline (``job``: its ``name``, the child's ``command``), run in a process of its own so
+    that its peak memory is its own: the figures of the child's last line. A Dask task (``headline``); its progress
+    lines go to the worker's standard error, prefixed with the variant."""
+    proc = subprocess.run(job["command"], stdout=subprocess.PIPE, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{job['name']}: the run failed (exit code {proc.returncode})")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
-    lock = threading.Lock()
+
+def headline(n: int, a: argparse.Namespace) -> None:
+    """The docs' headline table: every ``HEADLINE`` variant of the ``n``-workload fleet, each a task on a Dask
+    cluster (``variant_figures``: a local one of ``a.processes`` worker processes, the one at ``a.scheduler``, or
+    one after another with ``a.serial``), a ``variant=... seconds=... cost=...`` line each, then the table in
+    Markdown, the share of the overload that comes from waiting for nodes and ``headline_seconds=S`` (the command's
+    wall time: the slowest variant's when every variant has a worker). With ``a.results``, each variant's figures
+    are saved there (``<variant>.json``, with the fleet's size, days, seed, the pyhpa modules the run loaded and
+    ``source_digest``) and a saved one of the same fleet and digest is used instead of running it again, so a table
+    of many hours can be made over several sittings; ``a.variants`` runs only those (the table is printed when all
+    six are there)."""
+    sys.path.insert(0, str(ROOT))
+    from pyhpa.adapters.errors import InputError
+    from pyhpa.fleet.tasks import run_tasks
+
+    began = time.perf_counter()
     key = {"workloads": n, "days": a.days, "seed": a.seed}
     folder = Path(a.results) if a.results else None
 
@@ -240,39 +256,39 @@ def headline(n: int, a: argparse.Namespace) -> None:
               f"overloaded_seconds={r['overloaded_seconds']} pending_pod_seconds={r['pending_pod_seconds']} "
               f"node_wait_seconds={r['node_wait_seconds']}{note}", flush=True)
 
-    def run(variant: tuple) -> dict:
-        name, _, _, flags = variant
+    chosen = [v for v in HEADLINE if not a.variants or v[0] in a.variants]
+    results: dict[str, dict] = {}
+    jobs = []
+    for name, _, _, flags in chosen:
         r = saved(name)
         if r is not None:
-            with lock:
-                show(name, r, f" saved={folder / (name + '.json')}")
-            return r
-        proc = subprocess.Popen(_child(n, a, flags, f"{a.out}/{name}" if a.out else None), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        for line in proc.stderr:  # the child's progress, a line a tenth
-            with lock:
-                print(f"{name}:{line.rstrip()}", file=sys.stderr, flush=True)
-        out = proc.stdout.read()
-        if proc.wait() != 0:
-            raise SystemExit(f"{name}: the run failed (exit code {proc.returncode})")
-        r = json.loads(out.strip().splitlines()[-1])
+            results[name] = r
+            show(name, r, f" saved={folder / (name + '.json')}")
+        else:
+            jobs.append({"name": name, "command": _child(n, a, flags, f"{a.out}/{name}" if a.out else None, name)})
+
+    def done(k: int, total: int) -> None:
+        print(f"  {k} of {total} variants run", file=sys.stderr, flush=True)
+
+    try:
+        figures = run_tasks(variant_figures, jobs, scheduler=a.scheduler, processes=a.processes, serial=a.serial,
+                            progress=done, what="a variant's run")
+    except InputError as err:
+        raise SystemExit(f"error: {err}") from None
+    for job, r in zip(jobs, figures):
         if folder is not None:
             folder.mkdir(parents=True, exist_ok=True)
             r["fleet"] = {**key, "source": source_digest(r["modules"])}
-            (folder / f"{name}.json").write_text(json.dumps(r, indent=1) + "\n")
-        with lock:
-            show(name, r)
-        return r
-
-    chosen = [v for v in HEADLINE if not a.variants or v[0] in a.variants]
-    with ThreadPoolExecutor(a.processes) as pool:
-        results = dict(zip((v[0] for v in chosen), pool.map(run, chosen)))
+            (folder / f"{job['name']}.json").write_text(json.dumps(r, indent=1) + "\n")
+        results[job["name"]] = r
+        show(job["name"], r)
     for name, *_ in HEADLINE:
         if name not in results and (r := saved(name)) is not None:
             results[name] = r
     missing = [v[0] for v in HEADLINE if v[0] not in results]
     if missing:
         print(f"\nthe table needs {', '.join(missing)} too (--results {a.results or 'DIR'} keeps each variant's figures)")
+        print(f"headline_seconds={time.perf_counter() - began:.1f}")
         return
     print(f"\n{n} workloads, {a.days:g} days from {START[:10]}:\n")
     print("| autoscalers | node autoscaler | cost | node-hours | unserved requests | overloaded s | Pending pod-s | "
@@ -292,6 +308,7 @@ def headline(n: int, a: argparse.Namespace) -> None:
             total = results[f"{kind}-{model}"]["overloaded_seconds"]
             share = (total - base) / total if total else 0.0
             print(f"  {kind}, {model}: {total - base:,.0f} s of {total:,.0f} ({100 * share:.0f} %)")
+    print(f"headline_seconds={time.perf_counter() - began:.1f}")
 
 
 def main() -> None:
@@ -307,18 +324,23 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="print each result as a JSON line too")
     ap.add_argument("--headline", action="store_true",
                     help="the docs' headline table: the six variants (HEADLINE) of one size, --processes at a time")
-    ap.add_argument("--processes", type=int, default=2, help="--headline: variants run at once (1 to 8)")
+    ap.add_argument("--processes", type=int, default=2,
+                    help="--headline: variants run at once, the worker processes of a local Dask cluster (1 to 8)")
+    ap.add_argument("--scheduler", help="--headline: a Dask scheduler (tcp://host:port) whose workers have this "
+                    "repository at the same path and pyhpa installed, instead of a local cluster")
+    ap.add_argument("--serial", action="store_true", help="--headline: the variants one after another, no Dask")
     ap.add_argument("--variants", help="--headline: only these variants, comma-separated (names as HEADLINE has them)")
     ap.add_argument("--results", help="--headline: keep each variant's figures in this folder, and use those saved "
                     "there for the same fleet and code instead of running them again")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a size run in this process (the child)
+    ap.add_argument("--label", default="", help=argparse.SUPPRESS)  # the child's progress lines start with it
     a = ap.parse_args()
     if not 0 < a.days <= 7:
         ap.error("--days: from 0 (excluded) to 7")
     if not 1 <= a.processes <= 8:
         ap.error("--processes: from 1 to 8")
     if a.one is not None:
-        print(json.dumps(run_one(a.one, a.days, a.seed, a.model, a.predictive, a.out, a.instant_nodes)))
+        print(json.dumps(run_one(a.one, a.days, a.seed, a.model, a.predictive, a.out, a.instant_nodes, a.label)))
         return
     try:
         sizes = [int(x) for x in a.workloads.split(",")]

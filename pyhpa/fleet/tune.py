@@ -29,6 +29,7 @@ from ..adapters.parse import format_time
 from ..adapters.snapshot import read_document
 from ..simulate import Settings
 from .spec import Fleet, under, with_absolute_paths
+from .tasks import run_tasks
 
 #: the search's time budget per workload: large, so trials (not a machine's speed) end it
 TUNE_TIMEOUT_SECONDS = 24 * 3600.0
@@ -90,49 +91,11 @@ def jobs_of(fleet: Fleet, history_end: float, trials: int, seed: int, objective:
 def run_jobs(jobs: list[WorkloadJob], *, scheduler: str | None, processes: int, serial: bool,
              progress: Callable[[int, int], None] | None = None) -> list[dict]:
     """Every job's result, in the jobs' order: in this process (``serial``), or on the Dask cluster at
-    ``scheduler`` (``tcp://host:port``), else on a local Dask cluster of ``processes`` worker processes (one
-    thread each, on 127.0.0.1, no dashboard). Raises InputError: an unreachable scheduler, a task that failed
-    (its one line)."""
-    done = 0
-
-    def tick() -> None:
-        nonlocal done
-        done += 1
-        if progress is not None:
-            progress(done, len(jobs))
-
-    if serial:
-        results = []
-        for job in jobs:
-            results.append(tune_workload(job))
-            tick()
-        return results
-    from distributed import Client, LocalCluster, as_completed
-
-    cluster = None
-    try:
-        if scheduler:
-            client = Client(scheduler, timeout="30s")
-        else:
-            cluster = LocalCluster(n_workers=processes, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                   dashboard_address=None, silence_logs=50)
-            client = Client(cluster)
-    except OSError as err:
-        raise InputError(f"cannot reach the Dask scheduler: {err}", field="--scheduler") from None
-    try:
-        futures = client.map(tune_workload, jobs, pure=False)
-        for _ in as_completed(futures):
-            tick()
-        try:
-            return client.gather(futures)
-        except InputError:
-            raise
-        except Exception as err:  # noqa: BLE001 - a task's failure, as one line
-            raise InputError(f"a workload's tuning failed on the Dask cluster: {err}", field="--scheduler") from None
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+    ``scheduler`` (``tcp://host:port``), else on a local Dask cluster of ``processes`` worker processes
+    (``pyhpa.fleet.tasks.run_tasks``). Raises InputError: an unreachable scheduler, a task that failed (its one
+    line)."""
+    return run_tasks(tune_workload, jobs, scheduler=scheduler, processes=processes, serial=serial, progress=progress,
+                     what="a workload's tuning")
 
 
 def write_recommended(fleet: Fleet, results: list[dict], out: Path) -> Path:
