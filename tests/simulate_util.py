@@ -83,6 +83,6 @@ def simulate(tmp: Path, steps, *, hpas=None, target=None, profile=None, settings
 def timeline(sim: Simulation, i: int = 0) -> pd.DataFrame:
     """Run ``i``'s sync rows with epoch-second times (seconds since T0 in column ``t``)."""
     c = sim.runs[i].cluster
-    df = pd.DataFrame(c.rows, columns=c.columns_header())
+    df = pd.DataFrame(c.timeline.rows, columns=c.timeline.header)
     df["t"] = df["time"] - T0
     return df

@@ -73,7 +73,7 @@ def test_one_workload_with_nodes_to_spare_runs_exactly_as_pyhpa_simulate(tmp_pat
     alone = replay(h, "web", target, profile, read_load(files, [h], profile, target), settings).cluster
     fleet_cluster = run.clusters[0]
     assert len(alone.scale_events) > 10 and run.stats[0].pods_bound > 10  # it scaled, through the fleet's scheduler
-    assert fleet_cluster.rows == alone.rows
+    assert fleet_cluster.timeline == alone.timeline
     assert fleet_cluster.scale_events == alone.scale_events
     assert asdict(fleet_cluster.stats) == asdict(alone.stats)
     # without keep_rows, each cluster keeps only what its summary reads, and the summary is the same
@@ -124,7 +124,7 @@ def test_a_predicting_workload_keeps_only_its_forecasters_history_and_runs_exact
     ours, theirs = run.clusters[0], alone
     assert theirs.prediction.decided > 0 and len(theirs.scale_events) > 3  # it predicted, and scaled
     assert theirs.prediction.history_rows == ours.prediction.history_rows == 3 * 1440 + 1
-    assert ours.rows == theirs.rows and ours.scale_events == theirs.scale_events
+    assert ours.timeline == theirs.timeline and ours.scale_events == theirs.scale_events
     assert asdict(ours.stats) == asdict(theirs.stats)
     assert ours.prediction.summary() == theirs.prediction.summary()
     for series in ("times", "observed", "upper", "point", "low", "high", "provisioned"):
@@ -162,7 +162,7 @@ def _step_fleet(tmp_path: Path, model: str, pool: dict, settings: dict | None = 
 
 
 def _events(run: FleetRun, kind: str) -> list[tuple]:
-    return [e for e in run.events if e[1] == kind]
+    return [e for e in run.events if e.kind == kind]
 
 
 SMALL = {"name": "m5.large", "cpu": "1", "memory": "4Gi", "pricePerHour": 0.1}
@@ -190,8 +190,8 @@ def test_cluster_autoscaler_scales_up_within_a_scan_and_down_only_after_the_unne
         assert t - run.autoscaler.unneeded_since[name] >= 600  # the model's mark: first found unneeded
         assert t - max(lt for lt, *_ in launched if lt <= t) >= 600
     # never below minNodes
-    assert min(r[2] + r[3] for r in run.samples) >= 2
-    assert run.samples[-1][2] == 2  # back to minNodes once the load is low again
+    assert min(r.nodes + r.nodes_launching for r in run.samples) >= 2
+    assert run.samples[-1].nodes == 2  # back to minNodes once the load is low again
 
 
 def test_cluster_autoscaler_removes_no_node_at_or_above_the_utilization_threshold(tmp_path):
@@ -276,7 +276,7 @@ def test_karpenter_launches_when_the_batch_closes_and_consolidates_onto_cheaper_
     assert any(not e[4].startswith("0 pods") for e in deleted)  # pods moved off a node to cheaper room
     for _, _, _, name, detail in deleted:
         assert float(detail.split("last pod event ")[1].split(" s")[0]) >= 300 or nodes[name].replaced_by is not None
-    assert run.samples[-1][10] <= 0.2 + 1e-9  # at the end: two small nodes at most
+    assert run.samples[-1].cost_per_hour <= 0.2 + 1e-9  # at the end: two small nodes at most
 
 
 def test_pyhpa_fleet_simulate_writes_its_outputs(tmp_path):

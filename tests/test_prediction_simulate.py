@@ -57,7 +57,7 @@ def run(tmp, hpas, start=T0 + 7 * DAY, end=T0 + 7 * DAY + 5 * 3600, trace=None):
 
 def frame(sim, i=0) -> pd.DataFrame:
     c = sim.runs[i].cluster
-    return pd.DataFrame(c.rows, columns=c.columns_header())
+    return pd.DataFrame(c.timeline.rows, columns=c.timeline.header)
 
 
 def test_prediction_scales_up_before_the_daily_rise_and_reports_it(tmp_path):

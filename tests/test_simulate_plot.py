@@ -35,9 +35,9 @@ def test_the_load_panel_shows_the_whole_ready_capacity(sim):
     fig = run_figure(run.cluster, sim.trace, run.label)
     try:
         top = fig.axes[0]
-        cap = run.cluster.column("ready_capacity")
-        capacity = max(r[cap] for r in run.cluster.rows if r[cap] is not None)
-        load = max(r[1] for r in run.cluster.rows)
+        tl = run.cluster.timeline
+        capacity = max(v for v in tl.column("ready_capacity") if v is not None)
+        load = max(tl.column("load"))
         assert capacity > 2.5 * load  # the case the old axis cut off (it stopped at 2.5 x the peak load)
         assert top.get_ylim()[1] >= capacity
     finally:
@@ -179,8 +179,8 @@ def test_a_load_far_below_its_capacity_gets_a_log_axis_and_is_not_squeezed(tmp_p
         load = fig.axes[0]
         assert load.get_yscale() == "log" and "log scale" in load.get_ylabel()
         lo, hi = load.get_ylim()
-        peak = max(r[1] for r in run.cluster.rows)
-        cap = max(r[run.cluster.column("ready_capacity")] for r in run.cluster.rows)
+        peak = max(run.cluster.timeline.column("load"))
+        cap = max(run.cluster.timeline.column("ready_capacity"))
         assert hi >= cap  # nothing cut off
         import math
 

@@ -1,13 +1,10 @@
-"""A simulated cluster advanced in steps (``Cluster.advance_to``, what lets one clock drive many, as a fleet will)
-gives exactly what one ``run`` gives: the same timeline rows, scale events and figures, to the last bit; and a
-cluster whose new pods a ``binder`` binds (a fleet's scheduler) after the profile's own scheduling delay gives
-exactly what the profile alone gives."""
+"""A simulated workload on a clock shared with other actors (``pyhpa.simulate.clock``, as a fleet runs it) gives
+exactly what it gives alone: the same timeline rows, scale events and figures, to the last bit; and a workload whose
+new pods a ``binder`` binds (a fleet's scheduler, an actor on the same clock) after the profile's own scheduling
+delay gives exactly what the profile alone gives."""
 
 from __future__ import annotations
 
-import heapq
-import itertools
-import math
 import random
 from dataclasses import asdict
 
@@ -16,6 +13,7 @@ import pytest
 from pyhpa.adapters.autoscaler import find_autoscaler
 from pyhpa.adapters.snapshot import read_document
 from pyhpa.simulate import Settings, input_files, load_autoscaler, read_load, read_workload
+from pyhpa.simulate.clock import ATTEMPT, WORKLOAD, Clock
 from pyhpa.simulate.cluster import Cluster
 
 
@@ -34,70 +32,77 @@ def _cluster(seed: int, start: str, end: str, profile_file=None, binder=None, lo
 
 
 def _outcome(c: Cluster) -> tuple:
-    return c.rows, c.scale_events, asdict(c.stats), c.failed_syncs, c.decided_by, c.t
+    return c.timeline, c.scale_events, asdict(c.stats), c.failed_syncs, c.decided_by, c.t
+
+
+class Noise:
+    """An actor that puts events of every order on the clock at random times (as a fleet's other actors do) and
+    does nothing at them."""
+
+    def __init__(self, clock: Clock, seed: int):
+        self.clock, self.rng, self.runs = clock, random.Random(seed), 0
+
+    def on_clock(self, t, _payload):
+        self.runs += 1
+        self.clock.at(t + self.rng.choice([0.0, 1e-6, 0.5, 7.0, 15.0, self.rng.uniform(0, 60)]),
+                      self.rng.randrange(WORKLOAD + 1), self.on_clock)
+
+
+def _on_clock(c: Cluster, *actors) -> None:
+    """``c`` on a clock shared with ``actors`` (each given the clock: ``actor(clock)``), run to its end."""
+    clock = Clock(c.t_begin, c.end)
+    c.attach(clock)
+    for make in actors:
+        make(clock)
+    clock.run()
+    c.finish()
 
 
 @pytest.mark.parametrize("seed", [0, 7])
-def test_a_run_taken_in_steps_is_the_run(seed):
+def test_a_workload_on_a_clock_shared_with_other_actors_runs_as_alone(seed):
+    """One clock for every actor: events of other actors between and at the workload's own (of every order) change
+    nothing of it, to the last bit."""
     window = ("1995-07-12T06:00:00Z", "1995-07-12T18:00:00Z")
     whole = _cluster(seed, *window)
     whole.run()
-    stepped = _cluster(seed, *window)
-    rng = random.Random(seed)
-    steps = 0
-    while stepped.t < stepped.end:
-        # to the next event (as a fleet's clock does), or to an instant between events
-        limit = stepped.next_event() if rng.random() < 0.5 else stepped.t + rng.uniform(0, 120)
-        stepped.advance_to(min(limit, stepped.end))
-        steps += 1
-    stepped.finish()
-    assert steps > 1000 and len(whole.rows) > 2000 and whole.scale_events  # it scaled, in many steps
-    assert _outcome(stepped) == _outcome(whole)
+    shared = _cluster(seed, *window)
+    noise = []
 
+    def start(clock):
+        noise.append(Noise(clock, seed))
+        for k in range(5):
+            clock.at(shared.t_begin + k, k % (WORKLOAD + 1), noise[0].on_clock)
 
-def test_advancing_to_before_the_next_event_changes_nothing():
-    c = _cluster(0, "1995-07-12T06:00:00Z", "1995-07-12T07:00:00Z")
-    c.advance_to(c.next_event())
-    before = (c.t, len(c.rows), asdict(c.stats))
-    c.advance_to(c.next_event() - 1e-6)
-    assert (c.t, len(c.rows), asdict(c.stats)) == before
+    _on_clock(shared, start)
+    assert noise[0].runs > 5000 and len(whole.timeline) > 2000 and whole.scale_events  # it scaled, among many events
+    assert _outcome(shared) == _outcome(whole)
 
 
 class DelayBinder:
     """Binds each new pod after the profile's ``pod_scheduling_seconds`` (times the pod's own jitter), as the
-    cluster does without a binder; pods deleted while Pending are not bound."""
+    cluster does without a binder, an actor on the cluster's clock (a bind at T comes before the workload's own
+    events at T, as a fleet's scheduling attempts do); pods deleted while Pending are not bound."""
 
     def __init__(self, delay: float):
         self.delay = delay
-        self.due: list = []
+        self.clock: Clock | None = None
         self.gone: set[str] = set()
-        self.order = itertools.count()
         self.bound = 0
 
+    def start(self, clock: Clock) -> None:
+        self.clock = clock
+
     def created(self, cluster, pod, t):
-        heapq.heappush(self.due, (t + self.delay * pod.factors[0], next(self.order), pod))
+        self.clock.at(t + self.delay * pod.factors[0], ATTEMPT, self._bind, (cluster, pod))
 
     def removed(self, cluster, pod):
         self.gone.add(pod.name)
 
-    def run(self, c: Cluster) -> None:
-        """One clock for the cluster and the binder: a bind at T comes after the cluster's events before T and
-        before its events at T (a pod's transitions come first at any instant)."""
-        while True:
-            t = min(c.next_event(), self.due[0][0] if self.due else math.inf)
-            if t >= c.end:
-                break
-            if self.due and self.due[0][0] == t:
-                c.advance_to(math.nextafter(t, -math.inf))
-                c.catch_up(t)
-                while self.due and self.due[0][0] == t:
-                    pod = heapq.heappop(self.due)[2]
-                    if pod.name not in self.gone:
-                        c.bind(pod, t)
-                        self.bound += 1
-            c.advance_to(t)
-        c.advance_to(c.end)
-        c.finish()
+    def _bind(self, t, payload):
+        cluster, pod = payload
+        if pod.name not in self.gone:
+            cluster.bind(pod, t)
+            self.bound += 1
 
 
 @pytest.mark.parametrize("profile", ["bundled", "slow and jittery"])
@@ -115,7 +120,7 @@ def test_pods_bound_by_a_binder_after_the_profiles_delay_run_as_the_profile_alon
     alone.run()
     binder = DelayBinder(delay)
     bound = _cluster(3, *window, profile_file, binder=binder)
-    binder.run(bound)
+    _on_clock(bound, binder.start)
     assert binder.bound > 10 and len(alone.scale_events) > 5
     assert _outcome(bound) == _outcome(alone)
 

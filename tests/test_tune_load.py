@@ -97,7 +97,7 @@ def test_a_replay_past_the_budget_stops_itself_and_is_left_out(tmp_path):
     late = Stop(deadline=1.0, clock=lambda: 2.0)
     run = replay(p.autoscaler_for(Setting(target=60, min_replicas=2, max_replicas=20)), "late", p.target, p.profile,
                  p.tuning.load, p.settings, stop=late)
-    assert run.cluster.stopped and late.reason(run.cluster) == DEADLINE and len(run.cluster.rows) == 1
+    assert run.cluster.stopped and late.reason(run.cluster) == DEADLINE and len(run.cluster.timeline) == 1
 
     calls = [0]
 

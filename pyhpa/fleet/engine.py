@@ -1,16 +1,16 @@
-"""A fleet on one simulated clock: every workload's simulated cluster (``pyhpa.simulate.cluster.Cluster``, the same
-decision core as ``pyhpa simulate``), kube-scheduler placing their new pods on the node pools' nodes
-(``pyhpa.fleet.scheduler``), and a node autoscaler model deciding which nodes to add and remove
-(``pyhpa.fleet.nodeautoscalers``: it returns actions, which the engine carries out).
+"""A fleet on one simulated clock (``pyhpa.simulate.clock``): every workload's simulated cluster
+(``pyhpa.simulate.cluster.Cluster``, the same decision core as ``pyhpa simulate``), kube-scheduler placing their new
+pods on the node pools' nodes (``pyhpa.fleet.scheduler``), the nodes turning Ready, a node autoscaler model deciding
+which nodes to add and remove (``pyhpa.fleet.nodeautoscalers``: it returns actions, which ``FleetRun.carry_out``
+carries out) and the timeline's sampler, each an actor on that clock.
 
-The clock: the next thing that happens anywhere — a workload's event (trace row, HPA sync, scrape, pod
-transition), a scheduling attempt, a node turning Ready, the node autoscaler's loop — is run next; at one instant the
-fleet's own events (nodes Ready, then scheduling, then the node autoscaler) come before the workloads' events, as a
-binder's do (``Cluster.bind``). A pod a workload creates is Pending: kube-scheduler tries it after the profile's
-``pod_scheduling_seconds`` (its queue and binding latency, with the pod's jitter); when no node fits it stays
-Pending (unschedulable) and is tried again whenever a node of its pool turns Ready or a pod of its pool is deleted
-(kube-scheduler's requeue on Node add and Pod delete events), until bound. Pods that a node autoscaler drains are
-deleted and replaced by their workload at once (``Cluster.evict``).
+The next thing that happens anywhere runs next; at one instant the fleet's own events (nodes Ready, then
+scheduling, then the node autoscaler, then the sample) come before the workloads' events. A pod a workload creates
+is Pending: kube-scheduler tries it after the profile's ``pod_scheduling_seconds`` (its queue and binding latency,
+with the pod's jitter); when no node fits it stays Pending (unschedulable) and is tried again whenever a node of its
+pool turns Ready or a pod of its pool is deleted (kube-scheduler's requeue on Node add and Pod delete events), until
+bound (``Cluster.bind``). Pods that a node autoscaler drains are deleted and replaced by their workload at once
+(``Cluster.evict``).
 
 Time is in epoch seconds, CPU in millicores, memory in bytes, prices in dollars per node-hour.
 """
@@ -18,19 +18,19 @@ Time is in epoch seconds, CPU in millicores, memory in bytes, prices in dollars 
 from __future__ import annotations
 
 import dataclasses
-import heapq
-import itertools
 import math
 import random
 from dataclasses import dataclass, field
-from typing import Callable
+from enum import StrEnum
+from typing import Callable, NamedTuple
 
 import numpy as np
 
 from ..adapters.errors import InputError
 from ..adapters.parse import format_time
 from ..simulate import Settings, check_extent
-from ..simulate.cluster import Cluster, History, SimPod, SummaryRows
+from ..simulate.clock import ATTEMPT, AUTOSCALER, READY, RETRY, SAMPLE, Clock
+from ..simulate.cluster import Cluster, History, SimPod
 from .nodeautoscalers import Action, Delete, Launch, Reason, Replace, make_model
 from .scheduler import Node, Placer, PodRequests
 from .spec import Fleet, InstanceType, LoadedWorkload, NodePool
@@ -42,8 +42,49 @@ Z90 = 1.2815515655446004
 MAX_FLEET_PODS = 1_000_000
 #: timeline.csv has a row per pool this often (seconds of simulated time)
 SAMPLE_SECONDS = 60.0
-#: the order of the fleet's own events at one instant (lower first), all before the workloads' events
-_READY, _ATTEMPT, _RETRY, _AUTOSCALER, _SAMPLE, _WORKLOAD = range(6)
+
+
+class EventKind(StrEnum):
+    """What happened to a node or a pod (``FleetEvent.kind``, events.csv's ``kind``)."""
+
+    NODE_LAUNCHED = "NodeLaunched"
+    NODE_READY = "NodeReady"
+    NODE_DELETED = "NodeDeleted"
+    POD_UNSCHEDULABLE = "PodUnschedulable"
+    SCALE_UP_TIMED_OUT = "ScaleUpTimedOut"
+
+
+class FleetEvent(NamedTuple):
+    """A row of events.csv: when (epoch s), what (``kind``), in which pool, to which node or pod (``name``:
+    ``workload/pod`` for a pod), and its ``detail`` (an instance type, the pods a deleted node had, ...)."""
+
+    time: float
+    kind: EventKind
+    pool: str
+    name: str
+    detail: str
+
+
+class PoolSample(NamedTuple):
+    """A row of timeline.csv: a pool at one simulated minute (``SAMPLE_SECONDS``): its Ready and launching nodes,
+    its Pending pods and those no node fits, what its Ready nodes' pods request (DaemonSet overhead included) and
+    allocate (millicores, bytes), and what its nodes cost an hour (Ready and launching, dollars)."""
+
+    time: float
+    pool: str
+    nodes: int
+    nodes_launching: int
+    pending_pods: int
+    unschedulable_pods: int
+    requested_cpu_millicores: int
+    allocatable_cpu_millicores: int
+    requested_memory_bytes: int
+    allocatable_memory_bytes: int
+    cost_per_hour: float
+
+
+#: timeline.csv's columns (``PoolSample``'s fields)
+SAMPLE_COLUMNS = PoolSample._fields
 
 
 class FleetNode(Node):
@@ -170,35 +211,33 @@ class FleetRun:
     read ``clusters`` (each workload's simulated cluster, as ``pyhpa simulate`` has it), ``stats`` (the fleet's
     figures of each workload), ``pools`` (nodes, bill) and ``samples`` (timeline rows). ``settings.seed`` seeds
     workload ``i``'s cluster with ``seed + i``, and the scheduler's ties and the nodes' provisioning delays with
-    streams of their own. Each cluster keeps its timeline only as its summary reads it (``SummaryRows``: a fleet
-    of thousands fits in memory) unless ``keep_rows``."""
+    streams of their own. Each cluster keeps of its timeline only what its summary reads
+    (``pyhpa.simulate.timeline.SummaryTimeline``: a fleet of thousands fits in memory) unless ``keep_rows``."""
 
     def __init__(self, fleet: Fleet, settings: Settings = Settings(), keep_rows: bool = False):
         self.fleet, self.settings, self.keep_rows = fleet, settings, keep_rows
         self.start, self.end = fleet.start, fleet.end
-        self.now = fleet.start
         self.placer = Placer(fleet.spec.scheduler.scoring_strategy, random.Random(settings.seed * 7919 + 1))
         self.delays = random.Random(settings.seed * 7919 + 2)
         self.pools = {p.name: PoolState(p, i) for i, p in enumerate(fleet.spec.node_pools)}
         self.placements: dict[SimPod, Placement] = {}
         self.stats = [WorkloadStats() for _ in fleet.workloads]
-        self.samples: list[tuple] = []
-        #: what happened to nodes and pods, in order: (time, kind, pool, name, detail); kinds ``EVENT_KINDS``
-        self.events: list[tuple[float, str, str, str, str]] = []
-        self._heap: list = []
-        self._seq = itertools.count()
-        self._queued: list[float] = []
+        self.samples: list[PoolSample] = []
+        #: what happened to nodes and pods, in order
+        self.events: list[FleetEvent] = []
+        #: the one clock of every actor: the workloads, kube-scheduler, the nodes, the node autoscaler, the sampler
+        self.clock = Clock(fleet.start, fleet.end)
         self._index_of: dict[int, int] = {}  # id(cluster) -> its workload's index
         self.clusters: list[Cluster] = []
         self.autoscaler = make_model(fleet.spec.node_autoscaler, fleet.start, random.Random(settings.seed * 7919 + 3))
         self._pool_list = list(self.pools.values())
         for pool in self.pools.values():
             for _ in range(pool.spec.min_nodes):
-                self._ready(self.launch(pool, self.autoscaler.initial_type(pool), self.start, delay=0.0), self.start)
+                self._ready(self.start, self.launch(pool, self.autoscaler.initial_type(pool), self.start, delay=0.0))
         for i, w in enumerate(fleet.workloads):
             self.clusters.append(self._cluster(i, w))
-        self._push(self.start, _SAMPLE, None)
-        self._push(self.autoscaler.next_time, _AUTOSCALER, None)
+        self.clock.at(self.start, SAMPLE, self._sample)
+        self.clock.at(self.autoscaler.next_time, AUTOSCALER, self._autoscaler_loop)
 
     # ----------------------------------------------------------------- set-up
     def _cluster(self, i: int, w: LoadedWorkload) -> Cluster:
@@ -213,75 +252,34 @@ class FleetRun:
             raise err.at(file=self.fleet.file, obj=f"workload {w.spec.name}") from None
         rps = w.profile.load_to_rps(columns[w.spec.trace.column])
         c = Cluster(h.hpa, w.target, w.profile, h.config, times, rps, columns, self.start, self.end,
-                    h.sync_period_seconds, self.settings.seed + i, (), history=history, binder=self)
-        if not self.keep_rows:
-            c.rows = SummaryRows(len(c.views))
+                    h.sync_period_seconds, self.settings.seed + i, (), history=history, binder=self,
+                    obj=f"workload {w.spec.name}", summary_only=not self.keep_rows)
         pool = self.pools[w.pool.name]
         pool.workloads.append(i)
         self._index_of[id(c)] = i
         for pod in c.pods:
             node = self.placer.place(w.requests, pool.nodes)
             if node is None:
-                node = self._ready(self.launch(pool, self.autoscaler.initial_type(pool, w.requests), self.start,
-                                               delay=0.0), self.start)
+                node = self._ready(self.start, self.launch(pool, self.autoscaler.initial_type(pool, w.requests),
+                                                           self.start, delay=0.0))
             pl = Placement(i, pod, w.requests, self.start, pool)
             self.placements[pod] = pl
             self._attach(pl, node, self.start)
-        self._queued.append(math.inf)
-        self._requeue(i, c)
+        c.attach(self.clock)
         return c
 
     # ----------------------------------------------------------------- the clock
-    def _push(self, t: float, kind: int, payload) -> None:
-        heapq.heappush(self._heap, (t, kind, next(self._seq), payload))
-
-    def _requeue(self, i: int, c: Cluster | None = None) -> None:
-        c = c if c is not None else self.clusters[i]
-        t = c.next_event()
-        if t != self._queued[i]:
-            self._queued[i] = t
-            self._push(t, _WORKLOAD, i)
-
     def run(self, progress: Callable[[float, float], None] | None = None) -> FleetRun:
         """Simulate to the end; ``progress(simulated_seconds, total_seconds)`` now and then. Raises InputError
         (a workload scaling past the simulator's bound, naming it)."""
         total = self.end - self.start
-        every = max(total / 200, 1.0)
-        shown = self.start
-        heap = self._heap
-        while heap and heap[0][0] < self.end:
-            t, kind, _, payload = heapq.heappop(heap)
-            self.now = t
-            if kind == _WORKLOAD:
-                if t != self._queued[payload]:
-                    continue
-                c = self.clusters[payload]
-                try:
-                    c.advance_to(t)
-                except InputError as err:
-                    raise err.at(file=self.fleet.file, obj=f"workload {self.fleet.workloads[payload].spec.name}") \
-                        from None
-                self._requeue(payload, c)
-            elif kind == _ATTEMPT:
-                self._attempt(payload, t)
-            elif kind == _READY:
-                self._ready(payload, t)
-            elif kind == _RETRY:
-                self._retry(payload, t)
-            elif kind == _AUTOSCALER:
-                if t == self.autoscaler.next_time:
-                    for action in self.autoscaler.act(self._pool_list, t):
-                        self.carry_out(action, t)
-                    self._push(self.autoscaler.next_time, _AUTOSCALER, None)
-            else:
-                self._sample(t)
-                self._push(t + SAMPLE_SECONDS, _SAMPLE, None)
-            if progress is not None and t - shown >= every:
-                shown = t
-                progress(t - self.start, total)
+        try:
+            self.clock.run(None if progress is None else (lambda t: progress(t - self.start, total)),
+                           max(total / 200, 1.0))
+        except InputError as err:
+            raise err.at(file=self.fleet.file) from None
         self.now = self.end
         for c in self.clusters:
-            c.advance_to(self.end)
             c.finish()
         for pl in self.placements.values():
             if pl.node is None and not pl.gone:
@@ -289,6 +287,23 @@ class FleetRun:
         if progress is not None:
             progress(total, total)
         return self
+
+    @property
+    def now(self) -> float:
+        """The clock's time (epoch s)."""
+        return self.clock.now
+
+    @now.setter
+    def now(self, t: float) -> None:
+        self.clock.now = t
+
+    def _autoscaler_loop(self, t: float, _payload=None) -> None:
+        """The node autoscaler's loop, when ``t`` is still its ``next_time`` (an entry whose time moved is passed
+        over): its actions carried out, its next loop put on the clock."""
+        if t == self.autoscaler.next_time:
+            for action in self.autoscaler.act(self._pool_list, t):
+                self.carry_out(action, t)
+            self.clock.at(self.autoscaler.next_time, AUTOSCALER, self._autoscaler_loop)
 
     def carry_out(self, action: Action, t: float) -> None:
         """Carry out a node autoscaler's action at ``t``: launch a node (``Launch``), drain and remove one
@@ -299,8 +314,8 @@ class FleetRun:
         elif isinstance(action, Delete):
             node = action.node
             if action.reason == Reason.SCALE_UP_TIMED_OUT:
-                self.events.append((t, "ScaleUpTimedOut", node.pool, node.name,
-                                    f"not Ready {t - node.launched:g} s after its launch"))
+                self.events.append(FleetEvent(t, EventKind.SCALE_UP_TIMED_OUT, node.pool, node.name,
+                                              f"not Ready {t - node.launched:g} s after its launch"))
             self.delete_node(node, t)
         elif isinstance(action, Replace):
             old = action.node
@@ -322,7 +337,7 @@ class FleetRun:
         self.placements[pod] = pl
         pl.pool.pending += 1
         self.stats[i].pods_created += 1
-        self._push(t + cluster.profile.pod_scheduling_seconds * pod.factors[0], _ATTEMPT, pl)
+        self.clock.at(t + cluster.profile.pod_scheduling_seconds * pod.factors[0], ATTEMPT, self._attempt, pl)
 
     def removed(self, cluster: Cluster, pod: SimPod) -> None:
         """A workload deleted ``pod`` (bound or Pending): its node's room is free, and the pool's unschedulable
@@ -341,10 +356,10 @@ class FleetRun:
         node.last_pod_event = self.now
         pl.pool.version += 1
         if pl.pool.unschedulable and not node.deleting:
-            self._push(self.now, _RETRY, pl.pool)
+            self.clock.at(self.now, RETRY, self._retry, pl.pool)
 
     # ----------------------------------------------------------------- scheduling
-    def _attempt(self, pl: Placement, t: float) -> None:
+    def _attempt(self, t: float, pl: Placement) -> None:
         if pl.gone:
             return
         pool = pl.pool
@@ -354,15 +369,15 @@ class FleetRun:
             return
         if pl.failed_at is None:
             pl.failed_at = t
-            self.events.append((t, "PodUnschedulable", pool.spec.name,
-                                f"{self.fleet.workloads[pl.workload].spec.name}/{pl.pod.name}", ""))
+            self.events.append(FleetEvent(t, EventKind.POD_UNSCHEDULABLE, pool.spec.name,
+                                          f"{self.fleet.workloads[pl.workload].spec.name}/{pl.pod.name}", ""))
         pool.unschedulable.append(pl)
         was = self.autoscaler.next_time
         self.autoscaler.unschedulable(pool, t)
-        if self.autoscaler.next_time != was:  # its next loop moved: queue it (earlier entries are passed over)
-            self._push(self.autoscaler.next_time, _AUTOSCALER, None)
+        if self.autoscaler.next_time != was:  # its next loop moved: put it on the clock (earlier ones are passed over)
+            self.clock.at(self.autoscaler.next_time, AUTOSCALER, self._autoscaler_loop)
 
-    def _retry(self, pool: PoolState, t: float) -> None:
+    def _retry(self, t: float, pool: PoolState) -> None:
         """Try the pool's unschedulable pods again, oldest first (a request that found no node in this pass is not
         tried again in it: binding others only fills nodes)."""
         waiting = pool.waiting()
@@ -384,10 +399,7 @@ class FleetRun:
         s = self.stats[pl.workload]
         s.pods_bound += 1
         self._pending_until(pl, t, bound=True)
-        c = self.clusters[pl.workload]
-        c.catch_up(t)
-        c.bind(pl.pod, t)
-        self._requeue(pl.workload, c)
+        self.clusters[pl.workload].bind(pl.pod, t)
 
     def _attach(self, pl: Placement, node: FleetNode, t: float) -> None:
         node.add(pl.requests)
@@ -418,14 +430,14 @@ class FleetRun:
         pool.version += 1
         node = FleetNode(f"{pool.spec.name}-{pool.counter:05d}", kind, pool, t)
         pool.all.append(node)
-        self.events.append((t, "NodeLaunched", pool.spec.name, node.name, kind.name))
+        self.events.append(FleetEvent(t, EventKind.NODE_LAUNCHED, pool.spec.name, node.name, kind.name))
         if delay is None:
             delay = provisioning_delay(pool.spec, self.delays)
             pool.upcoming.append(node)
-            self._push(t + delay, _READY, node)
+            self.clock.at(t + delay, READY, self._ready, node)
         return node
 
-    def _ready(self, node: FleetNode, t: float) -> FleetNode:
+    def _ready(self, t: float, node: FleetNode) -> FleetNode:
         if node.deleted_at <= t:  # given up while it was launching (Cluster Autoscaler's max-node-provision-time)
             return node
         pool = self.pools[node.pool]
@@ -434,13 +446,13 @@ class FleetRun:
         node.ready_at = t
         pool.nodes.append(node)
         pool.version += 1
-        self.events.append((t, "NodeReady", pool.spec.name, node.name, node.instance_type))
+        self.events.append(FleetEvent(t, EventKind.NODE_READY, pool.spec.name, node.name, node.instance_type))
         self.autoscaler.node_ready(pool, node, t)
         old = node.replaces
         if old is not None and not old.deleting:  # a replacement is Ready: the node it replaces goes
             self.delete_node(old, t)
         if pool.unschedulable:
-            self._retry(pool, t)
+            self._retry(t, pool)
         return node
 
     def delete_node(self, node: FleetNode, t: float) -> None:
@@ -449,33 +461,25 @@ class FleetRun:
         pool = self.pools[node.pool]
         node.deleting = True
         pool.version += 1
-        self.events.append((t, "NodeDeleted", pool.spec.name, node.name,
-                            f"{len(node.bound)} pods; last pod event {t - node.last_pod_event:g} s before"))
+        self.events.append(FleetEvent(t, EventKind.NODE_DELETED, pool.spec.name, node.name,
+                                      f"{len(node.bound)} pods; last pod event {t - node.last_pod_event:g} s before"))
         if node in pool.nodes:
             pool.nodes.remove(node)
         if node in pool.upcoming:
             pool.upcoming.remove(node)
         for pod, pl in list(node.bound.items()):
-            c = self.clusters[pl.workload]
-            c.catch_up(t)
             self.stats[pl.workload].evicted_pods += 1
-            c.evict(pod, t)
-            self._requeue(pl.workload, c)
+            self.clusters[pl.workload].evict(pod, t)
         node.deleted_at = t
 
     # ----------------------------------------------------------------- timeline
-    def _sample(self, t: float) -> None:
+    def _sample(self, t: float, _payload=None) -> None:
+        """A timeline.csv row per pool; the next one ``SAMPLE_SECONDS`` later."""
         for pool in self.pools.values():
             ready = pool.nodes
-            self.samples.append((
+            self.samples.append(PoolSample(
                 t, pool.spec.name, len(ready), len(pool.upcoming), pool.pending, len(pool.waiting()),
                 sum(n.requested_cpu for n in ready), sum(n.cpu for n in ready),
                 sum(n.requested_memory for n in ready), sum(n.memory for n in ready),
                 sum(n.price for n in ready) + sum(n.price for n in pool.upcoming)))
-
-
-#: the kinds of ``FleetRun.events`` (and of events.csv)
-EVENT_KINDS = ("NodeLaunched", "NodeReady", "NodeDeleted", "PodUnschedulable", "ScaleUpTimedOut")
-SAMPLE_COLUMNS = ("time", "pool", "nodes", "nodes_launching", "pending_pods", "unschedulable_pods",
-                  "requested_cpu_millicores", "allocatable_cpu_millicores", "requested_memory_bytes",
-                  "allocatable_memory_bytes", "cost_per_hour")
+        self.clock.at(t + SAMPLE_SECONDS, SAMPLE, self._sample)

@@ -47,8 +47,8 @@ def _figure(width: float = 10.0, height: float = 4.0):
 
 
 def _times(samples, pool: str):
-    rows = [r for r in samples if r[1] == pool]
-    return [datetime.fromtimestamp(r[0], tz=timezone.utc) for r in rows], rows
+    rows = [r for r in samples if r.pool == pool]
+    return [datetime.fromtimestamp(r.time, tz=timezone.utc) for r in rows], rows
 
 
 def plot_nodes(run, path: Path) -> Path:
@@ -61,15 +61,15 @@ def plot_nodes(run, path: Path) -> Path:
     for pool in run.pools.values():
         name = pool.spec.name
         times, rows = _times(run.samples, name)
-        ready = [r[2] for r in rows]
+        ready = [r.nodes for r in rows]
         line = ax.step(times, ready, where="post", label=f"{name}: Ready")[0]
-        ax.fill_between(times, ready, [r[2] + r[3] for r in rows], step="post", color=line.get_color(), alpha=0.3,
-                        label=f"{name}: launching")
+        ax.fill_between(times, ready, [r.nodes + r.nodes_launching for r in rows], step="post",
+                        color=line.get_color(), alpha=0.3, label=f"{name}: launching")
         spent, total = [], 0.0
         for k, r in enumerate(rows):  # each minute at the cost per hour it began with
             spent.append(total)
             if k + 1 < len(rows):
-                total += r[10] * (rows[k + 1][0] - r[0]) / 3600.0
+                total += r.cost_per_hour * (rows[k + 1].time - r.time) / 3600.0
         cost_ax.plot(times, spent, color=line.get_color(), label=f"{name}")
     ax.set_ylabel("nodes")
     ax.set_ylim(bottom=0)
@@ -92,9 +92,9 @@ def plot_pending(run, path: Path) -> Path:
     fig, ax = _figure(10.0, 3.2)
     for pool in run.pools.values():
         times, rows = _times(run.samples, pool.spec.name)
-        pending = ax.fill_between(times, 0, [r[4] for r in rows], step="post", alpha=0.35,
+        pending = ax.fill_between(times, 0, [r.pending_pods for r in rows], step="post", alpha=0.35,
                                   label=f"{pool.spec.name}: Pending")
-        ax.step(times, [r[5] for r in rows], where="post", color=pending.get_facecolor()[0][:3],
+        ax.step(times, [r.unschedulable_pods for r in rows], where="post", color=pending.get_facecolor()[0][:3],
                 label=f"{pool.spec.name}: of them, no node fits")
     ax.set_ylabel("pods (at each minute)")
     ax.set_ylim(bottom=0)

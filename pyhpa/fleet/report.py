@@ -1,6 +1,6 @@
 """What ``pyhpa fleet simulate`` writes: ``summary.json`` (the fleet, each node pool, each workload),
 ``workloads.csv`` (a row per workload), ``timeline.csv`` (a row per node pool a simulated minute) and ``events.csv``
-(nodes launched, Ready and deleted, pods that found no node, nodes given up on: ``pyhpa.fleet.engine.EVENT_KINDS``).
+(nodes launched, Ready and deleted, pods that found no node, nodes given up on: ``pyhpa.fleet.engine.EventKind``).
 
 Units: seconds, hours, requests, dollars (``cost``), dollars per hour (``cost_per_hour``), millicores and bytes.
 A workload's figures are ``pyhpa simulate``'s (``pyhpa.simulate.report.summarize``) plus what the fleet adds:
@@ -60,7 +60,7 @@ def summarize_fleet(run: FleetRun) -> dict:
     used_by_pool: dict[str, float] = {}
     for w, c, s in zip(fleet.workloads, run.clusters, run.stats):
         out = summarize(w.spec.name, w.spec.autoscaler, c, w.trace, run.settings)
-        reactions = [e[2] for e in c.stats.episodes if e[2] is not None]
+        reactions = [e.reaction_seconds for e in c.stats.episodes if e.reaction_seconds is not None]
         bound = max(s.pods_bound, 1)
         out["fleet"] = {
             "pool": w.pool.name,
@@ -89,15 +89,16 @@ def summarize_fleet(run: FleetRun) -> dict:
         total_hours += hours
         total_cost += cost
         cpu_s, _ = _allocatable_seconds(run, pool)
-        samples = [r for r in run.samples if r[1] == pool.spec.name]
-        requested = [r[6] / r[7] for r in samples if r[7]]
+        samples = [r for r in run.samples if r.pool == pool.spec.name]
+        requested = [r.requested_cpu_millicores / r.allocatable_cpu_millicores for r in samples
+                     if r.allocatable_cpu_millicores]
         pools.append({
             "name": pool.spec.name,
             "node_hours": _r(hours, 4),
             "cost": _r(cost, 4),
             "nodes_launched": sum(1 for n in pool.all if n.launched > run.start),
             "nodes_removed": sum(1 for n in pool.all if n.deleted_at < math.inf),
-            "max_nodes_seen": max((r[2] + r[3] for r in samples), default=0),
+            "max_nodes_seen": max((r.nodes + r.nodes_launching for r in samples), default=0),
             "mean_nodes": _r(hours * 3600.0 / span if span else 0.0, 4),
             "requested_cpu_utilization": _r(sum(requested) / len(requested), 4) if requested else None,
             "used_cpu_utilization": _r(used_by_pool.get(pool.spec.name, 0.0) / cpu_s, 4) if cpu_s else None,
@@ -162,12 +163,12 @@ def write_fleet(run: FleetRun, out: str | Path, plot: bool = False) -> dict:
     with open(folder / "events.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(("time", "kind", "pool", "name", "detail"))
-        w.writerows([_iso(t), *rest] for t, *rest in run.events)
+        w.writerows([_iso(e.time), e.kind, e.pool, e.name, e.detail] for e in run.events)
     with open(folder / "timeline.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(SAMPLE_COLUMNS)
         for row in run.samples:
-            w.writerow([_iso(row[0]), *row[1:10], round(row[10], 6)])
+            w.writerow([_iso(row.time), *row[1:-1], round(row.cost_per_hour, 6)])
     if plot:
         from .plots import write_plots_and_report
 

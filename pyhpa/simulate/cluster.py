@@ -14,7 +14,7 @@ import math
 import random
 from array import array
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -34,11 +34,13 @@ from ..core import (
     with_status,
 )
 from ..core.model import PREDICTION_SOURCE, ZERO_TIME, SourceKind
+from .clock import Clock
 from .metrics import MetricView, metric_views
 from .prediction import SimPrediction, history_totals
 from .profile import Profile
 from .sections import SHOWN, Shown
 from .target import MAX_SIMULATED_PODS, Target
+from .timeline import LEADING_COLUMNS, TRAILING_COLUMNS, SummaryTimeline, Timeline, metric_columns
 
 INF = math.inf
 LONG_AGO = 86400.0  # initial pods started this many seconds before the simulation
@@ -108,6 +110,23 @@ class SourceRecord:
                 f"{key}_episodes": self.episodes, f"syncs_decided_by_{self.shown.field}": self.decided_syncs}
 
 
+class Episode(NamedTuple):
+    """An overload episode: when it began (epoch s), how long it lasted (s), and how long the HPA took to scale up
+    in it (s; None when it did not)."""
+
+    start: float
+    seconds: float
+    reaction_seconds: float | None
+
+
+class ScaleEvent(NamedTuple):
+    """A rescale: when (epoch s), from ``current_replicas`` to ``desired_replicas``."""
+
+    time: float
+    current_replicas: int
+    desired_replicas: int
+
+
 @dataclass(slots=True)
 class Stats:
     """Accumulated over the simulated span (seconds, requests, millicore-seconds)."""
@@ -119,36 +138,7 @@ class Stats:
     overloaded_seconds: float = 0.0
     cpu_millicore_seconds: float = 0.0
     running_pod_seconds: float = 0.0
-    episodes: list[tuple[float, float, float | None]] = field(default_factory=list)  # start, seconds, reaction
-
-
-class SummaryRows:
-    """A cluster's timeline kept only as ``pyhpa.simulate.report.summarize`` reads it, for runs whose timeline is not
-    written (a fleet's: ``Cluster.rows = SummaryRows(len(cluster.views))`` before the run): each sync's current and
-    desired replicas (fields 2 and 4) and each metric's value (fields 6, 8, ...) in arrays of 8-byte floats, about
-    24 bytes a sync with one metric instead of a row's few hundred. Iterating gives rows with those fields (None
-    elsewhere)."""
-
-    def __init__(self, metrics: int):
-        self.fields = (2, 4, *(6 + 2 * i for i in range(metrics)))
-        self.columns = [array("d") for _ in self.fields]
-        self.width = self.fields[-1] + 1
-
-    def append(self, row: tuple) -> None:
-        for k, col in zip(self.fields, self.columns):
-            v = row[k]
-            col.append(math.nan if v is None else v)
-
-    def __len__(self) -> int:
-        return len(self.columns[0])
-
-    def __iter__(self):
-        for j in range(len(self)):
-            r: list = [None] * self.width
-            for k, col in zip(self.fields, self.columns):
-                v = col[j]
-                r[k] = None if v != v else (int(v) if k in (2, 4) else v)
-            yield tuple(r)
+    episodes: list[Episode] = field(default_factory=list)
 
 
 class _Group:
@@ -224,7 +214,7 @@ class Cluster:
     def __init__(self, hpa: HPA, target: Target, profile: Profile, config: ControllerConfig, times: np.ndarray,
                  rps: np.ndarray, columns: dict[str, np.ndarray], start: float, end: float, sync_period: float,
                  seed: int, outages: tuple[tuple[float, float], ...] = (), history: History | None = None,
-                 binder: Binder | None = None):
+                 binder: Binder | None = None, obj: str = "", summary_only: bool = False):
         self.hpa, self.target, self.profile, self.config = hpa, target, profile, config
         self.rng = random.Random(seed)
         # 8 bytes a row (a list of floats takes 32): a fleet holds thousands of these; indexing gives the same floats
@@ -241,8 +231,7 @@ class Cluster:
         self.t_begin = start - 2 * res
         self.memory = Memory()
         self.stats = Stats()
-        self.rows: list[tuple] = []
-        self.scale_events: list[tuple[float, int, int]] = []
+        self.scale_events: list[ScaleEvent] = []
         self.failed_syncs = 0
         self.outages = outages
         self.outage_syncs = 0
@@ -257,6 +246,13 @@ class Cluster:
         #: (``created(cluster, pod, t)``: it stays Pending until the binder calls ``bind``) and removed
         #: (``removed(cluster, pod)``); None: every pod is bound after the profile's ``pod_scheduling_seconds``
         self.binder: Binder | None = binder
+        #: how this workload's errors name it when they do not already (a fleet's ``workload NAME``)
+        self.obj = obj
+        #: a row per sync (``pyhpa.simulate.timeline``): every column, or (``summary_only``, a fleet's workload,
+        #: whose timeline is not written) only those its summary reads
+        self.summary_only = summary_only
+        self.timeline: Timeline | SummaryTimeline = (
+            SummaryTimeline([v.label for v in self.views]) if summary_only else Timeline(self.columns_header()))
         self._init_state()
 
     # ----------------------------------------------------------------- set-up
@@ -308,7 +304,11 @@ class Cluster:
         self.episode_start: float | None = None
         self.episode_reaction: float | None = None
         self.unserved_cum = self.unserved_at_sync = 0.0
-        self.t = self.t_begin  # how far the run has come (``advance_to``)
+        self.t = self.t_begin  # how far the run has come (its last event's time)
+        self.clock: Clock | None = None  # the clock it runs on (``attach``)
+        self.queued = math.nan  # the time of its entry on the clock (``Clock.wake``)
+        self._progress = self._stop = None
+        self._every = 1
         for _ in range(self.spec_replicas):
             self._add_pod(self.t_begin, initial=True)
         self._recount()
@@ -358,26 +358,28 @@ class Cluster:
                              (boost_end, "boost_end")])
 
     def bind(self, pod: SimPod, t: float) -> None:
-        """The ``binder``'s scheduler bound ``pod`` (Pending since its creation) at ``t``, which is this cluster's
-        time (``advance_to`` every event before ``t``, then ``catch_up(t)``): it starts up from then as the
-        profile says."""
+        """The ``binder``'s scheduler bound ``pod`` (Pending since its creation) at ``t`` (the clock's time: every
+        event of this workload before ``t`` has run): it starts up from then as the profile says."""
+        self._catch_up(t)
         self._start_up(pod, t)
         self._apply_events(pod, t)
         if self.target.ordered_ready:  # as a transition of a pod does (``_transitions``)
             self._reconcile(t)
         else:
             self._recount()
+        self.clock.wake(self)
 
     def evict(self, pod: SimPod, t: float) -> None:
-        """A node autoscaler drained ``pod``'s node at ``t`` (this cluster's time: ``catch_up(t)`` first): the pod
-        is deleted (the binder is told) and the workload controller replaces it at once, a new pod Pending until
-        the binder binds it."""
+        """A node autoscaler drained ``pod``'s node at ``t`` (the clock's time): the pod is deleted (the binder is
+        told) and the workload controller replaces it at once, a new pod Pending until the binder binds it."""
+        self._catch_up(t)
         self._remove(pod)
         self._reconcile(t)
+        self.clock.wake(self)
 
-    def catch_up(self, t: float) -> None:
-        """Integrate to ``t`` (``end`` at most), where something outside changes this cluster (``bind``); every
-        event of its own before ``t`` must have been run (``advance_to``)."""
+    def _catch_up(self, t: float) -> None:
+        """Integrate to ``t`` (``end`` at most), where something outside changes this workload (``bind``,
+        ``evict``, ``finish``); every event of its own before ``t`` has run."""
         t = min(t, self.end)
         if t > self.t:
             self._advance(self.t, t)
@@ -474,24 +476,46 @@ class Cluster:
 
     # ----------------------------------------------------------------- main loop
     def run(self, progress=None, stop=None) -> None:
-        """Simulate until ``end``; ``progress(simulated_seconds)`` is called now and then. ``stop(cluster)`` (a
-        predicate, checked after each sync) ends the run early: ``end`` becomes that sync's time and
-        ``stopped`` is True (every figure then covers ``t0`` to that time)."""
-        self.advance_to(self.end, progress, stop)
+        """Simulate until ``end``, this workload alone on a clock of its own (``pyhpa simulate``);
+        ``progress(simulated_seconds)`` is called now and then. ``stop(cluster)`` (a predicate, checked after each
+        sync) ends the run early: ``end`` becomes that sync's time and ``stopped`` is True (every figure then covers
+        ``t0`` to that time)."""
+        clock = Clock(self.t_begin, self.end)
+        self.attach(clock, progress, stop)
+        clock.run()
         self.finish(progress)
+
+    def attach(self, clock: Clock, progress=None, stop=None) -> None:
+        """Put this workload on ``clock`` (``pyhpa.simulate.clock``, shared with other actors in a fleet): it is
+        woken at each of its next events and runs there what it has at that instant. ``progress`` and ``stop`` as
+        in ``run``; ``finish`` once the clock has run to ``end``."""
+        self.clock = clock
+        self._progress, self._stop = progress, stop
+        self._every = max(1, int((self.end - self.t0) / self.sync_period / 200))
+        clock.wake(self)
 
     def next_event(self) -> float:
         """When the next thing happens (epoch s): a trace row, an HPA sync, a scrape or a pod transition; ``end``
         when nothing does before it."""
         return min(self.next_trace, self.next_sync, self.next_scrape, self.next_pod, self.end)
 
-    def advance_to(self, limit: float, progress=None, stop=None) -> None:
-        """Simulate every event at ``limit`` or before it (``run``'s loop, taken in steps: one clock can drive many
-        clusters, each advanced to the earliest of their next events). The CPU and served requests are integrated
-        from event to event only, so a run taken in steps gives ``run``'s figures exactly; the time simulated so
-        far is ``self.t`` (the last event's). ``progress`` and ``stop`` as in ``run``."""
+    def on_clock(self, t: float, _payload=None) -> None:
+        """The clock woke this workload at ``t``: unless its next event has moved since (the entry is passed over),
+        integrate to ``t``, run its events there and ask to be woken at its next."""
+        if t != self.queued:
+            return
+        try:
+            self._advance_to(t)
+        except InputError as err:
+            raise err.at(obj=self.obj) from None
+        self.clock.wake(self)
+
+    def _advance_to(self, limit: float) -> None:
+        """Run every event at ``limit`` or before it, in order (each instant's pod transitions, trace row, scrape,
+        sync), integrating the CPU and served requests from event to event; the time simulated so far is
+        ``self.t`` (the last event's)."""
         t, end = self.t, self.end
-        every = max(1, int((end - self.t0) / self.sync_period / 200))
+        progress, stop, every = self._progress, self._stop, self._every
         while t < end:
             b = min(self.next_trace, self.next_sync, self.next_scrape, self.next_pod, end)
             if b > limit:
@@ -514,11 +538,14 @@ class Cluster:
                 if stop is not None and stop(self):
                     self.end = end = t
                     self.stopped = True
+                    self.clock.stop_at(t)
                     break
         self.t = t
 
     def finish(self, progress=None) -> None:
-        """End the run at ``end`` (after ``advance_to(end)``): close an overload episode still open."""
+        """End the run at ``end``, once the clock has run every event before it: integrate to ``end`` and close an
+        overload episode still open."""
+        self._catch_up(self.end)
         self._end_episode(self.end)
         if progress is not None:
             progress(self.end - self.t0)
@@ -571,7 +598,7 @@ class Cluster:
 
     def _end_episode(self, t: float) -> None:
         if self.episode_start is not None:
-            self.stats.episodes.append((self.episode_start, t - self.episode_start, self.episode_reaction))
+            self.stats.episodes.append(Episode(self.episode_start, t - self.episode_start, self.episode_reaction))
             self.episode_start = None
 
     def _trace_step(self) -> None:
@@ -706,16 +733,26 @@ class Cluster:
             raise InputError(f"scales to {d.desired_replicas:,} pods at {format_time(t)}; the simulator runs at most "
                              f"{MAX_SIMULATED_PODS:,} pods: lower maxReplicas or the load (--load-scale)",
                              field="spec.maxReplicas")
-        self.scale_events.append((t, d.current_replicas, d.desired_replicas))
+        self.scale_events.append(ScaleEvent(t, d.current_replicas, d.desired_replicas))
         if d.desired_replicas > d.current_replicas and self.episode_start is not None and self.episode_reaction is None:
             self.episode_reaction = t - self.episode_start
         self.spec_replicas = d.desired_replicas
         self._reconcile(t)
 
     def _record(self, t: float, d: Decision) -> None:
+        """The sync's row of the timeline (only the columns a summary reads when ``summary_only``)."""
+        views = self.views
+        props = d.proposals if len(d.proposals) == len(views) else [None] * len(views)
+        if self.summary_only:
+            if self.prediction is not None:
+                st = d.status.prediction
+                self.prediction.record_provisioned(
+                    st.provisioned_milli if st is not None and st.replicas is not None else None)
+            self.timeline.append(d.current_replicas, d.desired_replicas,
+                                 [None if p is None else view.value(p) for view, p in zip(views, props)])
+            return
         values: list = []
-        props = d.proposals if len(d.proposals) == len(self.views) else [None] * len(self.views)
-        for view, p in zip(self.views, props):
+        for view, p in zip(views, props):
             values.append(None if p is None else view.value(p))
             values.append(view.target)
         groups = next((p.groups for p in d.proposals if p.groups is not None), None)
@@ -732,9 +769,10 @@ class Cluster:
                 st.provisioned_milli if st is not None and st.replicas is not None else None))
         for record in self.sources.values():
             values.extend(record.columns(d))
-        self.rows.append((t, self.rps, d.current_replicas, self.n_ready, d.desired_replicas, d.prenormalized, *values,
-                          unready, missing, self.n_serving * self.cap, unserved, self._changed(d), d.error or "",
-                          d.min_replicas_effective, d.max_replicas_effective, ";".join(d.active_schedules)))
+        self.timeline.append((t, self.rps, d.current_replicas, self.n_ready, d.desired_replicas, d.prenormalized,
+                              *values, unready, missing, self.n_serving * self.cap, unserved, self._changed(d),
+                              d.error or "", d.min_replicas_effective, d.max_replicas_effective,
+                              ";".join(d.active_schedules)))
 
     def _changed(self, d: Decision) -> str:
         """Conditions whose status or reason changed at this sync, as ``Type=Status/Reason; ...``."""
@@ -747,16 +785,10 @@ class Cluster:
         return "; ".join(out)
 
     def columns_header(self) -> list[str]:
-        """Names of the fields of each row in ``rows``."""
-        metric_cols = [c for v in self.views for c in (v.label, f"{v.label}_target")]
+        """The timeline's column names (timeline.csv's header, ``pyhpa.simulate.timeline``)."""
+        metric_cols = metric_columns([v.label for v in self.views])
         if self.prediction is not None:
             metric_cols += ["predicted_replicas", "forecast", "provisioned"]
         for record in self.sources.values():
             metric_cols += [name for name, _ in record.shown.timeline]
-        return ["time", "load", "current_replicas", "ready_replicas", "desired_replicas", "recommended_replicas",
-                *metric_cols, "unready_pods", "missing_pods", "ready_capacity", "unserved_requests",
-                "conditions_changed", "error", "min_replicas_effective", "max_replicas_effective", "active_schedules"]
-
-    def column(self, name: str) -> int:
-        """Index of the field ``name`` in each row of ``rows``."""
-        return self.columns_header().index(name)
+        return [*LEADING_COLUMNS, *metric_cols, *TRAILING_COLUMNS]

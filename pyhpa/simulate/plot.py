@@ -39,7 +39,7 @@ COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:b
 def _times(cluster: Cluster, trace: Trace) -> np.ndarray:
     """Sync times as matplotlib date numbers (days since 1970-01-01 UTC)."""
     epoch = mdates.date2num(datetime(1970, 1, 1, tzinfo=timezone.utc))
-    return np.array([r[0] for r in cluster.rows], dtype=float) / 86400.0 + epoch
+    return np.array(cluster.timeline.column("time"), dtype=float) / 86400.0 + epoch
 
 
 def _num(ts: float) -> float:
@@ -105,8 +105,9 @@ def _mark_zero_load(axes, cluster: Cluster) -> None:
                alpha=0.22, hatch="..", zorder=0)
 
 
-def _column(cluster: Cluster, index: int) -> list:
-    return [r[index] if r[index] is not None else float("nan") for r in cluster.rows]
+def _column(cluster: Cluster, name: str) -> list:
+    """The timeline's column ``name``, NaN where a sync has no value."""
+    return [v if v is not None else float("nan") for v in cluster.timeline.column(name)]
 
 
 def _axes(panels: int, title: str, ratios: list[float] | None = None):
@@ -178,13 +179,12 @@ def _load_panel(ax, t, cluster: Cluster, with_capacity: bool = True, capacities=
     Overload episodes are shaded from the run's own accounting (each at least ``MIN_SPAN`` wide, so a short one
     shows). The axis reaches the highest capacity; when that is more than 3 times the peak load, it is
     logarithmic, so the load is not squeezed against the bottom."""
-    load = _column(cluster, 1)
+    load = _column(cluster, "load")
     unit = _load_unit(cluster)
     ax.plot(t, load, color="0.2", lw=0.9, label=f"load ({unit})", drawstyle="steps-post", zorder=4)
-    cap_index = cluster.column("ready_capacity")
     caps: list[float] = []
     if with_capacity:
-        cap = _column(cluster, cap_index)
+        cap = _column(cluster, "ready_capacity")
         caps += cap
         ax.plot(t, cap, color="tab:green", lw=1.0, label=f"Ready capacity ({unit})", drawstyle="steps-post", zorder=3)
         s = cluster.stats
@@ -194,7 +194,7 @@ def _load_panel(ax, t, cluster: Cluster, with_capacity: bool = True, capacities=
                    f"overloaded: {s.overloaded_seconds:,.0f} s in {len(episodes)} episode{'s' * (len(episodes) > 1)}"
                    " (short ones widened to show)", color="tab:red", alpha=0.3, zorder=1)
     for label, other, color, style, width in capacities:
-        cap = _column(other, other.column("ready_capacity"))
+        cap = _column(other, "ready_capacity")
         caps += cap
         ax.plot(_times(other, None), cap, color=color, lw=min(width, 1.4), ls=style, drawstyle="steps-post",
                 label=f"{label}: Ready capacity", zorder=3)
@@ -228,33 +228,33 @@ _SOURCE_COLORS = (("tab:brown", "tab:red"), ("tab:olive", "tab:purple"), ("tab:c
 
 def _asked(cluster: Cluster, record: SourceRecord) -> list[float]:
     """The replicas a source asked for at each sync (its first ``timeline`` column; NaN while it was not active)."""
-    return _column(cluster, cluster.column(record.shown.timeline[0][0]))
+    return _column(cluster, record.shown.timeline[0][0])
 
 
 def _replica_panel(ax, t, cluster: Cluster) -> None:
-    ax.plot(t, _column(cluster, 3), color="tab:orange", lw=2.2, alpha=0.7, label="Ready replicas", drawstyle="steps-post")
-    ax.plot(t, _column(cluster, 4), color="tab:blue", lw=0.9, label="desired replicas", drawstyle="steps-post")
+    ax.plot(t, _column(cluster, "ready_replicas"), color="tab:orange", lw=2.2, alpha=0.7, label="Ready replicas", drawstyle="steps-post")
+    ax.plot(t, _column(cluster, "desired_replicas"), color="tab:blue", lw=0.9, label="desired replicas", drawstyle="steps-post")
     if cluster.prediction is not None:
-        i = cluster.columns_header().index("predicted_replicas")
-        ax.plot(t, _column(cluster, i), color="tab:red", lw=0.8, ls=":", label="predicted replicas",
+        ax.plot(t, _column(cluster, "predicted_replicas"), color="tab:red", lw=0.8, ls=":", label="predicted replicas",
                 drawstyle="steps-post")
     for k, (name, record) in enumerate(cluster.sources.items()):  # the syncs each was active, shaded
         marks, shade = _SOURCE_COLORS[k % len(_SOURCE_COLORS)]
         asked = _asked(cluster, record)
         active = [x == x for x in asked]
         if any(active):
-            _spans(ax, _mask_spans([r[0] for r in cluster.rows], active, cluster.end), cluster.t0, cluster.end,
+            _spans(ax, _mask_spans(cluster.timeline.column("time"), active, cluster.end), cluster.t0, cluster.end,
                    record.shown.section.source.active_text(getattr(cluster.hpa, name)), color=shade, alpha=0.15, zorder=0)
             ax.plot(t, asked, color=marks, lw=0 if len(t) > 3000 else 1.0, marker=".", ms=3,
                     label=f"{name} asks for", drawstyle="steps-post")
     hpa = cluster.hpa
     top = hpa.max_replicas
-    seen = max([x for i in (3, 4) for x in _column(cluster, i) if x == x], default=top)
+    seen = max([x for name in ("ready_replicas", "desired_replicas") for x in _column(cluster, name) if x == x],
+               default=top)
     for record in cluster.sources.values():
         seen = max([seen, *[x for x in _asked(cluster, record) if x == x]])
     if hpa.schedules:  # the bounds move with the windows: draw the effective ones
-        lo = _column(cluster, cluster.column("min_replicas_effective"))
-        hi = _column(cluster, cluster.column("max_replicas_effective"))
+        lo = _column(cluster, "min_replicas_effective")
+        hi = _column(cluster, "max_replicas_effective")
         top = max([top, *[x for x in lo if x == x]])
     # a maxReplicas far above what the run used would flatten the lines: the axis shows what happened, the
     # legend says which bound lies above it
@@ -281,7 +281,7 @@ def shade_windows(axes, t, cluster: Cluster) -> None:
     windows = cluster.hpa.schedules
     if not windows or len(t) == 0:
         return
-    active = [set(filter(None, (r[cluster.column("active_schedules")] or "").split(";"))) for r in cluster.rows]
+    active = [set(filter(None, (v or "").split(";"))) for v in cluster.timeline.column("active_schedules")]
     for k, w in enumerate(windows):
         on = [w.name in a for a in active]
         if not any(on):
@@ -298,7 +298,7 @@ def _metric_panel(ax, t, cluster: Cluster, i: int, color: str = "tab:purple", na
     view = cluster.views[i]
     down, up = tolerances(cluster.hpa, cluster.config)
     target = view.target
-    values = _column(cluster, 6 + 2 * i)
+    values = _column(cluster, view.label)
     smooth = _smoothing(len(values))
     title = metric_title(view)
     ax.plot(t, values, color=color, lw=0.7, alpha=0.45 if smooth else 1.0,
@@ -336,8 +336,8 @@ def _prediction_panel(ax, t, cluster: Cluster) -> None:
 
 def _span(syncs: int, cluster: Cluster) -> str:
     """A rolling window of ``syncs`` syncs as time ("35 min")."""
-    rows = cluster.rows
-    step = (rows[-1][0] - rows[0][0]) / max(len(rows) - 1, 1) if len(rows) > 1 else 15.0
+    times = cluster.timeline.column("time")
+    step = (times[-1] - times[0]) / max(len(times) - 1, 1) if len(times) > 1 else 15.0
     minutes = syncs * step / 60.0
     return f"{minutes:.0f} min" if minutes < 120 else f"{minutes / 60:.1f} h"
 
@@ -410,12 +410,12 @@ def compare_figure(sim: Simulation):
         color = COLORS[k % len(COLORS)]
         style, width = _run_style(k, n)
         c = run.cluster
-        replicas_ax.plot(_times(c, trace), _column(c, 3), color=color, lw=width, ls=style, drawstyle="steps-post",
+        replicas_ax.plot(_times(c, trace), _column(c, "ready_replicas"), color=color, lw=width, ls=style, drawstyle="steps-post",
                          label=f"{run.label}: Ready replicas")
         if c.views:
             view = c.views[0]
             ax = metric_axes[units.index(metric_unit(view))]
-            values = _column(c, 6)
+            values = _column(c, view.label)
             smooth = _smoothing(len(values))
             if smooth:
                 values = pd.Series(values).rolling(smooth, center=True, min_periods=1).mean()

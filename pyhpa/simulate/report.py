@@ -21,6 +21,7 @@ from rich.table import Table
 from ..core import tolerances
 from ..core.model import PREDICTING, SourceKind
 from .sections import SHOWN
+from .timeline import metric_columns
 from .trace import Trace, iso, iso_array
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -64,11 +65,11 @@ def _mean(xs: list[float]) -> float | None:
 
 def summarize(label: str, hpa_file: str, cluster: Cluster, trace: Trace, settings: Settings) -> dict:
     """The summary figures of one run (summary.json; keys snake_case, units in docs)."""
-    s, rows, span = cluster.stats, cluster.rows, cluster.end - cluster.t0
-    replicas = [r[2] for r in rows] + [r[4] for r in rows]
-    ups = sum(1 for _, a, b in cluster.scale_events if b > a)
-    reactions = [e[2] for e in s.episodes if e[2] is not None]
-    recoveries = [e[1] for e in s.episodes]
+    s, tl, span = cluster.stats, cluster.timeline, cluster.end - cluster.t0
+    replicas = tl.column("current_replicas") + tl.column("desired_replicas")
+    ups = sum(1 for e in cluster.scale_events if e.desired_replicas > e.current_replicas)
+    reactions = [e.reaction_seconds for e in s.episodes if e.reaction_seconds is not None]
+    recoveries = [e.seconds for e in s.episodes]
     request = cluster.target.requests.get(("cpu", ""))
     util = 100.0 * s.cpu_millicore_seconds / (request * s.running_pod_seconds) if request and s.running_pod_seconds else None
     out = {
@@ -77,7 +78,7 @@ def summarize(label: str, hpa_file: str, cluster: Cluster, trace: Trace, setting
         "hpa_file": hpa_file,
         "target": cluster.target.label,
         "simulated_seconds": _r(span),
-        "syncs": len(rows),
+        "syncs": len(tl),
         "pod_hours": _r(s.pod_seconds / 3600.0, 4),
         "ready_pod_hours": _r(s.ready_pod_seconds / 3600.0, 4),
         "mean_replicas": _r(s.pod_seconds / span if span else 0.0, 4),
@@ -192,8 +193,8 @@ def count_flaps(events: list[tuple[float, int, int]], window: float) -> int:
 def _metric_summaries(cluster: Cluster) -> list[dict]:
     down, up = tolerances(cluster.hpa, cluster.config)
     out = []
-    for i, view in enumerate(cluster.views):
-        values = [r[6 + 2 * i] for r in cluster.rows if r[6 + 2 * i] is not None]
+    for view in cluster.views:
+        values = [v for v in cluster.timeline.column(view.label) if v is not None]
         mean = _mean(values)
         target = view.target
         out.append({
@@ -204,7 +205,7 @@ def _metric_summaries(cluster: Cluster) -> list[dict]:
             "tolerance_band": [_r(target * (1 - down), 6), _r(target * (1 + up), 6)],
             "mean": _r(mean, 4),
             "mean_ratio_to_target": _r(mean / target, 4) if mean is not None and target else None,
-            "syncs_without_value": len(cluster.rows) - len(values),
+            "syncs_without_value": len(cluster.timeline) - len(values),
         })
     return out
 
@@ -229,10 +230,11 @@ def _settings(cluster: Cluster, settings: Settings) -> dict:
 # --------------------------------------------------------------------- files
 def timeline_frame(cluster: Cluster, trace: Trace) -> pd.DataFrame:
     """One row per sync; times ISO 8601 in the trace's offset, loads requests/s."""
-    header = cluster.columns_header()
-    df = pd.DataFrame(cluster.rows, columns=header, dtype=object)
-    df["time"] = iso_array(np.array([r[0] for r in cluster.rows], dtype=float), trace.tz)
-    metric_cols = header[6:6 + 2 * len(cluster.views)]
+    tl = cluster.timeline
+    header = list(tl.header)
+    df = pd.DataFrame(tl.rows, columns=header, dtype=object)
+    df["time"] = iso_array(np.array(tl.column("time"), dtype=float), trace.tz)
+    metric_cols = metric_columns([v.label for v in cluster.views])
     digits = {"load": 6, "ready_capacity": 4, "unserved_requests": 3, **{c: 4 for c in metric_cols}}
     if "forecast" in header:
         digits["forecast"] = 4
