@@ -58,11 +58,10 @@ def budget_nodes(text: str, nodes: int) -> int:
 @dataclass(frozen=True, slots=True)
 class Command:
     """A disruption decided and waiting for its validation (``pkg/controllers/disruption`` ``Command``): the
-    ``nodes`` of ``pool`` to remove, or the one to replace with a node of ``replacement``; the method that decided
-    it (``reason``)."""
+    ``nodes`` to remove (each with its pool; Emptiness takes the empty nodes of every pool, each pool within its
+    budget), or the one to replace with a node of ``replacement``; the method that decided it (``reason``)."""
 
-    pool: PoolView
-    nodes: tuple[NodeView, ...]
+    nodes: tuple[tuple[PoolView, NodeView], ...]
     replacement: InstanceType | None
     reason: Reason
 
@@ -123,11 +122,9 @@ class KarpenterModel(NodeAutoscalerModel):
                     self.next_disruption = t
                     yield from actions
             else:
-                for pool in pools:
-                    self.command = self._decide(pool, t)
-                    if self.command is not None:
-                        self.next_disruption = t + COMMAND_VALIDATION_DELAY
-                        break
+                self.command = self._decide(pools, t)
+                if self.command is not None:
+                    self.next_disruption = t + COMMAND_VALIDATION_DELAY
         self.next_time = min(self._batch_end(), self.next_disruption)
 
     def _provision(self, pool: PoolView) -> list[Launch]:
@@ -176,53 +173,71 @@ class KarpenterModel(NodeAutoscalerModel):
         candidates = [n for n in pool.nodes if n.replaced_by is None and t - n.last_pod_event >= after]
         return candidates, allowed
 
-    def _decide(self, pool: PoolView, t: float) -> Command | None:
-        """One disruption method's decision (Emptiness, then single-node consolidation), or None. A pool that has
-        not changed (``PoolView.version``) since a poll that decided nothing, and where no node has turned
-        consolidatable since, decides nothing again."""
-        idle = self._idle.get(pool.index)
-        if idle is not None and idle[0] == pool.version and t < idle[1]:
-            return None
-        decision = self._decide_now(pool, t)
+    def _decide(self, pools: Sequence[PoolView], t: float) -> Command | None:
+        """One disruption method's decision over every pool's candidates, as Karpenter's disruption controller takes
+        the candidates of all NodePools to each method in turn: Emptiness (the empty candidates of every pool, each
+        pool within its budget), then single-node consolidation (the candidates of all pools ranked together, fewest
+        pods first, then the oldest: the first whose pods fit on the other nodes of its pool is removed, or replaced
+        by a cheaper node); None when neither acts. A pool that has not changed (``PoolView.version``) since a poll
+        that decided nothing, and where no node has turned consolidatable since, has nothing to offer again."""
+        offered = []
+        for pool in pools:
+            idle = self._idle.get(pool.index)
+            if idle is not None and idle[0] == pool.version and t < idle[1]:
+                continue
+            candidates, allowed = self._candidates(pool, t)
+            offered.append((pool, candidates if allowed > 0 else [], allowed))
+        empty = tuple((pool, n) for pool, candidates, allowed in offered
+                      for n in [n for n in candidates if not n.bound][:allowed])
+        if empty:
+            return Command(empty, None, Reason.EMPTY)
+        decision = None
+        if self.s.consolidation_policy == ConsolidationPolicy.WHEN_EMPTY_OR_UNDERUTILIZED:
+            decision = self._single_node(offered)
         if decision is None:
             after = self.s.consolidate_after
-            later = [n.last_pod_event + after for n in pool.nodes if t - n.last_pod_event < after]
-            self._idle[pool.index] = (pool.version, min(later, default=math.inf))
+            for pool, _, _ in offered:
+                later = [n.last_pod_event + after for n in pool.nodes if t - n.last_pod_event < after]
+                self._idle[pool.index] = (pool.version, min(later, default=math.inf))
         return decision
 
-    def _decide_now(self, pool: PoolView, t: float) -> Command | None:
-        candidates, allowed = self._candidates(pool, t)
-        if allowed <= 0 or not candidates:
-            return None
-        empty = [n for n in candidates if not n.bound]
-        if empty:
-            return Command(pool, tuple(empty[:allowed]), None, Reason.EMPTY)
-        if self.s.consolidation_policy != ConsolidationPolicy.WHEN_EMPTY_OR_UNDERUTILIZED:
-            return None
-        bins = [(n, Bin(n)) for n in pool.nodes if n.replaced_by is None]
-        for node in sorted(candidates, key=lambda n: (len(n.bound), n.launched)):
-            if move_all(node, bins, set()):
-                return Command(pool, (node,), None, Reason.UNDERUTILIZED)
+    def _single_node(self, offered: list[tuple[PoolView, list[NodeView], int]]) -> Command | None:
+        """Single-node consolidation over every pool's candidates ranked together (fewest pods, then the oldest):
+        the first whose pods all fit on the other nodes of its pool (removed), or that one strictly cheaper node
+        holds (replaced)."""
+        ranked = sorted(((pool, n) for pool, candidates, _ in offered for n in candidates),
+                        key=lambda pn: (len(pn[1].bound), pn[1].launched))
+        bins: dict[int, list] = {}
+        for pool, node in ranked:
+            if pool.index not in bins:
+                bins[pool.index] = [(n, Bin(n)) for n in pool.nodes if n.replaced_by is None]
+            if move_all(node, bins[pool.index], set()):
+                return Command(((pool, node),), None, Reason.UNDERUTILIZED)
             cheaper = self._replacement(node, pool.spec)
             if cheaper is not None:
-                return Command(pool, (node,), cheaper, Reason.UNDERUTILIZED)
+                return Command(((pool, node),), cheaper, Reason.UNDERUTILIZED)
         return None
 
     def _validate(self, command: Command, t: float) -> list[Action]:
-        """Validate a decision again (each node still consolidatable and within the budget; a deletion's pods
+        """Validate a decision again (each node still consolidatable and within its pool's budget; a deletion's pods
         still fit elsewhere, a replacement still cheaper): its actions, or none when it no longer holds."""
-        pool = command.pool
-        candidates, allowed = self._candidates(pool, t)
-        nodes = [n for n in command.nodes if n in candidates][:max(allowed, 0)]
+        nodes: list[tuple[PoolView, NodeView]] = []
+        by_pool: dict[int, list] = {}
+        for pool, node in command.nodes:
+            by_pool.setdefault(pool.index, [pool, []])[1].append(node)
+        for pool, chosen in by_pool.values():
+            candidates, allowed = self._candidates(pool, t)
+            nodes += [(pool, n) for n in [n for n in chosen if n in candidates][:max(allowed, 0)]]
         if not nodes:
             return []
         if command.replacement is None:
-            if any(n.bound for n in nodes):
+            if any(n.bound for _, n in nodes):
+                pool, first = nodes[0]
                 bins = [(n, Bin(n)) for n in pool.nodes if n.replaced_by is None]
-                if not move_all(nodes[0], bins, set()):
+                if not move_all(first, bins, set()):
                     return []
-            return [Delete(node, command.reason) for node in nodes]
-        node = nodes[0]
+            return [Delete(node, command.reason) for _, node in nodes]
+        pool, node = nodes[0]
         if self._replacement(node, pool.spec) is None:
             return []
         return [Replace(node, command.replacement, command.reason)]
