@@ -357,6 +357,44 @@ def test_a_bad_what_if_is_one_line(tmp_path, args, line):
     assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1 and line in r.output, r.output
 
 
+def test_a_bad_second_fleet_is_refused_before_the_first_runs(tmp_path):
+    """``fleet simulate A.yaml B.yaml`` reads and checks both before either runs: B's error is one line naming B's
+    file, workload and field, and A was not simulated (nothing written)."""
+    path = _small_fleet(tmp_path)
+    bad = yaml.safe_load(path.read_text())
+    bad["spec"]["workloads"][0]["nodePool"] = "nowhere"
+    (tmp_path / "b").mkdir()
+    second = tmp_path / "b" / "fleet.yaml"
+    second.write_text(yaml.safe_dump(bad))
+    out = tmp_path / "o"
+    r = CliRunner().invoke(app, ["fleet", "simulate", str(path), str(second), "--output-dir", str(out),
+                                 "--no-progress", "--no-plot"])
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
+    assert r.output.startswith(f"error: {second}: workload w0: spec.workloads[0].nodePool"), r.output
+    assert not (out / "a").exists()
+
+
+def test_a_bad_node_pools_file_of_a_what_if_names_that_file_and_pool_before_anything_runs(tmp_path):
+    """``--what-if nodePools=FILE`` is checked when the what-if is made, in memory: a bad pool is one line naming FILE,
+    the pool and its field (not a generated fleet file), and nothing is simulated; pools that fit no workload name
+    the fleet file with the overlay."""
+    path = _small_fleet(tmp_path)
+    pools = tmp_path / "pools.yaml"
+    pools.write_text(yaml.safe_dump([{"name": "cheap", "instanceTypes": [{**SMALL, "pricePerHour": -1}]}]))
+    out = tmp_path / "o"
+    r = CliRunner().invoke(app, ["fleet", "simulate", str(path), "--what-if", f"nodePools={pools}",
+                                 "--output-dir", str(out), "--no-progress", "--no-plot"])
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
+    assert r.output.startswith(f"error: {pools}: node pool cheap: [0].instanceTypes[0].pricePerHour: "), r.output
+    assert not out.exists()
+    pools.write_text(yaml.safe_dump([{"name": "tiny", "instanceTypes": [{**SMALL, "cpu": "100m"}]}]))
+    r = CliRunner().invoke(app, ["fleet", "simulate", str(path), "--what-if", f"nodePools={pools}",
+                                 "--output-dir", str(out), "--no-progress", "--no-plot"])
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
+    assert r.output.startswith(f"error: {path} with --what-if nodePools={pools}: workload w0: "), r.output
+    assert not (out / "a").exists()
+
+
 def test_a_fleet_past_its_pod_bound_is_one_line_naming_the_workload(tmp_path, monkeypatch):
     """Every count has a bound: a fleet whose autoscalers scale past ``MAX_FLEET_PODS`` pods at once stops with one
     line naming the fleet file, the workload that crossed it, and when (here the bound is lowered to 5)."""
@@ -386,3 +424,27 @@ def test_karpenters_batch_closes_idle_after_its_last_pod_however_many_come():
     for t in range(102, 115):  # a pod every second: the window would never be idle; it closes at first + 10 s
         model.unschedulable(None, t + 0.5)
     assert model.next_time == 110.0
+
+
+def test_a_workloads_trace_in_summary_json_describes_the_span_replayed(tmp_path):
+    """summary.json's ``trace`` of a workload counts the rows of the span the fleet replays (not the whole file) and
+    lists only the gaps inside it, at their shifted times: here a 7-hour file with a gap in its first hour, shifted
+    1 h later, replayed from 02:00 to 05:00."""
+    from pyhpa.fleet.report import summarize_fleet
+
+    rows = ["timestamp,requests_per_second"] + [f"2026-01-05T{m // 60:02d}:{m % 60:02d}:00Z,1" for m in range(420)
+                                                 if not 10 <= m < 20]  # no rows from 00:10 to 00:20
+    (tmp_path / "gappy.csv").write_text("\n".join(rows) + "\n")
+    other = _step_trace(tmp_path, 1, 1, minutes=(200, 200, 100))
+    w0, w1 = workloads_on(other, (1.0, 1.0))
+    w1["trace"] = {"file": str(tmp_path / "gappy.csv"), "column": "requests_per_second", "shift": "1h"}
+    path = _write(tmp_path, {"nodePools": [{"name": "p", "instanceTypes": [SMALL], "minNodes": 1, "maxNodes": 5}],
+                             "workloads": [w0, w1]})
+    run = FleetRun(load_fleet(path, Settings(), "2026-01-05T02:00:00Z", "2026-01-05T05:00:00Z"), Settings()).run()
+    traces = [w["trace"] for w in summarize_fleet(run)["workloads"]]
+    assert [t["rows_used"] for t in traces] == [180, 180]
+    assert traces[1]["rows_in_file"] == 410 and traces[1]["rows_outside_slice"] == 230
+    assert traces[1]["gaps"] == 0 and traces[1]["gap_list"] == []  # its gap (01:10 to 01:20 shifted) is before
+    whole = FleetRun(load_fleet(path, Settings(), "2026-01-05T01:00:00Z", "2026-01-05T05:00:00Z"), Settings()).run()
+    gap = summarize_fleet(whole)["workloads"][1]["trace"]["gap_list"]
+    assert [(g["start"][11:16], g["end"][11:16]) for g in gap] == [("01:10", "01:20")]

@@ -52,7 +52,9 @@ def simulate(
     from . import simulate_cmd
 
     simulate_cmd.simulator()  # the simulate extra, or one line saying what to install
-    from ..fleet.whatif import compare, make_what_if, parse_overlays, write_compare
+    from ..fleet.spec import load_fleet
+    from ..fleet.whatif import compare, load_what_if, parse_overlays, write_compare, write_what_if
+    from ..fleet.whatif import what_if as overlaid
     from ..simulate import Settings, check_settings
 
     settings = Settings(sync_period_seconds=sync_period, seed=seed)
@@ -63,20 +65,26 @@ def simulate(
     if len(fleet_files) == 2 and overlays:
         raise InputError("compares a fleet with itself changed: give one fleet file with it, not two", field="--what-if")
     console = text_console()
+    first = load_fleet(fleet_files[0], settings, start, end)
     if len(fleet_files) == 1 and not overlays:
-        summary = _run(fleet_files[0], output_dir, settings, start, end, plot, no_progress, "fleet")
+        summary = _run(first, output_dir, settings, plot, no_progress, "fleet")
         console.print(_tables(summary))
         console.print("wrote " + ", ".join(str(output_dir / f) for f in _files(plot)))
         return
-    with options.output_dir(output_dir):
-        second = fleet_files[1] if len(fleet_files) == 2 else make_what_if(fleet_files[0], overlays,
-                                                                          output_dir / "b" / "input")
+    # both fleets read and checked before either runs: a bad second one costs no simulation of the first
+    changed = overlaid(fleet_files[0], overlays) if overlays else None
+    second_fleet = load_fleet(fleet_files[1], settings, start, end) if changed is None else \
+        load_what_if(changed, settings, start, end)
+    if changed is not None:
+        with options.output_dir(output_dir):
+            write_what_if(changed, output_dir / "b" / "input")
+    second = fleet_files[1] if changed is None else overlays
     labels = ("a", "b")
-    a = _run(fleet_files[0], output_dir / "a", settings, start, end, plot, no_progress, "a")
-    b = _run(second, output_dir / "b", settings, start, end, plot, no_progress, "b")
+    a = _run(first, output_dir / "a", settings, plot, no_progress, "a")
+    b = _run(second_fleet, output_dir / "b", settings, plot, no_progress, "b")
     result = compare(a, b)
     written = write_compare(result, output_dir, labels)
-    console.print(_compare_table(result, fleet_files[0], second if len(fleet_files) == 2 else overlays))
+    console.print(_compare_table(result, fleet_files[0], second))
     console.print("wrote " + ", ".join(str(p) for p in [output_dir / "a", output_dir / "b", *written]))
 
 
@@ -200,9 +208,10 @@ def tune(
                                    serial=serial, progress=lambda done, total: bar.update(task, completed=done))
         recommended = write_recommended(fleet, results, output_dir)
         check_start, check_end = (format_time(history_end), format_time(fleet.end))
-        a = _run(fleet_file, output_dir / "current", settings, check_start, check_end, True, no_progress, "current")
-        b = _run(recommended, output_dir / "recommended" / "run", settings, check_start, check_end, True, no_progress,
-                 "recommended")
+        current_fleet = load_fleet(fleet_file, settings, check_start, check_end)
+        recommended_fleet = load_fleet(recommended, settings, check_start, check_end)
+        a = _run(current_fleet, output_dir / "current", settings, True, no_progress, "current")
+        b = _run(recommended_fleet, output_dir / "recommended" / "run", settings, True, no_progress, "recommended")
         result = compare(a, b)
         written = write_compare(result, output_dir, ("current", "recommended"))
         write_tune_json(results, output_dir, {"objective": {"metric": objective.metric, "limit": objective.limit},
@@ -221,13 +230,11 @@ def _files(plot: bool) -> tuple[str, ...]:
         (("nodes.png", "pending.png", "worst.png", "report.html") if plot else ())
 
 
-def _run(path: Path, out: Path, settings, start, end, plot: bool, no_progress: bool, label: str) -> dict:
-    """Load, simulate and write one fleet; its summary."""
+def _run(fleet, out: Path, settings, plot: bool, no_progress: bool, label: str) -> dict:
+    """Simulate and write one fleet (loaded: ``pyhpa.fleet.spec.Fleet``); its summary."""
     from ..fleet.engine import FleetRun
     from ..fleet.report import write_fleet
-    from ..fleet.spec import load_fleet
 
-    fleet = load_fleet(path, settings, start, end)
     with options.output_dir(out):
         bar = options.progress_bar(no_progress, TextColumn("{task.description}"), BarColumn(),
                                    TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn())
@@ -252,7 +259,7 @@ def _compare_table(result: dict, first: Path, second) -> Table:
     for key, label, fmt in (("cost", "cost $", "{:,.2f}"), ("node_hours", "node-hours", "{:,.1f}"),
                             ("unserved_requests", "unserved requests", "{:,.0f}"),
                             ("overloaded_seconds", "overloaded s", "{:,.0f}"),
-                            ("node_wait_seconds", "node wait s", "{:,.0f}")):
+                            ("node_wait_seconds", "node wait pod-s", "{:,.0f}")):
         v = result["total"][key]
         t.add_row(label, fmt.format(v["a"]), fmt.format(v["b"]), ("+" if v["change"] > 0 else "") + fmt.format(v["change"]))
     rows = sorted(result["workloads"], key=lambda r: -abs(r["unserved_change"]))[:WORST_SHOWN]
@@ -268,20 +275,23 @@ def _tables(summary: dict) -> Table:
     f = summary["fleet"]
     t = Table(title=f"fleet: {f['workloads']} workloads, {f['node_autoscaler']}, "
                     f"{f['simulated_seconds'] / 3600:.1f} simulated hours", title_justify="left")
-    for col in ("node pool", "node-hours", "cost $", "max nodes", "requested CPU", "used CPU"):
+    for col in ("node pool", "node-hours", "cost $", "max nodes", "requested CPU", "used CPU", ""):
         t.add_column(col, justify="right" if col != "node pool" else "left")
     for p in summary["node_pools"]:
         t.add_row(p["name"], f"{p['node_hours']:.1f}", f"{p['cost']:.2f}", str(p["max_nodes_seen"]),
-                  _pct(p["requested_cpu_utilization"]), _pct(p["used_cpu_utilization"]))
-    t.add_row("total", f"{f['node_hours']:.1f}", f"{f['cost']:.2f}", "", "", "", end_section=True)
+                  _pct(p["requested_cpu_utilization"]), _pct(p["used_cpu_utilization"]), "")
+    t.add_row("total", f"{f['node_hours']:.1f}", f"{f['cost']:.2f}", "", "", "", "", end_section=True)
     worst = sorted(summary["workloads"], key=lambda w: -w["unserved_requests"])[:WORST_SHOWN]
-    t.add_row("workload", "unserved", "unserved %", "pending pod-s", "node wait s", "evicted", style="bold")
+    t.add_row("workload", "unserved", "unserved %", "overloaded s", "pending pod-s", "node wait pod-s", "evicted",
+              style="bold")
     for w in worst:
         x = w["fleet"]
         t.add_row(w["label"], f"{w['unserved_requests']:,.0f}", f"{100 * w['unserved_fraction']:.3f}",
-                  f"{x['pending_pod_seconds']:,.0f}", f"{x['node_wait_seconds']:,.0f}", str(x["evicted_pods"]))
+                  f"{w['overloaded_seconds']:,.0f}", f"{x['pending_pod_seconds']:,.0f}",
+                  f"{x['node_wait_seconds']:,.0f}", str(x["evicted_pods"]))
     t.add_row("fleet", f"{f['unserved_requests']:,.0f}", f"{100 * f['unserved_fraction']:.3f}",
-              f"{f['pending_pod_seconds']:,.0f}", f"{f['node_wait_seconds']:,.0f}", str(f["evicted_pods"]))
+              f"{f['overloaded_seconds']:,.0f}", f"{f['pending_pod_seconds']:,.0f}", f"{f['node_wait_seconds']:,.0f}",
+              str(f["evicted_pods"]))
     return t
 
 

@@ -84,8 +84,10 @@ def summarize_fleet(run: FleetRun) -> dict:
         workloads.append(out)
     pools = []
     total_hours = total_cost = 0.0
+    cost_of: dict[str, float] = {}
     for pool in run.pools.values():
         hours, cost = node_hours(run, pool)
+        cost_of[pool.spec.name] = cost
         total_hours += hours
         total_cost += cost
         cpu_s, _ = _allocatable_seconds(run, pool)
@@ -104,11 +106,10 @@ def summarize_fleet(run: FleetRun) -> dict:
             "used_cpu_utilization": _r(used_by_pool.get(pool.spec.name, 0.0) / cpu_s, 4) if cpu_s else None,
             "workloads": [fleet.workloads[i].spec.name for i in pool.workloads],
         })
-    for out in workloads:  # each workload's share of its pool's bill, by the CPU its pods requested
-        pool = next(p for p in pools if p["name"] == out["fleet"]["pool"])
-        req = requested_by_pool.get(pool["name"], 0.0)
-        share = out["pod_hours"] * 3600.0 * out["fleet"]["requests"]["cpu_millicores"] / req if req else 0.0
-        out["fleet"]["cost_share"] = _r(share * (pool["cost"] or 0.0), 4)
+    for w, c, out in zip(fleet.workloads, run.clusters, workloads):  # its share of its pool's bill, by requested CPU
+        req = requested_by_pool.get(w.pool.name, 0.0)
+        share = c.stats.pod_seconds * w.requests.cpu / req if req else 0.0
+        out["fleet"]["cost_share"] = _r(share * cost_of[w.pool.name], 4)
     requested = sum(w["requests"] for w in workloads)
     unserved = sum(w["unserved_requests"] for w in workloads)
     return {

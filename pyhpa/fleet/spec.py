@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from datetime import timezone
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Mapping
 
 import msgspec
 import numpy as np
@@ -63,7 +63,7 @@ from ..simulate import Autoscaler, Settings, load_autoscaler
 from ..simulate.prediction import history_start
 from ..simulate.profile import Profile, load_profile
 from ..simulate.target import KINDS, Target, load_target
-from ..simulate.trace import Trace, bound_time, load_trace, scaled_load
+from ..simulate.trace import Gap, Trace, bound_time, load_trace, scaled_load
 from .scheduler import Node, PodRequests, ScoringStrategy, defaulted_spec, fits, pod_requests
 
 API_VERSION = "pyhpa.dev/v1alpha1"
@@ -216,8 +216,8 @@ class ProvisioningSeconds(Struct, forbid_unknown_fields=True, frozen=True):
 
 class NodePool(Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
     """Nodes of one kind: their ``labels`` (a workload's nodeSelector picks the pool by them), the
-    ``instanceTypes`` (Cluster Autoscaler: a node group of the first; Karpenter: the cheapest that fits),
-    ``daemonSetOverhead`` (requested by DaemonSet pods on every node), ``minNodes``/``maxNodes`` and
+    ``instanceTypes`` (Cluster Autoscaler: a node group of each, the ``expander`` choosing; Karpenter: the cheapest
+    that fits), ``daemonSetOverhead`` (requested by DaemonSet pods on every node), ``minNodes``/``maxNodes`` and
     ``provisioningSeconds``."""
 
     name: Annotated[str, Meta(min_length=1, max_length=253)]
@@ -315,7 +315,7 @@ def _dec_hook(kind: type, value: Any) -> Any:
 _PATH = re.compile(r" - at `\$\.?(.*)`$")
 
 
-def _structure_error(err: msgspec.ValidationError, raw: Any, file: str) -> InputError:
+def _structure_error(err: msgspec.ValidationError, raw: Any, file: str, root: str = "spec.") -> InputError:
     """msgspec's message (``Expected `float` >= 0.0, got -1 - at `$.spec.nodePools[0]...```) as one InputError
     naming the file, the node pool or workload (by its name), and the field path."""
     text = str(err)
@@ -323,7 +323,7 @@ def _structure_error(err: msgspec.ValidationError, raw: Any, file: str) -> Input
     path = m.group(1) if m else ""
     message = text[:m.start()] if m else text
     obj = ""
-    where = re.match(r"spec\.(nodePools|workloads)\[(\d+)\]", path)
+    where = re.match(re.escape(root) + r"(nodePools|workloads)\[(\d+)\]", path)
     if where:
         items = ((raw.get("spec") or {}).get(where.group(1)) or []) if isinstance(raw, dict) else []
         index = int(where.group(2))
@@ -333,13 +333,14 @@ def _structure_error(err: msgspec.ValidationError, raw: Any, file: str) -> Input
     return InputError(message[:1].lower() + message[1:], file=file, obj=obj, field=path)
 
 
-def read_fleet_file(path: str | Path) -> FleetSpec:
-    """The fleet file's ``spec`` as typed structs (defaults filled in). Raises InputError naming the file, the node
-    pool or workload and the field: a value of the wrong type or out of its bounds (a negative price, more than
-    ``MAX_WORKLOADS`` workloads), an unknown field, another ``kind``, or two pools, workloads or instance types of
-    one pool with one name."""
+def read_fleet_file(path: str | Path, raw: Any = None) -> FleetSpec:
+    """The fleet file's ``spec`` as typed structs (defaults filled in); ``raw``: its document already read (and
+    changed: a what-if's), else the file is read. Raises InputError naming the file, the node pool or workload and
+    the field: a value of the wrong type or out of its bounds (a negative price, more than ``MAX_WORKLOADS``
+    workloads), an unknown field, another ``kind``, or two pools, workloads or instance types of one pool with one
+    name."""
     file = str(path)
-    raw = read_document(path)
+    raw = read_document(path) if raw is None else raw
     if isinstance(raw, list):
         raise InputError(f"holds {len(raw)} YAML documents; a fleet file is one (kind: {KIND})", file=file)
     if not isinstance(raw, dict):
@@ -351,19 +352,44 @@ def read_fleet_file(path: str | Path) -> FleetSpec:
         spec = msgspec.convert(raw, FleetFile, dec_hook=_dec_hook).spec
     except msgspec.ValidationError as err:
         raise _structure_error(err, raw, file) from None
-    _unique(file, "spec.nodePools", [p.name for p in spec.node_pools], "node pool")
     _unique(file, "spec.workloads", [w.name for w in spec.workloads], "workload")
-    for i, pool in enumerate(spec.node_pools):
-        _unique(file, f"spec.nodePools[{i}].instanceTypes", [t.name for t in pool.instance_types], "instance type",
+    check_pools(spec.node_pools, file, "spec.nodePools")
+    return spec
+
+
+class _Pools(Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
+    node_pools: Annotated[tuple[NodePool, ...], Meta(min_length=1, max_length=MAX_NODE_POOLS)]
+
+
+def read_node_pools(raw: Any, file: str) -> tuple[NodePool, ...]:
+    """A YAML list of node pools (as ``spec.nodePools``; a what-if's ``nodePools=FILE``) as typed structs, checked as
+    a fleet file's are (``check_pools``). Raises InputError naming ``file``, the pool and its field (``[i]...``)."""
+    if not isinstance(raw, list):
+        raise InputError("must be a YAML list of node pools (as spec.nodePools)", file=file)
+    try:
+        pools = msgspec.convert({"nodePools": raw}, _Pools, dec_hook=_dec_hook).node_pools
+    except msgspec.ValidationError as err:
+        e = _structure_error(err, {"spec": {"nodePools": raw}}, file, root="")
+        raise InputError(e.message, file=file, obj=e.obj, field=e.field.removeprefix("nodePools")) from None
+    check_pools(pools, file, "")
+    return pools
+
+
+def check_pools(pools: tuple[NodePool, ...], file: str, at: str) -> None:
+    """Node pools as a fleet needs them: names and each pool's instance types' names unique, ``minNodes`` at most
+    ``maxNodes``, the provisioning p90 not below its median. InputError naming ``file``, the pool and the field
+    (under ``at``)."""
+    _unique(file, at, [p.name for p in pools], "node pool")
+    for i, pool in enumerate(pools):
+        _unique(file, f"{at}[{i}].instanceTypes", [t.name for t in pool.instance_types], "instance type",
                 obj=f"node pool {pool.name}")
         if pool.min_nodes > pool.max_nodes:
             raise InputError(f"is {pool.min_nodes}, above maxNodes {pool.max_nodes}", file=file,
-                             obj=f"node pool {pool.name}", field=f"spec.nodePools[{i}].minNodes")
+                             obj=f"node pool {pool.name}", field=f"{at}[{i}].minNodes")
         if pool.provisioning_seconds.p90 < pool.provisioning_seconds.median:
             raise InputError(f"is {pool.provisioning_seconds.p90:g}, below the median "
                              f"{pool.provisioning_seconds.median:g}", file=file, obj=f"node pool {pool.name}",
-                             field=f"spec.nodePools[{i}].provisioningSeconds.p90")
-    return spec
+                             field=f"{at}[{i}].provisioningSeconds.p90")
 
 
 def _unique(file: str, field_path: str, names: list[str], what: str, obj: str = "") -> None:
@@ -376,16 +402,20 @@ def _unique(file: str, field_path: str, names: list[str], what: str, obj: str = 
 
 
 def load_fleet(path: str | Path, settings: Settings = Settings(), start: str | None = None,
-               end: str | None = None) -> Fleet:
+               end: str | None = None, *, raw: Any = None, autoscalers: Mapping[str, dict] | None = None,
+               name: str | None = None) -> Fleet:
     """Read a fleet file and every file it names (``read_fleet_file``, then each workload's autoscaler, target,
     profile and trace as ``pyhpa simulate`` reads them), and check what needs them together: each workload's pool
     (named, or the one pool its nodeSelector matches), that its pod fits a node of that pool (requests plus the
     pool's DaemonSet overhead within an instance type's allocatable), and that the traces, shifted, overlap in
     time. ``start``/``end`` (ISO 8601, as ``pyhpa simulate --start/--end``; UTC without an offset) narrow the span to
-    a part of that overlap. Raises InputError: one line naming the file, the workload (or node pool) and the field,
-    or the flag."""
-    file = str(path)
-    spec = read_fleet_file(path)
+    a part of that overlap. A what-if's fleet is loaded from memory: ``raw`` (the fleet's document, changed, its
+    file names absolute), ``autoscalers`` (the autoscaler documents it changed, by the file named) and ``name``
+    (how its errors name it: the fleet file and the overlays). Raises InputError: one line naming the file, the
+    workload (or node pool) and the field, or the flag."""
+    file = str(path) if name is None else name
+    spec = read_fleet_file(file, raw)
+    changed = autoscalers or {}
     folder = Path(path).resolve().parent
     pools = {p.name: p for p in spec.node_pools}
     read: dict[tuple, Trace] = {}  # each (file, column, where) read once, however many workloads replay it
@@ -396,8 +426,9 @@ def load_fleet(path: str | Path, settings: Settings = Settings(), start: str | N
             profile = load_profile(str(under(folder, w.profile)) if w.profile else None)
             target = load_target(under(folder, w.target), profile.container)
             hpa_file = str(under(folder, w.autoscaler))
-            autoscaler = load_autoscaler(find_autoscaler(read_document(hpa_file), hpa_file), hpa_file, target,
-                                         settings)
+            doc = changed.get(hpa_file)
+            autoscaler = load_autoscaler(find_autoscaler(read_document(hpa_file), hpa_file) if doc is None else doc,
+                                         hpa_file, target, settings)
             trace = _read(read, under(folder, w.trace.file), w.trace)
             requests = _pod_requests(under(folder, w.target))
         except InputError as err:
@@ -525,8 +556,10 @@ def _replayed(w: LoadedWorkload, start: float, end: float) -> LoadedWorkload:
     cut to what a run from ``start`` to ``end`` reads (the row in force at ``start`` to the last before ``end``;
     when its autoscaler predicts, the rows before too from where the forecaster's history begins,
     ``pyhpa.simulate.prediction.history_start``: ``spec.prediction.historySeconds`` before the last of them), in
-    arrays of its own, so that a fleet of thousands does not hold each file whole per workload. Its report still
-    describes the rows read."""
+    arrays of its own, so that a fleet of thousands does not hold each file whole per workload. Its report
+    (summary.json's ``trace``) describes the span replayed: ``rows_used`` the rows of the span (the one in force at
+    ``start`` to the last before ``end``), ``rows_outside_slice`` the others that matched ``where``, and the gaps
+    that overlap the span, at their shifted times."""
     ref, tr = w.spec.trace, w.trace
     times = tr.times + ref.shift
     first = max(int(np.searchsorted(times, start, side="right")) - 1, 0)
@@ -536,8 +569,14 @@ def _replayed(w: LoadedWorkload, start: float, end: float) -> LoadedWorkload:
     keep = slice(first, max(int(np.searchsorted(times, end, side="left")), first + 1))
     values = {k: v[keep].copy() for k, v in tr.values.items()}
     values[ref.column] = scaled_load(tr.values[ref.column][keep], ref.column, ref.scale)
-    cut = dataclasses.replace(tr, times=times[keep].copy(), values=values, end=tr.end + ref.shift,
-                              report=dataclasses.replace(tr.report, load_scale=ref.scale))
+    span_first = max(int(np.searchsorted(times, start, side="right")) - 1, 0)
+    used = max(int(np.searchsorted(times, end, side="left")), span_first + 1) - span_first
+    r = tr.report
+    gaps = [Gap(g.start + ref.shift, g.end + ref.shift, g.line) for g in r.gaps
+            if g.end + ref.shift > start and g.start + ref.shift < end]
+    report = dataclasses.replace(r, load_scale=ref.scale, rows_used=used, gaps=gaps,
+                                 rows_outside_slice=max(r.rows_in_file - r.rows_not_matching_where - used, 0))
+    cut = dataclasses.replace(tr, times=times[keep].copy(), values=values, end=tr.end + ref.shift, report=report)
     return dataclasses.replace(w, trace=cut)
 
 

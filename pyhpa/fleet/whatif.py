@@ -12,8 +12,10 @@ Overlays (``KEY=VALUE``; several apply in order):
   whole percent, ``averageValue``/``value`` to a thousandth);
 - ``nodePools=FILE``: the node pools of a YAML file (a list, as ``spec.nodePools``) instead of the fleet's.
 
-The new fleet file and the autoscalers it changed are written into a folder of the run's outputs (every file it
-names made absolute), so it can be run again as it is.
+The new fleet is made and loaded in memory (``what_if``, ``load_what_if``: checked before anything runs, its
+errors naming the fleet file and the overlays, or the ``nodePools`` file and its pool); its fleet file and the
+autoscalers it changed are also written into a folder of the run's outputs (``write_what_if``, every file it names
+made absolute), so it can be run again as it is.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import copy
 import csv
 import re
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
@@ -30,7 +33,8 @@ from ..adapters.autoscaler import find_autoscaler
 from ..adapters.errors import InputError
 from ..adapters.parse import quantity
 from ..adapters.snapshot import read_document
-from .spec import with_absolute_paths
+from ..simulate import Settings
+from .spec import Fleet, load_fleet, read_node_pools, with_absolute_paths
 
 KEYS = ("nodeAutoscaler", "scoringStrategy", "prediction", "saturation", "targets", "nodePools")
 FLAG = "--what-if"
@@ -76,17 +80,32 @@ def _scaled_targets(doc: dict, percent: float) -> None:
                     target[key] = f"{int(scaled * 1000)}m"
 
 
-def make_what_if(fleet_file: str | Path, overlays: list[tuple[str, str]], folder: Path) -> Path:
-    """Write the fleet ``fleet_file`` with ``overlays`` applied (``parse_overlays``) into ``folder``; returns the new
-    fleet file's path. Raises InputError for a file that cannot be read."""
+@dataclass(frozen=True)
+class WhatIf:
+    """A fleet changed by overlays, in memory: ``source`` (the fleet file it was made from), ``overlays``, ``doc``
+    (the new fleet document, every file it names absolute), ``autoscalers`` (the autoscaler documents it changed,
+    by the file the fleet names) and ``name`` (how its errors name it: the file and the overlays)."""
+
+    source: Path
+    overlays: tuple[tuple[str, str], ...]
+    doc: dict
+    autoscalers: dict[str, dict]
+
+    @property
+    def name(self) -> str:
+        return f"{self.source} with {FLAG} " + ", ".join(f"{k}={v}" for k, v in self.overlays)
+
+
+def what_if(fleet_file: str | Path, overlays: list[tuple[str, str]]) -> WhatIf:
+    """The fleet ``fleet_file`` with ``overlays`` applied (``parse_overlays``), in memory. Raises InputError for a
+    file that cannot be read, and for a ``nodePools=FILE`` whose list is not node pools (naming FILE, the pool and
+    its field)."""
     src = Path(fleet_file)
-    base = src.resolve().parent
     doc = read_document(src)
     if not isinstance(doc, dict) or not isinstance(doc.get("spec"), dict):
         raise InputError("is not a fleet file (kind: Fleet with a spec)", file=str(src))
-    doc = with_absolute_paths(doc, base)
+    doc = with_absolute_paths(doc, src.resolve().parent)
     spec = doc["spec"]
-    folder.mkdir(parents=True, exist_ok=True)
     changed: dict[str, dict] = {}
     for key, value in overlays:
         if key == "nodeAutoscaler":
@@ -95,8 +114,7 @@ def make_what_if(fleet_file: str | Path, overlays: list[tuple[str, str]], folder
             spec.setdefault("scheduler", {})["scoringStrategy"] = value
         elif key == "nodePools":
             pools = read_document(value)
-            if not isinstance(pools, list):
-                raise InputError("must be a YAML list of node pools (as spec.nodePools)", file=value, field=FLAG)
+            read_node_pools(pools, value)  # checked here: its errors name the file given, not the fleet
             spec["nodePools"] = pools
         else:  # each autoscaler file once, however many workloads share it
             for path in dict.fromkeys(w["autoscaler"] for w in spec.get("workloads") or [] if w.get("autoscaler")):
@@ -108,16 +126,30 @@ def make_what_if(fleet_file: str | Path, overlays: list[tuple[str, str]], folder
                     hpa["spec"].setdefault(key, {})
                 else:
                     _scaled_targets(hpa, float(value[:-1]))
+    return WhatIf(src, tuple(overlays), doc, changed)
+
+
+def load_what_if(w: WhatIf, settings: Settings, start: str | None, end: str | None) -> Fleet:
+    """The what-if's fleet loaded from memory as ``load_fleet`` loads a file (its errors naming ``w.name``)."""
+    return load_fleet(w.name, settings, start, end, raw=copy.deepcopy(w.doc), autoscalers=w.autoscalers, name=w.name)
+
+
+def write_what_if(w: WhatIf, folder: Path) -> Path:
+    """Write the what-if into ``folder`` (its fleet file, and the autoscalers it changed, every file it names
+    absolute), so that it runs again on its own; returns the fleet file's path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    doc = copy.deepcopy(w.doc)
     names: dict[str, str] = {}
-    for i, (path, hpa) in enumerate(changed.items()):
+    for i, (path, hpa) in enumerate(w.autoscalers.items()):
         out = folder / f"autoscaler-{i:03d}-{Path(path).name}"
         out.write_text(yaml.safe_dump(hpa, sort_keys=False))
         names[path] = str(out.resolve())
-    for w in spec.get("workloads") or []:
-        if w.get("autoscaler") in names:
-            w["autoscaler"] = names[w["autoscaler"]]
+    for wl in doc["spec"].get("workloads") or []:
+        if wl.get("autoscaler") in names:
+            wl["autoscaler"] = names[wl["autoscaler"]]
     path = folder / "fleet.yaml"
-    note = "# " + src.name + " with " + ", ".join(f"{k}={v}" for k, v in overlays) + " (pyhpa fleet simulate --what-if)\n"
+    note = f"# {w.source.name} with " + ", ".join(f"{k}={v}" for k, v in w.overlays) + \
+        " (pyhpa fleet simulate --what-if)\n"
     path.write_text(note + yaml.safe_dump(doc, sort_keys=False))
     return path
 
