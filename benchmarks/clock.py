@@ -3,7 +3,7 @@
 (time, order, sequence, handler) entries, as the clock has them. 200 actors with an event every 15 s each, as the
 HPA syncs of a 200-workload fleet; a few rounds, both in this process (compare within one run: timings are noisy).
 
-    python benchmarks/clock.py          # needs SimPy: pip install simpy (not a dependency of pyhpa)
+    python benchmarks/clock.py          # needs SimPy: the test extra has it (pip install -e '.[test]')
 
 Prints ``simpy_events_per_second=N heapq_events_per_second=N heapq_over_simpy=R`` per round.
 """
@@ -66,7 +66,7 @@ def main() -> None:
     try:
         import simpy  # noqa: F401
     except ImportError:
-        sys.exit("benchmarks/clock.py needs SimPy: pip install simpy")
+        sys.exit("benchmarks/clock.py needs SimPy: pip install -e '.[test]' (or pip install simpy)")
     for _ in range(ROUNDS):
         s, h = simpy_events_per_second(), heapq_events_per_second()
         print(f"simpy_events_per_second={s:.0f} heapq_events_per_second={h:.0f} heapq_over_simpy={h / s:.2f}",

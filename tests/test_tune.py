@@ -481,7 +481,7 @@ def test_a_replay_stopped_early_decided_exactly_as_the_full_one_until_it_stopped
         run = replay(auto, "stopped", p.target, p.profile, p.tuning.load, p.settings, stop=stop)
         assert run.cluster.stopped and stop.reason(run.cluster) == why
         rows = run.cluster.timeline.rows
-        assert 0 < len(rows) < len(full.cluster.rows) and rows == full.cluster.timeline.rows[:len(rows)]
+        assert 0 < len(rows) < len(full.cluster.timeline) and rows == full.cluster.timeline.rows[:len(rows)]
         assert run.summary["simulated_seconds"] == rows[-1][0] - p.tuning.load.trace.start
         assert run.summary["pod_hours"] <= full.summary["pod_hours"]
         assert run.summary["overloaded_seconds"] <= full.summary["overloaded_seconds"]
