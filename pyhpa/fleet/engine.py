@@ -278,7 +278,6 @@ class FleetRun:
                            max(total / 200, 1.0))
         except InputError as err:
             raise err.at(file=self.fleet.file) from None
-        self.now = self.end
         for c in self.clusters:
             c.finish()
         for pl in self.placements.values():
@@ -292,10 +291,6 @@ class FleetRun:
     def now(self) -> float:
         """The clock's time (epoch s)."""
         return self.clock.now
-
-    @now.setter
-    def now(self, t: float) -> None:
-        self.clock.now = t
 
     def _autoscaler_loop(self, t: float, _payload=None) -> None:
         """The node autoscaler's loop, when ``t`` is still its ``next_time`` (an entry whose time moved is passed

@@ -402,18 +402,17 @@ def _unique(file: str, field_path: str, names: list[str], what: str, obj: str = 
 
 
 def load_fleet(path: str | Path, settings: Settings = Settings(), start: str | None = None,
-               end: str | None = None, *, raw: Any = None, autoscalers: Mapping[str, dict] | None = None,
-               name: str | None = None) -> Fleet:
+               end: str | None = None, *, raw: Any = None, autoscalers: Mapping[str, dict] | None = None) -> Fleet:
     """Read a fleet file and every file it names (``read_fleet_file``, then each workload's autoscaler, target,
     profile and trace as ``pyhpa simulate`` reads them), and check what needs them together: each workload's pool
     (named, or the one pool its nodeSelector matches), that its pod fits a node of that pool (requests plus the
     pool's DaemonSet overhead within an instance type's allocatable), and that the traces, shifted, overlap in
     time. ``start``/``end`` (ISO 8601, as ``pyhpa simulate --start/--end``; UTC without an offset) narrow the span to
     a part of that overlap. A what-if's fleet is loaded from memory: ``raw`` (the fleet's document, changed, its
-    file names absolute), ``autoscalers`` (the autoscaler documents it changed, by the file named) and ``name``
-    (how its errors name it: the fleet file and the overlays). Raises InputError: one line naming the file, the
+    file names absolute; ``path`` then only names it in errors: the fleet file and the overlays) and
+    ``autoscalers`` (the autoscaler documents it changed, by the file named). Raises InputError: one line naming the
     workload (or node pool) and the field, or the flag."""
-    file = str(path) if name is None else name
+    file = str(path)
     spec = read_fleet_file(file, raw)
     changed = autoscalers or {}
     folder = Path(path).resolve().parent

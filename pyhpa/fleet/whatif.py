@@ -131,7 +131,7 @@ def what_if(fleet_file: str | Path, overlays: list[tuple[str, str]]) -> WhatIf:
 
 def load_what_if(w: WhatIf, settings: Settings, start: str | None, end: str | None) -> Fleet:
     """The what-if's fleet loaded from memory as ``load_fleet`` loads a file (its errors naming ``w.name``)."""
-    return load_fleet(w.name, settings, start, end, raw=copy.deepcopy(w.doc), autoscalers=w.autoscalers, name=w.name)
+    return load_fleet(w.name, settings, start, end, raw=copy.deepcopy(w.doc), autoscalers=w.autoscalers)
 
 
 def write_what_if(w: WhatIf, folder: Path) -> Path:
