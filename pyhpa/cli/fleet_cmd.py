@@ -8,6 +8,7 @@ summary.json, workloads.csv, timeline.csv and events.csv.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Optional
 
@@ -77,7 +78,10 @@ def simulate(
         load_what_if(changed, settings, start, end)
     if changed is not None:
         with options.output_dir(output_dir):
-            write_what_if(changed, output_dir / "b" / "input")
+            written_b = write_what_if(changed, output_dir / "b" / "input")
+        # its summary names the fleet file written for it, which runs again on its own (as before the what-if was
+        # made in memory); its input errors above named the user's file and overlays
+        second_fleet = dataclasses.replace(second_fleet, file=str(written_b))
     second = fleet_files[1] if changed is None else overlays
     labels = ("a", "b")
     a = _run(first, output_dir / "a", settings, plot, no_progress, "a")
