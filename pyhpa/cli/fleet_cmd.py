@@ -73,12 +73,12 @@ def simulate(
         console.print("wrote " + ", ".join(str(output_dir / f) for f in _files(plot)))
         return
     # both fleets read and checked before either runs: a bad second one costs no simulation of the first
-    changed = overlaid(fleet_files[0], overlays) if overlays else None
+    changed = overlaid(fleet_files[0], overlays, output_dir / "b" / "input") if overlays else None
     second_fleet = load_fleet(fleet_files[1], settings, start, end) if changed is None else \
         load_what_if(changed, settings, start, end)
     if changed is not None:
         with options.output_dir(output_dir):
-            written_b = write_what_if(changed, output_dir / "b" / "input")
+            written_b = write_what_if(changed)
         # its summary names the fleet file written for it, which runs again on its own (as before the what-if was
         # made in memory); its input errors above named the user's file and overlays
         second_fleet = dataclasses.replace(second_fleet, file=str(written_b))

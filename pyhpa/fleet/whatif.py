@@ -84,22 +84,24 @@ def _scaled_targets(doc: dict, percent: float) -> None:
 class WhatIf:
     """A fleet changed by overlays, in memory: ``source`` (the fleet file it was made from), ``overlays``, ``doc``
     (the new fleet document, every file it names absolute), ``autoscalers`` (the autoscaler documents it changed,
-    by the file the fleet names) and ``name`` (how its errors name it: the file and the overlays)."""
+    each by the file of ``folder`` it is written to, which ``doc`` names), ``folder`` (where ``write_what_if``
+    writes it) and ``name`` (how its errors name it: the file and the overlays)."""
 
     source: Path
     overlays: tuple[tuple[str, str], ...]
     doc: dict
     autoscalers: dict[str, dict]
+    folder: Path
 
     @property
     def name(self) -> str:
         return f"{self.source} with {FLAG} " + ", ".join(f"{k}={v}" for k, v in self.overlays)
 
 
-def what_if(fleet_file: str | Path, overlays: list[tuple[str, str]]) -> WhatIf:
-    """The fleet ``fleet_file`` with ``overlays`` applied (``parse_overlays``), in memory. Raises InputError for a
-    file that cannot be read, and for a ``nodePools=FILE`` whose list is not node pools (naming FILE, the pool and
-    its field)."""
+def what_if(fleet_file: str | Path, overlays: list[tuple[str, str]], folder: Path) -> WhatIf:
+    """The fleet ``fleet_file`` with ``overlays`` applied (``parse_overlays``), in memory, to be written into
+    ``folder``. Raises InputError for a file that cannot be read, and for a ``nodePools=FILE`` whose list is not
+    node pools (naming FILE, the pool and its field)."""
     src = Path(fleet_file)
     doc = read_document(src)
     if not isinstance(doc, dict) or not isinstance(doc.get("spec"), dict):
@@ -126,7 +128,12 @@ def what_if(fleet_file: str | Path, overlays: list[tuple[str, str]]) -> WhatIf:
                     hpa["spec"].setdefault(key, {})
                 else:
                     _scaled_targets(hpa, float(value[:-1]))
-    return WhatIf(src, tuple(overlays), doc, changed)
+    names = {path: str((folder / f"autoscaler-{i:03d}-{Path(path).name}").resolve())
+             for i, path in enumerate(changed)}
+    for wl in spec.get("workloads") or []:
+        if wl.get("autoscaler") in names:
+            wl["autoscaler"] = names[wl["autoscaler"]]
+    return WhatIf(src, tuple(overlays), doc, {names[path]: hpa for path, hpa in changed.items()}, folder)
 
 
 def load_what_if(w: WhatIf, settings: Settings, start: str | None, end: str | None) -> Fleet:
@@ -134,23 +141,16 @@ def load_what_if(w: WhatIf, settings: Settings, start: str | None, end: str | No
     return load_fleet(w.name, settings, start, end, raw=copy.deepcopy(w.doc), autoscalers=w.autoscalers)
 
 
-def write_what_if(w: WhatIf, folder: Path) -> Path:
-    """Write the what-if into ``folder`` (its fleet file, and the autoscalers it changed, every file it names
+def write_what_if(w: WhatIf) -> Path:
+    """Write the what-if into its ``folder`` (its fleet file, and the autoscalers it changed, every file it names
     absolute), so that it runs again on its own; returns the fleet file's path."""
-    folder.mkdir(parents=True, exist_ok=True)
-    doc = copy.deepcopy(w.doc)
-    names: dict[str, str] = {}
-    for i, (path, hpa) in enumerate(w.autoscalers.items()):
-        out = folder / f"autoscaler-{i:03d}-{Path(path).name}"
-        out.write_text(yaml.safe_dump(hpa, sort_keys=False))
-        names[path] = str(out.resolve())
-    for wl in doc["spec"].get("workloads") or []:
-        if wl.get("autoscaler") in names:
-            wl["autoscaler"] = names[wl["autoscaler"]]
-    path = folder / "fleet.yaml"
+    w.folder.mkdir(parents=True, exist_ok=True)
+    for path, hpa in w.autoscalers.items():
+        Path(path).write_text(yaml.safe_dump(hpa, sort_keys=False))
+    path = w.folder / "fleet.yaml"
     note = f"# {w.source.name} with " + ", ".join(f"{k}={v}" for k, v in w.overlays) + \
         " (pyhpa fleet simulate --what-if)\n"
-    path.write_text(note + yaml.safe_dump(doc, sort_keys=False))
+    path.write_text(note + yaml.safe_dump(w.doc, sort_keys=False))
     return path
 
 
