@@ -6,7 +6,7 @@ delay gives exactly what the profile alone gives."""
 from __future__ import annotations
 
 import random
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import pytest
 
@@ -20,10 +20,10 @@ from pyhpa.simulate.cluster import Cluster
 def _cluster(seed: int, start: str, end: str, profile_file=None, binder=None, load_scale=1.0) -> Cluster:
     files = input_files([], None, None, None, None)  # the bundled example: php-apache on NASA's trace
     if profile_file is not None:
-        files["profile"] = profile_file
+        files = replace(files, profile=profile_file)
     profile, target = read_workload(files)
     settings = Settings(seed=seed)
-    hpa_file = str(files["hpa"][0])
+    hpa_file = str(files.hpa[0])
     h = load_autoscaler(find_autoscaler(read_document(hpa_file), hpa_file), hpa_file, target, settings)
     load = read_load(files, [h], profile, target, start=start, end=end, load_scale=load_scale)
     tr = load.trace

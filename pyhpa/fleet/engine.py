@@ -247,7 +247,7 @@ class FleetRun:
         times, columns, history = _span(w, self.start, self.end)
         try:
             check_extent(dataclasses.replace(w.trace, times=times, values=columns, end=self.end), h, w.profile,
-                         {"profile": w.spec.profile})
+                         w.spec.profile)
         except InputError as err:
             raise err.at(file=self.fleet.file, obj=f"workload {w.spec.name}") from None
         rps = w.profile.load_to_rps(columns[w.spec.trace.column])

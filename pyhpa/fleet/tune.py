@@ -27,7 +27,7 @@ import yaml
 from ..adapters.errors import InputError
 from ..adapters.parse import format_time
 from ..adapters.snapshot import read_document
-from ..simulate import Settings
+from ..simulate import Settings, WorkloadFiles
 from .spec import Fleet, under, with_absolute_paths
 from .tasks import run_tasks
 
@@ -41,11 +41,11 @@ MAX_PROCESSES = 256
 
 @dataclass(slots=True, frozen=True)
 class WorkloadJob:
-    """One workload's tuning task (picklable: it travels to a Dask worker): its files, trace settings, the window
+    """One workload's tuning task (picklable: it travels to a Dask worker): its files (absolute paths), trace settings, the window
     in its trace's own time (ISO 8601), the search's budget and seed, the objective and the settings."""
 
     name: str
-    files: dict
+    files: WorkloadFiles
     where: tuple[str, ...]
     load_scale: float
     start: str
@@ -79,9 +79,8 @@ def jobs_of(fleet: Fleet, history_end: float, trials: int, seed: int, objective:
     for i, w in enumerate(fleet.workloads):
         shift = w.spec.trace.shift
         folder = Path(fleet.file).resolve().parent
-        files = {"hpa": [w.autoscaler.file], "target": str(under(folder, w.spec.target)),
-                 "trace": str(under(folder, w.spec.trace.file)), "column": w.spec.trace.column,
-                 "profile": str(under(folder, w.spec.profile)) if w.spec.profile else None}
+        files = WorkloadFiles((w.autoscaler.file,), str(under(folder, w.spec.target)), str(under(folder, w.spec.trace.file)),
+                              w.spec.trace.column, str(under(folder, w.spec.profile)) if w.spec.profile else None)
         out.append(WorkloadJob(w.spec.name, files, tuple(w.spec.trace.where), w.spec.trace.scale,
                                format_time(fleet.start - shift), format_time(history_end - shift), trials, seed + i,
                                objective, settings))

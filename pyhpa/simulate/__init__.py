@@ -31,7 +31,7 @@ from .report import summarize
 from .target import Target, load_target
 from .trace import Trace, iso, load_trace, parse_outages, time_bound
 
-__all__ = ["BUNDLED", "Autoscaler", "Load", "Run", "Settings", "Simulation", "bundled_path", "check_metric_columns", "check_settings", "display_path",
+__all__ = ["BUNDLED", "Autoscaler", "Load", "Run", "Settings", "Simulation", "WorkloadFiles", "bundled_path", "check_metric_columns", "check_settings", "display_path",
            "input_files", "request_warnings", "require_inputs", "load_autoscaler",
            "read_load", "read_workload", "replay", "run_simulation"]
 
@@ -59,6 +59,27 @@ def display_path(path) -> str:
         return "pyhpa/data/" + Path(str(path)).resolve().relative_to(data).as_posix()
     except ValueError:
         return str(path)
+
+
+@dataclass(slots=True, frozen=True)
+class WorkloadFiles:
+    """The inputs of one workload's replay (``input_files``; ``pyhpa simulate``'s and ``pyhpa tune``'s flags of the
+    same names): the autoscaler manifests (``hpa``: one or more, each simulated on the same load), the target
+    Deployment or StatefulSet, the trace CSV and its load ``column``, and the workload profile (None: the built-in
+    defaults). Paths as given, str or Path; nothing is read until ``read_workload`` and ``read_load``."""
+
+    hpa: tuple[str | Path, ...]
+    target: str | Path
+    trace: str | Path
+    column: str
+    profile: str | Path | None = None
+
+    def shown(self) -> dict[str, str]:
+        """Each input as the outputs name it (keys ``hpa``, ``target``, ``trace``, ``column``, ``profile``): bundled
+        files as ``pyhpa/data/...`` (``display_path``), the manifests comma-separated, "" for no profile."""
+        return {"hpa": ", ".join(map(display_path, self.hpa)), "target": display_path(self.target),
+                "trace": display_path(self.trace), "column": display_path(self.column),
+                "profile": display_path(self.profile)}
 
 
 @dataclass(slots=True, frozen=True)
@@ -130,17 +151,16 @@ def run_simulation(
     check_settings(settings)
     files = input_files(list(hpa), target, trace, column, profile)
     prof, tgt = read_workload(files, metric_columns)
-    hpas = [_load_hpa(f, tgt, settings) for f in files["hpa"]]
+    hpas = [_load_hpa(f, tgt, settings) for f in files.hpa]
     check_metric_columns(metric_columns, hpas)
     load = read_load(files, hpas, prof, tgt, time_column=time_column, where=where, start=start, end=end,
                      load_scale=load_scale, gaps=gaps, metrics_outages=metrics_outages)
     if warn is not None:
         for h in hpas:
-            for line in request_warnings(h, tgt, display_path(files["target"])):
+            for line in request_warnings(h, tgt, display_path(files.target)):
                 warn(line)
-    runs = [replay(h, label, tgt, prof, load, settings, progress) for h, label in zip(hpas, _labels(files["hpa"]))]
-    inputs = {k: (", ".join(map(display_path, v)) if isinstance(v, list) else display_path(v)) for k, v in files.items()}
-    return Simulation(runs, load.trace, tgt, prof, settings, inputs, load.outages)
+    runs = [replay(h, label, tgt, prof, load, settings, progress) for h, label in zip(hpas, _labels(list(files.hpa)))]
+    return Simulation(runs, load.trace, tgt, prof, settings, files.shown(), load.outages)
 
 
 @dataclass(slots=True)
@@ -155,26 +175,26 @@ class Load:
     history: History | None
 
 
-def read_workload(files: dict, metric_columns: Sequence[str] = ()) -> tuple[Profile, Target]:
-    """The profile (with ``--metric-column`` sources) and the target of ``files`` (``input_files``'s keys)."""
-    prof = _with_metric_columns(load_profile(files["profile"] or None), metric_columns)
-    return prof, load_target(files["target"], prof.container)
+def read_workload(files: WorkloadFiles, metric_columns: Sequence[str] = ()) -> tuple[Profile, Target]:
+    """The profile (with ``--metric-column`` sources) and the target of ``files``. Raises InputError."""
+    prof = _with_metric_columns(load_profile(files.profile or None), metric_columns)
+    return prof, load_target(files.target, prof.container)
 
 
-def read_load(files: dict, hpas: Sequence["Autoscaler"], prof: Profile, tgt: Target, *, time_column: str | None = None,
+def read_load(files: WorkloadFiles, hpas: Sequence["Autoscaler"], prof: Profile, tgt: Target, *, time_column: str | None = None,
               where: Sequence[str] = (), start: str | None = None, end: str | None = None, load_scale: float = 1.0,
               gaps: str = "error", metrics_outages: Sequence[str] = (), history: bool | None = None) -> Load:
     """Read the trace as ``pyhpa simulate`` does (rows ``start <= time < end``; the columns ``hpas``' metrics
     read; rows before ``start`` as history when one of them predicts, or when ``history`` is True).
     Raises InputError."""
     extra = tuple(dict.fromkeys(c for h in hpas for c in columns_needed(_views(h, tgt, prof))))
-    tr = load_trace(files["trace"], files["column"], extra_columns=extra, time_column=time_column, where=tuple(where),
+    tr = load_trace(files.trace, files.column, extra_columns=extra, time_column=time_column, where=tuple(where),
                     start=start, end=end, load_scale=load_scale, gaps=gaps)
-    tr.report.file = display_path(files["trace"])
+    tr.report.file = display_path(files.trace)
     outages = parse_outages(metrics_outages, tr)
     for h in hpas:
-        check_extent(tr, h, prof, files)
-    rps = prof.load_to_rps(tr.values[files["column"]])
+        check_extent(tr, h, prof, files.profile)
+    rps = prof.load_to_rps(tr.values[files.column])
     if history is None:
         history = any(h.hpa.prediction is not None for h in hpas)
     past = _history(files, prof, tr, extra, time_column, tuple(where), start, load_scale) if history else None
@@ -186,17 +206,18 @@ def read_load(files: dict, hpas: Sequence["Autoscaler"], prof: Profile, tgt: Tar
 MAX_SYNCS = 1_000_000
 
 
-def check_extent(trace: Trace, h: "Autoscaler", prof: Profile, files: dict) -> None:
+def check_extent(trace: Trace, h: "Autoscaler", prof: Profile, profile_file: str | Path | None) -> None:
     """Refuse a replay of more than ``MAX_SYNCS`` syncs or scrapes (the simulated span over ``h``'s sync period, or
-    over the profile's ``metric_resolution_seconds``) before it starts: InputError naming the period (when it is
-    below a second) or else the trace, with the span and what to change."""
+    over the profile's ``metric_resolution_seconds``; ``prof`` read from ``profile_file``, None for the built-in
+    one) before it starts: InputError naming the period (when it is below a second) or else the trace, with the
+    span and what to change."""
     span = trace.end - trace.start
     own = h.own_sync_period
     for what, every, flag, file, obj in (
             ("syncs", h.sync_period_seconds, "spec.syncPeriodSeconds" if own else "--sync-period",
              display_path(h.file) if own else "", h.label if own else ""),
             ("metrics-server scrapes", prof.metric_resolution_seconds, "metric_resolution_seconds",
-             display_path(files["profile"]) or "(built-in profile)", "workload profile")):
+             display_path(profile_file) or "(built-in profile)", "workload profile")):
         count = span / every
         if count <= MAX_SYNCS:
             continue
@@ -233,19 +254,19 @@ def replay(h: "Autoscaler", label: str, tgt: Target, prof: Profile, load: Load, 
     return Run(label, f, cluster, summarize(label, f, cluster, tr, settings))
 
 
-def _history(files: dict, prof: Profile, tr: Trace, extra: tuple, time_column, where: tuple, start,
+def _history(files: WorkloadFiles, prof: Profile, tr: Trace, extra: tuple, time_column, where: tuple, start,
              load_scale: float) -> History | None:
     """The trace rows before ``--start`` (the forecaster's history; gaps are left as gaps)."""
     if start is None:
         return None
     lo = time_bound(start, tr, "--start")
-    full = load_trace(files["trace"], files["column"], extra_columns=extra, time_column=time_column, where=where,
+    full = load_trace(files.trace, files.column, extra_columns=extra, time_column=time_column, where=where,
                       load_scale=load_scale, gaps="hold")
     keep = full.times < lo
     if not keep.any():
         return None
     values = {c: v[keep] for c, v in full.values.items()}
-    return History(times=full.times[keep], rps=prof.load_to_rps(values[files["column"]]), columns=values)
+    return History(times=full.times[keep], rps=prof.load_to_rps(values[files.column]), columns=values)
 
 
 #: the seeds a simulation takes (``--seed``): numpy's and Optuna's samplers take 0 to 2^32 - 1
@@ -268,14 +289,15 @@ def check_settings(s: Settings) -> None:
             raise InputError(f"must be >= 0, got {value!r}", field=name)
 
 
-def input_files(hpa: list, target, trace, column, profile) -> dict:
-    """The files to read (keys ``hpa``, ``target``, ``trace``, ``column``, ``profile``): all given, or (none given) the bundled example."""
+def input_files(hpa: Sequence[str | Path], target, trace, column, profile) -> WorkloadFiles:
+    """The files to read (``--hpa``, ``--target``, ``--trace``, ``--column``, ``--profile``): all given, or (none
+    given) the bundled example. Raises InputError naming the flags missing."""
     if not hpa and target is None and trace is None:
-        return {"hpa": [bundled_path("hpa")], "target": bundled_path("target"), "trace": bundled_path("trace"),
-                "column": column or BUNDLED["column"], "profile": profile or bundled_path("profile")}
+        return WorkloadFiles((bundled_path("hpa"),), bundled_path("target"), bundled_path("trace"),
+                             column or BUNDLED["column"], profile or bundled_path("profile"))
     require_inputs("simulate", {"--hpa": hpa, "--target": target, "--trace": trace, "--column": column},
                    "or none of --hpa, --target, --trace for the bundled example")
-    return {"hpa": hpa, "target": target, "trace": trace, "column": column, "profile": profile or ""}
+    return WorkloadFiles(tuple(hpa), target, trace, column, profile or None)
 
 
 def require_inputs(command: str, given: dict, otherwise: str) -> None:

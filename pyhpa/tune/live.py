@@ -21,6 +21,7 @@ import yaml
 
 from ..adapters.errors import InputError
 from ..adapters.promql import RangeQueryError, query_range, range_step
+from ..simulate import WorkloadFiles
 
 #: the most history read (``--history``): 90 days, which the simulator replays within its bound of syncs
 MAX_HISTORY_SECONDS = 90 * 86400.0
@@ -31,10 +32,10 @@ TARGET_KINDS = ("Deployment", "StatefulSet")
 
 @dataclass(slots=True, frozen=True)
 class LiveInputs:
-    """The files written from the cluster (``files``: ``pyhpa.simulate.input_files``'s keys), the load column,
-    the query and how many points it returned."""
+    """The files written from the cluster (``files``), the load column, the query and how many points it
+    returned."""
 
-    files: dict
+    files: WorkloadFiles
     column: str
     query: str
     points: int
@@ -118,16 +119,16 @@ async def fetch_workload(settings, config, namespace: str, name: str, prometheus
         raise InputError(f"no history: {query} returned no points in the last {history_seconds / 86400:g} days",
                          field="--prometheus-url")
     directory.mkdir(parents=True, exist_ok=True)
-    files = {"hpa": [directory / "hpa.yaml"], "target": directory / "target.yaml", "trace": directory / "history.csv",
-             "column": "cpu_millicores", "profile": profile or directory / "profile.yaml"}
+    files = WorkloadFiles((directory / "hpa.yaml",), directory / "target.yaml", directory / "history.csv",
+                          "cpu_millicores", profile or directory / "profile.yaml")
     meta = {k: v for k, v in (hpa_doc.get("metadata") or {}).items() if k in ("name", "namespace", "labels")}
-    files["hpa"][0].write_text(yaml.safe_dump({**{k: hpa_doc[k] for k in ("apiVersion", "kind")}, "metadata": meta,
-                                               "spec": hpa_doc["spec"]}, sort_keys=False))
-    files["target"].write_text(yaml.safe_dump(target, sort_keys=False))
+    files.hpa[0].write_text(yaml.safe_dump({**{k: hpa_doc[k] for k in ("apiVersion", "kind")}, "metadata": meta,
+                                            "spec": hpa_doc["spec"]}, sort_keys=False))
+    files.target.write_text(yaml.safe_dump(target, sort_keys=False))
     lines = ["timestamp,cpu_millicores"] + [f"{t:.0f},{v * 1000.0:.3f}" for t, v in zip(times, values)]
-    files["trace"].write_text("\n".join(lines) + "\n")
+    files.trace.write_text("\n".join(lines) + "\n")
     if profile is None:
-        files["profile"].write_text(_profile(target))
+        files.profile.write_text(_profile(target))
     return LiveInputs(files=files, column="cpu_millicores", query=query, points=len(times),
                       key=f"{namespace}/{name}", prometheus_url=prometheus_url)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 from rich.table import Table
 
+from ..simulate import WorkloadFiles
 from .search import COSTLIER, HELD_OUT_SLACK, OVER_LIMIT, Evaluation, Figures, Objective, Prepared, TuneResult, rank_key
 from .space import DEFAULT_SCALE_DOWN_WINDOW, DEFAULT_SCALE_UP_PERCENT, TUNING, Setting
 
@@ -68,9 +69,9 @@ def _max_headroom(p: Prepared, s) -> str:
             "(a step or burst beyond that would be capped); ")
 
 
-def inputs_of(files: dict, prepared: Prepared, live=None) -> dict:
-    """What was tuned, as recommended.yaml and summary.json name it: the files (``pyhpa.simulate.input_files``'s
-    keys, bundled ones as ``pyhpa/data/...``), the load column, the tuning and held-out spans, and (``live``: a
+def inputs_of(files: WorkloadFiles, prepared: Prepared, live=None) -> dict:
+    """What was tuned, as recommended.yaml and summary.json name it: the files (a ``pyhpa.simulate.WorkloadFiles``,
+    bundled ones as ``pyhpa/data/...``), the load column, the tuning and held-out spans, and (``live``: a
     ``pyhpa.tune.live.LiveInputs``) where the inputs were read."""
     from ..simulate import display_path
     from ..simulate.trace import iso
@@ -79,9 +80,9 @@ def inputs_of(files: dict, prepared: Prepared, live=None) -> dict:
         tr = part.load.trace
         return f"{iso(tr.start, tr.tz)} to {iso(tr.end, tr.tz)}"
 
-    out = {"hpa": display_path(files["hpa"][0]), "target": display_path(files["target"]),
-           "profile": display_path(files["profile"]) or "(built-in defaults)", "trace": display_path(files["trace"]),
-           "column": files["column"], "tuning": span(prepared.tuning),
+    out = {"hpa": display_path(files.hpa[0]), "target": display_path(files.target),
+           "profile": display_path(files.profile) or "(built-in defaults)", "trace": display_path(files.trace),
+           "column": files.column, "tuning": span(prepared.tuning),
            "held_out": span(prepared.held_out) if prepared.held_out is not None else "(none: --held-out 0)"}
     if live is not None:
         out["live"] = live.describe()

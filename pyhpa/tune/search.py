@@ -41,6 +41,7 @@ from ..simulate import (
     Autoscaler,
     Load,
     Settings,
+    WorkloadFiles,
     check_metric_columns,
     display_path,
     load_autoscaler,
@@ -274,27 +275,27 @@ class TuneResult:
 
 
 # ------------------------------------------------------------------------------------------------ inputs
-def prepare(files: dict, *, metric_columns: Sequence[str] = (), time_column: str | None = None,
+def prepare(files: WorkloadFiles, *, metric_columns: Sequence[str] = (), time_column: str | None = None,
             where: Sequence[str] = (), start: str | None = None, end: str | None = None, load_scale: float = 1.0,
             gaps: str = "error", settings: Settings | None = None, held_out_seconds: float = 86400.0,
             upstream_only: bool = False, warn: Callable[[str], None] | None = None) -> Prepared:
-    """Read the inputs as ``pyhpa simulate`` does (``files``: ``pyhpa.simulate.input_files``'s keys, one
-    ``hpa``) and split the window; ``warn(line)`` is called with each of ``pyhpa.simulate.request_warnings``
+    """Read the inputs as ``pyhpa simulate`` does (``files``: a ``pyhpa.simulate.WorkloadFiles`` of one ``hpa``)
+    and split the window; ``warn(line)`` is called with each of ``pyhpa.simulate.request_warnings``
     (legal input that makes every replayed sync fail), as ``pyhpa simulate`` warns. Raises InputError: unreadable
     input, a metric the simulator cannot replay, too little history, a flat or empty workload."""
     settings = settings or Settings()
-    file = str(files["hpa"][0])
+    file = str(files.hpa[0])
     prof, tgt = read_workload(files, metric_columns)
     base = find_autoscaler(read_document(file), file)
     auto = load_autoscaler(base, file, tgt, settings)
     check_metric_columns(metric_columns, [auto])
     kind = space.target_kind(base, auto.hpa, file)
     if warn is not None:
-        for line in request_warnings(auto, tgt, display_path(files["target"])):
+        for line in request_warnings(auto, tgt, display_path(files.target)):
             warn(line)
     kw = dict(time_column=time_column, where=where, load_scale=load_scale, gaps=gaps)
     # times only: where the window ends, to split it (the values of the held-out rows are not used here)
-    window = load_trace(files["trace"], files["column"], time_column=time_column, where=tuple(where), start=start,
+    window = load_trace(files.trace, files.column, time_column=time_column, where=tuple(where), start=start,
                         end=end, load_scale=load_scale, gaps=gaps)
     lo, hi = window.start, window.end
     if not held_out_seconds >= 0:
@@ -303,14 +304,14 @@ def prepare(files: dict, *, metric_columns: Sequence[str] = (), time_column: str
     if split - lo < MIN_TUNE_SECONDS:
         raise InputError(f"too little history: {(hi - lo) / 3600:.1f} h from {iso(lo, window.tz)} to "
                          f"{iso(hi, window.tz)}; tune needs at least {MIN_TUNE_SECONDS / 3600:g} h to tune on plus "
-                         f"--held-out ({held_out_seconds / 3600:g} h)", file=str(files["trace"]), field="--start/--end")
+                         f"--held-out ({held_out_seconds / 3600:g} h)", file=str(files.trace), field="--start/--end")
     cut = _bound_text(split, window)
     tuning = Part(start, cut if held_out_seconds else end,
                   read_load(files, [auto], prof, tgt, start=start, end=cut if held_out_seconds else end, history=True, **kw))
     held = None
     if held_out_seconds:
         held = Part(cut, end, read_load(files, [auto], prof, tgt, start=cut, end=end, history=True, **kw))
-    _check_workload(tuning.load, str(files["trace"]), files["column"])
+    _check_workload(tuning.load, str(files.trace), files.column)
     prepared = Prepared(base=base, file=file, autoscaler=auto, kind=kind, target=tgt, profile=prof, settings=settings,
                         tuning=tuning, held_out=held, upstream_only=upstream_only, sources=(), needed_per_target=None)
     prepared.needed_per_target = _needed(prepared)
