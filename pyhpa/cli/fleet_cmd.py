@@ -172,6 +172,7 @@ def tune(
         MAX_TRIALS,
         check_span,
         jobs_of,
+        recommended,
         run_jobs,
         write_recommended,
         write_tune_json,
@@ -210,10 +211,12 @@ def tune(
                 task = bar.add_task("tuning workloads", total=len(jobs))
                 results = run_jobs(jobs, scheduler=scheduler, processes=processes or os.cpu_count() or 1,
                                    serial=serial, progress=lambda done, total: bar.update(task, completed=done))
-        recommended = write_recommended(fleet, results, output_dir)
+        made = recommended(fleet, results, output_dir)
+        written_fleet = write_recommended(made)
         check_start, check_end = (format_time(history_end), format_time(fleet.end))
         current_fleet = load_fleet(fleet_file, settings, check_start, check_end)
-        recommended_fleet = load_fleet(recommended, settings, check_start, check_end)
+        recommended_fleet = load_fleet(made.file, settings, check_start, check_end, raw=made.doc,
+                                       autoscalers=made.autoscalers)
         a = _run(current_fleet, output_dir / "current", settings, True, no_progress, "current")
         b = _run(recommended_fleet, output_dir / "recommended" / "run", settings, True, no_progress, "recommended")
         result = compare(a, b)
@@ -223,8 +226,8 @@ def tune(
                                               "check": [check_start, check_end],
                                               "trials": trials, "seed": seed,
                                               "ran_on": "serial" if serial else scheduler or "local Dask cluster"})
-    console.print(_compare_table(result, fleet_file, recommended))
-    console.print("wrote " + ", ".join(str(p) for p in [recommended, output_dir / "current",
+    console.print(_compare_table(result, fleet_file, written_fleet))
+    console.print("wrote " + ", ".join(str(p) for p in [written_fleet, output_dir / "current",
                                                         output_dir / "recommended" / "run", *written,
                                                         output_dir / "tune.json"]))
 

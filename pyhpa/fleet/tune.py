@@ -10,7 +10,7 @@ twice over the check — its autoscalers as they are, and with every recommendat
 are compared (``pyhpa.fleet.whatif.compare``): the bill of the whole recommendation on the week after the history.
 
 Written into the output folder: ``recommended/NAME.yaml`` (each workload's recommended.yaml, with tune's comments),
-``fleet-recommended.yaml`` (the fleet with them), ``current/`` and ``recommended/run/`` (each check's outputs),
+``fleet-recommended.yaml`` (the fleet with them; the check runs it from memory, ``recommended``), ``current/`` and ``recommended/run/`` (each check's outputs),
 ``compare.csv``, ``compare.png`` and ``tune.json`` (per workload: current and recommended in-sample figures).
 """
 
@@ -97,21 +97,45 @@ def run_jobs(jobs: list[WorkloadJob], *, scheduler: str | None, processes: int, 
                      what="a workload's tuning")
 
 
-def write_recommended(fleet: Fleet, results: list[dict], out: Path) -> Path:
-    """recommended/NAME.yaml for each workload and fleet-recommended.yaml (the fleet file with them, every path
-    absolute); returns the fleet file's path."""
+@dataclass(frozen=True)
+class Recommended:
+    """The fleet with every workload's recommendation, in memory (``recommended``): ``file`` (where
+    ``write_recommended`` writes the fleet file, fleet-recommended.yaml: its errors and its summary name it),
+    ``doc`` (the fleet document, every file it names absolute), ``autoscalers`` (each recommended manifest by the file
+    it is written to, recommended/NAME.yaml, which ``doc`` names) and ``texts`` (each file's text as written: the
+    manifests with tune's comments)."""
+
+    file: Path
+    doc: dict
+    autoscalers: dict[str, dict]
+    texts: dict[Path, str]
+
+
+def recommended(fleet: Fleet, results: list[dict], out: Path) -> Recommended:
+    """The fleet ``fleet`` with each workload's recommended autoscaler (``results``: ``tune_workload``'s, by
+    workload name), to be written into ``out``; nothing is written."""
     folder = out / "recommended"
-    folder.mkdir(parents=True, exist_ok=True)
     doc = with_absolute_paths(read_document(fleet.file), Path(fleet.file).resolve().parent)
     by_name = {r["name"]: r for r in results}
+    autoscalers, texts = {}, {}
     for w in doc["spec"]["workloads"]:
         path = folder / f"{w['name']}.yaml"
-        path.write_text(by_name[w["name"]]["yaml"])
         w["autoscaler"] = str(path.resolve())
+        autoscalers[w["autoscaler"]] = by_name[w["name"]]["manifest"]
+        texts[path] = by_name[w["name"]]["yaml"]
     path = out / "fleet-recommended.yaml"
-    path.write_text(f"# {Path(fleet.file).name} with the autoscalers pyhpa fleet tune recommends\n"
-                    + yaml.safe_dump(doc, sort_keys=False))
-    return path
+    texts[path] = (f"# {Path(fleet.file).name} with the autoscalers pyhpa fleet tune recommends\n"
+                   + yaml.safe_dump(doc, sort_keys=False))
+    return Recommended(path, doc, autoscalers, texts)
+
+
+def write_recommended(r: Recommended) -> Path:
+    """recommended/NAME.yaml for each workload and fleet-recommended.yaml (the fleet file with them, every path
+    absolute: it runs again as it is, ``pyhpa fleet simulate``); returns the fleet file's path."""
+    for path, text in r.texts.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return r.file
 
 
 def write_tune_json(results: list[dict], out: Path, meta: dict) -> Path:
