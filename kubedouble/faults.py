@@ -1,4 +1,5 @@
-"""Fault injection: requests matching a rule are delayed, answered with an error, or never answered."""
+"""Fault injection: requests matching a rule are delayed, answered with an error, or never answered (before or after
+they are carried out)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from .errors import KubeError
 
 @dataclass(eq=False)
 class Fault:
-    """One rule. ``status`` None with a ``delay`` only slows requests down; ``hits`` counts applications."""
+    """One rule. ``status`` None with a ``delay`` only slows requests down; ``lost``: the request is carried out,
+    then its answer never comes (as when a response is lost on the way back); ``hits`` counts applications."""
 
     method: Optional[str]
     path_regex: str
@@ -25,6 +27,7 @@ class Fault:
     times: Optional[int] = None
     query_regex: Optional[str] = None
     message: Optional[str] = None
+    lost: bool = False
     hits: int = 0
     _path: re.Pattern = field(init=False, repr=False)
     _query: Optional[re.Pattern] = field(init=False, repr=False)
@@ -84,18 +87,24 @@ class Faults:
 
 
 async def apply_fault(fault: Fault, request: web.Request, stopping: asyncio.Event) -> None:
-    """Delay, hang (until the client goes away or the double stops) and/or raise the rule's error."""
+    """Delay, hang (until the client goes away or the double stops) and/or raise the rule's error (before the
+    request is carried out; a ``lost`` rule's hang comes after it: ``hang``)."""
     if fault.delay:
         await asyncio.sleep(fault.delay)
     if fault.hang:
-        while not stopping.is_set():
-            transport = request.transport
-            if transport is None or transport.is_closing():
-                break
-            try:
-                await asyncio.wait_for(stopping.wait(), 0.1)
-            except asyncio.TimeoutError:
-                pass
-        raise KubeError(503, "kubedouble: hanging request released")
-    if fault.status:
+        await hang(request, stopping)
+    if fault.status and not fault.lost:
         raise KubeError(fault.status, fault.message or f"kubedouble: injected fault {fault.status}")
+
+
+async def hang(request: web.Request, stopping: asyncio.Event) -> None:
+    """Answer nothing until the client goes away or the double stops, then raise 503."""
+    while not stopping.is_set():
+        transport = request.transport
+        if transport is None or transport.is_closing():
+            break
+        try:
+            await asyncio.wait_for(stopping.wait(), 0.1)
+        except asyncio.TimeoutError:
+            pass
+    raise KubeError(503, "kubedouble: hanging request released")

@@ -13,7 +13,7 @@ from aiohttp import web
 
 from . import discovery
 from .errors import KubeError, bad_request, json_response, path_not_found
-from .faults import apply_fault
+from .faults import apply_fault, hang
 from .metrics import METRICS_VERSIONS
 from .ops import int_param, parse_body
 from .registry import ResourceType
@@ -77,6 +77,9 @@ class Routes:
                                                  request.headers.get("User-Agent", ""), time.time()))
         try:
             fault = self.kd.faults.take(request)
+            if fault is not None and fault.lost:
+                await handler(request)  # carried out; its answer is lost
+                await hang(request, self.kd._stopping)
             if fault is not None:
                 await apply_fault(fault, request, self.kd._stopping)
             return await handler(request)

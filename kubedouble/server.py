@@ -269,14 +269,15 @@ class KubeDouble:
     # ----- faults and observation -----------------------------------------------------------------------
     def add_fault(self, method: Optional[str] = None, path_regex: str = ".*", status: Optional[int] = 503,
                   delay: float = 0.0, hang: bool = False, times: Optional[int] = None,
-                  query_regex: Optional[str] = None, message: Optional[str] = None) -> Fault:
-        """Make matching requests fail: wait ``delay`` s, then never answer (``hang``) or answer ``status``.
+                  query_regex: Optional[str] = None, message: Optional[str] = None, lost: bool = False) -> Fault:
+        """Make matching requests fail: wait ``delay`` s, then never answer (``hang``) or answer ``status``; with
+        ``lost``, carry the request out and then never answer it (a response lost on its way back).
 
         ``method`` None matches any verb; ``path_regex`` is searched in the URL path and ``query_regex`` in the
         raw query string; ``times`` limits how many requests the rule applies to (None = until removed);
         ``status=None`` with a delay gives slow successes. Returns the rule (``.hits`` counts applications).
         """
-        return self.faults.add(Fault(method, path_regex, status, delay, hang, times, query_regex, message))
+        return self.faults.add(Fault(method, path_regex, status, delay, hang, times, query_regex, message, lost))
 
     def remove_fault(self, fault: Fault) -> None:
         """Uninstall one rule returned by ``add_fault``."""

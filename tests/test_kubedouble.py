@@ -464,6 +464,17 @@ def test_fault_hang_until_client_timeout(kd):
         assert list(c.list(Pod)) == []
 
 
+def test_fault_lost_carries_the_request_out_and_never_answers(kd):
+    kd.add_fault("POST", r"/deployments$", status=None, lost=True, times=1)
+    with kd.client(timeout=httpx2.Timeout(0.5)) as c:
+        with pytest.raises(httpx2.TimeoutException):
+            c.create(deployment("web"))
+        assert c.get(Deployment, "web").metadata.name == "web"  # it was created all the same
+        with pytest.raises(ApiError) as err:  # and the fault is spent: a second create is answered
+            c.create(deployment("web"))
+        assert err.value.status.code == 409
+
+
 async def test_fault_delay_with_async_client():
     async with KubeDouble() as kd:
         kd.add_fault(path_regex="/leases", status=None, delay=0.3, times=1)

@@ -64,6 +64,13 @@ def read_times(events: list[dict], ns: str, who: str, since: float) -> list[floa
                   and e.get("userAgent", "").endswith(f"({who})") and _stamp(e) > since)
 
 
+def shard_lines(replica) -> str:
+    """The last few of a replica's log lines about its shard Lease and group (what it saw of the membership)."""
+    lines = [str(r.get("msg", r)) for r in replica.records()
+             if any(w in str(r.get("msg", "")) for w in ("shard", "Lease", "lost", "exiting"))]
+    return " | ".join(lines[-6:]) or "(no shard lines)"
+
+
 def _world(plane, client, tag: str) -> list[str]:
     names = [f"{tag}-{i}-{uuid.uuid4().hex[:4]}" for i in range(N)]
     for ns in names:
@@ -99,11 +106,15 @@ def test_two_shards_split_the_autoscalers_and_the_survivor_takes_a_killed_ones_s
         assert leases
 
         def split():
+            for replica in (a, b):  # a replica that exited (it lost its Lease) will not take its share
+                assert replica.proc.poll() is None, (f"{replica.log.name} exited ({replica.proc.returncode}): "
+                                                     f"{shard_lines(replica)}")
             seen = syncs_by(plane, time.time() - 3)
             owners = {ns: seen.get(ns, set()) for ns in names}
             if all(len(o) == 1 for o in owners.values()) and {w for o in owners.values() for w in o} == {"ra", "rb"}:
                 return owners
-            return Pending([f"{ns} synced in the last 3 s by {sorted(o) or 'none'}" for ns, o in owners.items()])
+            return Pending([f"{ns} synced in the last 3 s by {sorted(o) or 'none'}" for ns, o in owners.items()]
+                           + [f"{r.log.name}: {shard_lines(r)}" for r in (a, b)])
         # 120 s: two replicas starting on a busy machine, each reading the other's Lease before the split holds
         owners = wait_until(split, timeout=120, every=1, what="each autoscaler synced by exactly one of two replicas")
         lost = sorted(ns for ns, o in owners.items() if o == {"ra"})

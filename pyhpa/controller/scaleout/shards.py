@@ -42,6 +42,13 @@ the last owner's sync (``Sharding._gain_schedule``). A
 replica that cannot renew for ``renew_deadline`` stops writing; past that it has lost its Lease: it stops and
 ``run`` raises ``ShardLost`` (``pyhpa run`` exits 1, Kubernetes restarts it with a new identity, which joins
 anew). Leases found dead are deleted by whoever sees them (so restarts leave no garbage).
+
+A create or a renewal whose answer is lost (a client timeout on a busy machine, a reset connection) may still have
+been carried out: the replica knows its own Lease by the token it put on it (``INCARNATION_ANNOTATION``), so a
+create answered 409 on such a Lease adopts it (its join then waits a lease duration from the adoption, as a new
+Lease's does), and a renewal answered 409 (its resourceVersion is stale) renews the Lease as the server has it,
+while it is still this process's. Only a Lease of the same name made by another process means the identity is in
+use twice (``ShardLost``).
 """
 
 from __future__ import annotations
@@ -52,6 +59,7 @@ import json
 import logging
 import math
 import time
+import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Awaitable, Callable, Iterable
@@ -73,6 +81,10 @@ log = logging.getLogger("pyhpa.controller.shards")
 GROUP_LABEL = "pyhpa.dev/shard-group"
 #: annotation of a member's Lease: the member identities (a JSON list) of the view it applies
 VIEW_ANNOTATION = "pyhpa.dev/shard-view"
+#: annotation of a member's Lease: a token drawn by the process that created it, so that it knows its own Lease
+#: again when the answer to its create or to a renewal was lost (a timeout, a connection reset) though the API
+#: server carried it out
+INCARNATION_ANNOTATION = "pyhpa.dev/shard-incarnation"
 
 
 class ShardLost(LeadershipLost):
@@ -145,6 +157,7 @@ class ShardMembership:
         self._owns: dict[str, bool] = {}
         self._acknowledged = False  # every other live member's published view holds this replica
         self._published: tuple[str, ...] | None = None  # the view written to this replica's Lease
+        self._incarnation = uuid.uuid4().hex  # INCARNATION_ANNOTATION of the Lease this process creates
         self.changes = 0
         #: since when (``clock``) the autoscalers this replica gains at the latest change may have gone
         #: unsynced: its Lease's creation when it joins, a departed member's last renewal seen when one leaves
@@ -220,17 +233,27 @@ class ShardMembership:
         s = self.settings
         now = datetime.now(timezone.utc)
         lease = Lease(metadata=ObjectMeta(name=self.name, namespace=s.namespace, labels={GROUP_LABEL: s.group},
-                                          annotations={VIEW_ANNOTATION: "[]"}),
+                                          annotations={VIEW_ANNOTATION: "[]", INCARNATION_ANNOTATION: self._incarnation}),
                       spec=LeaseSpec(holderIdentity=s.identity, leaseDurationSeconds=_seconds(s.lease_duration_seconds),
                                      acquireTime=now, renewTime=now, leaseTransitions=0))
         started = self.clock()
         try:
             self._lease = await self.client.create(lease)
         except ApiError as err:
-            if err.status.code == 409:  # our name is taken: an identity used twice must not share a Lease
-                raise ShardLost(f"Lease {s.namespace}/{self.name} already exists: identity {s.identity!r} "
-                                f"is in use by another replica") from None
-            log.warning("cannot create shard Lease %s/%s: %s", s.namespace, self.name, err.status.message)
+            if err.status.code != 409:
+                log.warning("cannot create shard Lease %s/%s: %s", s.namespace, self.name, err.status.message)
+                return
+            # the name is taken: by this process when the answer to an earlier create was lost, else by another
+            # replica of the same identity, which must not share a Lease
+            mine, known = await self._read_own()
+            if mine is None:
+                if known:
+                    raise ShardLost(f"Lease {s.namespace}/{self.name} already exists: identity {s.identity!r} "
+                                    f"is in use by another replica") from None
+                return  # not readable now: the next attempt asks again
+            log.info("shard Lease %s/%s was created by this replica (the answer was lost)", s.namespace, self.name)
+            self._lease = mine
+            self._created_at = self.clock()  # its join waits a full lease duration from now, as for a new Lease
             return
         except (httpx2.HTTPError, OSError) as err:
             log.warning("cannot create shard Lease %s/%s: %s", s.namespace, self.name, err)
@@ -245,7 +268,19 @@ class ShardMembership:
         lease.metadata.annotations = dict(lease.metadata.annotations or {}, **{VIEW_ANNOTATION: json.dumps(list(view))})
         started = self.clock()
         try:
-            self._lease = await self.client.replace(lease)
+            try:
+                self._lease = await self.client.replace(lease)
+            except ApiError as err:
+                if err.status.code != 409:
+                    raise
+                # a conflict: the Lease changed since this replica last read it, as when the answer to a renewal
+                # was lost though it was carried out; renewed again on the Lease as it is, when still its own
+                mine, _ = await self._read_own()
+                if mine is None:
+                    raise
+                mine.spec.renewTime = lease.spec.renewTime
+                mine.metadata.annotations = dict(mine.metadata.annotations or {}, **{VIEW_ANNOTATION: json.dumps(list(view))})
+                self._lease = await self.client.replace(mine)
         except (httpx2.HTTPError, OSError) as err:  # ApiError included: 404 (deleted as dead), 409, 5xx
             log.warning("shard Lease %s not renewed: %s", self.name, getattr(getattr(err, "status", None),
                                                                            "message", None) or err)
@@ -253,6 +288,23 @@ class ShardMembership:
         self._renewed_at = started
         self._published = view
         return True
+
+    async def _read_own(self) -> tuple[Lease | None, bool]:
+        """(this process's Lease as the API server has it, or None; whether that is known): None and True when the
+        Lease is gone or another process's (its INCARNATION_ANNOTATION not this one's), None and False when it
+        cannot be read now."""
+        s = self.settings
+        try:
+            lease = await self.client.get(Lease, self.name, namespace=s.namespace)
+        except ApiError as err:
+            return None, err.status.code == 404
+        except (httpx2.HTTPError, OSError):
+            return None, False
+        annotations = (lease.metadata.annotations or {}) if lease.metadata is not None else {}
+        if annotations.get(INCARNATION_ANNOTATION) != self._incarnation or lease.spec is None or \
+                lease.spec.holderIdentity != s.identity:
+            return None, True
+        return lease, True
 
     async def _list(self) -> None:
         s = self.settings
@@ -531,5 +583,5 @@ class Sharding:
             await asyncio.gather(lost, stopped, member, led, foreign, return_exceptions=True)
 
 
-__all__ = ["GROUP_LABEL", "VIEW_ANNOTATION", "ShardLost", "ShardMembership", "ShardSettings", "Sharding", "lease_name", "owner",
+__all__ = ["GROUP_LABEL", "INCARNATION_ANNOTATION", "VIEW_ANNOTATION", "ShardLost", "ShardMembership", "ShardSettings", "Sharding", "lease_name", "owner",
            "weight"]
