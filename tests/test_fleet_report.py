@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import os
 import re
 import shutil
@@ -38,11 +39,11 @@ def report(tmp_path_factory) -> Path:
 
 
 def test_the_plots_and_the_report_are_written(report):
-    for name in ("nodes.png", "pending.png", "worst.png"):
+    for name in ("nodes.png", "cpu.png", "pending.png", "overload.png", "worst.png"):
         assert (report / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     page = (report / "report.html").read_text()
     # self-contained: every image is data, no stylesheet, script or frame is fetched
-    assert re.findall(r'<img [^>]*src="([^"]{0,5})', page) == ["data:"] * 3
+    assert re.findall(r'<img [^>]*src="([^"]{0,5})', page) == ["data:"] * 5
     assert not re.search(r"<(link|iframe)\b|@import|url\(|<script[^>]+src=", page)
     assert not re.search(r'\b(src|href)="(?!data:)', page)
     summary = json.loads((report / "summary.json").read_text())
@@ -69,4 +70,34 @@ def test_a_browser_shows_the_report_with_its_plots_and_sorts_the_table(report, t
     # the numbers are summary.json's, and every plot was decoded and shown
     for w in summary["workloads"]:
         assert f'data-value="{w["unserved_requests"]}"' in body
-    assert 'data-images-shown="3/3"' in dom
+    assert 'data-images-shown="5/5"' in dom
+
+
+def test_overload_over_time_adds_up_to_the_workloads_figures(tmp_path):
+    """overload.png's figures (``overload_by_minute``) come from each workload's own record: per pool, the overloaded
+    workloads per minute add up to the workloads' overloaded seconds (over 60) and the unserved requests per minute
+    to theirs, spread over the minutes they happened in."""
+    from pyhpa.fleet.engine import FleetRun
+    from pyhpa.fleet.plots import overload_by_minute
+    from pyhpa.fleet.spec import load_fleet
+    from pyhpa.simulate import Settings
+
+    trace = _step_trace(tmp_path, 2, 60, minutes=(30, 90, 60))
+    path = _write(tmp_path, {"nodePools": [{"name": "p", "instanceTypes": [SMALL], "minNodes": 1, "maxNodes": 3},
+                                           {"name": "q", "instanceTypes": [SMALL], "minNodes": 1, "maxNodes": 2,
+                                            "labels": {"pool": "q"}}],
+                             "workloads": [*({**w, "nodePool": "p"} for w in workloads_on(trace, (0.5, 2.0))),
+                                           *({**w, "name": f"q-{w['name']}", "nodePool": "q"}
+                                             for w in workloads_on(trace, (1.0,)))]})
+    run = FleetRun(load_fleet(path, Settings(seed=1)), Settings(seed=1)).run()
+    by_pool = overload_by_minute(run)
+    assert sorted(by_pool) == ["p", "q"]
+    for name, (over, unserved) in by_pool.items():
+        clusters = [run.clusters[i] for i in run.pools[name].workloads]
+        assert len(over) == len(unserved) == math.ceil((run.end - run.start) / 60)
+        assert sum(over) * 60 == pytest.approx(sum(c.stats.overloaded_seconds for c in clusters), rel=1e-9, abs=1e-6)
+        assert sum(unserved) == pytest.approx(sum(c.stats.unserved_requests for c in clusters), rel=1e-9, abs=1e-6)
+        assert max(over) <= len(clusters) + 1e-9 and min(over) >= 0
+    # the pool too small for its two workloads drops requests in more than one minute, not all of them at once
+    over, unserved = by_pool["p"]
+    assert sum(1 for v in unserved if v > 0) > 1 and sum(1 for v in over if v > 0) > 1

@@ -67,7 +67,7 @@ def test_one_workload_with_nodes_to_spare_runs_exactly_as_pyhpa_simulate(tmp_pat
     run = FleetRun(fleet, Settings(seed=5), keep_rows=True).run()
     files = input_files([], None, None, None, None)
     profile, target = read_workload(files)
-    hpa_file = str(files["hpa"][0])
+    hpa_file = str(files.hpa[0])
     settings = Settings(seed=5)
     h = load_autoscaler(find_autoscaler(read_document(hpa_file), hpa_file), hpa_file, target, settings)
     alone = replay(h, "web", target, profile, read_load(files, [h], profile, target), settings).cluster

@@ -41,7 +41,7 @@ def simulate(
     end: Optional[str] = typer.Option(None, "--end", help="Simulate until this time (ISO 8601); default: the end of that span."),
     sync_period: float = typer.Option(15.0, "--sync-period", help="HPA sync period, seconds, of autoscalers that set none (--horizontal-pod-autoscaler-sync-period)."),
     seed: int = typer.Option(0, "--seed", help="Seed: workload i's cluster gets seed + i; the scheduler's ties and the nodes' provisioning delays have streams of their own."),
-    plot: bool = typer.Option(True, "--plot/--no-plot", help="Write nodes.png, pending.png, worst.png and report.html (one self-contained page)."),
+    plot: bool = typer.Option(True, "--plot/--no-plot", help="Write nodes.png, cpu.png, pending.png, overload.png, worst.png and report.html (one self-contained page)."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
 ) -> None:
     """Simulate a fleet: many autoscalers on shared node pools that take minutes to grow, and their bill.
@@ -234,7 +234,7 @@ def tune(
 
 def _files(plot: bool) -> tuple[str, ...]:
     return ("summary.json", "workloads.csv", "timeline.csv", "events.csv") + \
-        (("nodes.png", "pending.png", "worst.png", "report.html") if plot else ())
+        (("nodes.png", "cpu.png", "pending.png", "overload.png", "worst.png", "report.html") if plot else ())
 
 
 def _run(fleet, out: Path, settings, plot: bool, no_progress: bool, label: str) -> dict:

@@ -2,6 +2,10 @@
 
 - ``nodes.png``: each node pool's nodes (Ready, and launching) and what they cost per hour, over the simulated span;
 - ``pending.png``: Pending pods (all, and those no node fits) over time;
+- ``cpu.png``: each pool's Ready CPU (what its Ready nodes allocate, in cores: the capacity, whatever mix of instance
+  types makes it up) and what the pods bound to them request (DaemonSet overhead included), over time;
+- ``overload.png``: per pool, how many of its workloads are overloaded (their demand above what their serving pods
+  can serve: the mean over each minute) and the requests they left unserved in each minute, over time;
 - ``worst.png``: the workloads that dropped the largest share of their requests, with their time waiting for nodes;
 - ``report.html``: one file with no network access (styles, script and the plots inside it): the fleet's and pools'
   figures, the plots, and the workload table, sorted by clicking a column's header (or by ``#sort=COLUMN:desc`` in
@@ -13,6 +17,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import math
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -27,7 +32,7 @@ TABLE = (
     ("unserved_percent", "unserved %", "{:.3f}"),
     ("overloaded_seconds", "overloaded s", "{:,.0f}"),
     ("pending_pod_seconds", "Pending pod-s", "{:,.0f}"),
-    ("node_wait_seconds", "node wait s", "{:,.0f}"),
+    ("node_wait_seconds", "node wait pod-s", "{:,.0f}"),
     ("evicted_pods", "evicted pods", "{:,}"),
     ("cost_share", "cost share $", "{:,.2f}"),
 )
@@ -101,6 +106,84 @@ def plot_pending(run, path: Path) -> Path:
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(ax.xaxis.get_major_locator()))
     ax.legend(**OUTSIDE)
     ax.set_title("Pending pods")
+    fig.tight_layout()
+    fig.savefig(path)
+    _close(fig)
+    return path
+
+
+def plot_cpu(run, path: Path) -> Path:
+    """cpu.png: per pool, the CPU its Ready nodes allocate (Ready CPU, cores) and what the pods bound to them request
+    (DaemonSet overhead included: what the scheduler and the node autoscaler count), at each minute."""
+    import matplotlib.dates as mdates
+
+    fig, ax = _figure(10.0, 3.6)
+    for pool in run.pools.values():
+        name = pool.spec.name
+        times, rows = _times(run.samples, name)
+        line = ax.step(times, [r.allocatable_cpu_millicores / 1000 for r in rows], where="post",
+                       label=f"{name}: Ready CPU (allocatable)")[0]
+        ax.fill_between(times, 0, [r.requested_cpu_millicores / 1000 for r in rows], step="post",
+                        color=line.get_color(), alpha=0.3, label=f"{name}: requested")
+    ax.set_ylabel("cores (at each minute)")
+    ax.set_ylim(bottom=0)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(ax.xaxis.get_major_locator()))
+    ax.legend(**OUTSIDE)
+    ax.set_title("CPU of the Ready nodes: allocatable and requested")
+    fig.tight_layout()
+    fig.savefig(path)
+    _close(fig)
+    return path
+
+
+def overload_by_minute(run) -> dict[str, tuple[list[float], list[float]]]:
+    """Per pool: (the mean number of its workloads overloaded in each minute of the span, the requests they left
+    unserved in it). From each workload's own record (its overload episodes, ``Cluster.unserved_by_minute``), so the
+    figures add up to the summary's ``overloaded_seconds`` (over 60) and ``unserved_requests``."""
+    minutes = max(1, math.ceil((run.end - run.start) / 60.0))
+    out = {}
+    for pool in run.pools.values():
+        over, unserved = [0.0] * minutes, [0.0] * minutes
+        for i in pool.workloads:
+            c = run.clusters[i]
+            for e in c.stats.episodes:
+                a, b = e.start, e.start + e.seconds
+                k = int((a - run.start) // 60.0)
+                while a < b and k < minutes:
+                    edge = min(b, run.start + 60.0 * (k + 1))
+                    over[k] += (edge - a) / 60.0
+                    a, k = edge, k + 1
+            for k, v in c.unserved_by_minute.items():
+                if 0 <= k < minutes:
+                    unserved[k] += v
+        out[pool.spec.name] = (over, unserved)
+    return out
+
+
+def plot_overload(run, path: Path) -> Path:
+    """overload.png: per pool, how many of its workloads are overloaded (top: the mean over each minute) and the
+    requests they left unserved in each minute (bottom), over the span (``overload_by_minute``)."""
+    import matplotlib.dates as mdates
+    import matplotlib.pyplot as plt
+
+    fig, (ax, lost_ax) = plt.subplots(2, 1, figsize=(10.0, 5.0), dpi=100, sharex=True)
+    by_pool = overload_by_minute(run)
+    for name, (over, unserved) in by_pool.items():
+        times = [datetime.fromtimestamp(run.start + 60.0 * k, tz=timezone.utc) for k in range(len(over))]
+        line = ax.step(times, over, where="post", label=name)[0]
+        lost_ax.step(times, unserved, where="post", color=line.get_color(), label=name)
+    for axis, what in ((ax, "no workload was overloaded"), (lost_ax, "no request went unserved")):
+        if not any(any(v > 0 for v in series[k]) for series in by_pool.values() for k in ((0,) if axis is ax else (1,))):
+            axis.text(0.5, 0.5, what, transform=axis.transAxes, ha="center", va="center", color="#666")
+            axis.set_ylim(0, 1)
+    ax.set_ylabel("workloads overloaded")
+    ax.set_ylim(bottom=0)
+    ax.legend(**OUTSIDE)
+    ax.set_title("Overload: workloads whose demand exceeds what their serving pods serve")
+    lost_ax.set_ylabel("requests unserved\n(per minute)")
+    lost_ax.set_ylim(bottom=0)
+    lost_ax.legend(**OUTSIDE)
+    lost_ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(lost_ax.xaxis.get_major_locator()))
     fig.tight_layout()
     fig.savefig(path)
     _close(fig)
@@ -222,10 +305,10 @@ def write_report(summary: dict, plots: dict[str, Path], path: Path) -> Path:
         f"{esc(f['scoring_strategy'])}, {esc(f['start'])} to {esc(f['end'])} "
         f"({f['simulated_seconds'] / 3600:,.1f} simulated hours), seed {f['seed']}.</p>",
         "<table id=fleet><tr><th class=text>fleet</th><th>node-hours</th><th>cost $</th><th>unserved requests</th>"
-        "<th>unserved %</th><th>Pending pod-s</th><th>node wait s</th><th>evicted pods</th></tr>",
+        "<th>unserved %</th><th>overloaded s</th><th>Pending pod-s</th><th>node wait pod-s</th><th>evicted pods</th></tr>",
         f"<tr><td>total</td><td>{f['node_hours']:,.1f}</td><td>{f['cost']:,.2f}</td>"
         f"<td>{f['unserved_requests']:,.0f}</td><td>{100 * f['unserved_fraction']:.3f}</td>"
-        f"<td>{f['pending_pod_seconds']:,.0f}</td><td>{f['node_wait_seconds']:,.0f}</td>"
+        f"<td>{f['overloaded_seconds']:,.0f}</td><td>{f['pending_pod_seconds']:,.0f}</td><td>{f['node_wait_seconds']:,.0f}</td>"
         f"<td>{f['evicted_pods']:,}</td></tr></table>",
         "<table id=pools><tr><th class=text>node pool</th><th>node-hours</th><th>cost $</th><th>mean nodes</th>"
         "<th>max nodes</th><th>nodes launched</th><th>nodes removed</th><th>requested CPU %</th>"
@@ -239,7 +322,8 @@ def write_report(summary: dict, plots: dict[str, Path], path: Path) -> Path:
             f"<td>{p['nodes_removed']}</td><td>{'' if req is None else f'{100 * req:.1f}'}</td>"
             f"<td>{'' if used is None else f'{100 * used:.1f}'}</td></tr>")
     parts.append("</table>")
-    for name, alt in (("nodes", "nodes and cost over time"), ("pending", "Pending pods over time"),
+    for name, alt in (("nodes", "nodes and cost over time"), ("cpu", "Ready and requested CPU over time"),
+                      ("pending", "Pending pods over time"), ("overload", "overloaded workloads and unserved requests over time"),
                       ("worst", "the workloads that dropped the most")):
         if name in plots:
             parts.append(_img(plots[name], alt))
@@ -264,8 +348,9 @@ def _json_in_html(data) -> str:
 
 
 def write_plots_and_report(run, summary: dict, folder: Path) -> list[Path]:
-    """nodes.png, pending.png, worst.png and report.html in ``folder``."""
-    plots = {"nodes": plot_nodes(run, folder / "nodes.png"), "pending": plot_pending(run, folder / "pending.png"),
+    """nodes.png, cpu.png, pending.png, overload.png, worst.png and report.html in ``folder``."""
+    plots = {"nodes": plot_nodes(run, folder / "nodes.png"), "cpu": plot_cpu(run, folder / "cpu.png"),
+             "pending": plot_pending(run, folder / "pending.png"), "overload": plot_overload(run, folder / "overload.png"),
              "worst": plot_worst(summary, folder / "worst.png")}
     return [*plots.values(), write_report(summary, plots, folder / "report.html")]
 

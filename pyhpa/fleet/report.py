@@ -152,7 +152,7 @@ def workload_rows(summary: dict) -> list[list]:
 
 def write_fleet(run: FleetRun, out: str | Path, plot: bool = False) -> dict:
     """Write summary.json, workloads.csv, timeline.csv and events.csv into the folder ``out`` (created), and with
-    ``plot`` nodes.png, pending.png, worst.png and report.html (``pyhpa.fleet.plots``); returns the summary."""
+    ``plot`` nodes.png, cpu.png, pending.png, overload.png, worst.png and report.html (``pyhpa.fleet.plots``); returns the summary."""
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     summary = summarize_fleet(run)

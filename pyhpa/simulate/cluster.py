@@ -304,6 +304,8 @@ class Cluster:
         self.episode_start: float | None = None
         self.episode_reaction: float | None = None
         self.unserved_cum = self.unserved_at_sync = 0.0
+        #: requests unserved in each minute of the span that had some: minute k covers [t0 + 60 k, t0 + 60 (k + 1))
+        self.unserved_by_minute: dict[int, float] = {}
         self.t = self.t_begin  # how far the run has come (its last event's time)
         self.clock: Clock | None = None  # the clock it runs on (``attach``)
         self.queued = math.nan  # the time of its entry on the clock (``Clock.wake``)
@@ -589,12 +591,22 @@ class Cluster:
         if unserved > 1e-12 * demand:
             s.unserved_requests += unserved * dt
             self.unserved_cum += unserved * dt
+            self._unserved_minutes(a, dt, unserved)
         if demand > self.n_serving * self.cap * (1 + 1e-12):
             s.overloaded_seconds += dt
             if self.episode_start is None:
                 self.episode_start, self.episode_reaction = a, None
         elif self.episode_start is not None:
             self._end_episode(a)
+
+    def _unserved_minutes(self, a: float, dt: float, unserved: float) -> None:
+        """File ``unserved`` requests/s over [a, a + dt) in the minutes it covers (``unserved_by_minute``)."""
+        by, t0, b = self.unserved_by_minute, self.t0, a + dt
+        k = int((a - t0) // 60.0)
+        while a < b:
+            edge = min(b, t0 + 60.0 * (k + 1))
+            by[k] = by.get(k, 0.0) + unserved * (edge - a)
+            a, k = edge, k + 1
 
     def _end_episode(self, t: float) -> None:
         if self.episode_start is not None:
