@@ -448,3 +448,45 @@ def test_a_workloads_trace_in_summary_json_describes_the_span_replayed(tmp_path)
     whole = FleetRun(load_fleet(path, Settings(), "2026-01-05T01:00:00Z", "2026-01-05T05:00:00Z"), Settings()).run()
     gap = summarize_fleet(whole)["workloads"][1]["trace"]["gap_list"]
     assert [(g["start"][11:16], g["end"][11:16]) for g in gap] == [("01:10", "01:20")]
+
+
+def test_the_instant_nodes_twin_is_each_workload_alone_and_says_what_the_pool_adds(tmp_path):
+    """``--twin``: each workload of the fleet run alone with nodes always there, as ``pyhpa simulate`` runs it (its
+    seed ``seed + i``): on a pool too small and slow for the load, the fleet is overloaded longer than its twin, and
+    summary.json says by how much (``instant_nodes``), per workload and in total; the printed line says the same."""
+    from pyhpa.fleet.engine import instant_twin
+    from pyhpa.fleet.report import summarize_fleet
+
+    trace = _step_trace(tmp_path, 0.5, 40, minutes=(60, 120, 120))
+    spec = {"nodePools": [{"name": "p", "instanceTypes": [SMALL], "minNodes": 1, "maxNodes": 6,
+                           "provisioningSeconds": {"median": 180, "p90": 240}}],
+            "workloads": workloads_on(trace, (1.0, 0.5))}
+    path = _write(tmp_path, spec)
+    settings = Settings(seed=3)
+    fleet = load_fleet(path, settings)
+    run = FleetRun(fleet, settings).run()
+    twin = instant_twin(fleet, settings)
+    files = input_files([str(bundled_path("hpa"))], bundled_path("target"), str(trace), "requests_per_second",
+                        bundled_path("profile"))
+    profile, target = read_workload(files)
+    for i, (scale, t) in enumerate(zip((1.0, 0.5), twin)):
+        alone_settings = Settings(seed=3 + i)
+        h = load_autoscaler(find_autoscaler(read_document(files.hpa[0]), str(files.hpa[0])), str(files.hpa[0]),
+                            target, alone_settings)
+        alone = replay(h, "w", target, profile, read_load(files, [h], profile, target, load_scale=scale),
+                       alone_settings).cluster
+        assert (t.overloaded_seconds, t.unserved_requests) == (alone.stats.overloaded_seconds,
+                                                               alone.stats.unserved_requests)
+    over = sum(c.stats.overloaded_seconds for c in run.clusters)
+    assert over > sum(t.overloaded_seconds for t in twin) > 0
+    f = summarize_fleet(run, twin)["fleet"]["instant_nodes"]
+    assert f["overload_from_node_pool_seconds"] == round(over - sum(t.overloaded_seconds for t in twin), 3)
+    assert 0 < f["overload_from_node_pool_fraction"] < 1
+    assert "instant_nodes" not in summarize_fleet(run)["fleet"]  # only with a twin
+    r = CliRunner().invoke(app, ["fleet", "simulate", str(path), "--seed", "3", "--twin", "--no-plot", "--no-progress",
+                                 "--output-dir", str(tmp_path / "out")])
+    assert r.exit_code == 0, r.output
+    written = json.loads((tmp_path / "out" / "summary.json").read_text())["fleet"]["instant_nodes"]
+    assert written == f
+    assert f"overload from the node pool (waiting for nodes, evictions): {f['overload_from_node_pool_seconds']:,.0f} s" \
+        in " ".join(r.output.split())

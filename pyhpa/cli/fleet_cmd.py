@@ -42,6 +42,7 @@ def simulate(
     sync_period: float = typer.Option(15.0, "--sync-period", help="HPA sync period, seconds, of autoscalers that set none (--horizontal-pod-autoscaler-sync-period)."),
     seed: int = typer.Option(0, "--seed", help="Seed: workload i's cluster gets seed + i; the scheduler's ties and the nodes' provisioning delays have streams of their own."),
     plot: bool = typer.Option(True, "--plot/--no-plot", help="Write nodes.png, cpu.png, pending.png, overload.png, worst.png and report.html (one self-contained page)."),
+    twin: bool = typer.Option(False, "--twin", help="Also run the fleet's instant-nodes twin (each workload with nodes always there, as pyhpa simulate runs it alone) and say how much of the overload is the node pool's: waiting for nodes, evictions. About doubles the work."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
 ) -> None:
     """Simulate a fleet: many autoscalers on shared node pools that take minutes to grow, and their bill.
@@ -68,8 +69,10 @@ def simulate(
     console = text_console()
     first = load_fleet(fleet_files[0], settings, start, end)
     if len(fleet_files) == 1 and not overlays:
-        summary = _run(first, output_dir, settings, plot, no_progress, "fleet")
+        summary = _run(first, output_dir, settings, plot, no_progress, "fleet", twin)
         console.print(_tables(summary))
+        if twin:
+            console.print(_twin_line(summary["fleet"]))
         console.print("wrote " + ", ".join(str(output_dir / f) for f in _files(plot)))
         return
     # both fleets read and checked before either runs: a bad second one costs no simulation of the first
@@ -84,11 +87,14 @@ def simulate(
         second_fleet = dataclasses.replace(second_fleet, file=str(written_b))
     second = fleet_files[1] if changed is None else overlays
     labels = ("a", "b")
-    a = _run(first, output_dir / "a", settings, plot, no_progress, "a")
-    b = _run(second_fleet, output_dir / "b", settings, plot, no_progress, "b")
+    a = _run(first, output_dir / "a", settings, plot, no_progress, "a", twin)
+    b = _run(second_fleet, output_dir / "b", settings, plot, no_progress, "b", twin)
     result = compare(a, b)
     written = write_compare(result, output_dir, labels)
     console.print(_compare_table(result, fleet_files[0], second))
+    if twin:
+        for label, s in zip(labels, (a, b)):
+            console.print(f"{label}: " + _twin_line(s["fleet"]))
     console.print("wrote " + ", ".join(str(p) for p in [output_dir / "a", output_dir / "b", *written]))
 
 
@@ -237,22 +243,29 @@ def _files(plot: bool) -> tuple[str, ...]:
         (("nodes.png", "cpu.png", "pending.png", "overload.png", "worst.png", "report.html") if plot else ())
 
 
-def _run(fleet, out: Path, settings, plot: bool, no_progress: bool, label: str) -> dict:
-    """Simulate and write one fleet (loaded: ``pyhpa.fleet.spec.Fleet``); its summary."""
-    from ..fleet.engine import FleetRun
+def _run(fleet, out: Path, settings, plot: bool, no_progress: bool, label: str, twin: bool = False) -> dict:
+    """Simulate and write one fleet (loaded: ``pyhpa.fleet.spec.Fleet``), with its instant-nodes twin when ``twin``;
+    its summary."""
+    from ..fleet.engine import FleetRun, instant_twin
     from ..fleet.report import write_fleet
 
     with options.output_dir(out):
         bar = options.progress_bar(no_progress, TextColumn("{task.description}"), BarColumn(),
                                    TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn())
+        twins = None
         if bar is None:
             run = FleetRun(fleet, settings).run()
+            if twin:
+                twins = instant_twin(fleet, settings)
         else:
             with bar:
                 task = bar.add_task(f"{label}: {len(fleet.workloads)} workloads", total=fleet.end - fleet.start)
                 run = FleetRun(fleet, settings).run(lambda done, total: bar.update(task, completed=done))
+                if twin:
+                    other = bar.add_task(f"{label}: instant-nodes twin", total=len(fleet.workloads))
+                    twins = instant_twin(fleet, settings, lambda done, total: bar.update(other, completed=done))
         try:
-            return write_fleet(run, out, plot=plot)
+            return write_fleet(run, out, plot=plot, twin=twins)
         except OSError as err:
             raise InputError(f"cannot write the outputs: {err.strerror or err}", file=str(err.filename or out),
                              field="--output-dir") from None
@@ -300,6 +313,12 @@ def _tables(summary: dict) -> Table:
               f"{f['overloaded_seconds']:,.0f}", f"{f['pending_pod_seconds']:,.0f}", f"{f['node_wait_seconds']:,.0f}",
               str(f["evicted_pods"]))
     return t
+
+
+def _twin_line(f: dict) -> str:
+    from ..fleet.report import twin_sentence
+
+    return twin_sentence(f) or ""
 
 
 def _pct(x) -> str:

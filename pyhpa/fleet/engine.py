@@ -206,6 +206,54 @@ def _span(w: LoadedWorkload, start: float, end: float) -> tuple[np.ndarray, dict
     return cut, columns, history
 
 
+def workload_cluster(fleet: Fleet, i: int, settings: Settings, binder=None, summary_only: bool = True) -> Cluster:
+    """Workload ``i`` of ``fleet`` as a simulated cluster over the fleet's span (seeded ``settings.seed + i``; the
+    trace rows of the span and, for an autoscaler that predicts, its history): with ``binder`` (the fleet's
+    scheduler) its new pods wait to be bound, without it they bind after the profile's own scheduling delay, as in
+    ``pyhpa simulate`` (nodes always there). Raises InputError naming the fleet file and the workload (a span past the
+    simulator's bound of syncs)."""
+    w = fleet.workloads[i]
+    h = w.autoscaler
+    times, columns, history = _span(w, fleet.start, fleet.end)
+    try:
+        check_extent(dataclasses.replace(w.trace, times=times, values=columns, end=fleet.end), h, w.profile,
+                     w.spec.profile)
+    except InputError as err:
+        raise err.at(file=fleet.file, obj=f"workload {w.spec.name}") from None
+    rps = w.profile.load_to_rps(columns[w.spec.trace.column])
+    return Cluster(h.hpa, w.target, w.profile, h.config, times, rps, columns, fleet.start, fleet.end,
+                   h.sync_period_seconds, settings.seed + i, (), history=history, binder=binder,
+                   obj=f"workload {w.spec.name}", summary_only=summary_only)
+
+
+class TwinWorkload(NamedTuple):
+    """A workload of the instant-nodes twin (``instant_twin``): its overloaded seconds and unserved requests with
+    nodes always there."""
+
+    overloaded_seconds: float
+    unserved_requests: float
+
+
+def instant_twin(fleet: Fleet, settings: Settings = Settings(),
+                 progress: Callable[[int, int], None] | None = None) -> list[TwinWorkload]:
+    """The fleet's instant-nodes twin: each workload with nodes always there, run alone as ``pyhpa simulate`` runs it
+    (``workload_cluster`` with no binder: the same seed, span and history as in the fleet). What the fleet's run
+    adds to its overload is the node pool's doing: pods waiting for nodes, evictions. ``progress(done, total)``
+    after each workload. Raises InputError (a workload scaling past the simulator's bound, naming it)."""
+    out = []
+    n = len(fleet.workloads)
+    for i in range(n):
+        c = workload_cluster(fleet, i, settings)
+        try:
+            c.run()
+        except InputError as err:
+            raise err.at(file=fleet.file) from None
+        out.append(TwinWorkload(c.stats.overloaded_seconds, c.stats.unserved_requests))
+        if progress is not None:
+            progress(i + 1, n)
+    return out
+
+
 class FleetRun:
     """A fleet simulated over the span all its traces cover (``fleet.start`` to ``fleet.end``): ``run`` it, then
     read ``clusters`` (each workload's simulated cluster, as ``pyhpa simulate`` has it), ``stats`` (the fleet's
@@ -243,17 +291,7 @@ class FleetRun:
     def _cluster(self, i: int, w: LoadedWorkload) -> Cluster:
         """Workload ``i``'s simulated cluster, its pods of the start bound to nodes of its pool (a node launched
         Ready for those that fit none)."""
-        h = w.autoscaler
-        times, columns, history = _span(w, self.start, self.end)
-        try:
-            check_extent(dataclasses.replace(w.trace, times=times, values=columns, end=self.end), h, w.profile,
-                         w.spec.profile)
-        except InputError as err:
-            raise err.at(file=self.fleet.file, obj=f"workload {w.spec.name}") from None
-        rps = w.profile.load_to_rps(columns[w.spec.trace.column])
-        c = Cluster(h.hpa, w.target, w.profile, h.config, times, rps, columns, self.start, self.end,
-                    h.sync_period_seconds, self.settings.seed + i, (), history=history, binder=self,
-                    obj=f"workload {w.spec.name}", summary_only=not self.keep_rows)
+        c = workload_cluster(self.fleet, i, self.settings, binder=self, summary_only=not self.keep_rows)
         pool = self.pools[w.pool.name]
         pool.workloads.append(i)
         self._index_of[id(c)] = i

@@ -310,6 +310,7 @@ def write_report(summary: dict, plots: dict[str, Path], path: Path) -> Path:
         f"<td>{f['unserved_requests']:,.0f}</td><td>{100 * f['unserved_fraction']:.3f}</td>"
         f"<td>{f['overloaded_seconds']:,.0f}</td><td>{f['pending_pod_seconds']:,.0f}</td><td>{f['node_wait_seconds']:,.0f}</td>"
         f"<td>{f['evicted_pods']:,}</td></tr></table>",
+        _twin_note(f),
         "<table id=pools><tr><th class=text>node pool</th><th>node-hours</th><th>cost $</th><th>mean nodes</th>"
         "<th>max nodes</th><th>nodes launched</th><th>nodes removed</th><th>requested CPU %</th>"
         "<th>used CPU %</th></tr>",
@@ -341,6 +342,14 @@ def write_report(summary: dict, plots: dict[str, Path], path: Path) -> Path:
     parts.append("</body></html>")
     path.write_text("".join(parts))
     return path
+
+
+def _twin_note(f: dict) -> str:
+    """A line on the overload that is the node pool's, when the run had its instant-nodes twin (``--twin``)."""
+    from .report import twin_sentence
+
+    text = twin_sentence(f)
+    return "" if text is None else f"<p id=twin>{html.escape(text[0].upper() + text[1:])}.</p>"
 
 
 def _json_in_html(data) -> str:

@@ -17,9 +17,10 @@ import csv
 import json
 import math
 from pathlib import Path
+from typing import Sequence
 
 from ..simulate.report import summarize
-from .engine import SAMPLE_COLUMNS, FleetRun
+from .engine import SAMPLE_COLUMNS, FleetRun, TwinWorkload
 
 WORKLOAD_COLUMNS = ("workload", "pool", "pod_hours", "unserved_requests", "unserved_fraction", "overloaded_seconds",
                     "pending_pod_seconds", "scheduling_seconds", "node_wait_seconds", "pods_waited_for_node",
@@ -51,9 +52,13 @@ def _allocatable_seconds(run: FleetRun, pool) -> tuple[float, float]:
     return cpu, memory
 
 
-def summarize_fleet(run: FleetRun) -> dict:
+def summarize_fleet(run: FleetRun, twin: Sequence[TwinWorkload] | None = None) -> dict:
     """summary.json: ``fleet`` (totals), ``node_pools`` and ``workloads`` (``pyhpa simulate``'s figures of each,
-    with the fleet's own under ``fleet``)."""
+    with the fleet's own under ``fleet``). With the fleet's instant-nodes ``twin`` (``pyhpa.fleet.engine.instant_twin``)
+    each workload's ``fleet`` and the fleet's totals say how much of the overload is the node pool's: under
+    ``instant_nodes``, the overloaded seconds and unserved requests with nodes always there, and
+    ``overload_from_node_pool_seconds`` (the run's overloaded seconds less the twin's: waiting for nodes, evictions)
+    with its ``overload_from_node_pool_fraction`` of the run's (None when it had none)."""
     fleet, span = run.fleet, run.end - run.start
     workloads = []
     requested_by_pool: dict[str, float] = {}
@@ -81,6 +86,8 @@ def summarize_fleet(run: FleetRun) -> dict:
         used_by_pool[w.pool.name] = used_by_pool.get(w.pool.name, 0.0) + c.stats.cpu_millicore_seconds
         requested_by_pool[w.pool.name] = requested_by_pool.get(w.pool.name, 0.0) + \
             c.stats.pod_seconds * w.requests.cpu
+        if twin is not None:
+            out["fleet"]["instant_nodes"] = _twin_figures(twin[len(workloads)], c.stats.overloaded_seconds)
         workloads.append(out)
     pools = []
     total_hours = total_cost = 0.0
@@ -132,10 +139,34 @@ def summarize_fleet(run: FleetRun) -> dict:
             "node_wait_seconds": _r(sum(w["fleet"]["node_wait_seconds"] for w in workloads)),
             "evicted_pods": sum(w["fleet"]["evicted_pods"] for w in workloads),
             "seed": run.settings.seed,
+            **({} if twin is None else {"instant_nodes": _twin_figures(
+                TwinWorkload(sum(x.overloaded_seconds for x in twin), sum(x.unserved_requests for x in twin)),
+                sum(c.stats.overloaded_seconds for c in run.clusters))}),
         },
         "node_pools": pools,
         "workloads": workloads,
     }
+
+
+def _twin_figures(twin: TwinWorkload, overloaded: float) -> dict:
+    """The instant-nodes twin's figures beside the run's ``overloaded`` seconds (unrounded)."""
+    from_pool = overloaded - twin.overloaded_seconds
+    return {"overloaded_seconds": _r(twin.overloaded_seconds), "unserved_requests": _r(twin.unserved_requests, 1),
+            "overload_from_node_pool_seconds": _r(from_pool),
+            "overload_from_node_pool_fraction": _r(from_pool / overloaded, 4) if overloaded > 0 else None}
+
+
+def twin_sentence(f: dict) -> str | None:
+    """What the instant-nodes twin says of the fleet's overload (``f``: summary.json's ``fleet``; None without a
+    twin): the printed line and report.html's."""
+    t = f.get("instant_nodes")
+    if t is None:
+        return None
+    share = t["overload_from_node_pool_fraction"]
+    return (f"overload from the node pool (waiting for nodes, evictions): {t['overload_from_node_pool_seconds']:,.0f} s "
+            f"of {f['overloaded_seconds']:,.0f} overloaded seconds{'' if share is None else f' ({100 * share:.0f} %)'}; "
+            f"with nodes always there (the instant-nodes twin) {t['overloaded_seconds']:,.0f} s and "
+            f"{t['unserved_requests']:,.0f} requests unserved")
 
 
 def workload_rows(summary: dict) -> list[list]:
@@ -150,12 +181,12 @@ def workload_rows(summary: dict) -> list[list]:
     return rows
 
 
-def write_fleet(run: FleetRun, out: str | Path, plot: bool = False) -> dict:
+def write_fleet(run: FleetRun, out: str | Path, plot: bool = False, twin: Sequence[TwinWorkload] | None = None) -> dict:
     """Write summary.json, workloads.csv, timeline.csv and events.csv into the folder ``out`` (created), and with
     ``plot`` nodes.png, cpu.png, pending.png, overload.png, worst.png and report.html (``pyhpa.fleet.plots``); returns the summary."""
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    summary = summarize_fleet(run)
+    summary = summarize_fleet(run, twin)
     (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     with open(folder / "workloads.csv", "w", newline="") as f:
         w = csv.writer(f)
