@@ -1,0 +1,48 @@
+"""The simulators' compiled path: ``pyhpa.simulate._native``, built from ``native/`` (Rust, PyO3) by ``pip install``
+when a Rust compiler is there (``pyproject.toml``: setuptools-rust, optional). Without it everything runs on the
+Python core alone, with the same results.
+
+The Python core (``pyhpa.core``) stays the one reference for every HPA rule: each compiled function follows a core
+function by name and ``tests/test_native.py`` runs both on random inputs and compares them on every test run
+(issue 55: "the shadow mode that runs both and compares"). What is compiled so far:
+
+- ``normalize``: ``pyhpa.core.normalize.normalize`` (stabilization, the scaling policies and the bounds; upstream's
+  normalizeDesiredReplicas and normalizeDesiredReplicasWithBehaviors) without its steps' texts.
+
+Nothing here is on a simulation's path yet: the compiled workload (a simulated workload's instants and its
+decision in one compiled actor on the simulation's clock) is what these parts are for.
+"""
+
+from __future__ import annotations
+
+from ..core.model import Behavior, ControllerConfig, Memory, ScalingRules
+
+try:
+    from . import _native
+except ImportError:  # installed without a Rust compiler
+    _native = None
+
+
+def available() -> bool:
+    """The compiled path was built with this install."""
+    return _native is not None
+
+
+def _rules(r: ScalingRules) -> tuple:
+    return (r.stabilization_window_seconds, r.select_policy,
+            [(p.type, p.value, p.period_seconds) for p in r.policies])
+
+
+def normalize(current: int, prenormalized: int, min_replicas: int, max_replicas: int, behavior: Behavior | None,
+              memory: Memory, now: float, config: ControllerConfig) -> tuple[int, list[tuple[float, int]], str, str]:
+    """``pyhpa.core.normalize.normalize`` compiled: (desired replicas, the new recommendations (epoch s, replicas),
+    the AbleToScale reason, the ScalingLimited reason). ``memory.recommendations`` must not be None. Raises
+    RuntimeError when the compiled path is not built (``available``), ValueError for a selectPolicy or policy type
+    the API has not."""
+    if _native is None:
+        raise RuntimeError("pyhpa.simulate._native is not built (pip install with a Rust compiler)")
+    b = None if behavior is None else (_rules(behavior.scale_up), _rules(behavior.scale_down))
+    return _native.normalize(current, prenormalized, min_replicas, max_replicas, b, memory.recommendations or [],
+                             memory.scale_up_events, memory.scale_down_events, now,
+                             (config.downscale_stabilization_window_seconds, config.scale_up_limit_factor,
+                              config.scale_up_limit_minimum))
