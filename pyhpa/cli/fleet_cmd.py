@@ -316,7 +316,7 @@ def _tables(summary: dict) -> Table:
 
 
 def _twin_line(f: dict) -> str:
-    from ..fleet.report import twin_sentence
+    from ..fleet.plots import twin_sentence
 
     return twin_sentence(f) or ""
 

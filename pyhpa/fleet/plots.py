@@ -344,10 +344,21 @@ def write_report(summary: dict, plots: dict[str, Path], path: Path) -> Path:
     return path
 
 
+def twin_sentence(f: dict) -> str | None:
+    """What the instant-nodes twin says of the fleet's overload (``f``: summary.json's ``fleet``; None without a
+    twin): the printed line and report.html's."""
+    t = f.get("instant_nodes")
+    if t is None:
+        return None
+    share = t["overload_from_node_pool_fraction"]
+    return (f"overload from the node pool (waiting for nodes, evictions): {t['overload_from_node_pool_seconds']:,.0f} s "
+            f"of {f['overloaded_seconds']:,.0f} overloaded seconds{'' if share is None else f' ({100 * share:.0f} %)'}; "
+            f"with nodes always there (the instant-nodes twin) {t['overloaded_seconds']:,.0f} s and "
+            f"{t['unserved_requests']:,.0f} requests unserved")
+
+
 def _twin_note(f: dict) -> str:
     """A line on the overload that is the node pool's, when the run had its instant-nodes twin (``--twin``)."""
-    from .report import twin_sentence
-
     text = twin_sentence(f)
     return "" if text is None else f"<p id=twin>{html.escape(text[0].upper() + text[1:])}.</p>"
 

@@ -156,19 +156,6 @@ def _twin_figures(twin: TwinWorkload, overloaded: float) -> dict:
             "overload_from_node_pool_fraction": _r(from_pool / overloaded, 4) if overloaded > 0 else None}
 
 
-def twin_sentence(f: dict) -> str | None:
-    """What the instant-nodes twin says of the fleet's overload (``f``: summary.json's ``fleet``; None without a
-    twin): the printed line and report.html's."""
-    t = f.get("instant_nodes")
-    if t is None:
-        return None
-    share = t["overload_from_node_pool_fraction"]
-    return (f"overload from the node pool (waiting for nodes, evictions): {t['overload_from_node_pool_seconds']:,.0f} s "
-            f"of {f['overloaded_seconds']:,.0f} overloaded seconds{'' if share is None else f' ({100 * share:.0f} %)'}; "
-            f"with nodes always there (the instant-nodes twin) {t['overloaded_seconds']:,.0f} s and "
-            f"{t['unserved_requests']:,.0f} requests unserved")
-
-
 def workload_rows(summary: dict) -> list[list]:
     """workloads.csv's rows (``WORKLOAD_COLUMNS``)."""
     rows = []
