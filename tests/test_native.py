@@ -1,4 +1,4 @@
-"""Issue 55's shadow mode: the simulators' compiled path (``pyhpa.simulate._native``, Rust, built by ``pip install``)
+"""Issue 55's shadow mode: the simulators' compiled path (``pyhpa.simulate.rustcore``, Rust, built by ``pip install``)
 gives what the Python core gives, on random inputs, on every test run. The core is the reference; a difference is
 the compiled path's bug.
 
@@ -22,9 +22,9 @@ from pyhpa.simulate import native
 
 if not native.available():
     if os.environ.get("CI"):
-        pytest.fail("pyhpa.simulate._native is not built: .ci/run's pip install builds it (cargo is on this kind)",
+        pytest.fail("pyhpa.simulate.rustcore is not built: .ci/run's pip install builds it (cargo is on this kind)",
                     pytrace=False)
-    pytest.skip("pyhpa.simulate._native is not built here (pip install with a Rust compiler builds it)",
+    pytest.skip("pyhpa.simulate.rustcore is not built here (pip install with a Rust compiler builds it)",
                 allow_module_level=True)
 
 NOW = 1_700_000_000.0

@@ -1,4 +1,4 @@
-//! pyhpa's compiled path (`pyhpa.simulate._native`): the parts of the HPA decision a simulated workload runs at every sync,
+//! pyhpa's compiled path (`pyhpa.simulate.rustcore`): the parts of the HPA decision a simulated workload runs at every sync,
 //! for the simulators (`pyhpa simulate`, `tune`, the fleet), where the Python core's speed is the limit.
 //!
 //! The Python core (`pyhpa.core`) is the reference: every function here follows one of it by name, and the tests
@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 pub mod normalize;
 
 #[pymodule]
-fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+fn rustcore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(normalize::py_normalize, m)?)?;
     m.add("VERSION", env!("CARGO_PKG_VERSION"))?;
     Ok(())

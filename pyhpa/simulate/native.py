@@ -1,4 +1,4 @@
-"""The simulators' compiled path: ``pyhpa.simulate._native``, built from ``native/`` (Rust, PyO3) by ``pip install``
+"""The simulators' compiled path: ``pyhpa.simulate.rustcore``, built from ``native/`` (Rust, PyO3) by ``pip install``
 when a Rust compiler is there (``pyproject.toml``: setuptools-rust, optional). Without it everything runs on the
 Python core alone, with the same results.
 
@@ -18,14 +18,14 @@ from __future__ import annotations
 from ..core.model import Behavior, ControllerConfig, Memory, ScalingRules
 
 try:
-    from . import _native
+    from . import rustcore
 except ImportError:  # installed without a Rust compiler
-    _native = None
+    rustcore = None
 
 
 def available() -> bool:
     """The compiled path was built with this install."""
-    return _native is not None
+    return rustcore is not None
 
 
 def _rules(r: ScalingRules) -> tuple:
@@ -39,10 +39,10 @@ def normalize(current: int, prenormalized: int, min_replicas: int, max_replicas:
     the AbleToScale reason, the ScalingLimited reason). ``memory.recommendations`` must not be None. Raises
     RuntimeError when the compiled path is not built (``available``), ValueError for a selectPolicy or policy type
     the API has not."""
-    if _native is None:
-        raise RuntimeError("pyhpa.simulate._native is not built (pip install with a Rust compiler)")
+    if rustcore is None:
+        raise RuntimeError("pyhpa.simulate.rustcore is not built (pip install with a Rust compiler)")
     b = None if behavior is None else (_rules(behavior.scale_up), _rules(behavior.scale_down))
-    return _native.normalize(current, prenormalized, min_replicas, max_replicas, b, memory.recommendations or [],
+    return rustcore.normalize(current, prenormalized, min_replicas, max_replicas, b, memory.recommendations or [],
                              memory.scale_up_events, memory.scale_down_events, now,
                              (config.downscale_stabilization_window_seconds, config.scale_up_limit_factor,
                               config.scale_up_limit_minimum))
