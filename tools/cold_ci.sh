@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A cold CI run, as on a new machine: a fresh clone of this repository's HEAD (what is committed, nothing else),
 # run by .ci/run with CI=true in a fresh virtual environment, with HOME, GOPATH, GOMODCACHE, GOCACHE,
-# XDG_CACHE_HOME, XDG_CONFIG_HOME, the pip cache and pyhpa's control-plane cache all new empty folders: nothing a
+# XDG_CACHE_HOME, XDG_CONFIG_HOME, CARGO_HOME (the crates; the Rust toolchain stays the machine's, RUSTUP_HOME), the
+# pip cache and pyhpa's control-plane cache all new empty folders: nothing a
 # warm machine holds (the Go module and build caches, ~/.cache/pyhpa, installed packages) can hide a missing
 # install step. Prints the wall time at the end and exits with .ci/run's code.
 #
@@ -39,12 +40,15 @@ if [ "$keep" = 0 ]; then
   # the Go module cache is read-only on disk: make it writable before removing it
   trap 'chmod -R u+w "$root" 2>/dev/null; rm -rf "$root"' EXIT
 fi
-mkdir -p "$root"/{home,gopath,gomodcache,gocache,xdg-cache,xdg-config,pip-cache,tmp}
+mkdir -p "$root"/{home,gopath,gomodcache,gocache,xdg-cache,xdg-config,pip-cache,cargo-home,tmp}
 git clone -q --no-local "$repo" "$root/clone"
 # as a new machine has it: the clone beside a copy of ../shared (the tests must not need it; nothing reads it)
 if [ -d "$repo/../shared" ]; then cp -r "$repo/../shared" "$root/shared"; fi
 "$python" -m venv "$root/venv"
 
+# the machine's Rust toolchain (as its Go: rustup keeps it under the real HOME), with an empty crate cache
+if [ -z "${RUSTUP_HOME:-}" ] && [ -d "$HOME/.rustup" ]; then export RUSTUP_HOME="$HOME/.rustup"; fi
+export CARGO_HOME="$root/cargo-home"
 export HOME="$root/home"
 export GOPATH="$root/gopath"
 export GOMODCACHE="$root/gomodcache"
