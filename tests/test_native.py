@@ -5,18 +5,32 @@ the compiled path's bug.
 - ``normalize`` against ``pyhpa.core.normalize.normalize``: stabilization with and without behavior, the scaling
   policies (Pods and Percent, Max, Min and Disabled, periods counting both directions' events), the spec's bounds
   and the scale-up limit without behavior, with recommendations and events on the windows' and periods' edges and
-  counts and values out to int32's limits.
+  counts and values out to int32's limits;
+- ``resource_utilization_replicas`` against ``pyhpa.core.calculator.resource_utilization_replicas``: pods Pending,
+  Failed, deleted, without a sample, not Ready, Ready Unknown, inside the CPU initialization period or on its edge,
+  samples of pods the selector did not select, the tolerance, scale-up with unready pods and the fill-in of missing
+  ones in both directions, and the core's errors.
 """
 
 from __future__ import annotations
 
+import math
 import os
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pyhpa.core.model import Behavior, ControllerConfig, Memory, ScalingPolicy, ScalingRules
+from pyhpa.core.calculator import MetricError, ReplicaCalculator, resource_utilization_replicas
+from pyhpa.core.model import (
+    Behavior,
+    ControllerConfig,
+    Memory,
+    Pod,
+    PodSample,
+    ScalingPolicy,
+    ScalingRules,
+)
 from pyhpa.core.normalize import normalize
 from pyhpa.simulate import native
 
@@ -82,3 +96,63 @@ def test_normalize_compiled_holds_the_window_and_the_policy_period_as_the_core()
     with pytest.raises(ValueError, match="selectPolicy"):
         native.normalize(4, 5, 1, 10, Behavior(ScalingRules(0, "Sometimes", ()), behavior.scale_down), events, NOW,
                          config)
+
+
+INIT, DELAY = 300.0, 30.0  # the controller's --horizontal-pod-autoscaler-cpu-initialization-period, readiness delay
+
+
+@st.composite
+def pod_sets(draw):
+    """Pods of every state the calculator tells apart, their requests, and samples (some of pods not selected)."""
+    n = draw(st.integers(0, 8))
+    pods, requests, samples = [], {}, {}
+    for i in range(n):
+        name = f"p{i}"
+        start = draw(st.one_of(st.none(), st.sampled_from([NOW - INIT, NOW - INIT + 1, NOW - 3600.0, NOW - 60.0]),
+                               st.floats(NOW - 7200, NOW, allow_nan=False)))
+        transition = (start if start is not None else NOW - 7200) + draw(st.sampled_from([0.0, DELAY, DELAY + 1, 45.0,
+                                                                                          600.0]))
+        ready = draw(st.sampled_from([True, True, True, False, None]))
+        pods.append(Pod(name, draw(st.sampled_from(["Running"] * 6 + ["Pending", "Failed", "Succeeded", "Unknown"])),
+                        {}, deleted=draw(st.booleans().filter(lambda b: True)) and draw(st.integers(0, 9)) == 0,
+                        start_time=start, ready=ready, ready_transition_time=transition,
+                        ready_unknown=ready is False and draw(st.integers(0, 4)) == 0))
+        requests[name] = draw(st.one_of(st.integers(1, 4000), st.sampled_from([100, 250, 1000, 2**40])))
+        if draw(st.integers(0, 5)):
+            window = draw(st.sampled_from([15.0, 30.0, 60.0]))
+            samples[name] = PodSample(draw(st.one_of(st.integers(0, 8000), st.sampled_from([0, 50, 100, 2**40]))),
+                                      draw(st.sampled_from([NOW, NOW - 15.0, transition + window,
+                                                            transition + window - 1])), window)
+    if draw(st.integers(0, 4)) == 0:
+        samples["not-selected"] = PodSample(draw(st.integers(0, 8000)), NOW, 30.0)
+    return [Pod(p.name, p.phase, p.labels, p.deleted, p.start_time, p.ready, p.ready_transition_time,
+                {("cpu", ""): requests[p.name], ("memory", ""): requests[p.name]}, ready_unknown=p.ready_unknown)
+            for p in pods], requests, samples
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=pod_sets(), current=st.integers(0, 20), tolerance=st.sampled_from([(0.1, 0.1), (0.0, 0.0), (0.05, 0.3)]),
+       target=st.one_of(st.integers(1, 200), st.sampled_from([50, 100, 101])), is_cpu=st.booleans())
+def test_resource_utilization_replicas_compiled_is_the_cores(case, current, tolerance, target, is_cpu):
+    pods, requests, samples = case
+    config = ControllerConfig(cpu_initialization_period_seconds=INIT, initial_readiness_delay_seconds=DELAY)
+    down, up = tolerance
+    calc = ReplicaCalculator(pods, samples, current, down, up, NOW, config)
+    try:
+        core = resource_utilization_replicas(calc, "cpu" if is_cpu else "memory", "", target)
+    except MetricError as err:
+        with pytest.raises(ValueError) as compiled:
+            native.resource_utilization_replicas(pods, samples, requests, current, down, up, NOW, config, target,
+                                                 is_cpu)
+        assert str(compiled.value) == str(err)
+        return
+    got = native.resource_utilization_replicas(pods, samples, requests, current, down, up, NOW, config, target, is_cpu)
+    g = calc.groups
+    want = (*core[:5], dict(core[5] or {}), g.ready, list(g.unready), list(g.missing), list(g.ignored))
+    assert len(got) == len(want) and all(_same(a, b) for a, b in zip(got, want)), (got, want)

@@ -6,11 +6,13 @@
 
 use pyo3::prelude::*;
 
+pub mod calculator;
 pub mod normalize;
 
 #[pymodule]
 fn rustcore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(normalize::py_normalize, m)?)?;
+    m.add_function(wrap_pyfunction!(calculator::py_resource_utilization_replicas, m)?)?;
     m.add("VERSION", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

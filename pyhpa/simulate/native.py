@@ -7,7 +7,10 @@ function by name and ``tests/test_native.py`` runs both on random inputs and com
 (issue 55: "the shadow mode that runs both and compares"). What is compiled so far:
 
 - ``normalize``: ``pyhpa.core.normalize.normalize`` (stabilization, the scaling policies and the bounds; upstream's
-  normalizeDesiredReplicas and normalizeDesiredReplicasWithBehaviors) without its steps' texts.
+  normalizeDesiredReplicas and normalizeDesiredReplicasWithBehaviors) without its steps' texts;
+- ``resource_utilization_replicas``: ``pyhpa.core.calculator.resource_utilization_replicas`` with ``group_pods``
+  (upstream's GetResourceReplicas and groupPods: unready and missing pods, the CPU initialization period, the
+  tolerance) for pods whose request of the resource is known, as a simulated workload's always is.
 
 Nothing here is on a simulation's path yet: the compiled workload (a simulated workload's instants and its
 decision in one compiled actor on the simulation's clock) is what these parts are for.
@@ -15,7 +18,7 @@ decision in one compiled actor on the simulation's clock) is what these parts ar
 
 from __future__ import annotations
 
-from ..core.model import Behavior, ControllerConfig, Memory, ScalingRules
+from ..core.model import Behavior, ControllerConfig, Memory, Pod, PodSample, ScalingRules
 
 try:
     from . import rustcore
@@ -46,3 +49,21 @@ def normalize(current: int, prenormalized: int, min_replicas: int, max_replicas:
                              memory.scale_up_events, memory.scale_down_events, now,
                              (config.downscale_stabilization_window_seconds, config.scale_up_limit_factor,
                               config.scale_up_limit_minimum))
+
+
+def resource_utilization_replicas(pods: list[Pod], samples: dict[str, PodSample], requests: dict[str, int],
+                                  current: int, down: float, up: float, now: float, config: ControllerConfig,
+                                  target: int, is_cpu: bool) -> tuple:
+    """``pyhpa.core.calculator.resource_utilization_replicas`` compiled, for ``pods`` whose request is in
+    ``requests`` (name: milli-units): (replicas, utilization %, raw average milli, ratio, new ratio or None, the
+    filled values {name: milli}, the ready count, and the unready, missing and ignored pods' names). ``down``/``up``:
+    the tolerances; ``target``: the utilization target (percent). Raises ValueError with the core's MetricError text
+    where the core raises it, RuntimeError when the compiled path is not built."""
+    if rustcore is None:
+        raise RuntimeError("pyhpa.simulate.rustcore is not built (pip install with a Rust compiler)")
+    out = rustcore.resource_utilization_replicas(
+        [(p.name, p.phase, p.deleted, p.start_time, p.ready, p.ready_unknown, p.ready_transition_time,
+          requests[p.name]) for p in pods],
+        [(name, s.value, s.timestamp, s.window) for name, s in samples.items()], current, down, up, now,
+        config.cpu_initialization_period_seconds, config.initial_readiness_delay_seconds, target, is_cpu)
+    return (*out[:5], dict(out[5]), *out[6:])
