@@ -9,7 +9,8 @@ the compiled path's bug.
 - ``resource_utilization_replicas`` against ``pyhpa.core.calculator.resource_utilization_replicas``: pods Pending,
   Failed, deleted, without a sample, not Ready, Ready Unknown, inside the CPU initialization period or on its edge,
   samples of pods the selector did not select, the tolerance, scale-up with unready pods and the fill-in of missing
-  ones in both directions, and the core's errors.
+  ones in both directions, and the core's errors; ``plain_replicas`` (Pods metrics, AverageValue targets) against
+  the core's on the same pods.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pyhpa.core.calculator import MetricError, ReplicaCalculator, resource_utilization_replicas
+from pyhpa.core.calculator import MetricError, ReplicaCalculator, plain_replicas, resource_utilization_replicas
 from pyhpa.core.model import (
     Behavior,
     ControllerConfig,
@@ -155,4 +156,25 @@ def test_resource_utilization_replicas_compiled_is_the_cores(case, current, tole
     got = native.resource_utilization_replicas(pods, samples, requests, current, down, up, NOW, config, target, is_cpu)
     g = calc.groups
     want = (*core[:5], dict(core[5] or {}), g.ready, list(g.unready), list(g.missing), list(g.ignored))
+    assert len(got) == len(want) and all(_same(a, b) for a, b in zip(got, want)), (got, want)
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=pod_sets(), current=st.integers(0, 20), tolerance=st.sampled_from([(0.1, 0.1), (0.0, 0.0), (0.05, 0.3)]),
+       target=st.one_of(st.integers(1, 5000), st.sampled_from([100, 1000, 2**40])), is_cpu=st.booleans())
+def test_plain_replicas_compiled_is_the_cores(case, current, tolerance, target, is_cpu):
+    pods, _, samples = case
+    config = ControllerConfig(cpu_initialization_period_seconds=INIT, initial_readiness_delay_seconds=DELAY)
+    down, up = tolerance
+    calc = ReplicaCalculator(pods, samples, current, down, up, NOW, config)
+    try:
+        core = plain_replicas(calc, target, is_cpu)
+    except MetricError as err:
+        with pytest.raises(ValueError) as compiled:
+            native.plain_replicas(pods, samples, current, down, up, NOW, config, target, is_cpu)
+        assert str(compiled.value) == str(err)
+        return
+    got = native.plain_replicas(pods, samples, current, down, up, NOW, config, target, is_cpu)
+    g = calc.groups
+    want = (*core[:4], dict(core[4] or {}), g.ready, list(g.unready), list(g.missing), list(g.ignored))
     assert len(got) == len(want) and all(_same(a, b) for a, b in zip(got, want)), (got, want)

@@ -149,6 +149,65 @@ fn utilization_ratio(values: &HashMap<String, i64>, requests: &HashMap<&str, i64
 pub fn resource_utilization_replicas(pods: &[Pod], samples: &[(String, Sample)], current: i64, down: f64, up: f64,
                                      now: f64, init_period: f64, delay: f64, target: i64, is_cpu: bool)
                                      -> Result<Replicas, &'static str> {
+    let (groups, mut values) = grouped_values(pods, samples, is_cpu, now, init_period, delay)?;
+    let requests: HashMap<&str, i64> = pods.iter().map(|p| (p.name.as_str(), p.request)).collect();
+    let (ratio, utilization, raw_average) = utilization_ratio(&values, &requests, target)?;
+    let (replicas, new_ratio, filled) = finish(ratio, &mut values, &groups, current, down, up, |r, vals| {
+        let mut filled = Vec::new();
+        if r < 1.0 {
+            let fallback = target.max(100);
+            for name in &groups.missing {
+                let v = trunc_div(requests.get(name.as_str()).copied().unwrap_or(0).wrapping_mul(fallback), 100);
+                vals.insert(name.clone(), v);
+                filled.push((name.clone(), v));
+            }
+        } else if r > 1.0 {
+            for name in &groups.missing {
+                vals.insert(name.clone(), 0);
+                filled.push((name.clone(), 0));
+            }
+        }
+        filled
+    }, |vals| utilization_ratio(vals, &requests, target).map(|x| x.0))?;
+    Ok(Replicas { replicas, utilization, raw_average, ratio, new_ratio, filled, groups })
+}
+
+/// `pyhpa.core.calculator.ReplicaCalculator.finish`: the fill-in of missing pods (``fill_missing``), unready pods
+/// at 0 on a scale-up, and the direction guard; (replicas, new ratio or None, filled values).
+#[allow(clippy::type_complexity)]
+fn finish(ratio: f64, values: &mut HashMap<String, i64>, groups: &Groups, current: i64, down: f64, up: f64,
+          fill_missing: impl Fn(f64, &mut HashMap<String, i64>) -> Vec<(String, i64)>,
+          recompute: impl Fn(&HashMap<String, i64>) -> Result<f64, &'static str>)
+          -> Result<(i64, Option<f64>, Vec<(String, i64)>), &'static str> {
+    let scale_up_unready = !groups.unready.is_empty() && ratio > 1.0;
+    if !scale_up_unready && groups.missing.is_empty() {
+        if within(ratio, down, up) {
+            return Ok((current, None, vec![]));
+        }
+        return Ok((ceil_int32(ratio * groups.ready as f64), None, vec![]));
+    }
+    let mut filled = if groups.missing.is_empty() { Vec::new() } else { fill_missing(ratio, values) };
+    if scale_up_unready {
+        for name in &groups.unready {
+            values.insert(name.clone(), 0);
+            filled.push((name.clone(), 0));
+        }
+    }
+    let new_ratio = recompute(values)?;
+    if within(new_ratio, down, up) || (ratio > 1.0 && new_ratio < 1.0) || (ratio < 1.0 && new_ratio > 1.0) {
+        return Ok((current, Some(new_ratio), filled));
+    }
+    let replicas = ceil_int32(new_ratio * values.len() as f64);
+    if (new_ratio < 1.0 && replicas > current) || (new_ratio > 1.0 && replicas < current) {
+        return Ok((current, Some(new_ratio), filled));
+    }
+    Ok((replicas, Some(new_ratio), filled))
+}
+
+/// `pyhpa.core.calculator.grouped_values`: the pods grouped and the values of those that count (ready, sampled);
+/// Err with the core's text.
+fn grouped_values(pods: &[Pod], samples: &[(String, Sample)], is_cpu: bool, now: f64, init_period: f64, delay: f64)
+                  -> Result<(Groups, HashMap<String, i64>), &'static str> {
     if pods.is_empty() {
         return Err("no pods returned by selector while calculating replica count");
     }
@@ -161,48 +220,40 @@ pub fn resource_utilization_replicas(pods: &[Pod], samples: &[(String, Sample)],
     if values.is_empty() {
         return Err("did not receive metrics for targeted pods (pods might be unready)");
     }
-    let requests: HashMap<&str, i64> = pods.iter().map(|p| (p.name.as_str(), p.request)).collect();
-    let (ratio, utilization, raw_average) = utilization_ratio(&values, &requests, target)?;
-    let done = |replicas, new_ratio, filled, groups| Ok(Replicas { replicas, utilization, raw_average, ratio,
-                                                                  new_ratio, filled, groups });
-    let scale_up_unready = !groups.unready.is_empty() && ratio > 1.0;
-    if !scale_up_unready && groups.missing.is_empty() {
-        if within(ratio, down, up) {
-            return done(current, None, vec![], groups);
+    Ok((groups, values))
+}
+
+/// `pyhpa.core.calculator.usage_ratio`: (ratio, average milli) of plain per-pod values.
+fn usage_ratio(values: &HashMap<String, i64>, target: i64) -> (f64, i64) {
+    let mut total = 0i64;
+    for &v in values.values() {
+        total = total.wrapping_add(v);
+    }
+    let average = trunc_div(total, values.len() as i64);
+    (fdiv(average as f64, target as f64), average)
+}
+
+/// `pyhpa.core.calculator.plain_replicas` (upstream calcPlainMetricReplicas: Pods metrics, Resource AverageValue):
+/// (replicas, average milli, ratio, new ratio or None, filled, groups); Err with the core's text.
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+pub fn plain_replicas(pods: &[Pod], samples: &[(String, Sample)], current: i64, down: f64, up: f64, now: f64,
+                      init_period: f64, delay: f64, target_milli: i64, is_cpu: bool)
+                      -> Result<(i64, i64, f64, Option<f64>, Vec<(String, i64)>, Groups), &'static str> {
+    let (groups, mut values) = grouped_values(pods, samples, is_cpu, now, init_period, delay)?;
+    let (ratio, usage) = usage_ratio(&values, target_milli);
+    let (replicas, new_ratio, filled) = finish(ratio, &mut values, &groups, current, down, up, |r, vals| {
+        let mut filled = Vec::new();
+        if r == 1.0 {
+            return filled;
         }
-        return done(ceil_int32(ratio * groups.ready as f64), None, vec![], groups);
-    }
-    let mut filled: Vec<(String, i64)> = Vec::new();
-    if !groups.missing.is_empty() {
-        if ratio < 1.0 {
-            let fallback = target.max(100);
-            for name in &groups.missing {
-                let v = trunc_div(requests.get(name.as_str()).copied().unwrap_or(0).wrapping_mul(fallback), 100);
-                values.insert(name.clone(), v);
-                filled.push((name.clone(), v));
-            }
-        } else if ratio > 1.0 {
-            for name in &groups.missing {
-                values.insert(name.clone(), 0);
-                filled.push((name.clone(), 0));
-            }
+        let value = if r < 1.0 { target_milli } else { 0 };
+        for name in &groups.missing {
+            vals.insert(name.clone(), value);
+            filled.push((name.clone(), value));
         }
-    }
-    if scale_up_unready {
-        for name in &groups.unready {
-            values.insert(name.clone(), 0);
-            filled.push((name.clone(), 0));
-        }
-    }
-    let new_ratio = utilization_ratio(&values, &requests, target)?.0;
-    if within(new_ratio, down, up) || (ratio > 1.0 && new_ratio < 1.0) || (ratio < 1.0 && new_ratio > 1.0) {
-        return done(current, Some(new_ratio), filled, groups);
-    }
-    let replicas = ceil_int32(new_ratio * values.len() as f64);
-    if (new_ratio < 1.0 && replicas > current) || (new_ratio > 1.0 && replicas < current) {
-        return done(current, Some(new_ratio), filled, groups);
-    }
-    done(replicas, Some(new_ratio), filled, groups)
+        filled
+    }, |vals| Ok(usage_ratio(vals, target_milli).0))?;
+    Ok((replicas, usage, ratio, new_ratio, filled, groups))
 }
 
 type PyPod = (String, String, bool, Option<f64>, Option<bool>, bool, f64, i64);
@@ -218,14 +269,33 @@ type PyReplicas = (i64, i64, i64, f64, Option<f64>, Vec<(String, i64)>, i64, Vec
 pub fn py_resource_utilization_replicas(pods: Vec<PyPod>, samples: Vec<(String, i64, f64, f64)>, current: i64,
                                         down: f64, up: f64, now: f64, init_period: f64, delay: f64, target: i64,
                                         is_cpu: bool) -> PyResult<PyReplicas> {
-    let pods: Vec<Pod> = pods.into_iter().map(|p| Pod { name: p.0, phase: p.1, deleted: p.2, start_time: p.3,
-                                                        ready: p.4, ready_unknown: p.5, ready_transition_time: p.6,
-                                                        request: p.7 }).collect();
-    let samples: Vec<(String, Sample)> = samples.into_iter()
-        .map(|(n, value, timestamp, window)| (n, Sample { value, timestamp, window })).collect();
+    let (pods, samples) = from_python(pods, samples);
     match resource_utilization_replicas(&pods, &samples, current, down, up, now, init_period, delay, target, is_cpu) {
         Err(text) => Err(PyValueError::new_err(text)),
         Ok(r) => Ok((r.replicas, r.utilization, r.raw_average, r.ratio, r.new_ratio, r.filled, r.groups.ready,
                      r.groups.unready, r.groups.missing, r.groups.ignored)),
     }
+}
+
+type PyPlain = (i64, i64, f64, Option<f64>, Vec<(String, i64)>, i64, Vec<String>, Vec<String>, Vec<String>);
+
+/// `plain_replicas` for Python, as ``resource_utilization_replicas`` takes its pods (their requests unused) and
+/// samples: (replicas, average milli, ratio, new ratio or None, filled, ready count, unready, missing, ignored).
+#[pyfunction]
+#[pyo3(name = "plain_replicas")]
+#[allow(clippy::too_many_arguments)]
+pub fn py_plain_replicas(pods: Vec<PyPod>, samples: Vec<(String, i64, f64, f64)>, current: i64, down: f64, up: f64,
+                         now: f64, init_period: f64, delay: f64, target_milli: i64, is_cpu: bool) -> PyResult<PyPlain> {
+    let (pods, samples) = from_python(pods, samples);
+    match plain_replicas(&pods, &samples, current, down, up, now, init_period, delay, target_milli, is_cpu) {
+        Err(text) => Err(PyValueError::new_err(text)),
+        Ok((replicas, usage, ratio, new_ratio, filled, g)) => Ok((replicas, usage, ratio, new_ratio, filled, g.ready,
+                                                                  g.unready, g.missing, g.ignored)),
+    }
+}
+
+fn from_python(pods: Vec<PyPod>, samples: Vec<(String, i64, f64, f64)>) -> (Vec<Pod>, Vec<(String, Sample)>) {
+    (pods.into_iter().map(|p| Pod { name: p.0, phase: p.1, deleted: p.2, start_time: p.3, ready: p.4,
+                                    ready_unknown: p.5, ready_transition_time: p.6, request: p.7 }).collect(),
+     samples.into_iter().map(|(n, value, timestamp, window)| (n, Sample { value, timestamp, window })).collect())
 }

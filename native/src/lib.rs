@@ -13,6 +13,7 @@ pub mod normalize;
 fn rustcore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(normalize::py_normalize, m)?)?;
     m.add_function(wrap_pyfunction!(calculator::py_resource_utilization_replicas, m)?)?;
+    m.add_function(wrap_pyfunction!(calculator::py_plain_replicas, m)?)?;
     m.add("VERSION", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -10,7 +10,9 @@ function by name and ``tests/test_native.py`` runs both on random inputs and com
   normalizeDesiredReplicas and normalizeDesiredReplicasWithBehaviors) without its steps' texts;
 - ``resource_utilization_replicas``: ``pyhpa.core.calculator.resource_utilization_replicas`` with ``group_pods``
   (upstream's GetResourceReplicas and groupPods: unready and missing pods, the CPU initialization period, the
-  tolerance) for pods whose request of the resource is known, as a simulated workload's always is.
+  tolerance) for pods whose request of the resource is known, as a simulated workload's always is;
+- ``plain_replicas``: ``pyhpa.core.calculator.plain_replicas`` (upstream's calcPlainMetricReplicas: Pods metrics and
+  Resource AverageValue targets), on the same grouping.
 
 Nothing here is on a simulation's path yet: the compiled workload (a simulated workload's instants and its
 decision in one compiled actor on the simulation's clock) is what these parts are for.
@@ -42,10 +44,8 @@ def normalize(current: int, prenormalized: int, min_replicas: int, max_replicas:
     the AbleToScale reason, the ScalingLimited reason). ``memory.recommendations`` must not be None. Raises
     RuntimeError when the compiled path is not built (``available``), ValueError for a selectPolicy or policy type
     the API has not."""
-    if rustcore is None:
-        raise RuntimeError("pyhpa.simulate.rustcore is not built (pip install with a Rust compiler)")
     b = None if behavior is None else (_rules(behavior.scale_up), _rules(behavior.scale_down))
-    return rustcore.normalize(current, prenormalized, min_replicas, max_replicas, b, memory.recommendations or [],
+    return _compiled().normalize(current, prenormalized, min_replicas, max_replicas, b, memory.recommendations or [],
                              memory.scale_up_events, memory.scale_down_events, now,
                              (config.downscale_stabilization_window_seconds, config.scale_up_limit_factor,
                               config.scale_up_limit_minimum))
@@ -59,11 +59,30 @@ def resource_utilization_replicas(pods: list[Pod], samples: dict[str, PodSample]
     filled values {name: milli}, the ready count, and the unready, missing and ignored pods' names). ``down``/``up``:
     the tolerances; ``target``: the utilization target (percent). Raises ValueError with the core's MetricError text
     where the core raises it, RuntimeError when the compiled path is not built."""
-    if rustcore is None:
-        raise RuntimeError("pyhpa.simulate.rustcore is not built (pip install with a Rust compiler)")
-    out = rustcore.resource_utilization_replicas(
-        [(p.name, p.phase, p.deleted, p.start_time, p.ready, p.ready_unknown, p.ready_transition_time,
-          requests[p.name]) for p in pods],
-        [(name, s.value, s.timestamp, s.window) for name, s in samples.items()], current, down, up, now,
+    out = _compiled().resource_utilization_replicas(
+        *_pods_and_samples(pods, samples, requests), current, down, up, now,
         config.cpu_initialization_period_seconds, config.initial_readiness_delay_seconds, target, is_cpu)
     return (*out[:5], dict(out[5]), *out[6:])
+
+
+def plain_replicas(pods: list[Pod], samples: dict[str, PodSample], current: int, down: float, up: float, now: float,
+                   config: ControllerConfig, target_milli: int, is_cpu: bool) -> tuple:
+    """``pyhpa.core.calculator.plain_replicas`` compiled: (replicas, average milli, ratio, new ratio or None, the
+    filled values {name: milli}, the ready count, and the unready, missing and ignored pods' names). Raises
+    ValueError with the core's MetricError text where the core raises it, RuntimeError when not built."""
+    out = _compiled().plain_replicas(
+        *_pods_and_samples(pods, samples, {}), current, down, up, now, config.cpu_initialization_period_seconds,
+        config.initial_readiness_delay_seconds, target_milli, is_cpu)
+    return (*out[:4], dict(out[4]), *out[5:])
+
+
+def _compiled():
+    if rustcore is None:
+        raise RuntimeError("pyhpa.simulate.rustcore is not built (pip install with a Rust compiler)")
+    return rustcore
+
+
+def _pods_and_samples(pods: list[Pod], samples: dict[str, PodSample], requests: dict[str, int]) -> tuple[list, list]:
+    return ([(p.name, p.phase, p.deleted, p.start_time, p.ready, p.ready_unknown, p.ready_transition_time,
+              requests.get(p.name, 0)) for p in pods],
+            [(name, s.value, s.timestamp, s.window) for name, s in samples.items()])
