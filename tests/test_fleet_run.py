@@ -13,6 +13,7 @@ no constraint, and node autoscalers that behave as their documentation says (Clu
 
 from __future__ import annotations
 
+import csv
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -183,10 +184,10 @@ def test_cluster_autoscaler_scales_up_within_a_scan_and_down_only_after_the_unne
         assert any(0 <= t - u <= 10 for u in unschedulable)
     # the new nodes are Ready after the provisioning delay, and the pods that waited for them were bound
     ready = {e[3]: e[0] for e in _events(run, "NodeReady")}
-    assert all(ready[name] == t + 60 for t, _, _, name, _ in launched)
+    assert all(ready[name] == t + 60 for t, _, _, name, *_ in launched)
     assert sum(s.pods_waited_for_node for s in run.stats) > 0
     # removals: only after scale-down-unneeded-time (10 min) below the threshold, and 10 min after the last scale-up
-    for t, _, _, name, _ in deleted:
+    for t, _, _, name, *_ in deleted:
         assert t - run.autoscaler.unneeded_since[name] >= 600  # the model's mark: first found unneeded
         assert t - max(lt for lt, *_ in launched if lt <= t) >= 600
     # never below minNodes
@@ -265,7 +266,7 @@ def test_karpenter_launches_when_the_batch_closes_and_consolidates_onto_cheaper_
     assert launched and unschedulable
     # a launch for pending pods (not a replacement) is at a batch's close: 1 s (batchIdleDuration) after the last pod
     # that found no node, or 10 s (batchMaxDuration) after the first
-    for t, _, _, name, _ in launched:
+    for t, _, _, name, *_ in launched:
         if nodes[name].replaces is None:
             assert any(t - u in (1.0, 10.0) for u in unschedulable), t - run.start
     kinds = [e[4] for e in launched]
@@ -274,7 +275,7 @@ def test_karpenter_launches_when_the_batch_closes_and_consolidates_onto_cheaper_
     big_nodes = [n for n in nodes.values() if n.instance_type == "m5.2xlarge"]
     assert big_nodes and all(n.deleted_at < run.end for n in big_nodes)  # consolidated away
     assert any(not e[4].startswith("0 pods") for e in deleted)  # pods moved off a node to cheaper room
-    for _, _, _, name, detail in deleted:
+    for _, _, _, name, detail, _ in deleted:
         assert float(detail.split("last pod event ")[1].split(" s")[0]) >= 300 or nodes[name].replaced_by is not None
     assert run.samples[-1].cost_per_hour <= 0.2 + 1e-9  # at the end: two small nodes at most
 
@@ -490,3 +491,26 @@ def test_the_instant_nodes_twin_is_each_workload_alone_and_says_what_the_pool_ad
     assert written == f
     assert f"overload from the node pool (waiting for nodes, evictions): {f['overload_from_node_pool_seconds']:,.0f} s" \
         in " ".join(r.output.split())
+
+
+@pytest.mark.parametrize("model, launched, deleted", [
+    ("cluster-autoscaler", {"ScaleUp"}, {"ScaleDown"}),
+    ("karpenter", {"Provisioning"}, {"Empty", "Underutilized"}),
+])
+def test_events_say_why_the_node_autoscaler_launched_or_removed_each_node(tmp_path, model, launched, deleted):
+    """events.csv's ``reason``: each node launched or removed after the start carries its model's action reason (the
+    Reason of its Launch, Delete or Replace); the nodes of the start and the other events carry none."""
+    pool = {"name": "p", "instanceTypes": [SMALL], "minNodes": 1, "maxNodes": 30,
+            "provisioningSeconds": {"median": 60, "p90": 60}}
+    run = _step_fleet(tmp_path, model, pool)
+    later = [e for e in run.events if e.time > run.start]
+    ups = {e.reason for e in later if e.kind == "NodeLaunched"}
+    downs = {e.reason for e in later if e.kind == "NodeDeleted"}
+    assert ups and ups <= launched and downs and downs <= deleted, (ups, downs)
+    assert {e.reason for e in run.events if e.time == run.start} == {""}
+    assert {e.reason for e in run.events if e.kind in ("NodeReady", "PodUnschedulable")} == {""}
+    out = tmp_path / "out"
+    from pyhpa.fleet.report import write_fleet
+    write_fleet(run, out)
+    rows = list(csv.DictReader((out / "events.csv").open()))
+    assert [r["reason"] for r in rows] == [e.reason for e in run.events]

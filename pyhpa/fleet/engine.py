@@ -56,13 +56,16 @@ class EventKind(StrEnum):
 
 class FleetEvent(NamedTuple):
     """A row of events.csv: when (epoch s), what (``kind``), in which pool, to which node or pod (``name``:
-    ``workload/pod`` for a pod), and its ``detail`` (an instance type, the pods a deleted node had, ...)."""
+    ``workload/pod`` for a pod), its ``detail`` (an instance type, the pods a deleted node had, ...) and, for a node
+    the node autoscaler launched or removed, why (``reason``: its action's ``pyhpa.fleet.nodeautoscalers.Reason``;
+    empty for the nodes of the start and for the engine's own events)."""
 
     time: float
     kind: EventKind
     pool: str
     name: str
     detail: str
+    reason: str = ""
 
 
 class PoolSample(NamedTuple):
@@ -94,7 +97,7 @@ class FleetNode(Node):
     replaces it (a ``Replace``). What a node autoscaler model reads of it: ``pyhpa.fleet.nodeautoscalers.NodeView``."""
 
     __slots__ = ("price", "launched", "ready_at", "deleted_at", "bound", "last_pod_event", "deleting", "replaces",
-                 "replaced_by")
+                 "replaced_by", "reason")
 
     def __init__(self, name: str, kind: InstanceType, pool: PoolState, launched: float):
         super().__init__(name, kind.cpu, kind.memory, kind.pods, pool.spec.name, kind.name)
@@ -110,6 +113,7 @@ class FleetNode(Node):
         self.deleting = False
         self.replaces: FleetNode | None = None  # the node this one is launched to replace (``Replace``)
         self.replaced_by: FleetNode | None = None
+        self.reason = ""  # why the node autoscaler launched it (its action's Reason; "" for the start's nodes)
 
     def utilization(self) -> float:
         """The larger of requested CPU and memory over allocatable (DaemonSet pods' overhead included), as Cluster
@@ -343,16 +347,16 @@ class FleetRun:
         (``Delete``; a failed scale-up's a ``ScaleUpTimedOut`` event first), or launch a node to replace one
         (``Replace``: the old node is removed once the new one is Ready)."""
         if isinstance(action, Launch):
-            self.launch(self.pools[action.pool.spec.name], action.instance_type, t)
+            self.launch(self.pools[action.pool.spec.name], action.instance_type, t, reason=action.reason)
         elif isinstance(action, Delete):
             node = action.node
             if action.reason == Reason.SCALE_UP_TIMED_OUT:
                 self.events.append(FleetEvent(t, EventKind.SCALE_UP_TIMED_OUT, node.pool, node.name,
                                               f"not Ready {t - node.launched:g} s after its launch"))
-            self.delete_node(node, t)
+            self.delete_node(node, t, action.reason)
         elif isinstance(action, Replace):
             old = action.node
-            new = self.launch(self.pools[old.pool], action.instance_type, t)
+            new = self.launch(self.pools[old.pool], action.instance_type, t, reason=action.reason)
             new.replaces, old.replaced_by = old, new
         else:
             raise TypeError(f"not a node autoscaler's action: {action!r}")
@@ -456,14 +460,16 @@ class FleetRun:
                 s.pods_waited_for_node += 1
 
     # ----------------------------------------------------------------- nodes
-    def launch(self, pool: PoolState, kind: InstanceType, t: float, delay: float | None = None) -> FleetNode:
+    def launch(self, pool: PoolState, kind: InstanceType, t: float, delay: float | None = None,
+               reason: str = "") -> FleetNode:
         """A node of ``kind`` launched in ``pool`` at ``t``: Ready after ``delay`` seconds (the pool's
-        provisioning delay, drawn, when None)."""
+        provisioning delay, drawn, when None); ``reason``: the node autoscaler's (its action's Reason)."""
         pool.counter += 1
         pool.version += 1
         node = FleetNode(f"{pool.spec.name}-{pool.counter:05d}", kind, pool, t)
+        node.reason = str(reason)
         pool.all.append(node)
-        self.events.append(FleetEvent(t, EventKind.NODE_LAUNCHED, pool.spec.name, node.name, kind.name))
+        self.events.append(FleetEvent(t, EventKind.NODE_LAUNCHED, pool.spec.name, node.name, kind.name, node.reason))
         if delay is None:
             delay = provisioning_delay(pool.spec, self.delays)
             pool.upcoming.append(node)
@@ -483,19 +489,21 @@ class FleetRun:
         self.autoscaler.node_ready(pool, node, t)
         old = node.replaces
         if old is not None and not old.deleting:  # a replacement is Ready: the node it replaces goes
-            self.delete_node(old, t)
+            self.delete_node(old, t, node.reason)
         if pool.unschedulable:
             self._retry(t, pool)
         return node
 
-    def delete_node(self, node: FleetNode, t: float) -> None:
-        """A node autoscaler removes ``node`` at ``t``: it leaves the scheduler's list, its pods are evicted (each
-        workload replaces them at once; they are scheduled as new pods) and it is billed until ``t``."""
+    def delete_node(self, node: FleetNode, t: float, reason: str = "") -> None:
+        """A node autoscaler removes ``node`` at ``t`` (``reason``: its action's Reason): it leaves the scheduler's
+        list, its pods are evicted (each workload replaces them at once; they are scheduled as new pods) and it is
+        billed until ``t``."""
         pool = self.pools[node.pool]
         node.deleting = True
         pool.version += 1
         self.events.append(FleetEvent(t, EventKind.NODE_DELETED, pool.spec.name, node.name,
-                                      f"{len(node.bound)} pods; last pod event {t - node.last_pod_event:g} s before"))
+                                      f"{len(node.bound)} pods; last pod event {t - node.last_pod_event:g} s before",
+                                      str(reason)))
         if node in pool.nodes:
             pool.nodes.remove(node)
         if node in pool.upcoming:

@@ -181,8 +181,8 @@ def write_fleet(run: FleetRun, out: str | Path, plot: bool = False, twin: Sequen
         w.writerows(workload_rows(summary))
     with open(folder / "events.csv", "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(("time", "kind", "pool", "name", "detail"))
-        w.writerows([_iso(e.time), e.kind, e.pool, e.name, e.detail] for e in run.events)
+        w.writerow(("time", "kind", "pool", "name", "detail", "reason"))
+        w.writerows([_iso(e.time), e.kind, e.pool, e.name, e.detail, e.reason] for e in run.events)
     with open(folder / "timeline.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(SAMPLE_COLUMNS)
