@@ -10,7 +10,10 @@ the compiled path's bug.
   Failed, deleted, without a sample, not Ready, Ready Unknown, inside the CPU initialization period or on its edge,
   samples of pods the selector did not select, the tolerance, scale-up with unready pods and the fill-in of missing
   ones in both directions, and the core's errors; ``plain_replicas`` (Pods metrics, AverageValue targets) against
-  the core's on the same pods.
+  the core's on the same pods;
+- ``decide_upstream`` against ``pyhpa.core.decide``: whole syncs of autoscaling/v2 HPAs of one to three Resource,
+  ContainerResource and Pods metrics, with and without behavior, the metrics API failing, targets at zero and
+  outside the bounds, memory or none: the desired replicas, the memory after and every metric's proposal.
 """
 
 from __future__ import annotations
@@ -22,15 +25,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pyhpa.core import decide
 from pyhpa.core.calculator import MetricError, ReplicaCalculator, plain_replicas, resource_utilization_replicas
 from pyhpa.core.model import (
+    HPA,
     Behavior,
     ControllerConfig,
     Memory,
+    MetricSamples,
+    MetricSpec,
     Pod,
     PodSample,
+    Scale,
     ScalingPolicy,
     ScalingRules,
+    SyncInputs,
 )
 from pyhpa.core.normalize import normalize
 from pyhpa.simulate import native
@@ -178,3 +187,84 @@ def test_plain_replicas_compiled_is_the_cores(case, current, tolerance, target, 
     g = calc.groups
     want = (*core[:4], dict(core[4] or {}), g.ready, list(g.unready), list(g.missing), list(g.ignored))
     assert len(got) == len(want) and all(_same(a, b) for a, b in zip(got, want)), (got, want)
+
+
+METRICS = st.sampled_from([
+    MetricSpec("Resource", "cpu", "Utilization", target_utilization=50),
+    MetricSpec("Resource", "cpu", "Utilization", target_utilization=80),
+    MetricSpec("Resource", "cpu", "AverageValue", target_average_milli=300),
+    MetricSpec("Resource", "memory", "Utilization", target_utilization=70),
+    MetricSpec("ContainerResource", "cpu", "Utilization", target_utilization=60, container="web"),
+    MetricSpec("Pods", "http_requests_per_second", "AverageValue", target_average_milli=80_000),
+    MetricSpec("Pods", "queue", "AverageValue", target_average_milli=500),
+])
+
+
+@st.composite
+def syncs(draw):
+    """A sync of an autoscaling/v2 HPA of Resource, ContainerResource and Pods metrics, with its pods, samples
+    (each metric's: an API error, or some pods' values) and a memory of recommendations and scale events."""
+    pods, requests, samples = draw(pod_sets())
+    pods = [Pod(p.name, p.phase, {"app": "web"}, p.deleted, p.start_time, p.ready, p.ready_transition_time,
+                {("cpu", ""): requests[p.name], ("memory", ""): 4 * requests[p.name], ("cpu", "web"): requests[p.name]},
+                containers=("web",), ready_unknown=p.ready_unknown) for p in pods]
+    metrics = tuple(draw(st.lists(METRICS, min_size=1, max_size=3)))
+    per_metric = []
+    for _ in metrics:
+        if draw(st.integers(0, 9)) == 0:
+            per_metric.append(MetricSamples(error="the metrics API failed"))
+        else:
+            every = sorted(samples)  # usually every sample the pods have, sometimes some of them
+            keep = draw(st.one_of(st.just(every), st.just(every), st.lists(st.sampled_from(every), unique=True))) \
+                if samples else []
+            scale = draw(st.sampled_from([1, 1, 3, 100]))
+            per_metric.append(MetricSamples(pods={n: PodSample(samples[n].value * scale, samples[n].timestamp,
+                                                               samples[n].window) for n in keep}))
+    low, high = sorted((draw(st.integers(1, 12)), draw(st.integers(1, 40))))
+    hpa = HPA("ns", "web", low, high, metrics, behavior=draw(behaviors))
+    # mostly within the bounds (the metrics and normalization decide), sometimes at zero or outside them
+    current = draw(st.one_of(st.integers(low, high), st.integers(low, high), st.integers(low, high),
+                             st.just(max(len(pods), low)), st.integers(0, 45)))
+    recs = draw(st.one_of(st.none(), entries))
+    memory = Memory(recommendations=recs, scale_up_events=draw(changes), scale_down_events=draw(changes))
+    return SyncInputs(hpa=hpa, scale=Scale(current, len(pods), "app=web"), pods=pods, samples=per_metric,
+                      memory=memory, now=NOW, config=ControllerConfig(cpu_initialization_period_seconds=INIT,
+                                                                      initial_readiness_delay_seconds=DELAY))
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(inputs=syncs())
+def test_decide_upstream_compiled_is_the_cores(inputs):
+    """The whole sync of an autoscaling/v2 HPA: the desired replicas, the memory after (recommendations and scale
+    events) and each metric's proposal, as ``pyhpa.core.decide`` gives them."""
+    assert native.covers(inputs)
+    d = decide(inputs)
+    desired, recs, up, down, failed, proposals = native.decide_upstream(inputs)
+    assert (desired, recs, up, down) == (d.desired_replicas, d.memory.recommendations, d.memory.scale_up_events,
+                                         d.memory.scale_down_events)
+    assert proposals == [None if p.error is not None else p.replicas for p in d.proposals]
+    current, hpa = inputs.scale.spec_replicas, inputs.hpa
+    assert failed == (d.prenormalized is None and current != 0 and hpa.min_replicas <= current <= hpa.max_replicas)
+
+
+def test_the_compiled_decision_covers_only_what_it_decides():
+    """An HPA with an extension, an Object metric, a Limit basis, a recommendation given, or a selector that leaves a
+    pod out is not covered (the simulator runs the core for it)."""
+    from dataclasses import replace
+
+    from pyhpa.core.model import FallbackSpec, PauseSpec
+
+    pods = [Pod("a", "Running", {"app": "web"}, start_time=NOW - 3600, ready=True, requests={("cpu", ""): 100})]
+    hpa = HPA("ns", "web", 1, 10, (MetricSpec("Resource", "cpu", "Utilization", target_utilization=50),))
+    base = SyncInputs(hpa=hpa, scale=Scale(1, 1, "app=web"), pods=pods,
+                      samples=[MetricSamples(pods={"a": PodSample(80, NOW, 30.0)})], memory=Memory(), now=NOW,
+                      config=ControllerConfig())
+    assert native.covers(base) and native.decide_upstream(base)[0] == decide(base).desired_replicas == 2
+    for other in (replace(base, hpa=replace(hpa, pause=PauseSpec())), replace(base, prenormalized=3),
+                  replace(base, hpa=replace(hpa, fallback=FallbackSpec(replicas=2))),
+                  replace(base, hpa=replace(hpa, metrics=(MetricSpec("Object", "q", "Value", target_value_milli=1),))),
+                  replace(base, hpa=replace(hpa, metrics=(replace(hpa.metrics[0], utilization_basis="Limit"),))),
+                  replace(base, scale=Scale(1, 1, "app=api")), replace(base, scale=Scale(1, 1, ""))):
+        assert not native.covers(other)
+        with pytest.raises(ValueError, match="covers"):
+            native.decide_upstream(other)

@@ -7,6 +7,7 @@
 use pyo3::prelude::*;
 
 pub mod calculator;
+pub mod decide;
 pub mod normalize;
 
 #[pymodule]
@@ -14,6 +15,7 @@ fn rustcore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(normalize::py_normalize, m)?)?;
     m.add_function(wrap_pyfunction!(calculator::py_resource_utilization_replicas, m)?)?;
     m.add_function(wrap_pyfunction!(calculator::py_plain_replicas, m)?)?;
+    m.add_function(wrap_pyfunction!(decide::py_decide_upstream, m)?)?;
     m.add_function(wrap_pyfunction!(time_parts, m)?)?;
     m.add("VERSION", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -313,9 +313,11 @@ pub fn normalize(current: i64, prenormalized: i64, min_replicas: i64, max_replic
 }
 
 type PyPolicy = (String, i64, i64);
-type PyRules = (Option<i64>, String, Vec<PyPolicy>);
+/// A direction's rules as Python passes them: (window or None, selectPolicy, [(type, value, periodSeconds)]).
+pub type PyRules = (Option<i64>, String, Vec<PyPolicy>);
 
-fn rules_of(r: PyRules) -> PyResult<Rules> {
+/// ``PyRules`` as ``Rules``; ValueError for a selectPolicy or policy type the API has not.
+pub fn rules_from_python(r: PyRules) -> PyResult<Rules> {
     let select = match r.1.as_str() {
         "Max" => Select::Max,
         "Min" => Select::Min,
@@ -348,7 +350,7 @@ pub fn py_normalize(current: i64, prenormalized: i64, min_replicas: i64, max_rep
                     config: (f64, f64, f64)) -> PyResult<(i64, Vec<(f64, i64)>, &'static str, &'static str)> {
     let behavior = match behavior {
         None => None,
-        Some((up, down)) => Some(Behavior { up: rules_of(up)?, down: rules_of(down)? }),
+        Some((up, down)) => Some(Behavior { up: rules_from_python(up)?, down: rules_from_python(down)? }),
     };
     let memory = Memory { recommendations, scale_up_events, scale_down_events };
     let config = Config { downscale_stabilization_window_seconds: config.0, scale_up_limit_factor: config.1,

@@ -12,7 +12,11 @@ function by name and ``tests/test_native.py`` runs both on random inputs and com
   (upstream's GetResourceReplicas and groupPods: unready and missing pods, the CPU initialization period, the
   tolerance) for pods whose request of the resource is known, as a simulated workload's always is;
 - ``plain_replicas``: ``pyhpa.core.calculator.plain_replicas`` (upstream's calcPlainMetricReplicas: Pods metrics and
-  Resource AverageValue targets), on the same grouping.
+  Resource AverageValue targets), on the same grouping;
+- ``decide_upstream``: ``pyhpa.core.reconcile.decide`` for an autoscaling/v2 HPA without pyhpa's extensions
+  whose metrics are Resource, ContainerResource (Utilization of requests, or AverageValue) and Pods metrics (the
+  early branches, every metric's proposal, upstream's rule over them, normalization, the scale event remembered):
+  the desired replicas, the memory after and each metric's proposal, without the conditions, events and status.
 
 Nothing here is on a simulation's path yet: the compiled workload (a simulated workload's instants and its
 decision in one compiled actor on the simulation's clock) is what these parts are for.
@@ -20,7 +24,24 @@ decision in one compiled actor on the simulation's clock) is what these parts ar
 
 from __future__ import annotations
 
-from ..core.model import Behavior, ControllerConfig, Memory, Pod, PodSample, ScalingRules
+from ..core.calculator import MetricError, pod_requests
+from ..core.model import (
+    AVERAGE_VALUE,
+    CONTAINER_RESOURCE,
+    PODS,
+    REQUEST,
+    RESOURCE,
+    UTILIZATION,
+    Behavior,
+    ControllerConfig,
+    Memory,
+    Pod,
+    PodSample,
+    ScalingRules,
+    SyncInputs,
+)
+from ..core.reconcile import tolerances
+from ..core.selector import SelectorError, matches, parse_selector
 
 try:
     from . import rustcore
@@ -86,3 +107,80 @@ def _pods_and_samples(pods: list[Pod], samples: dict[str, PodSample], requests: 
     return ([(p.name, p.phase, p.deleted, p.start_time, p.ready, p.ready_unknown, p.ready_transition_time,
               requests.get(p.name, 0)) for p in pods],
             [(name, s.value, s.timestamp, s.window) for name, s in samples.items()])
+
+
+def covers(inputs: SyncInputs) -> bool:
+    """``decide_upstream`` decides ``inputs`` as the core does: an HPA without schedules, prediction, fallback,
+    saturation or pause, whose metrics are Resource and ContainerResource (Utilization of the pods' requests, or
+    AverageValue) and Pods metrics, not scaled to zero (no ScaledToZero=True condition), no recommendation given, no
+    other HPA's selector to check, a selector that parses and selects every pod, and every pod's request known
+    for each Utilization metric."""
+    hpa = inputs.hpa
+    if (hpa.schedules or hpa.prediction or hpa.fallback or hpa.saturation or hpa.pause or inputs.prenormalized is not None
+            or inputs.other_selectors or inputs.forecast is not None):
+        return False
+    if any(c.type == "ScaledToZero" and c.status == "True" for c in hpa.conditions):
+        return False
+    for m in hpa.metrics:
+        if m.type not in (RESOURCE, CONTAINER_RESOURCE, PODS) or m.fallback is not None or m.utilization_basis != REQUEST:
+            return False
+    try:
+        reqs = parse_selector(inputs.scale.selector) if inputs.scale.selector else None
+    except SelectorError:
+        return False
+    if not reqs or not all(matches(reqs, p.labels) for p in inputs.pods):
+        return False
+    try:
+        _requests(inputs)
+    except MetricError:
+        return False
+    return True
+
+
+def _requests(inputs: SyncInputs) -> list[list[int]]:
+    """Each metric's per-pod requests (milli) for a Utilization target (``pod_requests``); [] for the others."""
+    hpa, config = inputs.hpa, inputs.config
+    out = []
+    for m in hpa.metrics:
+        if m.type == PODS or m.target_average_milli is not None or m.target_utilization is None:
+            out.append([])
+            continue
+        container = m.container if m.type == CONTAINER_RESOURCE else ""
+        by_pod = pod_requests(inputs.pods, m.name, container, False, config.pod_level_resources)
+        out.append([by_pod[p.name] for p in inputs.pods])
+    return out
+
+
+def decide_upstream(inputs: SyncInputs) -> tuple:
+    """``pyhpa.core.reconcile.decide`` compiled, for inputs it ``covers``: (desired replicas, the recommendations,
+    scale-up and scale-down events after the sync, whether the metrics stopped it, each metric's proposal (None: it
+    failed; [] when the sync stopped before the metrics)). Raises ValueError for inputs it does not cover,
+    RuntimeError when the compiled path is not built."""
+    if not covers(inputs):
+        raise ValueError("not an autoscaling/v2 HPA of Resource, ContainerResource and Pods metrics that the compiled "
+                         "decision covers (pyhpa.simulate.native.covers)")
+    hpa, config, mem = inputs.hpa, inputs.config, inputs.memory
+    metrics = []
+    for m, requests in zip(hpa.metrics, _requests(inputs)):
+        if m.type == PODS:
+            target = (AVERAGE_VALUE, m.target_average_milli) if m.target_average_milli is not None else ("", 0)
+        elif m.target_average_milli is not None:  # an averageValue wins whatever the declared type, as upstream
+            target = (AVERAGE_VALUE, m.target_average_milli)
+        elif m.target_utilization is not None:
+            target = (UTILIZATION, m.target_utilization)
+        else:
+            target = ("", 0)
+        metrics.append(("Pods" if m.type == PODS else "Resource", m.name == "cpu", *target, requests))
+    samples = [None if (x := inputs.samples[i] if i < len(inputs.samples) else None) is None or x.error is not None
+               else [(n, v.value, v.timestamp, v.window) for n, v in (x.pods or {}).items()]
+               for i in range(len(hpa.metrics))]
+    down, up = tolerances(hpa, config)
+    b = hpa.behavior
+    return _compiled().decide_upstream(
+        inputs.scale.spec_replicas, hpa.min_replicas, hpa.max_replicas,
+        None if b is None else (_rules(b.scale_up), _rules(b.scale_down)), metrics,
+        [(p.name, p.phase, p.deleted, p.start_time, p.ready, p.ready_unknown, p.ready_transition_time)
+         for p in inputs.pods], samples, None if mem.recommendations is None else list(mem.recommendations),
+        list(mem.scale_up_events), list(mem.scale_down_events), inputs.now,
+        (config.downscale_stabilization_window_seconds, config.scale_up_limit_factor, config.scale_up_limit_minimum,
+         down, up, config.cpu_initialization_period_seconds, config.initial_readiness_delay_seconds))
