@@ -268,3 +268,51 @@ def test_the_compiled_decision_covers_only_what_it_decides():
         assert not native.covers(other)
         with pytest.raises(ValueError, match="covers"):
             native.decide_upstream(other)
+
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+EX = ROOT / "examples"
+#: the documented simulations (docs/simulate.md): (hpa, target, profile, trace, column, where, start, end, gaps, scale)
+SIMULATIONS = {
+    "php-apache on NASA": (None, None, None, None, None, (), None, None, "error", 1.0),
+    "worldcup98": (EX / "simulate/worldcup98/hpa.yaml", EX / "simulate/worldcup98/deployment.yaml",
+                   EX / "simulate/worldcup98/profile.yaml", EX / "traces/worldcup98_1998-06-29_07-05_per_minute.csv",
+                   "requests_per_second", (), "1998-06-30T00:00:00Z", "1998-07-01T00:00:00Z", "error", 1.0),
+    "bitbrains (StatefulSet)": (EX / "simulate/bitbrains/hpa.yaml", EX / "simulate/bitbrains/statefulset.yaml",
+                                EX / "simulate/bitbrains/profile.yaml", EX / "traces/bitbrains_rnd-411_2013-08_cpu.csv",
+                                "cpu_usage_percent", ("vm=rnd-411",), None, "2013-08-03T00:00:00Z", "hold", 1.0),
+    "nasa (behavior)": (EX / "simulate/nasa/hpa.yaml", EX / "simulate/nasa/deployment.yaml",
+                        EX / "simulate/nasa/profile.yaml", EX / "traces/nasa_http_1995-07-10_16_per_minute.csv",
+                        "requests_per_second", (), "1995-07-11T00:00:00-04:00", "1995-07-12T00:00:00-04:00",
+                        "error", 8.0),
+}
+
+
+@pytest.mark.parametrize("name", list(SIMULATIONS))
+def test_the_compiled_decision_shadows_every_sync_of_a_simulation(name):
+    """Issue 55's shadow mode on real runs: the documented simulations with ``Cluster(shadow=True)`` decide every
+    sync with the core and the compiled decision and find them equal (``ShadowMismatch`` otherwise); every sync of
+    these autoscaling/v2 HPAs is covered, and the run's timeline is the run without the shadow's."""
+    from pyhpa.adapters.autoscaler import find_autoscaler
+    from pyhpa.adapters.snapshot import read_document
+    from pyhpa.simulate import Settings, input_files, load_autoscaler, read_load, read_workload
+    from pyhpa.simulate.cluster import Cluster
+
+    hpa, target, profile, trace, column, where, start, end, gaps, scale = SIMULATIONS[name]
+    files = input_files([hpa] if hpa else [], target, trace, column, profile)
+    prof, tgt = read_workload(files)
+    settings = Settings()
+    h = load_autoscaler(find_autoscaler(read_document(str(files.hpa[0])), str(files.hpa[0])), str(files.hpa[0]), tgt,
+                        settings)
+    load = read_load(files, [h], prof, tgt, where=where, start=start, end=end, gaps=gaps, load_scale=scale)
+    tr = load.trace
+
+    def run(shadow: bool) -> Cluster:
+        c = Cluster(h.hpa, tgt, prof, h.config, tr.times, load.rps, tr.values, tr.start, tr.end, h.sync_period_seconds,
+                    settings.seed, load.outages, history=load.history, shadow=shadow)
+        c.run()
+        return c
+
+    shadowed = run(True)
+    assert shadowed.shadow_checks == shadowed.sync_k > 1000 and len(shadowed.scale_events) > 3
+    assert shadowed.timeline == run(False).timeline

@@ -34,6 +34,7 @@ from ..core import (
     with_status,
 )
 from ..core.model import PREDICTION_SOURCE, ZERO_TIME, SourceKind
+from . import native
 from .clock import Clock
 from .metrics import MetricView, metric_views
 from .prediction import SimPrediction, history_totals
@@ -200,6 +201,10 @@ def _doubles(values: np.ndarray) -> array:
     return array("d", np.ascontiguousarray(values, dtype=np.float64).tobytes())
 
 
+class ShadowMismatch(AssertionError):
+    """The compiled decision differs from the core's at a sync (``Cluster(shadow=True)``): the compiled path's bug."""
+
+
 class Cluster:
     """One target, its pods and metrics-server, and one HPA syncing every ``sync_period`` s.
 
@@ -208,14 +213,17 @@ class Cluster:
     sync) to ``end``. Before ``start`` the cluster warms up for two metric resolutions
     at the first load value so that metrics exist at the first sync. In each of ``outages``
     ((start, end) epoch s) every metrics API call of the HPA fails (``OUTAGE_ERROR``); metrics-server
-    keeps scraping, so the first sync after an outage sees fresh metrics.
+    keeps scraping, so the first sync after an outage sees fresh metrics. With ``shadow``, every sync the compiled
+    decision covers (``pyhpa.simulate.native.covers``) is decided by it too and compared with the core's decision
+    (``shadow_checks`` counts them; a difference raises ``ShadowMismatch``): issue 55's shadow mode, for the tests.
     """
 
     def __init__(self, hpa: HPA, target: Target, profile: Profile, config: ControllerConfig, times: np.ndarray,
                  rps: np.ndarray, columns: dict[str, np.ndarray], start: float, end: float, sync_period: float,
                  seed: int, outages: tuple[tuple[float, float], ...] = (), history: History | None = None,
-                 binder: Binder | None = None, obj: str = "", summary_only: bool = False):
+                 binder: Binder | None = None, obj: str = "", summary_only: bool = False, shadow: bool = False):
         self.hpa, self.target, self.profile, self.config = hpa, target, profile, config
+        self.shadow, self.shadow_checks = shadow, 0
         self.rng = random.Random(seed)
         # 8 bytes a row (a list of floats takes 32): a fleet holds thousands of these; indexing gives the same floats
         self.times, self.rps_values = _doubles(times), _doubles(rps)
@@ -718,8 +726,11 @@ class Cluster:
             samples = self._outage_samples
             self.outage_syncs += 1
         forecast = None if self.prediction is None else self.prediction.step(t, samples)
-        d = decide(SyncInputs(hpa=self.hpa, scale=scale, pods=self.core_pods, samples=samples, memory=self.memory,
-                              now=t, config=self.config, forecast=forecast))
+        inputs = SyncInputs(hpa=self.hpa, scale=scale, pods=self.core_pods, samples=samples, memory=self.memory,
+                            now=t, config=self.config, forecast=forecast)
+        d = decide(inputs)
+        if self.shadow:
+            self._shadow(inputs, d)
         if self.prediction is not None:
             source = d.source(PREDICTION_SOURCE)
             if source is not None and source.won:
@@ -739,6 +750,18 @@ class Cluster:
         self._record(t, d)
         if d.rescale:
             self._rescale(t, d)
+
+    def _shadow(self, inputs: SyncInputs, d: Decision) -> None:
+        """The compiled decision beside the core's (``shadow``): the same desired replicas, memory and proposals."""
+        if not native.covers(inputs):
+            return
+        self.shadow_checks += 1
+        got = native.decide_upstream(inputs)
+        want = (d.desired_replicas, d.memory.recommendations, d.memory.scale_up_events, d.memory.scale_down_events,
+                [None if p.error is not None else p.replicas for p in d.proposals])
+        if (*got[:4], got[5]) != want:
+            raise ShadowMismatch(f"the compiled decision differs from the core's at {format_time(inputs.now)}: "
+                                 f"compiled {got}, core {want}")
 
     def _rescale(self, t: float, d: Decision) -> None:
         if d.desired_replicas > MAX_SIMULATED_PODS:

@@ -18,8 +18,10 @@ function by name and ``tests/test_native.py`` runs both on random inputs and com
   early branches, every metric's proposal, upstream's rule over them, normalization, the scale event remembered):
   the desired replicas, the memory after and each metric's proposal, without the conditions, events and status.
 
-Nothing here is on a simulation's path yet: the compiled workload (a simulated workload's instants and its
-decision in one compiled actor on the simulation's clock) is what these parts are for.
+Nothing here is on a simulation's path yet, but for the shadow mode (``pyhpa.simulate.cluster.Cluster(shadow=True)``,
+used by the tests: each covered sync decided by both and compared): the compiled workload (a simulated workload's
+instants and its decision in one compiled actor on the simulation's clock) is what these parts are for; called
+part by part from Python they are no faster than the core (``benchmarks/native.py``).
 """
 
 from __future__ import annotations
