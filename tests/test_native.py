@@ -154,17 +154,24 @@ def test_resource_utilization_replicas_compiled_is_the_cores(case, current, tole
     config = ControllerConfig(cpu_initialization_period_seconds=INIT, initial_readiness_delay_seconds=DELAY)
     down, up = tolerance
     calc = ReplicaCalculator(pods, samples, current, down, up, NOW, config)
+    _as_the_core(calc, lambda: resource_utilization_replicas(calc, "cpu" if is_cpu else "memory", "", target),
+                 lambda: native.resource_utilization_replicas(pods, samples, requests, current, down, up, NOW, config,
+                                                              target, is_cpu), 5)
+
+
+def _as_the_core(calc, core, compiled, filled_at: int) -> None:
+    """``compiled()`` gives what ``core()`` gives (its figures up to the filled values at ``filled_at``, then
+    ``calc``'s pod groups), or raises ValueError with the core's MetricError text."""
     try:
-        core = resource_utilization_replicas(calc, "cpu" if is_cpu else "memory", "", target)
+        want = core()
     except MetricError as err:
-        with pytest.raises(ValueError) as compiled:
-            native.resource_utilization_replicas(pods, samples, requests, current, down, up, NOW, config, target,
-                                                 is_cpu)
-        assert str(compiled.value) == str(err)
+        with pytest.raises(ValueError) as raised:
+            compiled()
+        assert str(raised.value) == str(err)
         return
-    got = native.resource_utilization_replicas(pods, samples, requests, current, down, up, NOW, config, target, is_cpu)
+    got = compiled()
     g = calc.groups
-    want = (*core[:5], dict(core[5] or {}), g.ready, list(g.unready), list(g.missing), list(g.ignored))
+    want = (*want[:filled_at], dict(want[filled_at] or {}), g.ready, list(g.unready), list(g.missing), list(g.ignored))
     assert len(got) == len(want) and all(_same(a, b) for a, b in zip(got, want)), (got, want)
 
 
@@ -176,17 +183,8 @@ def test_plain_replicas_compiled_is_the_cores(case, current, tolerance, target, 
     config = ControllerConfig(cpu_initialization_period_seconds=INIT, initial_readiness_delay_seconds=DELAY)
     down, up = tolerance
     calc = ReplicaCalculator(pods, samples, current, down, up, NOW, config)
-    try:
-        core = plain_replicas(calc, target, is_cpu)
-    except MetricError as err:
-        with pytest.raises(ValueError) as compiled:
-            native.plain_replicas(pods, samples, current, down, up, NOW, config, target, is_cpu)
-        assert str(compiled.value) == str(err)
-        return
-    got = native.plain_replicas(pods, samples, current, down, up, NOW, config, target, is_cpu)
-    g = calc.groups
-    want = (*core[:4], dict(core[4] or {}), g.ready, list(g.unready), list(g.missing), list(g.ignored))
-    assert len(got) == len(want) and all(_same(a, b) for a, b in zip(got, want)), (got, want)
+    _as_the_core(calc, lambda: plain_replicas(calc, target, is_cpu),
+                 lambda: native.plain_replicas(pods, samples, current, down, up, NOW, config, target, is_cpu), 4)
 
 
 METRICS = st.sampled_from([

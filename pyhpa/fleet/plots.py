@@ -92,8 +92,6 @@ def plot_nodes(run, path: Path) -> Path:
 
 def plot_pending(run, path: Path) -> Path:
     """pending.png: Pending pods per pool, and those that no node fits (waiting for a node)."""
-    import matplotlib.dates as mdates
-
     fig, ax = _figure(10.0, 3.2)
     for pool in run.pools.values():
         times, rows = _times(run.samples, pool.spec.name)
@@ -101,22 +99,12 @@ def plot_pending(run, path: Path) -> Path:
                                   label=f"{pool.spec.name}: Pending")
         ax.step(times, [r.unschedulable_pods for r in rows], where="post", color=pending.get_facecolor()[0][:3],
                 label=f"{pool.spec.name}: of them, no node fits")
-    ax.set_ylabel("pods (at each minute)")
-    ax.set_ylim(bottom=0)
-    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(ax.xaxis.get_major_locator()))
-    ax.legend(**OUTSIDE)
-    ax.set_title("Pending pods")
-    fig.tight_layout()
-    fig.savefig(path)
-    _close(fig)
-    return path
+    return _save_over_time(fig, ax, "pods (at each minute)", "Pending pods", path)
 
 
 def plot_cpu(run, path: Path) -> Path:
     """cpu.png: per pool, the CPU its Ready nodes allocate (Ready CPU, cores) and what the pods bound to them request
     (DaemonSet overhead included: what the scheduler and the node autoscaler count), at each minute."""
-    import matplotlib.dates as mdates
-
     fig, ax = _figure(10.0, 3.6)
     for pool in run.pools.values():
         name = pool.spec.name
@@ -125,11 +113,18 @@ def plot_cpu(run, path: Path) -> Path:
                        label=f"{name}: Ready CPU (allocatable)")[0]
         ax.fill_between(times, 0, [r.requested_cpu_millicores / 1000 for r in rows], step="post",
                         color=line.get_color(), alpha=0.3, label=f"{name}: requested")
-    ax.set_ylabel("cores (at each minute)")
+    return _save_over_time(fig, ax, "cores (at each minute)", "CPU of the Ready nodes: allocatable and requested", path)
+
+
+def _save_over_time(fig, ax, ylabel: str, title: str, path: Path) -> Path:
+    """A plot over the span finished as the fleet's are (axis from 0, dates, the legend outside) and written."""
+    import matplotlib.dates as mdates
+
+    ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(ax.xaxis.get_major_locator()))
     ax.legend(**OUTSIDE)
-    ax.set_title("CPU of the Ready nodes: allocatable and requested")
+    ax.set_title(title)
     fig.tight_layout()
     fig.savefig(path)
     _close(fig)
