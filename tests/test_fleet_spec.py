@@ -228,6 +228,32 @@ def test_traces_that_do_not_overlap_in_time(tmp_path):
     (lambda s: s["workloads"][0].update(replicas=3), "spec.workloads[0]: object contains unknown field `replicas`"),
     (lambda s: s.update(workloads=[s["workloads"][0]] * (MAX_WORKLOADS + 1)),
      f"spec.workloads: expected `array` of length <= {MAX_WORKLOADS:,}".replace(",", "")),
+    # issue 60: a workload's name becomes a file name (fleet tune's recommended/NAME.yaml): no path in it
+    (lambda s: s["workloads"][0].update(name="../evil"),
+     "workload #1: spec.workloads[0].name: '../evil' is not a valid name: an RFC 1123 subdomain"),
+    (lambda s: s["workloads"][0].update(name="a/b"), "spec.workloads[0].name: 'a/b' is not a valid name"),
+    # one rule for every duration, whatever its YAML type: finite and bounded
+    (lambda s: s["workloads"][0]["trace"].update(shift=1e300),
+     "spec.workloads[0].trace.shift: a shift of at most 36,600 days either way, got 1e+300"),
+    (lambda s: s["workloads"][0]["trace"].update(shift="100000000h"), "trace.shift: a shift of at most 36,600 days"),
+    (lambda s: s.update(nodeAutoscaler={"cluster-autoscaler": {"scale-down-unneeded-time": float("nan")}}),
+     "scale-down-unneeded-time: a duration from 0 to 366 days, got nan"),
+    (lambda s: s.update(nodeAutoscaler={"model": "karpenter", "karpenter": {"consolidateAfter": float("inf")}}),
+     "consolidateAfter: a duration from 0 to 366 days, got inf"),
+    (lambda s: s.update(nodeAutoscaler={"cluster-autoscaler": {"max-node-provision-time": -60}}),
+     "max-node-provision-time: a duration from 0 to 366 days, got -60"),
+    # a scan of 0 s never lets the clock move: refused, not run forever
+    (lambda s: s.update(nodeAutoscaler={"cluster-autoscaler": {"scan-interval": "0s"}}),
+     "spec.nodeAutoscaler.cluster-autoscaler.scan-interval: must be at least 1s"),
+    (lambda s: s.update(nodeAutoscaler={"cluster-autoscaler": {"scan-interval": "1ns"}}), "scan-interval: must be at least"),
+    # resources and prices: not negative, bounded
+    (lambda s: s["nodePools"][0]["instanceTypes"][0].update(cpu="-4"),
+     "instanceTypes[0].cpu: must not be negative (a quantity of millicores), got '-4'"),
+    (lambda s: s["nodePools"][0]["instanceTypes"][0].update(cpu="1e300"), "instanceTypes[0].cpu: must be between"),
+    (lambda s: s["nodePools"][0].update(daemonSetOverhead={"memory": "-1Gi"}),
+     "daemonSetOverhead.memory: must not be negative"),
+    (lambda s: s["nodePools"][0]["instanceTypes"][0].update(pricePerHour=float("inf")),
+     "instanceTypes[0].pricePerHour: expected `float` <= 100000.0"),
 ])
 def test_out_of_bounds_and_unknown_fields_name_their_field(tmp_path, change, expected):
     doc = _fleet()
@@ -256,3 +282,18 @@ def test_a_column_the_trace_has_not_is_the_workload_s_field(tmp_path):
     assert text.startswith(f"{tmp_path / 'fleet.yaml'}: workload api: spec.workloads[1].trace.column: no column "
                            "'nope' in the trace (columns: ")
     assert text.endswith(f"({bundled_path('trace')})")
+
+
+def test_a_trace_moved_earlier_by_a_negative_duration_as_text_or_number(tmp_path):
+    """``trace.shift`` may move a trace earlier: ``-1h`` as text is the number -3600 (issue 60: the number was
+    taken and the text refused)."""
+    from pyhpa.fleet.spec import read_fleet_file
+
+    texts = []
+    for shift in ("-1h", -3600, "-3600s"):
+        doc = _fleet()
+        doc["spec"]["workloads"][0]["trace"]["shift"] = shift
+        path = tmp_path / "f.yaml"
+        path.write_text(yaml.safe_dump(doc))
+        texts.append(read_fleet_file(path).workloads[0].trace.shift)
+    assert texts == [-3600.0] * 3

@@ -57,7 +57,7 @@ from msgspec import Meta, Struct, field
 
 from ..adapters.autoscaler import find_autoscaler
 from ..adapters.errors import InputError
-from ..adapters.parse import duration, format_time, milli, quantity
+from ..adapters.parse import duration, format_time, milli, object_name, quantity
 from ..adapters.snapshot import read_document
 from ..simulate import Autoscaler, Settings, load_autoscaler
 from ..simulate.prediction import history_start
@@ -78,6 +78,19 @@ MAX_BUDGETS = 50  # Karpenter's own MaxItems of disruption.budgets
 #: the longest provisioning delay a pool may state (an hour: longer is a stuck node, which max-node-provision-time
 #: ends)
 MAX_PROVISIONING_SECONDS = 3600.0
+#: the longest duration a setting takes (a year: a model's timer, a backoff; longer means never, which Karpenter's
+#: ``consolidateAfter: Never`` says), and the farthest a trace is moved (``trace.shift``: a century, either way; the
+#: benchmark moves 1995's NASA trace to 2013); every duration, whatever its YAML type, within them and finite
+MAX_DURATION_SECONDS = 366 * 86400.0
+MAX_SHIFT_SECONDS = 100 * 366 * 86400.0
+#: Cluster Autoscaler's shortest ``scan-interval`` here: the simulator's bound, not the project's (its default is
+#: 10s); a loop of 0 s would never let the clock move
+MIN_SCAN_INTERVAL_SECONDS = 1.0
+#: the highest CPU (millicores) and memory (bytes) a pool's instance type or overhead states: int64, as upstream's
+#: quantities are (``MilliValue()``, ``Value()``; ``quantity`` refuses more than int64 milli-units of either)
+MAX_INT64 = 2**63 - 1
+#: the highest price per node-hour a fleet takes (dollars; the largest cloud instances cost some hundreds)
+MAX_PRICE_PER_HOUR = 100_000.0
 #: ``load_trace``'s errors name ``pyhpa simulate``'s flags; in a fleet file they are fields of a workload's ``trace``
 TRACE_FLAGS = {"--column": "column", "--load-scale": "scale", "--where": "where"}
 
@@ -90,6 +103,13 @@ class Seconds(float):
 
 class SecondsOrNever(float):
     """A duration in seconds, or ``Never`` (infinite: Karpenter's ``consolidateAfter: Never``)."""
+
+    __slots__ = ()
+
+
+class ShiftSeconds(float):
+    """A trace's move in seconds, later or (negative) earlier; in the file a Go duration (``3h``, ``-1h30m``) or a
+    number of seconds."""
 
     __slots__ = ()
 
@@ -130,6 +150,7 @@ class ConsolidationPolicy(StrEnum):
 
 
 NonNegative = Annotated[float, Meta(ge=0)]
+Price = Annotated[float, Meta(ge=0, le=MAX_PRICE_PER_HOUR)]
 
 
 class Scheduler(Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
@@ -201,7 +222,7 @@ class InstanceType(Struct, rename="camel", forbid_unknown_fields=True, frozen=Tr
     name: Annotated[str, Meta(min_length=1, max_length=253)]
     cpu: Millicores
     memory: Bytes
-    price_per_hour: NonNegative
+    price_per_hour: Price
     pods: Annotated[int, Meta(ge=1, le=MAX_PODS_PER_NODE)] = 110
 
 
@@ -236,7 +257,7 @@ class TraceRef(Struct, forbid_unknown_fields=True, frozen=True):
     file: Annotated[str, Meta(min_length=1)]
     column: Annotated[str, Meta(min_length=1)]
     scale: Annotated[float, Meta(gt=0, le=1e6)] = 1.0
-    shift: Seconds = Seconds(0.0)
+    shift: ShiftSeconds = ShiftSeconds(0.0)
     where: Annotated[tuple[str, ...], Meta(max_length=20)] = ()
 
 
@@ -300,16 +321,43 @@ def _dec_hook(kind: type, value: Any) -> Any:
     """The file's text for the fleet's own scalar types (msgspec.convert's hook: a ValueError names the path)."""
     try:
         if kind is Seconds:
-            return Seconds(duration(value))
+            return Seconds(_bounded(duration(value), 0.0, MAX_DURATION_SECONDS, value))
         if kind is SecondsOrNever:
-            return SecondsOrNever(math.inf if value == "Never" else duration(value))
+            if value == "Never":
+                return SecondsOrNever(math.inf)
+            return SecondsOrNever(_bounded(duration(value), 0.0, MAX_DURATION_SECONDS, value))
+        if kind is ShiftSeconds:
+            negative = isinstance(value, str) and value.strip().startswith("-")
+            seconds = duration(value.strip()[1:]) if negative else duration(value)
+            return ShiftSeconds(_bounded(-seconds if negative else seconds, -MAX_SHIFT_SECONDS, MAX_SHIFT_SECONDS,
+                                         value))
         if kind is Millicores:
-            return Millicores(milli(value if not isinstance(value, float) else repr(value)))
+            text = value if not isinstance(value, float) else repr(value)
+            _amount(quantity(text) * 1000, value, "millicores")
+            return Millicores(milli(text))
         if kind is Bytes:
-            return Bytes(math.ceil(quantity(value if not isinstance(value, float) else repr(value))))
+            amount = quantity(value if not isinstance(value, float) else repr(value))
+            _amount(amount, value, "bytes")
+            return Bytes(math.ceil(amount))
     except InputError as err:
         raise ValueError(err.message) from None
     raise NotImplementedError(kind)
+
+
+def _bounded(seconds: float, low: float, high: float, given: Any) -> float:
+    """A duration within [low, high] seconds and finite, else ValueError saying the range."""
+    if not (low <= seconds <= high):  # NaN too
+        if low:
+            raise ValueError(f"a shift of at most {high / 86400:,.0f} days either way, got {given!r}")
+        raise ValueError(f"a duration from 0 to {high / 86400:g} days, got {given!r}")
+    return seconds
+
+
+def _amount(value, given: Any, unit: str) -> None:
+    """A CPU or memory amount (millicores or bytes, a Decimal; ``quantity`` bounds it by int64 milli-units, as upstream
+    reads quantities) that is not negative, else ValueError."""
+    if not (value.is_finite() and 0 <= value <= MAX_INT64):
+        raise ValueError(f"must not be negative (a quantity of {unit}), got {given!r}")
 
 
 _PATH = re.compile(r" - at `\$\.?(.*)`$")
@@ -352,8 +400,18 @@ def read_fleet_file(path: str | Path, raw: Any = None) -> FleetSpec:
         spec = msgspec.convert(raw, FleetFile, dec_hook=_dec_hook).spec
     except msgspec.ValidationError as err:
         raise _structure_error(err, raw, file) from None
+    for i, w in enumerate(spec.workloads):  # names become file names (fleet tune's recommended/NAME.yaml): no path
+        try:
+            object_name(w.name, f"spec.workloads[{i}].name")
+        except InputError as err:
+            raise InputError(err.message, file=file, obj=f"workload #{i + 1}", field=err.field) from None
     _unique(file, "spec.workloads", [w.name for w in spec.workloads], "workload")
     check_pools(spec.node_pools, file, "spec.nodePools")
+    scan = spec.node_autoscaler.cluster_autoscaler.scan_interval
+    if scan < MIN_SCAN_INTERVAL_SECONDS:
+        raise InputError(f"must be at least {MIN_SCAN_INTERVAL_SECONDS:g}s (the simulator's bound; Cluster "
+                         f"Autoscaler's default is 10s), got {scan:g}s", file=file,
+                         field="spec.nodeAutoscaler.cluster-autoscaler.scan-interval")
     return spec
 
 
