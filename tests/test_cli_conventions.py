@@ -73,6 +73,8 @@ GOLDEN = [
      "error: --output: 'web.yaml' is not one of 'yaml', 'json' (see root snapshot -h)"),
     (["thresholds"], "error: HPA.yaml: missing argument (see root thresholds -h)"),
     (["snapshot"], "error: NAMESPACE/NAME: missing argument (see root snapshot -h)"),
+    # a metavar that holds brackets keeps them (issue 60: "FLEET.yaml [B.yaml: missing argument")
+    (["fleet", "simulate"], "error: FLEET.yaml [B.yaml]: missing argument (see root fleet simulate -h)"),
     (["no-such-command"], "error: no-such-command: no such command (see root -h)"),
     (["simulate", "--output-dir"], "error: --output-dir: requires an argument"),
 ]

@@ -70,6 +70,9 @@ def test_fleet_tune_on_a_local_dask_cluster_recommends_what_it_recommends_withou
     (["--check", "172800"], "error: --check: the fleet's span"),
     (["--trials", "0"], "error: --trials: must be from 1"),
     (["--serial", "--scheduler", "tcp://127.0.0.1:9"], "error: --serial: runs on the Dask scheduler given"),
+    # issue 60: a ValueError traceback from Dask (a missing port), after the tuning began
+    (["--scheduler", "garbage"], "error: --scheduler: want a Dask scheduler's address, tcp|tls|ws|wss|ucx://HOST:PORT"),
+    (["--scheduler", "tcp://10.0.0.5"], "error: --scheduler: want a Dask scheduler's address"),
 ])
 def test_bad_fleet_tune_flags_are_one_line(fleet, tmp_path, args, line):
     r = CliRunner().invoke(app, ["fleet", "tune", str(fleet), "--output-dir", str(tmp_path / "o"), *args])

@@ -201,6 +201,10 @@ def tune(
         raise InputError(f"must be from 0 to {MAX_PROCESSES}, got {processes}", field="--processes")
     if serial and scheduler:
         raise InputError("runs on the Dask scheduler given; --serial runs here: give one", field="--serial")
+    if scheduler:
+        from ..fleet.tasks import check_scheduler
+
+        check_scheduler(scheduler)
     settings = Settings(seed=seed)
     check_settings(settings)
     fleet = load_fleet(fleet_file, settings, start, end)

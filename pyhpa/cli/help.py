@@ -143,7 +143,10 @@ def _shows_help(err: Any) -> bool:
 def _hint(param: Any) -> str:
     """An argument's metavar, or an option's longest flag."""
     if param.param_type_name == "argument":
-        return (param.metavar or param.name or "ARG").strip("[]").rstrip(".")
+        text = (param.metavar or param.name or "ARG").rstrip(".")
+        # an optional argument's usage form, [NAME], without its brackets; a metavar that holds some (FLEET.yaml
+        # [B.yaml]) as it is
+        return text[1:-1] if text.startswith("[") and text.endswith("]") else text
     return max(param.opts, key=len)
 
 

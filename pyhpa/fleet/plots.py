@@ -58,7 +58,6 @@ def _times(samples, pool: str):
 
 def plot_nodes(run, path: Path) -> Path:
     """nodes.png: per pool, Ready nodes and those still launching (top), and the bill so far in dollars (bottom)."""
-    import matplotlib.dates as mdates
     import matplotlib.pyplot as plt
 
     fig, (ax, cost_ax) = plt.subplots(2, 1, figsize=(10.0, 5.6), dpi=100, sharex=True,
@@ -83,7 +82,7 @@ def plot_nodes(run, path: Path) -> Path:
     cost_ax.set_ylabel("dollars so far")
     cost_ax.set_ylim(bottom=0)
     cost_ax.legend(**OUTSIDE)
-    cost_ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(cost_ax.xaxis.get_major_locator()))
+    _utc_axis(cost_ax)
     fig.tight_layout()
     fig.savefig(path)
     _close(fig)
@@ -116,13 +115,20 @@ def plot_cpu(run, path: Path) -> Path:
     return _save_over_time(fig, ax, "cores (at each minute)", "CPU of the Ready nodes: allocatable and requested", path)
 
 
+def _utc_axis(ax) -> None:
+    """Dates on ``ax``'s time axis, concise, and said to be UTC (every fleet time is)."""
+    import matplotlib.dates as mdates
+
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(ax.xaxis.get_major_locator(), tz=timezone.utc))
+    ax.set_xlabel("time (UTC)")
+
+
 def _save_over_time(fig, ax, ylabel: str, title: str, path: Path) -> Path:
     """A plot over the span finished as the fleet's are (axis from 0, dates, the legend outside) and written."""
-    import matplotlib.dates as mdates
 
     ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
-    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(ax.xaxis.get_major_locator()))
+    _utc_axis(ax)
     ax.legend(**OUTSIDE)
     ax.set_title(title)
     fig.tight_layout()
@@ -158,7 +164,6 @@ def overload_by_minute(run) -> dict[str, tuple[list[float], list[float]]]:
 def plot_overload(run, path: Path) -> Path:
     """overload.png: per pool, how many of its workloads are overloaded (top: the mean over each minute) and the
     requests they left unserved in each minute (bottom), over the span (``overload_by_minute``)."""
-    import matplotlib.dates as mdates
     import matplotlib.pyplot as plt
 
     fig, (ax, lost_ax) = plt.subplots(2, 1, figsize=(10.0, 5.0), dpi=100, sharex=True)
@@ -178,7 +183,7 @@ def plot_overload(run, path: Path) -> Path:
     lost_ax.set_ylabel("requests unserved\n(per minute)")
     lost_ax.set_ylim(bottom=0)
     lost_ax.legend(**OUTSIDE)
-    lost_ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(lost_ax.xaxis.get_major_locator()))
+    _utc_axis(lost_ax)
     fig.tight_layout()
     fig.savefig(path)
     _close(fig)
@@ -193,6 +198,9 @@ def plot_worst(summary: dict, path: Path) -> Path:
     names = [w["label"] for w in worst][::-1]
     shares = [100 * w["unserved_fraction"] for w in worst][::-1]
     waits = [w["fleet"]["node_wait_seconds"] for w in worst][::-1]
+    if not any(shares):  # say so, rather than an empty plot
+        left.text(0.5, 0.5, "no request went unserved", transform=left.transAxes, ha="center", va="center",
+                  color="#666")
     left.barh(names, shares, color="tab:red")
     left.set_xlim(0, max(shares, default=0) * 1.1 or 1)
     left.set_xlabel("unserved requests, % of requested")

@@ -17,6 +17,26 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
+#: the address schemes of Dask's comms (``distributed.comm``) a scheduler is reached by
+SCHEMES = ("tcp", "tls", "ws", "wss", "ucx")
+
+
+def check_scheduler(address: str, field: str = "--scheduler") -> str:
+    """A Dask scheduler's address as Dask takes it: ``SCHEME://HOST:PORT`` (``tcp://10.0.0.5:8786``); InputError
+    naming ``field`` otherwise, before anything runs (Dask's own error is a traceback, after the tuning began)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(address)
+        port = parts.port
+    except ValueError:
+        port, parts = None, None
+    if parts is None or parts.scheme not in SCHEMES or not parts.hostname or port is None or parts.path not in ("", "/"):
+        raise InputError(f"want a Dask scheduler's address, {'|'.join(SCHEMES)}://HOST:PORT (e.g. tcp://10.0.0.5:8786), "
+                         f"got {address!r}", field=field)
+    return address
+
+
 def run_tasks(fn: Callable[[T], R], items: Sequence[T], *, scheduler: str | None, processes: int, serial: bool,
               progress: Callable[[int, int], None] | None = None, what: str = "a task",
               field: str = "--scheduler") -> list[R]:
@@ -39,6 +59,8 @@ def run_tasks(fn: Callable[[T], R], items: Sequence[T], *, scheduler: str | None
         return results
     from distributed import Client, LocalCluster, as_completed
 
+    if scheduler:
+        check_scheduler(scheduler, field)
     cluster = None
     try:
         if scheduler:
@@ -47,7 +69,7 @@ def run_tasks(fn: Callable[[T], R], items: Sequence[T], *, scheduler: str | None
             cluster = LocalCluster(n_workers=processes, threads_per_worker=1, processes=True, host="127.0.0.1",
                                    dashboard_address=None, silence_logs=50)
             client = Client(cluster)
-    except OSError as err:
+    except (OSError, ValueError) as err:
         raise InputError(f"cannot reach the Dask scheduler: {err}", field=field) from None
     try:
         futures = client.map(fn, list(items), pure=False)
