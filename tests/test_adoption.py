@@ -220,6 +220,18 @@ def test_the_command_line_is_checked_before_anything_is_read():
     for flag, value in (("--timeout", "0"), ("--timeout", "3601"), ("--api-timeout", "0")):
         result = CliRunner().invoke(app, ["adopt", "a/b", flag, value])
         assert result.exit_code == 2 and result.output.startswith(f"error: {flag}: must be"), result.output
+    # issue 60: a namespace the API server would refuse is not sent; credentials in --server are one line, not
+    # aiohttp's traceback; a refused connection is no "answer 0"
+    for args, line in (
+            (["adopt", "--all", "-n", "Bad_NS", "--server", "http://127.0.0.1:9"],
+             "error: --namespace: 'Bad_NS' is not a valid name: an RFC 1123 label"),
+            (["adopt", "--all", "--server", "http://user:pass@127.0.0.1:9"],
+             "error: --server: takes the API server's URL without credentials"),
+            (["adopt", "--all", "--server", "http://127.0.0.1:9"],
+             "error: --all: cannot list the autoscalers: no answer from the API server (")):
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+        assert result.output.startswith(line), result.output
 
 
 async def test_a_failed_read_while_waiting_is_asked_again():

@@ -17,6 +17,7 @@ from lightkube.config.models import User
 from lightkube.core.exceptions import ConfigError
 
 from .errors import InputError
+from .parse import server_url
 from .snapshot import read_document
 
 __all__ = ["load_config"]
@@ -27,6 +28,10 @@ def load_config(kubeconfig: str | None = None, server: str | None = None, contex
     ``kubeconfig`` file, else in-cluster service account / $KUBECONFIG / ~/.kube/config. InputError when
     none works."""
     if server:
+        server_url(server, "--server")
+        if "@" in server.split("://", 1)[-1].split("/", 1)[0]:  # user:password@host: sent by no client (aiohttp refuses)
+            raise InputError("takes the API server's URL without credentials (user:password@ is not sent): give them "
+                             "in a kubeconfig (--kubeconfig)", field="--server")
         return KubeConfig.from_one(cluster=ClusterConfig(server=server), user=User(), namespace="default").get()
     file = kubeconfig
     try:

@@ -11,6 +11,7 @@ import typer
 import yaml
 
 from ..adapters.errors import InputError
+from ..adapters.parse import object_name
 from . import run_cmd
 from .errors import err_console
 from .help import examples
@@ -48,6 +49,8 @@ def _keys(key: Optional[str], everything: bool, namespace: Optional[str]) -> lis
     if everything:
         if key is not None:
             raise InputError("give NAMESPACE/NAME or --all, not both", field="--all")
+        if namespace is not None:  # checked before any request, as docs/cli.md says
+            object_name(namespace, "--namespace", label=True)
         return None
     if key is None:
         raise InputError("give NAMESPACE/NAME, or --all (with -n NAMESPACE for one namespace)", field="NAMESPACE/NAME")
@@ -100,8 +103,7 @@ async def _hand_over(direction: str, keys: list[tuple[str, str]] | None, namespa
                 collection = handover.hpa_path if direction == "adopt" else handover.autoscaler_path
                 listed = await handover.listed_keys(api, collection(namespace))
             except ApiFailure as err:
-                raise InputError(f"cannot list the autoscalers: the API server answered {err.code} ({err.message})",
-                                 field="--all") from None
+                raise InputError(f"cannot list the autoscalers: {handover.answer(err)}", field="--all") from None
             keys = [tuple(k.split("/", 1)) for k in listed]
         if dry_run:
             return await _dry_run(api, direction, keys, fmt)
@@ -115,8 +117,7 @@ async def _hand_over(direction: str, keys: list[tuple[str, str]] | None, namespa
                 except handover.HandOverError as err:
                     return err
                 except ApiFailure as err:  # a read outside the steps' own (none is expected): said, not raised
-                    return handover.HandOverError(f"{ns}/{name}", f"the API server answered {err.code} "
-                                                                  f"({err.message}); run the command again")
+                    return handover.HandOverError(f"{ns}/{name}", f"{handover.answer(err)}; run the command again")
 
         failed = 0
         for result in await asyncio.gather(*(one(ns, name) for ns, name in keys)):

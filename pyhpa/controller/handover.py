@@ -272,14 +272,21 @@ async def _carry(api: RawApi, key: str, path: str, carried: dict, left: str, tim
     await _wait(there, timeout, clock)
 
 
+def answer(err: ApiFailure) -> str:
+    """What the API server answered, as the commands say it: its status code and message, or (code 0) that no
+    answer came (a refused connection, a timeout)."""
+    if err.code == 0:
+        return f"no answer from the API server ({err.message})"
+    return f"the API server answered {err.code} ({err.message})"
+
+
 async def _call(key: str, step: str, left: str, call: Awaitable[Any]) -> Any:
     """``await call``; an ApiFailure becomes a HandOverError naming ``step``, the API server's answer and the state
     ``left``."""
     try:
         return await call
     except ApiFailure as err:
-        raise HandOverError(key, f"could not {step}: the API server answered {err.code} ({err.message}); {left}") \
-            from None
+        raise HandOverError(key, f"could not {step}: {answer(err)}; {left}") from None
 
 
 async def listed_keys(api: RawApi, collection: str) -> list[str]:
