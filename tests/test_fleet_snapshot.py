@@ -84,6 +84,7 @@ async def test_a_cluster_and_its_prometheus_become_a_fleet_that_simulate_runs(kd
 @pytest.mark.parametrize("args, line", [
     (["--price", "m5=abc"], "error: --price: want TYPE=DOLLARS"),
     (["--history", "60"], "error: --history: must be from 172800 s"),
+    (["--price", "m5=1", "--price", "m5=2"], "error: --price: m5 is given twice (1 and 2)"),  # issue 60: not the last
 ])
 def test_bad_snapshot_flags_are_one_line(tmp_path, args, line):
     r = CliRunner().invoke(app, ["fleet", "snapshot", "--prometheus-url", "http://127.0.0.1:9", "--server",

@@ -73,6 +73,7 @@ def test_fleet_tune_on_a_local_dask_cluster_recommends_what_it_recommends_withou
     # issue 60: a ValueError traceback from Dask (a missing port), after the tuning began
     (["--scheduler", "garbage"], "error: --scheduler: want a Dask scheduler's address, tcp|tls|ws|wss|ucx://HOST:PORT"),
     (["--scheduler", "tcp://10.0.0.5"], "error: --scheduler: want a Dask scheduler's address"),
+    (["--check", "0"], "error: --check: must be more than 0 seconds"),  # issue 60: it spoke of days of history
 ])
 def test_bad_fleet_tune_flags_are_one_line(fleet, tmp_path, args, line):
     r = CliRunner().invoke(app, ["fleet", "tune", str(fleet), "--output-dir", str(tmp_path / "o"), *args])

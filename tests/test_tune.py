@@ -214,6 +214,7 @@ def test_an_objective_no_setting_meets_is_refused_naming_the_closest(tmp_path):
     ("empty", "empty workload"),
     ("external", "spec.metrics[0]"),
     ("both", "error: --max-overloaded-fraction, --max-unserved-fraction: give one of them: tune has one objective"),
+    ("history offline", "error: --history: reads that much history from Prometheus in live mode"),  # issue 60
 ])
 def test_refusals_are_one_line_and_exit_2(tmp_path, case, message):
     hours = 20 if case == "short" else 30
@@ -226,6 +227,8 @@ def test_refusals_are_one_line_and_exit_2(tmp_path, case, message):
                                                       "target: {type: AverageValue, averageValue: '30'}}\n")
     if case == "both":
         extra = ["--max-overloaded-fraction", "0.01", "--max-unserved-fraction", "0.01"]
+    if case == "history offline":  # a live-mode flag on an offline run: refused, not ignored
+        extra = ["--history", "100"]
     result, _ = tune_cli(tmp_path, trace, *extra, hpa=hpa, end_hours=hours)
     assert result.exit_code == 2, result.output
     assert result.output.count("\n") == 1 and result.output.startswith("error: ")

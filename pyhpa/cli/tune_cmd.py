@@ -25,6 +25,8 @@ from .options import console as text_console
 _SIM = inspect.signature(simulate_cmd.simulate).parameters
 #: the most settings one search tries (``--trials``; the default 200, and --timeout ends it first anyway)
 MAX_TRIALS = 100_000
+#: live mode's history (``--history``) when none is given: a week, which holds each weekday once
+DEFAULT_HISTORY_SECONDS = 7 * 86400.0
 
 
 def _simulate_option(name: str):
@@ -77,7 +79,7 @@ def tune(
     kubeconfig: Optional[str] = run_cmd.KUBECONFIG_OPTION,
     context: Optional[str] = run_cmd.CONTEXT_OPTION,
     server: Optional[str] = run_cmd.SERVER_OPTION,
-    history: float = typer.Option(7 * 86400.0, "--history", metavar="SECONDS", help="Live mode: seconds of history read from Prometheus (default 7 days)."),
+    history: Optional[float] = typer.Option(None, "--history", metavar="SECONDS", help="Live mode: seconds of history read from Prometheus (default 7 days)."),
     no_progress: bool = _simulate_option("no_progress"),
 ) -> None:
     """Recommend target, min/max, behavior and extensions from a workload's history by replaying it.
@@ -109,11 +111,16 @@ def tune(
         live = None
         if key is not None or prometheus_url is not None:
             live = _fetch_live(key, prometheus_url, offline=bool(hpa or target or trace), kubeconfig=kubeconfig,
-                               context=context, server=server, history=history, output_dir=output_dir, profile=profile)
+                               context=context, server=server, history=DEFAULT_HISTORY_SECONDS if history is None
+                               else history, output_dir=output_dir, profile=profile)
             files = live.files
             column, time_column, where, load_scale, metric_column = live.column, None, None, 1.0, None
             gaps = simulate_cmd.GapPolicy.hold
         else:
+            if history is not None:  # a live-mode flag given to an offline run is not silently ignored
+                raise InputError("reads that much history from Prometheus in live mode (NAMESPACE/NAME with "
+                                 "--prometheus-url); offline, --start and --end choose the trace's span",
+                                 field="--history")
             require_inputs("tune", {"--hpa": hpa, "--target": target, "--trace": trace, "--column": column},
                            "or NAMESPACE/NAME with --prometheus-url (live)")
             files = input_files([hpa], target, trace, column, profile)

@@ -60,6 +60,9 @@ def parse_prices(items: list[str]) -> dict[str, float]:
         if not sep or not name or not (0 <= price < 1e6) or math.isnan(price):
             raise InputError(f"want TYPE=DOLLARS (dollars per node-hour, e.g. m5.xlarge=0.192), got {item!r}",
                              field="--price")
+        if name in out:  # not the last one silently
+            raise InputError(f"{name} is given twice ({out[name]:g} and {price:g}): give each instance type once",
+                             field="--price")
         out[name] = price
     return out
 

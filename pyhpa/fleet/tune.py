@@ -149,8 +149,11 @@ def write_tune_json(results: list[dict], out: Path, meta: dict) -> Path:
 def check_span(fleet: Fleet, check_seconds: float) -> float:
     """Where the history ends and the check begins (epoch s); InputError when the fleet's span leaves less than
     two days of history before a check of ``check_seconds``."""
+    if not check_seconds > 0:
+        raise InputError(f"must be more than 0 seconds (the span the recommendations are checked on), got "
+                         f"{check_seconds:g}", field="--check")
     history_end = fleet.end - check_seconds
-    if not check_seconds > 0 or history_end - fleet.start < 2 * 86400:
+    if history_end - fleet.start < 2 * 86400:
         raise InputError(f"the fleet's span ({format_time(fleet.start)} to {format_time(fleet.end)}) leaves "
                          f"{max(history_end - fleet.start, 0) / 86400:.1f} days of history before a check of "
                          f"{check_seconds / 86400:g} days; tune needs two (a shorter --check, or longer traces)",
