@@ -25,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from pyhpa.core import normalize  # noqa: E402
 from pyhpa.core.calculator import ReplicaCalculator, plain_replicas, resource_utilization_replicas  # noqa: E402
 from pyhpa.core.model import (  # noqa: E402
     Behavior,
@@ -35,7 +36,6 @@ from pyhpa.core.model import (  # noqa: E402
     ScalingPolicy,
     ScalingRules,
 )
-from pyhpa.core.normalize import normalize  # noqa: E402
 from pyhpa.simulate import native  # noqa: E402
 
 NOW = 1_700_000_000.0

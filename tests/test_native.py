@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pyhpa.core import decide
+from pyhpa.core import decide, normalize
 from pyhpa.core.calculator import MetricError, ReplicaCalculator, plain_replicas, resource_utilization_replicas
 from pyhpa.core.model import (
     HPA,
@@ -41,7 +41,6 @@ from pyhpa.core.model import (
     ScalingRules,
     SyncInputs,
 )
-from pyhpa.core.normalize import normalize
 from pyhpa.simulate import native
 
 if not native.available():

@@ -52,7 +52,14 @@ from .model import (
     SyncInputs,
     WindowSpec,
 )
-from .normalize import MemoryHorizons, memory_horizons, relevant_memory, stabilization_windows, store_scale_event
+from .normalize import (
+    MemoryHorizons,
+    memory_horizons,
+    normalize,
+    relevant_memory,
+    stabilization_windows,
+    store_scale_event,
+)
 from .prediction import check_prediction, provisioned_total
 from .reconcile import decide, rescale_failed, set_condition, tolerances, with_status
 from .schedules import (
@@ -73,7 +80,7 @@ __all__ = [
     "check_fallback", "check_prediction", "check_window", "check_windows", "decide", "effective_fallback",
     "expired_windows", "capped_failures", "fallback_replicas", "metric_key",
     "next_change", "occurrences", "provisioned_total", "rescale_failed", "set_condition", "tolerances", "with_status",
-    "MemoryHorizons", "memory_horizons", "relevant_memory", "stabilization_windows", "store_scale_event",
+    "MemoryHorizons", "memory_horizons", "normalize", "relevant_memory", "stabilization_windows", "store_scale_event",
     "MetricError", "ReplicaCalculator", "HPAWarning", "check_hpa", "LIMIT", "REQUEST",
     "PAUSE_ANNOTATIONS", "PauseSpec", "PauseStatus", "END_OF_CALENDAR",
 ]
