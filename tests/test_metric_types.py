@@ -14,8 +14,10 @@ from pyhpa.core.model import METRIC_SOURCE_TYPES, MetricSamples, MetricSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 PYHPA = ROOT / "pyhpa"
-#: where comparing a metric type is allowed: the registry itself, and the core (upstream's rules per type)
-ALLOWED = (PYHPA / "core", PYHPA / "adapters" / "metric_types")
+#: where comparing a metric type is allowed: the registry itself, the core (upstream's rules per type), and the
+#: compiled mirror of the core's rules (pyhpa/simulate/native.py: which of upstream's types its decision covers,
+#: compared with the core's on every test run)
+ALLOWED = (PYHPA / "core", PYHPA / "adapters" / "metric_types", PYHPA / "simulate" / "native.py")
 #: names the code gives the type strings (``pyhpa.core.model``'s constants, the Prometheus type's)
 TYPE_CONSTANTS = {"RESOURCE", "CONTAINER_RESOURCE", "PODS", "OBJECT", "EXTERNAL", "PROMETHEUS"}
 #: a scaling policy's types ("Pods" or "Percent") are no metric types
