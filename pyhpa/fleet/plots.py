@@ -21,6 +21,8 @@ import math
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..simulate.timeline import minute_spans
+
 #: how many workloads worst.png shows
 WORST = 15
 #: the workload table's columns in report.html: (key, header, how the value is shown)
@@ -148,12 +150,10 @@ def overload_by_minute(run) -> dict[str, tuple[list[float], list[float]]]:
         for i in pool.workloads:
             c = run.clusters[i]
             for e in c.stats.episodes:
-                a, b = e.start, e.start + e.seconds
-                k = int((a - run.start) // 60.0)
-                while a < b and k < minutes:
-                    edge = min(b, run.start + 60.0 * (k + 1))
-                    over[k] += (edge - a) / 60.0
-                    a, k = edge, k + 1
+                for k, seconds in minute_spans(run.start, e.start, e.start + e.seconds):
+                    if k >= minutes:
+                        break
+                    over[k] += seconds / 60.0
             for k, v in c.unserved_by_minute.items():
                 if 0 <= k < minutes:
                     unserved[k] += v

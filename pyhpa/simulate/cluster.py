@@ -41,7 +41,7 @@ from .prediction import SimPrediction, history_totals
 from .profile import Profile
 from .sections import SHOWN, Shown
 from .target import MAX_SIMULATED_PODS, Target
-from .timeline import LEADING_COLUMNS, TRAILING_COLUMNS, SummaryTimeline, Timeline, metric_columns
+from .timeline import LEADING_COLUMNS, TRAILING_COLUMNS, SummaryTimeline, Timeline, metric_columns, minute_spans
 
 INF = math.inf
 LONG_AGO = 86400.0  # initial pods started this many seconds before the simulation
@@ -609,12 +609,9 @@ class Cluster:
 
     def _unserved_minutes(self, a: float, dt: float, unserved: float) -> None:
         """File ``unserved`` requests/s over [a, a + dt) in the minutes it covers (``unserved_by_minute``)."""
-        by, t0, b = self.unserved_by_minute, self.t0, a + dt
-        k = int((a - t0) // 60.0)
-        while a < b:
-            edge = min(b, t0 + 60.0 * (k + 1))
-            by[k] = by.get(k, 0.0) + unserved * (edge - a)
-            a, k = edge, k + 1
+        by = self.unserved_by_minute
+        for k, seconds in minute_spans(self.t0, a, a + dt):
+            by[k] = by.get(k, 0.0) + unserved * seconds
 
     def _end_episode(self, t: float) -> None:
         if self.episode_start is not None:

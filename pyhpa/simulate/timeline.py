@@ -89,3 +89,13 @@ class SummaryTimeline:
 
     def __len__(self) -> int:
         return len(self._columns["current_replicas"])
+
+
+def minute_spans(t0: float, a: float, b: float):
+    """The seconds of [a, b) (epoch s) in each minute counted from ``t0`` (minute k covers [t0 + 60 k,
+    t0 + 60 (k + 1))): (k, seconds) pairs, in order."""
+    k = int((a - t0) // 60.0)
+    while a < b:
+        edge = min(b, t0 + 60.0 * (k + 1))
+        yield k, edge - a
+        a, k = edge, k + 1
