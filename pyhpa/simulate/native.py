@@ -117,26 +117,30 @@ def covers(inputs: SyncInputs) -> bool:
     AverageValue) and Pods metrics, not scaled to zero (no ScaledToZero=True condition), no recommendation given, no
     other HPA's selector to check, a selector that parses and selects every pod, and every pod's request known
     for each Utilization metric."""
+    return _covered(inputs) is not None
+
+
+def _covered(inputs: SyncInputs) -> list[list[int]] | None:
+    """``covers``' answer as each metric's per-pod requests (``_requests``) when it covers ``inputs``, else None."""
     hpa = inputs.hpa
     if (hpa.schedules or hpa.prediction or hpa.fallback or hpa.saturation or hpa.pause or inputs.prenormalized is not None
             or inputs.other_selectors or inputs.forecast is not None):
-        return False
+        return None
     if any(c.type == "ScaledToZero" and c.status == "True" for c in hpa.conditions):
-        return False
+        return None
     for m in hpa.metrics:
         if m.type not in (RESOURCE, CONTAINER_RESOURCE, PODS) or m.fallback is not None or m.utilization_basis != REQUEST:
-            return False
+            return None
     try:
         reqs = parse_selector(inputs.scale.selector) if inputs.scale.selector else None
     except SelectorError:
-        return False
+        return None
     if not reqs or not all(matches(reqs, p.labels) for p in inputs.pods):
-        return False
+        return None
     try:
-        _requests(inputs)
+        return _requests(inputs)
     except MetricError:
-        return False
-    return True
+        return None
 
 
 def _requests(inputs: SyncInputs) -> list[list[int]]:
@@ -158,12 +162,13 @@ def decide_upstream(inputs: SyncInputs) -> tuple:
     scale-up and scale-down events after the sync, whether the metrics stopped it, each metric's proposal (None: it
     failed; [] when the sync stopped before the metrics)). Raises ValueError for inputs it does not cover,
     RuntimeError when the compiled path is not built."""
-    if not covers(inputs):
+    requests = _covered(inputs)
+    if requests is None:
         raise ValueError("not an autoscaling/v2 HPA of Resource, ContainerResource and Pods metrics that the compiled "
                          "decision covers (pyhpa.simulate.native.covers)")
     hpa, config, mem = inputs.hpa, inputs.config, inputs.memory
     metrics = []
-    for m, requests in zip(hpa.metrics, _requests(inputs)):
+    for m, per_pod in zip(hpa.metrics, requests):
         if m.type == PODS:
             target = (AVERAGE_VALUE, m.target_average_milli) if m.target_average_milli is not None else ("", 0)
         elif m.target_average_milli is not None:  # an averageValue wins whatever the declared type, as upstream
@@ -172,7 +177,7 @@ def decide_upstream(inputs: SyncInputs) -> tuple:
             target = (UTILIZATION, m.target_utilization)
         else:
             target = ("", 0)
-        metrics.append(("Pods" if m.type == PODS else "Resource", m.name == "cpu", *target, requests))
+        metrics.append(("Pods" if m.type == PODS else "Resource", m.name == "cpu", *target, per_pod))
     samples = [None if (x := inputs.samples[i] if i < len(inputs.samples) else None) is None or x.error is not None
                else [(n, v.value, v.timestamp, v.window) for n, v in (x.pods or {}).items()]
                for i in range(len(hpa.metrics))]
