@@ -50,6 +50,32 @@ def test_the_plots_and_the_report_are_written(report):
     assert f"{summary['fleet']['cost']:,.2f}" in page
 
 
+def test_the_report_is_titled_by_the_fleets_metadata_name_and_names_its_file(report):
+    """Issue 60: the title was the file's name, not the fleet's ``metadata.name`` (here "t", in fleet.yaml)."""
+    page = (report / "report.html").read_text()
+    assert "<title>pyhpa fleet: t</title>" in page
+    assert "<h1>Fleet t</h1>" in page
+    assert "<p class=note>fleet.yaml: 3 workloads," in page
+
+
+def test_a_fleet_without_a_name_is_titled_by_its_file_and_a_name_past_253_characters_is_refused(tmp_path):
+    trace = _step_trace(tmp_path, 2, 60, minutes=(30,))
+    path = _write(tmp_path, {"nodePools": [{"name": "p", "instanceTypes": [SMALL], "minNodes": 1, "maxNodes": 3}],
+                             "workloads": workloads_on(trace, (0.5,))})
+    doc = path.read_text().replace("name: t\n", f"name: {'n' * 254}\n", 1)
+    assert doc != path.read_text()
+    path.write_text(doc)
+    r = CliRunner().invoke(app, ["fleet", "simulate", str(path), "--output-dir", str(tmp_path / "o"), "--no-progress"])
+    assert r.exit_code == 2, r.output
+    assert "metadata.name" in r.output and "fleet.yaml" in r.output and "Traceback" not in r.output
+    path.write_text(doc.replace(f"metadata:\n  name: {'n' * 254}\n", ""))
+    assert "metadata" not in path.read_text()
+    r = CliRunner().invoke(app, ["fleet", "simulate", str(path), "--output-dir", str(tmp_path / "o"), "--no-progress"])
+    assert r.exit_code == 0, r.output
+    page = (tmp_path / "o" / "report.html").read_text()
+    assert "<title>pyhpa fleet: fleet.yaml</title>" in page and "<h1>Fleet fleet.yaml</h1>" in page
+
+
 def test_a_browser_shows_the_report_with_its_plots_and_sorts_the_table(report, tmp_path):
     if CHROMIUM is None:
         if os.environ.get("CI"):

@@ -125,6 +125,7 @@ def test_a_floor_lower_than_the_one_that_held_out_is_tried_on_both_parts(tmp_pat
     the tuning part and within 2x it held out, and costs less than the current object on both parts. Without the
     step's budget the current object is kept."""
     from pyhpa.tune import Setting
+    from pyhpa.cli.tune_cmd import settings_count
     from pyhpa.tune.search import HELD_OUT_SLACK, Derived, _both_parts_key, _Runner, check_held_out, space
     from tests.test_tune import prepared
 
@@ -141,8 +142,15 @@ def test_a_floor_lower_than_the_one_that_held_out_is_tried_on_both_parts(tmp_pat
         assert objective.met(current.held_out, HELD_OUT_SLACK)
         if floor_budget == 0.0:
             assert best is current and len(evaluations) == 1
+            assert settings_count(evaluations) == "1 setting"
             continue
         floors = [e for e in evaluations if e.derived_by is Derived.FLOOR]
+        # the first line of pyhpa tune's output says at once why there are more settings than --trials (issue 60)
+        others = len(evaluations) - len(floors) - 1
+        assert settings_count(evaluations).startswith(
+            f"{len(evaluations)} settings (1 searched, then {len(floors)} with a lower floor (minReplicas)")
+        assert settings_count(evaluations).endswith(" for the held-out check)")
+        assert others == 0 or "a target in between" in settings_count(evaluations)
         assert floors[0].setting == Setting(target=50.0, min_replicas=1, max_replicas=30)
         assert floors[0].origin == "the current object with minReplicas 1"
         assert best.setting.min_replicas == 1 and best.setting.max_replicas == 30

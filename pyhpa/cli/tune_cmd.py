@@ -176,13 +176,34 @@ def _fetch_live(key: Optional[str], prometheus_url: Optional[str], *, offline: b
                       history_seconds=history, directory=output_dir / "live", profile=profile)
 
 
+#: what the held-out check adds a setting for (``pyhpa.tune.search.Derived``'s values), in words
+_DERIVED_WORDS = {"robust": "more robust", "between": "a target in between", "floor": "a lower floor (minReplicas)"}
+
+
+def settings_count(evaluations) -> str:
+    """"N settings", and when the held-out check added some to the search's (``--trials`` counts the search's
+    only), how many of each: "8 settings (6 searched, then 2 with a lower floor (minReplicas) for the held-out
+    check)" (issue 60: the reason came only later, in a note)."""
+    from ..tune.search import Derived
+
+    derived: dict[Derived, int] = {}
+    for e in evaluations:
+        if e.derived_by is not None:
+            derived[e.derived_by] = derived.get(e.derived_by, 0) + 1
+    text = f"{len(evaluations)} setting{'s' if len(evaluations) != 1 else ''}"
+    if not derived:
+        return text
+    parts = ", ".join(f"{n} with {_DERIVED_WORDS[kind.value]}" for kind, n in derived.items())
+    return f"{text} ({len(evaluations) - sum(derived.values())} searched, then {parts} for the held-out check)"
+
+
 def _print_result(console, result, prepared, inputs: dict, written: list, n_jobs: int) -> None:
     """The text output: what was tuned and held out, the search's size and time, the table of the recommendation
     against the current object, the held-out check, the notes and the files written."""
     from ..tune.report import held_out_text, table
 
-    console.print(f"tuned on {inputs['tuning']}; held out {inputs['held_out']}; {len(result.evaluations)} settings in "
-                  f"{result.search_seconds:.0f} s ({n_jobs} process{'es' if n_jobs > 1 else ''})")
+    console.print(f"tuned on {inputs['tuning']}; held out {inputs['held_out']}; {settings_count(result.evaluations)} "
+                  f"in {result.search_seconds:.0f} s ({n_jobs} process{'es' if n_jobs > 1 else ''})")
     console.print(table(result, prepared))
     if held_out_text(result, prepared):
         console.print(held_out_text(result, prepared), markup=False)

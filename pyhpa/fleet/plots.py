@@ -295,16 +295,18 @@ _SCRIPT = """
 """
 
 
-def write_report(summary: dict, plots: dict[str, Path], path: Path) -> Path:
+def write_report(summary: dict, plots: dict[str, Path], path: Path, name: str = "") -> Path:
     """report.html: everything inside one file (no network): the figures, the plots (PNG data), the sortable
-    workload table."""
+    workload table. Its title is the fleet's ``name`` (its file's ``metadata.name``), else the file's name."""
     f = summary["fleet"]
     esc = html.escape
+    file = Path(f["file"]).name
+    title = name or file
     parts = [
         "<!doctype html><html lang=en><head><meta charset=utf-8>",
-        f"<title>pyhpa fleet: {esc(Path(f['file']).name)}</title><style>{_STYLE}</style></head><body>",
-        f"<h1>Fleet {esc(Path(f['file']).name)}</h1>",
-        f"<p class=note>{f['workloads']} workloads, {esc(f['node_autoscaler'])}, scheduler "
+        f"<title>pyhpa fleet: {esc(title)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>Fleet {esc(title)}</h1>",
+        f"<p class=note>{esc(file)}: {f['workloads']} workloads, {esc(f['node_autoscaler'])}, scheduler "
         f"{esc(f['scoring_strategy'])}, {esc(f['start'])} to {esc(f['end'])} "
         f"({f['simulated_seconds'] / 3600:,.1f} simulated hours), seed {f['seed']}.</p>",
         "<table id=fleet><tr><th class=text>fleet</th><th>node-hours</th><th>cost $</th><th>unserved requests</th>"
@@ -375,5 +377,5 @@ def write_plots_and_report(run, summary: dict, folder: Path) -> list[Path]:
     plots = {"nodes": plot_nodes(run, folder / "nodes.png"), "cpu": plot_cpu(run, folder / "cpu.png"),
              "pending": plot_pending(run, folder / "pending.png"), "overload": plot_overload(run, folder / "overload.png"),
              "worst": plot_worst(summary, folder / "worst.png")}
-    return [*plots.values(), write_report(summary, plots, folder / "report.html")]
+    return [*plots.values(), write_report(summary, plots, folder / "report.html", run.fleet.name)]
 

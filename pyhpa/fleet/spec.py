@@ -274,7 +274,7 @@ class Workload(Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
 
 
 class Metadata(Struct, forbid_unknown_fields=False, frozen=True):
-    name: str = ""
+    name: Annotated[str, Meta(max_length=253)] = ""  # a Kubernetes object's name is at most 253 characters
 
 
 class FleetSpec(Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
@@ -307,14 +307,15 @@ class LoadedWorkload:
 
 @dataclass(slots=True, frozen=True)
 class Fleet:
-    """A fleet file read and checked: its ``spec``, each workload loaded, and the span every trace covers
-    (``start``, ``end``: epoch seconds)."""
+    """A fleet file read and checked: its ``spec``, each workload loaded, the span every trace covers
+    (``start``, ``end``: epoch seconds) and its ``metadata.name`` (``name``; "" when it has none)."""
 
     file: str
     spec: FleetSpec
     workloads: tuple[LoadedWorkload, ...]
     start: float
     end: float
+    name: str = ""
 
 
 def _dec_hook(kind: type, value: Any) -> Any:
@@ -382,7 +383,12 @@ def _structure_error(err: msgspec.ValidationError, raw: Any, file: str, root: st
 
 
 def read_fleet_file(path: str | Path, raw: Any = None) -> FleetSpec:
-    """The fleet file's ``spec`` as typed structs (defaults filled in); ``raw``: its document already read (and
+    """The fleet file's ``spec`` (``read_fleet_document``'s)."""
+    return read_fleet_document(path, raw).spec
+
+
+def read_fleet_document(path: str | Path, raw: Any = None) -> FleetFile:
+    """The fleet file as typed structs (defaults filled in: ``spec``, ``metadata``); ``raw``: its document already read (and
     changed: a what-if's), else the file is read. Raises InputError naming the file, the node pool or workload and
     the field: a value of the wrong type or out of its bounds (a negative price, more than ``MAX_WORKLOADS``
     workloads), an unknown field, another ``kind``, or two pools, workloads or instance types of one pool with one
@@ -397,9 +403,10 @@ def read_fleet_file(path: str | Path, raw: Any = None) -> FleetSpec:
         raise InputError(f"is apiVersion {raw.get('apiVersion')!r}, kind {raw.get('kind')!r}: a fleet file is "
                          f"apiVersion: {API_VERSION}, kind: {KIND}", file=file, field="kind")
     try:
-        spec = msgspec.convert(raw, FleetFile, dec_hook=_dec_hook).spec
+        doc = msgspec.convert(raw, FleetFile, dec_hook=_dec_hook)
     except msgspec.ValidationError as err:
         raise _structure_error(err, raw, file) from None
+    spec = doc.spec
     for i, w in enumerate(spec.workloads):  # names become file names (fleet tune's recommended/NAME.yaml): no path
         try:
             object_name(w.name, f"spec.workloads[{i}].name")
@@ -412,7 +419,7 @@ def read_fleet_file(path: str | Path, raw: Any = None) -> FleetSpec:
         raise InputError(f"must be at least {MIN_SCAN_INTERVAL_SECONDS:g}s (the simulator's bound; Cluster "
                          f"Autoscaler's default is 10s), got {scan:g}s", file=file,
                          field="spec.nodeAutoscaler.cluster-autoscaler.scan-interval")
-    return spec
+    return doc
 
 
 class _Pools(Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
@@ -471,7 +478,8 @@ def load_fleet(path: str | Path, settings: Settings = Settings(), start: str | N
     ``autoscalers`` (the autoscaler documents it changed, by the file named). Raises InputError: one line naming the
     workload (or node pool) and the field, or the flag."""
     file = str(path)
-    spec = read_fleet_file(file, raw)
+    document = read_fleet_document(file, raw)
+    spec = document.spec
     changed = autoscalers or {}
     folder = Path(path).resolve().parent
     pools = {p.name: p for p in spec.node_pools}
@@ -519,7 +527,7 @@ def load_fleet(path: str | Path, settings: Settings = Settings(), start: str | N
             raise InputError(f"{_iso(hi)} is not after the start ({_iso(first)}) and within the span every trace "
                              f"covers (to {_iso(last)})", field="--end")
         last = hi
-    return Fleet(file, spec, tuple(_replayed(w, first, last) for w in loaded), first, last)
+    return Fleet(file, spec, tuple(_replayed(w, first, last) for w in loaded), first, last, document.metadata.name)
 
 
 def under(folder: Path, name: str) -> Path:
