@@ -94,7 +94,8 @@ def make_fleet(n: int, folder: Path, seed: int, model: str, predictive: bool, in
         workloads.append({"name": f"bitbrains-{vm}", "autoscaler": str(_autoscaler(folder, bitbrains, predictive)),
                           "target": str(bitbrains / "statefulset.yaml"), "profile": str(bitbrains / "profile.yaml"),
                           "trace": {"file": str(DATA / "bitbrains_rnd_2013-08_cpu.csv.gz"),
-                                    "column": "cpu_usage_percent", "where": [f"vm={vm}"]}})
+                                    "column": "cpu_usage_percent", "where": [f"vm={vm}"],
+                                    "gaps": "hold"}})  # the trace has a missing 5-minute row or two: held, as ever
     for j in range(n - len(workloads)):
         kind = ("nasa", "worldcup98")[j % 2]
         file, weeks = rng.choice(SOURCES[kind])
@@ -108,7 +109,7 @@ def make_fleet(n: int, folder: Path, seed: int, model: str, predictive: bool, in
             "name": f"{kind}-{j:04d}", "autoscaler": str(_autoscaler(folder, example, predictive)),
             "target": str(example / "deployment.yaml"), "profile": str(example / "profile.yaml"),
             "trace": {"file": str(DATA / file), "column": "requests_per_second", "scale": round(scale, 4),
-                      "shift": f"{shift:.0f}s"}})
+                      "shift": f"{shift:.0f}s", "gaps": "hold"}})
     pool = dict(POOL)
     if instant:
         pool = {**INSTANT, "minNodes": 10 + n // 4, "maxNodes": 10 + n // 4}

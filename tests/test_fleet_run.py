@@ -438,7 +438,8 @@ def test_a_workloads_trace_in_summary_json_describes_the_span_replayed(tmp_path)
     (tmp_path / "gappy.csv").write_text("\n".join(rows) + "\n")
     other = _step_trace(tmp_path, 1, 1, minutes=(200, 200, 100))
     w0, w1 = workloads_on(other, (1.0, 1.0))
-    w1["trace"] = {"file": str(tmp_path / "gappy.csv"), "column": "requests_per_second", "shift": "1h"}
+    w1["trace"] = {"file": str(tmp_path / "gappy.csv"), "column": "requests_per_second", "shift": "1h",
+                   "gaps": "hold"}  # its gap is held (issue 60: refused by default)
     path = _write(tmp_path, {"nodePools": [{"name": "p", "instanceTypes": [SMALL], "minNodes": 1, "maxNodes": 5}],
                              "workloads": [w0, w1]})
     run = FleetRun(load_fleet(path, Settings(), "2026-01-05T02:00:00Z", "2026-01-05T05:00:00Z"), Settings()).run()

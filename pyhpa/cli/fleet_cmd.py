@@ -18,6 +18,7 @@ from rich.table import Table
 
 from ..adapters.errors import InputError
 from ..adapters.parse import format_time
+from ..fleet.gaps import TraceGaps
 from . import options, run_cmd
 from .help import Command, examples, typer_app
 from .options import OUT
@@ -42,6 +43,7 @@ def simulate(
     sync_period: float = typer.Option(15.0, "--sync-period", help="HPA sync period, seconds, of autoscalers that set none (--horizontal-pod-autoscaler-sync-period)."),
     seed: int = typer.Option(0, "--seed", help="Seed: workload i's cluster gets seed + i; the scheduler's ties and the nodes' provisioning delays have streams of their own."),
     plot: bool = typer.Option(True, "--plot/--no-plot", help="Write nodes.png, cpu.png, pending.png, overload.png, worst.png and report.html (one self-contained page)."),
+    gaps: Optional[TraceGaps] = typer.Option(None, "--gaps", help="A gap in the span a workload replays (rows more than 1.5 steps apart): refused (error) or the load holds its last row (hold), for every workload; default: each workload's trace.gaps (error unless it says hold), as pyhpa simulate --gaps (its zero, interpolate and skip add rows or move time, which a fleet's one clock does not)."),
     twin: bool = typer.Option(False, "--twin", help="Also run the fleet's instant-nodes twin (each workload with nodes always there, as pyhpa simulate runs it alone) and say how much of the overload is the node pool's: waiting for nodes, evictions. About doubles the work."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
 ) -> None:
@@ -67,7 +69,7 @@ def simulate(
     if len(fleet_files) == 2 and overlays:
         raise InputError("compares a fleet with itself changed: give one fleet file with it, not two", field="--what-if")
     console = text_console()
-    first = load_fleet(fleet_files[0], settings, start, end)
+    first = load_fleet(fleet_files[0], settings, start, end, gaps=gaps)
     if len(fleet_files) == 1 and not overlays:
         summary = _run(first, output_dir, settings, plot, no_progress, "fleet", twin)
         console.print(_tables(summary))
@@ -77,8 +79,8 @@ def simulate(
         return
     # both fleets read and checked before either runs: a bad second one costs no simulation of the first
     changed = overlaid(fleet_files[0], overlays, output_dir / "b" / "input") if overlays else None
-    second_fleet = load_fleet(fleet_files[1], settings, start, end) if changed is None else \
-        load_what_if(changed, settings, start, end)
+    second_fleet = load_fleet(fleet_files[1], settings, start, end, gaps=gaps) if changed is None else \
+        load_what_if(changed, settings, start, end, gaps)
     if changed is not None:
         with options.output_dir(output_dir):
             written_b = write_what_if(changed)

@@ -147,7 +147,9 @@ async def _snapshot(settings, config, prometheus_url: str, namespaces: tuple[str
         workloads.append({"name": f"{ns}-{name}" if len(namespaces) != 1 else name,
                           "autoscaler": str(rel / "hpa.yaml"), "target": str(rel / "target.yaml"),
                           "profile": str(rel / "profile.yaml"),
-                          "trace": {"file": str(rel / "history.csv"), "column": live.column}})
+                          # Prometheus's history has holes where the workload had no samples: held, as forecast
+                          # holds them (docs/cli.md), and said in the file
+                          "trace": {"file": str(rel / "history.csv"), "column": live.column, "gaps": "hold"}})
         result.workloads.append(f"{ns}/{name}")
     if not workloads:
         why = "; ".join(f"{k}: {v}" for k, v in result.skipped[:3]) or "none found"

@@ -64,6 +64,7 @@ from ..simulate.prediction import history_start
 from ..simulate.profile import Profile, load_profile
 from ..simulate.target import KINDS, Target, load_target
 from ..simulate.trace import Gap, Trace, bound_time, load_trace, scaled_load
+from .gaps import TraceGaps
 from .scheduler import Node, PodRequests, ScoringStrategy, defaulted_spec, fits, pod_requests
 
 API_VERSION = "pyhpa.dev/v1alpha1"
@@ -252,13 +253,15 @@ class NodePool(Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
 
 class TraceRef(Struct, forbid_unknown_fields=True, frozen=True):
     """A workload's load: ``column`` of the CSV ``file``, times ``scale``, moved ``shift`` later (seconds); of a
-    long-format file, only the rows ``where`` says (``COLUMN=VALUE`` items, as ``pyhpa simulate --where``)."""
+    long-format file, only the rows ``where`` says (``COLUMN=VALUE`` items, as ``pyhpa simulate --where``); a gap
+    in the span replayed refused or held (``gaps``, ``TraceGaps``)."""
 
     file: Annotated[str, Meta(min_length=1)]
     column: Annotated[str, Meta(min_length=1)]
     scale: Annotated[float, Meta(gt=0, le=1e6)] = 1.0
     shift: ShiftSeconds = ShiftSeconds(0.0)
     where: Annotated[tuple[str, ...], Meta(max_length=20)] = ()
+    gaps: TraceGaps = TraceGaps.ERROR
 
 
 class Workload(Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
@@ -467,7 +470,8 @@ def _unique(file: str, field_path: str, names: list[str], what: str, obj: str = 
 
 
 def load_fleet(path: str | Path, settings: Settings = Settings(), start: str | None = None,
-               end: str | None = None, *, raw: Any = None, autoscalers: Mapping[str, dict] | None = None) -> Fleet:
+               end: str | None = None, *, raw: Any = None, autoscalers: Mapping[str, dict] | None = None,
+               gaps: TraceGaps | None = None) -> Fleet:
     """Read a fleet file and every file it names (``read_fleet_file``, then each workload's autoscaler, target,
     profile and trace as ``pyhpa simulate`` reads them), and check what needs them together: each workload's pool
     (named, or the one pool its nodeSelector matches), that its pod fits a node of that pool (requests plus the
@@ -475,8 +479,9 @@ def load_fleet(path: str | Path, settings: Settings = Settings(), start: str | N
     time. ``start``/``end`` (ISO 8601, as ``pyhpa simulate --start/--end``; UTC without an offset) narrow the span to
     a part of that overlap. A what-if's fleet is loaded from memory: ``raw`` (the fleet's document, changed, its
     file names absolute; ``path`` then only names it in errors: the fleet file and the overlays) and
-    ``autoscalers`` (the autoscaler documents it changed, by the file named). Raises InputError: one line naming the
-    workload (or node pool) and the field, or the flag."""
+    ``autoscalers`` (the autoscaler documents it changed, by the file named). ``gaps`` (``fleet simulate --gaps``):
+    every workload's gap policy, instead of its ``trace.gaps``. Raises InputError: one line naming the workload (or
+    node pool) and the field, or the flag; a gap in the span a workload replays with the policy ``error``."""
     file = str(path)
     document = read_fleet_document(file, raw)
     spec = document.spec
@@ -527,7 +532,25 @@ def load_fleet(path: str | Path, settings: Settings = Settings(), start: str | N
             raise InputError(f"{_iso(hi)} is not after the start ({_iso(first)}) and within the span every trace "
                              f"covers (to {_iso(last)})", field="--end")
         last = hi
-    return Fleet(file, spec, tuple(_replayed(w, first, last) for w in loaded), first, last, document.metadata.name)
+    replayed = tuple(_replayed(w, first, last) for w in loaded)
+    for i, w in enumerate(replayed):
+        _check_gaps(file, i, w, gaps)
+    return Fleet(file, spec, replayed, first, last, document.metadata.name)
+
+
+def _check_gaps(file: str, i: int, w: LoadedWorkload, flag: TraceGaps | None) -> None:
+    """Refuse a gap in the span workload ``i`` replays when its policy (``flag``, else its ``trace.gaps``) is
+    ``error``, as ``pyhpa simulate`` refuses one: the trace file's line after it, the gap's times and length."""
+    policy = w.spec.trace.gaps if flag is None else flag
+    gaps = w.trace.report.gaps
+    if policy is not TraceGaps.ERROR or not gaps:
+        return
+    g = gaps[0]
+    how = "--gaps hold" if flag is not None else "trace.gaps: hold (or fleet simulate --gaps hold)"
+    raise InputError(f"line {g.line} of {w.spec.trace.file}: gap of {g.seconds:g} s in the span it replays "
+                     f"({_iso(g.start)} to {_iso(g.end)}, shifted; {len(gaps)} gap(s) in all); hold the load over "
+                     f"gaps with {how}", file=file, obj=f"workload {w.spec.name}",
+                     field="--gaps" if flag is not None else f"spec.workloads[{i}].trace.gaps")
 
 
 def under(folder: Path, name: str) -> Path:

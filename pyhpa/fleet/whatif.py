@@ -136,9 +136,10 @@ def what_if(fleet_file: str | Path, overlays: list[tuple[str, str]], folder: Pat
     return WhatIf(src, tuple(overlays), doc, {names[path]: hpa for path, hpa in changed.items()}, folder)
 
 
-def load_what_if(w: WhatIf, settings: Settings, start: str | None, end: str | None) -> Fleet:
-    """The what-if's fleet loaded from memory as ``load_fleet`` loads a file (its errors naming ``w.name``)."""
-    return load_fleet(w.name, settings, start, end, raw=copy.deepcopy(w.doc), autoscalers=w.autoscalers)
+def load_what_if(w: WhatIf, settings: Settings, start: str | None, end: str | None, gaps=None) -> Fleet:
+    """The what-if's fleet loaded from memory as ``load_fleet`` loads a file (its errors naming ``w.name``; ``gaps``
+    as ``load_fleet``'s)."""
+    return load_fleet(w.name, settings, start, end, raw=copy.deepcopy(w.doc), autoscalers=w.autoscalers, gaps=gaps)
 
 
 def write_what_if(w: WhatIf) -> Path:
