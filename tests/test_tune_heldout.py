@@ -124,8 +124,8 @@ def test_a_floor_lower_than_the_one_that_held_out_is_tried_on_both_parts(tmp_pat
     holds, and then bisects the targets above it: the recommendation keeps the floor of 1, meets the objective on
     the tuning part and within 2x it held out, and costs less than the current object on both parts. Without the
     step's budget the current object is kept."""
-    from pyhpa.tune import Setting
     from pyhpa.cli.tune_cmd import settings_count
+    from pyhpa.tune import Setting
     from pyhpa.tune.search import HELD_OUT_SLACK, Derived, _both_parts_key, _Runner, check_held_out, space
     from tests.test_tune import prepared
 
