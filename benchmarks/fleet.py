@@ -95,7 +95,7 @@ def make_fleet(n: int, folder: Path, seed: int, model: str, predictive: bool, in
                           "target": str(bitbrains / "statefulset.yaml"), "profile": str(bitbrains / "profile.yaml"),
                           "trace": {"file": str(DATA / "bitbrains_rnd_2013-08_cpu.csv.gz"),
                                     "column": "cpu_usage_percent", "where": [f"vm={vm}"],
-                                    "gaps": "hold"}})  # the trace has a missing 5-minute row or two: held, as ever
+                                    "gaps": "hold"}})  # rnd-94 misses a 5-minute row (2013-08-13): held, as ever
     for j in range(n - len(workloads)):
         kind = ("nasa", "worldcup98")[j % 2]
         file, weeks = rng.choice(SOURCES[kind])

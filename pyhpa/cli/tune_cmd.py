@@ -184,12 +184,9 @@ def settings_count(evaluations) -> str:
     """"N settings", and when the held-out check added some to the search's (``--trials`` counts the search's
     only), how many of each: "8 settings (6 searched, then 2 with a lower floor (minReplicas) for the held-out
     check)" (issue 60: the reason came only later, in a note)."""
-    from ..tune.search import Derived
+    from collections import Counter
 
-    derived: dict[Derived, int] = {}
-    for e in evaluations:
-        if e.derived_by is not None:
-            derived[e.derived_by] = derived.get(e.derived_by, 0) + 1
+    derived = Counter(e.derived_by for e in evaluations if e.derived_by is not None)
     text = f"{len(evaluations)} setting{'s' if len(evaluations) != 1 else ''}"
     if not derived:
         return text

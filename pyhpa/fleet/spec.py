@@ -472,7 +472,7 @@ def _unique(file: str, field_path: str, names: list[str], what: str, obj: str = 
 def load_fleet(path: str | Path, settings: Settings = Settings(), start: str | None = None,
                end: str | None = None, *, raw: Any = None, autoscalers: Mapping[str, dict] | None = None,
                gaps: TraceGaps | None = None) -> Fleet:
-    """Read a fleet file and every file it names (``read_fleet_file``, then each workload's autoscaler, target,
+    """Read a fleet file and every file it names (``read_fleet_document``, then each workload's autoscaler, target,
     profile and trace as ``pyhpa simulate`` reads them), and check what needs them together: each workload's pool
     (named, or the one pool its nodeSelector matches), that its pod fits a node of that pool (requests plus the
     pool's DaemonSet overhead within an instance type's allocatable), and that the traces, shifted, overlap in

@@ -34,6 +34,7 @@ from ..adapters.errors import InputError
 from ..adapters.parse import quantity
 from ..adapters.snapshot import read_document
 from ..simulate import Settings
+from .gaps import TraceGaps
 from .spec import Fleet, load_fleet, read_node_pools, with_absolute_paths
 
 KEYS = ("nodeAutoscaler", "scoringStrategy", "prediction", "saturation", "targets", "nodePools")
@@ -136,7 +137,8 @@ def what_if(fleet_file: str | Path, overlays: list[tuple[str, str]], folder: Pat
     return WhatIf(src, tuple(overlays), doc, {names[path]: hpa for path, hpa in changed.items()}, folder)
 
 
-def load_what_if(w: WhatIf, settings: Settings, start: str | None, end: str | None, gaps=None) -> Fleet:
+def load_what_if(w: WhatIf, settings: Settings, start: str | None, end: str | None,
+                 gaps: TraceGaps | None = None) -> Fleet:
     """The what-if's fleet loaded from memory as ``load_fleet`` loads a file (its errors naming ``w.name``; ``gaps``
     as ``load_fleet``'s)."""
     return load_fleet(w.name, settings, start, end, raw=copy.deepcopy(w.doc), autoscalers=w.autoscalers, gaps=gaps)
