@@ -233,10 +233,11 @@ def syncs(draw):
 @given(inputs=syncs())
 def test_decide_upstream_compiled_is_the_cores(inputs):
     """The whole sync of an autoscaling/v2 HPA: the desired replicas, the memory after (recommendations and scale
-    events) and each metric's proposal, as ``pyhpa.core.decide`` gives them."""
+    events), each metric's proposal and the kind of what set the final number, as ``pyhpa.core.decide`` gives them."""
     assert native.covers(inputs)
     d = decide(inputs)
-    desired, recs, up, down, failed, proposals = native.decide_upstream(inputs)
+    desired, recs, up, down, failed, proposals, decider = native.decide_upstream(inputs)
+    assert decider == ("" if d.decided_by is None else d.decided_by.kind.value)
     assert (desired, recs, up, down) == (d.desired_replicas, d.memory.recommendations, d.memory.scale_up_events,
                                          d.memory.scale_down_events)
     assert proposals == [None if p.error is not None else p.replicas for p in d.proposals]

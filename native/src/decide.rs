@@ -8,7 +8,7 @@
 use pyo3::prelude::*;
 
 use crate::calculator::{plain_replicas, resource_utilization_replicas, Pod, Sample};
-use crate::normalize::{normalize, rules_from_python, Behavior, Config, Memory, Rules};
+use crate::normalize::{normalize, rules_from_python, Behavior, Config, Limited, Memory, Rules};
 
 /// A metric's target (`pyhpa.core.model.MetricSpec`): an averageValue wins over a utilization, as upstream's
 /// computeStatusForResourceMetricGeneric has it; neither is an invalid metric.
@@ -23,7 +23,8 @@ pub enum Target {
 /// index, for a Utilization target) or a Pods metric.
 #[derive(Clone, Debug)]
 pub enum Metric {
-    Resource { is_cpu: bool, target: Target, requests: Vec<i64> },
+    /// ``each``: every pod's request (a simulated workload's pods share one template), else ``requests`` by pod
+    Resource { is_cpu: bool, target: Target, requests: Vec<i64>, each: Option<i64> },
     Pods { target: Target },
 }
 
@@ -45,30 +46,76 @@ pub struct Decided {
     pub memory: Memory,
     /// the metrics stopped the sync (all invalid, or some with the rest scaling down): no normalization
     pub failed: bool,
-    /// each metric's proposal (None: the metric failed)
-    pub proposals: Vec<Option<i64>>,
+    /// each metric's proposal (None: the metric failed; none when the sync stopped before the metrics)
+    pub proposals: Vec<Option<Proposed>>,
+    /// the kind of what set the final number (``Decision.decided_by``)
+    pub decider: Decider,
+}
+
+/// ``Decision.decided_by``'s kind (``pyhpa.core.model.SourceKind``) for the HPAs this module covers
+/// (``pyhpa.core.combine.decided_by``): None where the sync decided nothing (a target at zero, failed metrics).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decider {
+    None,
+    Metric,
+    Spec,
+    Stabilization,
+    Policy,
+}
+
+impl Decider {
+    pub fn kind(self) -> &'static str {
+        match self {
+            Decider::None => "",
+            Decider::Metric => "Metric",
+            Decider::Spec => "Spec",
+            Decider::Stabilization => "Stabilization",
+            Decider::Policy => "Policy",
+        }
+    }
+}
+
+/// One metric's proposal (`pyhpa.core.model.Proposal`): the replicas, the utilization (percent of the request; a
+/// Utilization target's only) and the raw average (milli-units).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Proposed {
+    pub replicas: i64,
+    pub utilization: Option<i64>,
+    pub raw_milli: i64,
 }
 
 fn proposal(metric: &Metric, pods: &[Pod], samples: Option<&[(String, Sample)]>, current: i64, s: &Settings,
-            now: f64) -> Option<i64> {
+            now: f64) -> Option<Proposed> {
     let samples = samples?; // the metrics API failed
     let (init, delay) = (s.cpu_initialization_period_seconds, s.initial_readiness_delay_seconds);
+    let plain = |milli: i64, is_cpu: bool| {
+        plain_replicas(pods, samples, current, s.down, s.up, now, init, delay, milli, is_cpu).ok()
+            .map(|r| Proposed { replicas: r.0, utilization: None, raw_milli: r.1 })
+    };
     match metric {
-        Metric::Resource { is_cpu, target, requests } => match *target {
-            Target::AverageValue(milli) => {
-                plain_replicas(pods, samples, current, s.down, s.up, now, init, delay, milli, *is_cpu).ok().map(|r| r.0)
-            }
+        Metric::Resource { is_cpu, target, requests, each } => match *target {
+            Target::AverageValue(milli) => plain(milli, *is_cpu),
             Target::Utilization(percent) => {
-                let with: Vec<Pod> = pods.iter().zip(requests).map(|(p, &r)| Pod { request: r, ..p.clone() }).collect();
-                resource_utilization_replicas(&with, samples, current, s.down, s.up, now, init, delay, percent, *is_cpu)
-                    .ok().map(|r| r.replicas)
+                let with: Vec<Pod>;
+                let pods = match each {
+                    Some(r) if pods.iter().all(|p| p.request == *r) => pods,
+                    Some(r) => {
+                        with = pods.iter().map(|p| Pod { request: *r, ..p.clone() }).collect();
+                        &with
+                    }
+                    None => {
+                        with = pods.iter().zip(requests).map(|(p, &r)| Pod { request: r, ..p.clone() }).collect();
+                        &with
+                    }
+                };
+                resource_utilization_replicas(pods, samples, current, s.down, s.up, now, init, delay, percent, *is_cpu)
+                    .ok().map(|r| Proposed { replicas: r.replicas, utilization: Some(r.utilization),
+                                             raw_milli: r.raw_average })
             }
             Target::Unset => None,
         },
         Metric::Pods { target } => match *target {
-            Target::AverageValue(milli) => {
-                plain_replicas(pods, samples, current, s.down, s.up, now, init, delay, milli, false).ok().map(|r| r.0)
-            }
+            Target::AverageValue(milli) => plain(milli, false),
             _ => None,
         },
     }
@@ -104,20 +151,20 @@ pub fn decide_upstream(current: i64, min_replicas: i64, max_replicas: i64, behav
                               scale_up_events, scale_down_events };
     if current == 0 {
         // scaling is disabled since the replica count of the target is zero (HPAScaleToZero off)
-        return Decided { desired: current, memory, failed: false, proposals: vec![] };
+        return Decided { desired: current, memory, failed: false, proposals: vec![], decider: Decider::None };
     }
     if current > max_replicas || current < min_replicas {
         let bound = if current > max_replicas { max_replicas } else { min_replicas };
         store_scale_event(&mut memory, behavior, current, bound, now);
-        return Decided { desired: bound, memory, failed: false, proposals: vec![] };
+        return Decided { desired: bound, memory, failed: false, proposals: vec![], decider: Decider::Spec };
     }
-    let proposals: Vec<Option<i64>> = metrics.iter().enumerate()
+    let proposals: Vec<Option<Proposed>> = metrics.iter().enumerate()
         .map(|(i, m)| proposal(m, pods, samples.get(i).and_then(|x| x.as_deref()), current, s, now)).collect();
     let (mut replicas, mut invalid) = (0i64, 0usize);
     for p in &proposals {
         match *p {
             None => invalid += 1,
-            Some(r) => {
+            Some(Proposed { replicas: r, .. }) => {
                 if replicas == 0 || r > replicas {
                     replicas = r;
                 }
@@ -125,7 +172,7 @@ pub fn decide_upstream(current: i64, min_replicas: i64, max_replicas: i64, behav
         }
     }
     if invalid >= metrics.len() || (invalid > 0 && replicas < current) {
-        return Decided { desired: current, memory, failed: true, proposals };
+        return Decided { desired: current, memory, failed: true, proposals, decider: Decider::None };
     }
     let pre = if replicas > 0 { replicas } else { 0 };
     let n = normalize(current, pre, min_replicas, max_replicas, behavior, &memory, now, &s.normalize);
@@ -133,17 +180,28 @@ pub fn decide_upstream(current: i64, min_replicas: i64, max_replicas: i64, behav
     if n.desired != current {
         store_scale_event(&mut memory, behavior, current, n.desired, now);
     }
-    Decided { desired: n.desired, memory, failed: false, proposals }
+    // the last step of normalization that changed the number, else the winning metric (``decided_by``)
+    let decider = if n.desired != n.stabilized {
+        match n.limited {
+            Limited::TooFewReplicas | Limited::TooManyReplicas => Decider::Spec,
+            _ => Decider::Policy,
+        }
+    } else if n.stabilized != pre {
+        Decider::Stabilization
+    } else {
+        Decider::Metric
+    };
+    Decided { desired: n.desired, memory, failed: false, proposals, decider }
 }
 
 use crate::normalize::PyRules;
 /// (kind "Resource" or "Pods", is CPU, target kind "Utilization", "AverageValue" or "", target value, requests)
 type PyMetric = (String, bool, String, i64, Vec<i64>);
 type PyPod = (String, String, bool, Option<f64>, Option<bool>, bool, f64);
-type PyDecided = (i64, Vec<(f64, i64)>, Vec<(f64, i64)>, Vec<(f64, i64)>, bool, Vec<Option<i64>>);
+type PyDecided = (i64, Vec<(f64, i64)>, Vec<(f64, i64)>, Vec<(f64, i64)>, bool, Vec<Option<i64>>, &'static str);
 
 /// `decide_upstream` for Python (``pyhpa.simulate.native.decide_upstream`` builds its arguments from the core's
-/// objects). Returns (desired, recommendations, scale-up events, scale-down events, failed, proposals).
+/// objects). Returns (desired, recommendations, scale-up events, scale-down events, failed, proposals, the decider's kind).
 #[pyfunction]
 #[pyo3(name = "decide_upstream", signature = (current, min_replicas, max_replicas, behavior, metrics, pods, samples,
     recommendations, scale_up_events, scale_down_events, now, settings))]
@@ -164,7 +222,7 @@ pub fn py_decide_upstream(current: i64, min_replicas: i64, max_replicas: i64, be
             "AverageValue" => Target::AverageValue(value),
             _ => Target::Unset,
         };
-        if kind == "Pods" { Metric::Pods { target } } else { Metric::Resource { is_cpu, target, requests } }
+        if kind == "Pods" { Metric::Pods { target } } else { Metric::Resource { is_cpu, target, requests, each: None } }
     }).collect();
     let pods: Vec<Pod> = pods.into_iter().map(|p| Pod { name: p.0, phase: p.1, deleted: p.2, start_time: p.3,
                                                         ready: p.4, ready_unknown: p.5, ready_transition_time: p.6,
@@ -180,5 +238,5 @@ pub fn py_decide_upstream(current: i64, min_replicas: i64, max_replicas: i64, be
     let d = decide_upstream(current, min_replicas, max_replicas, behavior.as_ref(), &metrics, &pods, &samples,
                             recommendations, scale_up_events, scale_down_events, now, &s);
     Ok((d.desired, d.memory.recommendations, d.memory.scale_up_events, d.memory.scale_down_events, d.failed,
-        d.proposals))
+        d.proposals.iter().map(|p| p.map(|p| p.replicas)).collect(), d.decider.kind()))
 }

@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 pub mod calculator;
 pub mod decide;
 pub mod normalize;
+pub mod workload;
 
 #[pymodule]
 fn rustcore(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -17,6 +18,7 @@ fn rustcore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(calculator::py_plain_replicas, m)?)?;
     m.add_function(wrap_pyfunction!(decide::py_decide_upstream, m)?)?;
     m.add_function(wrap_pyfunction!(time_parts, m)?)?;
+    m.add_class::<workload::Workload>()?;
     m.add("VERSION", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -125,6 +125,8 @@ impl Limited {
 #[derive(Clone, Debug)]
 pub struct Normalized {
     pub desired: i64,
+    /// the recommendation after stabilization (before the rate and the bounds)
+    pub stabilized: i64,
     pub recommendations: Vec<(f64, i64)>,
     pub able: Able,
     pub limited: Limited,
@@ -300,14 +302,14 @@ pub fn normalize(current: i64, prenormalized: i64, min_replicas: i64, max_replic
             let (stabilized, new_recs) = stabilize(recs, prenormalized, now, window);
             let able = if stabilized != prenormalized { Able::ScaleDownStabilized } else { Able::ReadyForNewScale };
             let (desired, limited) = convert_with_rules(current, stabilized, min_replicas, max_replicas, config);
-            Normalized { desired, recommendations: new_recs, able, limited }
+            Normalized { desired, stabilized, recommendations: new_recs, able, limited }
         }
         Some(b) => {
             let (up_w, down_w) = stabilization_windows(Some(b), config);
             let (stabilized, new_recs, why) = stabilize_with_behavior(recs, prenormalized, current, now, up_w, down_w);
             let able = if stabilized != prenormalized { why } else { Able::ReadyForNewScale };
             let (desired, limited) = convert_with_behavior(current, stabilized, min_replicas, max_replicas, memory, b, now);
-            Normalized { desired, recommendations: new_recs, able, limited }
+            Normalized { desired, stabilized, recommendations: new_recs, able, limited }
         }
     }
 }

@@ -31,6 +31,7 @@ from ..adapters.parse import format_time
 from ..simulate import Settings, check_extent
 from ..simulate.clock import ATTEMPT, AUTOSCALER, READY, RETRY, SAMPLE, Clock
 from ..simulate.cluster import Cluster, History, SimPod
+from ..simulate.compiled import CompiledCluster
 from .nodeautoscalers import Action, Delete, Launch, Reason, Replace, make_model
 from .scheduler import Node, Placer, PodRequests
 from .spec import Fleet, InstanceType, LoadedWorkload, NodePool
@@ -225,7 +226,7 @@ def workload_cluster(fleet: Fleet, i: int, settings: Settings, binder=None, summ
     except InputError as err:
         raise err.at(file=fleet.file, obj=f"workload {w.spec.name}") from None
     rps = w.profile.load_to_rps(columns[w.spec.trace.column])
-    return Cluster(h.hpa, w.target, w.profile, h.config, times, rps, columns, fleet.start, fleet.end,
+    return CompiledCluster(h.hpa, w.target, w.profile, h.config, times, rps, columns, fleet.start, fleet.end,
                    h.sync_period_seconds, settings.seed + i, (), history=history, binder=binder,
                    obj=f"workload {w.spec.name}", summary_only=summary_only)
 

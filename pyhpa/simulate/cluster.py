@@ -762,14 +762,19 @@ class Cluster:
 
     def _rescale(self, t: float, d: Decision) -> None:
         if d.desired_replicas > MAX_SIMULATED_PODS:
-            raise InputError(f"scales to {d.desired_replicas:,} pods at {format_time(t)}; the simulator runs at most "
-                             f"{MAX_SIMULATED_PODS:,} pods: lower maxReplicas or the load (--load-scale)",
-                             field="spec.maxReplicas")
+            self._too_many(t, d.desired_replicas)
         self.scale_events.append(ScaleEvent(t, d.current_replicas, d.desired_replicas))
         if d.desired_replicas > d.current_replicas and self.episode_start is not None and self.episode_reaction is None:
             self.episode_reaction = t - self.episode_start
         self.spec_replicas = d.desired_replicas
         self._reconcile(t)
+
+    @staticmethod
+    def _too_many(t: float, desired: int) -> None:
+        """Raise the error of a rescale to ``desired`` pods (past ``MAX_SIMULATED_PODS``) at ``t``."""
+        raise InputError(f"scales to {desired:,} pods at {format_time(t)}; the simulator runs at most "
+                         f"{MAX_SIMULATED_PODS:,} pods: lower maxReplicas or the load (--load-scale)",
+                         field="spec.maxReplicas")
 
     def _record(self, t: float, d: Decision) -> None:
         """The sync's row of the timeline (only the columns a summary reads when ``summary_only``)."""

@@ -56,7 +56,9 @@ def available() -> bool:
     return rustcore is not None
 
 
-def _rules(r: ScalingRules) -> tuple:
+def rules(r: ScalingRules) -> tuple:
+    """One direction's ``ScalingRules`` as the compiled code takes them: (window or None, selectPolicy,
+    [(type, value, periodSeconds)])."""
     return (r.stabilization_window_seconds, r.select_policy,
             [(p.type, p.value, p.period_seconds) for p in r.policies])
 
@@ -67,7 +69,7 @@ def normalize(current: int, prenormalized: int, min_replicas: int, max_replicas:
     the AbleToScale reason, the ScalingLimited reason). ``memory.recommendations`` must not be None. Raises
     RuntimeError when the compiled path is not built (``available``), ValueError for a selectPolicy or policy type
     the API has not."""
-    b = None if behavior is None else (_rules(behavior.scale_up), _rules(behavior.scale_down))
+    b = None if behavior is None else (rules(behavior.scale_up), rules(behavior.scale_down))
     return _compiled().normalize(current, prenormalized, min_replicas, max_replicas, b, memory.recommendations or [],
                              memory.scale_up_events, memory.scale_down_events, now,
                              (config.downscale_stabilization_window_seconds, config.scale_up_limit_factor,
@@ -97,6 +99,25 @@ def plain_replicas(pods: list[Pod], samples: dict[str, PodSample], current: int,
         *_pods_and_samples(pods, samples, {}), current, down, up, now, config.cpu_initialization_period_seconds,
         config.initial_readiness_delay_seconds, target_milli, is_cpu)
     return (*out[:4], dict(out[4]), *out[5:])
+
+
+def metric_args(hpa, requests: list[list[int]]) -> list[tuple]:
+    """Each of ``hpa``'s metrics as the compiled decision takes it: (``Resource`` or ``Pods``, is CPU, the target's
+    kind (``Utilization``, ``AverageValue`` or "" for none), its value (percent or milli), ``requests``' per-pod
+    requests of it). An averageValue wins over a utilization whatever the declared type, as upstream's
+    computeStatusForResourceMetricGeneric has it."""
+    metrics = []
+    for m, per_pod in zip(hpa.metrics, requests):
+        if m.type == PODS:
+            target = (AVERAGE_VALUE, m.target_average_milli) if m.target_average_milli is not None else ("", 0)
+        elif m.target_average_milli is not None:
+            target = (AVERAGE_VALUE, m.target_average_milli)
+        elif m.target_utilization is not None:
+            target = (UTILIZATION, m.target_utilization)
+        else:
+            target = ("", 0)
+        metrics.append(("Pods" if m.type == PODS else "Resource", m.name == "cpu", *target, per_pod))
+    return metrics
 
 
 def _compiled():
@@ -160,24 +181,15 @@ def _requests(inputs: SyncInputs) -> list[list[int]]:
 def decide_upstream(inputs: SyncInputs) -> tuple:
     """``pyhpa.core.reconcile.decide`` compiled, for inputs it ``covers``: (desired replicas, the recommendations,
     scale-up and scale-down events after the sync, whether the metrics stopped it, each metric's proposal (None: it
-    failed; [] when the sync stopped before the metrics)). Raises ValueError for inputs it does not cover,
+    failed; [] when the sync stopped before the metrics), the kind of what set the final number (``Decision.decided_by``'s
+    ``SourceKind`` value; "" where nothing did)). Raises ValueError for inputs it does not cover,
     RuntimeError when the compiled path is not built."""
     requests = _covered(inputs)
     if requests is None:
         raise ValueError("not an autoscaling/v2 HPA of Resource, ContainerResource and Pods metrics that the compiled "
                          "decision covers (pyhpa.simulate.native.covers)")
     hpa, config, mem = inputs.hpa, inputs.config, inputs.memory
-    metrics = []
-    for m, per_pod in zip(hpa.metrics, requests):
-        if m.type == PODS:
-            target = (AVERAGE_VALUE, m.target_average_milli) if m.target_average_milli is not None else ("", 0)
-        elif m.target_average_milli is not None:  # an averageValue wins whatever the declared type, as upstream
-            target = (AVERAGE_VALUE, m.target_average_milli)
-        elif m.target_utilization is not None:
-            target = (UTILIZATION, m.target_utilization)
-        else:
-            target = ("", 0)
-        metrics.append(("Pods" if m.type == PODS else "Resource", m.name == "cpu", *target, per_pod))
+    metrics = metric_args(hpa, requests)
     samples = [None if (x := inputs.samples[i] if i < len(inputs.samples) else None) is None or x.error is not None
                else [(n, v.value, v.timestamp, v.window) for n, v in (x.pods or {}).items()]
                for i in range(len(hpa.metrics))]
@@ -185,7 +197,7 @@ def decide_upstream(inputs: SyncInputs) -> tuple:
     b = hpa.behavior
     return _compiled().decide_upstream(
         inputs.scale.spec_replicas, hpa.min_replicas, hpa.max_replicas,
-        None if b is None else (_rules(b.scale_up), _rules(b.scale_down)), metrics,
+        None if b is None else (rules(b.scale_up), rules(b.scale_down)), metrics,
         [(p.name, p.phase, p.deleted, p.start_time, p.ready, p.ready_unknown, p.ready_transition_time)
          for p in inputs.pods], samples, None if mem.recommendations is None else list(mem.recommendations),
         list(mem.scale_up_events), list(mem.scale_down_events), inputs.now,

@@ -73,6 +73,17 @@ class SummaryTimeline:
         self.metrics = tuple(metrics)
         self._columns = {name: array("d") for name in (*SUMMARY_COLUMNS, *self.metrics)}
 
+    @classmethod
+    def from_columns(cls, metrics: Sequence[str], current: array, desired: array,
+                     values: Sequence[array]) -> SummaryTimeline:
+        """A timeline of these columns (``array('d')`` each, a value a sync; NaN: none), as ``append`` would have
+        made them (a compiled workload's: ``pyhpa.simulate.compiled``)."""
+        tl = cls(metrics)
+        tl._columns["current_replicas"], tl._columns["desired_replicas"] = current, desired
+        for name, col in zip(tl.metrics, values):
+            tl._columns[name] = col
+        return tl
+
     def append(self, current: int, desired: int, values: Sequence[float | None]) -> None:
         cols = self._columns
         cols["current_replicas"].append(current)

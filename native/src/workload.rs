@@ -1,0 +1,921 @@
+//! One simulated workload compiled: `pyhpa.simulate.cluster.Cluster`'s own instants (its load's trace rows, the
+//! metrics-server scrapes, the pods' start-up transitions, the HPA sync loop and the workload controller) with the
+//! decision of `decide_upstream` at each sync, for the workloads `pyhpa.simulate.native.covers_workload` accepts.
+//!
+//! The Python class stays the reference: every method here follows one of `Cluster`'s by name, in the same order of
+//! floating-point operations, so that every figure is the same to the last bit (the fleet's byte identity and
+//! `tests/test_native_workload.py` compare both). What stays in Python is called back through the `owner` each
+//! method takes (the `pyhpa.simulate.native_cluster.CompiledCluster`): its random draws (`_c_draw`: a new pod's
+//! traffic weight and start-up jitter, from the workload's `random.Random`), a bound pod's transition times
+//! (`_c_start_up`: the probes), the binder (`_c_created`, `_c_removed`) and the error of a rescale past the
+//! simulator's bound (`_c_too_many`). Times are epoch seconds, CPU millicores, requests requests/s.
+
+use std::collections::HashMap;
+
+use pyo3::prelude::*;
+
+use crate::calculator::{Pod, Sample};
+use crate::decide::{decide_upstream, Decider, Metric, Settings};
+use crate::normalize::{rules_from_python, Behavior, Config, PyRules};
+
+const INF: f64 = f64::INFINITY;
+const ZERO_TIME: f64 = -62135596800.0;
+
+/// A pod's transitions (`Cluster._start_up`'s kinds, in the order Python sorts their names at one instant).
+const APP: u8 = 0;
+const BOOST_END: u8 = 1;
+const BOUND: u8 = 2;
+const READY: u8 = 3;
+const RUNNING: u8 = 4;
+
+/// What a metric view reads of a scrape (`pyhpa.simulate.metrics.MetricView.kind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Cpu,
+    Memory,
+    Served,
+    Idle,
+}
+
+#[derive(Clone, Debug)]
+struct View {
+    kind: Kind,
+    /// the timeline's value is the utilization (percent), else the raw average times ``factor``
+    utilization: bool,
+    factor: f64,
+}
+
+/// (cpu, memory, served) samples of one pod and the window (`Cluster._pod_sample`).
+#[derive(Clone, Copy, Debug)]
+struct SampleSet {
+    cpu: Option<Sample>,
+    memory: Option<Sample>,
+    served: Option<Sample>,
+    window: f64,
+}
+
+/// `pyhpa.simulate.cluster._Group`.
+#[derive(Clone, Debug)]
+struct Group {
+    weight: f64,
+    count: i64,
+    cpu: f64,
+    served: f64,
+    sample: Option<(f64, f64, SampleSet)>,
+}
+
+/// `pyhpa.simulate.cluster.SimPod`.
+#[derive(Clone, Debug)]
+struct SimPod {
+    name: String,
+    created: f64,
+    bound_at: f64,
+    weight: f64,
+    events: Vec<(f64, u8)>,
+    next_ev: usize,
+    bound: bool,
+    running: bool,
+    app_up: bool,
+    ready: bool,
+    boosting: bool,
+    steady_since: f64,
+    cpu: f64,
+    served: f64,
+    group: Option<usize>,
+    g_cpu: f64,
+    g_served: f64,
+    prev_t: Option<f64>,
+    prev_cpu: f64,
+    prev_served: f64,
+    ready_at: f64,
+}
+
+impl SimPod {
+    fn has_events(&self) -> bool {
+        self.next_ev < self.events.len()
+    }
+}
+
+/// (syncs per kind of decider, timeline columns) and the accumulated figures of `Cluster.stats`.
+#[derive(Clone, Debug, Default)]
+struct Stats {
+    pod_seconds: f64,
+    ready_pod_seconds: f64,
+    requested_requests: f64,
+    unserved_requests: f64,
+    overloaded_seconds: f64,
+    cpu_millicore_seconds: f64,
+    running_pod_seconds: f64,
+}
+
+/// CPython's float floor division (``float_floor_div``), so that a minute's index is Python's.
+fn py_floordiv(vx: f64, wx: f64) -> f64 {
+    let m = vx % wx;
+    let mut div = (vx - m) / wx;
+    if m != 0.0 && (wx < 0.0) != (m < 0.0) {
+        div -= 1.0;
+    }
+    if div != 0.0 {
+        let mut floordiv = div.floor();
+        if div - floordiv > 0.5 {
+            floordiv += 1.0;
+        }
+        floordiv
+    } else {
+        (0.0f64).copysign(vx / wx)
+    }
+}
+
+/// Python's ``min(a, b)``: ``a`` unless ``b`` is less.
+fn pymin(a: f64, b: f64) -> f64 {
+    if b < a { b } else { a }
+}
+
+/// Python's ``int(x)`` of a float (toward zero), saturating at i64's range.
+fn py_int(x: f64) -> i64 {
+    x.trunc() as i64
+}
+
+type Scraped = (Vec<usize>, Vec<(String, Sample)>);
+
+#[pyclass(module = "pyhpa.simulate.rustcore", unsendable)]
+pub struct Workload {
+    // the model's constants (`Cluster._model_constants`)
+    t0: f64,
+    end: f64,
+    sync_period: f64,
+    resolution: f64,
+    scrape_offset: f64,
+    k_cpu: f64,
+    base_cpu: f64,
+    boost: f64,
+    limit: f64,
+    cap: f64,
+    mem_base: f64,
+    mem_per_rps: f64,
+    need_cpu: bool,
+    need_memory: bool,
+    need_served: bool,
+    statefulset: bool,
+    ordered_ready: bool,
+    has_binder: bool,
+    target_name: String,
+    scheduling_seconds: f64,
+    times: Vec<f64>,
+    rps_values: Vec<f64>,
+    views: Vec<View>,
+    // the decision
+    min_replicas: i64,
+    max_replicas: i64,
+    max_pods: i64,
+    behavior: Option<Behavior>,
+    metrics: Vec<Metric>,
+    request: i64,
+    settings: Settings,
+    recommendations: Option<Vec<(f64, i64)>>,
+    scale_up_events: Vec<(f64, i64)>,
+    scale_down_events: Vec<(f64, i64)>,
+    // the state (`Cluster._init_state`)
+    all: Vec<SimPod>,
+    pods: Vec<usize>,
+    groups: Vec<Group>,
+    order: Vec<usize>,
+    by_weight: HashMap<u64, usize>,
+    starting: Vec<usize>,
+    counter: i64,
+    spec_replicas: i64,
+    trace_i: usize,
+    rps: f64,
+    next_trace: f64,
+    sync_k: i64,
+    next_sync: f64,
+    scrape_k: i64,
+    next_scrape: f64,
+    /// each metric's last scrape (None: the API's error): the pods' ids and (name, sample)
+    samples: Vec<Option<Scraped>>,
+    samples_stale: bool,
+    core_pods: Vec<Pod>,
+    n_live: i64,
+    n_running: i64,
+    n_ready: i64,
+    n_serving: i64,
+    w_ready: f64,
+    next_pod: f64,
+    t: f64,
+    // what the run accumulates
+    stats: Stats,
+    episodes: Vec<(f64, f64, Option<f64>)>,
+    episode_start: Option<f64>,
+    episode_reaction: Option<f64>,
+    unserved_by_minute: Vec<(i64, f64)>,
+    scale_events: Vec<(f64, i64, i64)>,
+    failed_syncs: i64,
+    decided_by: Vec<(&'static str, i64)>,
+    tl_current: Vec<f64>,
+    tl_desired: Vec<f64>,
+    tl_values: Vec<Vec<f64>>,
+}
+
+type PyModel = (f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64);
+type PyShape = (bool, bool, bool, bool, bool, bool, String, f64, f64, i64);
+type PyMetric = (String, bool, String, i64, i64);
+
+#[pymethods]
+impl Workload {
+    /// ``model``: (t0, end, sync period, metric resolution, scrape offset, CPU millicore-seconds per request,
+    /// baseline millicores, start-up boost millicores, CPU limit millicores (inf: none), pod capacity requests/s,
+    /// memory baseline MiB, MiB per request/s); ``shape``: (need cpu, need memory, need served, StatefulSet,
+    /// OrderedReady, with a binder, the target's name, the profile's pod_scheduling_seconds, the first sync's
+    /// the target's replicas at the start, the simulator's pod bound); ``times``/``rps``:
+    /// the load's step function; ``views``: (kind cpu/memory/served/idle, value is the utilization, factor) per
+    /// metric; ``metrics``: (kind Resource/Pods, is CPU, target kind, value, every pod's request of it (milli)) per
+    /// metric; ``request``: the request the pods carry (the first Utilization metric's); ``settings`` as `decide_upstream` takes them.
+    #[new]
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (model, shape, times, rps, views, min_replicas, max_replicas, behavior, metrics, request,
+                        settings))]
+    fn new(model: PyModel, shape: PyShape, times: Vec<f64>, rps: Vec<f64>, views: Vec<(String, bool, f64)>,
+           min_replicas: i64, max_replicas: i64, behavior: Option<(PyRules, PyRules)>, metrics: Vec<PyMetric>,
+           request: i64, settings: (f64, f64, f64, f64, f64, f64, f64)) -> PyResult<Self> {
+        let behavior = match behavior {
+            None => None,
+            Some((up, down)) => Some(Behavior { up: rules_from_python(up)?, down: rules_from_python(down)? }),
+        };
+        let metrics = metrics.into_iter().map(|(kind, is_cpu, target, value, each)| {
+            let target = match target.as_str() {
+                "Utilization" => crate::decide::Target::Utilization(value),
+                "AverageValue" => crate::decide::Target::AverageValue(value),
+                _ => crate::decide::Target::Unset,
+            };
+            if kind == "Pods" { Metric::Pods { target } } else { Metric::Resource { is_cpu, target, requests: vec![], each: Some(each) } }
+        }).collect();
+        let views: Vec<View> = views.into_iter().map(|(kind, utilization, factor)| View {
+            kind: match kind.as_str() {
+                "cpu" => Kind::Cpu,
+                "memory" => Kind::Memory,
+                "served" => Kind::Served,
+                _ => Kind::Idle,
+            },
+            utilization, factor,
+        }).collect();
+        let n_views = views.len();
+        let (t0, end, sync_period, resolution, scrape_offset, k_cpu, base_cpu, boost, limit, cap, mem_base,
+             mem_per_rps) = model;
+        let (need_cpu, need_memory, need_served, statefulset, ordered_ready, has_binder, target_name,
+             scheduling_seconds, replicas, max_pods) = shape;
+        let rps0 = rps[0];
+        let next_trace = if times.len() > 1 { times[1] } else { INF };
+        Ok(Workload {
+            t0, end, sync_period, resolution, scrape_offset, k_cpu, base_cpu, boost, limit, cap, mem_base,
+            mem_per_rps, need_cpu, need_memory, need_served, statefulset, ordered_ready, has_binder, target_name,
+            scheduling_seconds, times, rps_values: rps, views, min_replicas, max_replicas, max_pods, behavior,
+            metrics, request,
+            settings: Settings {
+                normalize: Config { downscale_stabilization_window_seconds: settings.0,
+                                    scale_up_limit_factor: settings.1, scale_up_limit_minimum: settings.2 },
+                down: settings.3, up: settings.4, cpu_initialization_period_seconds: settings.5,
+                initial_readiness_delay_seconds: settings.6,
+            },
+            recommendations: None, scale_up_events: vec![], scale_down_events: vec![],
+            all: vec![], pods: vec![], groups: vec![], order: vec![], by_weight: HashMap::new(), starting: vec![],
+            counter: 0, spec_replicas: replicas as i64, trace_i: 0, rps: rps0, next_trace, sync_k: 0,
+            next_sync: t0, scrape_k: -2, next_scrape: t0 + scrape_offset - 2.0 * resolution,
+            samples: vec![None; n_views], samples_stale: false, core_pods: vec![], n_live: 0, n_running: 0,
+            n_ready: 0, n_serving: 0, w_ready: 0.0, next_pod: INF, t: t0 - 2.0 * resolution,
+            stats: Stats::default(), episodes: vec![], episode_start: None, episode_reaction: None,
+            unserved_by_minute: vec![], scale_events: vec![], failed_syncs: 0, decided_by: vec![],
+            tl_current: vec![], tl_desired: vec![], tl_values: vec![vec![]; n_views],
+        })
+    }
+
+    /// The pods of the start (`Cluster._init_state`): ``spec_replicas`` pods that have run for a day at ``t``.
+    fn start(&mut self, owner: &Bound<'_, PyAny>, t: f64) -> PyResult<()> {
+        for _ in 0..self.spec_replicas {
+            self.add_pod(owner, t, true)?;
+        }
+        self.recount();
+        Ok(())
+    }
+
+    /// `Cluster.next_event`.
+    fn next_event(&self) -> f64 {
+        self.next_trace.min(self.next_sync).min(self.next_scrape).min(self.next_pod).min(self.end)
+    }
+
+    /// `Cluster._advance_to`: every event at ``limit`` or before it; returns the next event's time.
+    fn advance_to(&mut self, owner: &Bound<'_, PyAny>, limit: f64) -> PyResult<f64> {
+        let (mut t, end) = (self.t, self.end);
+        while t < end {
+            let b = self.next_event();
+            if b > limit {
+                break;
+            }
+            if b > t {
+                self.advance(t, b);
+                t = b;
+            }
+            if t >= end {
+                break;
+            }
+            self.t = t;
+            if self.next_pod <= t {
+                self.transitions(owner, t)?;
+            }
+            if self.next_trace <= t {
+                self.trace_step();
+            }
+            if self.next_scrape <= t {
+                self.scrape(t);
+            }
+            if self.next_sync <= t {
+                self.sync(owner, t)?;
+            }
+        }
+        self.t = t;
+        Ok(self.next_event())
+    }
+
+    /// `Cluster.bind`: the binder bound pod ``pid`` at ``t``; ``events``: its transitions (`Cluster._start_up`).
+    fn bind(&mut self, owner: &Bound<'_, PyAny>, pid: usize, t: f64, events: Vec<(f64, u8)>) -> PyResult<f64> {
+        self.catch_up(t);
+        let pod = &mut self.all[pid];
+        pod.bound_at = t;
+        pod.events = events;
+        pod.next_ev = 0;
+        self.apply_events(pid, t);
+        if self.ordered_ready {
+            self.reconcile(owner, t)?;
+        } else {
+            self.recount();
+        }
+        Ok(self.next_event())
+    }
+
+    /// `Cluster.evict`: pod ``pid``'s node was drained at ``t``.
+    fn evict(&mut self, owner: &Bound<'_, PyAny>, pid: usize, t: f64) -> PyResult<f64> {
+        self.catch_up(t);
+        self.remove(owner, pid)?;
+        self.reconcile(owner, t)?;
+        Ok(self.next_event())
+    }
+
+    /// `Cluster.finish`: integrate to ``end`` and close an open overload episode.
+    fn finish(&mut self) {
+        self.catch_up(self.end);
+        self.end_episode(self.end);
+    }
+
+    /// The live pods' ids, in the workload's order.
+    fn pod_ids(&self) -> Vec<usize> {
+        self.pods.clone()
+    }
+
+    /// How far the run has come (epoch s).
+    #[getter]
+    fn t(&self) -> f64 {
+        self.t
+    }
+
+    /// The pods that exist now (``len(Cluster.pods)``).
+    #[getter]
+    fn n_live(&self) -> i64 {
+        self.n_live
+    }
+
+    /// The target's replicas now.
+    #[getter]
+    fn spec_replicas(&self) -> i64 {
+        self.spec_replicas
+    }
+
+    /// (pod-seconds, Ready pod-seconds, requests, unserved requests, overloaded seconds, CPU millicore-seconds,
+    /// Running pod-seconds), as `Cluster.stats`.
+    fn stats(&self) -> (f64, f64, f64, f64, f64, f64, f64) {
+        let s = &self.stats;
+        (s.pod_seconds, s.ready_pod_seconds, s.requested_requests, s.unserved_requests, s.overloaded_seconds,
+         s.cpu_millicore_seconds, s.running_pod_seconds)
+    }
+
+    /// The overload episodes: (start, seconds, reaction seconds or None).
+    fn episodes(&self) -> Vec<(f64, f64, Option<f64>)> {
+        self.episodes.clone()
+    }
+
+    /// (time, current replicas, desired replicas) of each rescale.
+    fn scale_events(&self) -> Vec<(f64, i64, i64)> {
+        self.scale_events.clone()
+    }
+
+    #[getter]
+    fn failed_syncs(&self) -> i64 {
+        self.failed_syncs
+    }
+
+    /// Syncs per kind of decider, in the order each first decided.
+    fn decided_by(&self) -> Vec<(&'static str, i64)> {
+        self.decided_by.clone()
+    }
+
+    /// (minute, unserved requests) for each minute that had some, in order.
+    fn unserved_by_minute(&self) -> Vec<(i64, f64)> {
+        self.unserved_by_minute.clone()
+    }
+
+    /// The summary timeline: (current replicas, desired replicas, each metric's values; NaN: none), a value a sync.
+    fn timeline(&self) -> (Vec<f64>, Vec<f64>, Vec<Vec<f64>>) {
+        (self.tl_current.clone(), self.tl_desired.clone(), self.tl_values.clone())
+    }
+}
+
+impl Workload {
+    // ------------------------------------------------------------------------------------------------ pods
+    fn pod_name(&mut self) -> String {
+        if self.statefulset {
+            return format!("{}-{}", self.target_name, self.pods.len());
+        }
+        self.counter += 1;
+        format!("{}-{:05}", self.target_name, self.counter)
+    }
+
+    /// `Cluster._add_pod`.
+    fn add_pod(&mut self, owner: &Bound<'_, PyAny>, t: f64, initial: bool) -> PyResult<()> {
+        let name = self.pod_name();
+        let pid = self.all.len();
+        let (weight, f0): (f64, f64) = owner.call_method1("_c_draw", (pid, name.as_str(), t))?.extract()?;
+        self.all.push(SimPod {
+            name, created: t, bound_at: INF, weight, events: vec![], next_ev: 0, bound: false, running: false,
+            app_up: false, ready: false, boosting: false, steady_since: INF, cpu: 0.0, served: 0.0, group: None,
+            g_cpu: 0.0, g_served: 0.0, prev_t: None, prev_cpu: 0.0, prev_served: 0.0, ready_at: INF,
+        });
+        self.pods.push(pid);
+        self.starting.push(pid);
+        if self.has_binder && !initial {
+            owner.call_method1("_c_created", (pid, t))?;
+            return Ok(());
+        }
+        let origin = if initial { t - 86400.0 } else { t };
+        let bound_at = origin + self.scheduling_seconds * f0;
+        let events: Vec<(f64, u8)> = owner.call_method1("_c_start_up", (pid, bound_at))?.extract()?;
+        let pod = &mut self.all[pid];
+        pod.bound_at = bound_at;
+        pod.events = events;
+        self.apply_events(pid, t);
+        Ok(())
+    }
+
+    /// `Cluster._apply_events`.
+    fn apply_events(&mut self, pid: usize, t: f64) {
+        let boost = self.boost;
+        let pod = &mut self.all[pid];
+        while pod.has_events() && pod.events[pod.next_ev].0 <= t {
+            let (when, kind) = pod.events[pod.next_ev];
+            pod.next_ev += 1;
+            match kind {
+                BOUND => pod.bound = true,
+                RUNNING => {
+                    pod.running = true;
+                    pod.boosting = boost > 0.0;
+                }
+                APP => pod.app_up = true,
+                READY => {
+                    pod.ready = true;
+                    pod.ready_at = when;
+                }
+                BOOST_END => pod.boosting = false,
+                _ => {}
+            }
+        }
+        if !pod.has_events() && pod.bound {
+            self.make_steady(pid, t);
+        }
+    }
+
+    /// `Cluster._make_steady`.
+    fn make_steady(&mut self, pid: usize, t: f64) {
+        let weight = self.all[pid].weight;
+        let gi = match self.by_weight.get(&weight.to_bits()) {
+            Some(&g) => g,
+            None => {
+                let g = self.groups.len();
+                self.groups.push(Group { weight, count: 0, cpu: 0.0, served: 0.0, sample: None });
+                self.order.push(g);
+                self.by_weight.insert(weight.to_bits(), g);
+                g
+            }
+        };
+        let group = &mut self.groups[gi];
+        group.count += 1;
+        let pod = &mut self.all[pid];
+        pod.steady_since = t;
+        pod.group = Some(gi);
+        pod.g_cpu = group.cpu;
+        pod.g_served = group.served;
+        if let Some(i) = self.starting.iter().position(|&p| p == pid) {
+            self.starting.remove(i);
+        }
+    }
+
+    /// `Cluster._remove`.
+    fn remove(&mut self, owner: &Bound<'_, PyAny>, pid: usize) -> PyResult<()> {
+        if let Some(i) = self.pods.iter().position(|&p| p == pid) {
+            self.pods.remove(i);
+        }
+        self.samples_stale = true;
+        owner.call_method1("_c_removed", (pid,))?;
+        match self.all[pid].group {
+            None => {
+                if let Some(i) = self.starting.iter().position(|&p| p == pid) {
+                    self.starting.remove(i);
+                }
+            }
+            Some(gi) => {
+                let g = &mut self.groups[gi];
+                g.count -= 1;
+                if g.count == 0 {
+                    self.by_weight.remove(&g.weight.to_bits());
+                    if let Some(i) = self.order.iter().position(|&x| x == gi) {
+                        self.order.remove(i);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `Cluster._reconcile`: the workload controller.
+    fn reconcile(&mut self, owner: &Bound<'_, PyAny>, t: f64) -> PyResult<()> {
+        let want = self.spec_replicas.max(0) as usize;
+        if self.pods.len() > want {
+            let extra = self.pods.len() - want;
+            let victims: Vec<usize> = if self.statefulset {
+                self.pods[self.pods.len() - extra..].to_vec()
+            } else {
+                let mut ranked = self.pods.clone();
+                let all = &self.all;
+                ranked.sort_by(|&a, &b| {
+                    let (p, q) = (&all[a], &all[b]);
+                    (p.bound, p.running, p.ready).cmp(&(q.bound, q.running, q.ready))
+                        .then_with(|| (-p.ready_at).partial_cmp(&-q.ready_at).unwrap_or(std::cmp::Ordering::Equal))
+                        .then_with(|| (-p.created).partial_cmp(&-q.created).unwrap_or(std::cmp::Ordering::Equal))
+                });
+                ranked.truncate(extra);
+                ranked
+            };
+            for pid in victims {
+                self.remove(owner, pid)?;
+            }
+        }
+        while self.pods.len() < want {
+            if self.ordered_ready && !self.pods.iter().all(|&p| self.all[p].running && self.all[p].ready) {
+                break;
+            }
+            self.add_pod(owner, t, false)?;
+        }
+        self.recount();
+        Ok(())
+    }
+
+    /// `Cluster._recount` (and each pod's `_core_pod`).
+    fn recount(&mut self) {
+        let (mut running, mut ready, mut serving, mut w_ready) = (0, 0, 0, 0.0f64);
+        let mut core = Vec::with_capacity(self.pods.len());
+        for &pid in &self.pods {
+            let p = &self.all[pid];
+            running += p.running as i64;
+            ready += p.ready as i64;
+            serving += (p.ready && p.app_up) as i64;
+            if p.ready {
+                w_ready += p.weight;
+            }
+            let start = if p.bound { Some(p.bound_at) } else { None };
+            core.push(Pod {
+                name: p.name.clone(),
+                phase: if p.running { "Running".into() } else { "Pending".into() },
+                deleted: false,
+                start_time: start,
+                ready: if p.bound { Some(p.ready) } else { None },
+                ready_unknown: false,
+                ready_transition_time: if p.ready { p.ready_at } else { start.unwrap_or(ZERO_TIME) },
+                request: self.request,
+            });
+        }
+        self.n_live = self.pods.len() as i64;
+        self.n_running = running;
+        self.n_ready = ready;
+        self.n_serving = serving;
+        self.w_ready = w_ready;
+        self.core_pods = core;
+        let mut next = INF;
+        for &pid in &self.starting {
+            let p = &self.all[pid];
+            if p.has_events() {
+                next = pymin(next, p.events[p.next_ev].0);
+            }
+        }
+        self.next_pod = next;
+    }
+
+    // ------------------------------------------------------------------------------------------------ main loop
+    /// `Cluster._catch_up`.
+    fn catch_up(&mut self, t: f64) {
+        let t = pymin(t, self.end);
+        if t > self.t {
+            self.advance(self.t, t);
+            self.t = t;
+        }
+    }
+
+    /// `Cluster._advance`: integrate CPU and served requests over [a, b).
+    fn advance(&mut self, a: f64, b: f64) {
+        let dt = b - a;
+        let (demand, w_ready, cap, k, base, limit) = (self.rps, self.w_ready, self.cap, self.k_cpu, self.base_cpu,
+                                                      self.limit);
+        let per_w = if w_ready > 0.0 { demand / w_ready } else { 0.0 };
+        let (mut served_total, mut cpu_total) = (0.0f64, 0.0f64);
+        for &gi in &self.order {
+            let g = &mut self.groups[gi];
+            let mut served = per_w * g.weight;
+            if served > cap {
+                served = cap;
+            }
+            let mut cpu = base + k * served;
+            if cpu > limit {
+                cpu = limit;
+            }
+            g.cpu += cpu * dt;
+            g.served += served * dt;
+            served_total += served * g.count as f64;
+            cpu_total += cpu * g.count as f64;
+        }
+        for &pid in &self.starting {
+            let pod = &mut self.all[pid];
+            if pod.running {
+                let served = if pod.ready && pod.app_up { pymin(per_w * pod.weight, cap) } else { 0.0 };
+                let cpu = pymin(base + (if pod.boosting { self.boost } else { 0.0 }) + k * served, limit);
+                pod.cpu += cpu * dt;
+                pod.served += served * dt;
+                served_total += served;
+                cpu_total += cpu;
+            }
+        }
+        if a >= self.t0 {
+            self.account(a, dt, demand, served_total, cpu_total);
+        }
+    }
+
+    /// `Cluster._account`.
+    fn account(&mut self, a: f64, dt: f64, demand: f64, served: f64, cpu: f64) {
+        let s = &mut self.stats;
+        s.pod_seconds += self.n_live as f64 * dt;
+        s.ready_pod_seconds += self.n_ready as f64 * dt;
+        s.running_pod_seconds += self.n_running as f64 * dt;
+        s.cpu_millicore_seconds += cpu * dt;
+        s.requested_requests += demand * dt;
+        let unserved = demand - served;
+        if unserved > 1e-12 * demand {
+            s.unserved_requests += unserved * dt;
+            self.unserved_minutes(a, dt, unserved);
+        }
+        if demand > self.n_serving as f64 * self.cap * (1.0 + 1e-12) {
+            self.stats.overloaded_seconds += dt;
+            if self.episode_start.is_none() {
+                self.episode_start = Some(a);
+                self.episode_reaction = None;
+            }
+        } else if self.episode_start.is_some() {
+            self.end_episode(a);
+        }
+    }
+
+    /// `Cluster._unserved_minutes` with `pyhpa.simulate.timeline.minute_spans`.
+    fn unserved_minutes(&mut self, a: f64, dt: f64, unserved: f64) {
+        let (t0, b) = (self.t0, a + dt);
+        let mut a = a;
+        let mut k = py_floordiv(a - t0, 60.0) as i64;
+        while a < b {
+            let edge = pymin(b, t0 + 60.0 * (k + 1) as f64);
+            let add = unserved * (edge - a);
+            match self.unserved_by_minute.last_mut() {
+                Some((last, v)) if *last == k => *v += add,
+                _ => match self.unserved_by_minute.iter_mut().find(|(m, _)| *m == k) {
+                    Some((_, v)) => *v += add,
+                    None => self.unserved_by_minute.push((k, 0.0 + add)),
+                },
+            }
+            a = edge;
+            k += 1;
+        }
+    }
+
+    fn end_episode(&mut self, t: f64) {
+        if let Some(start) = self.episode_start.take() {
+            self.episodes.push((start, t - start, self.episode_reaction));
+        }
+    }
+
+    fn trace_step(&mut self) {
+        self.trace_i += 1;
+        let i = self.trace_i;
+        self.rps = self.rps_values[i];
+        self.next_trace = if i + 1 < self.times.len() { self.times[i + 1] } else { INF };
+    }
+
+    /// `Cluster._transitions`.
+    fn transitions(&mut self, owner: &Bound<'_, PyAny>, t: f64) -> PyResult<()> {
+        for pid in self.starting.clone() {
+            let p = &self.all[pid];
+            if p.has_events() && p.events[p.next_ev].0 <= t {
+                self.apply_events(pid, t);
+            }
+        }
+        if self.ordered_ready {
+            self.reconcile(owner, t)
+        } else {
+            self.recount();
+            Ok(())
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------------ metrics-server
+    /// `Cluster._scrape`.
+    fn scrape(&mut self, t: f64) {
+        self.scrape_k += 1;
+        self.next_scrape = self.t0 + self.scrape_offset + self.scrape_k as f64 * self.resolution;
+        let per_w = if self.w_ready > 0.0 { self.rps / self.w_ready } else { 0.0 };
+        let mut found: Vec<(usize, SampleSet)> = Vec::with_capacity(self.pods.len());
+        for i in 0..self.pods.len() {
+            let pid = self.pods[i];
+            if !self.all[pid].running {
+                continue;
+            }
+            let (cpu, served) = self.totals(pid);
+            if let Some(prev) = self.all[pid].prev_t {
+                let s = self.pod_sample(pid, t, prev, cpu, served, per_w);
+                found.push((pid, s));
+            }
+            let pod = &mut self.all[pid];
+            pod.prev_t = Some(t);
+            pod.prev_cpu = cpu;
+            pod.prev_served = served;
+        }
+        // the metrics APIs answer a pod per name, as ``Cluster._metric_samples``' dicts: where two pods share one
+        // (a StatefulSet's ordinal given again), the first's place and the last's sample
+        let mut keep: Vec<usize> = Vec::with_capacity(found.len());
+        if self.statefulset {
+            let mut at: HashMap<&str, usize> = HashMap::with_capacity(found.len());
+            for (i, (pid, _)) in found.iter().enumerate() {
+                match at.get(self.all[*pid].name.as_str()) {
+                    Some(&j) => keep[j] = i,
+                    None => {
+                        at.insert(self.all[*pid].name.as_str(), keep.len());
+                        keep.push(i);
+                    }
+                }
+            }
+        } else {
+            keep.extend(0..found.len());
+        }
+        for v in 0..self.views.len() {
+            let kind = self.views[v].kind;
+            self.samples[v] = if found.is_empty() {
+                None
+            } else {
+                let ids: Vec<usize> = keep.iter().map(|&i| found[i].0).collect();
+                let list = keep.iter().map(|&i| {
+                    let (p, s) = &found[i];
+                    let sample = match kind {
+                        Kind::Cpu => s.cpu.unwrap(),
+                        Kind::Memory => s.memory.unwrap(),
+                        Kind::Served => s.served.unwrap(),
+                        Kind::Idle => Sample { value: 0, timestamp: t, window: s.window },
+                    };
+                    (self.all[*p].name.clone(), sample)
+                }).collect();
+                Some((ids, list))
+            };
+        }
+        self.samples_stale = false;
+    }
+
+    /// `SimPod.totals`.
+    fn totals(&self, pid: usize) -> (f64, f64) {
+        let p = &self.all[pid];
+        match p.group {
+            None => (p.cpu, p.served),
+            Some(gi) => {
+                let g = &self.groups[gi];
+                (p.cpu + g.cpu - p.g_cpu, p.served + g.served - p.g_served)
+            }
+        }
+    }
+
+    /// `Cluster._pod_sample`.
+    fn pod_sample(&mut self, pid: usize, t: f64, prev: f64, cpu: f64, served: f64, per_w: f64) -> SampleSet {
+        let p = &self.all[pid];
+        let shared = p.group.is_some() && p.steady_since <= prev;
+        if shared {
+            if let Some((st, sp, out)) = self.groups[p.group.unwrap()].sample {
+                if st == t && sp == prev {
+                    return out;
+                }
+            }
+        }
+        let window = t - prev;
+        let mut out = SampleSet { cpu: None, memory: None, served: None, window };
+        if self.need_cpu {
+            let nanocores = py_int((cpu - p.prev_cpu) / window * 1e6);
+            out.cpu = Some(Sample { value: -((-nanocores).div_euclid(1_000_000)), timestamp: t, window });
+        }
+        if self.need_memory {
+            let now_served = if p.ready && p.app_up { pymin(per_w * p.weight, self.cap) } else { 0.0 };
+            let mib = self.mem_base + self.mem_per_rps * now_served;
+            out.memory = Some(Sample { value: py_int(mib * 1048576.0) * 1000, timestamp: t, window });
+        }
+        if self.need_served {
+            let v = ((served - p.prev_served) / window * 1000.0).round_ties_even() as i64;
+            out.served = Some(Sample { value: v, timestamp: t, window });
+        }
+        if shared {
+            let gi = p.group.unwrap();
+            self.groups[gi].sample = Some((t, prev, out));
+        }
+        out
+    }
+
+    /// `Cluster._live_samples` (``_only``): the last scrape's samples of the pods that still exist.
+    fn live_samples(&mut self) {
+        if !self.samples_stale {
+            return;
+        }
+        // by name, as ``Cluster._only``
+        let live: std::collections::HashSet<&str> = self.pods.iter().map(|&p| self.all[p].name.as_str()).collect();
+        for s in self.samples.iter_mut() {
+            if let Some((ids, list)) = s.take() {
+                let mut keep_ids = Vec::with_capacity(ids.len());
+                let mut keep = Vec::with_capacity(ids.len());
+                for (pid, item) in ids.into_iter().zip(list) {
+                    if live.contains(item.0.as_str()) {
+                        keep_ids.push(pid);
+                        keep.push(item);
+                    }
+                }
+                *s = if keep.is_empty() { None } else { Some((keep_ids, keep)) };
+            }
+        }
+        self.samples_stale = false;
+    }
+
+    // ------------------------------------------------------------------------------------------------ HPA
+    /// `Cluster._sync`: one HPA sync with `decide_upstream`, then rescale.
+    fn sync(&mut self, owner: &Bound<'_, PyAny>, t: f64) -> PyResult<()> {
+        self.sync_k += 1;
+        self.next_sync = self.t0 + self.sync_k as f64 * self.sync_period;
+        self.live_samples();
+        let samples: Vec<Option<Vec<(String, Sample)>>> =
+            self.samples.iter().map(|s| s.as_ref().map(|(_, l)| l.clone())).collect();
+        let current = self.spec_replicas;
+        let d = decide_upstream(current, self.min_replicas, self.max_replicas, self.behavior.as_ref(), &self.metrics,
+                                &self.core_pods, &samples, self.recommendations.take(),
+                                std::mem::take(&mut self.scale_up_events),
+                                std::mem::take(&mut self.scale_down_events), t, &self.settings);
+        self.recommendations = Some(d.memory.recommendations);
+        self.scale_up_events = d.memory.scale_up_events;
+        self.scale_down_events = d.memory.scale_down_events;
+        if d.proposals.iter().any(|p| p.is_none()) {
+            self.failed_syncs += 1;
+        }
+        let kind = if d.decider == Decider::None { "" } else { d.decider.kind() };
+        match self.decided_by.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, n)) => *n += 1,
+            None => self.decided_by.push((kind, 1)),
+        }
+        self.tl_current.push(current as f64);
+        self.tl_desired.push(d.desired as f64);
+        let full = d.proposals.len() == self.views.len();
+        for (i, view) in self.views.iter().enumerate() {
+            let v = match if full { d.proposals[i] } else { None } {
+                None => f64::NAN,
+                Some(p) => {
+                    if view.utilization {
+                        p.utilization.map(|u| u as f64).unwrap_or(f64::NAN)
+                    } else {
+                        p.raw_milli as f64 * view.factor
+                    }
+                }
+            };
+            self.tl_values[i].push(v);
+        }
+        if d.desired != current {
+            if d.desired > self.max_pods {
+                owner.call_method1("_c_too_many", (t, d.desired))?;
+            }
+            self.scale_events.push((t, current, d.desired));
+            if let (true, Some(start), None) = (d.desired > current, self.episode_start, self.episode_reaction) {
+                self.episode_reaction = Some(t - start);
+            }
+            self.spec_replicas = d.desired;
+            self.reconcile(owner, t)?;
+        }
+        Ok(())
+    }
+}

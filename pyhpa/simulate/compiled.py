@@ -1,0 +1,231 @@
+"""A simulated workload whose instants run compiled: ``CompiledCluster``, a ``pyhpa.simulate.cluster.Cluster`` whose
+load, metrics-server scrapes, pod transitions, HPA syncs and workload controller run in ``pyhpa.simulate.rustcore``'s
+``Workload`` (``native/src/workload.rs``) with the compiled decision (``pyhpa.simulate.native.decide_upstream``),
+for the workloads ``uncovered`` finds nothing against; for any other it is the Python ``Cluster`` itself.
+
+Every figure is the Python class's to the last bit: the compiled actor follows ``Cluster`` method by method, and what
+stays in Python is called back (``_c_*``): the workload's random draws (a new pod's traffic weight and start-up
+jitter, from its ``random.Random``), a bound pod's transition times (``Cluster._start_up``: its probes), the binder's
+``created``/``removed`` and the error of a rescale past ``MAX_SIMULATED_PODS``. ``tests/test_compiled_cluster.py``
+runs both on the example fleets and compares every output; ``tools/byte_identity.py`` compares the fleet's files.
+
+Covered (``uncovered`` returns ""): a workload whose timeline only its summary reads (``summary_only``: a fleet's),
+without metrics outages, an autoscaling/v2 HPA without pyhpa's extensions (schedules, prediction, fallback,
+saturation, pause, the sections of ``Cluster.sources``) and not scaled to zero, whose metrics are Resource or
+ContainerResource (Utilization of the request, or AverageValue) and Pods metrics the simulator answers from the
+pods (``MetricView.kind`` cpu, memory, served, idle), its selector selecting the pods, and each Utilization
+metric's request known. ``PYHPA_COMPILED=0`` in the environment turns the compiled path off (everything then runs in
+Python, with the same results, slower: ``benchmarks/fleet.py --no-compiled``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from array import array
+
+from ..core.calculator import MetricError, pod_requests
+from ..core.model import CONTAINER_RESOURCE, PODS, REQUEST, RESOURCE
+from ..core.reconcile import tolerances
+from ..core.selector import SelectorError, matches, parse_selector
+from . import native
+from .cluster import Cluster, Episode, ScaleEvent, SimPod, Stats
+from .target import MAX_SIMULATED_PODS
+from .timeline import SummaryTimeline
+
+#: the compiled actor's code of each of a pod's transitions (``Cluster._start_up``'s names)
+_TRANSITION = {"app": 0, "boost_end": 1, "bound": 2, "ready": 3, "running": 4}
+#: the metric views the compiled actor answers (``pyhpa.simulate.metrics.MetricView.kind``)
+_KINDS = ("cpu", "memory", "served", "idle")
+
+
+def enabled() -> bool:
+    """The compiled path is built and not turned off (``PYHPA_COMPILED=0``)."""
+    return native.available() and os.environ.get("PYHPA_COMPILED", "1") != "0"
+
+
+class _Handle(SimPod):
+    """A pod of a compiled workload as the binder and the fleet hold it (its name, creation, weight, jitter
+    ``factors``); ``pid`` is its index in the compiled actor."""
+
+    __slots__ = ("pid",)
+
+
+def uncovered(c: Cluster) -> str:
+    """Why workload ``c`` (its ``Cluster.__init__`` done up to ``_init_state``) cannot run compiled; "" when it can
+    (and then ``c._requests``: every pod's request of each Utilization metric's resource, milli; 0 for the others)."""
+    if not enabled():
+        return "the compiled path is not built or is turned off"
+    hpa, config = c.hpa, c.config
+    if not c.summary_only:
+        return "its whole timeline is kept"
+    if c.outages or c.prediction is not None or c.sources:
+        return "metrics outages, prediction or a source section"
+    if hpa.schedules or hpa.prediction or hpa.fallback or hpa.saturation or hpa.pause:
+        return "pyhpa's extensions"
+    # HPAScaleToZero on or off decides the same here: only an Object or External metric sets ScaledToZero=True
+    if any(cond.type == "ScaledToZero" and cond.status == "True" for cond in hpa.conditions):
+        return "scaled to zero"
+    if c.imbalanced and sys.version_info >= (3, 12):  # sum() of floats is compensated there; the actor's is not
+        return "imbalanced traffic on Python 3.12 or later"
+    for m, view in zip(hpa.metrics, c.views):
+        if m.type not in (RESOURCE, CONTAINER_RESOURCE, PODS) or m.fallback is not None or m.utilization_basis != REQUEST:
+            return f"metric type {m.type}"
+        if view.kind not in _KINDS:
+            return f"a metric of kind {view.kind}"
+        if view.utilization and m.target_average_milli is not None:
+            return "a Utilization metric with an averageValue"
+    try:
+        reqs = parse_selector(c.target.selector) if c.target.selector else None
+    except SelectorError:
+        return "its selector"
+    if not reqs or not matches(reqs, c.target.labels):
+        return "its selector"
+    probe = c._core_pod(SimPod("probe", 0.0, 1.0))
+    c._requests = []
+    for m in hpa.metrics:
+        if m.type == PODS or m.target_average_milli is not None or m.target_utilization is None:
+            c._requests.append(0)
+            continue
+        try:
+            by_pod = pod_requests([probe], m.name, m.container if m.type == CONTAINER_RESOURCE else "", False,
+                                  config.pod_level_resources)
+        except MetricError:
+            return "a request that is not known"
+        c._requests.append(by_pod[probe.name])
+    return ""
+
+
+class CompiledCluster(Cluster):
+    """``Cluster`` with its instants compiled when ``uncovered`` finds nothing (``compiled`` True), else the Python
+    ``Cluster`` unchanged. The same constructor; after ``finish`` the same figures (``stats``, ``scale_events``,
+    ``failed_syncs``, ``decided_by``, ``unserved_by_minute``, ``timeline``)."""
+
+    def _init_state(self) -> None:
+        self.why_not_compiled = uncovered(self)
+        self.compiled = not self.why_not_compiled
+        if not self.compiled:
+            super()._init_state()
+            return
+        hpa, config, p, t = self.hpa, self.config, self.profile, self.target
+        self._handles: dict[int, _Handle] = {}
+        self.clock = None
+        self.queued = float("nan")
+        self._progress = self._stop = None
+        self.spec_replicas = t.replicas
+        self.unserved_by_minute = {}
+        self.t = self.t_begin
+        down, up = tolerances(hpa, config)
+        b = hpa.behavior
+        self._w = native.rustcore.Workload(
+            (self.t0, self.end, self.sync_period, p.metric_resolution_seconds, self.scrape_offset, self.k_cpu,
+             self.base_cpu, self.boost, self.limit, self.cap, p.memory_baseline_mebibytes, p.memory_mebibytes_per_rps),
+            (self.need_cpu, self.need_memory, self.need_served, t.kind == "StatefulSet", bool(t.ordered_ready),
+             self.binder is not None, t.name, p.pod_scheduling_seconds, float(t.replicas), MAX_SIMULATED_PODS),
+            list(self.times), list(self.rps_values), [(v.kind, v.utilization, v.factor) for v in self.views],
+            hpa.min_replicas, hpa.max_replicas,
+            None if b is None else (native.rules(b.scale_up), native.rules(b.scale_down)),
+            [(*m[:4], r) for m, r in zip(native.metric_args(hpa, [[] for _ in hpa.metrics]), self._requests)],
+            next((r for r in self._requests if r), 0),
+            (config.downscale_stabilization_window_seconds, config.scale_up_limit_factor,
+             config.scale_up_limit_minimum, down, up, config.cpu_initialization_period_seconds,
+             config.initial_readiness_delay_seconds))
+        self._w.start(self, self.t_begin)
+        self._next = self._w.next_event()
+        self.pods = self._live_handles()
+
+    def _live_handles(self) -> list[SimPod]:
+        return [self._handles[pid] for pid in self._w.pod_ids()]
+
+    # ----------------------------------------------------------------- called back by the compiled actor
+    def _c_draw(self, pid: int, name: str, t: float) -> tuple[float, float]:
+        """A new pod's draws, as ``Cluster._add_pod`` makes them: (traffic weight, scheduling jitter factor)."""
+        pod = _Handle(name, t, self._weight())
+        jitter = self.profile.startup_jitter_fraction
+        pod.factors = tuple(1.0 + jitter * (2.0 * self.rng.random() - 1.0) if jitter else 1.0 for _ in range(3))
+        pod.pid = pid
+        self._handles[pid] = pod
+        return pod.weight, pod.factors[0]
+
+    def _c_created(self, pid: int, t: float) -> None:
+        self.binder.created(self, self._handles[pid], t)
+
+    def _c_start_up(self, pid: int, bound_at: float) -> list[tuple[float, int]]:
+        """Pod ``pid``'s transitions once bound at ``bound_at`` (``Cluster._start_up``), in order."""
+        pod = self._handles[pid]
+        self._start_up(pod, bound_at)
+        return [(when, _TRANSITION[kind]) for when, kind in pod.events]
+
+    def _c_removed(self, pid: int) -> None:
+        pod = self._handles.pop(pid)
+        if self.binder is not None:
+            self.binder.removed(self, pod)
+
+    def _c_too_many(self, t: float, desired: int) -> None:
+        self._too_many(t, desired)
+
+    # ----------------------------------------------------------------- the clock
+    def run(self, progress=None, stop=None) -> None:
+        if not self.compiled:
+            return super().run(progress, stop)
+        if stop is not None:
+            raise ValueError("a compiled workload runs to its end (no stop predicate)")
+        self._next = self._w.advance_to(self, self.end)
+        self.finish(progress)
+
+    def attach(self, clock, progress=None, stop=None) -> None:
+        if not self.compiled:
+            return super().attach(clock, progress, stop)
+        if stop is not None:
+            raise ValueError("a compiled workload runs to its end (no stop predicate)")
+        self.clock = clock
+        clock.wake(self)
+
+    def next_event(self) -> float:
+        if not self.compiled:
+            return super().next_event()
+        return self._next
+
+    def on_clock(self, t: float, _payload=None) -> None:
+        if not self.compiled:
+            return super().on_clock(t, _payload)
+        if t != self.queued:
+            return
+        try:
+            self._next = self._w.advance_to(self, t)
+        except Exception as err:
+            if hasattr(err, "at"):
+                raise err.at(obj=self.obj) from None
+            raise
+        self.clock.wake(self)
+
+    def bind(self, pod: SimPod, t: float) -> None:
+        if not self.compiled:
+            return super().bind(pod, t)
+        self._start_up(pod, t)
+        self._next = self._w.bind(self, pod.pid, t, [(when, _TRANSITION[kind]) for when, kind in pod.events])
+        self.clock.wake(self)
+
+    def evict(self, pod: SimPod, t: float) -> None:
+        if not self.compiled:
+            return super().evict(pod, t)
+        self._next = self._w.evict(self, pod.pid, t)
+        self.clock.wake(self)
+
+    def finish(self, progress=None) -> None:
+        if not self.compiled:
+            return super().finish(progress)
+        w = self._w
+        w.finish()
+        self.t, self.spec_replicas = w.t, w.spec_replicas
+        self.stats = Stats(*w.stats(), episodes=[Episode(*e) for e in w.episodes()])
+        self.scale_events = [ScaleEvent(*e) for e in w.scale_events()]
+        self.failed_syncs = w.failed_syncs
+        self.decided_by = dict(w.decided_by())
+        self.unserved_by_minute = dict(w.unserved_by_minute())
+        current, desired, values = w.timeline()
+        self.timeline = SummaryTimeline.from_columns([v.label for v in self.views], array("d", current),
+                                                     array("d", desired), [array("d", v) for v in values])
+        self.pods = self._live_handles()
+        if progress is not None:
+            progress(self.end - self.t0)

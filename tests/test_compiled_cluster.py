@@ -1,0 +1,283 @@
+"""The compiled workload (``pyhpa.simulate.compiled.CompiledCluster``, ``native/src/workload.rs``) gives what the
+Python ``Cluster`` gives, to the last bit: on random workloads (Deployment or StatefulSet, probes, limits, start-up
+boost and jitter, even or imbalanced traffic, CPU, memory, served-requests and container metrics, behaviors, a
+binder or none, loads that scale to the simulator's bound), on the example fleet and on the benchmark's fleet;
+and it covers only what it runs (issue 55: the Python core stays the reference, the compiled path is checked
+against it on every test run)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from pyhpa.adapters.autoscaler import find_autoscaler
+from pyhpa.adapters.errors import InputError
+from pyhpa.adapters.snapshot import read_document
+from pyhpa.simulate import Settings, WorkloadFiles, load_autoscaler, native, read_load, read_workload
+from pyhpa.simulate.clock import ATTEMPT, Clock
+from pyhpa.simulate.cluster import Cluster
+from pyhpa.simulate.compiled import CompiledCluster, uncovered
+
+ROOT = Path(__file__).resolve().parent.parent
+TRACE = ROOT / "pyhpa" / "data" / "traces" / "nasa_http_1995-07-12_13_per_minute.csv"
+
+if not native.available():
+    if os.environ.get("CI"):
+        pytest.fail("pyhpa.simulate.rustcore is not built: .ci/run's pip install builds it (cargo is on this kind)",
+                    pytrace=False)
+    pytest.skip("pyhpa.simulate.rustcore is not built here (pip install with a Rust compiler builds it)",
+                allow_module_level=True)
+
+
+class DelayBinder:
+    """Binds each new pod after ``delay`` seconds times its jitter (an actor on the workload's clock); a pod
+    deleted while Pending is not bound; every ``evict_every``-th bind also evicts the oldest bound pod (a node
+    drained), so that replacement pods come from outside the workload's own instants."""
+
+    def __init__(self, delay: float, evict_every: int = 0):
+        self.delay, self.evict_every = delay, evict_every
+        self.clock: Clock | None = None
+        self.gone: set[str] = set()
+        self.bound: list = []
+        self.removed_names: list[str] = []
+
+    def created(self, cluster, pod, t):
+        self.clock.at(t + self.delay * pod.factors[0], ATTEMPT, self._bind, (cluster, pod))
+
+    def removed(self, cluster, pod):
+        self.gone.add(pod.name)
+        self.removed_names.append(pod.name)
+
+    def _bind(self, t, payload):
+        cluster, pod = payload
+        if pod.name in self.gone:
+            return
+        cluster.bind(pod, t)
+        self.bound.append(pod)
+        if self.evict_every and len(self.bound) % self.evict_every == 0:
+            victim = next((p for p in self.bound if p.name not in self.gone), None)
+            if victim is not None:
+                cluster.evict(victim, t)
+
+
+def _files(tmp: Path, w: dict) -> WorkloadFiles:
+    labels = "{app: web}"
+    probe = ("        readinessProbe: {exec: {command: [/bin/check]}, initialDelaySeconds: %d, periodSeconds: %d}\n"
+             % (w["probe_delay"], w["probe_period"])) if w["probe"] else ""
+    limit = f"          limits: {{cpu: {w['limit']}m}}\n" if w["limit"] else ""
+    sidecar = ("      - name: proxy\n        image: envoy\n        resources:\n          requests: {cpu: 100m}\n"
+               if w["sidecar"] else "")
+    kind = w["kind"]
+    extra = "  serviceName: web\n" if kind == "StatefulSet" else ""
+    if kind == "StatefulSet" and w["parallel"]:
+        extra += "  podManagementPolicy: Parallel\n"
+    (tmp / "target.yaml").write_text(
+        f"apiVersion: apps/v1\nkind: {kind}\nmetadata: {{name: web}}\nspec:\n{extra}  replicas: {w['replicas']}\n"
+        f"  selector:\n    matchLabels: {labels}\n  template:\n    metadata:\n      labels: {labels}\n    spec:\n"
+        f"      containers:\n      - name: app\n        image: web\n        resources:\n"
+        f"          requests: {{cpu: {w['request']}m, memory: 512Mi}}\n{limit}{probe}{sidecar}")
+    metrics = []
+    for m in w["metrics"]:
+        if m == "cpu":
+            metrics.append("  - type: Resource\n    resource: {name: cpu, target: {type: Utilization, "
+                           f"averageUtilization: {w['util']}}}}}\n")
+        elif m == "cpu-average":
+            metrics.append("  - type: Resource\n    resource: {name: cpu, target: {type: AverageValue, "
+                           f"averageValue: {w['average']}m}}}}\n")
+        elif m == "memory":
+            metrics.append("  - type: Resource\n    resource: {name: memory, target: {type: AverageValue, "
+                           "averageValue: 300Mi}}\n")
+        elif m == "container":
+            name = "proxy" if w["sidecar"] and w["idle"] else "app"
+            metrics.append("  - type: ContainerResource\n    containerResource: {name: cpu, container: "
+                           f"{name}, target: {{type: Utilization, averageUtilization: {w['util']}}}}}\n")
+        else:
+            metrics.append("  - type: Pods\n    pods:\n      metric: {name: served}\n"
+                           f"      target: {{type: AverageValue, averageValue: '{w['served']}'}}\n")
+    behavior = ""
+    if w["behavior"] == "policies":
+        behavior = ("  behavior:\n    scaleUp:\n      stabilizationWindowSeconds: 0\n      policies:\n"
+                    "      - {type: Percent, value: 100, periodSeconds: 15}\n      - {type: Pods, value: 4, periodSeconds: 60}\n"
+                    f"      selectPolicy: {w['select']}\n    scaleDown:\n      stabilizationWindowSeconds: {w['down_window']}\n"
+                    "      policies:\n      - {type: Percent, value: 20, periodSeconds: 60}\n")
+    elif w["behavior"] == "window":
+        behavior = f"  behavior:\n    scaleDown: {{stabilizationWindowSeconds: {w['down_window']}}}\n"
+    (tmp / "hpa.yaml").write_text(
+        "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: web}\nspec:\n"
+        f"  scaleTargetRef: {{apiVersion: apps/v1, kind: {kind}, name: web}}\n  minReplicas: {w['min']}\n"
+        f"  maxReplicas: {w['max']}\n  metrics:\n{''.join(metrics)}{behavior}")
+    p = w["profile"]
+    (tmp / "profile.yaml").write_text(
+        "load_unit: requests_per_second\n" + "".join(f"{k}: {v}\n" for k, v in p.items())
+        + "metrics:\n  served: {source: served_requests_per_second}\n")
+    return WorkloadFiles((tmp / "hpa.yaml",), tmp / "target.yaml", TRACE, "requests_per_second",
+                         tmp / "profile.yaml")
+
+
+def _pair(files: WorkloadFiles, w: dict, binder_of=None) -> tuple[Cluster, CompiledCluster]:
+    profile, target = read_workload(files)
+    s = Settings(seed=w["seed"])
+    hpa_file = str(files.hpa[0])
+    h = load_autoscaler(find_autoscaler(read_document(hpa_file), hpa_file), hpa_file, target, s)
+    load = read_load(files, [h], profile, target, start=w["start"], end=w["end"], load_scale=w["load_scale"])
+    tr = load.trace
+    out = []
+    for cls in (Cluster, CompiledCluster):
+        out.append(cls(h.hpa, target, profile, h.config, tr.times, load.rps, tr.values, tr.start, tr.end,
+                       h.sync_period_seconds, s.seed, (), binder=None if binder_of is None else binder_of(),
+                       summary_only=True))
+    return out[0], out[1]
+
+
+def _run(c: Cluster) -> tuple:
+    """Run ``c`` (on a clock with its binder, when it has one); its outcome, or the error it raised."""
+    try:
+        if c.binder is None:
+            c.run()
+        else:
+            clock = Clock(c.t_begin, c.end)
+            c.binder.clock = clock
+            c.attach(clock)
+            clock.run()
+            c.finish()
+    except InputError as err:
+        return ("error", str(err))
+    tl = c.timeline
+    columns = {name: tl.column(name) for name in ("current_replicas", "desired_replicas", *tl.metrics)}
+    return (asdict(c.stats), c.scale_events, c.failed_syncs, c.decided_by, c.unserved_by_minute, c.t,
+            c.spec_replicas, columns, [p.name for p in c.pods])
+
+
+workloads = st.fixed_dictionaries({
+    "kind": st.sampled_from(["Deployment", "StatefulSet"]),
+    "parallel": st.booleans(),
+    "replicas": st.integers(1, 4),
+    "request": st.sampled_from([100, 250, 500, 1000]),
+    "limit": st.sampled_from([0, 0, 600, 1500]),
+    "probe": st.booleans(),
+    "probe_delay": st.integers(0, 20),
+    "probe_period": st.sampled_from([1, 5, 10]),
+    "sidecar": st.booleans(),
+    "idle": st.booleans(),
+    "metrics": st.lists(st.sampled_from(["cpu", "cpu-average", "memory", "container", "served"]), min_size=1,
+                        max_size=3),
+    "util": st.integers(30, 90),
+    "average": st.sampled_from([50, 150, 400]),
+    "served": st.sampled_from([2, 5, 12]),
+    "behavior": st.sampled_from(["none", "policies", "window"]),
+    "select": st.sampled_from(["Max", "Min", "Disabled"]),
+    "down_window": st.sampled_from([0, 60, 300]),
+    "min": st.integers(1, 3),
+    "max": st.sampled_from([4, 12, 40, 5000]),
+    "profile": st.fixed_dictionaries({
+        "cpu_millicore_seconds_per_request": st.sampled_from([8, 40, 120]),
+        "cpu_baseline_millicores": st.sampled_from([0, 10, 30]),
+        "pod_capacity_rps": st.sampled_from([5, 15, 60]),
+        "memory_baseline_mebibytes": st.sampled_from([64, 180]),
+        "memory_mebibytes_per_rps": st.sampled_from([0, 2, 9]),
+        "pod_scheduling_seconds": st.sampled_from([0, 2, 40]),
+        "container_start_seconds": st.sampled_from([0, 8, 20]),
+        "app_startup_seconds": st.sampled_from([0, 10, 30]),
+        "startup_cpu_boost_millicores": st.sampled_from([0, 300]),
+        "startup_cpu_boost_seconds": st.sampled_from([0, 45]),
+        "startup_jitter_fraction": st.sampled_from([0, 0.2, 0.5]),
+        "traffic_spread": st.sampled_from(["even", "imbalanced"]),
+        "traffic_imbalance_cv": st.sampled_from([0.1, 0.4]),
+        "metric_resolution_seconds": st.sampled_from([15, 30, 60]),
+    }),
+    "seed": st.integers(0, 2**31),
+    "start": st.sampled_from(["1995-07-12T06:00:00Z", "1995-07-12T14:00:00Z", "1995-07-13T08:00:00Z"]),
+    "end_hours": st.sampled_from([2, 6]),
+    "load_scale": st.sampled_from([0.5, 1, 4, 30]),
+    "binder": st.sampled_from(["none", "delay", "evict"]),
+})
+
+
+@settings(max_examples=int(os.environ.get("PYHPA_COMPILED_EXAMPLES", 60)), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(w=workloads)
+def test_a_compiled_workload_runs_as_the_python_one(tmp_path_factory, w):
+    """Every figure a fleet's workload keeps, the same to the last bit (or the same error, naming the same)."""
+    from datetime import datetime, timedelta
+
+    tmp = tmp_path_factory.mktemp("w")
+    start = datetime.fromisoformat(w["start"].replace("Z", "+00:00"))
+    w = {**w, "end": (start + timedelta(hours=w["end_hours"])).isoformat().replace("+00:00", "Z")}
+    if w["profile"]["cpu_baseline_millicores"] >= (w["limit"] or 10**9):
+        return
+    files = _files(tmp, w)
+    binder_of = {"none": None, "delay": lambda: DelayBinder(7.0), "evict": lambda: DelayBinder(3.0, evict_every=3)}[
+        w["binder"]]
+    python, compiled = _pair(files, w, binder_of)
+    assert compiled.compiled, compiled.why_not_compiled
+    assert not getattr(python, "compiled", False)
+    want, got = _run(python), _run(compiled)
+    event("an error" if want[0] == "error" else "scaled" if want[1] else "did not scale")
+    assert got == want
+    if binder_of is not None and want[0] != "error":
+        assert [p.name for p in compiled.binder.bound] == [p.name for p in python.binder.bound]
+        assert compiled.binder.removed_names == python.binder.removed_names
+
+
+def test_it_runs_what_it_covers_and_the_python_cluster_the_rest(tmp_path, monkeypatch):
+    """A workload with a metrics outage, a kept timeline, prediction or an Object metric runs in Python (the same
+    class, its reason said); so does everything with ``PYHPA_COMPILED=0``."""
+    w = {"kind": "Deployment", "parallel": False, "replicas": 2, "request": 250, "limit": 0, "probe": False,
+         "probe_delay": 0, "probe_period": 5, "sidecar": False, "idle": False, "metrics": ["cpu"], "util": 60,
+         "average": 150, "served": 5, "behavior": "none", "select": "Max", "down_window": 300, "min": 1, "max": 12,
+         "profile": {"cpu_millicore_seconds_per_request": 40}, "seed": 1, "start": "1995-07-12T10:00:00Z",
+         "end": "1995-07-12T12:00:00Z", "load_scale": 1}
+    files = _files(tmp_path, w)
+    python, compiled = _pair(files, w)
+    assert compiled.compiled and uncovered(compiled) == ""
+    kept = CompiledCluster(compiled.hpa, compiled.target, compiled.profile, compiled.config, compiled.times,
+                           compiled.rps_values, {}, compiled.t0, compiled.end, compiled.sync_period, 1)
+    assert not kept.compiled and kept.why_not_compiled == "its whole timeline is kept"
+    outage = CompiledCluster(compiled.hpa, compiled.target, compiled.profile, compiled.config, compiled.times,
+                             compiled.rps_values, {}, compiled.t0, compiled.end, compiled.sync_period, 1,
+                             ((compiled.t0, compiled.t0 + 60),), summary_only=True)
+    assert not outage.compiled and "outage" in outage.why_not_compiled
+    assert _run(outage)[0]["pod_seconds"] > 0
+    monkeypatch.setenv("PYHPA_COMPILED", "0")
+    off = _pair(files, w)[1]
+    assert not off.compiled and "turned off" in off.why_not_compiled
+    assert _run(off) == _run(python)
+
+
+def _fleet_outcome(run) -> tuple:
+    from pyhpa.fleet.report import summarize_fleet
+
+    summary = summarize_fleet(run)
+    summary["fleet"].pop("file", None)
+    return (summary, run.events, run.samples, [asdict(s) for s in run.stats],
+            [(asdict(c.stats), c.scale_events, c.decided_by, c.unserved_by_minute) for c in run.clusters])
+
+
+@pytest.mark.parametrize("model", ["cluster-autoscaler", "karpenter"])
+def test_the_benchmark_fleet_runs_compiled_as_in_python(tmp_path, monkeypatch, model):
+    """``benchmarks/fleet.py``'s fleet (Bitbrains StatefulSets, NASA and WorldCup98 Deployments on one pool), 16
+    workloads for 12 hours: every workload compiled, every figure, event and sample of the fleet the Python run's."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import fleet as bench
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    from pyhpa.fleet.engine import FleetRun
+    from pyhpa.fleet.spec import load_fleet
+
+    path = bench.make_fleet(16, tmp_path, 0, model, False)
+    runs = []
+    for flag in ("1", "0"):
+        monkeypatch.setenv("PYHPA_COMPILED", flag)
+        fleet = load_fleet(path, Settings(seed=0), bench.START, "2013-08-05T12:00:00Z")
+        run = FleetRun(fleet, Settings(seed=0)).run()
+        runs.append(run)
+    compiled, python = runs
+    assert all(c.compiled for c in compiled.clusters) and not any(c.compiled for c in python.clusters)
+    assert any(c.scale_events for c in python.clusters) and python.events
+    assert _fleet_outcome(compiled) == _fleet_outcome(python)
