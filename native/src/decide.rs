@@ -8,7 +8,7 @@
 use pyo3::prelude::*;
 
 use crate::calculator::{plain_replicas, resource_utilization_replicas, Pod, Sample};
-use crate::normalize::{normalize, rules_from_python, Behavior, Config, Limited, Memory, Rules};
+use crate::normalize::{normalize, rules_from_python, Able, Behavior, Config, Limited, Memory, Rules};
 
 /// A metric's target (`pyhpa.core.model.MetricSpec`): an averageValue wins over a utilization, as upstream's
 /// computeStatusForResourceMetricGeneric has it; neither is an invalid metric.
@@ -50,6 +50,9 @@ pub struct Decided {
     pub proposals: Vec<Option<Proposed>>,
     /// the kind of what set the final number (``Decision.decided_by``)
     pub decider: Decider,
+    /// normalization's AbleToScale and ScalingLimited reasons, whether its last step was the limit's, and the
+    /// recommendation it normalized (``Decision.prenormalized``); None where the sync stopped before it
+    pub normalized: Option<(Able, Limited, bool, i64)>,
 }
 
 /// ``Decision.decided_by``'s kind (``pyhpa.core.model.SourceKind``) for the HPAs this module covers
@@ -82,6 +85,9 @@ pub struct Proposed {
     pub replicas: i64,
     pub utilization: Option<i64>,
     pub raw_milli: i64,
+    /// the unready and missing pods the calculator found (``PodGroups``)
+    pub unready: i64,
+    pub missing: i64,
 }
 
 fn proposal(metric: &Metric, pods: &[Pod], samples: Option<&[(String, Sample)]>, current: i64, s: &Settings,
@@ -90,7 +96,8 @@ fn proposal(metric: &Metric, pods: &[Pod], samples: Option<&[(String, Sample)]>,
     let (init, delay) = (s.cpu_initialization_period_seconds, s.initial_readiness_delay_seconds);
     let plain = |milli: i64, is_cpu: bool| {
         plain_replicas(pods, samples, current, s.down, s.up, now, init, delay, milli, is_cpu).ok()
-            .map(|r| Proposed { replicas: r.0, utilization: None, raw_milli: r.1 })
+            .map(|r| Proposed { replicas: r.0, utilization: None, raw_milli: r.1, unready: r.5.unready.len() as i64,
+                                missing: r.5.missing.len() as i64 })
     };
     match metric {
         Metric::Resource { is_cpu, target, requests, each } => match *target {
@@ -110,7 +117,8 @@ fn proposal(metric: &Metric, pods: &[Pod], samples: Option<&[(String, Sample)]>,
                 };
                 resource_utilization_replicas(pods, samples, current, s.down, s.up, now, init, delay, percent, *is_cpu)
                     .ok().map(|r| Proposed { replicas: r.replicas, utilization: Some(r.utilization),
-                                             raw_milli: r.raw_average })
+                                             raw_milli: r.raw_average, unready: r.groups.unready.len() as i64,
+                                             missing: r.groups.missing.len() as i64 })
             }
             Target::Unset => None,
         },
@@ -151,12 +159,12 @@ pub fn decide_upstream(current: i64, min_replicas: i64, max_replicas: i64, behav
                               scale_up_events, scale_down_events };
     if current == 0 {
         // scaling is disabled since the replica count of the target is zero (HPAScaleToZero off)
-        return Decided { desired: current, memory, failed: false, proposals: vec![], decider: Decider::None };
+        return Decided { desired: current, memory, failed: false, proposals: vec![], decider: Decider::None, normalized: None };
     }
     if current > max_replicas || current < min_replicas {
         let bound = if current > max_replicas { max_replicas } else { min_replicas };
         store_scale_event(&mut memory, behavior, current, bound, now);
-        return Decided { desired: bound, memory, failed: false, proposals: vec![], decider: Decider::Spec };
+        return Decided { desired: bound, memory, failed: false, proposals: vec![], decider: Decider::Spec, normalized: None };
     }
     let proposals: Vec<Option<Proposed>> = metrics.iter().enumerate()
         .map(|(i, m)| proposal(m, pods, samples.get(i).and_then(|x| x.as_deref()), current, s, now)).collect();
@@ -172,7 +180,7 @@ pub fn decide_upstream(current: i64, min_replicas: i64, max_replicas: i64, behav
         }
     }
     if invalid >= metrics.len() || (invalid > 0 && replicas < current) {
-        return Decided { desired: current, memory, failed: true, proposals, decider: Decider::None };
+        return Decided { desired: current, memory, failed: true, proposals, decider: Decider::None, normalized: None };
     }
     let pre = if replicas > 0 { replicas } else { 0 };
     let n = normalize(current, pre, min_replicas, max_replicas, behavior, &memory, now, &s.normalize);
@@ -191,7 +199,8 @@ pub fn decide_upstream(current: i64, min_replicas: i64, max_replicas: i64, behav
     } else {
         Decider::Metric
     };
-    Decided { desired: n.desired, memory, failed: false, proposals, decider }
+    let normalized = Some((n.able, n.limited, n.desired != n.stabilized, pre));
+    Decided { desired: n.desired, memory, failed: false, proposals, decider, normalized }
 }
 
 use crate::normalize::PyRules;

@@ -13,9 +13,10 @@
 use std::collections::HashMap;
 
 use pyo3::prelude::*;
+use pyo3::IntoPyObjectExt;
 
 use crate::calculator::{Pod, Sample};
-use crate::decide::{decide_upstream, Decider, Metric, Settings};
+use crate::decide::{decide_upstream, Metric, Settings};
 use crate::normalize::{rules_from_python, Behavior, Config, PyRules};
 
 const INF: f64 = f64::INFINITY;
@@ -126,6 +127,11 @@ fn py_floordiv(vx: f64, wx: f64) -> f64 {
     }
 }
 
+/// ``v`` as a Python object.
+fn obj<'py, T: IntoPyObject<'py>>(py: Python<'py>, v: T) -> PyResult<Bound<'py, PyAny>> {
+    v.into_bound_py_any(py)
+}
+
 /// Python's ``min(a, b)``: ``a`` unless ``b`` is less.
 fn pymin(a: f64, b: f64) -> f64 {
     if b < a { b } else { a }
@@ -137,6 +143,64 @@ fn py_int(x: f64) -> i64 {
 }
 
 type Scraped = (Vec<usize>, Vec<(String, Sample)>);
+
+/// A row of the whole timeline (``Cluster._record``), its columns in timeline.csv's order.
+#[derive(Clone, Debug)]
+struct Row {
+    t: f64,
+    load: f64,
+    current: i64,
+    ready: i64,
+    desired: i64,
+    pre: Option<i64>,
+    values: Vec<Option<f64>>,
+    unready: Option<i64>,
+    missing: Option<i64>,
+    capacity: f64,
+    unserved: f64,
+    changed: String,
+    error: Option<String>,
+}
+
+/// What the whole timeline needs besides the figures: the HPA's conditions (type, status, reason) as the core
+/// keeps them, the last of each type the timeline showed (``Cluster._changed``), the HPAScaleToZero gate, each
+/// metric's target, the requests unserved so far and at the last sync, the rows.
+#[derive(Clone, Debug, Default)]
+struct Full {
+    scale_to_zero: bool,
+    conditions: Vec<(String, String, String)>,
+    shown: HashMap<String, (String, String)>,
+    targets: Vec<f64>,
+    unserved_cum: f64,
+    unserved_at_sync: f64,
+    rows: Vec<Row>,
+}
+
+impl Full {
+    /// ``pyhpa.core.reconcile.set_condition``: in place, or appended.
+    fn cond(&mut self, ctype: &str, status: &str, reason: &str) {
+        match self.conditions.iter_mut().find(|c| c.0 == ctype) {
+            Some(c) => {
+                c.1 = status.to_string();
+                c.2 = reason.to_string();
+            }
+            None => self.conditions.push((ctype.to_string(), status.to_string(), reason.to_string())),
+        }
+    }
+
+    /// ``Cluster._changed``: the conditions whose status or reason changed, as ``Type=Status/Reason; ...``.
+    fn changed(&mut self) -> String {
+        let mut out: Vec<String> = vec![];
+        for (ctype, status, reason) in &self.conditions {
+            let now = (status.clone(), reason.clone());
+            if self.shown.get(ctype) != Some(&now) {
+                self.shown.insert(ctype.clone(), now);
+                out.push(format!("{ctype}={status}/{reason}"));
+            }
+        }
+        out.join("; ")
+    }
+}
 
 #[pyclass(module = "pyhpa.simulate.rustcore", unsendable)]
 pub struct Workload {
@@ -193,6 +257,8 @@ pub struct Workload {
     next_scrape: f64,
     /// each metric's last scrape (None: the API's error): the pods' ids and (name, sample)
     samples: Vec<Option<Scraped>>,
+    /// why a metric has no samples: 0 no scrape yet, 1 none of its pods returned one
+    sample_errors: Vec<u8>,
     samples_stale: bool,
     core_pods: Vec<Pod>,
     n_live: i64,
@@ -210,7 +276,9 @@ pub struct Workload {
     unserved_by_minute: Vec<(i64, f64)>,
     scale_events: Vec<(f64, i64, i64)>,
     failed_syncs: i64,
-    decided_by: Vec<(&'static str, i64)>,
+    decided_by: Vec<(String, i64)>,
+    // the whole timeline (``pyhpa simulate``'s), when kept: None keeps only the summary's columns
+    full: Option<Full>,
     tl_current: Vec<f64>,
     tl_desired: Vec<f64>,
     tl_values: Vec<Vec<f64>>,
@@ -219,6 +287,8 @@ pub struct Workload {
 type PyModel = (f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64);
 type PyShape = (bool, bool, bool, bool, bool, bool, String, f64, f64, i64);
 type PyMetric = (String, bool, String, i64, i64);
+/// (the HPAScaleToZero gate, the HPA's conditions (type, status, reason), each metric's target in its unit)
+type PyFull = (bool, Vec<(String, String, String)>, Vec<f64>);
 
 #[pymethods]
 impl Workload {
@@ -233,10 +303,10 @@ impl Workload {
     #[new]
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (model, shape, times, rps, views, min_replicas, max_replicas, behavior, metrics, request,
-                        settings))]
+                        settings, full=None))]
     fn new(model: PyModel, shape: PyShape, times: Vec<f64>, rps: Vec<f64>, views: Vec<(String, bool, f64)>,
            min_replicas: i64, max_replicas: i64, behavior: Option<(PyRules, PyRules)>, metrics: Vec<PyMetric>,
-           request: i64, settings: (f64, f64, f64, f64, f64, f64, f64)) -> PyResult<Self> {
+           request: i64, settings: (f64, f64, f64, f64, f64, f64, f64), full: Option<PyFull>) -> PyResult<Self> {
         let behavior = match behavior {
             None => None,
             Some((up, down)) => Some(Behavior { up: rules_from_python(up)?, down: rules_from_python(down)? }),
@@ -285,6 +355,9 @@ impl Workload {
             stats: Stats::default(), episodes: vec![], episode_start: None, episode_reaction: None,
             unserved_by_minute: vec![], scale_events: vec![], failed_syncs: 0, decided_by: vec![],
             tl_current: vec![], tl_desired: vec![], tl_values: vec![vec![]; n_views],
+            full: full.map(|(scale_to_zero, conditions, targets)| Full { scale_to_zero, conditions, targets,
+                                                                        ..Full::default() }),
+            sample_errors: vec![0; n_views],
         })
     }
 
@@ -412,13 +485,35 @@ impl Workload {
     }
 
     /// Syncs per kind of decider, in the order each first decided.
-    fn decided_by(&self) -> Vec<(&'static str, i64)> {
+    fn decided_by(&self) -> Vec<(String, i64)> {
         self.decided_by.clone()
     }
 
     /// (minute, unserved requests) for each minute that had some, in order.
     fn unserved_by_minute(&self) -> Vec<(i64, f64)> {
         self.unserved_by_minute.clone()
+    }
+
+    /// The whole timeline's rows (``Cluster._record``'s tuples, timeline.csv's columns), or None when not kept.
+    fn rows<'py>(&self, py: Python<'py>) -> PyResult<Option<Vec<Bound<'py, pyo3::types::PyTuple>>>> {
+        let full = match &self.full {
+            None => return Ok(None),
+            Some(f) => f,
+        };
+        let mut out = Vec::with_capacity(full.rows.len());
+        for r in &full.rows {
+            let mut items: Vec<Bound<'py, PyAny>> = vec![obj(py, r.t)?, obj(py, r.load)?, obj(py, r.current)?,
+                                                         obj(py, r.ready)?, obj(py, r.desired)?, obj(py, r.pre)?];
+            for (v, target) in r.values.iter().zip(&full.targets) {
+                items.push(obj(py, *v)?);
+                items.push(obj(py, *target)?);
+            }
+            items.extend([obj(py, r.unready)?, obj(py, r.missing)?, obj(py, r.capacity)?, obj(py, r.unserved)?,
+                          obj(py, r.changed.as_str())?, obj(py, r.error.as_deref().unwrap_or(""))?,
+                          obj(py, self.min_replicas)?, obj(py, self.max_replicas)?, obj(py, "")?]);
+            out.push(pyo3::types::PyTuple::new(py, items)?);
+        }
+        Ok(Some(out))
     }
 
     /// The summary timeline: (current replicas, desired replicas, each metric's values; NaN: none), a value a sync.
@@ -674,6 +769,9 @@ impl Workload {
         let unserved = demand - served;
         if unserved > 1e-12 * demand {
             s.unserved_requests += unserved * dt;
+            if let Some(f) = self.full.as_mut() {
+                f.unserved_cum += unserved * dt;
+            }
             self.unserved_minutes(a, dt, unserved);
         }
         if demand > self.n_serving as f64 * self.cap * (1.0 + 1e-12) {
@@ -777,6 +875,7 @@ impl Workload {
         }
         for v in 0..self.views.len() {
             let kind = self.views[v].kind;
+            self.sample_errors[v] = 1;
             self.samples[v] = if found.is_empty() {
                 None
             } else {
@@ -866,7 +965,9 @@ impl Workload {
     }
 
     // ------------------------------------------------------------------------------------------------ HPA
-    /// `Cluster._sync`: one HPA sync with `decide_upstream`, then rescale.
+    /// `Cluster._sync`: one HPA sync with `decide_upstream`, then rescale. With the whole timeline kept, a sync that
+    /// stops before normalization or whose metrics failed is decided by the Python core instead (``_c_decide``:
+    /// its texts, the error and the conditions, are the core's own), the others here, conditions included.
     fn sync(&mut self, owner: &Bound<'_, PyAny>, t: f64) -> PyResult<()> {
         self.sync_k += 1;
         self.next_sync = self.t0 + self.sync_k as f64 * self.sync_period;
@@ -874,48 +975,113 @@ impl Workload {
         let samples: Vec<Option<Vec<(String, Sample)>>> =
             self.samples.iter().map(|s| s.as_ref().map(|(_, l)| l.clone())).collect();
         let current = self.spec_replicas;
+        let before = self.full.as_ref().map(|_| (self.recommendations.clone(), self.scale_up_events.clone(),
+                                                  self.scale_down_events.clone()));
         let d = decide_upstream(current, self.min_replicas, self.max_replicas, self.behavior.as_ref(), &self.metrics,
                                 &self.core_pods, &samples, self.recommendations.take(),
                                 std::mem::take(&mut self.scale_up_events),
                                 std::mem::take(&mut self.scale_down_events), t, &self.settings);
-        self.recommendations = Some(d.memory.recommendations);
-        self.scale_up_events = d.memory.scale_up_events;
-        self.scale_down_events = d.memory.scale_down_events;
-        if d.proposals.iter().any(|p| p.is_none()) {
-            self.failed_syncs += 1;
-        }
-        let kind = if d.decider == Decider::None { "" } else { d.decider.kind() };
+        let failed = d.proposals.iter().any(|p| p.is_none());
+        let by_core = self.full.is_some() && (failed || d.normalized.is_none());
+        let (desired, kind, values) = if by_core {
+            let (recs, ups, downs) = before.unwrap();
+            self.core_sync(owner, t, current, recs, ups, downs)?
+        } else {
+            self.recommendations = Some(d.memory.recommendations);
+            self.scale_up_events = d.memory.scale_up_events;
+            self.scale_down_events = d.memory.scale_down_events;
+            if failed {
+                self.failed_syncs += 1;
+            }
+            let full = d.proposals.len() == self.views.len();
+            let values: Vec<Option<f64>> = self.views.iter().enumerate().map(|(i, view)| {
+                match if full { d.proposals[i] } else { None } {
+                    None => None,
+                    Some(p) => if view.utilization { p.utilization.map(|u| u as f64) } else {
+                        Some(p.raw_milli as f64 * view.factor)
+                    },
+                }
+            }).collect();
+            if let (Some(f), Some((able, limited, limit_last, pre))) = (self.full.as_mut(), d.normalized) {
+                f.cond("AbleToScale", "True", "SucceededGetScale");
+                f.cond("ScalingActive", "True", "ValidMetricFound");
+                f.cond("AbleToScale", "True", able.reason());
+                f.cond("ScalingLimited", if limit_last { "True" } else { "False" }, limited.reason());
+                if d.desired != current {
+                    if f.scale_to_zero {
+                        f.cond("ScaledToZero", "False", "NotScaledToZero");
+                    } else if let Some(i) = f.conditions.iter().position(|c| c.0 == "ScaledToZero") {
+                        f.conditions.remove(i);
+                    }
+                    f.cond("AbleToScale", "True", "SucceededRescale");
+                }
+                let first = d.proposals.iter().flatten().next();
+                let changed = f.changed();
+                let unserved = f.unserved_cum - f.unserved_at_sync;
+                f.unserved_at_sync = f.unserved_cum;
+                f.rows.push(Row { t, load: self.rps, current, ready: self.n_ready, desired: d.desired, pre: Some(pre),
+                                  values: values.clone(), unready: first.map(|p| p.unready),
+                                  missing: first.map(|p| p.missing), capacity: self.n_serving as f64 * self.cap,
+                                  unserved, changed, error: None });
+            }
+            (d.desired, d.decider.kind().to_string(), values)
+        };
         match self.decided_by.iter_mut().find(|(k, _)| *k == kind) {
             Some((_, n)) => *n += 1,
             None => self.decided_by.push((kind, 1)),
         }
-        self.tl_current.push(current as f64);
-        self.tl_desired.push(d.desired as f64);
-        let full = d.proposals.len() == self.views.len();
-        for (i, view) in self.views.iter().enumerate() {
-            let v = match if full { d.proposals[i] } else { None } {
-                None => f64::NAN,
-                Some(p) => {
-                    if view.utilization {
-                        p.utilization.map(|u| u as f64).unwrap_or(f64::NAN)
-                    } else {
-                        p.raw_milli as f64 * view.factor
-                    }
-                }
-            };
-            self.tl_values[i].push(v);
-        }
-        if d.desired != current {
-            if d.desired > self.max_pods {
-                owner.call_method1("_c_too_many", (t, d.desired))?;
+        if self.full.is_none() {
+            self.tl_current.push(current as f64);
+            self.tl_desired.push(desired as f64);
+            for (i, v) in values.iter().enumerate() {
+                self.tl_values[i].push(v.unwrap_or(f64::NAN));
             }
-            self.scale_events.push((t, current, d.desired));
-            if let (true, Some(start), None) = (d.desired > current, self.episode_start, self.episode_reaction) {
+        }
+        if desired != current {
+            if desired > self.max_pods {
+                owner.call_method1("_c_too_many", (t, desired))?;
+            }
+            self.scale_events.push((t, current, desired));
+            if let (true, Some(start), None) = (desired > current, self.episode_start, self.episode_reaction) {
                 self.episode_reaction = Some(t - start);
             }
-            self.spec_replicas = d.desired;
+            self.spec_replicas = desired;
             self.reconcile(owner, t)?;
         }
         Ok(())
+    }
+
+    /// A sync decided by the Python core (``CompiledCluster._c_decide``) on this workload's pods and samples and the
+    /// memory before it: its row of the timeline, its memory and conditions kept; (desired, decider kind, values).
+    fn core_sync(&mut self, owner: &Bound<'_, PyAny>, t: f64, current: i64, recs: Option<Vec<(f64, i64)>>,
+                 ups: Vec<(f64, i64)>, downs: Vec<(f64, i64)>) -> PyResult<(i64, String, Vec<Option<f64>>)> {
+        let pods: Vec<(String, bool, Option<f64>, Option<bool>, f64)> = self.core_pods.iter()
+            .map(|p| (p.name.clone(), p.phase == "Running", p.start_time, p.ready, p.ready_transition_time)).collect();
+        let samples: Vec<(u8, Vec<(String, i64, f64, f64)>)> = self.samples.iter().zip(&self.sample_errors)
+            .map(|(s, &e)| match s {
+                None => (e, vec![]),
+                Some((_, l)) => (2, l.iter().map(|(n, x)| (n.clone(), x.value, x.timestamp, x.window)).collect()),
+            }).collect();
+        let f = self.full.as_ref().unwrap();
+        type Out = (i64, Option<Vec<(f64, i64)>>, Vec<(f64, i64)>, Vec<(f64, i64)>, Vec<Option<f64>>, String,
+                    Option<i64>, Option<i64>, Option<i64>, Option<String>, Vec<(String, String, String)>);
+        let out: Out = owner.call_method1("_c_decide", (t, current, self.n_live, pods, samples, recs, ups, downs,
+                                                         f.conditions.clone()))?.extract()?;
+        let (desired, recs, ups, downs, values, kind, pre, unready, missing, error, conditions) = out;
+        self.recommendations = recs;
+        self.scale_up_events = ups;
+        self.scale_down_events = downs;
+        if error.is_some() {
+            self.failed_syncs += 1;
+        }
+        let (ready, load, capacity) = (self.n_ready, self.rps, self.n_serving as f64 * self.cap);
+        let f = self.full.as_mut().unwrap();
+        f.conditions = conditions;
+        let changed = f.changed();
+        let unserved = f.unserved_cum - f.unserved_at_sync;
+        f.unserved_at_sync = f.unserved_cum;
+        f.rows.push(Row { t, load, current, ready, desired, pre, values: values.clone(), unready, missing, capacity,
+                          unserved, changed, error });
+        Ok((desired, kind, values))
     }
 }

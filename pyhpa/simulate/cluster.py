@@ -426,15 +426,18 @@ class Cluster:
     def _core_pod(self, pod: SimPod) -> Pod:
         """The pod as the HPA sees it: phase, ``status.startTime`` and the Ready condition
         (False since the pod was bound, True since it turned Ready)."""
-        t = self.target
         start = pod.bound_at if pod.bound else None
-        phase = "Running" if pod.running else "Pending"
-        ready = pod.ready if pod.bound else None
         ready_t = pod.ready_at if pod.ready else (start if start is not None else ZERO_TIME)
+        return self._pod(pod.name, "Running" if pod.running else "Pending", start, pod.ready if pod.bound else None,
+                         ready_t)
+
+    def _pod(self, name: str, phase: str, start: float | None, ready: bool | None, ready_t: float) -> Pod:
+        """A pod of the target's template as the HPA sees it (``_core_pod``)."""
+        t = self.target
         tp = t.pod
         if tp is None:
-            return Pod(pod.name, phase, t.labels, False, start, ready, ready_t, t.requests, t.missing_request)
-        return Pod(pod.name, phase, t.labels, False, start, ready, ready_t, tp.requests, tp.missing_request,
+            return Pod(name, phase, t.labels, False, start, ready, ready_t, t.requests, t.missing_request)
+        return Pod(name, phase, t.labels, False, start, ready, ready_t, tp.requests, tp.missing_request,
                    containers=tp.containers, pod_level_requests=tp.pod_level_requests, limits=tp.limits,
                    pod_level_limits=tp.pod_level_limits)
 

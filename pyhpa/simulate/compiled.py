@@ -23,9 +23,11 @@ from __future__ import annotations
 import os
 import sys
 from array import array
+from dataclasses import replace
 
+from ..core import Condition, Memory, MetricSamples, PodSample, Scale, SyncInputs, decide
 from ..core.calculator import MetricError, pod_requests
-from ..core.model import CONTAINER_RESOURCE, PODS, REQUEST, RESOURCE
+from ..core.model import CONTAINER_RESOURCE, PODS, REQUEST, RESOURCE, ZERO_TIME
 from ..core.reconcile import tolerances
 from ..core.selector import SelectorError, matches, parse_selector
 from . import native
@@ -57,8 +59,6 @@ def uncovered(c: Cluster) -> str:
     if not enabled():
         return "the compiled path is not built or is turned off"
     hpa, config = c.hpa, c.config
-    if not c.summary_only:
-        return "its whole timeline is kept"
     if c.outages or c.prediction is not None or c.sources:
         return "metrics outages, prediction or a source section"
     if hpa.schedules or hpa.prediction or hpa.fallback or hpa.saturation or hpa.pause:
@@ -109,6 +109,7 @@ class CompiledCluster(Cluster):
             return
         hpa, config, p, t = self.hpa, self.config, self.profile, self.target
         self._handles: dict[int, _Handle] = {}
+        self.core_syncs = 0  # syncs the Python core decided (``_c_decide``)
         self.clock = None
         self.queued = float("nan")
         self._progress = self._stop = None
@@ -129,7 +130,10 @@ class CompiledCluster(Cluster):
             next((r for r in self._requests if r), 0),
             (config.downscale_stabilization_window_seconds, config.scale_up_limit_factor,
              config.scale_up_limit_minimum, down, up, config.cpu_initialization_period_seconds,
-             config.initial_readiness_delay_seconds))
+             config.initial_readiness_delay_seconds),
+            None if self.summary_only else (config.scale_to_zero, [(str(c.type), c.status, c.reason)
+                                                                   for c in hpa.conditions],
+                                            [v.target for v in self.views]))
         self._w.start(self, self.t_begin)
         self._next = self._w.next_event()
         self.pods = self._live_handles()
@@ -163,6 +167,41 @@ class CompiledCluster(Cluster):
 
     def _c_too_many(self, t: float, desired: int) -> None:
         self._too_many(t, desired)
+
+    def _c_decide(self, t: float, current: int, live: int, pods: list, samples: list, recommendations, up: list,
+                  down: list, conditions: list) -> tuple:
+        """A sync the Python core decides (the whole timeline kept: one that stops before normalization or whose
+        metrics failed): on the compiled actor's pods ((name, running, start, Ready, Ready since)), samples per
+        metric ((0: no scrape yet, 1: none returned, 2: these, [(name, milli, epoch s, window s)])), memory and
+        conditions ((type, status, reason)); its figures, timeline values, texts and conditions."""
+        self.core_syncs += 1
+        hpa = replace(self.hpa, conditions=tuple(Condition(ctype, status, reason, "", ZERO_TIME)
+                                                 for ctype, status, reason in conditions))
+        core_pods = [self._pod(name, "Running" if running else "Pending", start, ready, ready_t)
+                     for name, running, start, ready, ready_t in pods]
+        got = []
+        for view, (code, items) in zip(self.views, samples):
+            if code == 2:
+                got.append(MetricSamples(pods={n: PodSample(v, ts, w) for n, v, ts, w in items}, timestamp=t))
+            elif code == 0:
+                got.append(MetricSamples(error="no metrics returned yet"))
+            else:
+                api = "resource" if view.kind in ("cpu", "memory", "idle") else "custom"
+                got.append(MetricSamples(error=f"no metrics returned from {api} metrics API"))
+        memory = Memory(recommendations=None if recommendations is None else list(recommendations),
+                        scale_up_events=list(up), scale_down_events=list(down))
+        d = decide(SyncInputs(hpa=hpa, scale=Scale(current, live, self.target.selector), pods=core_pods,
+                              samples=got, memory=memory, now=t, config=self.config))
+        views = self.views
+        props = d.proposals if len(d.proposals) == len(views) else [None] * len(views)
+        groups = next((p.groups for p in d.proposals if p.groups is not None), None)
+        m = d.memory
+        return (d.desired_replicas, None if m.recommendations is None else list(m.recommendations),
+                list(m.scale_up_events), list(m.scale_down_events),
+                [None if p is None else view.value(p) for view, p in zip(views, props)],
+                "" if d.decided_by is None else d.decided_by.kind.value, d.prenormalized,
+                None if groups is None else len(groups.unready), None if groups is None else len(groups.missing),
+                d.error, [(str(c.type), c.status, c.reason) for c in d.conditions])
 
     # ----------------------------------------------------------------- the clock
     def run(self, progress=None, stop=None) -> None:
@@ -223,9 +262,13 @@ class CompiledCluster(Cluster):
         self.failed_syncs = w.failed_syncs
         self.decided_by = dict(w.decided_by())
         self.unserved_by_minute = dict(w.unserved_by_minute())
-        current, desired, values = w.timeline()
-        self.timeline = SummaryTimeline.from_columns([v.label for v in self.views], array("d", current),
-                                                     array("d", desired), [array("d", v) for v in values])
+        rows = w.rows()
+        if rows is None:
+            current, desired, values = w.timeline()
+            self.timeline = SummaryTimeline.from_columns([v.label for v in self.views], array("d", current),
+                                                         array("d", desired), [array("d", v) for v in values])
+        else:
+            self.timeline.rows = rows
         self.pods = self._live_handles()
         if progress is not None:
             progress(self.end - self.t0)
