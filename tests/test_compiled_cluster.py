@@ -135,11 +135,12 @@ def _pair(files: WorkloadFiles, w: dict, binder_of=None) -> tuple[Cluster, Compi
     return out[0], out[1]
 
 
-def _run(c: Cluster) -> tuple:
-    """Run ``c`` (on a clock with its binder, when it has one); its outcome, or the error it raised."""
+def _run(c: Cluster, stop_pod_seconds: float | None = None) -> tuple:
+    """Run ``c`` (on a clock with its binder, when it has one; without one, ended early once it has run
+    ``stop_pod_seconds``, when given); its outcome, or the error it raised."""
     try:
         if c.binder is None:
-            c.run()
+            c.run(stop=None if stop_pod_seconds is None else (lambda c: c.stats.pod_seconds > stop_pod_seconds))
         else:
             clock = Clock(c.t_begin, c.end)
             c.binder.clock = clock
@@ -154,7 +155,7 @@ def _run(c: Cluster) -> tuple:
     else:  # every value of every row, its type too (timeline.csv writes 3 and 3.0 differently)
         columns = [tl.header, [tuple((type(v).__name__, v) for v in row) for row in tl.rows]]
     return (asdict(c.stats), c.scale_events, c.failed_syncs, c.decided_by, c.unserved_by_minute, c.t,
-            c.spec_replicas, columns, [p.name for p in c.pods])
+            c.spec_replicas, columns, [p.name for p in c.pods], c.end, c.stopped)
 
 
 workloads = st.fixed_dictionaries({
@@ -200,6 +201,7 @@ workloads = st.fixed_dictionaries({
     "load_scale": st.sampled_from([0.5, 1, 4, 30]),
     "binder": st.sampled_from(["none", "delay", "evict"]),
     "full": st.booleans(),
+    "stop": st.sampled_from([None, None, 3000.0, 30000.0]),
 })
 
 
@@ -221,10 +223,11 @@ def test_a_compiled_workload_runs_as_the_python_one(tmp_path_factory, w):
     python, compiled = _pair(files, w, binder_of)
     assert compiled.compiled, compiled.why_not_compiled
     assert not getattr(python, "compiled", False)
-    want, got = _run(python), _run(compiled)
+    want, got = _run(python, w["stop"]), _run(compiled, w["stop"])
     event("an error" if want[0] == "error" else "scaled" if want[1] else "did not scale")
     event("whole timeline" if w["full"] else "summary timeline")
     event("some syncs by the core" if compiled.core_syncs else "no sync by the core")
+    event("stopped early" if python.stopped else "ran to the end")
     assert got == want
     if binder_of is not None and want[0] != "error":
         assert [p.name for p in compiled.binder.bound] == [p.name for p in python.binder.bound]

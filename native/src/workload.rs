@@ -277,6 +277,9 @@ pub struct Workload {
     scale_events: Vec<(f64, i64, i64)>,
     failed_syncs: i64,
     decided_by: Vec<(String, i64)>,
+    /// ``owner._c_stop(stats)`` is asked after each sync whether the run ends there (``Cluster.run``'s ``stop``)
+    ask_stop: bool,
+    stopped: bool,
     // the whole timeline (``pyhpa simulate``'s), when kept: None keeps only the summary's columns
     full: Option<Full>,
     tl_current: Vec<f64>,
@@ -357,7 +360,7 @@ impl Workload {
             tl_current: vec![], tl_desired: vec![], tl_values: vec![vec![]; n_views],
             full: full.map(|(scale_to_zero, conditions, targets)| Full { scale_to_zero, conditions, targets,
                                                                         ..Full::default() }),
-            sample_errors: vec![0; n_views],
+            sample_errors: vec![0; n_views], ask_stop: false, stopped: false,
         })
     }
 
@@ -402,10 +405,32 @@ impl Workload {
             }
             if self.next_sync <= t {
                 self.sync(owner, t)?;
+                if self.ask_stop && owner.call_method1("_c_stop", (self.stats(),))?.extract::<bool>()? {
+                    self.end = t;
+                    self.stopped = true;
+                    break;
+                }
             }
         }
         self.t = t;
         Ok(self.next_event())
+    }
+
+    /// Ask ``owner._c_stop`` after each sync whether the run ends there (``Cluster.run``'s ``stop``).
+    fn ask_stop(&mut self) {
+        self.ask_stop = true;
+    }
+
+    /// The run was ended early by ``_c_stop`` (``end`` is then when).
+    #[getter]
+    fn stopped(&self) -> bool {
+        self.stopped
+    }
+
+    /// When the run ends (epoch s).
+    #[getter]
+    fn end(&self) -> f64 {
+        self.end
     }
 
     /// `Cluster.bind`: the binder bound pod ``pid`` at ``t``; ``events``: its transitions (`Cluster._start_up`).

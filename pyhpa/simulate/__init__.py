@@ -245,10 +245,9 @@ def replay(h: "Autoscaler", label: str, tgt: Target, prof: Profile, load: Load, 
     the span simulated and ``run.cluster.stopped`` is True."""
     tr = load.trace
     f = display_path(h.file)
-    # compiled where it covers the autoscaler (``pyhpa.simulate.compiled``), not for a run a ``stop`` may end early
-    make = Cluster if stop is not None else CompiledCluster
-    cluster = make(h.hpa, tgt, prof, h.config, tr.times, load.rps, tr.values, tr.start, tr.end, h.sync_period_seconds,
-                   settings.seed, load.outages, history=load.history)
+    # compiled where it covers the autoscaler (``pyhpa.simulate.compiled``)
+    cluster = CompiledCluster(h.hpa, tgt, prof, h.config, tr.times, load.rps, tr.values, tr.start, tr.end,
+                              h.sync_period_seconds, settings.seed, load.outages, history=load.history)
     total = tr.end - tr.start
     try:
         cluster.run(None if progress is None else (lambda s, lab=label: progress(lab, s, total)), stop)

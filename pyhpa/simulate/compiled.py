@@ -208,9 +208,16 @@ class CompiledCluster(Cluster):
         if not self.compiled:
             return super().run(progress, stop)
         if stop is not None:
-            raise ValueError("a compiled workload runs to its end (no stop predicate)")
+            self._stop = stop
+            self._w.ask_stop()
         self._next = self._w.advance_to(self, self.end)
+        self.end, self.stopped = self._w.end, self._w.stopped
         self.finish(progress)
+
+    def _c_stop(self, stats: tuple) -> bool:
+        """``run``'s ``stop(cluster)`` after a sync, on the figures so far (``stats``, as ``Stats`` has them)."""
+        self.stats = Stats(*stats)
+        return bool(self._stop(self))
 
     def attach(self, clock, progress=None, stop=None) -> None:
         if not self.compiled:
