@@ -243,6 +243,8 @@ def test_the_hpa_never_sees_samples_of_deleted_pods(tmp_path, monkeypatch):
         return real(inputs)
 
     monkeypatch.setattr(cluster_mod, "decide", checking)
+    # the Python cluster, whose every sync calls the core (the compiled one gives the same: test_compiled_cluster.py)
+    monkeypatch.setenv("PYHPA_COMPILED", "0")
     pods = {"type": "Pods", "pods": {"metric": {"name": "rps"}, "target": {"type": "AverageValue", "averageValue": "1"}}}
     behavior = {"scaleDown": {"stabilizationWindowSeconds": 100}}  # not a multiple of the 60 s resolution
     sim = simulate(tmp_path, [(900, 10.0), (900, 2.0)], hpas=[hpa_doc(metrics=[pods], behavior=behavior)],

@@ -463,6 +463,12 @@ impl Workload {
         self.end_episode(self.end);
     }
 
+    /// Pod ``pid`` now: (bound at, Ready since (inf: never), bound, Running, the app up, Ready).
+    fn pod_state(&self, pid: usize) -> (f64, f64, bool, bool, bool, bool) {
+        let p = &self.all[pid];
+        (p.bound_at, p.ready_at, p.bound, p.running, p.app_up, p.ready)
+    }
+
     /// The live pods' ids, in the workload's order.
     fn pod_ids(&self) -> Vec<usize> {
         self.pods.clone()

@@ -139,7 +139,13 @@ class CompiledCluster(Cluster):
         self.pods = self._live_handles()
 
     def _live_handles(self) -> list[SimPod]:
-        return [self._handles[pid] for pid in self._w.pod_ids()]
+        """The pods that exist now, in order, each handle carrying the compiled actor's state of it."""
+        out = []
+        for pid in self._w.pod_ids():
+            pod = self._handles[pid]
+            pod.bound_at, pod.ready_at, pod.bound, pod.running, pod.app_up, pod.ready = self._w.pod_state(pid)
+            out.append(pod)
+        return out
 
     # ----------------------------------------------------------------- called back by the compiled actor
     def _c_draw(self, pid: int, name: str, t: float) -> tuple[float, float]:
