@@ -18,6 +18,7 @@ Time is in epoch seconds, CPU in millicores, memory in bytes, prices in dollars 
 from __future__ import annotations
 
 import dataclasses
+import gc
 import math
 import random
 from dataclasses import dataclass, field
@@ -316,11 +317,17 @@ class FleetRun:
         """Simulate to the end; ``progress(simulated_seconds, total_seconds)`` now and then. Raises InputError
         (a workload scaling past the simulator's bound, naming it)."""
         total = self.end - self.start
+        # the fleet's long-lived objects (its traces, workloads, pools) out of the collector's passes while the clock
+        # runs: a full pass over them at every few thousand allocations made a large fleet's time grow faster than
+        # its size (400 workloads for a day: 61 s with, 31 s without, on the same machine)
+        gc.freeze()
         try:
             self.clock.run(None if progress is None else (lambda t: progress(t - self.start, total)),
                            max(total / 200, 1.0))
         except InputError as err:
             raise err.at(file=self.fleet.file) from None
+        finally:
+            gc.unfreeze()
         for c in self.clusters:
             c.finish()
         for pl in self.placements.values():
