@@ -10,8 +10,9 @@ and the bill (issue 38).
     python benchmarks/fleet.py --workloads 50 --days 2 --headline --processes 6    # each variant a Dask worker
     python benchmarks/fleet.py --headline --scheduler tcp://10.0.0.5:8786          # your Dask cluster
 
-Prints, per size, ``workloads=N seconds=S rss_mb=M node_hours=H cost=C`` (wall seconds of the simulation, the
-process's peak resident memory, the pool's node-hours and dollars).
+Prints, per size, ``workloads=N seconds=S rss_mb=M node_hours=H cost=C compiled=K`` (wall seconds of the
+simulation, the process's peak resident memory, the pool's node-hours and dollars, and how many workloads ran
+compiled: ``pyhpa.simulate.compiled``; ``--no-compiled`` runs every one in Python, as without a Rust compiler).
 
 The fleet, made from the real traces in benchmarks/data (copies of the project's trace collection; sources and
 licences in benchmarks/data/README.md), over the week 2013-08-05T00:00Z to 2013-08-12T00:00Z:
@@ -35,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import random
 import resource
 import subprocess
@@ -157,7 +159,8 @@ def run_one(n: int, days: float, seed: int, model: str, predictive: bool, out: s
             "rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
             "node_hours": f["node_hours"], "cost": f["cost"], "unserved_fraction": f["unserved_fraction"],
             "pending_pod_seconds": f["pending_pod_seconds"], "node_wait_seconds": f["node_wait_seconds"],
-            "overloaded_seconds": f["overloaded_seconds"], "modules": loaded_modules()}
+            "overloaded_seconds": f["overloaded_seconds"], "compiled": sum(c.compiled for c in run.clusters),
+            "modules": loaded_modules()}
 
 
 def _progress(label: str = ""):
@@ -333,9 +336,14 @@ def main() -> None:
     ap.add_argument("--variants", help="--headline: only these variants, comma-separated (names as HEADLINE has them)")
     ap.add_argument("--results", help="--headline: keep each variant's figures in this folder, and use those saved "
                     "there for the same fleet and code instead of running them again")
+    ap.add_argument("--no-compiled", action="store_true",
+                    help="every workload in Python (PYHPA_COMPILED=0: pyhpa.simulate.compiled), as on a machine "
+                    "without a Rust compiler; the same figures, slower")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a size run in this process (the child)
     ap.add_argument("--label", default="", help=argparse.SUPPRESS)  # the child's progress lines start with it
     a = ap.parse_args()
+    if a.no_compiled:
+        os.environ["PYHPA_COMPILED"] = "0"  # the children (and Dask's workers) inherit it
     if not 0 < a.days <= 7:
         ap.error("--days: from 0 (excluded) to 7")
     if not 1 <= a.processes <= 8:
@@ -368,7 +376,7 @@ def main() -> None:
             sys.exit(res.returncode)
         r = json.loads(res.stdout.strip().splitlines()[-1])
         print(f"workloads={r['workloads']} seconds={r['seconds']} rss_mb={r['rss_mb']} "
-              f"node_hours={r['node_hours']} cost={r['cost']}", flush=True)
+              f"node_hours={r['node_hours']} cost={r['cost']} compiled={r['compiled']}", flush=True)
         if a.json:
             print(json.dumps(r), flush=True)
 

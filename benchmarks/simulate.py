@@ -2,11 +2,13 @@
 
 One HPA (the walkthrough's php-apache, CPU 50 %, max 40 replicas) on one week of the NASA
 1995 trace (1995-07-10 to 1995-07-17, the slice shipped in ``examples/traces/``, load x 14),
-sync every 15 s. The last line is ``simulated_seconds_per_wall_second=N``.
+sync every 15 s. The last line is ``simulated_seconds_per_wall_second=N``. ``--no-compiled`` runs it in Python
+(``PYHPA_COMPILED=0``: ``pyhpa.simulate.compiled``), as on a machine without a Rust compiler.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 import time
@@ -33,6 +35,8 @@ spec:
 
 
 def main() -> None:
+    if "--no-compiled" in sys.argv[1:]:
+        os.environ["PYHPA_COMPILED"] = "0"
     with tempfile.TemporaryDirectory() as tmp:
         hpa = Path(tmp) / "hpa.yaml"
         hpa.write_text(HPA)

@@ -121,7 +121,7 @@ BENCH_SIZE, BENCH_DAYS = 24, 2
 FLEET_FILES = ("summary.json", "workloads.csv", "timeline.csv", "events.csv", "compare.csv")
 TUNE_BUDGET = ["--jobs", "1", "--trials", "40", "--timeout", "100000", "--seed", "0", "--no-progress"]
 #: what differs from run to run because it is timed: left out of the comparison (summary.json keys, and the
-#: seconds of stdout's ``N settings in S s``)
+#: seconds of stdout's ``N settings (...) in S s``)
 TUNE_TIMINGS = ("search_seconds", "check_seconds")
 
 
@@ -215,6 +215,8 @@ def capture_simulations(out: Path) -> None:
             return d
 
         cluster_mod.decide = recording
+        compiled = os.environ.get("PYHPA_COMPILED")
+        os.environ["PYHPA_COMPILED"] = "0"  # the Python cluster, whose every sync calls the core (the same figures)
         try:
             from typer.testing import CliRunner
 
@@ -224,6 +226,10 @@ def capture_simulations(out: Path) -> None:
                                      "--no-progress"], catch_exceptions=False)
         finally:
             cluster_mod.decide = real
+            if compiled is None:
+                del os.environ["PYHPA_COMPILED"]
+            else:
+                os.environ["PYHPA_COMPILED"] = compiled
         _dump(where / "syncs.jsonl", records)
 
 
@@ -240,7 +246,7 @@ def capture_tune(out: Path) -> None:
             hpa.write_text(bench.HPA.format(target=50, max_replicas=cfg["max_replicas"]))
             args = [a.format(hpa=hpa, scale=repr(bench._scale(cfg, end))) for a in args]
         r = _pyhpa("tune", *args, *TUNE_BUDGET, "--output-dir", str(where / "out"))
-        stdout = re.sub(r"settings in \d+ s", "settings in <seconds> s", r.stdout.replace(str(where), "<out>"))
+        stdout = re.sub(r"(settings|check\)) in \d+ s", r"\1 in <seconds> s", r.stdout.replace(str(where), "<out>"))
         (where / "stdout.txt").write_text(f"exit {r.returncode}\n{stdout}{r.stderr}")
         summary = where / "out" / "summary.json"
         if summary.exists():
