@@ -525,14 +525,17 @@ impl Workload {
         self.unserved_by_minute.clone()
     }
 
-    /// The whole timeline's rows (``Cluster._record``'s tuples, timeline.csv's columns), or None when not kept.
-    fn rows<'py>(&self, py: Python<'py>) -> PyResult<Option<Vec<Bound<'py, pyo3::types::PyTuple>>>> {
-        let full = match &self.full {
+    /// The whole timeline's rows (``Cluster._record``'s tuples, timeline.csv's columns), or None when not kept;
+    /// handed over (the actor keeps none of them after).
+    fn take_rows<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Vec<Bound<'py, pyo3::types::PyTuple>>>> {
+        let full = match self.full.as_mut() {
             None => return Ok(None),
             Some(f) => f,
         };
-        let mut out = Vec::with_capacity(full.rows.len());
-        for r in &full.rows {
+        let rows = std::mem::take(&mut full.rows);
+        let full = self.full.as_ref().unwrap();
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
             let mut items: Vec<Bound<'py, PyAny>> = vec![obj(py, r.t)?, obj(py, r.load)?, obj(py, r.current)?,
                                                          obj(py, r.ready)?, obj(py, r.desired)?, obj(py, r.pre)?];
             for (v, target) in r.values.iter().zip(&full.targets) {
@@ -547,9 +550,11 @@ impl Workload {
         Ok(Some(out))
     }
 
-    /// The summary timeline: (current replicas, desired replicas, each metric's values; NaN: none), a value a sync.
-    fn timeline(&self) -> (Vec<f64>, Vec<f64>, Vec<Vec<f64>>) {
-        (self.tl_current.clone(), self.tl_desired.clone(), self.tl_values.clone())
+    /// The summary timeline: (current replicas, desired replicas, each metric's values; NaN: none), a value a sync;
+    /// handed over (the actor keeps none of it after).
+    fn take_timeline(&mut self) -> (Vec<f64>, Vec<f64>, Vec<Vec<f64>>) {
+        (std::mem::take(&mut self.tl_current), std::mem::take(&mut self.tl_desired),
+         std::mem::take(&mut self.tl_values))
     }
 }
 

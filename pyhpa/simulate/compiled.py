@@ -275,9 +275,9 @@ class CompiledCluster(Cluster):
         self.failed_syncs = w.failed_syncs
         self.decided_by = dict(w.decided_by())
         self.unserved_by_minute = dict(w.unserved_by_minute())
-        rows = w.rows()
+        rows = w.take_rows()
         if rows is None:
-            current, desired, values = w.timeline()
+            current, desired, values = w.take_timeline()
             self.timeline = SummaryTimeline.from_columns([v.label for v in self.views], array("d", current),
                                                          array("d", desired), [array("d", v) for v in values])
         else:
