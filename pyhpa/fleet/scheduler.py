@@ -218,6 +218,17 @@ def fits(node: Node, pod: PodRequests) -> tuple[str, ...]:
     return tuple(reasons)
 
 
+def fits_ok(node: Node, pod: PodRequests) -> bool:
+    """``pod`` fits ``node`` (``fits`` gives no reason), without building the reasons: the scheduler's and the node
+    autoscalers' inner loops, which visit every node of a pool."""
+    if node.pod_count + 1 > node.pods:
+        return False
+    if pod.cpu == 0 and pod.memory == 0:
+        return True
+    return not ((pod.cpu > 0 and pod.cpu > node.cpu - node.requested_cpu)
+                or (pod.memory > 0 and pod.memory > node.memory - node.requested_memory))
+
+
 def _go_div(a: int, b: int) -> int:
     """Go's integer division (truncates toward zero)."""
     q = abs(a) // abs(b)
@@ -273,7 +284,7 @@ class Placer:
         for i in range(n):
             node = nodes[(start + i) % n]
             processed += 1
-            if not fits(node, pod):
+            if fits_ok(node, pod):
                 found.append(node)
                 if len(found) >= want:
                     break

@@ -25,6 +25,7 @@ import sys
 from array import array
 from dataclasses import replace
 
+from ..adapters.errors import InputError
 from ..core import Condition, Memory, MetricSamples, PodSample, Scale, SyncInputs, decide
 from ..core.calculator import MetricError, pod_requests
 from ..core.model import CONTAINER_RESOURCE, PODS, REQUEST, RESOURCE, ZERO_TIME
@@ -245,10 +246,8 @@ class CompiledCluster(Cluster):
             return
         try:
             self._next = self._w.advance_to(self, t)
-        except Exception as err:
-            if hasattr(err, "at"):
-                raise err.at(obj=self.obj) from None
-            raise
+        except InputError as err:
+            raise err.at(obj=self.obj) from None
         self.clock.wake(self)
 
     def bind(self, pod: SimPod, t: float) -> None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Iterable, Iterator, Mapping, Protocol, Sequence
 
-from ..scheduler import PodRequests, fits
+from ..scheduler import PodRequests, fits, fits_ok
 from ..spec import InstanceType, NodePool, empty_node
 
 
@@ -203,7 +203,7 @@ def move_all(node: NodeView, bins: list[tuple[NodeView, Bin]], skip: set[int]) -
     for pl in node.bound.values():
         r = pl.requests
         for other, b in bins:
-            if other is node or id(other) in skip or fits(b, r):
+            if other is node or id(other) in skip or not fits_ok(b, r):
                 continue
             b.add(r)
             placed.append((b, r))
@@ -216,11 +216,11 @@ def move_all(node: NodeView, bins: list[tuple[NodeView, Bin]], skip: set[int]) -
 
 
 def first_fit(pods: Iterable[PodRequests], bins: list[Bin]) -> list[PodRequests]:
-    """Place each pod on the first bin it fits (``fits``); returns the pods that fit none."""
+    """Place each pod on the first bin it fits (``fits_ok``); returns the pods that fit none."""
     left = []
     for r in pods:
         for b in bins:
-            if not fits(b, r):
+            if fits_ok(b, r):
                 b.add(r)
                 break
         else:
