@@ -277,6 +277,7 @@ class FleetRun:
         self.placements: dict[SimPod, Placement] = {}
         self.stats = [WorkloadStats() for _ in fleet.workloads]
         self.samples: list[PoolSample] = []
+        self._sums: dict[int, tuple] = {}  # each pool's (version, the sums of its last sample's node figures)
         #: what happened to nodes and pods, in order
         self.events: list[FleetEvent] = []
         #: the one clock of every actor: the workloads, kube-scheduler, the nodes, the node autoscaler, the sampler
@@ -526,9 +527,12 @@ class FleetRun:
         """A timeline.csv row per pool; the next one ``SAMPLE_SECONDS`` later."""
         for pool in self.pools.values():
             ready = pool.nodes
-            self.samples.append(PoolSample(
-                t, pool.spec.name, len(ready), len(pool.upcoming), pool.pending, len(pool.waiting()),
-                sum(n.requested_cpu for n in ready), sum(n.cpu for n in ready),
-                sum(n.requested_memory for n in ready), sum(n.memory for n in ready),
-                sum(n.price for n in ready) + sum(n.price for n in pool.upcoming)))
+            sums = self._sums.get(pool.index)
+            if sums is None or sums[0] != pool.version:  # the nodes' figures change only with the pool's version
+                sums = self._sums[pool.index] = (
+                    pool.version, sum(n.requested_cpu for n in ready), sum(n.cpu for n in ready),
+                    sum(n.requested_memory for n in ready), sum(n.memory for n in ready),
+                    sum(n.price for n in ready) + sum(n.price for n in pool.upcoming))
+            self.samples.append(PoolSample(t, pool.spec.name, len(ready), len(pool.upcoming), pool.pending,
+                                           len(pool.waiting()), *sums[1:]))
         self.clock.at(t + SAMPLE_SECONDS, SAMPLE, self._sample)

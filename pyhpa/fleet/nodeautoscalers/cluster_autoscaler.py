@@ -165,11 +165,13 @@ class ClusterAutoscalerModel(NodeAutoscalerModel):
         if t < self.last_scale_up + self.s.scale_down_delay_after_add:
             return []
         removable = pool.size() - pool.spec.min_nodes
+        if removable <= 0:  # at minNodes: nothing to remove (and no need to visit every node of a large floor)
+            return []
         since = self.unneeded_since
         due = [n for n in unneeded if t - since[n.name] >= self.s.scale_down_unneeded_time]
         busy = [n for n in due if n.bound][:MAX_DRAIN_PARALLELISM]
         chosen = ([n for n in due if not n.bound] + busy)[:MAX_SCALE_DOWN_PARALLELISM]
-        return [Delete(node, Reason.SCALE_DOWN) for node in chosen[:max(removable, 0)]]
+        return [Delete(node, Reason.SCALE_DOWN) for node in chosen[:removable]]
 
     def _mark_unneeded(self, pool: PoolView, t: float) -> list[NodeView]:
         """The pool's unneeded nodes now (``unneeded_since`` kept for each, dropped for the others): below the
