@@ -152,7 +152,7 @@ pub fn store_scale_event(memory: &mut Memory, behavior: Option<&Behavior>, prev:
 /// yet (seeded with ``current`` at ``now``, as the core does).
 #[allow(clippy::too_many_arguments)]
 pub fn decide_upstream(current: i64, min_replicas: i64, max_replicas: i64, behavior: Option<&Behavior>,
-                       metrics: &[Metric], pods: &[Pod], samples: &[Option<Vec<(String, Sample)>>],
+                       metrics: &[Metric], pods: &[Pod], samples: &[Option<&[(String, Sample)]>],
                        recommendations: Option<Vec<(f64, i64)>>, scale_up_events: Vec<(f64, i64)>,
                        scale_down_events: Vec<(f64, i64)>, now: f64, s: &Settings) -> Decided {
     let mut memory = Memory { recommendations: recommendations.unwrap_or_else(|| vec![(now, current)]),
@@ -167,7 +167,7 @@ pub fn decide_upstream(current: i64, min_replicas: i64, max_replicas: i64, behav
         return Decided { desired: bound, memory, failed: false, proposals: vec![], decider: Decider::Spec, normalized: None };
     }
     let proposals: Vec<Option<Proposed>> = metrics.iter().enumerate()
-        .map(|(i, m)| proposal(m, pods, samples.get(i).and_then(|x| x.as_deref()), current, s, now)).collect();
+        .map(|(i, m)| proposal(m, pods, samples.get(i).copied().flatten(), current, s, now)).collect();
     let (mut replicas, mut invalid) = (0i64, 0usize);
     for p in &proposals {
         match *p {
@@ -244,6 +244,7 @@ pub fn py_decide_upstream(current: i64, min_replicas: i64, max_replicas: i64, be
         down: settings.3, up: settings.4, cpu_initialization_period_seconds: settings.5,
         initial_readiness_delay_seconds: settings.6,
     };
+    let samples: Vec<Option<&[(String, Sample)]>> = samples.iter().map(|x| x.as_deref()).collect();
     let d = decide_upstream(current, min_replicas, max_replicas, behavior.as_ref(), &metrics, &pods, &samples,
                             recommendations, scale_up_events, scale_down_events, now, &s);
     Ok((d.desired, d.memory.recommendations, d.memory.scale_up_events, d.memory.scale_down_events, d.failed,

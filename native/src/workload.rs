@@ -1008,8 +1008,8 @@ impl Workload {
         self.sync_k += 1;
         self.next_sync = self.t0 + self.sync_k as f64 * self.sync_period;
         self.live_samples();
-        let samples: Vec<Option<Vec<(String, Sample)>>> =
-            self.samples.iter().map(|s| s.as_ref().map(|(_, l)| l.clone())).collect();
+        let samples: Vec<Option<&[(String, Sample)]>> =
+            self.samples.iter().map(|s| s.as_ref().map(|(_, l)| l.as_slice())).collect();
         let current = self.spec_replicas;
         let before = self.full.as_ref().map(|_| (self.recommendations.clone(), self.scale_up_events.clone(),
                                                   self.scale_down_events.clone()));
