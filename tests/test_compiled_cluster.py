@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from native_gate import require_compiled_path
 
 from pyhpa.adapters.autoscaler import find_autoscaler
 from pyhpa.adapters.errors import InputError
 from pyhpa.adapters.snapshot import read_document
-from pyhpa.simulate import Settings, WorkloadFiles, load_autoscaler, native, read_load, read_workload
+from pyhpa.simulate import Settings, WorkloadFiles, load_autoscaler, read_load, read_workload
 from pyhpa.simulate.clock import ATTEMPT, Clock
 from pyhpa.simulate.cluster import Cluster
 from pyhpa.simulate.compiled import CompiledCluster, uncovered
@@ -27,12 +28,7 @@ from pyhpa.simulate.compiled import CompiledCluster, uncovered
 ROOT = Path(__file__).resolve().parent.parent
 TRACE = ROOT / "pyhpa" / "data" / "traces" / "nasa_http_1995-07-12_13_per_minute.csv"
 
-if not native.available():
-    if os.environ.get("CI"):
-        pytest.fail("pyhpa.simulate.rustcore is not built: .ci/run's pip install builds it (cargo is on this kind)",
-                    pytrace=False)
-    pytest.skip("pyhpa.simulate.rustcore is not built here (pip install with a Rust compiler builds it)",
-                allow_module_level=True)
+require_compiled_path()
 
 
 class DelayBinder:

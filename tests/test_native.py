@@ -19,11 +19,11 @@ the compiled path's bug.
 from __future__ import annotations
 
 import math
-import os
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from native_gate import require_compiled_path
 
 from pyhpa.core import decide, normalize
 from pyhpa.core.calculator import MetricError, ReplicaCalculator, plain_replicas, resource_utilization_replicas
@@ -43,12 +43,7 @@ from pyhpa.core.model import (
 )
 from pyhpa.simulate import native
 
-if not native.available():
-    if os.environ.get("CI"):
-        pytest.fail("pyhpa.simulate.rustcore is not built: .ci/run's pip install builds it (cargo is on this kind)",
-                    pytrace=False)
-    pytest.skip("pyhpa.simulate.rustcore is not built here (pip install with a Rust compiler builds it)",
-                allow_module_level=True)
+require_compiled_path()
 
 NOW = 1_700_000_000.0
 INT32 = 2**31 - 1
