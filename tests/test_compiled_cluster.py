@@ -131,12 +131,12 @@ def _pair(files: WorkloadFiles, w: dict, binder_of=None) -> tuple[Cluster, Compi
     return out[0], out[1]
 
 
-def _run(c: Cluster, stop_pod_seconds: float | None = None) -> tuple:
+def _run(c: Cluster, stop_pod_seconds: float | None = None, progress=None) -> tuple:
     """Run ``c`` (on a clock with its binder, when it has one; without one, ended early once it has run
-    ``stop_pod_seconds``, when given); its outcome, or the error it raised."""
+    ``stop_pod_seconds``, when given, and telling ``progress``); its outcome, or the error it raised."""
     try:
         if c.binder is None:
-            c.run(stop=None if stop_pod_seconds is None else (lambda c: c.stats.pod_seconds > stop_pod_seconds))
+            c.run(progress, stop=None if stop_pod_seconds is None else (lambda c: c.stats.pod_seconds > stop_pod_seconds))
         else:
             clock = Clock(c.t_begin, c.end)
             c.binder.clock = clock
@@ -198,6 +198,7 @@ workloads = st.fixed_dictionaries({
     "binder": st.sampled_from(["none", "delay", "evict"]),
     "full": st.booleans(),
     "stop": st.sampled_from([None, None, 3000.0, 30000.0]),
+    "progress": st.booleans(),
 })
 
 
@@ -219,7 +220,9 @@ def test_a_compiled_workload_runs_as_the_python_one(tmp_path_factory, w):
     python, compiled = _pair(files, w, binder_of)
     assert compiled.compiled, compiled.why_not_compiled
     assert not getattr(python, "compiled", False)
-    want, got = _run(python, w["stop"]), _run(compiled, w["stop"])
+    told: list[float] = []
+    want, got = _run(python, w["stop"]), _run(compiled, w["stop"], told.append if w["progress"] else None)
+    assert told == sorted(told) and (not told or told[-1] == compiled.end - compiled.t0)
     event("an error" if want[0] == "error" else "scaled" if want[1] else "did not scale")
     event("whole timeline" if w["full"] else "summary timeline")
     event("some syncs by the core" if compiled.core_syncs else "no sync by the core")

@@ -27,8 +27,8 @@ from dataclasses import replace
 
 from ..adapters.errors import InputError
 from ..core import Condition, Memory, MetricSamples, PodSample, Scale, SyncInputs, decide
-from ..core.calculator import MetricError, pod_requests
-from ..core.model import CONTAINER_RESOURCE, PODS, REQUEST, RESOURCE, ZERO_TIME
+from ..core.calculator import MetricError
+from ..core.model import ZERO_TIME
 from ..core.reconcile import tolerances
 from ..core.selector import SelectorError, matches, parse_selector
 from . import native
@@ -69,9 +69,9 @@ def uncovered(c: Cluster) -> str:
         return "scaled to zero"
     if c.imbalanced and sys.version_info >= (3, 12):  # sum() of floats is compensated there; the actor's is not
         return "imbalanced traffic on Python 3.12 or later"
+    if not native.metrics_covered(hpa):
+        return "a metric the compiled decision does not compute (pyhpa.simulate.native.metrics_covered)"
     for m, view in zip(hpa.metrics, c.views):
-        if m.type not in (RESOURCE, CONTAINER_RESOURCE, PODS) or m.fallback is not None or m.utilization_basis != REQUEST:
-            return f"metric type {m.type}"
         if view.kind not in _KINDS:
             return f"a metric of kind {view.kind}"
         if view.utilization and m.target_average_milli is not None:
@@ -82,18 +82,11 @@ def uncovered(c: Cluster) -> str:
         return "its selector"
     if not reqs or not matches(reqs, c.target.labels):
         return "its selector"
-    probe = c._core_pod(SimPod("probe", 0.0, 1.0))
-    c._requests = []
-    for m in hpa.metrics:
-        if m.type == PODS or m.target_average_milli is not None or m.target_utilization is None:
-            c._requests.append(0)
-            continue
-        try:
-            by_pod = pod_requests([probe], m.name, m.container if m.type == CONTAINER_RESOURCE else "", False,
-                                  config.pod_level_resources)
-        except MetricError:
-            return "a request that is not known"
-        c._requests.append(by_pod[probe.name])
+    try:
+        per_metric = native.metric_requests(hpa, [c._core_pod(SimPod("probe", 0.0, 1.0))], config)
+    except MetricError:
+        return "a request that is not known"
+    c._requests = [r[0] if r else 0 for r in per_metric]
     return ""
 
 
@@ -217,7 +210,14 @@ class CompiledCluster(Cluster):
         if stop is not None:
             self._stop = stop
             self._w.ask_stop()
-        self._next = self._w.advance_to(self, self.end)
+        if progress is None:
+            self._next = self._w.advance_to(self, self.end)
+        else:  # in about 200 steps, each told: the same events in the same order (no other actor)
+            step, limit = max((self.end - self.t_begin) / 200, self.sync_period), self.t_begin
+            while limit < self.end and not self._w.stopped:
+                limit = min(limit + step, self.end)
+                self._next = self._w.advance_to(self, limit)
+                progress(max(min(self._w.t, self.end) - self.t0, 0.0))
         self.end, self.stopped = self._w.end, self._w.stopped
         self.finish(progress)
 

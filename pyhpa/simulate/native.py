@@ -149,9 +149,8 @@ def _covered(inputs: SyncInputs) -> list[list[int]] | None:
         return None
     if any(c.type == "ScaledToZero" and c.status == "True" for c in hpa.conditions):
         return None
-    for m in hpa.metrics:
-        if m.type not in (RESOURCE, CONTAINER_RESOURCE, PODS) or m.fallback is not None or m.utilization_basis != REQUEST:
-            return None
+    if not metrics_covered(hpa):
+        return None
     try:
         reqs = parse_selector(inputs.scale.selector) if inputs.scale.selector else None
     except SelectorError:
@@ -165,16 +164,28 @@ def _covered(inputs: SyncInputs) -> list[list[int]] | None:
 
 
 def _requests(inputs: SyncInputs) -> list[list[int]]:
-    """Each metric's per-pod requests (milli) for a Utilization target (``pod_requests``); [] for the others."""
-    hpa, config = inputs.hpa, inputs.config
+    """Each metric's per-pod requests (milli) for a Utilization target (``metric_requests``); [] for the others."""
+    return metric_requests(inputs.hpa, inputs.pods, inputs.config)
+
+
+def metrics_covered(hpa) -> bool:
+    """Every metric of ``hpa`` is one the compiled decision computes: Resource, ContainerResource (of the request) or
+    Pods, without a fallback."""
+    return all(m.type in (RESOURCE, CONTAINER_RESOURCE, PODS) and m.fallback is None and m.utilization_basis == REQUEST
+               for m in hpa.metrics)
+
+
+def metric_requests(hpa, pods: list[Pod], config: ControllerConfig) -> list[list[int]]:
+    """Each of ``hpa``'s metrics' per-pod requests of ``pods`` (milli, ``pod_requests``) for a Utilization target;
+    [] for the others. Raises MetricError where a pod's request is not known, as the core does."""
     out = []
     for m in hpa.metrics:
         if m.type == PODS or m.target_average_milli is not None or m.target_utilization is None:
             out.append([])
             continue
         container = m.container if m.type == CONTAINER_RESOURCE else ""
-        by_pod = pod_requests(inputs.pods, m.name, container, False, config.pod_level_resources)
-        out.append([by_pod[p.name] for p in inputs.pods])
+        by_pod = pod_requests(pods, m.name, container, False, config.pod_level_resources)
+        out.append([by_pod[p.name] for p in pods])
     return out
 
 
