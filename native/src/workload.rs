@@ -202,7 +202,7 @@ impl Full {
     }
 }
 
-#[pyclass(module = "pyhpa.simulate.rustcore", unsendable)]
+#[pyclass(module = "pyhpa.simulate.rustcore")]
 pub struct Workload {
     // the model's constants (`Cluster._model_constants`)
     t0: f64,
