@@ -337,13 +337,19 @@ class Cluster:
         sigma = math.sqrt(math.log(1.0 + cv * cv))
         return math.exp(self.rng.gauss(-sigma * sigma / 2.0, sigma))
 
+    def _new_pod(self, cls: type[SimPod], name: str, t: float) -> SimPod:
+        """A pod of class ``cls`` created at ``t`` with the workload's draws: its traffic weight, then the start-up
+        jitter of its scheduling, container start and app start (``factors``)."""
+        pod = cls(name, t, self._weight())
+        jitter = self.profile.startup_jitter_fraction
+        pod.factors = tuple(1.0 + jitter * (2.0 * self.rng.random() - 1.0) if jitter else 1.0 for _ in range(3))
+        return pod
+
     def _add_pod(self, t: float, initial: bool = False) -> None:
         """Create a pod at ``t`` (``initial``: one that has run for a day already). It is bound after the profile's
         ``pod_scheduling_seconds``, or, with a ``binder``, stays Pending until the binder's scheduler binds it
         (``bind``)."""
-        pod = SimPod(self._pod_name(), t, self._weight())
-        jitter = self.profile.startup_jitter_fraction
-        pod.factors = tuple(1.0 + jitter * (2.0 * self.rng.random() - 1.0) if jitter else 1.0 for _ in range(3))
+        pod = self._new_pod(SimPod, self._pod_name(), t)
         self.pods.append(pod)
         self.starting.append(pod)
         if self.binder is not None and not initial:

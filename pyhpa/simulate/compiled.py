@@ -144,9 +144,7 @@ class CompiledCluster(Cluster):
     # ----------------------------------------------------------------- called back by the compiled actor
     def _c_draw(self, pid: int, name: str, t: float) -> tuple[float, float]:
         """A new pod's draws, as ``Cluster._add_pod`` makes them: (traffic weight, scheduling jitter factor)."""
-        pod = _Handle(name, t, self._weight())
-        jitter = self.profile.startup_jitter_fraction
-        pod.factors = tuple(1.0 + jitter * (2.0 * self.rng.random() - 1.0) if jitter else 1.0 for _ in range(3))
+        pod = self._new_pod(_Handle, name, t)
         pod.pid = pid
         self._handles[pid] = pod
         return pod.weight, pod.factors[0]
