@@ -7,15 +7,17 @@ Every figure is the Python class's to the last bit: the compiled actor follows `
 stays in Python is called back (``_c_*``): the workload's random draws (a new pod's traffic weight and start-up
 jitter, from its ``random.Random``), a bound pod's transition times (``Cluster._start_up``: its probes), the binder's
 ``created``/``removed`` and the error of a rescale past ``MAX_SIMULATED_PODS``. ``tests/test_compiled_cluster.py``
-runs both on the example fleets and compares every output; ``tools/byte_identity.py`` compares the fleet's files.
+runs both on random workloads and on the benchmark's fleet and compares every output; ``tools/byte_identity.py``
+compares the files of simulate, tune and the fleet.
 
-Covered (``uncovered`` returns ""): a workload whose timeline only its summary reads (``summary_only``: a fleet's),
-without metrics outages, an autoscaling/v2 HPA without pyhpa's extensions (schedules, prediction, fallback,
-saturation, pause, the sections of ``Cluster.sources``) and not scaled to zero, whose metrics are Resource or
-ContainerResource (Utilization of the request, or AverageValue) and Pods metrics the simulator answers from the
-pods (``MetricView.kind`` cpu, memory, served, idle), its selector selecting the pods, and each Utilization
-metric's request known. ``PYHPA_COMPILED=0`` in the environment turns the compiled path off (everything then runs in
-Python, with the same results, slower: ``benchmarks/fleet.py --no-compiled``).
+Covered (``uncovered`` returns ""): a workload without metrics outages, an autoscaling/v2 HPA without pyhpa's
+extensions (schedules, prediction, fallback, saturation, pause, the sections of ``Cluster.sources``) and not scaled
+to zero, whose metrics are Resource or ContainerResource (Utilization of the request, or AverageValue) and Pods
+metrics the simulator answers from the pods (``MetricView.kind`` cpu, memory, served, idle), its selector selecting
+the pods, and each Utilization metric's request known; its summary's timeline or the whole one
+(``pyhpa simulate``'s: there a sync that stops before normalization or whose metrics fail is decided by the Python core,
+``_c_decide``, for its texts). ``PYHPA_COMPILED=0`` in the environment turns the compiled path off (everything then
+runs in Python, with the same results, slower: ``benchmarks/fleet.py --no-compiled``).
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ from ..core import Condition, Memory, MetricSamples, PodSample, Scale, SyncInput
 from ..core.calculator import MetricError
 from ..core.model import ZERO_TIME
 from ..core.reconcile import tolerances
-from ..core.selector import SelectorError, matches, parse_selector
 from . import native
 from .cluster import Cluster, Episode, ScaleEvent, SimPod, Stats
 from .target import MAX_SIMULATED_PODS
@@ -62,25 +63,18 @@ def uncovered(c: Cluster) -> str:
     hpa, config = c.hpa, c.config
     if c.outages or c.prediction is not None or c.sources:
         return "metrics outages, prediction or a source section"
-    if hpa.schedules or hpa.prediction or hpa.fallback or hpa.saturation or hpa.pause:
-        return "pyhpa's extensions"
     # HPAScaleToZero on or off decides the same here: only an Object or External metric sets ScaledToZero=True
-    if any(cond.type == "ScaledToZero" and cond.status == "True" for cond in hpa.conditions):
-        return "scaled to zero"
+    if not native.hpa_covered(hpa):
+        return "pyhpa's extensions, scaled to zero, or a metric the compiled decision does not compute " \
+               "(pyhpa.simulate.native.hpa_covered)"
     if c.imbalanced and sys.version_info >= (3, 12):  # sum() of floats is compensated there; the actor's is not
         return "imbalanced traffic on Python 3.12 or later"
-    if not native.metrics_covered(hpa):
-        return "a metric the compiled decision does not compute (pyhpa.simulate.native.metrics_covered)"
     for m, view in zip(hpa.metrics, c.views):
         if view.kind not in _KINDS:
             return f"a metric of kind {view.kind}"
         if view.utilization and m.target_average_milli is not None:
             return "a Utilization metric with an averageValue"
-    try:
-        reqs = parse_selector(c.target.selector) if c.target.selector else None
-    except SelectorError:
-        return "its selector"
-    if not reqs or not matches(reqs, c.target.labels):
+    if not native.selects_all(c.target.selector, [c.target.labels]):
         return "its selector"
     try:
         per_metric = native.metric_requests(hpa, [c._core_pod(SimPod("probe", 0.0, 1.0))], config)

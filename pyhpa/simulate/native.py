@@ -18,10 +18,10 @@ function by name and ``tests/test_native.py`` runs both on random inputs and com
   early branches, every metric's proposal, upstream's rule over them, normalization, the scale event remembered):
   the desired replicas, the memory after and each metric's proposal, without the conditions, events and status.
 
-Nothing here is on a simulation's path yet, but for the shadow mode (``pyhpa.simulate.cluster.Cluster(shadow=True)``,
-used by the tests: each covered sync decided by both and compared): the compiled workload (a simulated workload's
-instants and its decision in one compiled actor on the simulation's clock) is what these parts are for; called
-part by part from Python they are no faster than the core (``benchmarks/native.py``).
+On a simulation's path they run inside the compiled workload (``pyhpa.simulate.compiled``: a simulated workload's
+instants and its decision in one compiled actor on the simulation's clock); called part by part from Python they
+are no faster than the core (``benchmarks/native.py``), and the shadow mode
+(``pyhpa.simulate.cluster.Cluster(shadow=True)``, in the tests) decides each covered sync by both and compares.
 """
 
 from __future__ import annotations
@@ -143,24 +143,33 @@ def covers(inputs: SyncInputs) -> bool:
 
 def _covered(inputs: SyncInputs) -> list[list[int]] | None:
     """``covers``' answer as each metric's per-pod requests (``_requests``) when it covers ``inputs``, else None."""
-    hpa = inputs.hpa
-    if (hpa.schedules or hpa.prediction or hpa.fallback or hpa.saturation or hpa.pause or inputs.prenormalized is not None
-            or inputs.other_selectors or inputs.forecast is not None):
+    if inputs.prenormalized is not None or inputs.other_selectors or inputs.forecast is not None:
         return None
-    if any(c.type == "ScaledToZero" and c.status == "True" for c in hpa.conditions):
-        return None
-    if not metrics_covered(hpa):
-        return None
-    try:
-        reqs = parse_selector(inputs.scale.selector) if inputs.scale.selector else None
-    except SelectorError:
-        return None
-    if not reqs or not all(matches(reqs, p.labels) for p in inputs.pods):
+    if not hpa_covered(inputs.hpa) or not selects_all(inputs.scale.selector, [p.labels for p in inputs.pods]):
         return None
     try:
         return _requests(inputs)
     except MetricError:
         return None
+
+
+def hpa_covered(hpa) -> bool:
+    """``hpa`` is one the compiled decision decides: no schedules, prediction, fallback, saturation or pause, not
+    scaled to zero (no ScaledToZero=True condition), every metric one it computes (``metrics_covered``)."""
+    if hpa.schedules or hpa.prediction or hpa.fallback or hpa.saturation or hpa.pause:
+        return False
+    if any(c.type == "ScaledToZero" and c.status == "True" for c in hpa.conditions):
+        return False
+    return metrics_covered(hpa)
+
+
+def selects_all(selector: str, labels: list[dict[str, str]]) -> bool:
+    """``selector`` (a Scale's) parses, is not empty and selects a pod of each of ``labels``."""
+    try:
+        reqs = parse_selector(selector) if selector else None
+    except SelectorError:
+        return False
+    return bool(reqs) and all(matches(reqs, pod) for pod in labels)
 
 
 def _requests(inputs: SyncInputs) -> list[list[int]]:
