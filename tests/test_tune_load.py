@@ -69,10 +69,12 @@ def test_a_worker_killed_mid_search_costs_its_replay_not_the_recommendation(tmp_
     the workers anew, replays what was lost and recommends; the note says what happened."""
     p = prepared(tmp_path, write_trace(tmp_path / "daily.csv", daily(30)))
     killed: list[int] = []
+    # a child left by an earlier test in this process (the suite's workers run many) is not tune's worker
+    earlier = {c.pid for c in multiprocessing.active_children()}
 
     def kill_one_worker(done: int, total: int, elapsed: float) -> None:
         if not killed:
-            worker = multiprocessing.active_children()[0]
+            worker = next(c for c in multiprocessing.active_children() if c.pid not in earlier)
             os.kill(worker.pid, signal.SIGKILL)
             killed.append(worker.pid)
 
