@@ -7,6 +7,7 @@ against it on every test run)."""
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from dataclasses import asdict
@@ -104,16 +105,45 @@ def _files(tmp: Path, w: dict) -> WorkloadFiles:
                     "      policies:\n      - {type: Percent, value: 20, periodSeconds: 60}\n")
     elif w["behavior"] == "window":
         behavior = f"  behavior:\n    scaleDown: {{stabilizationWindowSeconds: {w['down_window']}}}\n"
+    sections = ""
+    if w.get("prediction"):
+        sections += f"  prediction: {w['prediction']}\n"
+    if w.get("saturation"):
+        sections += f"  saturation: {w['saturation']}\n"
+    api = ("pyhpa.dev/v1alpha1\nkind: HorizontalAutoscaler" if sections else
+           "autoscaling/v2\nkind: HorizontalPodAutoscaler")
     (tmp / "hpa.yaml").write_text(
-        "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: web}\nspec:\n"
+        f"apiVersion: {api}\nmetadata: {{name: web}}\nspec:\n"
         f"  scaleTargetRef: {{apiVersion: apps/v1, kind: {kind}, name: web}}\n  minReplicas: {w['min']}\n"
-        f"  maxReplicas: {w['max']}\n  metrics:\n{''.join(metrics)}{behavior}")
+        f"  maxReplicas: {w['max']}\n  metrics:\n{''.join(metrics)}{behavior}{sections}")
     p = w["profile"]
     (tmp / "profile.yaml").write_text(
         "load_unit: requests_per_second\n" + "".join(f"{k}: {v}\n" for k, v in p.items())
         + "metrics:\n  served: {source: served_requests_per_second}\n")
-    return WorkloadFiles((tmp / "hpa.yaml",), tmp / "target.yaml", TRACE, "requests_per_second",
-                         tmp / "profile.yaml")
+    return WorkloadFiles((tmp / "hpa.yaml",), tmp / "target.yaml", _daily_trace(tmp) if w.get("prediction") else TRACE,
+                         "requests_per_second", tmp / "profile.yaml")
+
+
+def _daily_trace(tmp: Path) -> Path:
+    """Four days of minutes (from 1995-07-09, so that ``start`` leaves three of them before it: a forecaster's
+    history) of a daily cycle with noise and a burst every few hours, the NASA trace's scale."""
+    from datetime import datetime, timezone
+
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    t0 = 805248000  # 1995-07-09T00:00Z
+    rows = ["timestamp,requests_per_second"]
+    for k in range(4 * 1440 + 1):
+        day = (k % 1440) / 1440
+        v = 1.5 * (1 + 0.7 * math.sin(2 * math.pi * (day - 0.3))) * (1 + 0.15 * rng.standard_normal())
+        if k % 317 < 12:
+            v *= 3
+        when = datetime.fromtimestamp(t0 + 60 * k, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        rows.append(f"{when},{max(v, 0.0):.4f}")
+    path = tmp / "daily.csv"
+    path.write_text("\n".join(rows) + "\n")
+    return path
 
 
 def _pair(files: WorkloadFiles, w: dict, binder_of=None) -> tuple[Cluster, CompiledCluster]:
@@ -126,7 +156,8 @@ def _pair(files: WorkloadFiles, w: dict, binder_of=None) -> tuple[Cluster, Compi
     out = []
     for cls in (Cluster, CompiledCluster):
         out.append(cls(h.hpa, target, profile, h.config, tr.times, load.rps, tr.values, tr.start, tr.end,
-                       h.sync_period_seconds, s.seed, (), binder=None if binder_of is None else binder_of(),
+                       h.sync_period_seconds, s.seed, (), history=load.history,
+                       binder=None if binder_of is None else binder_of(),
                        summary_only=not w.get("full", False)))
     return out[0], out[1]
 
@@ -199,6 +230,8 @@ workloads = st.fixed_dictionaries({
     "full": st.booleans(),
     "stop": st.sampled_from([None, None, 3000.0, 30000.0]),
     "progress": st.booleans(),
+    "prediction": st.just(None),
+    "saturation": st.just(None),
 })
 
 
@@ -214,6 +247,12 @@ def test_a_compiled_workload_runs_as_the_python_one(tmp_path_factory, w):
     w = {**w, "end": (start + timedelta(hours=w["end_hours"])).isoformat().replace("+00:00", "Z")}
     if w["profile"]["cpu_baseline_millicores"] >= (w["limit"] or 10**9):
         return
+    if not {"cpu", "cpu-average", "container"} & set(w["metrics"]):
+        w["saturation"] = None  # it watches a cpu metric: the adapter refuses it without one
+    if w["prediction"] or w["saturation"]:  # compiled for a summary's timeline (a fleet's workload)
+        w["full"] = False
+        if w["prediction"]:
+            w["start"] = "1995-07-12T" + w["start"][11:]  # three days of history in the daily trace before it
     files = _files(tmp, w)
     binder_of = {"none": None, "delay": lambda: DelayBinder(7.0), "evict": lambda: DelayBinder(3.0, evict_every=3)}[
         w["binder"]]
@@ -227,10 +266,56 @@ def test_a_compiled_workload_runs_as_the_python_one(tmp_path_factory, w):
     event("whole timeline" if w["full"] else "summary timeline")
     event("some syncs by the core" if compiled.core_syncs else "no sync by the core")
     event("stopped early" if python.stopped else "ran to the end")
+    if w["prediction"] or w["saturation"]:
+        event("sources: " + ", ".join(f"{k} {v}" for k, v in sorted(python.decided_by.items())))
     assert got == want
     if binder_of is not None and want[0] != "error":
         assert [p.name for p in compiled.binder.bound] == [p.name for p in python.binder.bound]
         assert compiled.binder.removed_names == python.binder.removed_names
+
+
+_PREDICTIONS = ["{}", "{leadSeconds: 900, historySeconds: 172800, refreshSeconds: 1800}",
+                "{mode: Observe, quantile: 0.6, historySeconds: 86400}",
+                "{leadSeconds: 120, historySeconds: 7200, refreshSeconds: 600, quantile: 0.99}"]
+_SATURATIONS = ["{}", "{pinnedPercent: 60, demandFactor: 3}", "{mode: Observe}", "{pinnedPercent: 50, demandFactor: 1.5}"]
+
+
+@settings(max_examples=int(os.environ.get("PYHPA_COMPILED_EXAMPLES", 60)) // 2 or 1, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(w=workloads, prediction=st.sampled_from([None, *_PREDICTIONS]), saturation=st.sampled_from([None, *_SATURATIONS]),
+       limit=st.sampled_from([600, 1500]), load_scale=st.sampled_from([4, 10, 30]),
+       first=st.sampled_from(["cpu", "container", "cpu-average"]))
+def test_a_compiled_workload_with_prediction_and_saturation_runs_as_the_python_one(tmp_path_factory, w, prediction,
+                                                                                   saturation, limit, load_scale, first):
+    """The same with ``spec.prediction`` (its forecaster refitted in Python from the daily trace's history) and
+    ``spec.saturation`` (CPU limits the load reaches) on a cpu metric first: the decisions the sources win too."""
+    if prediction is None and saturation is None:
+        saturation = "{}"
+    test_a_compiled_workload_runs_as_the_python_one.hypothesis.inner_test(
+        tmp_path_factory, {**w, "prediction": prediction, "saturation": saturation, "limit": limit,
+                           "load_scale": load_scale, "metrics": [first, *w["metrics"]][:3]})
+
+
+@pytest.mark.parametrize("prediction,saturation,scale,util,cpu_request,winner", [
+    ("{}", None, 10, 60, 250, "Prediction"),
+    ("{leadSeconds: 120, historySeconds: 172800, refreshSeconds: 1800}", "{pinnedPercent: 60, demandFactor: 3}", 30,
+     90, 500, "Saturation"),
+])
+def test_the_sources_win_syncs_in_a_compiled_workload_as_in_python(tmp_path, prediction, saturation, scale, util,
+                                                                   cpu_request, winner):
+    """A forecast that asks for more than the metric, and pods pinned at their CPU limit: the source sets the
+    final number at some syncs, the same syncs compiled as in Python."""
+    w = {"kind": "Deployment", "parallel": False, "replicas": 2, "request": cpu_request, "limit": 600, "probe": False,
+         "probe_delay": 0, "probe_period": 5, "sidecar": False, "idle": False, "metrics": ["cpu"], "util": util,
+         "average": 150, "served": 5, "behavior": "none", "select": "Max", "down_window": 300, "min": 1, "max": 400,
+         "profile": {"cpu_millicore_seconds_per_request": 40, "pod_capacity_rps": 15, "app_startup_seconds": 30},
+         "seed": 1, "start": "1995-07-12T06:00:00Z", "end": "1995-07-12T12:00:00Z", "load_scale": scale,
+         "prediction": prediction, "saturation": saturation}
+    python, compiled = _pair(_files(tmp_path, w), w)
+    assert compiled.compiled, compiled.why_not_compiled
+    want = _run(python)
+    assert python.decided_by.get(winner, 0) > 0, python.decided_by
+    assert _run(compiled) == want
 
 
 def test_it_runs_what_it_covers_and_the_python_cluster_the_rest(tmp_path, monkeypatch):

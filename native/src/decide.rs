@@ -1,13 +1,16 @@
-//! One sync of an autoscaling/v2 HPA without pyhpa's extensions: `pyhpa.core.reconcile.decide` (upstream's
+//! One sync of an autoscaling/v2 HPA without pyhpa's extensions (or, for the compiled workload, with
+//! ``spec.prediction`` and ``spec.saturation``: `Extras`): `pyhpa.core.reconcile.decide` (upstream's
 //! reconcileAutoscaler after the scale GET) for Resource and ContainerResource metrics (Utilization or AverageValue
 //! targets) and Pods metrics, on the pods the HPA selects, with the HPAScaleToZero gate off: the early branches
 //! (a target at zero, replicas outside the bounds), every metric's proposal, upstream's rule over them (the
 //! largest; invalid metrics stop the sync), normalization and the scale event remembered. What a simulated workload
 //! needs of it: the desired replicas, the memory after, whether the metrics failed, each metric's proposal.
 
+use std::collections::{HashMap, HashSet};
+
 use pyo3::prelude::*;
 
-use crate::calculator::{plain_replicas, resource_utilization_replicas, Pod, Sample};
+use crate::calculator::{group_pods, plain_replicas, resource_utilization_replicas, Pod, Sample};
 use crate::normalize::{normalize, rules_from_python, Able, Behavior, Config, Limited, Memory, Rules};
 
 /// A metric's target (`pyhpa.core.model.MetricSpec`): an averageValue wins over a utilization, as upstream's
@@ -61,9 +64,147 @@ pub struct Decided {
 pub enum Decider {
     None,
     Metric,
+    Prediction,
+    Saturation,
     Spec,
     Stabilization,
     Policy,
+}
+
+/// The Prediction source of one sync (``spec.prediction``, `pyhpa.core.prediction.prediction_proposal`): the
+/// forecast as the core receives it (``Forecast.total_milli``/``expected_milli``: None, the forecaster stepped aside)
+/// for ``spec.metrics[metric]``; ``enforce``: mode Enforce (else Observe: computed, never applied).
+#[derive(Clone, Copy, Debug)]
+pub struct PredictionIn {
+    pub metric: usize,
+    pub enforce: bool,
+    pub total_milli: Option<i64>,
+    pub expected_milli: Option<i64>,
+}
+
+/// The Saturation source (``spec.saturation``, `pyhpa.core.saturation.saturation_proposal`): ``metric`` the watched
+/// cpu metric (``saturation_metric``; None: none), ``limit`` every pod's CPU limit of it (milli; None: not set, the
+/// source stays out), ``pinned_percent`` and ``demand_factor`` as the spec has them.
+#[derive(Clone, Copy, Debug)]
+pub struct SaturationIn {
+    pub metric: Option<usize>,
+    pub enforce: bool,
+    pub pinned_percent: i64,
+    pub demand_factor: f64,
+    pub limit: Option<i64>,
+}
+
+/// The sources after the metrics (`pyhpa.core.reconcile.SOURCES`' order) a sync has.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Extras {
+    pub prediction: Option<PredictionIn>,
+    pub saturation: Option<SaturationIn>,
+}
+
+const MAX_INT32: i64 = 2147483647;
+
+/// `pyhpa.core.calculator.ceil_saturate` with ``limit`` 2^31-1.
+fn ceil_saturate(x: f64) -> i64 {
+    if x.is_nan() {
+        0
+    } else if x >= MAX_INT32 as f64 {
+        MAX_INT32
+    } else if x <= -(MAX_INT32 as f64) - 1.0 {
+        -MAX_INT32 - 1
+    } else {
+        x.ceil() as i64
+    }
+}
+
+/// `pyhpa.core.combine.per_pod_target`: milli-units one pod may carry at ``metric``'s target (None: none), a
+/// Utilization target's of the pods' mean request (every pod's is ``each``) over those neither deleted nor failed.
+fn per_pod_target(metric: &Metric, pods: &[Pod]) -> Option<f64> {
+    match metric {
+        Metric::Resource { target: Target::Utilization(percent), requests, each, .. } => {
+            let (mut total, mut count) = (0i64, 0i64);
+            for (i, p) in pods.iter().enumerate() {
+                if p.deleted || p.phase == "Failed" {
+                    continue;
+                }
+                total += each.unwrap_or_else(|| requests[i]);
+                count += 1;
+            }
+            if count == 0 || total <= 0 || *percent == 0 {
+                return None;
+            }
+            Some(total as f64 / count as f64 * *percent as f64 / 100.0)
+        }
+        Metric::Resource { target: Target::AverageValue(milli), .. } | Metric::Pods { target: Target::AverageValue(milli) }
+            if *milli != 0 => Some(*milli as f64),
+        _ => None,
+    }
+}
+
+/// `pyhpa.core.prediction.provisioned_total`.
+fn provisioned_total(metric: &Metric, total: i64, expected: Option<i64>) -> f64 {
+    let q = total as f64;
+    let u = match metric {
+        Metric::Resource { target: Target::Utilization(percent), .. } => *percent,
+        _ => 0,
+    };
+    let e = match expected {
+        Some(e) if u != 0 && u < 100 && e > 0 && !(q <= e as f64) => e as f64,
+        _ => return q,
+    };
+    let band = q - e;
+    let w = band / (e * (100.0 / u as f64 - 1.0));
+    let weight = if w < 1.0 { w } else { 1.0 };
+    e + weight * band
+}
+
+/// The Prediction source's replicas (`prediction_proposal`; None: it asks for none).
+fn prediction_replicas(p: &PredictionIn, metrics: &[Metric], pods: &[Pod], current: i64, s: &Settings) -> Option<i64> {
+    let total_milli = p.total_milli?;
+    let m = metrics.get(p.metric)?;
+    let total = provisioned_total(m, total_milli, p.expected_milli);
+    let per_pod = per_pod_target(m, pods)?;
+    if !(per_pod > 0.0) {
+        return None;
+    }
+    let ratio = if current > 0 { total / (per_pod * current as f64) } else { f64::INFINITY };
+    let within = (1.0 - s.down) <= ratio && ratio <= (1.0 + s.up);
+    let replicas = if within { current } else { ceil_saturate(total / per_pod) };
+    Some(replicas.max(0))
+}
+
+/// The Saturation source's replicas (`saturation_proposal`; None: it stays out).
+fn saturation_replicas(x: &SaturationIn, metrics: &[Metric], pods: &[Pod], samples: &[Option<&[(String, Sample)]>],
+                       current: i64, s: &Settings, now: f64) -> Option<i64> {
+    let i = x.metric?;
+    let list = samples.get(i).copied().flatten()?;
+    if list.is_empty() {
+        return None;
+    }
+    let by_name: HashMap<&str, Sample> = list.iter().map(|(n, v)| (n.as_str(), *v)).collect();
+    let g = group_pods(pods, &by_name, true, now, s.cpu_initialization_period_seconds,
+                       s.initial_readiness_delay_seconds);
+    let skip: HashSet<&str> = g.unready.iter().chain(&g.ignored).map(|n| n.as_str()).collect();
+    let (mut usage, mut limit, mut ready) = (0i64, 0i64, 0i64);
+    for p in pods {
+        let sample = match by_name.get(p.name.as_str()) {
+            Some(v) if !skip.contains(p.name.as_str()) => v,
+            _ => continue,
+        };
+        limit += x.limit?; // no CPU limit to be pinned at: the source stays out
+        usage += sample.value;
+        ready += 1;
+    }
+    if ready == 0 || limit <= 0 {
+        return None;
+    }
+    if (usage * 100).div_euclid(limit) < x.pinned_percent {
+        return None;
+    }
+    let per_pod = per_pod_target(&metrics[i], pods)?;
+    if !(per_pod > 0.0) {
+        return None;
+    }
+    Some(ceil_saturate(usage as f64 * x.demand_factor / per_pod - 1e-9).max(current))
 }
 
 impl Decider {
@@ -71,6 +212,8 @@ impl Decider {
         match self {
             Decider::None => "",
             Decider::Metric => "Metric",
+            Decider::Prediction => "Prediction",
+            Decider::Saturation => "Saturation",
             Decider::Spec => "Spec",
             Decider::Stabilization => "Stabilization",
             Decider::Policy => "Policy",
@@ -154,7 +297,7 @@ pub fn store_scale_event(memory: &mut Memory, behavior: Option<&Behavior>, prev:
 pub fn decide_upstream(current: i64, min_replicas: i64, max_replicas: i64, behavior: Option<&Behavior>,
                        metrics: &[Metric], pods: &[Pod], samples: &[Option<&[(String, Sample)]>],
                        recommendations: Option<Vec<(f64, i64)>>, scale_up_events: Vec<(f64, i64)>,
-                       scale_down_events: Vec<(f64, i64)>, now: f64, s: &Settings) -> Decided {
+                       scale_down_events: Vec<(f64, i64)>, now: f64, s: &Settings, extras: &Extras) -> Decided {
     let mut memory = Memory { recommendations: recommendations.unwrap_or_else(|| vec![(now, current)]),
                               scale_up_events, scale_down_events };
     if current == 0 {
@@ -182,7 +325,21 @@ pub fn decide_upstream(current: i64, min_replicas: i64, max_replicas: i64, behav
     if invalid >= metrics.len() || (invalid > 0 && replicas < current) {
         return Decided { desired: current, memory, failed: true, proposals, decider: Decider::None, normalized: None };
     }
-    let pre = if replicas > 0 { replicas } else { 0 };
+    // the recommendation (``pyhpa.core.combine.recommend``): the largest applied proposal, the first of equals
+    let (mut pre, mut winner) = (replicas, Decider::Metric);
+    if let Some(p) = &extras.prediction {
+        match prediction_replicas(p, metrics, pods, current, s) {
+            Some(r) if p.enforce && r > pre => (pre, winner) = (r, Decider::Prediction),
+            _ => {}
+        }
+    }
+    if let Some(x) = &extras.saturation {
+        match saturation_replicas(x, metrics, pods, samples, current, s, now) {
+            Some(r) if x.enforce && r > pre => (pre, winner) = (r, Decider::Saturation),
+            _ => {}
+        }
+    }
+    let pre = if pre > 0 { pre } else { 0 };
     let n = normalize(current, pre, min_replicas, max_replicas, behavior, &memory, now, &s.normalize);
     memory.recommendations = n.recommendations;
     if n.desired != current {
@@ -197,7 +354,7 @@ pub fn decide_upstream(current: i64, min_replicas: i64, max_replicas: i64, behav
     } else if n.stabilized != pre {
         Decider::Stabilization
     } else {
-        Decider::Metric
+        winner
     };
     let normalized = Some((n.able, n.limited, n.desired != n.stabilized, pre));
     Decided { desired: n.desired, memory, failed: false, proposals, decider, normalized }
@@ -246,7 +403,7 @@ pub fn py_decide_upstream(current: i64, min_replicas: i64, max_replicas: i64, be
     };
     let samples: Vec<Option<&[(String, Sample)]>> = samples.iter().map(|x| x.as_deref()).collect();
     let d = decide_upstream(current, min_replicas, max_replicas, behavior.as_ref(), &metrics, &pods, &samples,
-                            recommendations, scale_up_events, scale_down_events, now, &s);
+                            recommendations, scale_up_events, scale_down_events, now, &s, &Extras::default());
     Ok((d.desired, d.memory.recommendations, d.memory.scale_up_events, d.memory.scale_down_events, d.failed,
         d.proposals.iter().map(|p| p.map(|p| p.replicas)).collect(), d.decider.kind()))
 }

@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 
 pub mod calculator;
 pub mod decide;
+pub mod forecast;
 pub mod normalize;
 pub mod workload;
 
@@ -19,6 +20,7 @@ fn rustcore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(decide::py_decide_upstream, m)?)?;
     m.add_function(wrap_pyfunction!(time_parts, m)?)?;
     m.add_class::<workload::Workload>()?;
+    m.add_class::<forecast::Forecaster>()?;
     m.add("VERSION", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

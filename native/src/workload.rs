@@ -1,6 +1,7 @@
 //! One simulated workload compiled: `pyhpa.simulate.cluster.Cluster`'s own instants (its load's trace rows, the
 //! metrics-server scrapes, the pods' start-up transitions, the HPA sync loop and the workload controller) with the
-//! decision of `decide_upstream` at each sync, for the workloads `pyhpa.simulate.native.covers_workload` accepts.
+//! decision of `decide_upstream` at each sync (with ``spec.prediction``'s forecaster, `crate::forecast`, and
+//! ``spec.saturation``), for the workloads `pyhpa.simulate.compiled.uncovered` accepts.
 //!
 //! The Python class stays the reference: every method here follows one of `Cluster`'s by name, in the same order of
 //! floating-point operations, so that every figure is the same to the last bit (the fleet's byte identity and
@@ -16,7 +17,8 @@ use pyo3::prelude::*;
 use pyo3::IntoPyObjectExt;
 
 use crate::calculator::{Pod, Sample};
-use crate::decide::{decide_upstream, Metric, Settings};
+use crate::decide::{decide_upstream, Extras, Metric, PredictionIn, SaturationIn, Settings};
+use crate::forecast::{Model, Predictor, PyModel as PyFitModel, PySettings, Settings as ForecastSettings};
 use crate::normalize::{rules_from_python, Behavior, Config, PyRules};
 
 const INF: f64 = f64::INFINITY;
@@ -110,7 +112,7 @@ struct Stats {
 }
 
 /// CPython's float floor division (``float_floor_div``), so that a minute's index is Python's.
-fn py_floordiv(vx: f64, wx: f64) -> f64 {
+pub(crate) fn py_floordiv(vx: f64, wx: f64) -> f64 {
     let m = vx % wx;
     let mut div = (vx - m) / wx;
     if m != 0.0 && (wx < 0.0) != (m < 0.0) {
@@ -143,6 +145,12 @@ fn py_int(x: f64) -> i64 {
 }
 
 type Scraped = (Vec<usize>, Vec<(String, Sample)>);
+
+/// ``values`` as the bytes of C doubles (``numpy.frombuffer`` reads them without a copy).
+fn doubles<'py>(py: Python<'py>, values: &[f64]) -> Bound<'py, pyo3::types::PyBytes> {
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
+    pyo3::types::PyBytes::new(py, &bytes)
+}
 
 /// A row of the whole timeline (``Cluster._record``), its columns in timeline.csv's order.
 #[derive(Clone, Debug)]
@@ -285,7 +293,24 @@ pub struct Workload {
     tl_current: Vec<f64>,
     tl_desired: Vec<f64>,
     tl_values: Vec<Vec<f64>>,
+    // the sources after the metrics (``spec.prediction``, ``spec.saturation``), when the HPA has them
+    prediction: Option<Prediction>,
+    saturation: Option<SaturationIn>,
 }
+
+/// ``Cluster.prediction`` (`pyhpa.simulate.prediction.SimPrediction`'s loop, ``pyhpa.forecast.ForecastLoop``): the
+/// forecaster of ``spec.metrics[metric]``'s workload total, refitted by ``owner._c_refit``.
+struct Prediction {
+    predictor: Predictor,
+    metric: usize,
+    enforce: bool,
+    last_seen: f64,
+}
+
+/// (metric, Enforce, the forecaster's settings, its history's times and values)
+type PyPrediction = (usize, bool, PySettings, Vec<f64>, Vec<f64>);
+/// (the watched metric or None, Enforce, pinnedPercent, demandFactor, the pods' CPU limit of it or None)
+type PySaturation = (Option<usize>, bool, i64, f64, Option<i64>);
 
 type PyModel = (f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64);
 type PyShape = (bool, bool, bool, bool, bool, bool, String, f64, f64, i64);
@@ -306,10 +331,17 @@ impl Workload {
     #[new]
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (model, shape, times, rps, views, min_replicas, max_replicas, behavior, metrics, request,
-                        settings, full=None))]
+                        settings, full=None, extensions=None))]
     fn new(model: PyModel, shape: PyShape, times: Vec<f64>, rps: Vec<f64>, views: Vec<(String, bool, f64)>,
            min_replicas: i64, max_replicas: i64, behavior: Option<(PyRules, PyRules)>, metrics: Vec<PyMetric>,
-           request: i64, settings: (f64, f64, f64, f64, f64, f64, f64), full: Option<PyFull>) -> PyResult<Self> {
+           request: i64, settings: (f64, f64, f64, f64, f64, f64, f64), full: Option<PyFull>,
+           extensions: Option<(Option<PyPrediction>, Option<PySaturation>)>) -> PyResult<Self> {
+        let (prediction, saturation) = extensions.unwrap_or((None, None));
+        let prediction = prediction.map(|(metric, enforce, settings, times, values)| Prediction {
+            predictor: Predictor::new(ForecastSettings::from_python(settings), times, values), metric, enforce,
+            last_seen: f64::NEG_INFINITY });
+        let saturation = saturation.map(|(metric, enforce, pinned_percent, demand_factor, limit)| SaturationIn {
+            metric, enforce, pinned_percent, demand_factor, limit });
         let behavior = match behavior {
             None => None,
             Some((up, down)) => Some(Behavior { up: rules_from_python(up)?, down: rules_from_python(down)? }),
@@ -360,7 +392,7 @@ impl Workload {
             tl_current: vec![], tl_desired: vec![], tl_values: vec![vec![]; n_views],
             full: full.map(|(scale_to_zero, conditions, targets)| Full { scale_to_zero, conditions, targets,
                                                                         ..Full::default() }),
-            sample_errors: vec![0; n_views], ask_stop: false, stopped: false,
+            sample_errors: vec![0; n_views], ask_stop: false, stopped: false, prediction, saturation,
         })
     }
 
@@ -1008,6 +1040,7 @@ impl Workload {
         self.sync_k += 1;
         self.next_sync = self.t0 + self.sync_k as f64 * self.sync_period;
         self.live_samples();
+        let extras = Extras { prediction: self.forecast(owner, t)?, saturation: self.saturation };
         let samples: Vec<Option<&[(String, Sample)]>> =
             self.samples.iter().map(|s| s.as_ref().map(|(_, l)| l.as_slice())).collect();
         let current = self.spec_replicas;
@@ -1016,7 +1049,7 @@ impl Workload {
         let d = decide_upstream(current, self.min_replicas, self.max_replicas, self.behavior.as_ref(), &self.metrics,
                                 &self.core_pods, &samples, self.recommendations.take(),
                                 std::mem::take(&mut self.scale_up_events),
-                                std::mem::take(&mut self.scale_down_events), t, &self.settings);
+                                std::mem::take(&mut self.scale_down_events), t, &self.settings, &extras);
         let failed = d.proposals.iter().any(|p| p.is_none());
         let by_core = self.full.is_some() && (failed || d.normalized.is_none());
         let (desired, kind, values) = if by_core {
@@ -1085,6 +1118,34 @@ impl Workload {
             self.reconcile(owner, t)?;
         }
         Ok(())
+    }
+
+    /// `SimPrediction.step` (``ForecastLoop.learn`` then ``forecast``): the predicted metric's newest total learnt,
+    /// then the forecast of [t, t + lead] as the core receives it; None without ``spec.prediction``.
+    fn forecast(&mut self, owner: &Bound<'_, PyAny>, t: f64) -> PyResult<Option<PredictionIn>> {
+        let p = match self.prediction.as_mut() {
+            None => return Ok(None),
+            Some(p) => p,
+        };
+        if let Some(Some((_, list))) = self.samples.get(p.metric) {
+            if let Some((_, first)) = list.first() {
+                let total: i64 = list.iter().map(|(_, s)| s.value).sum();
+                let seen = first.timestamp;
+                if seen > p.last_seen {
+                    p.predictor.observe(seen, total as f64);
+                    p.last_seen = seen;
+                }
+            }
+        }
+        let py = owner.py();
+        let mut fit = |times: &[f64], values: &[f64], now: f64| -> PyResult<Option<Model>> {
+            let m: Option<PyFitModel> = owner.call_method1("_c_refit", (now, doubles(py, times), doubles(py, values)))?
+                .extract()?;
+            Ok(m.map(Model::from_python))
+        };
+        let f = p.predictor.forecast(t, &mut fit)?;
+        let (total_milli, expected_milli) = f.core();
+        Ok(Some(PredictionIn { metric: p.metric, enforce: p.enforce, total_milli, expected_milli }))
     }
 
     /// A sync decided by the Python core (``CompiledCluster._c_decide``) on this workload's pods and samples and the

@@ -6,12 +6,14 @@ for the workloads ``uncovered`` finds nothing against; for any other it is the P
 Every figure is the Python class's to the last bit: the compiled actor follows ``Cluster`` method by method, and what
 stays in Python is called back (``_c_*``): the workload's random draws (a new pod's traffic weight and start-up
 jitter, from its ``random.Random``), a bound pod's transition times (``Cluster._start_up``: its probes), the binder's
-``created``/``removed`` and the error of a rescale past ``MAX_SIMULATED_PODS``. ``tests/test_compiled_cluster.py``
+``created``/``removed``, the error of a rescale past ``MAX_SIMULATED_PODS`` and the forecaster's fits. ``tests/test_compiled_cluster.py``
 runs both on random workloads and on the benchmark's fleet and compares every output; ``tools/byte_identity.py``
 compares the files of simulate, tune and the fleet.
 
-Covered (``uncovered`` returns ""): a workload without metrics outages, an autoscaling/v2 HPA without pyhpa's
-extensions (schedules, prediction, fallback, saturation, pause, the sections of ``Cluster.sources``) and not scaled
+Covered (``uncovered`` returns ""): a workload without metrics outages, an HPA without schedules, fallback or pause
+(``spec.prediction`` and ``spec.saturation`` are compiled for a summary's timeline, a fleet's workload: the
+forecaster between fits in ``native/src/forecast.rs``, each fit made here by ``pyhpa.forecast.fitting.fit``,
+``_c_refit``; the sources' proposals and their place in the recommendation in ``native/src/decide.rs``) and not scaled
 to zero, whose metrics are Resource or ContainerResource (Utilization of the request, or AverageValue) and Pods
 metrics the simulator answers from the pods (``MetricView.kind`` cpu, memory, served, idle), its selector selecting
 the pods, and each Utilization metric's request known; its summary's timeline or the whole one
@@ -27,11 +29,14 @@ import sys
 from array import array
 from dataclasses import replace
 
+import numpy as np
+
 from ..adapters.errors import InputError
 from ..core import Condition, Memory, MetricSamples, PodSample, Scale, SyncInputs, decide
-from ..core.calculator import MetricError
-from ..core.model import ZERO_TIME
+from ..core.calculator import MetricError, pod_amount
+from ..core.model import CONTAINER_RESOURCE, ENFORCE, ZERO_TIME
 from ..core.reconcile import tolerances
+from ..core.saturation import saturation_metric
 from . import native
 from .cluster import Cluster, Episode, ScaleEvent, SimPod, Stats
 from .target import MAX_SIMULATED_PODS
@@ -61,10 +66,17 @@ def uncovered(c: Cluster) -> str:
     if not enabled():
         return "the compiled path is not built or is turned off"
     hpa, config = c.hpa, c.config
-    if c.outages or c.prediction is not None or c.sources:
-        return "metrics outages, prediction or a source section"
+    if c.outages:
+        return "metrics outages"
+    sources = c.summary_only  # prediction and saturation are compiled for a summary's timeline only
+    if (hpa.prediction or hpa.saturation) and not sources:
+        return "prediction or saturation with the whole timeline"
+    if hpa.prediction and c.prediction is None:
+        return "spec.prediction.metric names no metric"
+    if set(c.sources) - {"saturation"}:
+        return "a source section other than saturation"
     # HPAScaleToZero on or off decides the same here: only an Object or External metric sets ScaledToZero=True
-    if not native.hpa_covered(hpa):
+    if not native.hpa_covered(hpa, sources):
         return "pyhpa's extensions, scaled to zero, or a metric the compiled decision does not compute " \
                "(pyhpa.simulate.native.hpa_covered)"
     if c.imbalanced and sys.version_info >= (3, 12):  # sum() of floats is compensated there; the actor's is not
@@ -76,11 +88,22 @@ def uncovered(c: Cluster) -> str:
             return "a Utilization metric with an averageValue"
     if not native.selects_all(c.target.selector, [c.target.labels]):
         return "its selector"
+    probe = c._core_pod(SimPod("probe", 0.0, 1.0))
     try:
-        per_metric = native.metric_requests(hpa, [c._core_pod(SimPod("probe", 0.0, 1.0))], config)
+        per_metric = native.metric_requests(hpa, [probe], config)
     except MetricError:
         return "a request that is not known"
     c._requests = [r[0] if r else 0 for r in per_metric]
+    c._cpu_limit = None
+    if hpa.saturation is not None:
+        i = saturation_metric(hpa.saturation, hpa.metrics)
+        if i is not None:
+            m = hpa.metrics[i]
+            try:
+                c._cpu_limit = pod_amount(probe, "cpu", m.container if m.type == CONTAINER_RESOURCE else "",
+                                          limits=True)
+            except MetricError:  # the source stays out (NoCPULimit), as the core's
+                pass
     return ""
 
 
@@ -121,10 +144,48 @@ class CompiledCluster(Cluster):
              config.initial_readiness_delay_seconds),
             None if self.summary_only else (config.scale_to_zero, [(str(c.type), c.status, c.reason)
                                                                    for c in hpa.conditions],
-                                            [v.target for v in self.views]))
+                                            [v.target for v in self.views]),
+            self._extensions())
         self._w.start(self, self.t_begin)
         self._next = self._w.next_event()
         self.pods = self._live_handles()
+
+    def _extensions(self) -> tuple:
+        """``spec.prediction`` and ``spec.saturation`` as the compiled actor takes them (None: not set). The
+        forecaster's history moves into the actor, its fits stay here (``_c_refit``); a compiled workload keeps no
+        per-sync record of them (``prediction``, ``sources``: a summary's timeline has none)."""
+        hpa = self.hpa
+        prediction = saturation = None
+        self._forecast_settings = self._fit = None
+        if self.prediction is not None:
+            spec = hpa.prediction
+            s = self._forecast_settings = self.prediction.loop.predictor.settings
+            times, values = self.prediction.loop.predictor.history()
+            prediction = (spec.metric, spec.mode == ENFORCE,
+                          (s.history_seconds, s.lead_seconds, s.refresh_seconds, s.max_error, s.max_bias,
+                           s.persistence_factor, s.min_relative_error, s.accuracy_window_seconds, s.min_evaluations,
+                           s.stale_seconds), times.tolist(), values.tolist())
+        if hpa.saturation is not None:
+            spec = hpa.saturation
+            saturation = (saturation_metric(spec, hpa.metrics), spec.mode == ENFORCE, spec.pinned_percent,
+                          float(spec.demand_factor), self._cpu_limit)
+        self.prediction, self.sources = None, {}
+        return prediction, saturation
+
+    def _c_refit(self, now: float, times: bytes, values: bytes) -> tuple | None:
+        """A fit of the forecaster (``Predictor.refit``) on ``times``/``values`` (C doubles: the history of
+        (now - historySeconds, now]): the model as the compiled forecaster takes it (``native/src/forecast.rs``),
+        None when the fit found none."""
+        from ..forecast.fitting import fit  # numpy and scipy: imported by the first predicting workload's first fit
+
+        f = self._fit = fit(np.frombuffer(times), np.frombuffer(values), now=now, settings=self._forecast_settings,
+                            previous=self._fit)
+        m = f.model
+        if m is None:
+            return None
+        return (m.transform == "log", m.offset, m.step, [list(p) for p in m.profiles], m.level_seconds,
+                m.window_error, m.point_low, m.point_high, m.level, list(m.dispersion),
+                m.periods[0] if m.periods else None)
 
     def _live_handles(self) -> list[SimPod]:
         """The pods that exist now, in order, each handle carrying the compiled actor's state of it."""

@@ -18,6 +18,11 @@ function by name and ``tests/test_native.py`` runs both on random inputs and com
   early branches, every metric's proposal, upstream's rule over them, normalization, the scale event remembered):
   the desired replicas, the memory after and each metric's proposal, without the conditions, events and status.
 
+- in the compiled workload only: the Prediction and Saturation sources (``pyhpa.core.prediction.prediction_proposal``,
+  ``pyhpa.core.saturation.saturation_proposal``, their place in ``pyhpa.core.combine.recommend`` and
+  ``decided_by``) and the forecaster between its fits (``pyhpa.forecast.predictor.Predictor``'s ``observe`` and
+  ``forecast``: ``native/src/forecast.rs``; ``rustcore.Forecaster`` for the tests).
+
 On a simulation's path they run inside the compiled workload (``pyhpa.simulate.compiled``: a simulated workload's
 instants and its decision in one compiled actor on the simulation's clock); called part by part from Python they
 are no faster than the core (``benchmarks/native.py``), and the shadow mode
@@ -153,10 +158,11 @@ def _covered(inputs: SyncInputs) -> list[list[int]] | None:
         return None
 
 
-def hpa_covered(hpa) -> bool:
-    """``hpa`` is one the compiled decision decides: no schedules, prediction, fallback, saturation or pause, not
-    scaled to zero (no ScaledToZero=True condition), every metric one it computes (``metrics_covered``)."""
-    if hpa.schedules or hpa.prediction or hpa.fallback or hpa.saturation or hpa.pause:
+def hpa_covered(hpa, sources: bool = False) -> bool:
+    """``hpa`` is one the compiled decision decides: no schedules, prediction, fallback, saturation or pause (with
+    ``sources``: prediction and saturation allowed, as the compiled workload decides them), not scaled to zero (no
+    ScaledToZero=True condition), every metric one it computes (``metrics_covered``)."""
+    if hpa.schedules or hpa.fallback or hpa.pause or (not sources and (hpa.prediction or hpa.saturation)):
         return False
     if any(c.type == "ScaledToZero" and c.status == "True" for c in hpa.conditions):
         return False
