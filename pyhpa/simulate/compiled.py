@@ -6,9 +6,10 @@ for the workloads ``uncovered`` finds nothing against; for any other it is the P
 Every figure is the Python class's to the last bit: the compiled actor follows ``Cluster`` method by method, and what
 stays in Python is called back (``_c_*``): the workload's random draws (a new pod's traffic weight and start-up
 jitter, from its ``random.Random``), a bound pod's transition times (``Cluster._start_up``: its probes), the binder's
-``created``/``removed``, the error of a rescale past ``MAX_SIMULATED_PODS`` and the forecaster's fits. ``tests/test_compiled_cluster.py``
-runs both on random workloads and on the benchmark's fleet and compares every output; ``tools/byte_identity.py``
-compares the files of simulate, tune and the fleet.
+``created``/``removed``, the error of a rescale past ``MAX_SIMULATED_PODS`` and the forecaster's fits.
+``tests/test_compiled_cluster.py`` runs both on random workloads and on the benchmark's fleet and compares every
+output (``tests/test_compiled_forecast.py`` the forecaster); ``tools/byte_identity.py`` compares the files of
+simulate, tune and the fleet.
 
 Covered (``uncovered`` returns ""): a workload without metrics outages, an HPA without schedules, fallback or pause
 (``spec.prediction`` and ``spec.saturation`` are compiled for a summary's timeline, a fleet's workload: the
@@ -62,7 +63,8 @@ class _Handle(SimPod):
 
 def uncovered(c: Cluster) -> str:
     """Why workload ``c`` (its ``Cluster.__init__`` done up to ``_init_state``) cannot run compiled; "" when it can
-    (and then ``c._requests``: every pod's request of each Utilization metric's resource, milli; 0 for the others)."""
+    (and then ``c._requests``: every pod's request of each Utilization metric's resource, milli, 0 for the others;
+    ``c._cpu_limit``: every pod's CPU limit of the metric ``spec.saturation`` watches, milli, None: none)."""
     if not enabled():
         return "the compiled path is not built or is turned off"
     hpa, config = c.hpa, c.config
