@@ -181,8 +181,11 @@ def _run(c: Cluster, stop_pod_seconds: float | None = None, progress=None) -> tu
         columns = {name: tl.column(name) for name in ("current_replicas", "desired_replicas", *tl.metrics)}
     else:  # every value of every row, its type too (timeline.csv writes 3 and 3.0 differently)
         columns = [tl.header, [tuple((type(v).__name__, v) for v in row) for row in tl.rows]]
+    # what summary.json says of prediction and saturation (``pyhpa.simulate.report``)
+    sources = (None if c.prediction is None else c.prediction.summary(),
+               {name: record.summary(getattr(c.hpa, name)) for name, record in c.sources.items()})
     return (asdict(c.stats), c.scale_events, c.failed_syncs, c.decided_by, c.unserved_by_minute, c.t,
-            c.spec_replicas, columns, [p.name for p in c.pods], c.end, c.stopped)
+            c.spec_replicas, columns, [p.name for p in c.pods], c.end, c.stopped, sources)
 
 
 workloads = st.fixed_dictionaries({
@@ -349,10 +352,13 @@ def _fleet_outcome(run) -> tuple:
             [(asdict(c.stats), c.scale_events, c.decided_by, c.unserved_by_minute) for c in run.clusters])
 
 
-@pytest.mark.parametrize("model", ["cluster-autoscaler", "karpenter"])
-def test_the_benchmark_fleet_runs_compiled_as_in_python(tmp_path, monkeypatch, model):
+@pytest.mark.parametrize("model,predictive", [("cluster-autoscaler", False), ("karpenter", False),
+                                              ("cluster-autoscaler", True)])
+def test_the_benchmark_fleet_runs_compiled_as_in_python(tmp_path, monkeypatch, model, predictive):
     """``benchmarks/fleet.py``'s fleet (Bitbrains StatefulSets, NASA and WorldCup98 Deployments on one pool), 16
-    workloads for 12 hours: every workload compiled, every figure, event and sample of the fleet the Python run's."""
+    workloads for 12 hours, reactive or with prediction and saturation on every autoscaler (``--predictive``): every
+    workload compiled, every figure, event and sample of the fleet and every workload's summary (the sources' too)
+    the Python run's."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         import fleet as bench
@@ -361,7 +367,7 @@ def test_the_benchmark_fleet_runs_compiled_as_in_python(tmp_path, monkeypatch, m
     from pyhpa.fleet.engine import FleetRun
     from pyhpa.fleet.spec import load_fleet
 
-    path = bench.make_fleet(16, tmp_path, 0, model, False)
+    path = bench.make_fleet(16, tmp_path, 0, model, predictive)
     runs = []
     for flag in ("1", "0"):
         monkeypatch.setenv("PYHPA_COMPILED", flag)

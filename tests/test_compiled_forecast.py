@@ -88,8 +88,8 @@ def test_the_compiled_forecaster_forecasts_as_the_python_one(s):
         f = previous[0] = fit(np.asarray(t), np.asarray(v), now=now, settings=fs, previous=previous[0])
         m = f.model
         if m is None:
-            return None
-        return (m.transform == "log", m.offset, m.step, [list(p) for p in m.profiles], m.level_seconds,
+            return str(f.reason), None
+        return str(f.reason), (m.transform == "log", m.offset, m.step, [list(p) for p in m.profiles], m.level_seconds,
                 m.window_error, m.point_low, m.point_high, m.level, list(m.dispersion),
                 m.periods[0] if m.periods else None)
 
@@ -107,7 +107,7 @@ def test_the_compiled_forecaster_forecasts_as_the_python_one(s):
             compiled.observe(float(later_t[i]), float(later_v[i]))
             i += 1
         p = python.forecast(now)
-        want = (p.usable, p.upper, p.expected, p.point, p.low, p.high)
+        want = (str(p.reason), p.usable, p.upper, p.expected, p.point, p.low, p.high)
         assert compiled.forecast(now) == want, (now, p.reason, p.message)
         kinds.add(f"{p.reason} {'with' if p.upper is not None else 'without'} numbers")
         now += s["sync"]

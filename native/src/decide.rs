@@ -56,6 +56,9 @@ pub struct Decided {
     /// normalization's AbleToScale and ScalingLimited reasons, whether its last step was the limit's, and the
     /// recommendation it normalized (``Decision.prenormalized``); None where the sync stopped before it
     pub normalized: Option<(Able, Limited, bool, i64)>,
+    /// ``status.saturation``'s reason where the Saturation source was evaluated (None: not set, or the sync stopped
+    /// before the sources after the metrics)
+    pub saturation: Option<SaturationReason>,
 }
 
 /// ``Decision.decided_by``'s kind (``pyhpa.core.model.SourceKind``) for the HPAs this module covers
@@ -172,14 +175,39 @@ fn prediction_replicas(p: &PredictionIn, metrics: &[Metric], pods: &[Pod], curre
     Some(replicas.max(0))
 }
 
-/// The Saturation source's replicas (`saturation_proposal`; None: it stays out).
-fn saturation_replicas(x: &SaturationIn, metrics: &[Metric], pods: &[Pod], samples: &[Option<&[(String, Sample)]>],
-                       current: i64, s: &Settings, now: f64) -> Option<i64> {
-    let i = x.metric?;
-    let list = samples.get(i).copied().flatten()?;
-    if list.is_empty() {
-        return None;
+/// ``status.saturation.reason`` (``pyhpa.core.model.SaturationReason``; pinned: ``PinnedAtLimit``, or ``Observing``
+/// in Observe mode).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SaturationReason {
+    Pinned,
+    BelowLimit,
+    NoCpuLimit,
+    NoCpuSamples,
+}
+
+impl SaturationReason {
+    pub fn name(self, enforce: bool) -> &'static str {
+        match self {
+            SaturationReason::Pinned => if enforce { "PinnedAtLimit" } else { "Observing" },
+            SaturationReason::BelowLimit => "BelowLimit",
+            SaturationReason::NoCpuLimit => "NoCPULimit",
+            SaturationReason::NoCpuSamples => "NoCPUSamples",
+        }
     }
+}
+
+/// The Saturation source's replicas (`saturation_proposal`; None: it stays out) and its status's reason.
+fn saturation_replicas(x: &SaturationIn, metrics: &[Metric], pods: &[Pod], samples: &[Option<&[(String, Sample)]>],
+                       current: i64, s: &Settings, now: f64) -> (SaturationReason, Option<i64>) {
+    use SaturationReason::*;
+    let i = match x.metric {
+        Some(i) => i,
+        None => return (NoCpuSamples, None),
+    };
+    let list = match samples.get(i).copied().flatten() {
+        Some(l) if !l.is_empty() => l,
+        _ => return (NoCpuSamples, None),
+    };
     let by_name: HashMap<&str, Sample> = list.iter().map(|(n, v)| (n.as_str(), *v)).collect();
     let g = group_pods(pods, &by_name, true, now, s.cpu_initialization_period_seconds,
                        s.initial_readiness_delay_seconds);
@@ -190,21 +218,24 @@ fn saturation_replicas(x: &SaturationIn, metrics: &[Metric], pods: &[Pod], sampl
             Some(v) if !skip.contains(p.name.as_str()) => v,
             _ => continue,
         };
-        limit += x.limit?; // no CPU limit to be pinned at: the source stays out
+        match x.limit {
+            Some(l) => limit += l,
+            None => return (NoCpuLimit, None), // no CPU limit to be pinned at: the source stays out
+        }
         usage += sample.value;
         ready += 1;
     }
     if ready == 0 || limit <= 0 {
-        return None;
+        return (NoCpuSamples, None);
     }
     if (usage * 100).div_euclid(limit) < x.pinned_percent {
-        return None;
+        return (BelowLimit, None);
     }
-    let per_pod = per_pod_target(&metrics[i], pods)?;
-    if !(per_pod > 0.0) {
-        return None;
+    match per_pod_target(&metrics[i], pods) {
+        Some(per_pod) if per_pod > 0.0 =>
+            (Pinned, Some(ceil_saturate(usage as f64 * x.demand_factor / per_pod - 1e-9).max(current))),
+        _ => (NoCpuSamples, None),
     }
-    Some(ceil_saturate(usage as f64 * x.demand_factor / per_pod - 1e-9).max(current))
 }
 
 impl Decider {
@@ -302,12 +333,12 @@ pub fn decide_upstream(current: i64, min_replicas: i64, max_replicas: i64, behav
                               scale_up_events, scale_down_events };
     if current == 0 {
         // scaling is disabled since the replica count of the target is zero (HPAScaleToZero off)
-        return Decided { desired: current, memory, failed: false, proposals: vec![], decider: Decider::None, normalized: None };
+        return Decided { desired: current, memory, failed: false, proposals: vec![], decider: Decider::None, normalized: None, saturation: None };
     }
     if current > max_replicas || current < min_replicas {
         let bound = if current > max_replicas { max_replicas } else { min_replicas };
         store_scale_event(&mut memory, behavior, current, bound, now);
-        return Decided { desired: bound, memory, failed: false, proposals: vec![], decider: Decider::Spec, normalized: None };
+        return Decided { desired: bound, memory, failed: false, proposals: vec![], decider: Decider::Spec, normalized: None, saturation: None };
     }
     let proposals: Vec<Option<Proposed>> = metrics.iter().enumerate()
         .map(|(i, m)| proposal(m, pods, samples.get(i).copied().flatten(), current, s, now)).collect();
@@ -323,7 +354,7 @@ pub fn decide_upstream(current: i64, min_replicas: i64, max_replicas: i64, behav
         }
     }
     if invalid >= metrics.len() || (invalid > 0 && replicas < current) {
-        return Decided { desired: current, memory, failed: true, proposals, decider: Decider::None, normalized: None };
+        return Decided { desired: current, memory, failed: true, proposals, decider: Decider::None, normalized: None, saturation: None };
     }
     // the recommendation (``pyhpa.core.combine.recommend``): the largest applied proposal, the first of equals
     let (mut pre, mut winner) = (replicas, Decider::Metric);
@@ -333,8 +364,11 @@ pub fn decide_upstream(current: i64, min_replicas: i64, max_replicas: i64, behav
             _ => {}
         }
     }
+    let mut saturation = None;
     if let Some(x) = &extras.saturation {
-        match saturation_replicas(x, metrics, pods, samples, current, s, now) {
+        let (reason, replicas) = saturation_replicas(x, metrics, pods, samples, current, s, now);
+        saturation = Some(reason);
+        match replicas {
             Some(r) if x.enforce && r > pre => (pre, winner) = (r, Decider::Saturation),
             _ => {}
         }
@@ -357,7 +391,7 @@ pub fn decide_upstream(current: i64, min_replicas: i64, max_replicas: i64, behav
         winner
     };
     let normalized = Some((n.able, n.limited, n.desired != n.stabilized, pre));
-    Decided { desired: n.desired, memory, failed: false, proposals, decider, normalized }
+    Decided { desired: n.desired, memory, failed: false, proposals, decider, normalized, saturation }
 }
 
 use crate::normalize::PyRules;

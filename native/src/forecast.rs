@@ -16,6 +16,23 @@ use crate::workload::py_floordiv;
 /// (`pyhpa.forecast.predictor.RECOVER_FACTOR`).
 const RECOVER_FACTOR: f64 = 0.8;
 
+const PREDICTING: &str = "Predicting";
+const INSUFFICIENT_HISTORY: &str = "InsufficientHistory";
+const NOT_PREDICTABLE: &str = "NotPredictable";
+const HISTORY_UNAVAILABLE: &str = "HistoryUnavailable";
+const ACCURACY_TOO_LOW: &str = "AccuracyTooLow";
+
+/// A fit's reason (``Fit.reason``) as one of the forecaster's (``pyhpa.forecast.model``).
+fn reason_of(reason: &str) -> &'static str {
+    match reason {
+        PREDICTING => PREDICTING,
+        NOT_PREDICTABLE => NOT_PREDICTABLE,
+        HISTORY_UNAVAILABLE => HISTORY_UNAVAILABLE,
+        ACCURACY_TOO_LOW => ACCURACY_TOO_LOW,
+        _ => INSUFFICIENT_HISTORY,
+    }
+}
+
 /// Python's ``max(a, b)``: ``a`` unless ``b`` is greater.
 fn pymax(a: f64, b: f64) -> f64 {
     if b > a { b } else { a }
@@ -231,6 +248,8 @@ impl Settings {
 /// without a model or a recent observation; ``usable`` false also when stepping aside (``AccuracyTooLow``).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Forecast {
+    /// ``Prediction.reason`` (a ``PredictionActive`` reason: ``pyhpa.core.model.PredictionReason``)
+    pub reason: &'static str,
     pub usable: bool,
     pub upper: Option<f64>,
     pub expected: Option<f64>,
@@ -263,6 +282,8 @@ pub struct Predictor {
     start: usize,
     /// a fit was installed (``self.fit`` is not None), and its model
     fitted: bool,
+    /// the fit's reason (``Fit.reason``)
+    fit_reason: &'static str,
     model: Option<Model>,
     generation: u64,
     next_fit: f64,
@@ -280,7 +301,8 @@ impl Predictor {
     /// A predictor holding ``times``/``values`` (in time order, finite: what ``Predictor.extend`` kept), never
     /// fitted.
     pub fn new(settings: Settings, times: Vec<f64>, values: Vec<f64>) -> Predictor {
-        Predictor { settings, times, values, start: 0, fitted: false, model: None, generation: 0,
+        Predictor { settings, times, values, start: 0, fitted: false, fit_reason: INSUFFICIENT_HISTORY, model: None,
+                    generation: 0,
                     next_fit: f64::NEG_INFINITY, recent: VecDeque::new(), ordered: vec![],
                     tracker: Tracker::new(settings.accuracy_window_seconds), last_issue_cell: None, aside: false,
                     level_key: None, level_value: 0.0, cells: None }
@@ -343,12 +365,13 @@ impl Predictor {
     /// `Predictor.refit`: the history of (now - history_seconds, now] handed to ``fit`` (times, values, now), which
     /// returns the model (None: the fit found none), installed from now on.
     pub fn refit<F>(&mut self, now: f64, fit: &mut F) -> PyResult<()>
-    where F: FnMut(&[f64], &[f64], f64) -> PyResult<Option<Model>> {
+    where F: FnMut(&[f64], &[f64], f64) -> PyResult<(String, Option<Model>)> {
         self.trim(now);
         let lo = self.index(now - self.settings.history_seconds, 0);
         let hi = self.index(now + 1e-9, lo);
         let (a, b) = (self.start + lo, self.start + hi);
-        let model = fit(&self.times[a..b], &self.values[a..b], now)?;
+        let (reason, model) = fit(&self.times[a..b], &self.values[a..b], now)?;
+        self.fit_reason = reason_of(&reason);
         self.install(model, now);
         Ok(())
     }
@@ -403,18 +426,19 @@ impl Predictor {
     /// `Predictor.forecast` with ``refit``: the forecast of [now, now + lead], refitting first when due (``fit`` as
     /// ``refit`` takes it).
     pub fn forecast<F>(&mut self, now: f64, fit: &mut F) -> PyResult<Forecast>
-    where F: FnMut(&[f64], &[f64], f64) -> PyResult<Option<Model>> {
+    where F: FnMut(&[f64], &[f64], f64) -> PyResult<(String, Option<Model>)> {
         if now >= self.next_fit {
             self.refit(now, fit)?;
         }
         let acc = self.tracker.accuracy(now);
         if !self.fitted || self.model.is_none() {
-            return Ok(Forecast::default());
+            let reason = if self.fitted { self.fit_reason } else { INSUFFICIENT_HISTORY };
+            return Ok(Forecast { reason, ..Forecast::default() });
         }
         let s = self.settings;
         match self.last_observation() {
             Some(last) if !(now - last > s.stale_seconds) => {}
-            _ => return Ok(Forecast::default()),
+            _ => return Ok(Forecast { reason: HISTORY_UNAVAILABLE, ..Forecast::default() }),
         }
         let level = self.level(now);
         let m = self.model.as_ref().unwrap();
@@ -450,7 +474,7 @@ impl Predictor {
             self.tracker.issue(now, now + s.lead_seconds, point, high, last_value);
         }
         let usable = self.judge(acc);
-        Ok(Forecast { usable, upper: Some(upper), expected: Some(expected), point: Some(point), low: Some(low),
+        Ok(Forecast { reason: if usable { PREDICTING } else { ACCURACY_TOO_LOW }, usable, upper: Some(upper), expected: Some(expected), point: Some(point), low: Some(low),
                       high: Some(high) })
     }
 
@@ -474,7 +498,7 @@ impl Predictor {
 
 /// `Predictor` for Python, to compare with ``pyhpa.forecast.predictor.Predictor`` on random series
 /// (``tests/test_compiled_forecast.py``): ``fit(times, values, now)`` (two lists of floats and a float) returns the
-/// model's tuple (``PyModel``) or None.
+/// fit's reason and the model's tuple (``PyModel``) or None.
 #[pyclass(module = "pyhpa.simulate.rustcore")]
 pub struct Forecaster {
     inner: Predictor,
@@ -492,16 +516,16 @@ impl Forecaster {
         self.inner.observe(t, value);
     }
 
-    /// (usable, upper, expected, point, low, high) of the forecast at ``now``.
+    /// (reason, usable, upper, expected, point, low, high) of the forecast at ``now``.
     #[allow(clippy::type_complexity)]
     fn forecast(&mut self, py: Python<'_>, now: f64)
-                -> PyResult<(bool, Option<f64>, Option<f64>, Option<f64>, Option<f64>, Option<f64>)> {
+                -> PyResult<(&'static str, bool, Option<f64>, Option<f64>, Option<f64>, Option<f64>, Option<f64>)> {
         let fit = self.fit.clone_ref(py);
-        let mut call = |t: &[f64], v: &[f64], at: f64| -> PyResult<Option<Model>> {
-            let m: Option<PyModel> = fit.call1(py, (t.to_vec(), v.to_vec(), at))?.extract(py)?;
-            Ok(m.map(Model::from_python))
+        let mut call = |t: &[f64], v: &[f64], at: f64| -> PyResult<(String, Option<Model>)> {
+            let (reason, m): (String, Option<PyModel>) = fit.call1(py, (t.to_vec(), v.to_vec(), at))?.extract(py)?;
+            Ok((reason, m.map(Model::from_python)))
         };
         let f = self.inner.forecast(now, &mut call)?;
-        Ok((f.usable, f.upper, f.expected, f.point, f.low, f.high))
+        Ok((f.reason, f.usable, f.upper, f.expected, f.point, f.low, f.high))
     }
 }

@@ -296,6 +296,7 @@ pub struct Workload {
     // the sources after the metrics (``spec.prediction``, ``spec.saturation``), when the HPA has them
     prediction: Option<Prediction>,
     saturation: Option<SaturationIn>,
+    saturation_record: Option<SaturationRecord>,
 }
 
 /// ``Cluster.prediction`` (`pyhpa.simulate.prediction.SimPrediction`'s loop, ``pyhpa.forecast.ForecastLoop``): the
@@ -305,10 +306,35 @@ struct Prediction {
     metric: usize,
     enforce: bool,
     last_seen: f64,
+    /// what ``SimPrediction.summary`` reads of each sync (metric-total units: milli-units times ``factor``, NaN
+    /// where there is none): its time, the total observed, the point forecast and its high band; syncs per reason
+    factor: f64,
+    times: Vec<f64>,
+    observed: Vec<f64>,
+    point: Vec<f64>,
+    high: Vec<f64>,
+    reasons: Vec<(&'static str, i64)>,
 }
 
-/// (metric, Enforce, the forecaster's settings, its history's times and values)
-type PyPrediction = (usize, bool, PySettings, Vec<f64>, Vec<f64>);
+/// What ``Cluster.sources["saturation"]`` (``SourceRecord``) counts: syncs per ``status.saturation`` reason, the
+/// syncs it was active (pinned), its episodes (runs of such syncs).
+#[derive(Default)]
+struct SaturationRecord {
+    reasons: Vec<(&'static str, i64)>,
+    active: i64,
+    episodes: i64,
+    was_active: bool,
+}
+
+fn count(counts: &mut Vec<(&'static str, i64)>, key: &'static str) {
+    match counts.iter_mut().find(|(k, _)| *k == key) {
+        Some((_, n)) => *n += 1,
+        None => counts.push((key, 1)),
+    }
+}
+
+/// (metric, Enforce, the forecaster's settings, its history's times and values, the factor of its figures)
+type PyPrediction = (usize, bool, PySettings, Vec<f64>, Vec<f64>, f64);
 /// (the watched metric or None, Enforce, pinnedPercent, demandFactor, the pods' CPU limit of it or None)
 type PySaturation = (Option<usize>, bool, i64, f64, Option<i64>);
 
@@ -337,9 +363,11 @@ impl Workload {
            request: i64, settings: (f64, f64, f64, f64, f64, f64, f64), full: Option<PyFull>,
            extensions: Option<(Option<PyPrediction>, Option<PySaturation>)>) -> PyResult<Self> {
         let (prediction, saturation) = extensions.unwrap_or((None, None));
-        let prediction = prediction.map(|(metric, enforce, settings, times, values)| Prediction {
+        let prediction = prediction.map(|(metric, enforce, settings, times, values, factor)| Prediction {
             predictor: Predictor::new(ForecastSettings::from_python(settings), times, values), metric, enforce,
-            last_seen: f64::NEG_INFINITY });
+            last_seen: f64::NEG_INFINITY, factor, times: vec![], observed: vec![], point: vec![], high: vec![],
+            reasons: vec![] });
+        let saturation_record = saturation.as_ref().map(|_| SaturationRecord::default());
         let saturation = saturation.map(|(metric, enforce, pinned_percent, demand_factor, limit)| SaturationIn {
             metric, enforce, pinned_percent, demand_factor, limit });
         let behavior = match behavior {
@@ -393,6 +421,7 @@ impl Workload {
             full: full.map(|(scale_to_zero, conditions, targets)| Full { scale_to_zero, conditions, targets,
                                                                         ..Full::default() }),
             sample_errors: vec![0; n_views], ask_stop: false, stopped: false, prediction, saturation,
+            saturation_record,
         })
     }
 
@@ -487,6 +516,21 @@ impl Workload {
         self.remove(owner, pid)?;
         self.reconcile(owner, t)?;
         Ok(self.next_event())
+    }
+
+    /// What ``SimPrediction.summary`` reads, taken: (times, observed, point, high, syncs per reason); None without
+    /// ``spec.prediction``.
+    #[allow(clippy::type_complexity)]
+    fn take_prediction(&mut self) -> Option<(Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>, Vec<(&'static str, i64)>)> {
+        self.prediction.as_mut().map(|p| (std::mem::take(&mut p.times), std::mem::take(&mut p.observed),
+                                          std::mem::take(&mut p.point), std::mem::take(&mut p.high),
+                                          p.reasons.clone()))
+    }
+
+    /// What ``SourceRecord`` counts of ``spec.saturation``: (syncs per reason, active syncs, episodes); None
+    /// without it.
+    fn saturation_record(&self) -> Option<(Vec<(&'static str, i64)>, i64, i64)> {
+        self.saturation_record.as_ref().map(|r| (r.reasons.clone(), r.active, r.episodes))
     }
 
     /// `Cluster.finish`: integrate to ``end`` and close an open overload episode.
@@ -1050,6 +1094,17 @@ impl Workload {
                                 &self.core_pods, &samples, self.recommendations.take(),
                                 std::mem::take(&mut self.scale_up_events),
                                 std::mem::take(&mut self.scale_down_events), t, &self.settings, &extras);
+        if let (Some(r), Some(x)) = (self.saturation_record.as_mut(), self.saturation.as_ref()) {
+            let active = d.saturation == Some(crate::decide::SaturationReason::Pinned);
+            if let Some(reason) = d.saturation {
+                count(&mut r.reasons, reason.name(x.enforce));
+            }
+            if active {
+                r.active += 1;
+                r.episodes += !r.was_active as i64;
+            }
+            r.was_active = active;
+        }
         let failed = d.proposals.iter().any(|p| p.is_none());
         let by_core = self.full.is_some() && (failed || d.normalized.is_none());
         let (desired, kind, values) = if by_core {
@@ -1127,23 +1182,31 @@ impl Workload {
             None => return Ok(None),
             Some(p) => p,
         };
+        let mut observed = f64::NAN;
         if let Some(Some((_, list))) = self.samples.get(p.metric) {
             if let Some((_, first)) = list.first() {
-                let total: i64 = list.iter().map(|(_, s)| s.value).sum();
+                let total = list.iter().map(|(_, s)| s.value).sum::<i64>() as f64;
+                observed = total * p.factor;
                 let seen = first.timestamp;
                 if seen > p.last_seen {
-                    p.predictor.observe(seen, total as f64);
+                    p.predictor.observe(seen, total);
                     p.last_seen = seen;
                 }
             }
         }
         let py = owner.py();
-        let mut fit = |times: &[f64], values: &[f64], now: f64| -> PyResult<Option<Model>> {
-            let m: Option<PyFitModel> = owner.call_method1("_c_refit", (now, doubles(py, times), doubles(py, values)))?
-                .extract()?;
-            Ok(m.map(Model::from_python))
+        let mut fit = |times: &[f64], values: &[f64], now: f64| -> PyResult<(String, Option<Model>)> {
+            let (reason, m): (String, Option<PyFitModel>) =
+                owner.call_method1("_c_refit", (now, doubles(py, times), doubles(py, values)))?.extract()?;
+            Ok((reason, m.map(Model::from_python)))
         };
         let f = p.predictor.forecast(t, &mut fit)?;
+        let scaled = |x: Option<f64>| x.map_or(f64::NAN, |v| v * p.factor);
+        p.times.push(t);
+        p.observed.push(observed);
+        p.point.push(scaled(f.point));
+        p.high.push(scaled(f.high));
+        count(&mut p.reasons, f.reason);
         let (total_milli, expected_milli) = f.core();
         Ok(Some(PredictionIn { metric: p.metric, enforce: p.enforce, total_milli, expected_milli }))
     }

@@ -35,7 +35,14 @@ import numpy as np
 from ..adapters.errors import InputError
 from ..core import Condition, Memory, MetricSamples, PodSample, Scale, SyncInputs, decide
 from ..core.calculator import MetricError, pod_amount
-from ..core.model import CONTAINER_RESOURCE, ENFORCE, ZERO_TIME
+from ..core.model import (
+    CONTAINER_RESOURCE,
+    ENFORCE,
+    ZERO_TIME,
+    PredictionReason,
+    SaturationReason,
+    SourceKind,
+)
 from ..core.reconcile import tolerances
 from ..core.saturation import saturation_metric
 from . import native
@@ -154,8 +161,10 @@ class CompiledCluster(Cluster):
 
     def _extensions(self) -> tuple:
         """``spec.prediction`` and ``spec.saturation`` as the compiled actor takes them (None: not set). The
-        forecaster's history moves into the actor, its fits stay here (``_c_refit``); a compiled workload keeps no
-        per-sync record of them (``prediction``, ``sources``: a summary's timeline has none)."""
+        forecaster's history moves into the actor, its fits stay here (``_c_refit``); after ``finish``,
+        ``prediction`` (``SimPrediction``) holds what its summary reads (each sync's time, total observed, point
+        forecast and high band, the syncs per reason, the last fit; not the forecast's upper and low bands nor what
+        was provisioned, which only the whole timeline shows) and ``sources["saturation"]`` its counts."""
         hpa = self.hpa
         prediction = saturation = None
         self._forecast_settings = self._fit = None
@@ -166,28 +175,27 @@ class CompiledCluster(Cluster):
             prediction = (spec.metric, spec.mode == ENFORCE,
                           (s.history_seconds, s.lead_seconds, s.refresh_seconds, s.max_error, s.max_bias,
                            s.persistence_factor, s.min_relative_error, s.accuracy_window_seconds, s.min_evaluations,
-                           s.stale_seconds), times.tolist(), values.tolist())
+                           s.stale_seconds), times.tolist(), values.tolist(), self.prediction.factor)
         if hpa.saturation is not None:
             spec = hpa.saturation
             saturation = (saturation_metric(spec, hpa.metrics), spec.mode == ENFORCE, spec.pinned_percent,
                           float(spec.demand_factor), self._cpu_limit)
-        self.prediction, self.sources = None, {}
         return prediction, saturation
 
-    def _c_refit(self, now: float, times: bytes, values: bytes) -> tuple | None:
+    def _c_refit(self, now: float, times: bytes, values: bytes) -> tuple:
         """A fit of the forecaster (``Predictor.refit``) on ``times``/``values`` (C doubles: the history of
-        (now - historySeconds, now]): the model as the compiled forecaster takes it (``native/src/forecast.rs``),
-        None when the fit found none."""
+        (now - historySeconds, now]): (its reason, the model as the compiled forecaster takes it,
+        ``native/src/forecast.rs``, or None when the fit found none)."""
         from ..forecast.fitting import fit  # numpy and scipy: imported by the first predicting workload's first fit
 
         f = self._fit = fit(np.frombuffer(times), np.frombuffer(values), now=now, settings=self._forecast_settings,
                             previous=self._fit)
         m = f.model
         if m is None:
-            return None
-        return (m.transform == "log", m.offset, m.step, [list(p) for p in m.profiles], m.level_seconds,
-                m.window_error, m.point_low, m.point_high, m.level, list(m.dispersion),
-                m.periods[0] if m.periods else None)
+            return str(f.reason), None
+        return str(f.reason), (m.transform == "log", m.offset, m.step, [list(p) for p in m.profiles], m.level_seconds,
+                               m.window_error, m.point_low, m.point_high, m.level, list(m.dispersion),
+                               m.periods[0] if m.periods else None)
 
     def _live_handles(self) -> list[SimPod]:
         """The pods that exist now, in order, each handle carrying the compiled actor's state of it."""
@@ -336,6 +344,23 @@ class CompiledCluster(Cluster):
                                                          array("d", desired), [array("d", v) for v in values])
         else:
             self.timeline.rows = rows
+        self._sources_records()
         self.pods = self._live_handles()
         if progress is not None:
             progress(self.end - self.t0)
+
+    def _sources_records(self) -> None:
+        """``prediction`` and ``sources["saturation"]`` as the Python cluster leaves them for the summary."""
+        w, sim = self._w, self.prediction
+        kept = w.take_prediction()
+        if sim is not None and kept is not None:
+            times, observed, point, high, reasons = kept
+            sim.times, sim.observed, sim.point, sim.high = (array("d", x) for x in (times, observed, point, high))
+            sim.reasons = {PredictionReason(k): n for k, n in reasons}
+            sim.decided = self.decided_by.get(SourceKind.PREDICTION.value, 0)
+            sim.loop.predictor.fit = self._fit
+        record, counts = self.sources.get("saturation"), w.saturation_record()
+        if record is not None and counts is not None:
+            reasons, record.active_syncs, record.episodes = counts
+            record.syncs_by_reason = {SaturationReason(k): n for k, n in reasons}
+            record.decided_syncs = self.decided_by.get(SourceKind.SATURATION.value, 0)
