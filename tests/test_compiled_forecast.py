@@ -1,23 +1,24 @@
 """The compiled forecaster (``native/src/forecast.rs``, the compiled workload's ``spec.prediction``) forecasts what
 ``pyhpa.forecast.predictor.Predictor`` forecasts, to the last bit: on random seasonal series with noise, level
 shifts, bursts, gaps and NaNs, under random settings (lead, history, refresh, the accuracy limits that make it
-step aside and come back), refitting through the same ``fit`` (issue 55: the Python forecaster stays the
+step aside and come back), refitting through the compiled workload's own fit callback (``CompiledCluster._c_refit``; issue 55: the Python forecaster stays the
 reference)."""
 
 from __future__ import annotations
 
 import math
 import os
+from types import SimpleNamespace
 
 import numpy as np
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from native_gate import require_compiled_path
 
-from pyhpa.forecast.fitting import fit
 from pyhpa.forecast.model import ForecastSettings
 from pyhpa.forecast.predictor import Predictor
 from pyhpa.simulate import native
+from pyhpa.simulate.compiled import CompiledCluster
 
 require_compiled_path()
 
@@ -74,24 +75,19 @@ def test_the_compiled_forecaster_forecasts_as_the_python_one(s):
     at every sync: every forecast's numbers and whether it is usable are the Python predictor's."""
     rng = np.random.default_rng(s["seed"])
     times, values = _series(rng, s)
-    fs = ForecastSettings(history_seconds=(7.0 if s["history_days"] >= 4 else 2.5) * DAY, lead_seconds=s["lead"], quantile=s["quantile"],
-                          refresh_seconds=s["refresh"], max_error=s["max_error"], max_bias=s["max_bias"],
+    fs = ForecastSettings(history_seconds=(7.0 if s["history_days"] >= 4 else 2.5) * DAY, lead_seconds=s["lead"],
+                          quantile=s["quantile"], refresh_seconds=s["refresh"], max_error=s["max_error"], max_bias=s["max_bias"],
                           min_evaluations=s["min_evaluations"], stale_seconds=s["stale"])
     split = T0 + s["history_days"] * DAY
     past = times < split
     python = Predictor(fs)
     python.extend(times[past], values[past])
     h_times, h_values = python.history()
-    previous = [None]
+    # the compiled workload's own fit callback, on a stand-in for the workload (its settings and last fit)
+    workload = SimpleNamespace(_forecast_settings=fs, _fit=None)
 
     def refit(t: list[float], v: list[float], now: float):
-        f = previous[0] = fit(np.asarray(t), np.asarray(v), now=now, settings=fs, previous=previous[0])
-        m = f.model
-        if m is None:
-            return str(f.reason), None
-        return str(f.reason), (m.transform == "log", m.offset, m.step, [list(p) for p in m.profiles], m.level_seconds,
-                m.window_error, m.point_low, m.point_high, m.level, list(m.dispersion),
-                m.periods[0] if m.periods else None)
+        return CompiledCluster._c_refit(workload, now, np.asarray(t).tobytes(), np.asarray(v).tobytes())
 
     compiled = native.rustcore.Forecaster(
         (fs.history_seconds, fs.lead_seconds, fs.refresh_seconds, fs.max_error, fs.max_bias, fs.persistence_factor,
