@@ -294,6 +294,28 @@ def test_pyhpa_fleet_simulate_writes_its_outputs(tmp_path):
     assert "w0" in r.output and "total" in r.output
 
 
+def test_fleet_simulate_o_json_prints_the_summary_on_one_line(tmp_path):
+    """``-o json`` (docs/cli.md, issue 60): one object on one line, summary.json's; comparing, both summaries and the
+    comparison; no table, no progress."""
+    path = _small_fleet(tmp_path)
+    r = CliRunner().invoke(app, ["fleet", "simulate", str(path), "--output-dir", str(tmp_path / "one"), "--no-plot",
+                                 "-o", "json"])
+    assert r.exit_code == 0, r.output
+    assert r.output.count("\n") == 1
+    assert json.loads(r.output) == json.loads((tmp_path / "one" / "summary.json").read_text())
+    out = tmp_path / "two"
+    r = CliRunner().invoke(app, ["fleet", "simulate", str(path), "--what-if", "nodeAutoscaler=karpenter",
+                                 "--output-dir", str(out), "--no-plot", "-o", "json"])
+    assert r.exit_code == 0, r.output
+    assert r.output.count("\n") == 1
+    got = json.loads(r.output)
+    assert got["a"] == json.loads((out / "a" / "summary.json").read_text())
+    assert got["b"] == json.loads((out / "b" / "summary.json").read_text())
+    rows = list(csv.DictReader((out / "compare.csv").read_text().splitlines()))
+    assert [w["workload"] for w in got["compare"]["workloads"]] == [row["workload"] for row in rows[:-1]]
+    assert got["compare"]["total"]["cost"]["b"] == got["b"]["fleet"]["cost"]
+
+
 def test_a_bad_fleet_file_is_one_line_and_exit_code_2(tmp_path):
     w = _bundled_workload()
     w["nodePool"] = "gpu"

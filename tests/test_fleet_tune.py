@@ -47,6 +47,13 @@ def test_fleet_tune_on_a_local_dask_cluster_recommends_what_it_recommends_withou
     _tune(fleet, tmp_path / "serial", "--serial")
     r = _tune(fleet, tmp_path / "dask", "--processes", "2")
     serial = json.loads((tmp_path / "serial" / "tune.json").read_text())
+    out = tmp_path / "json"
+    as_json = CliRunner().invoke(app, ["fleet", "tune", str(fleet), "--check", "86400", "--trials", "3",
+                                       "--output-dir", str(out), "--serial", "-o", "json"])
+    assert as_json.exit_code == 0 and as_json.output.count("\n") == 1, as_json.output  # -o json: one object, one line
+    got = json.loads(as_json.output)
+    assert {k: v for k, v in got.items() if k != "compare"} == json.loads((out / "tune.json").read_text())
+    assert got["workloads"] == serial["workloads"] and got["compare"]["total"]["cost"]["a"] > 0
     dask = json.loads((tmp_path / "dask" / "tune.json").read_text())
     assert serial["ran_on"] == "serial" and dask["ran_on"] == "local Dask cluster"
     assert [w["name"] for w in dask["workloads"]] == ["web", "api"]

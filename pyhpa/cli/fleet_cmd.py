@@ -9,6 +9,7 @@ summary.json, workloads.csv, timeline.csv and events.csv.
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Optional
 
@@ -21,7 +22,7 @@ from ..adapters.parse import format_time
 from ..fleet.gaps import TraceGaps
 from . import options, run_cmd
 from .help import Command, examples, typer_app
-from .options import OUT
+from .options import OUT, Output
 from .options import console as text_console
 
 EXAMPLES = examples(
@@ -46,6 +47,7 @@ def simulate(
     gaps: Optional[TraceGaps] = typer.Option(None, "--gaps", help="A gap in the span a workload replays (rows more than 1.5 steps apart): refused (error) or the load holds its last row (hold), for every workload; default: each workload's trace.gaps (error unless it says hold), as pyhpa simulate --gaps (its zero, interpolate and skip add rows or move time, which a fleet's one clock does not)."),
     twin: bool = typer.Option(False, "--twin", help="Also run the fleet's instant-nodes twin (each workload with nodes always there, as pyhpa simulate runs it alone) and say how much of the overload is the node pool's: waiting for nodes, evictions. About doubles the work."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
+    output: Output = typer.Option(Output.text, "--output", "-o", help="text for people, or json: one object on one line (summary.json's; comparing, {\"a\": its, \"b\": its, \"compare\": compare.csv's rows and total})."),
 ) -> None:
     """Simulate a fleet: many autoscalers on shared node pools that take minutes to grow, and their bill.
 
@@ -69,9 +71,13 @@ def simulate(
     if len(fleet_files) == 2 and overlays:
         raise InputError("compares a fleet with itself changed: give one fleet file with it, not two", field="--what-if")
     console = text_console()
+    no_progress = no_progress or output == Output.json
     first = load_fleet(fleet_files[0], settings, start, end, gaps=gaps)
     if len(fleet_files) == 1 and not overlays:
         summary = _run(first, output_dir, settings, plot, no_progress, "fleet", twin)
+        if output == Output.json:
+            _print_json(summary)
+            return
         console.print(_tables(summary))
         if twin:
             console.print(_twin_line(summary["fleet"]))
@@ -93,6 +99,9 @@ def simulate(
     b = _run(second_fleet, output_dir / "b", settings, plot, no_progress, "b", twin)
     result = compare(a, b)
     written = write_compare(result, output_dir, labels)
+    if output == Output.json:
+        _print_json({"a": a, "b": b, "compare": result})
+        return
     console.print(_compare_table(result, fleet_files[0], second))
     if twin:
         for label, s in zip(labels, (a, b)):
@@ -165,6 +174,7 @@ def tune(
     output_dir: Path = typer.Option(OUT / "fleet-tune", "--output-dir", metavar="DIR", help="The folder the recommendations, both checks and compare.csv go to (created if missing)."),
     seed: int = typer.Option(0, "--seed", help="Seed: workload i's search gets seed + i; the checks run with it."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
+    output: Output = typer.Option(Output.text, "--output", "-o", help="text for people, or json: one object on one line (tune.json's, with \"compare\": compare.csv's rows and total)."),
 ) -> None:
     """Recommend settings for every workload of a fleet, then the bill of all of them together.
 
@@ -212,6 +222,7 @@ def tune(
     fleet = load_fleet(fleet_file, settings, start, end)
     history_end = check_span(fleet, check)
     console = text_console()
+    no_progress = no_progress or output == Output.json
     with options.output_dir(output_dir):
         jobs = jobs_of(fleet, history_end, trials, seed, (objective.metric, objective.limit), settings)
         bar = options.progress_bar(no_progress, TextColumn("{task.description}"), BarColumn(),
@@ -233,15 +244,23 @@ def tune(
         b = _run(recommended_fleet, output_dir / "recommended" / "run", settings, True, no_progress, "recommended")
         result = compare(a, b)
         written = write_compare(result, output_dir, ("current", "recommended"))
-        write_tune_json(results, output_dir, {"objective": {"metric": objective.metric, "limit": objective.limit},
+        tune_json = write_tune_json(results, output_dir, {"objective": {"metric": objective.metric, "limit": objective.limit},
                                               "history": [format_time(fleet.start), check_start],
                                               "check": [check_start, check_end],
                                               "trials": trials, "seed": seed,
                                               "ran_on": "serial" if serial else scheduler or "local Dask cluster"})
+    if output == Output.json:
+        _print_json({**json.loads(tune_json.read_text()), "compare": result})
+        return
     console.print(_compare_table(result, fleet_file, written_fleet))
     console.print("wrote " + ", ".join(str(p) for p in [written_fleet, output_dir / "current",
                                                         output_dir / "recommended" / "run", *written,
                                                         output_dir / "tune.json"]))
+
+
+def _print_json(obj: dict) -> None:
+    """``-o json``: ``obj`` on one line of stdout."""
+    typer.echo(json.dumps(obj, separators=(",", ":")))
 
 
 def _files(plot: bool) -> tuple[str, ...]:
