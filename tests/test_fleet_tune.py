@@ -71,6 +71,14 @@ def test_fleet_tune_on_a_local_dask_cluster_recommends_what_it_recommends_withou
     assert current["fleet"]["simulated_seconds"] == recommended["fleet"]["simulated_seconds"] == 86400
     assert [w["hpa_file"] for w in recommended["workloads"]] != [w["hpa_file"] for w in current["workloads"]]
     assert "cost $" in r.output
+    # what tune changed of each workload, as the manifest names it (issue 60: only the bill was printed)
+    assert "what tune changed" in r.output
+    from pyhpa.cli.fleet_cmd import changes
+    for w in dask["workloads"]:
+        done = changes(w["current"]["setting"], w["recommended"]["setting"])
+        table = r.output[r.output.index("what tune changed"):r.output.index("a: ")]
+        row = next(line for line in table.splitlines() if line.startswith(f"│ {w['name']} "))
+        assert all(c in row for c in done) and (done or "kept as it is" in row), (row, done)
 
 
 @pytest.mark.parametrize("args, line", [

@@ -252,10 +252,52 @@ def tune(
     if output == Output.json:
         _print_json({**json.loads(tune_json.read_text()), "compare": result})
         return
+    console.print(_changes_table(results))
     console.print(_compare_table(result, fleet_file, written_fleet))
     console.print("wrote " + ", ".join(str(p) for p in [written_fleet, output_dir / "current",
                                                         output_dir / "recommended" / "run", *written,
                                                         output_dir / "tune.json"]))
+
+
+#: a tuned setting's fields (``pyhpa.tune.Setting``, as tune.json has them) by the names a manifest gives them
+CHANGED_FIELDS = (("target", "target"), ("min_replicas", "minReplicas"), ("max_replicas", "maxReplicas"),
+                  ("scale_down_window_seconds", "scaleDown stabilizationWindowSeconds"),
+                  ("scale_up_percent", "scaleUp Percent"),
+                  ("prediction", "prediction"), ("quantile", "quantile"), ("lead_seconds", "leadSeconds"),
+                  ("saturation", "saturation"), ("demand_factor", "demandFactor"), ("schedules", "schedules"))
+
+
+def changes(current: dict, recommended: dict) -> list[str]:
+    """What tune changed of one workload's setting (tune.json's ``setting`` of ``current`` and ``recommended``), as
+    ``minReplicas 2 → 1``, in ``CHANGED_FIELDS``' order; a schedule list as its length; [] when nothing."""
+    out = []
+    for key, name in CHANGED_FIELDS:
+        a, b = current.get(key), recommended.get(key)
+        if a == b:
+            continue
+        if key == "schedules":
+            a, b = len(a or ()), len(b or ())
+        out.append(f"{name} {_value(a)} → {_value(b)}")
+    return out
+
+
+def _value(v) -> str:
+    if isinstance(v, bool):
+        return "on" if v else "off"
+    if isinstance(v, float):
+        return f"{v:g}"
+    return str(v)
+
+
+def _changes_table(results: list[dict]) -> Table:
+    """What tune changed per workload (``changes``), one row each."""
+    t = Table(title="what tune changed", title_justify="left")
+    t.add_column("workload", justify="left")
+    t.add_column("changed", justify="left")
+    for r in results:
+        done = changes(r["current"]["setting"], r["recommended"]["setting"])
+        t.add_row(r["name"], ", ".join(done) if done else "(kept as it is)")
+    return t
 
 
 def _print_json(obj: dict) -> None:
