@@ -33,10 +33,10 @@ from dataclasses import replace
 import numpy as np
 
 from ..adapters.errors import InputError
+from ..adapters.metric_types import metric_type
 from ..core import Condition, Memory, MetricSamples, PodSample, Scale, SyncInputs, decide
 from ..core.calculator import MetricError, pod_amount
 from ..core.model import (
-    CONTAINER_RESOURCE,
     ENFORCE,
     ZERO_TIME,
     PredictionReason,
@@ -109,8 +109,7 @@ def uncovered(c: Cluster) -> str:
         if i is not None:
             m = hpa.metrics[i]
             try:
-                c._cpu_limit = pod_amount(probe, "cpu", m.container if m.type == CONTAINER_RESOURCE else "",
-                                          limits=True)
+                c._cpu_limit = pod_amount(probe, "cpu", metric_type(m.type).container_of(m), limits=True)
             except MetricError:  # the source stays out (NoCPULimit), as the core's
                 pass
     return ""
