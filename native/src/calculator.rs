@@ -59,7 +59,8 @@ fn ceil_int32(x: f64) -> i64 {
     go_int32(if x.is_finite() { x.ceil() } else { x })
 }
 
-fn within(ratio: f64, down: f64, up: f64) -> bool {
+/// `pyhpa.core.calculator.within` (upstream Tolerances.isWithin).
+pub(crate) fn within(ratio: f64, down: f64, up: f64) -> bool {
     (1.0 - down) <= ratio && ratio <= (1.0 + up)
 }
 

@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 
 use pyo3::prelude::*;
 
-use crate::calculator::{group_pods, plain_replicas, resource_utilization_replicas, Pod, Sample};
+use crate::calculator::{group_pods, plain_replicas, resource_utilization_replicas, within, Pod, Sample};
 use crate::normalize::{normalize, rules_from_python, Able, Behavior, Config, Limited, Memory, Rules};
 
 /// A metric's target (`pyhpa.core.model.MetricSpec`): an averageValue wins over a utilization, as upstream's
@@ -170,8 +170,7 @@ fn prediction_replicas(p: &PredictionIn, metrics: &[Metric], pods: &[Pod], curre
         return None;
     }
     let ratio = if current > 0 { total / (per_pod * current as f64) } else { f64::INFINITY };
-    let within = (1.0 - s.down) <= ratio && ratio <= (1.0 + s.up);
-    let replicas = if within { current } else { ceil_saturate(total / per_pod) };
+    let replicas = if within(ratio, s.down, s.up) { current } else { ceil_saturate(total / per_pod) };
     Some(replicas.max(0))
 }
 

@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 
 use pyo3::prelude::*;
 
-use crate::workload::py_floordiv;
+use crate::workload::{py_floordiv, pymin};
 
 /// Hysteresis: stepped aside for accuracy, the prediction comes back below this share of the limits
 /// (`pyhpa.forecast.predictor.RECOVER_FACTOR`).
@@ -36,11 +36,6 @@ fn reason_of(reason: &str) -> &'static str {
 /// Python's ``max(a, b)``: ``a`` unless ``b`` is greater.
 fn pymax(a: f64, b: f64) -> f64 {
     if b > a { b } else { a }
-}
-
-/// Python's ``min(a, b)``: ``a`` unless ``b`` is less.
-fn pymin(a: f64, b: f64) -> f64 {
-    if b < a { b } else { a }
 }
 
 extern "C" {

@@ -135,7 +135,7 @@ fn obj<'py, T: IntoPyObject<'py>>(py: Python<'py>, v: T) -> PyResult<Bound<'py, 
 }
 
 /// Python's ``min(a, b)``: ``a`` unless ``b`` is less.
-fn pymin(a: f64, b: f64) -> f64 {
+pub(crate) fn pymin(a: f64, b: f64) -> f64 {
     if b < a { b } else { a }
 }
 
