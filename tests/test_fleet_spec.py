@@ -297,3 +297,39 @@ def test_a_trace_moved_earlier_by_a_negative_duration_as_text_or_number(tmp_path
         path.write_text(yaml.safe_dump(doc))
         texts.append(read_fleet_file(path).workloads[0].trace.shift)
     assert texts == [-3600.0] * 3
+
+
+def test_a_start_without_an_offset_is_read_in_the_traces_offset_as_simulate_reads_it(tmp_path):
+    """One rule for ``--start``/``--end`` across commands (issue 60): without an offset, a time is read in the
+    trace's own offset (NASA's −04:00 here), as ``pyhpa simulate --start`` reads it (``time_bound``); with one, as
+    written."""
+    from pyhpa.simulate.trace import time_bound
+    trace = load_trace(str(bundled_path("trace")), BUNDLED["column"])
+    fleet = load_fleet(_write(tmp_path, _fleet()), start="1995-07-12T06:00:00", end="1995-07-12T18:00")
+    assert fleet.start == time_bound("1995-07-12T06:00:00", trace, "--start") == \
+        pd.Timestamp("1995-07-12T10:00:00Z").timestamp()
+    assert fleet.end == pd.Timestamp("1995-07-12T22:00:00Z").timestamp()
+    utc = load_fleet(_write(tmp_path, _fleet()), start="1995-07-12T06:00:00Z", end="1995-07-12T18:00:00+00:00")
+    assert (utc.start, utc.end) == (fleet.start - 4 * 3600, fleet.end - 4 * 3600)
+
+
+def test_a_start_without_an_offset_is_refused_when_the_traces_are_in_different_offsets(tmp_path):
+    """A fleet whose traces are in different UTC offsets has no one offset to read a bare time in: refused, one line
+    naming the flag and the offsets (with an offset, the same time is taken)."""
+    frame = pd.read_csv(bundled_path("trace"))
+    frame["timestamp"] = pd.to_datetime(frame["timestamp"], utc=True).dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+    utc_trace = tmp_path / "nasa-utc.csv"
+    frame.to_csv(utc_trace, index=False)
+    doc = _fleet()
+    doc["spec"]["workloads"][1]["trace"] = {"file": str(utc_trace), "column": BUNDLED["column"]}
+    path = _write(tmp_path, doc)
+    with pytest.raises(InputError) as err:
+        load_fleet(path, start="1995-07-12T06:00:00")
+    text = str(err.value)
+    assert "\n" not in text and "--start" in text and "no UTC offset" in text
+    assert "-04:00 (workload web)" in text and "Z (workload api)" in text
+    with pytest.raises(InputError) as err:
+        load_fleet(path, end="1995-07-12T18:00:00")
+    assert "--end" in str(err.value)
+    fleet = load_fleet(path, start="1995-07-12T06:00:00-04:00")
+    assert fleet.start == pd.Timestamp("1995-07-12T10:00:00Z").timestamp()

@@ -39,8 +39,8 @@ def simulate(
     fleet_files: list[Path] = typer.Argument(..., metavar="FLEET.yaml [B.yaml]", help="A fleet file (kind: Fleet; docs/fleet.md); a second one to compare with it."),
     what_if: Optional[list[str]] = typer.Option(None, "--what-if", metavar="KEY=VALUE", help="Compare the fleet with itself changed: nodeAutoscaler=karpenter, scoringStrategy=MostAllocated, prediction=on, saturation=on, targets=+10%, nodePools=FILE; repeatable."),
     output_dir: Path = typer.Option(OUT / "fleet", "--output-dir", metavar="DIR", help="The folder summary.json, workloads.csv, timeline.csv, events.csv, the plots and report.html go to (created if missing); comparing, a and b in it, and compare.csv and compare.png."),
-    start: Optional[str] = typer.Option(None, "--start", help="Simulate from this time (ISO 8601; UTC without an offset); default: the start of the span every trace covers."),
-    end: Optional[str] = typer.Option(None, "--end", help="Simulate until this time (ISO 8601); default: the end of that span."),
+    start: Optional[str] = typer.Option(None, "--start", help="Simulate from this time (ISO 8601; without offset: the traces' offset, as simulate reads it); default: the start of the span every trace covers."),
+    end: Optional[str] = typer.Option(None, "--end", help="Simulate until this time (ISO 8601, as --start); default: the end of that span."),
     sync_period: float = typer.Option(15.0, "--sync-period", help="HPA sync period, seconds, of autoscalers that set none (--horizontal-pod-autoscaler-sync-period)."),
     seed: int = typer.Option(0, "--seed", help="Seed: workload i's cluster gets seed + i; the scheduler's ties and the nodes' provisioning delays have streams of their own."),
     plot: bool = typer.Option(True, "--plot/--no-plot", help="Write nodes.png, cpu.png, pending.png, overload.png, worst.png and report.html (one self-contained page)."),
@@ -162,8 +162,8 @@ TUNE_EXAMPLES = examples(
 
 def tune(
     fleet_file: Path = typer.Argument(..., metavar="FLEET.yaml", help="A fleet file (kind: Fleet; docs/fleet.md)."),
-    start: Optional[str] = typer.Option(None, "--start", help="The fleet's span from this time (ISO 8601; UTC without an offset); default: the start of the span every trace covers."),
-    end: Optional[str] = typer.Option(None, "--end", help="The fleet's span until this time (ISO 8601); the check is its last --check seconds."),
+    start: Optional[str] = typer.Option(None, "--start", help="The fleet's span from this time (ISO 8601; without offset: the traces' offset, as simulate reads it); default: the start of the span every trace covers."),
+    end: Optional[str] = typer.Option(None, "--end", help="The fleet's span until this time (ISO 8601, as --start); the check is its last --check seconds."),
     check: float = typer.Option(7 * 86400.0, "--check", metavar="SECONDS", help="The last seconds of the fleet's span: the recommendations are checked together there; tune learns from what comes before (default: a week)."),
     trials: int = typer.Option(30, "--trials", help="Settings tried per workload (pyhpa tune's search)."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", metavar="ADDRESS", help="A Dask scheduler (tcp://host:port) whose workers have pyhpa installed; default: a local Dask cluster."),

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from datetime import timezone
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Mapping
+from typing import Annotated, Any, Mapping, Sequence
 
 import msgspec
 import numpy as np
@@ -63,7 +63,7 @@ from ..simulate import Autoscaler, Settings, load_autoscaler
 from ..simulate.prediction import history_start
 from ..simulate.profile import Profile, load_profile
 from ..simulate.target import KINDS, Target, load_target
-from ..simulate.trace import Gap, Trace, bound_time, load_trace, scaled_load
+from ..simulate.trace import Gap, Trace, bound_time, iso, load_trace, scaled_load
 from .gaps import TraceGaps
 from .scheduler import Node, PodRequests, ScoringStrategy, defaulted_spec, fits, pod_requests
 
@@ -476,8 +476,8 @@ def load_fleet(path: str | Path, settings: Settings = Settings(), start: str | N
     profile and trace as ``pyhpa simulate`` reads them), and check what needs them together: each workload's pool
     (named, or the one pool its nodeSelector matches), that its pod fits a node of that pool (requests plus the
     pool's DaemonSet overhead within an instance type's allocatable), and that the traces, shifted, overlap in
-    time. ``start``/``end`` (ISO 8601, as ``pyhpa simulate --start/--end``; UTC without an offset) narrow the span to
-    a part of that overlap. A what-if's fleet is loaded from memory: ``raw`` (the fleet's document, changed, its
+    time. ``start``/``end`` (ISO 8601, as ``pyhpa simulate --start/--end``: without an offset, the traces' offset,
+    which then must be one; ``_fleet_offset``) narrow the span to a part of that overlap. A what-if's fleet is loaded from memory: ``raw`` (the fleet's document, changed, its
     file names absolute; ``path`` then only names it in errors: the fleet file and the overlays) and
     ``autoscalers`` (the autoscaler documents it changed, by the file named). ``gaps`` (``fleet simulate --gaps``):
     every workload's gap policy, instead of its ``trace.gaps``. Raises InputError: one line naming the workload (or
@@ -521,7 +521,8 @@ def load_fleet(path: str | Path, settings: Settings = Settings(), start: str | N
             f"{loaded[early].spec.name} ends ({_iso(ends[early])}): the traces of a fleet must overlap "
             "in time (move one with trace.shift)", file=file, obj=f"workload {loaded[late].spec.name}",
             field=f"spec.workloads[{late}].trace.shift")
-    lo, hi = (bound_time(text, timezone.utc, False, flag) for text, flag in ((start, "--start"), (end, "--end")))
+    tz, no_offset = _fleet_offset(loaded)
+    lo, hi = (bound_time(text, tz, False, flag, no_offset) for text, flag in ((start, "--start"), (end, "--end")))
     if lo is not None:
         if not first <= lo < last:
             raise InputError(f"{_iso(lo)} is outside the span every trace covers ({_iso(first)} to {_iso(last)})",
@@ -536,6 +537,18 @@ def load_fleet(path: str | Path, settings: Settings = Settings(), start: str | N
     for i, w in enumerate(replayed):
         _check_gaps(file, i, w, gaps)
     return Fleet(file, spec, replayed, first, last, document.metadata.name)
+
+
+def _fleet_offset(loaded: Sequence[LoadedWorkload]) -> tuple[timezone | None, str]:
+    """The UTC offset a ``--start``/``--end`` without one is read in: the offset of the fleet's traces, as ``pyhpa
+    simulate`` reads its trace's (``bound_time``); None, and why, when the traces are in different offsets."""
+    by_offset: dict[timezone, str] = {}
+    for w in loaded:
+        by_offset.setdefault(w.trace.tz, w.spec.name)
+    if len(by_offset) == 1:
+        return next(iter(by_offset)), ""
+    shown = ", ".join(f"{iso(0.0, tz)[19:] or 'Z'} (workload {name})" for tz, name in list(by_offset.items())[:3])
+    return None, f"the fleet's traces are in different UTC offsets: {shown}"
 
 
 def _check_gaps(file: str, i: int, w: LoadedWorkload, flag: TraceGaps | None) -> None:

@@ -310,9 +310,12 @@ def time_bound(text: str | None, trace: Trace, option: str) -> float | None:
     return bound_time(text, trace.tz, trace.report.time_column_numeric, option)
 
 
-def bound_time(text: str | None, tz: timezone, numeric_time: bool, option: str) -> float | None:
-    """A ``--start``/``--end`` value (``option``) as epoch seconds: ISO 8601, without an offset in ``tz``; seconds when
-    ``numeric_time``. InputError naming ``option`` when malformed."""
+def bound_time(text: str | None, tz: timezone | None, numeric_time: bool, option: str,
+               no_offset: str = "") -> float | None:
+    """A ``--start``/``--end`` value (``option``) as epoch seconds: ISO 8601, without an offset in ``tz`` (the
+    trace's own offset: one rule for ``simulate``, ``tune``, ``forecast`` and the fleet commands); seconds when
+    ``numeric_time``. ``tz`` None: the time must carry its offset (``no_offset`` says why: a fleet whose traces are
+    in different offsets). InputError naming ``option`` when malformed or without a needed offset."""
     if text is None:
         return None
     if numeric_time:
@@ -325,6 +328,9 @@ def bound_time(text: str | None, tz: timezone, numeric_time: bool, option: str) 
     except ValueError:
         raise InputError(f"malformed time {text!r} (want ISO 8601, e.g. 1995-07-13T00:00:00)", field=option) from None
     if dt.tzinfo is None:
+        if tz is None:
+            raise InputError(f"{text!r} has no UTC offset and {no_offset}: give one (e.g. {text.strip()}Z, or "
+                             f"{text.strip()}-04:00)", field=option)
         dt = dt.replace(tzinfo=tz)
     return dt.timestamp()
 
