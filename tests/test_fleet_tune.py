@@ -93,3 +93,29 @@ def test_fleet_tune_on_a_local_dask_cluster_recommends_what_it_recommends_withou
 def test_bad_fleet_tune_flags_are_one_line(fleet, tmp_path, args, line):
     r = CliRunner().invoke(app, ["fleet", "tune", str(fleet), "--output-dir", str(tmp_path / "o"), *args])
     assert r.exit_code == 2 and r.output.count("\n") == 1 and r.output.startswith(line), r.output
+
+
+def test_fleet_tune_refuses_a_gap_before_tuning_and_holds_it_with_gaps_hold(fleet, tmp_path):
+    """``fleet tune --gaps`` as ``fleet simulate --gaps`` (issue 60): a 20-minute hole in a workload's trace is
+    refused by default before any tuning (one line naming the workload and ``trace.gaps``; nothing written), and
+    ``--gaps hold`` tunes and checks through it (the history, both checks)."""
+    rows = (fleet.parent / "nasa4.csv").read_text().splitlines()
+    holed = fleet.parent / "nasa4-holed.csv"
+    holed.write_text("\n".join(rows[:1 + 1500] + rows[1 + 1520:]) + "\n")  # day 2, 01:00 to 01:19 missing
+    doc = yaml.safe_load(fleet.read_text())
+    doc["spec"]["workloads"][1]["trace"]["file"] = holed.name
+    path = fleet.parent / "holed.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    out = tmp_path / "refused"
+    r = CliRunner().invoke(app, ["fleet", "tune", str(path), "--check", "86400", "--trials", "1", "--serial",
+                                 "--output-dir", str(out), "--no-progress"])
+    assert r.exit_code == 2, r.output
+    line = r.output.strip()
+    assert "\n" not in line and "Traceback" not in line and "workload api" in line
+    assert "spec.workloads[1].trace.gaps" in line and "gap of 1200 s" in line
+    assert not out.exists() or not any(out.iterdir())
+    held = _tune(path, tmp_path / "held", "--trials", "1", "--serial", "--gaps", "hold")
+    assert held.exit_code == 0
+    summary = json.loads((tmp_path / "held" / "recommended" / "run" / "summary.json").read_text())
+    api = next(w for w in summary["workloads"] if w["label"] == "api")
+    assert api["trace"]["gap_policy"] == "hold"

@@ -174,6 +174,7 @@ def tune(
     output_dir: Path = typer.Option(OUT / "fleet-tune", "--output-dir", metavar="DIR", help="The folder the recommendations, both checks and compare.csv go to (created if missing)."),
     seed: int = typer.Option(0, "--seed", help="Seed: workload i's search gets seed + i; the checks run with it."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
+    gaps: Optional[TraceGaps] = typer.Option(None, "--gaps", help="A gap in the span a workload replays (its history and the check): refused (error) or the load holds its last row (hold), for every workload; default: each workload's trace.gaps, as fleet simulate --gaps."),
     output: Output = typer.Option(Output.text, "--output", "-o", help="text for people, or json: one object on one line (tune.json's, with \"compare\": compare.csv's rows and total)."),
 ) -> None:
     """Recommend settings for every workload of a fleet, then the bill of all of them together.
@@ -219,7 +220,7 @@ def tune(
         check_scheduler(scheduler)
     settings = Settings(seed=seed)
     check_settings(settings)
-    fleet = load_fleet(fleet_file, settings, start, end)
+    fleet = load_fleet(fleet_file, settings, start, end, gaps=gaps)
     history_end = check_span(fleet, check)
     console = text_console()
     no_progress = no_progress or output == Output.json
@@ -237,9 +238,9 @@ def tune(
         made = recommended(fleet, results, output_dir)
         written_fleet = write_recommended(made)
         check_start, check_end = (format_time(history_end), format_time(fleet.end))
-        current_fleet = load_fleet(fleet_file, settings, check_start, check_end)
+        current_fleet = load_fleet(fleet_file, settings, check_start, check_end, gaps=gaps)
         recommended_fleet = load_fleet(made.file, settings, check_start, check_end, raw=made.doc,
-                                       autoscalers=made.autoscalers)
+                                       autoscalers=made.autoscalers, gaps=gaps)
         a = _run(current_fleet, output_dir / "current", settings, True, no_progress, "current")
         b = _run(recommended_fleet, output_dir / "recommended" / "run", settings, True, no_progress, "recommended")
         result = compare(a, b)
