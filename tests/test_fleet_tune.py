@@ -89,6 +89,8 @@ def test_fleet_tune_on_a_local_dask_cluster_recommends_what_it_recommends_withou
     (["--scheduler", "garbage"], "error: --scheduler: want a Dask scheduler's address, tcp|tls|ws|wss|ucx://HOST:PORT"),
     (["--scheduler", "tcp://10.0.0.5"], "error: --scheduler: want a Dask scheduler's address"),
     (["--check", "0"], "error: --check: must be more than 0 seconds"),  # issue 60: it spoke of days of history
+    (["--check", "86400", "--min-replicas-floor", "0"],
+     "error: --min-replicas-floor: must be from 1 to each workload's maxReplicas: workload web has"),
 ])
 def test_bad_fleet_tune_flags_are_one_line(fleet, tmp_path, args, line):
     r = CliRunner().invoke(app, ["fleet", "tune", str(fleet), "--output-dir", str(tmp_path / "o"), *args])
@@ -119,3 +121,14 @@ def test_fleet_tune_refuses_a_gap_before_tuning_and_holds_it_with_gaps_hold(flee
     summary = json.loads((tmp_path / "held" / "recommended" / "run" / "summary.json").read_text())
     api = next(w for w in summary["workloads"] if w["label"] == "api")
     assert api["trace"]["gap_policy"] == "hold"
+
+
+def test_fleet_tune_min_replicas_floor_holds_for_every_workload(fleet, tmp_path):
+    """``fleet tune --min-replicas-floor 3`` (``pyhpa tune``'s, for every workload): each recommended manifest keeps
+    at least 3 replicas, where the default lets tune go to what the history needs."""
+    _tune(fleet, tmp_path / "kept", "--trials", "2", "--serial", "--min-replicas-floor", "3")
+    tuned = json.loads((tmp_path / "kept" / "tune.json").read_text())
+    assert len(tuned["workloads"]) == 2
+    for w in tuned["workloads"]:
+        assert w["manifest"]["spec"]["minReplicas"] >= 3, w["manifest"]["spec"]
+        assert w["recommended"]["setting"]["min_replicas"] >= 3

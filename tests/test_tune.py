@@ -549,3 +549,66 @@ def test_a_prometheus_first_metrics_tuned_target_is_the_one_the_manifest_carries
     back = read_autoscaler(doc, prometheus_server=OFFLINE_SERVER).hpa
     assert (back.metrics[0].type, back.metrics[0].name, back.metrics[0].target_average_milli) == ("Pods", "http_rps", 12_500)
     assert (back.min_replicas, back.max_replicas) == (3, 24)
+
+
+# ------------------------------------------------------------------------------------------------ a floor (issue 60)
+def test_min_replicas_floor_keeps_every_setting_tried_and_the_recommendation_at_or_above_it(tmp_path):
+    """Quiet nights make tune drop the user's ``minReplicas: 2`` to 1 (a few pod-hours saved); a user who keeps two
+    replicas for redundancy says ``--min-replicas-floor 2``: no setting tried has fewer (candidates.csv), the
+    recommendation keeps two, recommended.yaml's comment and summary.json's inputs say so."""
+    trace = write_trace(tmp_path / "quiet-nights.csv", daily(30, low=3, high=60))
+    (tmp_path / "free").mkdir()
+    free, out = tune_cli(tmp_path / "free", trace, "--upstream-only", "--trials", "8", "--jobs", "1")
+    assert free.exit_code == 0, free.output
+    rows = list(csv.DictReader((out / "candidates.csv").open()))
+    assert min(int(r["min_replicas"]) for r in rows) == 1  # without the floor, tune goes down to 1 ...
+    assert json.loads((out / "summary.json").read_text())["recommended"]["setting"]["min_replicas"] == 1
+    (tmp_path / "kept").mkdir()
+    kept, out = tune_cli(tmp_path / "kept", trace, "--upstream-only", "--trials", "8", "--jobs", "1",
+                         "--min-replicas-floor", "2")
+    assert kept.exit_code == 0, kept.output
+    rows = list(csv.DictReader((out / "candidates.csv").open()))
+    assert len(rows) > 3 and min(int(r["min_replicas"]) for r in rows) == 2  # ... with it, never below 2
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["recommended"]["setting"]["min_replicas"] >= 2
+    assert summary["inputs"]["min_replicas_floor"] == 2
+    assert "(none below 2 was tried: --min-replicas-floor)" in (out / "recommended.yaml").read_text()
+    assert yaml.safe_load((out / "recommended.yaml").read_text())["spec"]["minReplicas"] >= 2
+
+
+def test_the_users_object_below_the_floor_is_replayed_but_never_recommended(tmp_path):
+    """``check_held_out`` with the user's object as the only setting that meets the objective: it is the
+    recommendation without a floor, and with a floor above its ``minReplicas`` it is not: nothing else met the
+    objective, so tune refuses, naming the objective and why the current object does not count."""
+    from dataclasses import replace
+
+    from pyhpa.adapters.errors import InputError
+    from pyhpa.tune.search import Evaluation, _Runner, check_held_out, space
+
+    p = prepared(tmp_path, write_trace(tmp_path / "daily.csv", daily(30)))  # the HPA: minReplicas 2, 50 %
+    objective = Objective("overloaded_fraction", 0.05)
+    with _Runner(p, 1) as runner:
+        out = runner.map([(None, "tuning")])[0]
+
+    def current() -> Evaluation:
+        return Evaluation(-1, space.current_setting(p.autoscaler.hpa, p.kind), out.figures)
+
+    assert objective.met(out.figures)
+    mine = current()
+    best, _, _ = check_held_out(p, objective, mine, [], jobs=1, floor_budget=0.0)
+    assert best is mine
+    below = current()
+    with pytest.raises(InputError) as err:
+        check_held_out(replace(p, min_replicas_floor=3), objective, below, [], jobs=1, floor_budget=0.0)
+    assert "no setting met --max-overloaded-fraction 0.05 on the tuning part (1 tried (the current object's " \
+           "minReplicas 2 is below --min-replicas-floor 3)); closest: " in str(err.value)
+
+
+@pytest.mark.parametrize("floor", ["0", "31", "-1"])
+def test_a_floor_out_of_bounds_is_one_line(tmp_path, floor):
+    trace = write_trace(tmp_path / "t.csv", daily(30))
+    result, out = tune_cli(tmp_path, trace, "--trials", "2", "--min-replicas-floor", floor)
+    assert result.exit_code == 2, result.output
+    assert result.output.count("\n") == 1 and result.output.startswith("error: --min-replicas-floor: must be from 1 "
+                                                                       "to the autoscaler's maxReplicas (30, ")
+    assert not (out / "recommended.yaml").exists()

@@ -174,6 +174,7 @@ def tune(
     output_dir: Path = typer.Option(OUT / "fleet-tune", "--output-dir", metavar="DIR", help="The folder the recommendations, both checks and compare.csv go to (created if missing)."),
     seed: int = typer.Option(0, "--seed", help="Seed: workload i's search gets seed + i; the checks run with it."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
+    min_replicas_floor: int = typer.Option(1, "--min-replicas-floor", metavar="N", help="No workload's minReplicas tried or recommended below N (pyhpa tune --min-replicas-floor); from 1 to each workload's maxReplicas. Default 1: any."),
     gaps: Optional[TraceGaps] = typer.Option(None, "--gaps", help="A gap in the span a workload replays (its history and the check): refused (error) or the load holds its last row (hold), for every workload; default: each workload's trace.gaps, as fleet simulate --gaps."),
     output: Output = typer.Option(Output.text, "--output", "-o", help="text for people, or json: one object on one line (tune.json's, with \"compare\": compare.csv's rows and total)."),
 ) -> None:
@@ -225,7 +226,8 @@ def tune(
     console = text_console()
     no_progress = no_progress or output == Output.json
     with options.output_dir(output_dir):
-        jobs = jobs_of(fleet, history_end, trials, seed, (objective.metric, objective.limit), settings)
+        jobs = jobs_of(fleet, history_end, trials, seed, (objective.metric, objective.limit), settings,
+                       min_replicas_floor)
         bar = options.progress_bar(no_progress, TextColumn("{task.description}"), BarColumn(),
                                    TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn())
         if bar is None:

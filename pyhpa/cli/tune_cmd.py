@@ -69,6 +69,7 @@ def tune(
     max_overloaded_fraction: Optional[float] = typer.Option(None, "--max-overloaded-fraction", metavar="F", help="Objective: share of time overloaded at most F (default 0.01)."),
     max_unserved_fraction: Optional[float] = typer.Option(None, "--max-unserved-fraction", metavar="F", help="Objective instead: share of requests unserved at most F."),
     upstream_only: bool = typer.Option(False, "--upstream-only", help="Search autoscaling/v2 fields only; the recommendation is a HorizontalPodAutoscaler."),
+    min_replicas_floor: int = typer.Option(1, "--min-replicas-floor", metavar="N", help="Never try or recommend a minReplicas below N (the replicas you keep for redundancy); from 1 to the autoscaler's maxReplicas. Default 1: any."),
     held_out: float = typer.Option(86400.0, "--held-out", metavar="SECONDS", help="The last SECONDS of the window are not tuned on: the winner is checked there (0: no check)."),
     trials: int = typer.Option(200, "--trials", help="Most settings to try."),
     timeout: float = typer.Option(170.0, "--timeout", metavar="SECONDS", help="Search for at most SECONDS: no setting starts that would end after them at the replays' mean duration (the held-out check follows)."),
@@ -127,7 +128,7 @@ def tune(
         prepared = prepare(files, metric_columns=tuple(metric_column or ()), time_column=time_column,
                            where=tuple(where or ()), start=start, end=end, load_scale=load_scale, gaps=gaps.value,
                            settings=settings, held_out_seconds=held_out, upstream_only=upstream_only,
-                           warn=simulate_cmd.print_warning)
+                           warn=simulate_cmd.print_warning, min_replicas_floor=min_replicas_floor)
         n_jobs = jobs or cores
         with _Bar(no_progress or output == Output.json, trials, timeout) as bar:
             result = run_tune(prepared, objective, trials=trials, timeout=timeout, jobs=n_jobs, seed=seed, progress=bar)

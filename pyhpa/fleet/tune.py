@@ -54,6 +54,7 @@ class WorkloadJob:
     seed: int
     objective: tuple[str, float]
     settings: Settings
+    min_replicas_floor: int = 1
 
 
 def tune_workload(job: WorkloadJob) -> dict:
@@ -64,7 +65,7 @@ def tune_workload(job: WorkloadJob) -> dict:
     from ..tune.report import evaluation_dict, inputs_of, recommended_yaml
 
     p = prepare(job.files, where=job.where, start=job.start, end=job.end, load_scale=job.load_scale, gaps="hold",
-                settings=job.settings)
+                settings=job.settings, min_replicas_floor=job.min_replicas_floor)
     result = run_tune(p, Objective(*job.objective), trials=job.trials, timeout=TUNE_TIMEOUT_SECONDS, jobs=1,
                       seed=job.seed, clock=time.process_time)
     inputs = inputs_of(job.files, p)
@@ -73,17 +74,23 @@ def tune_workload(job: WorkloadJob) -> dict:
 
 
 def jobs_of(fleet: Fleet, history_end: float, trials: int, seed: int, objective: tuple[str, float],
-            settings: Settings) -> list[WorkloadJob]:
-    """A tuning task per workload over ``[fleet.start, history_end)`` (fleet time), in its trace's own time."""
+            settings: Settings, min_replicas_floor: int = 1) -> list[WorkloadJob]:
+    """A tuning task per workload over ``[fleet.start, history_end)`` (fleet time), in its trace's own time;
+    ``min_replicas_floor`` (``fleet tune --min-replicas-floor``) for every workload. Raises InputError naming the
+    flag and the workload when the floor is above a workload's maxReplicas (before any task starts)."""
     out = []
     for i, w in enumerate(fleet.workloads):
+        if not 1 <= min_replicas_floor <= w.autoscaler.hpa.max_replicas:
+            raise InputError(f"must be from 1 to each workload's maxReplicas: workload {w.spec.name} has "
+                             f"{w.autoscaler.hpa.max_replicas} ({w.autoscaler.file}), got {min_replicas_floor}",
+                             field="--min-replicas-floor")
         shift = w.spec.trace.shift
         folder = Path(fleet.file).resolve().parent
         files = WorkloadFiles((w.autoscaler.file,), str(under(folder, w.spec.target)), str(under(folder, w.spec.trace.file)),
                               w.spec.trace.column, str(under(folder, w.spec.profile)) if w.spec.profile else None)
         out.append(WorkloadJob(w.spec.name, files, tuple(w.spec.trace.where), w.spec.trace.scale,
                                format_time(fleet.start - shift), format_time(history_end - shift), trials, seed + i,
-                               objective, settings))
+                               objective, settings, min_replicas_floor))
     return out
 
 

@@ -71,8 +71,9 @@ def _max_headroom(p: Prepared, s) -> str:
 
 def inputs_of(files: WorkloadFiles, prepared: Prepared, live=None) -> dict:
     """What was tuned, as recommended.yaml and summary.json name it: the files (a ``pyhpa.simulate.WorkloadFiles``,
-    bundled ones as ``pyhpa/data/...``), the load column, the tuning and held-out spans, and (``live``: a
-    ``pyhpa.tune.live.LiveInputs``) where the inputs were read."""
+    bundled ones as ``pyhpa/data/...``), the load column, the tuning and held-out spans, the floor of
+    ``--min-replicas-floor`` when above 1, and (``live``: a ``pyhpa.tune.live.LiveInputs``) where the inputs were
+    read."""
     from ..simulate import display_path
     from ..simulate.trace import iso
 
@@ -84,6 +85,8 @@ def inputs_of(files: WorkloadFiles, prepared: Prepared, live=None) -> dict:
            "profile": display_path(files.profile) or "(built-in defaults)", "trace": display_path(files.trace),
            "column": files.column, "tuning": span(prepared.tuning),
            "held_out": span(prepared.held_out) if prepared.held_out is not None else "(none: --held-out 0)"}
+    if prepared.min_replicas_floor > 1:  # --min-replicas-floor (1, the default, leaves the key out)
+        out["min_replicas_floor"] = prepared.min_replicas_floor
     if live is not None:
         out["live"] = live.describe()
     return out
@@ -119,7 +122,9 @@ def recommended_yaml(result: TuneResult, p: Prepared, inputs: dict) -> str:
     spec = m["spec"]
     comments = {
         "minReplicas": f"min {cur.min_replicas} -> {s.min_replicas}: "
-                       + _why(result, p, "min_replicas", lambda v: f"minReplicas {v}"),
+                       + _why(result, p, "min_replicas", lambda v: f"minReplicas {v}")
+                       + (f" (none below {p.min_replicas_floor} was tried: --min-replicas-floor)"
+                          if p.min_replicas_floor > 1 else ""),
         "maxReplicas": f"max {cur.max_replicas} -> {s.max_replicas}: {_max_headroom(p, s)}"
                        + _why(result, p, "max_replicas", lambda v: f"maxReplicas {v}"),
         "metrics": f"target of spec.metrics[0]: {_target(p, cur.target)} -> {_target(p, s.target)}: "

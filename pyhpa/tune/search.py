@@ -220,6 +220,8 @@ class Prepared:
     sources: tuple[str, ...]
     needed_per_target: Callable[[float], int] | None
     inputs: dict = field(default_factory=dict)
+    #: the lowest ``minReplicas`` a setting may have (``pyhpa tune --min-replicas-floor``; 1: any)
+    min_replicas_floor: int = 1
 
     @property
     def can_schedule(self) -> bool:
@@ -278,11 +280,14 @@ class TuneResult:
 def prepare(files: WorkloadFiles, *, metric_columns: Sequence[str] = (), time_column: str | None = None,
             where: Sequence[str] = (), start: str | None = None, end: str | None = None, load_scale: float = 1.0,
             gaps: str = "error", settings: Settings | None = None, held_out_seconds: float = 86400.0,
-            upstream_only: bool = False, warn: Callable[[str], None] | None = None) -> Prepared:
+            upstream_only: bool = False, warn: Callable[[str], None] | None = None,
+            min_replicas_floor: int = 1) -> Prepared:
     """Read the inputs as ``pyhpa simulate`` does (``files``: a ``pyhpa.simulate.WorkloadFiles`` of one ``hpa``)
     and split the window; ``warn(line)`` is called with each of ``pyhpa.simulate.request_warnings``
-    (legal input that makes every replayed sync fail), as ``pyhpa simulate`` warns. Raises InputError: unreadable
-    input, a metric the simulator cannot replay, too little history, a flat or empty workload."""
+    (legal input that makes every replayed sync fail), as ``pyhpa simulate`` warns. ``min_replicas_floor``: no
+    setting tried or recommended has a lower ``minReplicas`` (redundancy a user keeps), from 1 to the object's
+    ``maxReplicas``. Raises InputError: unreadable input, a metric the simulator cannot replay, too little history,
+    a flat or empty workload, a floor out of bounds (naming ``--min-replicas-floor``)."""
     settings = settings or Settings()
     file = str(files.hpa[0])
     prof, tgt = read_workload(files, metric_columns)
@@ -290,6 +295,9 @@ def prepare(files: WorkloadFiles, *, metric_columns: Sequence[str] = (), time_co
     auto = load_autoscaler(base, file, tgt, settings)
     check_metric_columns(metric_columns, [auto])
     kind = space.target_kind(base, auto.hpa, file)
+    if not 1 <= min_replicas_floor <= auto.hpa.max_replicas:
+        raise InputError(f"must be from 1 to the autoscaler's maxReplicas ({auto.hpa.max_replicas}, {file}), got "
+                         f"{min_replicas_floor}", field="--min-replicas-floor")
     if warn is not None:
         for line in request_warnings(auto, tgt, display_path(files.target)):
             warn(line)
@@ -313,7 +321,8 @@ def prepare(files: WorkloadFiles, *, metric_columns: Sequence[str] = (), time_co
         held = Part(cut, end, read_load(files, [auto], prof, tgt, start=cut, end=end, history=True, **kw))
     _check_workload(tuning.load, str(files.trace), files.column)
     prepared = Prepared(base=base, file=file, autoscaler=auto, kind=kind, target=tgt, profile=prof, settings=settings,
-                        tuning=tuning, held_out=held, upstream_only=upstream_only, sources=(), needed_per_target=None)
+                        tuning=tuning, held_out=held, upstream_only=upstream_only, sources=(), needed_per_target=None,
+                        min_replicas_floor=min_replicas_floor)
     prepared.needed_per_target = _needed(prepared)
     if not upstream_only:  # each source section alone, with the object's own values or the API's defaults
         probe = space.current_setting(auto.hpa, kind)
@@ -550,8 +559,9 @@ def _suggest(trial, p: Prepared, peaks: Sequence[windows.Peak] = (), lowest: flo
     else:
         target = p.kind.current * trial.suggest_float("target_factor", max(lo_f, lowest or lo_f), hi_f, log=True)
     base = p.autoscaler.hpa
-    min_hi = max(4, 2 * base.min_replicas)
-    min_r = trial.suggest_int("min_replicas", 1, min_hi)
+    floor = p.min_replicas_floor
+    min_hi = max(4, 2 * base.min_replicas, floor)
+    min_r = trial.suggest_int("min_replicas", floor, min_hi)
     headroom = trial.suggest_categorical("max_headroom", space.MAX_HEADROOM)
     needed = p.needed_per_target(target) if p.needed_per_target else base.max_replicas
     max_r = max(min_r + 1, math.ceil(needed * headroom))
@@ -596,9 +606,10 @@ UPSTREAM_FACTORS = (1.4, 1.0, 0.7, 0.5)
 
 def _upstream(p: Prepared, target: float) -> dict:
     """The trial of upstream's HPA at ``target`` (percent, or a factor on the current value) with the user's
-    ``minReplicas``, a max 1.5 x what the tuning part's peak needs there, and upstream's behavior."""
+    ``minReplicas`` (at least the floor, ``Prepared.min_replicas_floor``), a max 1.5 x what the tuning part's peak
+    needs there, and upstream's behavior."""
     params = {"target": target} if p.kind.type == "Utilization" else {"target_factor": target}
-    params.update(min_replicas=p.autoscaler.hpa.min_replicas, max_headroom=1.5,
+    params.update(min_replicas=max(p.autoscaler.hpa.min_replicas, p.min_replicas_floor), max_headroom=1.5,
                   scale_down_window_seconds=space.DEFAULT_SCALE_DOWN_WINDOW,
                   scale_up_percent=space.DEFAULT_SCALE_UP_PERCENT)
     params.update({name: False for name in p.sources})
@@ -885,8 +896,25 @@ class _Search:
             if best is not None:
                 self.bisect(best.params)
             self.tpe(1.0)
+            self._raised(current)
             self.lost, self.restarts = self.runner.lost, self.runner.restarts
         return current, self.evaluations
+
+    def _raised(self, current: Evaluation) -> None:
+        """The user's object below the floor (``Prepared.min_replicas_floor``) cannot be recommended
+        (``check_held_out``): the same object with ``minReplicas`` raised to the floor is one more candidate (the
+        last trial's number + 1), what a user keeping that many replicas would try first."""
+        floor = self.p.min_replicas_floor
+        if current.setting.min_replicas >= floor:
+            return
+        raised = replace(current.setting, min_replicas=floor, max_replicas=max(current.setting.max_replicas, floor))
+        if any(e.setting == raised for e in self.evaluations):
+            return
+        out = self.runner.map([(raised, "tuning")])[0]
+        number = max((e.number for e in self.evaluations), default=-1) + 1
+        self.evaluations.append(Evaluation(number, raised, out.figures, episodes=out.episodes,
+                                           origin=f"the current object with minReplicas raised to {floor} "
+                                                  "(--min-replicas-floor)"))
 
     def _offer_windows(self, current: Evaluation) -> None:
         """Detect recurring peaks in the replays so far (``pyhpa.tune.windows``); when there are, the search
@@ -983,7 +1011,9 @@ def check_held_out(prepared: Prepared, objective: Objective, current: Evaluation
     Returns the recommendation, how many settings were checked on the held-out part and the wall seconds. Raises
     InputError when no setting met the objective in-sample, or none of those checked held out (naming the closest)."""
     t0, c0 = time.monotonic(), clock()
-    everyone = [current, *evaluations]
+    # the user's object below the floor (--min-replicas-floor) is replayed for the comparison, never recommended
+    eligible = current.setting.min_replicas >= prepared.min_replicas_floor
+    everyone = [current, *evaluations] if eligible else list(evaluations)
     batch = max(1, jobs)
     checked: list[Evaluation] = []
 
@@ -999,13 +1029,16 @@ def check_held_out(prepared: Prepared, objective: Objective, current: Evaluation
     with _Runner(prepared, jobs, prepared.held_out) as runner:
         if not any(e.complete and objective.met(e.in_sample) for e in everyone):
             _complete_closest(objective, current, evaluations, runner, lambda: clock() - c0 < budget)
+            below = "" if eligible else (f" (the current object's minReplicas {current.setting.min_replicas} is "
+                                         f"below --min-replicas-floor {prepared.min_replicas_floor})")
             raise InputError(f"no setting met {objective.option} {objective.limit:g} on the tuning part "
-                             f"({len(evaluations) + 1} tried); {_closest(everyone, objective, prepared)}",
-                             field=objective.option)
+                             f"({len(evaluations) + 1} tried{below}); "
+                             f"{_closest([current, *evaluations], objective, prepared)}", field=objective.option)
         if prepared.held_out is not None:
             current.held_out = runner.map([(None, "held_out")])[0].figures
         # the user's object, when it met the objective on both parts, is what the walk ends with once the budget is over
-        fallback = current if (current.complete and objective.met(current.in_sample) and current.held_out is not None
+        fallback = current if (eligible and current.complete and objective.met(current.in_sample)
+                               and current.held_out is not None
                                and objective.met(current.held_out, HELD_OUT_SLACK)) else None
         while True:
             if fallback is not None and clock() - c0 >= budget:
@@ -1205,13 +1238,14 @@ def _lower_floor(p: Prepared, objective: Objective, passed: Evaluation, everyone
     at its target, then lowered by ``ROBUST_TARGET_STEPS`` (more headroom per pod for the longer way up from fewer
     pods), ``batch`` at a time while ``within()``, each replayed on both parts (``_replay_both``); the highest
     target that holds is bisected up to the lowest that missed (``_between``), and kept when it is cheaper on both
-    parts together (``_both_parts_key``); then the next floor down, to 1. Returns the cheapest on both parts that
+    parts together (``_both_parts_key``); then the next floor down, to the floor a user keeps
+    (``Prepared.min_replicas_floor``, 1 by default). Returns the cheapest on both parts that
     holds (``passed`` when no lower floor is cheaper). The settings replayed are appended as in ``_between``; their
     ``origin`` says so."""
     if p.held_out is None:
         return passed
     best = passed
-    while best.setting.min_replicas > 1 and within():
+    while best.setting.min_replicas > p.min_replicas_floor and within():
         s, floor = best.setting, best.setting.min_replicas - 1
         targets = [s.target] + [_rounded(p, t) for _, t in _lowered(p, s.target, ROBUST_TARGET_STEPS)]
         held = None
