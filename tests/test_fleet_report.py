@@ -127,3 +127,79 @@ def test_overload_over_time_adds_up_to_the_workloads_figures(tmp_path):
     # the pool too small for its two workloads drops requests in more than one minute, not all of them at once
     over, unserved = by_pool["p"]
     assert sum(1 for v in unserved if v > 0) > 1 and sum(1 for v in over if v > 0) > 1
+
+
+@pytest.fixture(scope="module")
+def comparison(tmp_path_factory) -> Path:
+    """The fleet of ``report`` beside itself under Karpenter (``--what-if nodeAutoscaler=karpenter``)."""
+    tmp = tmp_path_factory.mktemp("compare")
+    trace = _step_trace(tmp, 2, 60, minutes=(30, 90, 60))
+    path = _write(tmp, {"nodePools": [{"name": "p", "instanceTypes": [SMALL], "minNodes": 1, "maxNodes": 3}],
+                        "workloads": workloads_on(trace, (0.5, 1.0, 2.0))})
+    out = tmp / "out"
+    r = CliRunner().invoke(app, ["fleet", "simulate", str(path), "--what-if", "nodeAutoscaler=karpenter",
+                                 "--output-dir", str(out), "--no-progress"])
+    assert r.exit_code == 0, r.output
+    assert str(out / "report.html") in r.output
+    return out
+
+
+def test_a_comparison_writes_a_report_of_the_two_with_compare_csv_s_figures(comparison):
+    """Issue 60: a what-if (and fleet tune) wrote only compare.png; now report.html of the two beside it: what each
+    side is with a link to its own report, the totals of both and the change, compare.png inside the page, and the
+    workload table of compare.csv, self-contained as the fleet's own report."""
+    import csv
+
+    page = (comparison / "report.html").read_text()
+    assert "<title>pyhpa fleet: t: a against b</title>" in page
+    assert "fleet.yaml with nodeAutoscaler=karpenter" in page
+    links = re.findall(r'href="([^"]+)"', page)
+    assert links == ["a/report.html", "b/report.html"] and all((comparison / link).is_file() for link in links)
+    assert re.findall(r'<img [^>]*src="([^"]{0,5})', page) == ["data:"]
+    assert not re.search(r"<(link|iframe)\b|@import|url\(|<script[^>]+src=", page)
+    rows = list(csv.DictReader((comparison / "compare.csv").open()))
+    total = rows.pop()
+    assert total["workload"] == "total" and len(rows) == 3
+    body = page.split("<table id=workloads>", 1)[1].split("</table>", 1)[0]
+    for row in rows:
+        line = next(tr for tr in body.split("<tr>") if f'data-value="{row["workload"]}"' in tr)
+        for key in ("cost_a", "cost_b", "cost_change", "unserved_requests_b", "node_wait_seconds_a", "pod_hours_b"):
+            assert f'<td data-key="{key}" data-value="{row[key]}"' in line, (key, row[key])
+    totals = page.split("<table id=totals>", 1)[1].split("</table>", 1)[0]
+    cost = next(tr for tr in totals.split("<tr") if 'data-key="cost"' in tr)
+    a, b = float(total["cost_a"]), float(total["cost_b"])
+    assert f"<td>{a:,.2f}</td><td>{b:,.2f}</td>" in cost
+    embedded = json.loads(re.search(r"<script type=application/json id=compare>(.*?)</script>", page).group(1))
+    assert embedded["total"]["cost"] == {"a": a, "b": b, "change": round(b - a, 4)}
+
+
+def test_a_comparison_without_plots_writes_no_report(tmp_path):
+    trace = _step_trace(tmp_path, 2, 60, minutes=(30,))
+    path = _write(tmp_path, {"nodePools": [{"name": "p", "instanceTypes": [SMALL], "minNodes": 1, "maxNodes": 3}],
+                             "workloads": workloads_on(trace, (0.5,))})
+    out = tmp_path / "out"
+    r = CliRunner().invoke(app, ["fleet", "simulate", str(path), "--what-if", "nodeAutoscaler=karpenter",
+                                 "--output-dir", str(out), "--no-progress", "--no-plot"])
+    assert r.exit_code == 0, r.output
+    assert (out / "compare.csv").is_file() and not (out / "report.html").exists()
+
+
+def test_a_browser_shows_the_comparison_and_sorts_it(comparison, tmp_path):
+    if CHROMIUM is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed (.ci/run installs Debian's chromium)")
+        pytest.skip("Debian's chromium is not installed here (.ci/run installs it)")
+    url = (comparison / "report.html").resolve().as_uri() + "#sort=node_wait_seconds_b:desc"
+    res = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000",
+                          "--dump-dom", url], capture_output=True, text=True, timeout=120)
+    dom = res.stdout
+    assert res.returncode == 0 and "</html>" in dom, res.stderr[-2000:]
+    assert re.search(r'<table id="workloads"[^>]*data-sorted-by="node_wait_seconds_b:desc"', dom)
+    import csv
+
+    rows = list(csv.DictReader((comparison / "compare.csv").open()))[:-1]
+    expect = [r["workload"] for r in sorted(rows, key=lambda r: -float(r["node_wait_seconds_b"]))]
+    body = dom.split('<table id="workloads"', 1)[1].split("</table>", 1)[0]
+    shown = [html.unescape(m) for m in re.findall(r'<td data-key="workload"[^>]*>([^<]*)</td>', body)]
+    assert shown == expect
+    assert 'data-images-shown="1/1"' in dom

@@ -5,6 +5,7 @@ processes it recommends exactly what it recommends without Dask (``--serial``)."
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -132,3 +133,7 @@ def test_fleet_tune_min_replicas_floor_holds_for_every_workload(fleet, tmp_path)
     for w in tuned["workloads"]:
         assert w["manifest"]["spec"]["minReplicas"] >= 3, w["manifest"]["spec"]
         assert w["recommended"]["setting"]["min_replicas"] >= 3
+    # the comparison's report.html (issue 60): both checks linked, fleet tune's sides named
+    page = (tmp_path / "kept" / "report.html").read_text()
+    assert re.findall(r'href="([^"]+)"', page) == ["current/report.html", "recommended/run/report.html"]
+    assert "fleet tune&#x27;s recommendation against today&#x27;s" in page and "<b>recommended</b>: " in page

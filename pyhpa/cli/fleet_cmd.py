@@ -98,7 +98,9 @@ def simulate(
     a = _run(first, output_dir / "a", settings, plot, no_progress, "a", twin)
     b = _run(second_fleet, output_dir / "b", settings, plot, no_progress, "b", twin)
     result = compare(a, b)
-    written = write_compare(result, output_dir, labels)
+    what = f"{second}" if changed is None else f"{fleet_files[0]} with " + ", ".join(f"{k}={v}" for k, v in overlays)
+    report = ((str(fleet_files[0]), what), f"{first.name or Path(first.file).name}: a against b") if plot else None
+    written = write_compare(result, output_dir, labels, report)
     if output == Output.json:
         _print_json({"a": a, "b": b, "compare": result})
         return
@@ -246,7 +248,9 @@ def tune(
         a = _run(current_fleet, output_dir / "current", settings, True, no_progress, "current")
         b = _run(recommended_fleet, output_dir / "recommended" / "run", settings, True, no_progress, "recommended")
         result = compare(a, b)
-        written = write_compare(result, output_dir, ("current", "recommended"))
+        written = write_compare(result, output_dir, ("current", "recommended"), (
+            (f"{fleet_file}, its autoscalers as they are", f"{written_fleet}, every workload as fleet tune recommends"),
+            f"{fleet.name or Path(fleet.file).name}: fleet tune's recommendation against today's"))
         tune_json = write_tune_json(results, output_dir, {"objective": {"metric": objective.metric, "limit": objective.limit},
                                               "history": [format_time(fleet.start), check_start],
                                               "check": [check_start, check_end],

@@ -379,3 +379,83 @@ def write_plots_and_report(run, summary: dict, folder: Path) -> list[Path]:
              "worst": plot_worst(summary, folder / "worst.png")}
     return [*plots.values(), write_report(summary, plots, folder / "report.html", run.fleet.name)]
 
+
+
+#: the comparison's workload table in report.html (compare.csv's columns): (key, header, how the value is shown)
+COMPARE_TABLE = (
+    ("workload", "workload", "{}"),
+    ("cost_a", "cost {a} $", "{:,.2f}"),
+    ("cost_b", "cost {b} $", "{:,.2f}"),
+    ("cost_change", "cost change $", "{:,.2f}"),
+    ("unserved_requests_a", "unserved {a}", "{:,.0f}"),
+    ("unserved_requests_b", "unserved {b}", "{:,.0f}"),
+    ("unserved_change", "unserved change", "{:,.0f}"),
+    ("overloaded_seconds_a", "overloaded s {a}", "{:,.0f}"),
+    ("overloaded_seconds_b", "overloaded s {b}", "{:,.0f}"),
+    ("node_wait_seconds_a", "node wait pod-s {a}", "{:,.0f}"),
+    ("node_wait_seconds_b", "node wait pod-s {b}", "{:,.0f}"),
+    ("pod_hours_a", "pod-hours {a}", "{:,.1f}"),
+    ("pod_hours_b", "pod-hours {b}", "{:,.1f}"),
+)
+#: the totals of the comparison in report.html: (key of ``compare``'s ``total``, label, format)
+COMPARE_TOTALS = (
+    ("cost", "cost $", "{:,.2f}"), ("node_hours", "node-hours", "{:,.1f}"),
+    ("unserved_requests", "unserved requests", "{:,.0f}"), ("unserved_fraction", "unserved %", "{:.4f}"),
+    ("overloaded_seconds", "overloaded s", "{:,.0f}"), ("pending_pod_seconds", "Pending pod-s", "{:,.0f}"),
+    ("node_wait_seconds", "node wait pod-s", "{:,.0f}"),
+)
+
+
+def write_compare_report(result: dict, folder: Path, labels: tuple[str, str], described: tuple[str, str],
+                         title: str) -> Path:
+    """report.html of a comparison (``fleet simulate A B``, a what-if, ``fleet tune``) in ``folder``, beside
+    compare.csv and compare.png: one file with no network access: what each side is (``described``), the totals
+    side by side with the change, compare.png, each side's own report.html linked (``folder/<label>/report.html``
+    where it was written; fleet tune's recommended run is ``recommended/run``), and the workload table of
+    compare.csv, sorted by clicking a column (or ``#sort=COLUMN:desc``). ``result``: ``pyhpa.fleet.whatif.compare``'s."""
+    esc = html.escape
+    a, b = labels
+    parts = [
+        "<!doctype html><html lang=en><head><meta charset=utf-8>",
+        f"<title>pyhpa fleet: {esc(title)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{esc(title)}</h1><ul id=sides>",
+    ]
+    for label, what in zip(labels, described):
+        sub = next((s for s in (f"{label}/report.html", f"{label}/run/report.html") if (folder / s).is_file()), None)
+        link = f' (<a href="{esc(sub)}">its report</a>)' if sub else ""
+        parts.append(f"<li><b>{esc(label)}</b>: {esc(what)}{link}</li>")
+    parts.append(f"</ul><table id=totals><tr><th class=text>fleet</th><th>{esc(a)}</th><th>{esc(b)}</th>"
+                 "<th>change</th></tr>")
+    for key, label, fmt in COMPARE_TOTALS:
+        v = result["total"][key]
+        scale = 100 if key == "unserved_fraction" else 1
+        parts.append(f'<tr data-key="{key}"><td>{esc(label)}</td><td>{fmt.format(scale * v["a"])}</td>'
+                     f'<td>{fmt.format(scale * v["b"])}</td><td>{_signed(fmt, scale * v["change"])}</td></tr>')
+    parts.append("</table>")
+    png = folder / "compare.png"
+    if png.is_file():
+        parts.append(_img(png, f"each workload's change in cost and in unserved requests ({b} - {a})"))
+    parts.append("<h2>Workloads</h2><p class=note>Click a column to sort it.</p><table id=workloads><thead><tr>")
+    for key, header, _ in COMPARE_TABLE:
+        cls = " class=text" if key == "workload" else ""
+        parts.append(f'<th data-key="{key}"{cls} aria-sort=none>{esc(header.format(a=a, b=b))}</th>')
+    parts.append("</tr></thead><tbody>")
+    for row in result["workloads"]:
+        parts.append("<tr>" + "".join(
+            f'<td data-key="{key}" data-value="{esc(str(row[key]))}"{" class=text" if key == "workload" else ""}>'
+            f"{esc(_signed(fmt, row[key]) if key.endswith('_change') else fmt.format(row[key]))}</td>"
+            for key, _, fmt in COMPARE_TABLE) + "</tr>")
+    parts.append(f"</tbody></table><script>{_SCRIPT}</script>")
+    parts.append(f"<script type=application/json id=compare>{_json_in_html(result)}</script>")
+    parts.append("</body></html>")
+    path = folder / "report.html"
+    path.write_text("".join(parts))
+    return path
+
+
+def _signed(fmt: str, x: float) -> str:
+    """A change as ``fmt`` shows it, with a + when it is above 0 as shown (0 shows as 0, not +0 or -0)."""
+    text = fmt.format(x)
+    if text.lstrip("-").strip("0.,") == "":
+        return fmt.format(0.0)
+    return ("+" if x > 0 else "") + text

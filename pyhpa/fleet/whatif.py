@@ -187,9 +187,11 @@ def compare(a: dict, b: dict) -> dict:
     return {"total": total, "workloads": rows}
 
 
-def write_compare(result: dict, folder: Path, labels: tuple[str, str]) -> list[Path]:
+def write_compare(result: dict, folder: Path, labels: tuple[str, str],
+                  report: tuple[tuple[str, str], str] | None = None) -> list[Path]:
     """compare.csv (a row per workload, then ``total``) and compare.png (each workload's change in cost and in
-    unserved requests, and the totals) in ``folder``."""
+    unserved requests, and the totals) in ``folder``; with ``report`` (what each side is, and the page's title),
+    report.html of the two too (``pyhpa.fleet.plots.write_compare_report``)."""
     path = folder / "compare.csv"
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
@@ -200,7 +202,12 @@ def write_compare(result: dict, folder: Path, labels: tuple[str, str]) -> list[P
         w.writerow(["total", t["cost"]["a"], t["cost"]["b"], t["cost"]["change"], t["unserved_requests"]["a"],
                     t["unserved_requests"]["b"], t["unserved_requests"]["change"], t["overloaded_seconds"]["a"],
                     t["overloaded_seconds"]["b"], t["node_wait_seconds"]["a"], t["node_wait_seconds"]["b"], "", ""])
-    return [path, _plot_compare(result, folder / "compare.png", labels)]
+    written = [path, _plot_compare(result, folder / "compare.png", labels)]
+    if report is not None:
+        from .plots import write_compare_report
+
+        written.append(write_compare_report(result, folder, labels, *report))
+    return written
 
 
 def _plot_compare(result: dict, path: Path, labels: tuple[str, str]) -> Path:
@@ -221,6 +228,10 @@ def _plot_compare(result: dict, path: Path, labels: tuple[str, str]) -> Path:
                   color=["tab:green" if r["unserved_change"] <= 0 else "tab:red" for r in shown])
     unserved.axvline(0, color="black", linewidth=0.8)
     unserved.set_xlabel("unserved requests change")
+    for ax, key, what in ((cost, "cost_change", "cost"), (unserved, "unserved_change", "unserved requests")):
+        if not any(r[key] for r in shown):  # say so, rather than an empty plot
+            ax.text(0.5, 0.5, f"no workload's {what} changed", transform=ax.transAxes, ha="center", va="center",
+                    color="#666", bbox={"facecolor": "white", "edgecolor": "none"})
     t = result["total"]
     cost.set_title(f"total: cost {t['cost']['a']:,.2f} -> {t['cost']['b']:,.2f} $, unserved "
                    f"{t['unserved_requests']['a']:,.0f} -> {t['unserved_requests']['b']:,.0f}", loc="left")
