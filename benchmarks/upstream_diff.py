@@ -14,9 +14,9 @@ each feature gate the controller reads. Snapshot ``i`` of seed ``S`` is a functi
 
 Each batch is written to one ``{"cases": [...]}`` file and decided by ``pyhpa explain --lenient -o json`` and by
 ``tools/upstream/hpa-decide`` (built by ``python -m controlplane build``) at the same time. Compared per snapshot: ``desiredReplicas``,
-every proposal's ``replicas``, ``utilization``, ``rawValue`` and ``error``, and the conditions (type, status,
+every proposal's ``replicas``, ``utilization``, ``rawValue`` and ``error``, the conditions (type, status,
 reason, message, in order; the pod an error about a missing request names is masked: upstream picks it in Go's
-map order, at random). A disagreement is written to ``--out`` as ``<name>.json``: the snapshot, both
+map order, at random), and the whole status the sync leaves and its events (type, reason, message, in order). A disagreement is written to ``--out`` as ``<name>.json``: the snapshot, both
 decisions and the differences. One class is not pyhpa's to match (docs/exactness.md): where a float64 that does
 not fit an int32 is converted, Go's result is platform-defined (amd64: -2147483648; pyhpa saturates as arm64
 does). A disagreement that vanishes when pyhpa's conversion is swapped for amd64's (in this process, for that
@@ -500,12 +500,26 @@ def _mask(text):
     return _POD_REQUEST_ERROR.sub("<the first pod without the request>", text) if isinstance(text, str) else text
 
 
+def _masked_status(status: dict | None) -> dict | None:
+    """The whole status with its conditions' messages masked (``_mask``)."""
+    if status is None:
+        return None
+    out = dict(status)
+    if isinstance(out.get("conditions"), list):
+        out["conditions"] = [{**c, "message": _mask(c.get("message"))} for c in out["conditions"]]
+    return out
+
+
 def comparable(line: dict) -> dict:
-    """The keys both print, in the shape compared (``_mask`` applied to errors and messages)."""
+    """The keys both print, in the shape compared (``_mask`` applied to errors and messages): the decision, and
+    the whole status the sync leaves and its events (issue 58; None where a line has none: a normalization
+    alone)."""
     return {
         "desiredReplicas": line["desiredReplicas"],
         "proposals": [{k: _mask(p.get(k)) for k in PROPOSAL_KEYS} for p in line["proposals"]],
         "conditions": [{k: _mask(c.get(k)) for k in CONDITION_KEYS} for c in line["conditions"]],
+        "status": _masked_status(line.get("status")),
+        "events": [{**e, "message": _mask(e.get("message"))} for e in line.get("events", [])],
     }
 
 
@@ -524,6 +538,16 @@ def differences(ours: dict, theirs: dict) -> list[str]:
                     out.append(f"proposals[{i}].{k}: pyhpa {p[k]!r}, upstream {q[k]!r}")
     if a["conditions"] != b["conditions"]:
         out.append(f"conditions: pyhpa {a['conditions']}, upstream {b['conditions']}")
+    if b["status"] is not None:  # upstream ran a sync (not a normalization alone)
+        mine = dict(a["status"] or {})
+        if theirs.get("emulationVersion") and "observedGeneration" not in b["status"]:
+            mine.pop("observedGeneration", None)  # an emulated older version has no HPAGeneration (docs/exactness.md)
+        for key in sorted(set(mine) | set(b["status"])):
+            if mine.get(key, "<absent>") != b["status"].get(key, "<absent>"):
+                out.append(f"status.{key}: pyhpa {mine.get(key, '<absent>')!r}, upstream "
+                           f"{b['status'].get(key, '<absent>')!r}")
+        if a["events"] != b["events"]:
+            out.append(f"events: pyhpa {a['events']}, upstream {b['events']}")
     return out
 
 

@@ -41,7 +41,7 @@ def test_explain_json_one_line_per_snapshot_in_order():
     last = lines[-1]
     assert set(last) == {"name", "proposals", "desiredReplicas", "conditions",  # the keys before issue 9, kept
                          "sources", "decidedBy", "minReplicasEffective", "maxReplicasEffective", "activeSchedules",
-                         "warnings"}
+                         "warnings", "status", "events"}  # issue 58: the whole status and the sync's events
     assert last["warnings"] == []  # requests without limits: nothing starves
     assert last["decidedBy"] == "Metric/cpu resource utilization (percentage of request)"
     assert last["sources"] == [{"source": "Metric", "name": "cpu resource utilization (percentage of request)",

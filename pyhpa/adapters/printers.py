@@ -82,8 +82,9 @@ class Targets:
 
     def matched(self, current_metrics: Sequence[Any]) -> list[Any]:
         """The entries of ``current_metrics`` that belong to the metrics shown, in their order (None for one that
-        has none): the stored ``status.currentMetrics`` leaves out a metric that failed, so it is matched by type
-        and name (a duplicate takes the next entry of the same name), not by position."""
+        has none): matched by type and name (a duplicate takes the next entry of the same name), not by position,
+        so a status written before entry *i* was always metric *i* (a failed metric's entry ``{"type": ""}``, as
+        upstream writes it) reads the same."""
         left = [m for m in current_metrics if isinstance(m, dict)]
         out: list[Any] = []
         for s in self.shown:

@@ -1,8 +1,10 @@
 """Label selectors (``metav1.LabelSelector``, a lightkube model or a dict) as text: the selector text pyhpa's
-messages and metric queries carry (``selector_text``) and what upstream prints (``selector_go``)."""
+messages and metric queries carry (``selector_text``), what upstream prints (``selector_go``) and the API's JSON of it
+(``selector_json``)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 
@@ -40,3 +42,25 @@ def selector_go(sel: Any) -> str:
         for e in sel.get("matchExpressions") or [])
     return (f"&LabelSelector{{MatchLabels:map[string]string{{{labels}}},"
             f"MatchExpressions:[]LabelSelectorRequirement{{{exprs}}},}}")
+
+
+def selector_json(sel: Any) -> str | None:
+    """A metav1.LabelSelector (model or dict, or None) as the API's JSON text, as Go marshals it (``matchLabels``,
+    ``matchExpressions`` with each ``key``, ``operator`` and ``values``; empty ones left out, ``omitempty``); None
+    for no selector."""
+    if sel is None:
+        return None
+    if not isinstance(sel, dict):
+        sel = sel.to_dict()
+    out: dict = {}
+    if sel.get("matchLabels"):
+        out["matchLabels"] = dict(sel["matchLabels"])
+    exprs = []
+    for e in sel.get("matchExpressions") or []:
+        item = {"key": e.get("key") or "", "operator": e.get("operator") or ""}
+        if e.get("values"):
+            item["values"] = list(e["values"])
+        exprs.append(item)
+    if exprs:
+        out["matchExpressions"] = exprs
+    return json.dumps(out, separators=(",", ":"), sort_keys=True)

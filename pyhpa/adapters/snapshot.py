@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from ..api.sections import SOURCE_SECTIONS
+from ..api.status import render_status
 from ..core import (
     HPA,
     ControllerConfig,
@@ -536,7 +537,7 @@ def warning_json(w: HPAWarning) -> dict:
 
 
 def decision_json(name: str, d: Decision, hpa: HPA | None = None, now: float | None = None,
-                  warnings: Iterable[HPAWarning] = ()) -> dict:
+                  warnings: Iterable[HPAWarning] = (), generation: int = 0) -> dict:
     """The ``explain --output json`` object of one decision.
 
     Keys: ``name``, ``proposals`` (per metric), ``desiredReplicas``, ``conditions``; the combination of
@@ -546,7 +547,9 @@ def decision_json(name: str, d: Decision, hpa: HPA | None = None, now: float | N
     and ``now``, for an HPA with ``spec.schedules``: ``schedules`` (each active window's ``name``, ``start``,
     ``end`` (RFC 3339 UTC), ``minReplicas``, ``maxReplicas``), ``nextScheduleChange`` and ``expiredSchedules``
     (names of the dated windows that have ended: they never apply again); for each source section the sync has a
-    status of (``SOURCE_SECTIONS``), its ``source_report`` under its field.
+    status of (``SOURCE_SECTIONS``), its ``source_report`` under its field. Then ``status``: the whole status the
+    controller would write (``pyhpa.api.status.render_status``, ``observedGeneration`` the HPA's ``generation``), and
+    ``events``: each event of the sync (``type``, ``reason``, ``message``), in order.
     """
     proposals = [
         {
@@ -578,6 +581,8 @@ def decision_json(name: str, d: Decision, hpa: HPA | None = None, now: float | N
         report = source_report(d, field)
         if report is not None:
             out[field] = report
+    out["status"] = render_status(d.status, generation)
+    out["events"] = [{"type": e.type, "reason": e.reason, "message": e.message} for e in d.events]
     return out
 
 

@@ -94,8 +94,8 @@ def render_status(st: HPAStatus, generation: int, *, lead_seconds: int | None = 
     out = {"observedGeneration": generation, "desiredReplicas": st.desired_replicas}
     if st.current_replicas:
         out["currentReplicas"] = st.current_replicas
-    if st.current_metrics:
-        out["currentMetrics"] = list(st.current_metrics)
+    # always there, null when no metric was computed: upstream's field has no omitempty (autoscaling/v2 types.go)
+    out["currentMetrics"] = None if st.current_metrics is None else list(st.current_metrics)
     if st.conditions:
         out["conditions"] = [condition_dict(c) for c in st.conditions]
     if st.last_scale_time is not None:

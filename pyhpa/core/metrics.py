@@ -6,6 +6,7 @@ error text and the ScalingActive=False reason (FailedGetResourceMetric, ...).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from . import calculator as calc_mod
@@ -102,12 +103,17 @@ def _value_status(spec: MetricSpec, current: dict) -> dict:
         return {"type": t, "resource": {"name": spec.name, "current": current}}
     if t == CONTAINER_RESOURCE:
         return {"type": t, "containerResource": {"name": spec.name, "container": spec.container, "current": current}}
-    metric = {"name": spec.name}
+    metric: dict = {"name": spec.name}
+    if spec.selector_json is not None:  # upstream copies the spec's metric identifier whole, its selector too
+        metric["selector"] = json.loads(spec.selector_json)
     if t == PODS:
         return {"type": t, "pods": {"metric": metric, "current": current}}
     if t == OBJECT:
         kind, name = spec.described_object or ("", "")
-        return {"type": t, "object": {"describedObject": {"kind": kind, "name": name}, "metric": metric, "current": current}}
+        described = {"kind": kind, "name": name}
+        if spec.described_api_version:
+            described["apiVersion"] = spec.described_api_version
+        return {"type": t, "object": {"describedObject": described, "metric": metric, "current": current}}
     return {"type": t, "external": {"metric": metric, "current": current}}
 
 

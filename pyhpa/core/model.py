@@ -213,7 +213,9 @@ class MetricSpec:
     HorizontalAutoscaler extension) is the metric's own fallback, over ``HPA.fallback`` field by field.
     ``selector_go`` is the metric selector as upstream prints it in messages and errors (Go's ``%+v`` of a
     ``*metav1.LabelSelector``: ``nil``, or ``&LabelSelector{MatchLabels:map[string]string{a: b,},...}``);
-    None: ``selector`` is printed (pyhpa's own metrics).
+    None: ``selector`` is printed (pyhpa's own metrics). ``selector_json`` is the metric selector as the API's
+    JSON text (None: no selector), which ``status.currentMetrics`` copies (computeStatusFor{Pods,Object,External}
+    Metric); ``described_api_version`` the Object metric's ``describedObject.apiVersion`` ("" when not given).
     """
 
     type: str
@@ -228,6 +230,8 @@ class MetricSpec:
     utilization_basis: str = "Request"
     fallback: FallbackSpec | None = None
     selector_go: str | None = None
+    selector_json: str | None = None
+    described_api_version: str = ""
 
 
 #: ``fallback.behavior`` values (KEDA's names): what a metric in fallback proposes
@@ -824,12 +828,13 @@ class MetricHealth:
 class HPAStatus:
     """The autoscaling/v2 status a sync writes (plus the HorizontalAutoscaler sections).
 
-    ``current_metrics`` are ``MetricStatus`` objects in the API's JSON shape; times are epoch s.
+    ``current_metrics`` are ``MetricStatus`` objects in the API's JSON shape, one per ``spec.metrics`` item (a failed
+    metric's ``{"type": ""}``), None when the sync computed no metric; times are epoch s.
     """
 
     current_replicas: int
     desired_replicas: int
-    current_metrics: tuple[dict, ...]
+    current_metrics: tuple[dict, ...] | None
     conditions: tuple[Condition, ...]
     last_scale_time: float | None
     schedules: ScheduleStatus | None = None

@@ -435,8 +435,18 @@ def _has_object_or_external(hpa: HPA) -> bool:
     return any(m.type in (OBJECT, EXTERNAL) for m in hpa.metrics)
 
 
-def _current_metrics(proposals: list[Proposal]) -> tuple[dict, ...]:
-    return tuple(p.status for p in proposals if p.status is not None)
+#: the ``status.currentMetrics`` entry of a metric that failed: upstream's zero MetricStatus (``{"type": ""}``)
+FAILED_METRIC_STATUS: dict = {"type": ""}
+
+
+def _current_metrics(proposals: list[Proposal]) -> tuple[dict, ...] | None:
+    """``status.currentMetrics`` as upstream's computeReplicasForMetrics makes it: one entry per ``spec.metrics``
+    item, in order, a failed metric's left at the zero MetricStatus (``{"type": ""}``), so that entry *i* is always
+    metric *i* (kubectl's TARGETS column reads it so); None (the API's ``null``) when the sync computed no metric
+    (the replica count out of bounds, scaling disabled, a selector refused)."""
+    if not proposals:
+        return None
+    return tuple(FAILED_METRIC_STATUS if p.status is None else p.status for p in proposals)
 
 
 def _scaled_to_zero_condition(sync: _Sync, current: int, desired: int, min_replicas: int) -> None:

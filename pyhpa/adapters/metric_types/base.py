@@ -16,7 +16,7 @@ from ...core.model import AVERAGE_VALUE, MetricSamples, MetricSpec
 from ..errors import InputError
 from ..metrics_api import fetch_failed
 from ..parse import go_quantity_text, number_text
-from ..selectors import selector_go, selector_text
+from ..selectors import selector_go, selector_json, selector_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,8 +270,10 @@ def value_title(spec: MetricSpec, utilization: bool) -> str:
 
 
 def named_spec(kind: str, source: Any, target_type: str, utilization: int | None, average: int | None,
-               value: int | None, described: tuple[str, str] | None = None) -> MetricSpec:
-    """``spec`` of a type whose source names a metric (``source.metric``: name and label selector)."""
+               value: int | None, described: tuple[str, str] | None = None, described_api_version: str = "") -> MetricSpec:
+    """``spec`` of a type whose source names a metric (``source.metric``: name and label selector, the selector
+    also as the API's JSON for ``status.currentMetrics``)."""
     metric = source.metric
     return MetricSpec(kind, metric.name, target_type, utilization, average, value, "", selector_text(metric.selector),
-                      described, selector_go=selector_go(metric.selector))
+                      described, selector_go=selector_go(metric.selector), selector_json=selector_json(metric.selector),
+                      described_api_version=described_api_version)

@@ -18,8 +18,8 @@ from .base import MetricQuery, metric_identity, named_spec, named_type, shown_by
 
 def _spec(source: Any, target_type: str, utilization: int | None, average: int | None,
           value: int | None) -> MetricSpec:
-    described = (source.describedObject.kind, source.describedObject.name)
-    return named_spec(OBJECT, source, target_type, utilization, average, value, described)
+    d = source.describedObject
+    return named_spec(OBJECT, source, target_type, utilization, average, value, (d.kind, d.name), d.apiVersion or "")
 
 
 def _query(item: Any) -> MetricQuery:

@@ -39,6 +39,17 @@ type decision struct {
 	Proposals        []proposal  `json:"proposals"`
 	Conditions       []condition `json:"conditions"`
 	EmulationVersion string      `json:"emulationVersion,omitempty"`
+	// the whole status the sync leaves (what it wrote, else the object as the sync changed it); none for a
+	// normalization alone
+	Status *autoscalingv2.HorizontalPodAutoscalerStatus `json:"status,omitempty"`
+	// every event the controller's recorder was given during the sync, in order
+	Events []event `json:"events"`
+}
+
+type event struct {
+	Type    string `json:"type"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
 }
 
 type proposal struct {
@@ -141,6 +152,7 @@ func decide(t *testing.T, s *snapshot) (*decision, error) {
 		hpaInformer, podInformer, syncPeriod, s.Flags.DownscaleWindow, s.Flags.Tolerance,
 		s.Flags.CPUInitializationPeriod, s.Flags.InitialReadinessDelay)
 	defer a.PyhpaShutDown()
+	recorded := a.PyhpaRecordEvents()
 	previous := podautoscaler.PyhpaSetScaleUpLimitFactor(s.Flags.ScaleUpLimitFactor)
 	defer podautoscaler.PyhpaSetScaleUpLimitFactor(previous)
 	if h := s.History; h != nil {
@@ -154,7 +166,8 @@ func decide(t *testing.T, s *snapshot) (*decision, error) {
 		a.PyhpaSetMemory(key, recs, events(h.ScaleUpEvents), events(h.ScaleDownEvents))
 	}
 
-	out := &decision{Name: s.Name, Proposals: []proposal{}, Conditions: []condition{}, EmulationVersion: emulation}
+	out := &decision{Name: s.Name, Proposals: []proposal{}, Conditions: []condition{}, EmulationVersion: emulation,
+		Events: []event{}}
 	if s.Level == "behavior" && s.Prenormalized != nil {
 		// a recommendation given, not computed: normalization alone, as upstream's normalization tests run it
 		h := hpa.DeepCopy()
@@ -171,6 +184,7 @@ func decide(t *testing.T, s *snapshot) (*decision, error) {
 	if got := time.Now(); !got.Equal(s.Now) {
 		return nil, fmt.Errorf("the fake clock moved to %s before the sync", got.Format(time.RFC3339Nano))
 	}
+	*recorded = (*recorded)[:0] // the proposals' own calls above record too: only the sync's events are the sync's
 	computed := a.PyhpaSync(ctx, hpa)
 	if got := time.Now(); !got.Equal(s.Now) {
 		return nil, fmt.Errorf("the fake clock moved to %s during the sync", got.Format(time.RFC3339Nano))
@@ -181,6 +195,10 @@ func decide(t *testing.T, s *snapshot) (*decision, error) {
 	}
 	out.DesiredReplicas = final.Status.DesiredReplicas
 	out.Conditions = conditions(final.Status.Conditions)
+	out.Status = final.Status.DeepCopy()
+	for _, e := range *recorded {
+		out.Events = append(out.Events, event{e.Type, e.Reason, e.Message})
+	}
 	if computed > 0 {
 		out.Proposals = proposals
 	}

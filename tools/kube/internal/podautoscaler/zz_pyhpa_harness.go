@@ -12,11 +12,13 @@ package podautoscaler
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/kubernetes/pkg/controller/podautoscaler/monitor"
 )
 
@@ -130,4 +132,35 @@ func (a *HorizontalController) PyhpaNormalize(hpa *autoscalingv2.HorizontalPodAu
 // PyhpaShutDown stops the controller's work queue (its delaying goroutine), as Run does on exit.
 func (a *HorizontalController) PyhpaShutDown() {
 	a.queue.ShutDown()
+}
+
+// PyhpaEvent is one Event the controller's recorder was given: its type (Normal, Warning), reason and message.
+type PyhpaEvent struct {
+	Type    string
+	Reason  string
+	Message string
+}
+
+// pyhpaRecorder keeps what the controller records, in order, as the broadcaster would send it (one Event per
+// call; client-go's recorder then aggregates repeats into one Event whose count rises).
+type pyhpaRecorder struct{ events *[]PyhpaEvent }
+
+func (r pyhpaRecorder) Event(_ runtime.Object, eventtype, reason, message string) {
+	*r.events = append(*r.events, PyhpaEvent{eventtype, reason, message})
+}
+
+func (r pyhpaRecorder) Eventf(_ runtime.Object, eventtype, reason, messageFmt string, args ...interface{}) {
+	*r.events = append(*r.events, PyhpaEvent{eventtype, reason, fmt.Sprintf(messageFmt, args...)})
+}
+
+func (r pyhpaRecorder) AnnotatedEventf(_ runtime.Object, _ map[string]string, eventtype, reason, messageFmt string, args ...interface{}) {
+	*r.events = append(*r.events, PyhpaEvent{eventtype, reason, fmt.Sprintf(messageFmt, args...)})
+}
+
+// PyhpaRecordEvents makes the controller's event recorder keep every event it is given (instead of sending them
+// through the broadcaster, asynchronously); the slice returned fills as the sync records.
+func (a *HorizontalController) PyhpaRecordEvents() *[]PyhpaEvent {
+	events := &[]PyhpaEvent{}
+	a.eventRecorder = pyhpaRecorder{events}
+	return events
 }
