@@ -581,7 +581,7 @@ def decision_json(name: str, d: Decision, hpa: HPA | None = None, now: float | N
         report = source_report(d, field)
         if report is not None:
             out[field] = report
-    out["status"] = render_status(d.status, generation)
+    out["status"] = render_status(d.status, generation, null_current_metrics=True)
     out["events"] = [{"type": e.type, "reason": e.reason, "message": e.message} for e in d.events]
     return out
 

@@ -86,16 +86,21 @@ def wire(value: msgspec.Struct) -> dict:
 
 
 def render_status(st: HPAStatus, generation: int, *, lead_seconds: int | None = None,
-                  fit: dict | None = None) -> dict:
+                  fit: dict | None = None, null_current_metrics: bool = False) -> dict:
     """The status of one sync (``observedGeneration`` is the spec generation synced): the autoscaling/v2 fields,
     then each section the sync has, converted from the core's (``section``): ``schedules``, ``metricHealth`` (each
     ``numberOfFailures`` as the core capped it), ``saturation`` (``saturation_section``), ``pause``, and
-    ``prediction`` with ``lead_seconds`` (the spec's) and ``fit`` (``prediction_section``)."""
+    ``prediction`` with ``lead_seconds`` (the spec's) and ``fit`` (``prediction_section``). ``currentMetrics`` is
+    left out when the sync computed no metric, as the API server stores a HorizontalAutoscaler (a custom resource: a
+    null is pruned), or with ``null_current_metrics`` written as ``null``, as an autoscaling/v2 HPA's status shows it
+    (upstream's field has no omitempty: ``pyhpa explain -o json``)."""
     out = {"observedGeneration": generation, "desiredReplicas": st.desired_replicas}
     if st.current_replicas:
         out["currentReplicas"] = st.current_replicas
-    # always there, null when no metric was computed: upstream's field has no omitempty (autoscaling/v2 types.go)
-    out["currentMetrics"] = None if st.current_metrics is None else list(st.current_metrics)
+    if st.current_metrics is not None:
+        out["currentMetrics"] = list(st.current_metrics)
+    elif null_current_metrics:  # upstream's field has no omitempty (autoscaling/v2 types.go)
+        out["currentMetrics"] = None
     if st.conditions:
         out["conditions"] = [condition_dict(c) for c in st.conditions]
     if st.last_scale_time is not None:
