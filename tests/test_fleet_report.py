@@ -76,16 +76,21 @@ def test_a_fleet_without_a_name_is_titled_by_its_file_and_a_name_past_253_charac
     assert "<title>pyhpa fleet: fleet.yaml</title>" in page and "<h1>Fleet fleet.yaml</h1>" in page
 
 
-def test_a_browser_shows_the_report_with_its_plots_and_sorts_the_table(report, tmp_path):
+def _dom(page: Path, fragment: str, tmp_path: Path) -> str:
+    """The DOM Debian's chromium (headless) shows of ``page`` opened at ``#fragment``, after its scripts ran."""
     if CHROMIUM is None:
         if os.environ.get("CI"):
             pytest.fail("chromium is not installed (.ci/run installs Debian's chromium)")
         pytest.skip("Debian's chromium is not installed here (.ci/run installs it)")
-    url = (report / "report.html").resolve().as_uri() + "#sort=unserved_percent:desc"
+    url = page.resolve().as_uri() + "#" + fragment
     res = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000",
                           "--dump-dom", url], capture_output=True, text=True, timeout=120)
-    dom = res.stdout
-    assert res.returncode == 0 and "</html>" in dom, res.stderr[-2000:]
+    assert res.returncode == 0 and "</html>" in res.stdout, res.stderr[-2000:]
+    return res.stdout
+
+
+def test_a_browser_shows_the_report_with_its_plots_and_sorts_the_table(report, tmp_path):
+    dom = _dom(report / "report.html", "sort=unserved_percent:desc", tmp_path)
     # the page's script ran: the table is sorted by unserved share, largest first, and says so
     assert re.search(r'<table id="workloads"[^>]*data-sorted-by="unserved_percent:desc"', dom)
     summary = json.loads((report / "summary.json").read_text())
@@ -185,15 +190,7 @@ def test_a_comparison_without_plots_writes_no_report(tmp_path):
 
 
 def test_a_browser_shows_the_comparison_and_sorts_it(comparison, tmp_path):
-    if CHROMIUM is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not installed (.ci/run installs Debian's chromium)")
-        pytest.skip("Debian's chromium is not installed here (.ci/run installs it)")
-    url = (comparison / "report.html").resolve().as_uri() + "#sort=node_wait_seconds_b:desc"
-    res = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000",
-                          "--dump-dom", url], capture_output=True, text=True, timeout=120)
-    dom = res.stdout
-    assert res.returncode == 0 and "</html>" in dom, res.stderr[-2000:]
+    dom = _dom(comparison / "report.html", "sort=node_wait_seconds_b:desc", tmp_path)
     assert re.search(r'<table id="workloads"[^>]*data-sorted-by="node_wait_seconds_b:desc"', dom)
     import csv
 
